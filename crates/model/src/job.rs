@@ -1,0 +1,158 @@
+//! Tasks (pods) and jobs (gangs).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::node::{Node, NodeSelectorTerm, Taint, TaintEffect, Toleration};
+use crate::resources::Resources;
+use crate::time::Timestamp;
+
+/// Where a task may run. Tasks of one job usually share one `Arc` of this,
+/// which lets the core evaluate node filters once per distinct value.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PlacementConstraints {
+    /// `spec.nodeSelector`: every label must match exactly.
+    pub node_selector: BTreeMap<String, String>,
+    /// Required node affinity: at least one term must match (empty = none).
+    pub required_affinity: Vec<NodeSelectorTerm>,
+    pub tolerations: Vec<Toleration>,
+    /// Hard constraints the task asks for that Trainyard does not support
+    /// yet (e.g. `podAffinity`). A task with any is never placed; its job
+    /// stays pending with an unsupported-feature reason.
+    pub unsupported: Vec<String>,
+}
+
+impl PlacementConstraints {
+    pub fn selector_matches(&self, node: &Node) -> bool {
+        self.node_selector
+            .iter()
+            .all(|(k, v)| node.labels.get(k) == Some(v))
+    }
+
+    pub fn affinity_matches(&self, node: &Node) -> bool {
+        self.required_affinity.is_empty() || self.required_affinity.iter().any(|t| t.matches(node))
+    }
+
+    /// The first `NoSchedule`/`NoExecute` taint of `node` this task does not tolerate.
+    pub fn untolerated_taint<'n>(&self, node: &'n Node) -> Option<&'n Taint> {
+        node.taints.iter().find(|t| {
+            t.effect != TaintEffect::PreferNoSchedule
+                && !self.tolerations.iter().any(|tol| tol.tolerates(t))
+        })
+    }
+}
+
+/// Whether a task already holds resources.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskState {
+    /// Waiting to be placed.
+    Pending,
+    /// Bound to a node (running, or bound and starting). `gpus` are the
+    /// device indices it holds when known; when `None`, the core assigns the
+    /// lowest free devices deterministically for accounting.
+    Bound { node: String, gpus: Option<Vec<u32>> },
+}
+
+/// One pod of a job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Task {
+    /// Unique name, `namespace/pod`.
+    pub name: String,
+    /// Sub-group this task belongs to, if the job has sub-groups.
+    pub subgroup: Option<String>,
+    /// Effective requests (what Kubernetes would account for the pod).
+    pub requests: Resources,
+    pub constraints: Arc<PlacementConstraints>,
+    pub state: TaskState,
+}
+
+impl Task {
+    pub fn is_pending(&self) -> bool {
+        self.state == TaskState::Pending
+    }
+}
+
+/// A named part of a gang with its own minimum (e.g. "workers", "ps").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubGroup {
+    pub name: String,
+    pub min_member: u32,
+}
+
+/// A job: a gang of tasks placed all-or-nothing up to `min_member`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Job {
+    /// Unique id, `namespace/name`.
+    pub id: String,
+    /// Leaf queue name.
+    pub queue: String,
+    /// Higher runs first within a queue.
+    pub priority: i32,
+    pub submit_time: Timestamp,
+    /// Tasks that must be placed together (running tasks count). Tasks
+    /// beyond it are elastic.
+    pub min_member: u32,
+    pub subgroups: Vec<SubGroup>,
+    pub tasks: Vec<Task>,
+    /// Set when the job can never be scheduled as submitted (e.g. its queue
+    /// does not exist): the core reports it and places nothing.
+    pub rejected: Option<String>,
+}
+
+impl Job {
+    /// Sum of the requests of all tasks (running and pending).
+    pub fn total_requests(&self) -> Resources {
+        let mut r = Resources::zero();
+        for t in &self.tasks {
+            r.add(&t.requests);
+        }
+        r
+    }
+
+    /// Sum of the requests of bound tasks.
+    pub fn bound_requests(&self) -> Resources {
+        let mut r = Resources::zero();
+        for t in self.tasks.iter().filter(|t| !t.is_pending()) {
+            r.add(&t.requests);
+        }
+        r
+    }
+
+    pub fn pending_count(&self) -> usize {
+        self.tasks.iter().filter(|t| t.is_pending()).count()
+    }
+
+    /// A job with one task per request, all pending, no sub-groups,
+    /// `min_member` = number of tasks. Convenient for tests and generators.
+    pub fn gang(
+        id: impl Into<String>,
+        queue: impl Into<String>,
+        task_requests: Vec<Resources>,
+    ) -> Job {
+        let id = id.into();
+        let constraints = Arc::new(PlacementConstraints::default());
+        let tasks: Vec<Task> = task_requests
+            .into_iter()
+            .enumerate()
+            .map(|(i, requests)| Task {
+                name: format!("{id}-{i}"),
+                subgroup: None,
+                requests,
+                constraints: Arc::clone(&constraints),
+                state: TaskState::Pending,
+            })
+            .collect();
+        Job {
+            min_member: tasks.len() as u32,
+            id,
+            queue: queue.into(),
+            priority: 0,
+            submit_time: Timestamp(0),
+            subgroups: Vec::new(),
+            tasks,
+            rejected: None,
+        }
+    }
+}

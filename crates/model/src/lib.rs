@@ -1,0 +1,25 @@
+//! Trainyard's data model.
+//!
+//! Everything the scheduling core reasons about: integer resource vectors,
+//! nodes with their GPU devices one by one, tasks (pods) with placement
+//! constraints, jobs (gangs) with sub-groups, the queue tree, and the cluster
+//! snapshot that bundles them. This crate is pure: no I/O, no clock, no
+//! global state. Parsing user-facing documents lives in `trainyard-api` and
+//! `trainyard-snapshot`; scheduling lives in `trainyard-sched`.
+
+pub mod job;
+pub mod node;
+pub mod queue;
+pub mod resources;
+pub mod snapshot;
+pub mod time;
+
+pub use job::{Job, PlacementConstraints, SubGroup, Task, TaskState};
+pub use node::{
+    GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm, Taint,
+    TaintEffect, Toleration, TolerationOperator,
+};
+pub use queue::{QueueError, QueueId, QueueSpec, QueueTree};
+pub use resources::{Limits, ResourceName, Resources};
+pub use snapshot::{ExternalPod, Snapshot};
+pub use time::Timestamp;

@@ -1,1 +1,1 @@
-pub fn placeholder_build() {}
+pub mod fairshare;

@@ -1,1 +1,17 @@
+//! Trainyard's scheduling core.
+//!
+//! One entry point, [`schedule`]: a [`Snapshot`](trainyard_model::Snapshot),
+//! a [`Config`] and the current time in, [`Decisions`] out. The core is pure:
+//! no I/O, no clock, no global state, no async runtime. The simulator and the
+//! Kubernetes adapter both call [`schedule`].
+
+pub mod allocate;
+pub mod config;
+pub mod decisions;
 pub mod fairshare;
+pub mod plugins;
+pub mod state;
+
+pub use allocate::schedule;
+pub use config::{Config, ConfigError, ScorerConfig, ScoringConfig, Strategy};
+pub use decisions::{Bind, CycleStats, Decisions, FilterReason, PendingJob, PendingReason, QueueReport};

@@ -1,0 +1,826 @@
+//! One scheduling cycle: canonicalise the snapshot, account what runs,
+//! compute fair shares, then place gangs queue by queue.
+//!
+//! Order of work (see ARCHITECTURE.md, "one scheduling cycle"):
+//! 1. **Minimums.** Repeatedly walk the queue tree from the root, at each
+//!    level taking the child with the lowest `max over resources of
+//!    allocated / fair share` (then name) among those with untried jobs;
+//!    in the chosen leaf take the next job by priority (high first), then
+//!    submission time, then id; try to place its gang minimum in one
+//!    transaction (all or nothing). Every job is tried once per cycle.
+//! 2. **Elastic.** The same walk over jobs whose minimum holds and that have
+//!    more pending pods; each pod above the minimum is placed if it fits.
+//!
+//! A gang that does not fit is skipped and jobs behind it are still tried
+//! (backfill); with `gangStarvationSeconds` set, a gang pending that long
+//! blocks the rest of its own leaf queue instead.
+
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::cmp::{Ordering, Reverse};
+use std::sync::Arc;
+
+use trainyard_model::resources::cmp_ratio;
+use trainyard_model::{
+    Job, Node, PlacementConstraints, QueueId, QueueTree, ResourceName, Resources, Snapshot,
+    TaskState, Timestamp,
+};
+
+use crate::config::Config;
+use crate::decisions::{
+    Bind, CycleStats, Decisions, FilterReason, PendingJob, PendingReason, QueueReport,
+};
+use crate::fairshare;
+use crate::plugins::{self, Predicate, Scorer};
+use crate::state::{ClusterState, GpuAsk, NodeState};
+
+/// Runs one scheduling cycle. Pure: same inputs, same decisions, whatever
+/// the order of nodes, jobs, tasks or queues in `snapshot`.
+pub fn schedule(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Decisions {
+    let mut cycle = Cycle::new(snapshot, config, now);
+    cycle.run_minimums();
+    cycle.run_elastic();
+    cycle.finish()
+}
+
+/// Nodes that pass the static predicates for one constraint set, and the
+/// reason of every node that does not.
+struct StaticFilter {
+    feasible: Vec<u32>,
+    rejected: BTreeMap<FilterReason, u32>,
+}
+
+/// Per-job work of this cycle.
+struct JobWork<'s> {
+    job: &'s Job,
+    leaf: QueueId,
+    /// Indices into `job.tasks` of pending tasks, in placement order.
+    pending: Vec<usize>,
+    /// Bound tasks per sub-group name ("" for none).
+    bound_by_sub: BTreeMap<&'s str, u32>,
+    bound_total: u32,
+    /// Set when the job cannot be scheduled at all this cycle.
+    blocked: Option<PendingReason>,
+}
+
+struct Cycle<'s> {
+    config: &'s Config,
+    now: Timestamp,
+    tree: &'s QueueTree,
+    nodes: Vec<&'s Node>,
+    state: ClusterState,
+    predicates: Vec<Box<dyn Predicate>>,
+    scorers: Vec<(Box<dyn Scorer>, u64)>,
+    filters: HashMap<usize, StaticFilter>,
+    /// Single-shape gangs that failed: (constraints ptr, request) → smallest
+    /// pod count that failed, and its reason. Capacity only shrinks within a
+    /// cycle, so a gang of that shape and at least that size fails too.
+    failed_shapes: HashMap<(usize, Resources), (u32, PendingReason)>,
+    jobs: Vec<JobWork<'s>>,
+    fair: Vec<Resources>,
+    demand: Vec<Resources>,
+    alloc: Vec<Resources>,
+    binds: Vec<Bind>,
+    pending: BTreeMap<usize, PendingReason>,
+    warnings: Vec<String>,
+    stats: CycleStats,
+}
+
+impl<'s> Cycle<'s> {
+    fn new(snapshot: &'s Snapshot, config: &'s Config, now: Timestamp) -> Self {
+        let tree = &snapshot.queues;
+        let mut warnings = Vec::new();
+        let mut nodes: Vec<&Node> = snapshot.nodes.iter().collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        nodes.dedup_by(|b, a| {
+            let dup = a.name == b.name;
+            if dup {
+                warnings.push(format!("node {} appears twice; the first is used", a.name));
+            }
+            dup
+        });
+        let index: HashMap<&str, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut states: Vec<NodeState> = nodes.iter().map(|n| NodeState::new(n)).collect();
+
+        // Capacity held by pods outside Trainyard.
+        let mut external: Vec<_> = snapshot.external.iter().collect();
+        external.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut holders: Vec<(usize, &Resources, Option<&Vec<u32>>, String)> = Vec::new();
+        for p in &external {
+            match index.get(p.node.as_str()) {
+                Some(&n) => holders.push((n, &p.requests, p.gpus.as_ref(), p.name.clone())),
+                None => warnings.push(format!(
+                    "pod {} is bound to unknown node {}; its capacity is not counted",
+                    p.name, p.node
+                )),
+            }
+        }
+        let external_count = holders.len();
+
+        // Jobs in id order; tasks in name order.
+        let mut jobs_sorted: Vec<&Job> = snapshot.jobs.iter().collect();
+        jobs_sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        let mut jobs = Vec::with_capacity(jobs_sorted.len());
+        let mut alloc = vec![Resources::zero(); tree.len()];
+        let mut leaf_demand = vec![Resources::zero(); tree.len()];
+        for job in jobs_sorted {
+            let mut order: Vec<usize> = (0..job.tasks.len()).collect();
+            order.sort_by(|&a, &b| job.tasks[a].name.cmp(&job.tasks[b].name));
+            let mut bound_by_sub: BTreeMap<&str, u32> = BTreeMap::new();
+            let mut bound_total = 0;
+            let mut pending = Vec::new();
+            let mut bound_req = Resources::zero();
+            let mut pending_req = Resources::zero();
+            for &t in &order {
+                let task = &job.tasks[t];
+                match &task.state {
+                    TaskState::Pending => {
+                        pending.push(t);
+                        pending_req.add(&task.requests);
+                    }
+                    TaskState::Bound { node, gpus } => {
+                        bound_total += 1;
+                        *bound_by_sub
+                            .entry(task.subgroup.as_deref().unwrap_or(""))
+                            .or_default() += 1;
+                        bound_req.add(&task.requests);
+                        match index.get(node.as_str()) {
+                            Some(&n) => {
+                                holders.push((n, &task.requests, gpus.as_ref(), task.name.clone()))
+                            }
+                            None => warnings.push(format!(
+                                "task {} is bound to unknown node {node}; it counts for its queue but holds no node capacity",
+                                task.name
+                            )),
+                        }
+                    }
+                }
+            }
+            let leaf = tree.get(&job.queue);
+            let blocked = Self::static_block(job, leaf, tree, &pending);
+            let leaf = match leaf {
+                Some(q) if tree.is_leaf(q) => q,
+                _ => QueueTree::ROOT,
+            };
+            if leaf != QueueTree::ROOT {
+                alloc[leaf.0].add(&bound_req);
+                leaf_demand[leaf.0].add(&bound_req);
+                if blocked.is_none() {
+                    leaf_demand[leaf.0].add(&pending_req);
+                }
+            }
+            jobs.push(JobWork {
+                job,
+                leaf,
+                pending,
+                bound_by_sub,
+                bound_total,
+                blocked,
+            });
+        }
+
+        // Root capacity: allocatable of schedulable nodes minus what
+        // pods outside Trainyard hold there.
+        let mut capacity = Resources::zero();
+        let mut ext_used: Vec<Resources> = vec![Resources::zero(); nodes.len()];
+        for (n, req, _, _) in &holders[..external_count] {
+            ext_used[*n].add(req);
+        }
+        for (i, node) in nodes.iter().enumerate() {
+            if !node.unschedulable {
+                let mut c = node.allocatable.clone();
+                c.saturating_sub(&ext_used[i]);
+                capacity.add(&c);
+            }
+        }
+
+        // Account held capacity: explicit device indices first, then the
+        // holders whose devices are unknown get the lowest free ones.
+        let mut implicit = Vec::new();
+        for (n, req, gpus, name) in holders {
+            let ask = GpuAsk::of(req).unwrap_or(GpuAsk::None);
+            match gpus {
+                Some(idx) => {
+                    let slots: Vec<usize> = idx
+                        .iter()
+                        .filter_map(|i| nodes[n].gpus.iter().position(|d| d.index == *i))
+                        .collect();
+                    if slots.len() != idx.len() {
+                        warnings.push(format!(
+                            "pod {name} holds GPU indices {idx:?} not all present on node {}",
+                            nodes[n].name
+                        ));
+                    }
+                    states[n].take(req, ask, &slots);
+                }
+                None => implicit.push((n, req, ask, name)),
+            }
+        }
+        for (n, req, ask, name) in implicit {
+            if !req.fits_in(&states[n].free) {
+                warnings.push(format!(
+                    "node {} is overcommitted by pod {name} ({req} on {} free)",
+                    nodes[n].name, states[n].free
+                ));
+            }
+            let slots = states[n].choose_gpus(ask);
+            states[n].take(req, ask, &slots);
+        }
+
+        // Bubble leaf allocations up the tree.
+        for q in tree.top_down().into_iter().rev() {
+            if let Some(p) = tree.parent(q) {
+                let a = alloc[q.0].clone();
+                alloc[p.0].add(&a);
+            }
+        }
+        let fs = fairshare::compute(tree, &capacity, &leaf_demand);
+
+        let stats = CycleStats {
+            nodes: nodes.len() as u32,
+            ..CycleStats::default()
+        };
+        Cycle {
+            config,
+            now,
+            tree,
+            nodes,
+            state: ClusterState::new(states),
+            predicates: plugins::default_predicates(),
+            scorers: plugins::scorers(&config.scoring),
+            filters: HashMap::new(),
+            failed_shapes: HashMap::new(),
+            jobs,
+            fair: fs.fair,
+            demand: fs.demand,
+            alloc,
+            binds: Vec::new(),
+            pending: BTreeMap::new(),
+            warnings,
+            stats,
+        }
+    }
+
+    /// Reasons a job can never be placed as submitted.
+    fn static_block(
+        job: &Job,
+        leaf: Option<QueueId>,
+        tree: &QueueTree,
+        pending: &[usize],
+    ) -> Option<PendingReason> {
+        if let Some(msg) = &job.rejected {
+            return Some(PendingReason::Rejected {
+                message: msg.clone(),
+            });
+        }
+        match leaf {
+            None => {
+                return Some(PendingReason::Rejected {
+                    message: format!("queue {:?} does not exist", job.queue),
+                });
+            }
+            Some(q) if !tree.is_leaf(q) => {
+                let kids: Vec<&str> = tree.children(q).iter().map(|c| tree.name(*c)).collect();
+                return Some(PendingReason::Rejected {
+                    message: format!(
+                        "queue {:?} is not a leaf queue (children: {}); submit jobs to a leaf queue",
+                        job.queue,
+                        kids.join(", ")
+                    ),
+                });
+            }
+            _ => {}
+        }
+        for &t in pending {
+            let task = &job.tasks[t];
+            if !task.constraints.unsupported.is_empty() {
+                return Some(PendingReason::Unsupported {
+                    pod: task.name.clone(),
+                    features: task.constraints.unsupported.clone(),
+                });
+            }
+            if let Err(message) = GpuAsk::of(&task.requests) {
+                return Some(PendingReason::InvalidRequest {
+                    pod: task.name.clone(),
+                    message,
+                });
+            }
+        }
+        None
+    }
+
+    // ---- queue walk --------------------------------------------------
+
+    /// `max over resources of alloc / fair` of queue `q`, as a fraction.
+    fn usage_ratio(&self, q: QueueId) -> (u64, u64) {
+        let mut best = (0u64, 1u64);
+        for (r, a) in self.alloc[q.0].iter() {
+            let f = self.fair[q.0].get(&r);
+            if cmp_ratio(a, f, best.0, best.1) == Ordering::Greater {
+                best = (a, f);
+            }
+        }
+        best
+    }
+
+    /// Walks from the root to a leaf with work, by lowest usage ratio then name.
+    fn pick_leaf(&self, active: &[u32]) -> Option<QueueId> {
+        if active[QueueTree::ROOT.0] == 0 {
+            return None;
+        }
+        let mut q = QueueTree::ROOT;
+        loop {
+            let kids = self.tree.children(q);
+            if kids.is_empty() {
+                return Some(q);
+            }
+            let mut best: Option<(QueueId, (u64, u64))> = None;
+            // Children are in name order, so the first of equals wins.
+            for &c in kids.iter().filter(|c| active[c.0] > 0) {
+                let r = self.usage_ratio(c);
+                if best.is_none_or(|(_, b)| cmp_ratio(r.0, r.1, b.0, b.1) == Ordering::Less) {
+                    best = Some((c, r));
+                }
+            }
+            q = best?.0;
+        }
+    }
+
+    /// Per-leaf job queues (priority desc, submit asc, id asc) and active counts.
+    fn build_walk(&self, include: impl Fn(&JobWork) -> bool) -> (Vec<VecDeque<usize>>, Vec<u32>) {
+        let mut per_leaf: Vec<Vec<usize>> = vec![Vec::new(); self.tree.len()];
+        for (i, jw) in self.jobs.iter().enumerate() {
+            if jw.leaf != QueueTree::ROOT && include(jw) {
+                per_leaf[jw.leaf.0].push(i);
+            }
+        }
+        let mut active = vec![0u32; self.tree.len()];
+        let mut queues = Vec::with_capacity(per_leaf.len());
+        for (q, mut list) in per_leaf.into_iter().enumerate() {
+            list.sort_by(|&a, &b| {
+                let (ja, jb) = (self.jobs[a].job, self.jobs[b].job);
+                jb.priority
+                    .cmp(&ja.priority)
+                    .then(ja.submit_time.cmp(&jb.submit_time))
+                    .then(ja.id.cmp(&jb.id))
+            });
+            if !list.is_empty() {
+                for a in self.tree.ancestors(QueueId(q)) {
+                    active[a.0] += list.len() as u32;
+                }
+                active[QueueTree::ROOT.0] += list.len() as u32;
+            }
+            queues.push(VecDeque::from(list));
+        }
+        (queues, active)
+    }
+
+    fn pop_job(&self, leaf: QueueId, queues: &mut [VecDeque<usize>], active: &mut [u32]) -> Option<usize> {
+        let j = queues[leaf.0].pop_front()?;
+        for a in self.tree.ancestors(leaf) {
+            active[a.0] -= 1;
+        }
+        active[QueueTree::ROOT.0] -= 1;
+        Some(j)
+    }
+
+    // ---- pass 1: gang minimums ----------------------------------------
+
+    fn run_minimums(&mut self) {
+        for (i, jw) in self.jobs.iter().enumerate() {
+            if let Some(r) = &jw.blocked {
+                self.pending.insert(i, r.clone());
+            }
+        }
+        let (mut queues, mut active) =
+            self.build_walk(|jw| jw.blocked.is_none() && !jw.pending.is_empty());
+        while let Some(leaf) = self.pick_leaf(&active) {
+            let Some(j) = self.pop_job(leaf, &mut queues, &mut active) else {
+                break;
+            };
+            self.stats.jobs_considered += 1;
+            if let Err(reason) = self.try_gang(j) {
+                let starving = self.config.gang_starvation_seconds.is_some_and(|s| {
+                    self.now.secs_since(self.jobs[j].job.submit_time) >= s
+                }) && matches!(reason, PendingReason::Unschedulable { .. });
+                self.pending.insert(j, reason);
+                if starving {
+                    let gang = self.jobs[j].job.id.clone();
+                    while let Some(k) = self.pop_job(leaf, &mut queues, &mut active) {
+                        self.pending.insert(k, PendingReason::BehindStarvingGang { gang: gang.clone() });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Places the gang minimum of job `j` in one transaction.
+    fn try_gang(&mut self, j: usize) -> Result<(), PendingReason> {
+        let jw = &self.jobs[j];
+        let job = jw.job;
+        // Tasks to place now: sub-group deficits first, then the job's.
+        let mut chosen: Vec<usize> = Vec::new();
+        let mut taken = vec![false; job.tasks.len()];
+        for sg in &job.subgroups {
+            let have = jw.bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0);
+            let need = sg.min_member.saturating_sub(have) as usize;
+            let cands: Vec<usize> = jw
+                .pending
+                .iter()
+                .copied()
+                .filter(|&t| job.tasks[t].subgroup.as_deref() == Some(sg.name.as_str()))
+                .take(need)
+                .collect();
+            if cands.len() < need {
+                let total = job
+                    .tasks
+                    .iter()
+                    .filter(|t| t.subgroup.as_deref() == Some(sg.name.as_str()))
+                    .count();
+                return Err(PendingReason::NotEnoughPods {
+                    subgroup: Some(sg.name.clone()),
+                    have: total as u32,
+                    min_member: sg.min_member,
+                });
+            }
+            for t in cands {
+                taken[t] = true;
+                chosen.push(t);
+            }
+        }
+        let need = (job.min_member as usize).saturating_sub(jw.bound_total as usize + chosen.len());
+        let rest: Vec<usize> = jw.pending.iter().copied().filter(|&t| !taken[t]).take(need).collect();
+        if rest.len() < need {
+            return Err(PendingReason::NotEnoughPods {
+                subgroup: None,
+                have: job.tasks.len() as u32,
+                min_member: job.min_member,
+            });
+        }
+        chosen.extend(rest);
+        if chosen.is_empty() {
+            // Minimum already holds through running tasks: elastic pass.
+            return Ok(());
+        }
+        let mut needs = Resources::zero();
+        for &t in &chosen {
+            needs.add(&job.tasks[t].requests);
+        }
+        self.check_limits(jw.leaf, &needs)?;
+
+        // Same shape throughout? Then the failed-shape cache applies.
+        let first = &job.tasks[chosen[0]];
+        let single_shape = chosen.iter().all(|&t| {
+            let task = &job.tasks[t];
+            task.requests == first.requests && Arc::ptr_eq(&task.constraints, &first.constraints)
+        });
+        let shape_key = (
+            Arc::as_ptr(&first.constraints) as usize,
+            first.requests.clone(),
+        );
+        if single_shape
+            && let Some((n, reason)) = self.failed_shapes.get(&shape_key)
+            && chosen.len() as u32 >= *n
+        {
+            return Err(reason.clone());
+        }
+
+        let mark = self.state.begin();
+        let mut placed: Vec<(usize, usize, Vec<usize>)> = Vec::with_capacity(chosen.len());
+        let mut start = 0;
+        while start < chosen.len() {
+            let head = &job.tasks[chosen[start]];
+            let mut end = start + 1;
+            while end < chosen.len() {
+                let t = &job.tasks[chosen[end]];
+                if t.requests != head.requests || !Arc::ptr_eq(&t.constraints, &head.constraints) {
+                    break;
+                }
+                end += 1;
+            }
+            if let Err(fail_at) = self.place_run(&chosen[start..end], job, &mut placed) {
+                let failed_task = &job.tasks[chosen[start + fail_at]];
+                let (nodes_fit, filters) =
+                    self.diagnose(&failed_task.requests, &failed_task.constraints);
+                let reason = PendingReason::Unschedulable {
+                    needs: needs.clone(),
+                    pods_needed: chosen.len() as u32,
+                    pods_placed: placed.len() as u32,
+                    failed_pod: failed_task.name.clone(),
+                    nodes_total: self.nodes.len() as u32,
+                    nodes_fit,
+                    filters,
+                };
+                self.state.rollback(mark);
+                if single_shape {
+                    let e = self
+                        .failed_shapes
+                        .entry(shape_key)
+                        .or_insert((chosen.len() as u32, reason.clone()));
+                    if chosen.len() as u32 <= e.0 {
+                        *e = (chosen.len() as u32, reason.clone());
+                    }
+                }
+                return Err(reason);
+            }
+            start = end;
+        }
+        self.state.commit(mark);
+        self.stats.gangs_placed += 1;
+        self.record(j, placed);
+        Ok(())
+    }
+
+    /// Fails with the first queue on the leaf's path that `extra` would take above its limit.
+    fn check_limits(&self, leaf: QueueId, extra: &Resources) -> Result<(), PendingReason> {
+        for q in self.tree.ancestors(leaf) {
+            let limit = &self.tree.spec(q).limit;
+            if limit.is_unlimited() {
+                continue;
+            }
+            let mut after = self.alloc[q.0].clone();
+            after.add(extra);
+            if let Some((resource, cap)) = limit.first_exceeded(&after) {
+                return Err(PendingReason::QueueAtLimit {
+                    queue: self.tree.path(q).to_string(),
+                    used: self.alloc[q.0].get(&resource),
+                    requested: extra.get(&resource),
+                    resource,
+                    limit: cap,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// How many more copies of `req` the queues on the path allow.
+    fn limit_headroom(&self, leaf: QueueId, req: &Resources) -> usize {
+        let mut n = usize::MAX;
+        for q in self.tree.ancestors(leaf) {
+            for (r, cap) in self.tree.spec(q).limit.iter() {
+                let per = req.get(r);
+                if per > 0 {
+                    let left = cap.saturating_sub(self.alloc[q.0].get(r));
+                    n = n.min((left / per) as usize);
+                }
+            }
+        }
+        n
+    }
+
+    /// Evaluates the static predicates for `c` once per cycle; returns the cache key.
+    fn static_filter(&mut self, c: &Arc<PlacementConstraints>) -> usize {
+        let key = Arc::as_ptr(c) as usize;
+        let nodes = &self.nodes;
+        let predicates = &self.predicates;
+        self.filters.entry(key).or_insert_with(|| {
+            let mut feasible = Vec::new();
+            let mut rejected: BTreeMap<FilterReason, u32> = BTreeMap::new();
+            for (i, node) in nodes.iter().enumerate() {
+                match predicates.iter().try_for_each(|p| p.filter(c, node)) {
+                    Ok(()) => feasible.push(i as u32),
+                    Err(r) => *rejected.entry(r).or_default() += 1,
+                }
+            }
+            StaticFilter { feasible, rejected }
+        });
+        key
+    }
+
+    fn score(&self, n: usize, req: &Resources) -> u64 {
+        self.scorers
+            .iter()
+            .map(|(s, w)| w * s.score(self.nodes[n], &self.state.nodes[n], req))
+            .sum()
+    }
+
+    /// Places identical tasks `run` (indices into `job.tasks`) one by one on
+    /// the best-scoring fitting node. Nodes are scored once; after each
+    /// placement only the changed node is re-scored. On failure returns the
+    /// position in `run` that did not fit (earlier ones stay in `placed` and
+    /// in the state; the caller rolls back or keeps them).
+    fn place_run(
+        &mut self,
+        run: &[usize],
+        job: &Job,
+        placed: &mut Vec<(usize, usize, Vec<usize>)>,
+    ) -> Result<(), usize> {
+        let head = &job.tasks[run[0]];
+        let req = &head.requests;
+        // Checked in static_block: pending requests classify.
+        let ask = GpuAsk::of(req).unwrap_or(GpuAsk::None);
+        let key = self.static_filter(&head.constraints);
+        // Taken out while the state is mutated below; put back after scoring.
+        let feasible = self
+            .filters
+            .get_mut(&key)
+            .map(|f| std::mem::take(&mut f.feasible))
+            .unwrap_or_default();
+        let mut heap: BinaryHeap<(u64, Reverse<u32>)> = BinaryHeap::new();
+        for &n in &feasible {
+            let n = n as usize;
+            if self.state.nodes[n].fit(self.nodes[n], req, ask).is_ok() {
+                heap.push((self.score(n, req), Reverse(n as u32)));
+            }
+        }
+        // Put the cached list back.
+        if let Some(f) = self.filters.get_mut(&key) {
+            f.feasible = feasible;
+        }
+        for (pos, &t) in run.iter().enumerate() {
+            let Some((_, Reverse(n))) = heap.pop() else {
+                return Err(pos);
+            };
+            let n = n as usize;
+            let slots = self.state.nodes[n].choose_gpus(ask);
+            self.state.take(n, req, ask, &slots);
+            placed.push((t, n, slots));
+            if self.state.nodes[n].fit(self.nodes[n], req, ask).is_ok() {
+                heap.push((self.score(n, req), Reverse(n as u32)));
+            }
+        }
+        Ok(())
+    }
+
+    /// For a task that did not fit: how many nodes fit it now, and why the
+    /// others do not.
+    fn diagnose(
+        &mut self,
+        req: &Resources,
+        c: &Arc<PlacementConstraints>,
+    ) -> (u32, BTreeMap<FilterReason, u32>) {
+        let ask = GpuAsk::of(req).unwrap_or(GpuAsk::None);
+        let key = self.static_filter(c);
+        let (feasible, mut reasons) = match self.filters.get(&key) {
+            Some(f) => (f.feasible.clone(), f.rejected.clone()),
+            None => (Vec::new(), BTreeMap::new()),
+        };
+        let mut fit = 0;
+        for n in feasible {
+            let n = n as usize;
+            match self.state.nodes[n].fit(self.nodes[n], req, ask) {
+                Ok(()) => fit += 1,
+                Err(r) => *reasons.entry(r).or_default() += 1,
+            }
+        }
+        (fit, reasons)
+    }
+
+    /// Commits placements of job `j`: binds and queue allocation.
+    fn record(&mut self, j: usize, placed: Vec<(usize, usize, Vec<usize>)>) {
+        let jw = &mut self.jobs[j];
+        let job = jw.job;
+        let mut add = Resources::zero();
+        for (t, n, slots) in placed {
+            let task = &job.tasks[t];
+            add.add(&task.requests);
+            jw.pending.retain(|&p| p != t);
+            jw.bound_total += 1;
+            *jw.bound_by_sub
+                .entry(task.subgroup.as_deref().unwrap_or(""))
+                .or_default() += 1;
+            let node = self.nodes[n];
+            self.binds.push(Bind {
+                job: job.id.clone(),
+                task: task.name.clone(),
+                node: node.name.clone(),
+                gpus: slots.iter().map(|&s| node.gpus[s].index).collect(),
+            });
+            self.stats.pods_bound += 1;
+        }
+        let leaf = jw.leaf;
+        for q in self.tree.ancestors(leaf) {
+            self.alloc[q.0].add(&add);
+        }
+        self.alloc[QueueTree::ROOT.0].add(&add);
+    }
+
+    // ---- pass 2: elastic pods ----------------------------------------
+
+    fn run_elastic(&mut self) {
+        let (mut queues, mut active) = self.build_walk(|jw| {
+            jw.blocked.is_none()
+                && !jw.pending.is_empty()
+                && jw.bound_total >= jw.job.min_member
+                && jw.job.subgroups.iter().all(|sg| {
+                    jw.bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0) >= sg.min_member
+                })
+        });
+        while let Some(leaf) = self.pick_leaf(&active) {
+            let Some(j) = self.pop_job(leaf, &mut queues, &mut active) else {
+                break;
+            };
+            let job = self.jobs[j].job;
+            let pending = self.jobs[j].pending.clone();
+            let mut placed_total = 0u32;
+            let mut failure: Option<String> = None;
+            let mut start = 0;
+            while start < pending.len() && failure.is_none() {
+                let head = &job.tasks[pending[start]];
+                let mut end = start + 1;
+                while end < pending.len() {
+                    let t = &job.tasks[pending[end]];
+                    if t.requests != head.requests || !Arc::ptr_eq(&t.constraints, &head.constraints) {
+                        break;
+                    }
+                    end += 1;
+                }
+                let room = self.limit_headroom(leaf, &head.requests);
+                let take_to = end.min(start.saturating_add(room));
+                if take_to == start {
+                    let reason = self.check_limits(leaf, &head.requests).err();
+                    failure = Some(reason.map(|r| r.to_string()).unwrap_or_else(|| "queue limit".into()));
+                    break;
+                }
+                let mark = self.state.begin();
+                let mut placed = Vec::new();
+                let result = self.place_run(&pending[start..take_to], job, &mut placed);
+                self.state.commit(mark);
+                placed_total += placed.len() as u32;
+                self.record(j, placed);
+                if let Err(pos) = result {
+                    let t = &job.tasks[pending[start + pos]];
+                    let (fit, filters) = self.diagnose(&t.requests, &t.constraints);
+                    let mut items: Vec<_> = filters.into_iter().collect();
+                    items.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                    let parts: Vec<String> = items.iter().map(|(r, n)| format!("{n} {r}")).collect();
+                    failure = Some(format!("{fit}/{} nodes fit: {}", self.nodes.len(), parts.join(", ")));
+                } else if take_to < end {
+                    let reason = self.check_limits(leaf, &head.requests).err();
+                    failure = Some(reason.map(|r| r.to_string()).unwrap_or_else(|| "queue limit".into()));
+                }
+                start = end;
+            }
+            if let Some(detail) = failure {
+                let left = self.jobs[j].pending.len() as u32;
+                self.pending.insert(
+                    j,
+                    PendingReason::ElasticPending {
+                        placed: placed_total,
+                        pending: left,
+                        detail,
+                    },
+                );
+            }
+        }
+    }
+
+    // ---- output -------------------------------------------------------
+
+    fn finish(self) -> Decisions {
+        let pending = self
+            .pending
+            .into_iter()
+            .map(|(j, reason)| {
+                let jw = &self.jobs[j];
+                PendingJob {
+                    job: jw.job.id.clone(),
+                    queue: if jw.leaf == QueueTree::ROOT {
+                        jw.job.queue.clone()
+                    } else {
+                        self.tree.path(jw.leaf).to_string()
+                    },
+                    message: reason.to_string(),
+                    reason,
+                }
+            })
+            .collect();
+        let mut queues = Vec::new();
+        let mut stack: Vec<(QueueId, u32)> = self
+            .tree
+            .children(QueueTree::ROOT)
+            .iter()
+            .rev()
+            .map(|q| (*q, 0))
+            .collect();
+        while let Some((q, depth)) = stack.pop() {
+            let spec = self.tree.spec(q);
+            queues.push(QueueReport {
+                queue: self.tree.path(q).to_string(),
+                parent: spec.parent.clone(),
+                depth,
+                quota: spec.quota.clone(),
+                limit: spec.limit.clone(),
+                fair_share: self.fair[q.0].clone(),
+                allocated: self.alloc[q.0].clone(),
+                demand: self.demand[q.0].clone(),
+            });
+            stack.extend(self.tree.children(q).iter().rev().map(|c| (*c, depth + 1)));
+        }
+        Decisions {
+            binds: self.binds,
+            pending,
+            queues,
+            warnings: self.warnings,
+            stats: self.stats,
+        }
+    }
+}
+
+/// Convenience for reports: a resource's amount formatted for people.
+pub fn fmt_amount(r: &ResourceName, v: u64) -> String {
+    r.format_amount(v)
+}

@@ -1,0 +1,231 @@
+//! What one cycle decides: binds, pending reasons, the fair-share table.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use trainyard_model::{Limits, ResourceName, Resources};
+
+/// Put task `task` of job `job` on `node`, holding GPU devices `gpus`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bind {
+    pub job: String,
+    pub task: String,
+    pub node: String,
+    /// GPU device indices on the node (empty when the task asks for no GPU).
+    pub gpus: Vec<u32>,
+}
+
+/// Why a node was not a candidate for a task.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind", content = "detail")]
+pub enum FilterReason {
+    Unschedulable,
+    NodeSelectorMismatch,
+    NodeAffinityMismatch,
+    UntoleratedTaint(String),
+    Insufficient(ResourceName),
+    /// Enough GPU capacity in total, but not on whole free devices (or not
+    /// on one device for a fractional request).
+    GpuDevicesFragmented,
+    TooManyPods,
+}
+
+impl fmt::Display for FilterReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FilterReason::Unschedulable => f.write_str("node unschedulable"),
+            FilterReason::NodeSelectorMismatch => f.write_str("node selector mismatch"),
+            FilterReason::NodeAffinityMismatch => f.write_str("node affinity mismatch"),
+            FilterReason::UntoleratedTaint(t) => write!(f, "untolerated taint {t}"),
+            FilterReason::Insufficient(r) => write!(f, "insufficient {r}"),
+            FilterReason::GpuDevicesFragmented => {
+                f.write_str("GPU capacity split across partly used devices")
+            }
+            FilterReason::TooManyPods => f.write_str("too many pods"),
+        }
+    }
+}
+
+/// A structured reason a job is (still) pending after this cycle.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum PendingReason {
+    /// Not all of the gang's minimum could be placed.
+    #[serde(rename_all = "camelCase")]
+    Unschedulable {
+        /// Total request of the pods the gang needed this cycle.
+        needs: Resources,
+        pods_needed: u32,
+        /// Pods placed tentatively before one did not fit (all rolled back).
+        pods_placed: u32,
+        /// The pod that did not fit.
+        failed_pod: String,
+        nodes_total: u32,
+        nodes_fit: u32,
+        /// Nodes per reason, for the pod that did not fit.
+        filters: BTreeMap<FilterReason, u32>,
+    },
+    /// Placing the gang would take a queue on its path above its limit.
+    #[serde(rename_all = "camelCase")]
+    QueueAtLimit {
+        queue: String,
+        resource: ResourceName,
+        used: u64,
+        requested: u64,
+        limit: u64,
+    },
+    /// Fewer pods exist than the gang's minimum.
+    #[serde(rename_all = "camelCase")]
+    NotEnoughPods {
+        /// `None` for the whole gang, else the sub-group.
+        subgroup: Option<String>,
+        have: u32,
+        min_member: u32,
+    },
+    /// A pod asks for something Trainyard cannot honour yet.
+    Unsupported { pod: String, features: Vec<String> },
+    /// A pod's request is malformed (e.g. 1.5 GPUs).
+    InvalidRequest { pod: String, message: String },
+    /// The job was rejected before scheduling (e.g. unknown queue).
+    Rejected { message: String },
+    /// An earlier gang in the same leaf queue is starving and blocks it.
+    BehindStarvingGang { gang: String },
+    /// The gang runs; some elastic pods above its minimum did not fit.
+    #[serde(rename_all = "camelCase")]
+    ElasticPending { placed: u32, pending: u32, detail: String },
+}
+
+impl fmt::Display for PendingReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PendingReason::Unschedulable {
+                needs,
+                pods_needed,
+                pods_placed,
+                failed_pod,
+                nodes_total,
+                nodes_fit,
+                filters,
+            } => {
+                let what = if needs.gpu > 0 {
+                    format!(
+                        "{} × {}",
+                        ResourceName::Gpu.format_amount(needs.gpu),
+                        ResourceName::Gpu
+                    )
+                } else {
+                    needs.to_string()
+                };
+                write!(f, "gang needs {what} in {pods_needed} pod(s)")?;
+                if *pods_placed > 0 {
+                    write!(f, "; {pods_placed} placed, then pod {failed_pod} did not fit")?;
+                }
+                write!(f, "; {nodes_fit}/{nodes_total} nodes fit")?;
+                let mut items: Vec<_> = filters.iter().collect();
+                items.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                if !items.is_empty() {
+                    f.write_str(": ")?;
+                    let parts: Vec<String> =
+                        items.iter().map(|(r, n)| format!("{n} {r}")).collect();
+                    f.write_str(&parts.join(", "))?;
+                }
+                Ok(())
+            }
+            PendingReason::QueueAtLimit {
+                queue,
+                resource,
+                used,
+                requested,
+                limit,
+            } => write!(
+                f,
+                "queue {queue} at limit {resource} {}/{} (gang needs {} more)",
+                resource.format_amount(*used),
+                resource.format_amount(*limit),
+                resource.format_amount(*requested)
+            ),
+            PendingReason::NotEnoughPods {
+                subgroup,
+                have,
+                min_member,
+            } => match subgroup {
+                None => write!(f, "gang has {have} pod(s), fewer than minMember {min_member}"),
+                Some(s) => write!(
+                    f,
+                    "sub-group {s} has {have} pod(s), fewer than its minMember {min_member}"
+                ),
+            },
+            PendingReason::Unsupported { pod, features } => write!(
+                f,
+                "pod {pod} uses unsupported feature(s): {}",
+                features.join(", ")
+            ),
+            PendingReason::InvalidRequest { pod, message } => {
+                write!(f, "pod {pod}: invalid request: {message}")
+            }
+            PendingReason::Rejected { message } => write!(f, "rejected: {message}"),
+            PendingReason::BehindStarvingGang { gang } => write!(
+                f,
+                "waiting behind starving gang {gang} in the same queue"
+            ),
+            PendingReason::ElasticPending {
+                placed,
+                pending,
+                detail,
+            } => write!(
+                f,
+                "{placed} elastic pod(s) placed, {pending} still pending: {detail}"
+            ),
+        }
+    }
+}
+
+/// A job left pending, with its reason.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingJob {
+    pub job: String,
+    /// Queue path (`org/team`).
+    pub queue: String,
+    pub reason: PendingReason,
+    /// `reason` as a sentence.
+    pub message: String,
+}
+
+/// One row of the fair-share table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueReport {
+    /// `org/team` path.
+    pub queue: String,
+    pub parent: Option<String>,
+    pub depth: u32,
+    pub quota: Resources,
+    pub limit: Limits,
+    pub fair_share: Resources,
+    /// Allocation after this cycle's binds.
+    pub allocated: Resources,
+    /// Running + pending requests, capped by the limit.
+    pub demand: Resources,
+}
+
+/// Counters of one cycle.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CycleStats {
+    pub nodes: u32,
+    pub jobs_considered: u32,
+    pub gangs_placed: u32,
+    pub pods_bound: u32,
+}
+
+/// Everything one scheduling cycle decided.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decisions {
+    pub binds: Vec<Bind>,
+    pub pending: Vec<PendingJob>,
+    pub queues: Vec<QueueReport>,
+    /// Inconsistencies in the input the cycle worked around.
+    pub warnings: Vec<String>,
+    pub stats: CycleStats,
+}

@@ -824,3 +824,6 @@ impl<'s> Cycle<'s> {
 pub fn fmt_amount(r: &ResourceName, v: u64) -> String {
     r.format_amount(v)
 }
+
+#[cfg(test)]
+mod tests;

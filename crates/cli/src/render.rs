@@ -1,0 +1,103 @@
+//! Human-readable rendering of decisions: plain aligned columns like
+//! `kubectl get`, no borders, so the output pipes well into grep and awk.
+
+use comfy_table::{Cell, CellAlignment, Table, presets};
+use trainyard_model::{ResourceName, Resources};
+use trainyard_sched::Decisions;
+
+fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING);
+    t.set_header(header.iter().map(|h| Cell::new(h)));
+    t
+}
+
+fn right(s: String) -> Cell {
+    Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+/// Resources to show in the fair-share table, GPU first.
+fn shown_resources(d: &Decisions) -> Vec<ResourceName> {
+    let mut all = Resources::zero();
+    for q in &d.queues {
+        for r in [&q.quota, &q.fair_share, &q.allocated, &q.demand] {
+            all.add(r);
+        }
+    }
+    let mut names: Vec<ResourceName> = all.names().collect();
+    names.sort_by_key(|n| match n {
+        ResourceName::Gpu => 0,
+        ResourceName::Cpu => 1,
+        ResourceName::Memory => 2,
+        ResourceName::Extended(_) => 3,
+    });
+    names
+}
+
+/// The full report: binds, pending jobs, fair-share table, warnings.
+pub fn render(d: &Decisions) -> String {
+    let mut out = String::new();
+    let jobs_bound: std::collections::BTreeSet<&str> = d.binds.iter().map(|b| b.job.as_str()).collect();
+    out.push_str(&format!(
+        "BINDS: {} pod(s) of {} job(s) on {} node(s) considered\n",
+        d.binds.len(),
+        jobs_bound.len(),
+        d.stats.nodes
+    ));
+    if !d.binds.is_empty() {
+        let mut t = table(&["JOB", "POD", "NODE", "GPUS"]);
+        for b in &d.binds {
+            let gpus: Vec<String> = b.gpus.iter().map(|g| g.to_string()).collect();
+            t.add_row(vec![
+                Cell::new(&b.job),
+                Cell::new(&b.task),
+                Cell::new(&b.node),
+                Cell::new(if gpus.is_empty() { "-".to_string() } else { gpus.join(",") }),
+            ]);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
+    out.push_str(&format!("\nPENDING: {} job(s)\n", d.pending.len()));
+    if !d.pending.is_empty() {
+        let mut t = table(&["JOB", "QUEUE", "REASON"]);
+        for p in &d.pending {
+            t.add_row(vec![Cell::new(&p.job), Cell::new(&p.queue), Cell::new(&p.message)]);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
+    out.push_str("\nFAIR SHARE (after this cycle)\n");
+    let mut t = table(&["QUEUE", "RESOURCE", "QUOTA", "FAIR SHARE", "ALLOCATED", "DEMAND", "LIMIT"]);
+    let names = shown_resources(d);
+    for q in &d.queues {
+        let label = format!("{}{}", "  ".repeat(q.depth as usize), q.queue.rsplit('/').next().unwrap_or(&q.queue));
+        let mut first = true;
+        for r in &names {
+            let vals = [&q.quota, &q.fair_share, &q.allocated, &q.demand].map(|v| v.get(r));
+            let limit = q.limit.get(r);
+            if vals.iter().all(|v| *v == 0) && limit.is_none() && !first {
+                continue;
+            }
+            t.add_row(vec![
+                Cell::new(if first { label.clone() } else { String::new() }),
+                Cell::new(r.as_str()),
+                right(r.format_amount(vals[0])),
+                right(r.format_amount(vals[1])),
+                right(r.format_amount(vals[2])),
+                right(r.format_amount(vals[3])),
+                right(limit.map(|l| r.format_amount(l)).unwrap_or_else(|| "-".into())),
+            ]);
+            first = false;
+        }
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+    if !d.warnings.is_empty() {
+        out.push_str(&format!("\nWARNINGS: {}\n", d.warnings.len()));
+        for w in &d.warnings {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
+    out
+}

@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use trainyard_model::{Job, Limits, Node, QueueSpec, QueueTree, ResourceName, Resources, Snapshot, Timestamp};
+use trainyard_model::{
+    Job, Limits, Node, QueueSpec, QueueTree, ResourceName, Resources, Snapshot, Timestamp,
+};
 use trainyard_sched::{Config, fairshare, schedule};
 
 const GI: u64 = 1 << 30;
@@ -27,17 +29,28 @@ fn fairshare_tree(rng: &mut ChaCha8Rng) -> (QueueTree, Vec<Resources>, Resources
     let mut specs = Vec::new();
     for a in 0..10 {
         let top = format!("org{a}");
-        specs.push(QueueSpec::new(&top).quota(Resources::new(0, 0, 0).with_gpus(400)).weight(rng.random_range(1..4)));
+        specs.push(
+            QueueSpec::new(&top)
+                .quota(Resources::new(0, 0, 0).with_gpus(400))
+                .weight(rng.random_range(1..4)),
+        );
         for b in 0..10 {
             let mid = format!("{top}-t{b}");
-            specs.push(QueueSpec::new(&mid).parent(&top).quota(Resources::zero().with_gpus(40)).priority(rng.random_range(0..2)));
+            specs.push(
+                QueueSpec::new(&mid)
+                    .parent(&top)
+                    .quota(Resources::zero().with_gpus(40))
+                    .priority(rng.random_range(0..2)),
+            );
             for c in 0..10 {
                 let mut leaf = QueueSpec::new(format!("{mid}-q{c}"))
                     .parent(&mid)
                     .quota(Resources::zero().with_gpus(4))
                     .weight(rng.random_range(0..4));
                 if rng.random_bool(0.3) {
-                    leaf = leaf.limit(Limits::unlimited().cap(ResourceName::Gpu, rng.random_range(8..64) * 1000));
+                    leaf = leaf.limit(
+                        Limits::unlimited().cap(ResourceName::Gpu, rng.random_range(8..64) * 1000),
+                    );
                 }
                 specs.push(leaf);
             }
@@ -51,7 +64,11 @@ fn fairshare_tree(rng: &mut ChaCha8Rng) -> (QueueTree, Vec<Resources>, Resources
             demand[q.0] = Resources::new(g * 12_000, g * 100 * GI, g * 1000);
         }
     }
-    (tree, demand, Resources::new(40_000 * 12_000, 40_000 * 100 * GI, 40_000 * 1000))
+    (
+        tree,
+        demand,
+        Resources::new(40_000 * 12_000, 40_000 * 100 * GI, 40_000 * 1000),
+    )
 }
 
 fn cluster(rng: &mut ChaCha8Rng, nodes: usize, gangs: usize) -> Snapshot {
@@ -60,9 +77,16 @@ fn cluster(rng: &mut ChaCha8Rng, nodes: usize, gangs: usize) -> Snapshot {
         .collect();
     let queues = vec![
         QueueSpec::new("research").quota(Resources::zero().with_gpus(16_000)),
-        QueueSpec::new("llm").parent("research").quota(Resources::zero().with_gpus(12_000)).weight(2),
-        QueueSpec::new("vision").parent("research").quota(Resources::zero().with_gpus(4_000)),
-        QueueSpec::new("prod").quota(Resources::zero().with_gpus(16_000)).priority(1),
+        QueueSpec::new("llm")
+            .parent("research")
+            .quota(Resources::zero().with_gpus(12_000))
+            .weight(2),
+        QueueSpec::new("vision")
+            .parent("research")
+            .quota(Resources::zero().with_gpus(4_000)),
+        QueueSpec::new("prod")
+            .quota(Resources::zero().with_gpus(16_000))
+            .priority(1),
         QueueSpec::new("dev"),
     ];
     let leaves = ["llm", "vision", "prod", "dev"];
@@ -78,7 +102,11 @@ fn cluster(rng: &mut ChaCha8Rng, nodes: usize, gangs: usize) -> Snapshot {
             };
             let gpus = [1u64, 1, 1, 2, 2, 4][rng.random_range(0..6)];
             let req = Resources::new(gpus * 12_000, gpus * 100 * GI, 0).with_gpus(gpus);
-            let mut job = Job::gang(format!("ns/job-{i:05}"), leaves[i % leaves.len()], vec![req; pods]);
+            let mut job = Job::gang(
+                format!("ns/job-{i:05}"),
+                leaves[i % leaves.len()],
+                vec![req; pods],
+            );
             job.priority = rng.random_range(0..3);
             job.submit_time = Timestamp(i as i64 * 1000);
             job

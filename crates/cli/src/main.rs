@@ -114,7 +114,8 @@ fn collect_sources(paths: &[PathBuf]) -> Result<Vec<Source>> {
     for p in paths {
         if p.as_os_str() == "-" {
             let mut text = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading stdin")?;
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .context("reading stdin")?;
             sources.push(Source::new("<stdin>", text));
             continue;
         }
@@ -124,12 +125,18 @@ fn collect_sources(paths: &[PathBuf]) -> Result<Vec<Source>> {
                 .with_context(|| format!("{}: cannot list directory", p.display()))?
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|f| {
-                    matches!(f.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
+                    matches!(
+                        f.extension().and_then(|e| e.to_str()),
+                        Some("yaml" | "yml" | "json")
+                    )
                 })
                 .collect();
             files.sort();
             if files.is_empty() {
-                bail!("{}: directory has no .yaml, .yml or .json files", p.display());
+                bail!(
+                    "{}: directory has no .yaml, .yml or .json files",
+                    p.display()
+                );
             }
             for f in files {
                 sources.push(read_source(&f)?);
@@ -142,20 +149,26 @@ fn collect_sources(paths: &[PathBuf]) -> Result<Vec<Source>> {
 }
 
 fn read_source(p: &Path) -> Result<Source> {
-    let text = std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?;
+    let text =
+        std::fs::read_to_string(p).with_context(|| format!("{}: cannot read", p.display()))?;
     Ok(Source::new(p.display().to_string(), text))
 }
 
 /// Reads and validates a scheduler config file.
 fn load_config(path: &Path) -> Result<Config> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
     parse_config(&text, &path.display().to_string())
 }
 
 fn parse_config(text: &str, name: &str) -> Result<Config> {
     let value: serde_json::Value =
         serde_saphyr::from_str(text).map_err(|e| anyhow::anyhow!("{name}: not valid YAML: {e}"))?;
-    let value = if value.is_null() { serde_json::json!({}) } else { value };
+    let value = if value.is_null() {
+        serde_json::json!({})
+    } else {
+        value
+    };
     let cfg: Config = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         anyhow::anyhow!("{name}: field {path}: {}", e.into_inner())
@@ -168,15 +181,18 @@ fn parse_now(s: Option<&str>) -> Result<Timestamp> {
     match s {
         None => {
             // The binary edge is the only place that reads the clock.
-            let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+            let d = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
             Ok(Timestamp(d.as_millis() as i64))
         }
         Some(s) => {
             if let Ok(secs) = s.parse::<i64>() {
                 return Ok(Timestamp::from_secs(secs));
             }
-            trainyard_api::parse_rfc3339(s)
-                .map_err(|e| anyhow::anyhow!("--now {s:?}: expected RFC 3339 time or Unix seconds: {e}"))
+            trainyard_api::parse_rfc3339(s).map_err(|e| {
+                anyhow::anyhow!("--now {s:?}: expected RFC 3339 time or Unix seconds: {e}")
+            })
         }
     }
 }
@@ -192,9 +208,8 @@ fn cmd_schedule(args: ScheduleArgs) -> Result<()> {
         default_queue: args.default_queue.clone(),
         scheduler_name: args.scheduler_name.clone(),
     };
-    let loaded = trainyard_snapshot::load(&sources, &opts).map_err(|e| {
-        anyhow::anyhow!("{} problem(s) in the snapshot:\n{e}", e.0.len())
-    })?;
+    let loaded = trainyard_snapshot::load(&sources, &opts)
+        .map_err(|e| anyhow::anyhow!("{} problem(s) in the snapshot:\n{e}", e.0.len()))?;
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
@@ -221,18 +236,33 @@ mod tests {
     fn config_errors_name_file_and_field() {
         let e = parse_config("scoring:\n  gpu: {strategy: bnpack, weight: 1}\n  cpuMemory: {strategy: spread, weight: 1}\n", "cfg.yaml").unwrap_err();
         let msg = format!("{e:#}");
-        assert!(msg.starts_with("cfg.yaml: field scoring.gpu.strategy: unknown variant `bnpack`"), "{msg}");
+        assert!(
+            msg.starts_with("cfg.yaml: field scoring.gpu.strategy: unknown variant `bnpack`"),
+            "{msg}"
+        );
         let e = parse_config("gangStarvationSecs: 5\n", "cfg.yaml").unwrap_err();
-        assert!(format!("{e:#}").contains("unknown field `gangStarvationSecs`"), "{e:#}");
+        assert!(
+            format!("{e:#}").contains("unknown field `gangStarvationSecs`"),
+            "{e:#}"
+        );
         let e = parse_config("scoring:\n  gpu: {strategy: spread, weight: 1000}\n  cpuMemory: {strategy: spread, weight: 1}\n", "cfg.yaml").unwrap_err();
-        assert_eq!(format!("{e:#}"), "cfg.yaml: config field scoring.gpu.weight: expected 0..=100, got 1000");
+        assert_eq!(
+            format!("{e:#}"),
+            "cfg.yaml: config field scoring.gpu.weight: expected 0..=100, got 1000"
+        );
         assert_eq!(parse_config("", "empty.yaml").unwrap(), Config::default());
     }
 
     #[test]
     fn now_accepts_rfc3339_and_seconds() {
-        assert_eq!(parse_now(Some("1704067200")).unwrap(), Timestamp(1_704_067_200_000));
-        assert_eq!(parse_now(Some("2024-01-01T00:00:00Z")).unwrap(), Timestamp(1_704_067_200_000));
+        assert_eq!(
+            parse_now(Some("1704067200")).unwrap(),
+            Timestamp(1_704_067_200_000)
+        );
+        assert_eq!(
+            parse_now(Some("2024-01-01T00:00:00Z")).unwrap(),
+            Timestamp(1_704_067_200_000)
+        );
         assert!(parse_now(Some("yesterday")).is_err());
     }
 }

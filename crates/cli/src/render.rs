@@ -37,7 +37,8 @@ fn shown_resources(d: &Decisions) -> Vec<ResourceName> {
 /// The full report: binds, pending jobs, fair-share table, warnings.
 pub fn render(d: &Decisions) -> String {
     let mut out = String::new();
-    let jobs_bound: std::collections::BTreeSet<&str> = d.binds.iter().map(|b| b.job.as_str()).collect();
+    let jobs_bound: std::collections::BTreeSet<&str> =
+        d.binds.iter().map(|b| b.job.as_str()).collect();
     out.push_str(&format!(
         "BINDS: {} pod(s) of {} job(s) on {} node(s) considered\n",
         d.binds.len(),
@@ -52,7 +53,11 @@ pub fn render(d: &Decisions) -> String {
                 Cell::new(&b.job),
                 Cell::new(&b.task),
                 Cell::new(&b.node),
-                Cell::new(if gpus.is_empty() { "-".to_string() } else { gpus.join(",") }),
+                Cell::new(if gpus.is_empty() {
+                    "-".to_string()
+                } else {
+                    gpus.join(",")
+                }),
             ]);
         }
         out.push_str(&t.to_string());
@@ -62,16 +67,32 @@ pub fn render(d: &Decisions) -> String {
     if !d.pending.is_empty() {
         let mut t = table(&["JOB", "QUEUE", "REASON"]);
         for p in &d.pending {
-            t.add_row(vec![Cell::new(&p.job), Cell::new(&p.queue), Cell::new(&p.message)]);
+            t.add_row(vec![
+                Cell::new(&p.job),
+                Cell::new(&p.queue),
+                Cell::new(&p.message),
+            ]);
         }
         out.push_str(&t.to_string());
         out.push('\n');
     }
     out.push_str("\nFAIR SHARE (after this cycle)\n");
-    let mut t = table(&["QUEUE", "RESOURCE", "QUOTA", "FAIR SHARE", "ALLOCATED", "DEMAND", "LIMIT"]);
+    let mut t = table(&[
+        "QUEUE",
+        "RESOURCE",
+        "QUOTA",
+        "FAIR SHARE",
+        "ALLOCATED",
+        "DEMAND",
+        "LIMIT",
+    ]);
     let names = shown_resources(d);
     for q in &d.queues {
-        let label = format!("{}{}", "  ".repeat(q.depth as usize), q.queue.rsplit('/').next().unwrap_or(&q.queue));
+        let label = format!(
+            "{}{}",
+            "  ".repeat(q.depth as usize),
+            q.queue.rsplit('/').next().unwrap_or(&q.queue)
+        );
         let mut first = true;
         for r in &names {
             let vals = [&q.quota, &q.fair_share, &q.allocated, &q.demand].map(|v| v.get(r));
@@ -86,7 +107,11 @@ pub fn render(d: &Decisions) -> String {
                 right(r.format_amount(vals[1])),
                 right(r.format_amount(vals[2])),
                 right(r.format_amount(vals[3])),
-                right(limit.map(|l| r.format_amount(l)).unwrap_or_else(|| "-".into())),
+                right(
+                    limit
+                        .map(|l| r.format_amount(l))
+                        .unwrap_or_else(|| "-".into()),
+                ),
             ]);
             first = false;
         }

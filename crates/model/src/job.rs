@@ -52,7 +52,10 @@ pub enum TaskState {
     /// Bound to a node (running, or bound and starting). `gpus` are the
     /// device indices it holds when known; when `None`, the core assigns the
     /// lowest free devices deterministically for accounting.
-    Bound { node: String, gpus: Option<Vec<u32>> },
+    Bound {
+        node: String,
+        gpus: Option<Vec<u32>>,
+    },
 }
 
 /// One pod of a job.

@@ -209,7 +209,11 @@ impl NodeSelectorTerm {
         if self.match_expressions.is_empty() && self.match_fields.is_empty() {
             return false;
         }
-        if !self.match_expressions.iter().all(|r| r.matches(&node.labels)) {
+        if !self
+            .match_expressions
+            .iter()
+            .all(|r| r.matches(&node.labels))
+        {
             return false;
         }
         if self.match_fields.is_empty() {
@@ -251,14 +255,26 @@ mod tests {
         assert!(req("gen", Gt, &["8"]).matches(&l));
         assert!(!req("gen", Gt, &["9"]).matches(&l));
         assert!(req("gen", Lt, &["10"]).matches(&l));
-        assert!(!req("zone", Lt, &["10"]).matches(&l), "non-integer label never matches Lt");
-        assert!(!req("gen", Gt, &["1", "2"]).matches(&l), "Gt needs exactly one value");
+        assert!(
+            !req("zone", Lt, &["10"]).matches(&l),
+            "non-integer label never matches Lt"
+        );
+        assert!(
+            !req("gen", Gt, &["1", "2"]).matches(&l),
+            "Gt needs exactly one value"
+        );
     }
 
     #[test]
     fn empty_term_matches_nothing_and_fields_match_name() {
         let node = Node::new("n1", 1000, 1, 0);
-        assert!(!NodeSelectorTerm { match_expressions: vec![], match_fields: vec![] }.matches(&node));
+        assert!(
+            !NodeSelectorTerm {
+                match_expressions: vec![],
+                match_fields: vec![]
+            }
+            .matches(&node)
+        );
         let t = NodeSelectorTerm {
             match_expressions: vec![],
             match_fields: vec![req("metadata.name", LabelSelectorOperator::In, &["n1"])],
@@ -268,11 +284,31 @@ mod tests {
 
     #[test]
     fn tolerations() {
-        let taint = Taint { key: "dedicated".into(), value: "infer".into(), effect: TaintEffect::NoSchedule };
-        let exact = Toleration { key: "dedicated".into(), operator: TolerationOperator::Equal, value: "infer".into(), effect: Some(TaintEffect::NoSchedule) };
-        let wrong_value = Toleration { value: "train".into(), ..exact.clone() };
-        let wildcard = Toleration { key: String::new(), operator: TolerationOperator::Exists, value: String::new(), effect: None };
-        let wrong_effect = Toleration { effect: Some(TaintEffect::NoExecute), ..exact.clone() };
+        let taint = Taint {
+            key: "dedicated".into(),
+            value: "infer".into(),
+            effect: TaintEffect::NoSchedule,
+        };
+        let exact = Toleration {
+            key: "dedicated".into(),
+            operator: TolerationOperator::Equal,
+            value: "infer".into(),
+            effect: Some(TaintEffect::NoSchedule),
+        };
+        let wrong_value = Toleration {
+            value: "train".into(),
+            ..exact.clone()
+        };
+        let wildcard = Toleration {
+            key: String::new(),
+            operator: TolerationOperator::Exists,
+            value: String::new(),
+            effect: None,
+        };
+        let wrong_effect = Toleration {
+            effect: Some(TaintEffect::NoExecute),
+            ..exact.clone()
+        };
         assert!(exact.tolerates(&taint));
         assert!(!wrong_value.tolerates(&taint));
         assert!(wildcard.tolerates(&taint));

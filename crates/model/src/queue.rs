@@ -198,7 +198,8 @@ impl QueueTree {
             let mut cur = start.as_str();
             while let Some(p) = specs_by_name.get(cur).and_then(|s| s.parent.as_deref()) {
                 if let Some(pos) = path.iter().position(|q| *q == p) {
-                    let mut cycle: Vec<String> = path[pos..].iter().map(|s| s.to_string()).collect();
+                    let mut cycle: Vec<String> =
+                        path[pos..].iter().map(|s| s.to_string()).collect();
                     let mut key = cycle.clone();
                     key.sort();
                     if seen_cycles.insert(key) {
@@ -286,7 +287,11 @@ impl QueueTree {
                 }
             }
         }
-        if errors.is_empty() { Ok(tree) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(tree)
+        } else {
+            Err(errors)
+        }
     }
 
     /// Number of ids, including the root.
@@ -370,19 +375,30 @@ mod tests {
         ])
         .unwrap_err();
         let text: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-        assert!(text.iter().any(|t| t.contains("\"c\" is defined more than once")), "{text:?}");
+        assert!(
+            text.iter()
+                .any(|t| t.contains("\"c\" is defined more than once")),
+            "{text:?}"
+        );
         assert!(text.iter().any(|t| t.contains("a -> b -> a")), "{text:?}");
         assert_eq!(errs.len(), 3, "{text:?}");
         let errs = QueueTree::build(vec![QueueSpec::new("x").parent("nope")]).unwrap_err();
-        assert_eq!(errs[0].to_string(), "queue \"x\": parent \"nope\" does not exist");
+        assert_eq!(
+            errs[0].to_string(),
+            "queue \"x\": parent \"nope\" does not exist"
+        );
     }
 
     #[test]
     fn children_quota_above_parent_is_rejected() {
         let errs = QueueTree::build(vec![
             QueueSpec::new("org").quota(Resources::zero().with_gpus(8)),
-            QueueSpec::new("a").parent("org").quota(Resources::zero().with_gpus(6)),
-            QueueSpec::new("b").parent("org").quota(Resources::zero().with_gpus(4)),
+            QueueSpec::new("a")
+                .parent("org")
+                .quota(Resources::zero().with_gpus(6)),
+            QueueSpec::new("b")
+                .parent("org")
+                .quota(Resources::zero().with_gpus(4)),
         ])
         .unwrap_err();
         assert_eq!(
@@ -393,10 +409,16 @@ mod tests {
 
     #[test]
     fn quota_above_own_limit_is_rejected() {
-        let errs = QueueTree::build(vec![QueueSpec::new("a")
-            .quota(Resources::zero().with_gpus(6))
-            .limit(Limits::unlimited().cap(ResourceName::Gpu, 4000))])
+        let errs = QueueTree::build(vec![
+            QueueSpec::new("a")
+                .quota(Resources::zero().with_gpus(6))
+                .limit(Limits::unlimited().cap(ResourceName::Gpu, 4000)),
+        ])
         .unwrap_err();
-        assert!(errs[0].to_string().contains("quota 6 nvidia.com/gpu is above its own limit 4"));
+        assert!(
+            errs[0]
+                .to_string()
+                .contains("quota 6 nvidia.com/gpu is above its own limit 4")
+        );
     }
 }

@@ -245,9 +245,7 @@ impl Resources {
 
     /// The first dimension (in `iter` order) where `self` exceeds `other`.
     pub fn first_excess(&self, other: &Resources) -> Option<ResourceName> {
-        self.iter()
-            .find(|(n, v)| *v > other.get(n))
-            .map(|(n, _)| n)
+        self.iter().find(|(n, v)| *v > other.get(n)).map(|(n, _)| n)
     }
 
     /// Element-wise minimum.
@@ -268,7 +266,9 @@ impl Resources {
 
     /// Whole GPUs requested, if the GPU request is a whole number of devices.
     pub fn whole_gpus(&self) -> Option<u64> {
-        (self.gpu % MILLI_PER_GPU == 0).then_some(self.gpu / MILLI_PER_GPU)
+        self.gpu
+            .is_multiple_of(MILLI_PER_GPU)
+            .then_some(self.gpu / MILLI_PER_GPU)
     }
 }
 
@@ -407,14 +407,20 @@ mod tests {
         assert_eq!(a, Resources::new(500, 1 << 29, 1000));
         a.add(&b);
         assert_eq!(a.gpu, 2000);
-        assert_eq!(b.first_excess(&Resources::new(400, 1 << 30, 1000)), Some(ResourceName::Cpu));
+        assert_eq!(
+            b.first_excess(&Resources::new(400, 1 << 30, 1000)),
+            Some(ResourceName::Cpu)
+        );
     }
 
     #[test]
     fn display_is_human() {
         let mut r = Resources::new(2500, 3 << 30, 8000);
         r.set(&ResourceName::parse("rdma/ib"), 2);
-        assert_eq!(r.to_string(), "cpu=2.5, memory=3Gi, nvidia.com/gpu=8, rdma/ib=2");
+        assert_eq!(
+            r.to_string(),
+            "cpu=2.5, memory=3Gi, nvidia.com/gpu=8, rdma/ib=2"
+        );
         assert_eq!(Resources::zero().to_string(), "0");
         assert_eq!(ResourceName::Gpu.format_amount(500), "0.5");
     }

@@ -15,8 +15,8 @@
 //! (backfill); with `gangStarvationSeconds` set, a gang pending that long
 //! blocks the rest of its own leaf queue instead.
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use trainyard_model::resources::cmp_ratio;
@@ -378,7 +378,12 @@ impl<'s> Cycle<'s> {
         (queues, active)
     }
 
-    fn pop_job(&self, leaf: QueueId, queues: &mut [VecDeque<usize>], active: &mut [u32]) -> Option<usize> {
+    fn pop_job(
+        &self,
+        leaf: QueueId,
+        queues: &mut [VecDeque<usize>],
+        active: &mut [u32],
+    ) -> Option<usize> {
         let j = queues[leaf.0].pop_front()?;
         for a in self.tree.ancestors(leaf) {
             active[a.0] -= 1;
@@ -403,14 +408,17 @@ impl<'s> Cycle<'s> {
             };
             self.stats.jobs_considered += 1;
             if let Err(reason) = self.try_gang(j) {
-                let starving = self.config.gang_starvation_seconds.is_some_and(|s| {
-                    self.now.secs_since(self.jobs[j].job.submit_time) >= s
-                }) && matches!(reason, PendingReason::Unschedulable { .. });
+                let starving = self
+                    .config
+                    .gang_starvation_seconds
+                    .is_some_and(|s| self.now.secs_since(self.jobs[j].job.submit_time) >= s)
+                    && matches!(reason, PendingReason::Unschedulable { .. });
                 self.pending.insert(j, reason);
                 if starving {
                     let gang = self.jobs[j].job.id.clone();
                     while let Some(k) = self.pop_job(leaf, &mut queues, &mut active) {
-                        self.pending.insert(k, PendingReason::BehindStarvingGang { gang: gang.clone() });
+                        self.pending
+                            .insert(k, PendingReason::BehindStarvingGang { gang: gang.clone() });
                     }
                 }
             }
@@ -452,7 +460,13 @@ impl<'s> Cycle<'s> {
             }
         }
         let need = (job.min_member as usize).saturating_sub(jw.bound_total as usize + chosen.len());
-        let rest: Vec<usize> = jw.pending.iter().copied().filter(|&t| !taken[t]).take(need).collect();
+        let rest: Vec<usize> = jw
+            .pending
+            .iter()
+            .copied()
+            .filter(|&t| !taken[t])
+            .take(need)
+            .collect();
         if rest.len() < need {
             return Err(PendingReason::NotEnoughPods {
                 subgroup: None,
@@ -723,7 +737,9 @@ impl<'s> Cycle<'s> {
                 let mut end = start + 1;
                 while end < pending.len() {
                     let t = &job.tasks[pending[end]];
-                    if t.requests != head.requests || !Arc::ptr_eq(&t.constraints, &head.constraints) {
+                    if t.requests != head.requests
+                        || !Arc::ptr_eq(&t.constraints, &head.constraints)
+                    {
                         break;
                     }
                     end += 1;
@@ -732,7 +748,11 @@ impl<'s> Cycle<'s> {
                 let take_to = end.min(start.saturating_add(room));
                 if take_to == start {
                     let reason = self.check_limits(leaf, &head.requests).err();
-                    failure = Some(reason.map(|r| r.to_string()).unwrap_or_else(|| "queue limit".into()));
+                    failure = Some(
+                        reason
+                            .map(|r| r.to_string())
+                            .unwrap_or_else(|| "queue limit".into()),
+                    );
                     break;
                 }
                 let mark = self.state.begin();
@@ -746,11 +766,20 @@ impl<'s> Cycle<'s> {
                     let (fit, filters) = self.diagnose(&t.requests, &t.constraints);
                     let mut items: Vec<_> = filters.into_iter().collect();
                     items.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-                    let parts: Vec<String> = items.iter().map(|(r, n)| format!("{n} {r}")).collect();
-                    failure = Some(format!("{fit}/{} nodes fit: {}", self.nodes.len(), parts.join(", ")));
+                    let parts: Vec<String> =
+                        items.iter().map(|(r, n)| format!("{n} {r}")).collect();
+                    failure = Some(format!(
+                        "{fit}/{} nodes fit: {}",
+                        self.nodes.len(),
+                        parts.join(", ")
+                    ));
                 } else if take_to < end {
                     let reason = self.check_limits(leaf, &head.requests).err();
-                    failure = Some(reason.map(|r| r.to_string()).unwrap_or_else(|| "queue limit".into()));
+                    failure = Some(
+                        reason
+                            .map(|r| r.to_string())
+                            .unwrap_or_else(|| "queue limit".into()),
+                    );
                 }
                 start = end;
             }

@@ -16,9 +16,9 @@ pub struct Bind {
     pub gpus: Vec<u32>,
 }
 
-/// Why a node was not a candidate for a task.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "kind", content = "detail")]
+/// Why a node was not a candidate for a task. Serialized as its sentence
+/// (e.g. `"untolerated taint dedicated=infer"`), so it can key a JSON map.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FilterReason {
     Unschedulable,
     NodeSelectorMismatch,
@@ -44,6 +44,37 @@ impl fmt::Display for FilterReason {
             }
             FilterReason::TooManyPods => f.write_str("too many pods"),
         }
+    }
+}
+
+impl Serialize for FilterReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FilterReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        let fixed = [
+            FilterReason::Unschedulable,
+            FilterReason::NodeSelectorMismatch,
+            FilterReason::NodeAffinityMismatch,
+            FilterReason::GpuDevicesFragmented,
+            FilterReason::TooManyPods,
+        ];
+        if let Some(r) = fixed.into_iter().find(|r| r.to_string() == text) {
+            return Ok(r);
+        }
+        if let Some(t) = text.strip_prefix("untolerated taint ") {
+            return Ok(FilterReason::UntoleratedTaint(t.to_string()));
+        }
+        if let Some(r) = text.strip_prefix("insufficient ") {
+            return Ok(FilterReason::Insufficient(ResourceName::parse(r)));
+        }
+        Err(serde::de::Error::custom(format!(
+            "unknown filter reason {text:?}"
+        )))
     }
 }
 
@@ -93,7 +124,11 @@ pub enum PendingReason {
     BehindStarvingGang { gang: String },
     /// The gang runs; some elastic pods above its minimum did not fit.
     #[serde(rename_all = "camelCase")]
-    ElasticPending { placed: u32, pending: u32, detail: String },
+    ElasticPending {
+        placed: u32,
+        pending: u32,
+        detail: String,
+    },
 }
 
 impl fmt::Display for PendingReason {
@@ -119,7 +154,10 @@ impl fmt::Display for PendingReason {
                 };
                 write!(f, "gang needs {what} in {pods_needed} pod(s)")?;
                 if *pods_placed > 0 {
-                    write!(f, "; {pods_placed} placed, then pod {failed_pod} did not fit")?;
+                    write!(
+                        f,
+                        "; {pods_placed} placed, then pod {failed_pod} did not fit"
+                    )?;
                 }
                 write!(f, "; {nodes_fit}/{nodes_total} nodes fit")?;
                 let mut items: Vec<_> = filters.iter().collect();
@@ -150,7 +188,10 @@ impl fmt::Display for PendingReason {
                 have,
                 min_member,
             } => match subgroup {
-                None => write!(f, "gang has {have} pod(s), fewer than minMember {min_member}"),
+                None => write!(
+                    f,
+                    "gang has {have} pod(s), fewer than minMember {min_member}"
+                ),
                 Some(s) => write!(
                     f,
                     "sub-group {s} has {have} pod(s), fewer than its minMember {min_member}"
@@ -165,10 +206,9 @@ impl fmt::Display for PendingReason {
                 write!(f, "pod {pod}: invalid request: {message}")
             }
             PendingReason::Rejected { message } => write!(f, "rejected: {message}"),
-            PendingReason::BehindStarvingGang { gang } => write!(
-                f,
-                "waiting behind starving gang {gang} in the same queue"
-            ),
+            PendingReason::BehindStarvingGang { gang } => {
+                write!(f, "waiting behind starving gang {gang} in the same queue")
+            }
             PendingReason::ElasticPending {
                 placed,
                 pending,
@@ -228,4 +268,34 @@ pub struct Decisions {
     /// Inconsistencies in the input the cycle worked around.
     pub warnings: Vec<String>,
     pub stats: CycleStats,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_round_trip_through_json() {
+        let reason = PendingReason::Unschedulable {
+            needs: Resources::zero().with_gpus(16),
+            pods_needed: 2,
+            pods_placed: 1,
+            failed_pod: "ml/a-1".into(),
+            nodes_total: 40,
+            nodes_fit: 0,
+            filters: BTreeMap::from([
+                (FilterReason::Insufficient(ResourceName::Gpu), 31),
+                (FilterReason::UntoleratedTaint("dedicated=infer".into()), 9),
+            ]),
+        };
+        assert_eq!(
+            reason.to_string(),
+            "gang needs 16 × nvidia.com/gpu in 2 pod(s); 1 placed, then pod ml/a-1 did not fit; 0/40 nodes fit: 31 insufficient nvidia.com/gpu, 9 untolerated taint dedicated=infer"
+        );
+        let json = serde_json::to_value(&reason).unwrap();
+        assert_eq!(json["kind"], "unschedulable");
+        assert_eq!(json["filters"]["insufficient nvidia.com/gpu"], 31);
+        let back: PendingReason = serde_json::from_value(json).unwrap();
+        assert_eq!(back, reason);
+    }
 }

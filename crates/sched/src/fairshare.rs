@@ -146,10 +146,7 @@ pub fn split(total: &Resources, kids: &[Child]) -> Vec<Resources> {
 
     // Step 2: over-quota by weighted DRF, priority bands high to low.
     for band in priority_bands(kids) {
-        let active: Vec<usize> = band
-            .into_iter()
-            .filter(|&i| kids[i].weight > 0)
-            .collect();
+        let active: Vec<usize> = band.into_iter().filter(|&i| kids[i].weight > 0).collect();
         let want: Vec<Resources> = active
             .iter()
             .map(|&i| {
@@ -218,7 +215,10 @@ fn dimensions(total: &Resources, kids: &[Child]) -> Vec<ResourceName> {
 fn priority_bands(kids: &[Child]) -> Vec<Vec<usize>> {
     let mut bands: BTreeMap<std::cmp::Reverse<i32>, Vec<usize>> = BTreeMap::new();
     for (i, c) in kids.iter().enumerate() {
-        bands.entry(std::cmp::Reverse(c.priority)).or_default().push(i);
+        bands
+            .entry(std::cmp::Reverse(c.priority))
+            .or_default()
+            .push(i);
     }
     bands.into_values().collect()
 }
@@ -331,7 +331,11 @@ fn drf_fill(
             let r = want[j].get(d) as u128;
             dir[j][di] = if over { r * db / dr } else { r };
         }
-        dom[j] = if over { SCALE } else { (dr * SCALE).div_ceil(db) };
+        dom[j] = if over {
+            SCALE
+        } else {
+            (dr * SCALE).div_ceil(db)
+        };
         active[j] = dom[j] > 0 && dir[j].iter().any(|v| *v > 0);
     }
 
@@ -381,7 +385,11 @@ fn drf_fill(
             .unwrap_or(0);
         if fits(&usage(lambda_hi)) {
             for &j in &live {
-                frozen[j] = Some((0..dims.len()).map(|di| alloc_at(j, lambda_hi, di)).collect());
+                frozen[j] = Some(
+                    (0..dims.len())
+                        .map(|di| alloc_at(j, lambda_hi, di))
+                        .collect(),
+                );
             }
             break;
         }

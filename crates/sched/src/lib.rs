@@ -14,4 +14,6 @@ pub mod state;
 
 pub use allocate::schedule;
 pub use config::{Config, ConfigError, ScorerConfig, ScoringConfig, Strategy};
-pub use decisions::{Bind, CycleStats, Decisions, FilterReason, PendingJob, PendingReason, QueueReport};
+pub use decisions::{
+    Bind, CycleStats, Decisions, FilterReason, PendingJob, PendingReason, QueueReport,
+};

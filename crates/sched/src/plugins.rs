@@ -187,17 +187,31 @@ mod tests {
         // CPU-only pods prefer GPU-less nodes under both strategies.
         let cpu_node = Node::new("c", 64_000, 1 << 40, 0);
         let cpu_req = Resources::new(1000, 0, 0);
-        assert_eq!(sp.score(&cpu_node, &NodeState::new(&cpu_node), &cpu_req), SCORE_MAX);
+        assert_eq!(
+            sp.score(&cpu_node, &NodeState::new(&cpu_node), &cpu_req),
+            SCORE_MAX
+        );
         assert_eq!(sp.score(&node, &idle, &cpu_req), 0);
     }
 
     #[test]
     fn taint_predicate_names_the_taint() {
         let mut node = Node::new("n", 1000, 1, 0);
-        node.taints.push(Taint { key: "dedicated".into(), value: "infer".into(), effect: TaintEffect::NoSchedule });
+        node.taints.push(Taint {
+            key: "dedicated".into(),
+            value: "infer".into(),
+            effect: TaintEffect::NoSchedule,
+        });
         let r = TaintToleration.filter(&PlacementConstraints::default(), &node);
-        assert_eq!(r.unwrap_err().to_string(), "untolerated taint dedicated=infer");
+        assert_eq!(
+            r.unwrap_err().to_string(),
+            "untolerated taint dedicated=infer"
+        );
         node.taints[0].effect = TaintEffect::PreferNoSchedule;
-        assert!(TaintToleration.filter(&PlacementConstraints::default(), &node).is_ok());
+        assert!(
+            TaintToleration
+                .filter(&PlacementConstraints::default(), &node)
+                .is_ok()
+        );
     }
 }

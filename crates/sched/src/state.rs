@@ -79,7 +79,9 @@ impl NodeState {
                 if self.free_whole_gpus() >= n {
                     Ok(())
                 } else if (self.gpu_used.len() as u32) < n {
-                    Err(FilterReason::Insufficient(trainyard_model::ResourceName::Gpu))
+                    Err(FilterReason::Insufficient(
+                        trainyard_model::ResourceName::Gpu,
+                    ))
                 } else {
                     Err(FilterReason::GpuDevicesFragmented)
                 }
@@ -190,9 +192,19 @@ mod tests {
     #[test]
     fn classify_requests() {
         assert_eq!(GpuAsk::of(&Resources::zero()), Ok(GpuAsk::None));
-        assert_eq!(GpuAsk::of(&Resources::zero().with_gpus(4)), Ok(GpuAsk::Whole(4)));
-        assert_eq!(GpuAsk::of(&Resources::new(0, 0, 250)), Ok(GpuAsk::Fraction(250)));
-        assert!(GpuAsk::of(&Resources::new(0, 0, 1500)).unwrap_err().contains("1.5"));
+        assert_eq!(
+            GpuAsk::of(&Resources::zero().with_gpus(4)),
+            Ok(GpuAsk::Whole(4))
+        );
+        assert_eq!(
+            GpuAsk::of(&Resources::new(0, 0, 250)),
+            Ok(GpuAsk::Fraction(250))
+        );
+        assert!(
+            GpuAsk::of(&Resources::new(0, 0, 1500))
+                .unwrap_err()
+                .contains("1.5")
+        );
     }
 
     #[test]
@@ -212,9 +224,17 @@ mod tests {
         // 3.5 GPUs free in total, but only 3 whole devices.
         s.free.gpu = 3500;
         let four = Resources::zero().with_gpus(4);
-        assert_eq!(s.fit(&node, &four, GpuAsk::Whole(4)), Err(FilterReason::Insufficient(trainyard_model::ResourceName::Gpu)));
+        assert_eq!(
+            s.fit(&node, &four, GpuAsk::Whole(4)),
+            Err(FilterReason::Insufficient(
+                trainyard_model::ResourceName::Gpu
+            ))
+        );
         s.free.gpu = 4000;
-        assert_eq!(s.fit(&node, &four, GpuAsk::Whole(4)), Err(FilterReason::GpuDevicesFragmented));
+        assert_eq!(
+            s.fit(&node, &four, GpuAsk::Whole(4)),
+            Err(FilterReason::GpuDevicesFragmented)
+        );
     }
 
     #[test]

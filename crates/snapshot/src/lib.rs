@@ -1,1 +1,133 @@
+//! Reads Kubernetes-shaped documents into a [`trainyard_model::Snapshot`].
+//!
+//! Input is text (YAML or JSON, one or many documents per source) with a
+//! source name used in messages; output is values. No I/O. Accepted kinds:
+//! `List` (and typed lists such as `PodList`, as `kubectl get nodes,pods -o
+//! yaml` prints), `Node`, `Pod`, `PriorityClass`, and Trainyard's `Queue`
+//! and `PodGroup` (plus Volcano and scheduler-plugins PodGroups). Other kinds
+//! are skipped with a warning.
+//!
+//! Every problem is collected, not just the first; each names the source,
+//! the document, the object, the field path and what was expected.
 
+mod assemble;
+mod k8s;
+mod read;
+
+use std::fmt;
+
+use trainyard_model::Snapshot;
+
+/// One input text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// Shown in messages, e.g. the file path.
+    pub name: String,
+    pub text: String,
+}
+
+impl Source {
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Self {
+        Source {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+}
+
+/// How to interpret the documents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Queue of pods and groups that name none. Created implicitly (top
+    /// level, no quota, no limit) when used but not defined.
+    pub default_queue: String,
+    /// Pods with this `spec.schedulerName` are Trainyard's; others are
+    /// external.
+    pub scheduler_name: String,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            default_queue: "default".to_string(),
+            scheduler_name: "trainyard".to_string(),
+        }
+    }
+}
+
+/// The result of a successful load.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub snapshot: Snapshot,
+    /// Things that were ignored or assumed, one message each.
+    pub warnings: Vec<String>,
+}
+
+/// One problem in the input.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct LoadError {
+    /// Source name (file path).
+    pub source_name: String,
+    /// 1-based document number within the source, when the problem is in one.
+    pub document: Option<usize>,
+    /// Kind and name, e.g. `Pod ml/train-0`, when known.
+    pub object: Option<String>,
+    /// Field path within the document, e.g.
+    /// `items[3].spec.containers[0].resources.requests.cpu`.
+    pub field: Option<String>,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+impl fmt::Display for LoadError {
+    /// `source: document N: Object ns/name: field.path: message`, omitting
+    /// unknown parts.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts: Vec<String> = Vec::new();
+        if !self.source_name.is_empty() {
+            parts.push(self.source_name.clone());
+        }
+        if let Some(d) = self.document {
+            parts.push(format!("document {d}"));
+        }
+        if let Some(o) = &self.object {
+            parts.push(o.clone());
+        }
+        if let Some(p) = &self.field {
+            parts.push(p.clone());
+        }
+        parts.push(self.message.clone());
+        f.write_str(&parts.join(": "))
+    }
+}
+
+/// Every problem found (never empty when returned as an error).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct LoadErrors(pub Vec<LoadError>);
+
+impl fmt::Display for LoadErrors {
+    /// One problem per line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads every source and builds a snapshot: nodes sorted by name, jobs by
+/// id, external pods by name. Returns every error found, or the snapshot
+/// with warnings.
+pub fn load(sources: &[Source], opts: &LoadOptions) -> Result<Loaded, LoadErrors> {
+    let mut reader = read::Reader::default();
+    for source in sources {
+        reader.read_source(source);
+    }
+    assemble::assemble(reader, opts)
+}
+
+#[cfg(test)]
+mod tests;

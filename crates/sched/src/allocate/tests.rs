@@ -31,16 +31,32 @@ fn bound_jobs(d: &Decisions) -> BTreeMap<String, usize> {
 
 #[test]
 fn gang_that_fits_only_partially_binds_nothing() {
-    let nodes = (0..2).map(|i| Node::new(format!("n{i}"), 64_000, 512 * GI, 8)).collect();
+    let nodes = (0..2)
+        .map(|i| Node::new(format!("n{i}"), 64_000, 512 * GI, 8))
+        .collect();
     let big = Job::gang("ml/big", "q", vec![gpu_task(8); 3]);
     let small = Job::gang("ml/small", "q", vec![gpu_task(4)]);
-    let d = run(&snapshot(nodes, vec![QueueSpec::new("q")], vec![big, small]));
+    let d = run(&snapshot(
+        nodes,
+        vec![QueueSpec::new("q")],
+        vec![big, small],
+    ));
     let b = bound_jobs(&d);
     assert_eq!(b.get("ml/big"), None, "no partial gang");
-    assert_eq!(b.get("ml/small"), Some(&1), "smaller job behind it still runs");
+    assert_eq!(
+        b.get("ml/small"),
+        Some(&1),
+        "smaller job behind it still runs"
+    );
     let p = &d.pending[0];
     assert_eq!(p.job, "ml/big");
-    assert!(p.message.starts_with("gang needs 24 × nvidia.com/gpu in 3 pod(s); 2 placed, then pod ml/big-2 did not fit"), "{}", p.message);
+    assert!(
+        p.message.starts_with(
+            "gang needs 24 × nvidia.com/gpu in 3 pod(s); 2 placed, then pod ml/big-2 did not fit"
+        ),
+        "{}",
+        p.message
+    );
 }
 
 #[test]
@@ -51,7 +67,11 @@ fn whole_gpu_tasks_get_specific_devices() {
         Job::gang("a/y", "q", vec![gpu_task(2)]),
     ];
     let d = run(&snapshot(nodes, vec![QueueSpec::new("q")], jobs));
-    let gpus: Vec<_> = d.binds.iter().map(|b| (b.task.as_str(), b.gpus.clone())).collect();
+    let gpus: Vec<_> = d
+        .binds
+        .iter()
+        .map(|b| (b.task.as_str(), b.gpus.clone()))
+        .collect();
     assert_eq!(gpus, vec![("a/x-0", vec![0, 1, 2]), ("a/y-0", vec![3, 4])]);
 }
 
@@ -59,7 +79,10 @@ fn whole_gpu_tasks_get_specific_devices() {
 fn running_tasks_hold_their_devices() {
     let nodes = vec![Node::new("n0", 64_000, 512 * GI, 4)];
     let mut running = Job::gang("a/run", "q", vec![gpu_task(2)]);
-    running.tasks[0].state = TaskState::Bound { node: "n0".into(), gpus: Some(vec![1, 2]) };
+    running.tasks[0].state = TaskState::Bound {
+        node: "n0".into(),
+        gpus: Some(vec![1, 2]),
+    };
     let jobs = vec![running, Job::gang("a/new", "q", vec![gpu_task(2)])];
     let d = run(&snapshot(nodes, vec![QueueSpec::new("q")], jobs));
     assert_eq!(d.binds.len(), 1);
@@ -71,7 +94,9 @@ fn queue_at_limit_is_reported() {
     let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
     let queues = vec![
         QueueSpec::new("team-a"),
-        QueueSpec::new("nlp").parent("team-a").limit(Limits::unlimited().cap(ResourceName::Gpu, 4000)),
+        QueueSpec::new("nlp")
+            .parent("team-a")
+            .limit(Limits::unlimited().cap(ResourceName::Gpu, 4000)),
     ];
     let mut first = Job::gang("a/one", "nlp", vec![gpu_task(4)]);
     first.submit_time = Timestamp(1);
@@ -79,17 +104,28 @@ fn queue_at_limit_is_reported() {
     second.submit_time = Timestamp(2);
     let d = run(&snapshot(nodes, queues, vec![first, second]));
     assert_eq!(bound_jobs(&d).get("a/one"), Some(&1));
-    assert_eq!(d.pending[0].message, "queue team-a/nlp at limit nvidia.com/gpu 4/4 (gang needs 2 more)");
+    assert_eq!(
+        d.pending[0].message,
+        "queue team-a/nlp at limit nvidia.com/gpu 4/4 (gang needs 2 more)"
+    );
 }
 
 #[test]
 fn drf_example_allocates_three_and_two() {
     // One node with 9 CPUs and 18 GB; A's tasks <1 CPU, 4 GB>, B's <3 CPU, 1 GB>.
     let node = Node::new("n0", 9000, 18 * GI, 0);
-    let a: Vec<Job> = (0..6).map(|i| Job::gang(format!("a/{i}"), "a", vec![Resources::new(1000, 4 * GI, 0)])).collect();
-    let b: Vec<Job> = (0..6).map(|i| Job::gang(format!("b/{i}"), "b", vec![Resources::new(3000, GI, 0)])).collect();
+    let a: Vec<Job> = (0..6)
+        .map(|i| Job::gang(format!("a/{i}"), "a", vec![Resources::new(1000, 4 * GI, 0)]))
+        .collect();
+    let b: Vec<Job> = (0..6)
+        .map(|i| Job::gang(format!("b/{i}"), "b", vec![Resources::new(3000, GI, 0)]))
+        .collect();
     let jobs = a.into_iter().chain(b).collect();
-    let d = run(&snapshot(vec![node], vec![QueueSpec::new("a"), QueueSpec::new("b")], jobs));
+    let d = run(&snapshot(
+        vec![node],
+        vec![QueueSpec::new("a"), QueueSpec::new("b")],
+        jobs,
+    ));
     let count = |q: &str| d.binds.iter().filter(|x| x.job.starts_with(q)).count();
     assert_eq!((count("a/"), count("b/")), (3, 2));
 }
@@ -98,12 +134,25 @@ fn drf_example_allocates_three_and_two() {
 fn subgroup_minimums_are_placed_first_and_checked() {
     let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
     let mut job = Job::gang("a/ps", "q", vec![gpu_task(1); 4]);
-    job.subgroups = vec![SubGroup { name: "ps".into(), min_member: 1 }, SubGroup { name: "worker".into(), min_member: 2 }];
+    job.subgroups = vec![
+        SubGroup {
+            name: "ps".into(),
+            min_member: 1,
+        },
+        SubGroup {
+            name: "worker".into(),
+            min_member: 2,
+        },
+    ];
     job.min_member = 3;
     for (i, t) in job.tasks.iter_mut().enumerate() {
         t.subgroup = Some(if i == 3 { "ps" } else { "worker" }.into());
     }
-    let d = run(&snapshot(nodes.clone(), vec![QueueSpec::new("q")], vec![job.clone()]));
+    let d = run(&snapshot(
+        nodes.clone(),
+        vec![QueueSpec::new("q")],
+        vec![job.clone()],
+    ));
     // 3 for the minimum (ps-3 first, then two workers), then the 4th elastically.
     let order: Vec<_> = d.binds.iter().map(|b| b.task.as_str()).collect();
     assert_eq!(order, ["a/ps-3", "a/ps-0", "a/ps-1", "a/ps-2"]);
@@ -111,22 +160,37 @@ fn subgroup_minimums_are_placed_first_and_checked() {
     job.tasks.truncate(3); // no ps pod at all
     let d = run(&snapshot(nodes, vec![QueueSpec::new("q")], vec![job]));
     assert!(d.binds.is_empty());
-    assert_eq!(d.pending[0].message, "sub-group ps has 0 pod(s), fewer than its minMember 1");
+    assert_eq!(
+        d.pending[0].message,
+        "sub-group ps has 0 pod(s), fewer than its minMember 1"
+    );
 }
 
 #[test]
 fn elastic_pods_wait_for_other_gangs_minimums() {
     // min 1 of 4 pods × 4 GPUs; another gang needs 8 GPUs; 12 GPUs in total.
-    let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8), Node::new("n1", 64_000, 512 * GI, 4)];
+    let nodes = vec![
+        Node::new("n0", 64_000, 512 * GI, 8),
+        Node::new("n1", 64_000, 512 * GI, 4),
+    ];
     let mut elastic = Job::gang("a/elastic", "a", vec![gpu_task(4); 4]);
     elastic.min_member = 1;
     let gang = Job::gang("b/gang", "b", vec![gpu_task(8)]);
-    let d = run(&snapshot(nodes, vec![QueueSpec::new("a"), QueueSpec::new("b")], vec![elastic, gang]));
+    let d = run(&snapshot(
+        nodes,
+        vec![QueueSpec::new("a"), QueueSpec::new("b")],
+        vec![elastic, gang],
+    ));
     let b = bound_jobs(&d);
     assert_eq!(b.get("b/gang"), Some(&1));
     assert_eq!(b.get("a/elastic"), Some(&1));
     let p = d.pending.iter().find(|p| p.job == "a/elastic").unwrap();
-    assert!(p.message.starts_with("0 elastic pod(s) placed, 3 still pending"), "{}", p.message);
+    assert!(
+        p.message
+            .starts_with("0 elastic pod(s) placed, 3 still pending"),
+        "{}",
+        p.message
+    );
 }
 
 #[test]
@@ -143,38 +207,60 @@ fn starving_gang_blocks_its_own_queue_only_when_configured() {
     let s = snapshot(nodes, vec![QueueSpec::new("a")], vec![big, small]);
     let d = schedule(&s, &Config::default(), Timestamp::from_secs(3600));
     assert_eq!(bound_jobs(&d).get("a/small"), Some(&1));
-    let cfg = Config { gang_starvation_seconds: Some(600), ..Config::default() };
+    let cfg = Config {
+        gang_starvation_seconds: Some(600),
+        ..Config::default()
+    };
     let d = schedule(&s, &cfg, Timestamp::from_secs(3600));
     assert!(d.binds.is_empty());
-    assert_eq!(d.pending[1].message, "waiting behind starving gang a/big in the same queue");
+    assert_eq!(
+        d.pending[1].message,
+        "waiting behind starving gang a/big in the same queue"
+    );
 }
 
 #[test]
 fn jobs_on_unknown_or_non_leaf_queues_are_rejected() {
     let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
     let queues = vec![QueueSpec::new("org"), QueueSpec::new("t").parent("org")];
-    let jobs = vec![Job::gang("a/x", "org", vec![gpu_task(1)]), Job::gang("a/y", "nope", vec![gpu_task(1)])];
+    let jobs = vec![
+        Job::gang("a/x", "org", vec![gpu_task(1)]),
+        Job::gang("a/y", "nope", vec![gpu_task(1)]),
+    ];
     let d = run(&snapshot(nodes, queues, jobs));
     assert!(d.binds.is_empty());
-    assert_eq!(d.pending[0].message, "rejected: queue \"org\" is not a leaf queue (children: t); submit jobs to a leaf queue");
-    assert_eq!(d.pending[1].message, "rejected: queue \"nope\" does not exist");
+    assert_eq!(
+        d.pending[0].message,
+        "rejected: queue \"org\" is not a leaf queue (children: t); submit jobs to a leaf queue"
+    );
+    assert_eq!(
+        d.pending[1].message,
+        "rejected: queue \"nope\" does not exist"
+    );
 }
 
 // ---- properties ---------------------------------------------------------
 
 fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
     let nodes = proptest::collection::vec((0u32..3, 1u64..5), 1..8);
-    let jobs = proptest::collection::vec((0usize..3, 1usize..5, 0u64..5, 0u32..3, 0i32..3, 0usize..2), 0..25);
+    let jobs = proptest::collection::vec(
+        (0usize..3, 1usize..5, 0u64..5, 0u32..3, 0i32..3, 0usize..2),
+        0..25,
+    );
     let limits = proptest::collection::vec(proptest::option::of(0u64..24), 3);
     (nodes, jobs, limits).prop_map(|(nodes, jobs, limits)| {
         let nodes: Vec<Node> = nodes
             .into_iter()
             .enumerate()
-            .map(|(i, (g, cpu))| Node::new(format!("n{i}"), cpu * 8000, 256 * GI, [0, 4, 8][g as usize]))
+            .map(|(i, (g, cpu))| {
+                Node::new(format!("n{i}"), cpu * 8000, 256 * GI, [0, 4, 8][g as usize])
+            })
             .collect();
         let mut queues = vec![QueueSpec::new("org").quota(Resources::zero().with_gpus(8))];
         for (i, lim) in limits.iter().enumerate() {
-            let mut q = QueueSpec::new(format!("q{i}")).quota(Resources::zero().with_gpus(i as u64)).weight(i as u32 + 1);
+            let mut q = QueueSpec::new(format!("q{i}"))
+                .quota(Resources::zero().with_gpus(i as u64))
+                .weight(i as u32 + 1);
             if i < 2 {
                 q = q.parent("org");
             }
@@ -187,15 +273,28 @@ fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
             .into_iter()
             .enumerate()
             .map(|(i, (q, pods, gpus, extra, prio, frac))| {
-                let req = if frac == 1 && gpus == 1 { Resources::new(500, GI, 500) } else { Resources::new(2000, 8 * GI, 0).with_gpus(gpus) };
-                let mut job = Job::gang(format!("j{i:02}"), format!("q{q}"), vec![req; pods + extra as usize]);
+                let req = if frac == 1 && gpus == 1 {
+                    Resources::new(500, GI, 500)
+                } else {
+                    Resources::new(2000, 8 * GI, 0).with_gpus(gpus)
+                };
+                let mut job = Job::gang(
+                    format!("j{i:02}"),
+                    format!("q{q}"),
+                    vec![req; pods + extra as usize],
+                );
                 job.min_member = pods as u32;
                 job.priority = prio;
                 job.submit_time = Timestamp(i as i64);
                 job
             })
             .collect();
-        Snapshot { nodes, queues: QueueTree::build(queues).unwrap(), jobs, external: Vec::new() }
+        Snapshot {
+            nodes,
+            queues: QueueTree::build(queues).unwrap(),
+            jobs,
+            external: Vec::new(),
+        }
     })
 }
 
@@ -203,18 +302,33 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     // No overcommitted node, no device handed out twice to whole-GPU tasks.
     let mut used: BTreeMap<&str, Resources> = BTreeMap::new();
     let mut devices: BTreeMap<(&str, u32), u64> = BTreeMap::new();
-    let tasks: BTreeMap<&str, &Task> = s.jobs.iter().flat_map(|j| j.tasks.iter()).map(|t| (t.name.as_str(), t)).collect();
+    let tasks: BTreeMap<&str, &Task> = s
+        .jobs
+        .iter()
+        .flat_map(|j| j.tasks.iter())
+        .map(|t| (t.name.as_str(), t))
+        .collect();
     for b in &d.binds {
         let t = tasks[b.task.as_str()];
         used.entry(b.node.as_str()).or_default().add(&t.requests);
         for g in &b.gpus {
-            *devices.entry((b.node.as_str(), *g)).or_default() += if t.requests.gpu >= 1000 { 1000 } else { t.requests.gpu };
+            *devices.entry((b.node.as_str(), *g)).or_default() += if t.requests.gpu >= 1000 {
+                1000
+            } else {
+                t.requests.gpu
+            };
         }
         prop_assert_eq!(b.gpus.len() as u64, t.requests.gpu.div_ceil(1000));
     }
     for n in &s.nodes {
         if let Some(u) = used.get(n.name.as_str()) {
-            prop_assert!(u.fits_in(&n.allocatable), "node {} overcommitted: {} > {}", n.name, u, n.allocatable);
+            prop_assert!(
+                u.fits_in(&n.allocatable),
+                "node {} overcommitted: {} > {}",
+                n.name,
+                u,
+                n.allocatable
+            );
         }
     }
     for ((node, g), milli) in devices {
@@ -223,7 +337,12 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     // No partial gang.
     for job in &s.jobs {
         let n = d.binds.iter().filter(|b| b.job == job.id).count() as u32;
-        prop_assert!(n == 0 || n >= job.min_member, "partial gang {}: {n}/{}", job.id, job.min_member);
+        prop_assert!(
+            n == 0 || n >= job.min_member,
+            "partial gang {}: {n}/{}",
+            job.id,
+            job.min_member
+        );
     }
     // No queue over its limit.
     for q in &d.queues {
@@ -235,7 +354,11 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
     for job in &s.jobs {
         let bound = d.binds.iter().filter(|b| b.job == job.id).count();
         let pending = d.pending.iter().any(|p| p.job == job.id);
-        prop_assert!(bound == job.tasks.len() || pending, "job {} neither fully bound nor pending", job.id);
+        prop_assert!(
+            bound == job.tasks.len() || pending,
+            "job {} neither fully bound nor pending",
+            job.id
+        );
     }
     Ok(())
 }

@@ -9,18 +9,29 @@ fn gpus(n: u64) -> Resources {
 }
 
 fn child(demand: Resources, quota: Resources, weight: u64, priority: i32) -> Child {
-    Child { demand, quota, weight, priority }
+    Child {
+        demand,
+        quota,
+        weight,
+        priority,
+    }
 }
 
 /// Fair shares by queue name.
-fn shares(specs: Vec<QueueSpec>, capacity: Resources, demands: &[(&str, Resources)]) -> BTreeMap<String, Resources> {
+fn shares(
+    specs: Vec<QueueSpec>,
+    capacity: Resources,
+    demands: &[(&str, Resources)],
+) -> BTreeMap<String, Resources> {
     let tree = QueueTree::build(specs).unwrap();
     let mut leaf = vec![Resources::zero(); tree.len()];
     for (name, d) in demands {
         leaf[tree.get(name).unwrap().0] = d.clone();
     }
     let fs = compute(&tree, &capacity, &leaf);
-    tree.ids().map(|q| (tree.name(q).to_string(), fs.fair[q.0].clone())).collect()
+    tree.ids()
+        .map(|q| (tree.name(q).to_string(), fs.fair[q.0].clone()))
+        .collect()
 }
 
 #[test]
@@ -29,8 +40,18 @@ fn drf_paper_example() {
     // both with more demand than fits. DRF: A gets 3 tasks, B gets 2, and
     // both end at a dominant share of 2/3.
     let total = Resources::new(9000, 18 * GI, 0);
-    let a = child(Resources::new(1000, 4 * GI, 0).scaled(5), Resources::zero(), 1, 0);
-    let b = child(Resources::new(3000, GI, 0).scaled(5), Resources::zero(), 1, 0);
+    let a = child(
+        Resources::new(1000, 4 * GI, 0).scaled(5),
+        Resources::zero(),
+        1,
+        0,
+    );
+    let b = child(
+        Resources::new(3000, GI, 0).scaled(5),
+        Resources::zero(),
+        1,
+        0,
+    );
     let s = split(&total, &[a.clone(), b.clone()]);
     assert_eq!(s[0].cpu, 3000, "A gets 3 CPUs = 3 tasks");
     assert_eq!(s[1].cpu, 6000, "B gets 6 CPUs = 2 tasks");
@@ -49,8 +70,18 @@ fn drf_paper_example() {
 fn drf_without_leftover_redistribution_when_demands_are_met() {
     // A wants exactly 2 tasks: it is satisfied and B takes the rest it can use.
     let total = Resources::new(9000, 18 * GI, 0);
-    let a = child(Resources::new(1000, 4 * GI, 0).scaled(2), Resources::zero(), 1, 0);
-    let b = child(Resources::new(3000, GI, 0).scaled(5), Resources::zero(), 1, 0);
+    let a = child(
+        Resources::new(1000, 4 * GI, 0).scaled(2),
+        Resources::zero(),
+        1,
+        0,
+    );
+    let b = child(
+        Resources::new(3000, GI, 0).scaled(5),
+        Resources::zero(),
+        1,
+        0,
+    );
     let s = split(&total, &[a, b]);
     assert_eq!(s[0], Resources::new(2000, 8 * GI, 0));
     assert_eq!(s[1].cpu, 7000);
@@ -69,7 +100,10 @@ fn two_level_tree_with_quotas_limits_and_weights() {
         QueueSpec::new("org-a").quota(gpus(32)),
         QueueSpec::new("org-b").quota(gpus(16)),
         QueueSpec::new("a1").parent("org-a").quota(gpus(16)),
-        QueueSpec::new("a2").parent("org-a").quota(gpus(16)).weight(3),
+        QueueSpec::new("a2")
+            .parent("org-a")
+            .quota(gpus(16))
+            .weight(3),
         QueueSpec::new("a3")
             .parent("org-a")
             .limit(Limits::unlimited().cap(ResourceName::Gpu, 2000)),
@@ -77,7 +111,12 @@ fn two_level_tree_with_quotas_limits_and_weights() {
     let s = shares(
         specs,
         gpus(64),
-        &[("a1", gpus(10)), ("a2", gpus(100)), ("a3", gpus(100)), ("org-b", gpus(64))],
+        &[
+            ("a1", gpus(10)),
+            ("a2", gpus(100)),
+            ("a3", gpus(100)),
+            ("org-b", gpus(64)),
+        ],
     );
     assert_eq!(s["org-a"].gpu, 40_000);
     assert_eq!(s["org-b"].gpu, 24_000);
@@ -113,13 +152,22 @@ fn three_level_tree() {
         QueueSpec::new("nlp").parent("research").quota(gpus(48)),
         QueueSpec::new("cv").parent("research").quota(gpus(16)),
         QueueSpec::new("llm").parent("nlp").quota(gpus(32)),
-        QueueSpec::new("asr").parent("nlp").quota(gpus(16)).weight(2),
+        QueueSpec::new("asr")
+            .parent("nlp")
+            .quota(gpus(16))
+            .weight(2),
         QueueSpec::new("mt").parent("nlp"),
     ];
     let s = shares(
         specs,
         gpus(96),
-        &[("llm", gpus(80)), ("asr", gpus(40)), ("mt", gpus(40)), ("cv", gpus(8)), ("prod", gpus(8))],
+        &[
+            ("llm", gpus(80)),
+            ("asr", gpus(40)),
+            ("mt", gpus(40)),
+            ("cv", gpus(8)),
+            ("prod", gpus(8)),
+        ],
     );
     let g = |q: &str| s[q].gpu / 1000;
     assert_eq!((g("research"), g("prod")), (88, 8));
@@ -136,7 +184,11 @@ fn oversubscribed_quotas_scale_in_proportion_to_quota() {
         QueueSpec::new("b").quota(gpus(8)),
         QueueSpec::new("c").quota(gpus(4)),
     ];
-    let s = shares(specs, gpus(10), &[("a", gpus(8)), ("b", gpus(3)), ("c", gpus(10))]);
+    let s = shares(
+        specs,
+        gpus(10),
+        &[("a", gpus(8)), ("b", gpus(3)), ("c", gpus(10))],
+    );
     assert_eq!(s["b"].gpu, 3000);
     assert_eq!(s["a"].gpu, 4667);
     assert_eq!(s["c"].gpu, 2333);
@@ -151,11 +203,18 @@ fn higher_priority_takes_over_quota_first() {
 
 #[test]
 fn zero_weight_gets_no_over_quota_unless_nobody_else_wants_it() {
-    let specs = vec![QueueSpec::new("a").weight(0).quota(gpus(2)), QueueSpec::new("b")];
+    let specs = vec![
+        QueueSpec::new("a").weight(0).quota(gpus(2)),
+        QueueSpec::new("b"),
+    ];
     let s = shares(specs.clone(), gpus(10), &[("a", gpus(10)), ("b", gpus(10))]);
     assert_eq!((s["a"].gpu, s["b"].gpu), (2_000, 8_000));
     let s = shares(specs, gpus(10), &[("a", gpus(10)), ("b", gpus(3))]);
-    assert_eq!((s["a"].gpu, s["b"].gpu), (7_000, 3_000), "idle capacity is not wasted");
+    assert_eq!(
+        (s["a"].gpu, s["b"].gpu),
+        (7_000, 3_000),
+        "idle capacity is not wasted"
+    );
 }
 
 #[test]
@@ -171,7 +230,23 @@ fn waterfill_is_exact() {
 /// A random valid tree of depth ≤ 3 with consistent quotas, plus demands.
 fn arb_case() -> impl Strategy<Value = (Vec<QueueSpec>, Resources, Vec<(String, Resources)>)> {
     let top = 1usize..4;
-    (top, proptest::collection::vec((0u64..6, 0u64..4, 1u64..4, 0u64..64, 0u64..200, 0i32..2, proptest::bool::ANY), 12), 8u64..128, 128u64..512)
+    (
+        top,
+        proptest::collection::vec(
+            (
+                0u64..6,
+                0u64..4,
+                1u64..4,
+                0u64..64,
+                0u64..200,
+                0i32..2,
+                proptest::bool::ANY,
+            ),
+            12,
+        ),
+        8u64..128,
+        128u64..512,
+    )
         .prop_map(|(ntop, params, cap_gpu, cap_cpu)| {
             let mut specs = Vec::new();
             let mut leaves = Vec::new();
@@ -191,7 +266,8 @@ fn arb_case() -> impl Strategy<Value = (Vec<QueueSpec>, Resources, Vec<(String, 
                     .weight(w as u32)
                     .priority(prio);
                 if lim {
-                    spec = spec.limit(Limits::unlimited().cap(ResourceName::Gpu, (tq + dg / 2) * 1000));
+                    spec = spec
+                        .limit(Limits::unlimited().cap(ResourceName::Gpu, (tq + dg / 2) * 1000));
                 }
                 specs.push(spec);
                 if nkids == 0 {
@@ -212,11 +288,19 @@ fn arb_case() -> impl Strategy<Value = (Vec<QueueSpec>, Resources, Vec<(String, 
                     leaves.push((cname, Resources::new(dc2 * 1000, 0, dg2 * 1000)));
                 }
             }
-            (specs, Resources::new(cap_cpu * 1000, 0, cap_gpu * 1000), leaves)
+            (
+                specs,
+                Resources::new(cap_cpu * 1000, 0, cap_gpu * 1000),
+                leaves,
+            )
         })
 }
 
-fn run(specs: &[QueueSpec], cap: &Resources, leaves: &[(String, Resources)]) -> (QueueTree, FairShares) {
+fn run(
+    specs: &[QueueSpec],
+    cap: &Resources,
+    leaves: &[(String, Resources)],
+) -> (QueueTree, FairShares) {
     let tree = QueueTree::build(specs.to_vec()).unwrap();
     let mut leaf = vec![Resources::zero(); tree.len()];
     for (n, d) in leaves {

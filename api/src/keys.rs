@@ -1,0 +1,59 @@
+//! Pod and node label/annotation keys Trainyard reads and writes, and the
+//! keys of other schedulers it accepts.
+
+// --- Trainyard's own keys -------------------------------------------------
+
+/// Label or annotation on a pod: name of its PodGroup in the pod's namespace.
+pub const POD_GROUP: &str = "trainyard.io/pod-group";
+/// Label or annotation on a pod: the queue its job is submitted to.
+pub const QUEUE: &str = "trainyard.io/queue";
+/// Label or annotation on a pod: the sub-group of its PodGroup it belongs to.
+pub const SUB_GROUP: &str = "trainyard.io/sub-group";
+/// Annotation written by Trainyard when it binds a pod: the GPU device
+/// indices the pod holds, comma-separated (`0,1,2,3`).
+pub const GPU_INDICES: &str = "trainyard.io/gpu-indices";
+
+// --- Foreign keys we accept ----------------------------------------------
+
+/// Volcano: annotation naming the pod's PodGroup.
+pub const VOLCANO_GROUP_NAME: &str = "scheduling.k8s.io/group-name";
+/// Volcano: annotation (or label) naming the pod's queue.
+pub const VOLCANO_QUEUE_NAME: &str = "volcano.sh/queue-name";
+/// scheduler-plugins coscheduling: label naming the pod's PodGroup.
+pub const COSCHEDULING_POD_GROUP: &str = "scheduling.x-k8s.io/pod-group";
+/// KAI scheduler: label naming the pod's queue.
+pub const KAI_QUEUE: &str = "kai.scheduler/queue";
+/// KAI scheduler: annotation naming the pod's PodGroup.
+pub const KAI_POD_GROUP_NAME: &str = "pod-group-name";
+
+// --- Node labels describing GPU devices (GPU feature discovery) ------------
+
+/// Node label: GPU product name, e.g. `NVIDIA-H100-80GB-HBM3`.
+pub const NODE_GPU_PRODUCT: &str = "nvidia.com/gpu.product";
+/// Node label: memory of one GPU in MiB, e.g. `81559`.
+pub const NODE_GPU_MEMORY_MIB: &str = "nvidia.com/gpu.memory";
+
+/// Keys naming a pod's group, in precedence order, with where each is read
+/// from.
+pub const POD_GROUP_KEYS: &[(&str, KeyPlace)] = &[
+    (POD_GROUP, KeyPlace::LabelOrAnnotation),
+    (VOLCANO_GROUP_NAME, KeyPlace::Annotation),
+    (COSCHEDULING_POD_GROUP, KeyPlace::Label),
+    (KAI_POD_GROUP_NAME, KeyPlace::Annotation),
+];
+
+/// Keys naming a pod's queue, in precedence order.
+pub const QUEUE_KEYS: &[(&str, KeyPlace)] = &[
+    (QUEUE, KeyPlace::LabelOrAnnotation),
+    (KAI_QUEUE, KeyPlace::Label),
+    (VOLCANO_QUEUE_NAME, KeyPlace::LabelOrAnnotation),
+];
+
+/// Where a key is looked up on an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyPlace {
+    Label,
+    Annotation,
+    /// The label first, then the annotation.
+    LabelOrAnnotation,
+}

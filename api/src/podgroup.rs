@@ -1,0 +1,309 @@
+//! The `PodGroup` document (namespaced): a gang of pods.
+//!
+//! ```yaml
+//! apiVersion: trainyard.io/v1alpha1
+//! kind: PodGroup
+//! metadata: { name: train-1, namespace: ml }
+//! spec:
+//!   queue: nlp
+//!   minMember: 9
+//!   priorityClassName: high
+//!   subGroups:
+//!     - { name: ps, minMember: 1 }
+//!     - { name: workers, minMember: 8 }
+//! ```
+//!
+//! Volcano (`scheduling.volcano.sh/v1beta1`: `minMember`, `queue`,
+//! `priorityClassName`) and scheduler-plugins
+//! (`scheduling.x-k8s.io/v1alpha1`: `minMember`) PodGroups are accepted too;
+//! their other fields are ignored.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::names::dns1123_subdomain_problem;
+use crate::{
+    API_VERSION, ApiError, ApiErrors, COSCHEDULING_API_VERSION, ObjectMeta, VOLCANO_API_VERSION,
+    check_type, describe_object, from_value,
+};
+
+/// A `PodGroup` document (ours, or a foreign one converted).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodGroup {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: PodGroupSpec,
+    /// Ignored (present in `kubectl get -o yaml` output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<serde_json::Value>,
+}
+
+/// `spec` of a [`PodGroup`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodGroupSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    #[serde(default = "one")]
+    pub min_member: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i32>,
+    #[serde(
+        default,
+        deserialize_with = "crate::de::null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub sub_groups: Vec<SubGroupSpec>,
+}
+
+impl Default for PodGroupSpec {
+    fn default() -> Self {
+        PodGroupSpec {
+            queue: None,
+            min_member: 1,
+            priority_class_name: None,
+            priority: None,
+            sub_groups: Vec::new(),
+        }
+    }
+}
+
+/// One entry of `spec.subGroups`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubGroupSpec {
+    pub name: String,
+    /// Defaults to 1.
+    #[serde(default = "one")]
+    pub min_member: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ForeignPodGroup {
+    #[serde(default)]
+    metadata: ObjectMeta,
+    #[serde(default, deserialize_with = "crate::de::null_default")]
+    spec: ForeignSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ForeignSpec {
+    #[serde(default = "one")]
+    min_member: u32,
+    #[serde(default)]
+    queue: Option<String>,
+    #[serde(default)]
+    priority_class_name: Option<String>,
+}
+
+impl Default for ForeignSpec {
+    fn default() -> Self {
+        ForeignSpec {
+            min_member: 1,
+            queue: None,
+            priority_class_name: None,
+        }
+    }
+}
+
+impl PodGroup {
+    /// Reads a `PodGroup` document of any accepted `apiVersion`. Ours is
+    /// read strictly (unknown fields are errors); foreign ones leniently.
+    /// Values are checked by [`PodGroup::validate`].
+    pub fn from_value(value: &serde_json::Value) -> Result<PodGroup, ApiErrors> {
+        let object = describe_object("PodGroup", value);
+        let version = check_type(
+            value,
+            &object,
+            "PodGroup",
+            &[API_VERSION, VOLCANO_API_VERSION, COSCHEDULING_API_VERSION],
+        )?;
+        if version == API_VERSION {
+            return Ok(from_value(value, &object)?);
+        }
+        let foreign: ForeignPodGroup = from_value(value, &object)?;
+        let volcano = version == VOLCANO_API_VERSION;
+        Ok(PodGroup {
+            api_version: version,
+            kind: "PodGroup".to_string(),
+            metadata: foreign.metadata,
+            spec: PodGroupSpec {
+                min_member: foreign.spec.min_member,
+                queue: foreign.spec.queue.filter(|_| volcano),
+                priority_class_name: foreign.spec.priority_class_name.filter(|_| volcano),
+                priority: None,
+                sub_groups: Vec::new(),
+            },
+            status: None,
+        })
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.metadata.namespace_or_default()
+    }
+
+    /// How errors name this group: `PodGroup <namespace>/<name>`.
+    pub fn object(&self) -> String {
+        format!("PodGroup {}/{}", self.namespace(), self.metadata.name)
+    }
+
+    /// Checks names and counts; reports every problem found.
+    pub fn validate(&self) -> Result<(), ApiErrors> {
+        let object = self.object();
+        let mut errors = Vec::new();
+        if let Some(p) = dns1123_subdomain_problem(&self.metadata.name) {
+            errors.push(ApiError::new(&object, "metadata.name", p));
+        }
+        if self.spec.min_member < 1 {
+            errors.push(ApiError::new(
+                &object,
+                "spec.minMember",
+                "must be at least 1, found 0",
+            ));
+        }
+        if let Some(q) = &self.spec.queue
+            && let Some(p) = dns1123_subdomain_problem(q)
+        {
+            errors.push(ApiError::new(&object, "spec.queue", p));
+        }
+        let mut seen = BTreeSet::new();
+        for (i, sg) in self.spec.sub_groups.iter().enumerate() {
+            if sg.name.is_empty() {
+                errors.push(ApiError::new(
+                    &object,
+                    format!("spec.subGroups[{i}].name"),
+                    "must not be empty",
+                ));
+            } else if !seen.insert(sg.name.as_str()) {
+                errors.push(ApiError::new(
+                    &object,
+                    format!("spec.subGroups[{i}].name"),
+                    format!(
+                        "sub-group {:?} is defined more than once; expected unique names",
+                        sg.name
+                    ),
+                ));
+            }
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiErrors(errors))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(v: serde_json::Value) -> Result<PodGroup, ApiErrors> {
+        let pg = PodGroup::from_value(&v)?;
+        pg.validate()?;
+        Ok(pg)
+    }
+
+    #[test]
+    fn ours_with_defaults_and_subgroups() {
+        let pg = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "train-1", "namespace": "ml"},
+            "spec": {"queue": "nlp", "minMember": 9, "priority": 5,
+                     "subGroups": [{"name": "ps", "minMember": 1}, {"name": "workers", "minMember": 8}]}
+        }))
+        .unwrap();
+        assert_eq!(pg.object(), "PodGroup ml/train-1");
+        assert_eq!(pg.spec.min_member, 9);
+        assert_eq!(
+            pg.spec.sub_groups[1],
+            SubGroupSpec {
+                name: "workers".into(),
+                min_member: 8
+            }
+        );
+        let pg = parse(json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "x"}})).unwrap();
+        assert_eq!(pg.spec, PodGroupSpec::default());
+        assert_eq!(pg.namespace(), "default");
+    }
+
+    #[test]
+    fn foreign_groups_are_lenient() {
+        let pg = parse(json!({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "v", "namespace": "ml"},
+            "spec": {"minMember": 4, "queue": "research", "priorityClassName": "high",
+                     "minResources": {"cpu": "4"}, "minTaskMember": {"w": 4}},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap();
+        assert_eq!(pg.spec.min_member, 4);
+        assert_eq!(pg.spec.queue.as_deref(), Some("research"));
+        assert_eq!(pg.spec.priority_class_name.as_deref(), Some("high"));
+        let pg = parse(json!({
+            "apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "c"}, "spec": {"minMember": 3, "scheduleTimeoutSeconds": 10, "queue": "ignored"}
+        }))
+        .unwrap();
+        assert_eq!(pg.spec.min_member, 3);
+        assert_eq!(pg.spec.queue, None);
+    }
+
+    #[test]
+    fn bad_input() {
+        let text = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"},
+            "spec": {"minMember": 0, "subGroups": [{"name": "a"}, {"name": "a"}, {"name": ""}]}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            text,
+            "PodGroup ml/g: spec.minMember: must be at least 1, found 0\n\
+             PodGroup ml/g: spec.subGroups[1].name: sub-group \"a\" is defined more than once; expected unique names\n\
+             PodGroup ml/g: spec.subGroups[2].name: must not be empty"
+        );
+        let text = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g"}, "spec": {"minMembers": 2}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            text.starts_with("PodGroup default/g: spec.minMembers: unknown field `minMembers`"),
+            "{text}"
+        );
+        let text = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g"}, "spec": {"minMember": -1}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            text.starts_with(
+                "PodGroup default/g: spec.minMember: invalid value: integer `-1`, expected u32"
+            ),
+            "{text}"
+        );
+        let text = parse(
+            json!({"apiVersion": "example.com/v1", "kind": "PodGroup", "metadata": {"name": "g"}}),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(text.contains("apiVersion: expected \"trainyard.io/v1alpha1\" or \"scheduling.volcano.sh/v1beta1\""), "{text}");
+    }
+}

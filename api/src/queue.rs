@@ -1,0 +1,306 @@
+//! The `Queue` document (cluster-scoped).
+//!
+//! ```yaml
+//! apiVersion: trainyard.io/v1alpha1
+//! kind: Queue
+//! metadata:
+//!   name: nlp
+//! spec:
+//!   parent: research
+//!   priority: 0
+//!   overQuotaWeight: 2
+//!   quota: { nvidia.com/gpu: 16, cpu: 256, memory: 2Ti }
+//!   limit: { nvidia.com/gpu: 32, cpu: unlimited }
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use trainyard_model::{Limits, QueueSpec, ResourceName, Resources};
+
+use crate::names::dns1123_subdomain_problem;
+use crate::quantity::RawQuantity;
+use crate::{
+    API_VERSION, ApiError, ApiErrors, ObjectMeta, check_type, describe_object, from_value,
+};
+
+/// A `Queue` document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Queue {
+    pub api_version: String,
+    pub kind: String,
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: QueueSpecDoc,
+    /// Ignored (present in `kubectl get -o yaml` output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<serde_json::Value>,
+}
+
+/// `spec` of a [`Queue`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct QueueSpecDoc {
+    /// Parent queue; absent for a top-level queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(default)]
+    pub priority: i32,
+    #[serde(default = "one")]
+    pub over_quota_weight: u32,
+    /// Resource name -> quantity.
+    #[serde(default, deserialize_with = "crate::de::null_default")]
+    pub quota: BTreeMap<String, RawQuantity>,
+    /// Resource name -> quantity or `unlimited`. Absent resources are unlimited.
+    #[serde(default, deserialize_with = "crate::de::null_default")]
+    pub limit: BTreeMap<String, LimitValue>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl Default for QueueSpecDoc {
+    fn default() -> Self {
+        QueueSpecDoc {
+            parent: None,
+            priority: 0,
+            over_quota_weight: 1,
+            quota: BTreeMap::new(),
+            limit: BTreeMap::new(),
+        }
+    }
+}
+
+/// One entry of `spec.limit`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LimitValue {
+    Unlimited,
+    Amount(RawQuantity),
+}
+
+impl Serialize for LimitValue {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            LimitValue::Unlimited => s.serialize_str("unlimited"),
+            LimitValue::Amount(q) => q.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for LimitValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = LimitValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a quantity such as \"8\" or \"64Gi\", or \"unlimited\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LimitValue, E> {
+                Ok(if v == "unlimited" {
+                    LimitValue::Unlimited
+                } else {
+                    LimitValue::Amount(RawQuantity(v.to_string()))
+                })
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LimitValue, E> {
+                Ok(LimitValue::Amount(RawQuantity(v.to_string())))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LimitValue, E> {
+                Ok(LimitValue::Amount(RawQuantity(v.to_string())))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<LimitValue, E> {
+                if !v.is_finite() {
+                    return Err(E::custom(format!(
+                        "invalid quantity {v}; expected a finite number"
+                    )));
+                }
+                Ok(LimitValue::Amount(RawQuantity(v.to_string())))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Queue {
+    /// Reads a `Queue` document. Checks `kind`/`apiVersion` and field names
+    /// and types; values are checked by [`Queue::to_spec`].
+    pub fn from_value(value: &serde_json::Value) -> Result<Queue, ApiErrors> {
+        let object = describe_object("Queue", value);
+        check_type(value, &object, "Queue", &[API_VERSION])?;
+        Ok(from_value(value, &object)?)
+    }
+
+    /// How errors name this queue: `Queue <name>`.
+    pub fn object(&self) -> String {
+        format!("Queue {}", self.metadata.name)
+    }
+
+    /// Validates the queue and converts it to the model, with quantities in
+    /// integer units (cpu millicores, memory bytes, milli-GPU, counts).
+    /// Reports every problem found.
+    pub fn to_spec(&self) -> Result<QueueSpec, ApiErrors> {
+        let object = self.object();
+        let mut errors = Vec::new();
+        if let Some(p) = dns1123_subdomain_problem(&self.metadata.name) {
+            errors.push(ApiError::new(&object, "metadata.name", p));
+        }
+        if let Some(parent) = &self.spec.parent
+            && let Some(p) = dns1123_subdomain_problem(parent)
+        {
+            errors.push(ApiError::new(&object, "spec.parent", p));
+        }
+        let mut quota = Resources::zero();
+        for (name, raw) in &self.spec.quota {
+            let res = ResourceName::parse(name);
+            match raw.parse().and_then(|q| q.to_resource_units(&res)) {
+                Ok(v) => quota.set(&res, v),
+                Err(e) => errors.push(ApiError::new(
+                    &object,
+                    format!("spec.quota.{name}"),
+                    e.to_string(),
+                )),
+            }
+        }
+        let mut limit = Limits::unlimited();
+        for (name, value) in &self.spec.limit {
+            let res = ResourceName::parse(name);
+            match value {
+                LimitValue::Unlimited => {}
+                LimitValue::Amount(raw) => {
+                    match raw.parse().and_then(|q| q.to_resource_units(&res)) {
+                        Ok(v) => limit.set(res, v),
+                        Err(e) => errors.push(ApiError::new(
+                            &object,
+                            format!("spec.limit.{name}"),
+                            format!("{e}, or \"unlimited\""),
+                        )),
+                    }
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ApiErrors(errors));
+        }
+        Ok(QueueSpec {
+            name: self.metadata.name.clone(),
+            parent: self.spec.parent.clone(),
+            quota,
+            limit,
+            over_quota_weight: self.spec.over_quota_weight,
+            priority: self.spec.priority,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn queue(v: serde_json::Value) -> Result<QueueSpec, ApiErrors> {
+        Queue::from_value(&v)?.to_spec()
+    }
+
+    #[test]
+    fn converts_quantities_and_defaults() {
+        let spec = queue(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "nlp"},
+            "spec": {
+                "parent": "research",
+                "quota": {"nvidia.com/gpu": 8, "cpu": "500m", "memory": "64Gi", "rdma/ib": 2},
+                "limit": {"nvidia.com/gpu": "0.5", "cpu": "unlimited"}
+            }
+        }))
+        .unwrap();
+        assert_eq!(spec.name, "nlp");
+        assert_eq!(spec.parent.as_deref(), Some("research"));
+        assert_eq!(spec.quota.gpu, 8000);
+        assert_eq!(spec.quota.cpu, 500);
+        assert_eq!(spec.quota.memory, 64 << 30);
+        assert_eq!(spec.quota.get(&ResourceName::parse("rdma/ib")), 2);
+        assert_eq!(spec.limit.get(&ResourceName::Gpu), Some(500));
+        assert_eq!(spec.limit.get(&ResourceName::Cpu), None);
+        assert_eq!(spec.limit.get(&ResourceName::Memory), None);
+        assert_eq!(spec.over_quota_weight, 1);
+        assert_eq!(spec.priority, 0);
+
+        let minimal = queue(json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue", "metadata": {"name": "a"}})).unwrap();
+        assert_eq!(minimal, QueueSpec::new("a"));
+    }
+
+    #[test]
+    fn collects_every_problem() {
+        let errs = queue(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "Team_A"},
+            "spec": {"parent": "", "quota": {"nvidia.com/gpu": "12x", "rdma/ib": "1.5"}, "limit": {"cpu": "-1"}}
+        }))
+        .unwrap_err();
+        let text = errs.to_string();
+        assert_eq!(errs.0.len(), 5, "{text}");
+        assert!(
+            text.contains(
+                "Queue Team_A: metadata.name: \"Team_A\" is not a valid DNS-1123 subdomain"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("Queue Team_A: spec.parent: must not be empty"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Queue Team_A: spec.quota.nvidia.com/gpu: invalid quantity \"12x\""),
+            "{text}"
+        );
+        assert!(
+            text.contains("spec.quota.rdma/ib: quantity \"1.5\" is not a whole number"),
+            "{text}"
+        );
+        assert!(text.contains("spec.limit.cpu: quantity \"-1\" is negative; expected an amount of zero or more, or \"unlimited\""), "{text}");
+    }
+
+    #[test]
+    fn typos_and_types_name_the_field() {
+        let errs = queue(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "a"}, "spec": {"quotas": {}}
+        }))
+        .unwrap_err();
+        let text = errs.to_string();
+        assert!(
+            text.starts_with("Queue a: spec.quotas: unknown field `quotas`, expected one of"),
+            "{text}"
+        );
+
+        let errs = queue(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "a"}, "spec": {"overQuotaWeight": 5_000_000_000u64}
+        }))
+        .unwrap_err();
+        let text = errs.to_string();
+        assert!(
+            text.starts_with(
+                "Queue a: spec.overQuotaWeight: invalid value: integer `5000000000`, expected u32"
+            ),
+            "{text}"
+        );
+
+        let errs = queue(json!({"apiVersion": "v1", "kind": "Queue", "metadata": {"name": "a"}}))
+            .unwrap_err();
+        assert_eq!(
+            errs.to_string(),
+            "Queue a: apiVersion: expected \"trainyard.io/v1alpha1\", found \"v1\""
+        );
+        let errs = queue(json!({"kind": "Queue", "metadata": {"name": "a"}})).unwrap_err();
+        assert_eq!(
+            errs.to_string(),
+            "Queue a: apiVersion: missing; expected \"trainyard.io/v1alpha1\""
+        );
+    }
+}

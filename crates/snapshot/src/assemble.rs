@@ -1,0 +1,572 @@
+//! Turning read objects into a snapshot: pods into jobs and external pods,
+//! queues into a tree.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use trainyard_api::keys::{self, KeyPlace};
+use trainyard_api::{ObjectMeta, PodGroup};
+use trainyard_model::{
+    ExternalPod, Job, PlacementConstraints, QueueError, QueueSpec, QueueTree, Snapshot, SubGroup,
+    Task, TaskState, Timestamp,
+};
+
+use crate::k8s::PodInfo;
+use crate::read::{Loc, Reader};
+use crate::{LoadError, LoadErrors, LoadOptions, Loaded};
+
+/// Priority classes every cluster has.
+const BUILTIN_PRIORITY_CLASSES: &[(&str, i32)] = &[
+    ("system-cluster-critical", 2_000_000_000),
+    ("system-node-critical", 2_000_001_000),
+];
+
+/// At most this many names are listed in one message.
+const LIST_MAX: usize = 5;
+
+fn list_names(names: &[String]) -> String {
+    let mut s = names
+        .iter()
+        .take(LIST_MAX)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > LIST_MAX {
+        s.push_str(&format!(" and {} more", names.len() - LIST_MAX));
+    }
+    s
+}
+
+/// A key and the value found under it.
+type KeyValue<'m> = (&'static str, &'m str);
+
+/// The first present value among `keys` and every other present value
+/// (key, value) that differs from it.
+fn first_of<'m>(
+    meta: &'m ObjectMeta,
+    keys: &[(&'static str, KeyPlace)],
+) -> Option<(&'static str, &'m str, Vec<KeyValue<'m>>)> {
+    let mut found = keys
+        .iter()
+        .filter_map(|(k, place)| meta.lookup(k, *place).map(|v| (*k, v)));
+    let (k, v) = found.next()?;
+    let others = found.filter(|(_, o)| *o != v).collect();
+    Some((k, v, others))
+}
+
+/// Where `key` was found: `metadata.labels.<key>` or `metadata.annotations.<key>`.
+fn meta_field(meta: &ObjectMeta, key: &str) -> String {
+    if meta.labels.contains_key(key) {
+        format!("metadata.labels.{key}")
+    } else {
+        format!("metadata.annotations.{key}")
+    }
+}
+
+struct Member {
+    loc: Loc,
+    pod: PodInfo,
+    /// Queue named on the pod: (key, value).
+    queue: Option<(&'static str, String)>,
+    subgroup: Option<String>,
+}
+
+struct JobDraft {
+    namespace: String,
+    /// `None` for a pod without a group (gang of one).
+    group: Option<String>,
+    members: Vec<Member>,
+}
+
+struct Ctx<'a> {
+    opts: &'a LoadOptions,
+    errors: Vec<LoadError>,
+    warnings: Vec<String>,
+    priority_classes: BTreeMap<String, i32>,
+    /// Unresolvable class -> who uses it.
+    unresolved: BTreeMap<String, Vec<String>>,
+    constraints: BTreeMap<PlacementConstraints, Arc<PlacementConstraints>>,
+}
+
+impl Ctx<'_> {
+    fn resolve(&mut self, class: &str, user: String) -> Option<i32> {
+        let v = self.priority_classes.get(class).copied().or_else(|| {
+            BUILTIN_PRIORITY_CLASSES
+                .iter()
+                .find(|(n, _)| *n == class)
+                .map(|(_, v)| *v)
+        });
+        if v.is_none() {
+            self.unresolved
+                .entry(class.to_string())
+                .or_default()
+                .push(user);
+        }
+        v
+    }
+
+    fn intern(&mut self, c: PlacementConstraints) -> Arc<PlacementConstraints> {
+        if let Some(a) = self.constraints.get(&c) {
+            return Arc::clone(a);
+        }
+        let a = Arc::new(c.clone());
+        self.constraints.insert(c, Arc::clone(&a));
+        a
+    }
+}
+
+pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, LoadErrors> {
+    let Reader {
+        mut nodes,
+        pods,
+        priority_classes,
+        queues,
+        pod_groups,
+        errors,
+        warnings,
+        ..
+    } = reader;
+    let mut cx = Ctx {
+        opts,
+        errors,
+        warnings,
+        priority_classes,
+        unresolved: BTreeMap::new(),
+        constraints: BTreeMap::new(),
+    };
+
+    // Queues.
+    let mut specs: Vec<QueueSpec> = Vec::new();
+    let mut queue_locs: BTreeMap<String, Loc> = BTreeMap::new();
+    let mut failed_queues: BTreeSet<String> = BTreeSet::new();
+    for (loc, q) in &queues {
+        queue_locs.insert(q.metadata.name.clone(), loc.clone());
+        match q.to_spec() {
+            Ok(s) => specs.push(s),
+            Err(errs) => {
+                // A placeholder keeps the tree's structure checkable without
+                // cascading errors about this queue's children.
+                let mut placeholder = QueueSpec::new(q.metadata.name.clone());
+                placeholder.parent = q.spec.parent.clone();
+                specs.push(placeholder);
+                failed_queues.insert(q.metadata.name.clone());
+                cx.errors
+                    .extend(errs.0.into_iter().map(|e| loc.api_error(e)));
+            }
+        }
+    }
+
+    // Pods: ours, external, or ignored.
+    let mut external = Vec::new();
+    let mut foreign_pending = Vec::new();
+    let mut drafts: BTreeMap<(String, bool, String), JobDraft> = BTreeMap::new();
+    for (loc, pod) in pods {
+        if pod.terminal {
+            continue;
+        }
+        if pod.scheduler != opts.scheduler_name {
+            match &pod.node_name {
+                Some(node) => external.push(ExternalPod {
+                    name: pod.key(),
+                    node: node.clone(),
+                    requests: pod.requests.clone(),
+                    gpus: pod.gpus.clone(),
+                }),
+                None => foreign_pending.push(pod.key()),
+            }
+            continue;
+        }
+        let object = format!("Pod {}", pod.key());
+        if !pod.ignored.is_empty() {
+            cx.warnings.push(format!(
+                "{}: {object}: ignored: {}",
+                loc.at(),
+                pod.ignored.join(", ")
+            ));
+        }
+        let group = first_of(&pod.meta, keys::POD_GROUP_KEYS).map(|(k, v, others)| {
+            if !others.is_empty() {
+                let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+                cx.warnings.push(format!(
+                    "{}: {object}: group names disagree ({k}={v:?}, {}); using {v:?}",
+                    loc.at(),
+                    o.join(", ")
+                ));
+            }
+            v.to_string()
+        });
+        let queue = first_of(&pod.meta, keys::QUEUE_KEYS).map(|(k, v, others)| {
+            if !others.is_empty() {
+                let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+                cx.warnings.push(format!(
+                    "{}: {object}: queue names disagree ({k}={v:?}, {}); using {v:?}",
+                    loc.at(),
+                    o.join(", ")
+                ));
+            }
+            (k, v.to_string())
+        });
+        let subgroup = pod
+            .meta
+            .lookup(keys::SUB_GROUP, KeyPlace::LabelOrAnnotation)
+            .map(str::to_string);
+        let key = match &group {
+            Some(g) => (pod.namespace.clone(), true, g.clone()),
+            None => (pod.namespace.clone(), false, pod.name.clone()),
+        };
+        drafts
+            .entry(key)
+            .or_insert_with(|| JobDraft {
+                namespace: pod.namespace.clone(),
+                group: group.clone(),
+                members: Vec::new(),
+            })
+            .members
+            .push(Member {
+                loc,
+                pod,
+                queue,
+                subgroup,
+            });
+    }
+    if !foreign_pending.is_empty() {
+        foreign_pending.sort();
+        cx.warnings.push(format!(
+            "ignored {} pending pod(s) of other schedulers (schedulerName is not {:?}): {}",
+            foreign_pending.len(),
+            opts.scheduler_name,
+            list_names(&foreign_pending)
+        ));
+    }
+
+    // Job ids must be unique: a group and a group-less pod may collide.
+    let mut ids: BTreeMap<String, (bool, String)> = BTreeMap::new();
+    for ((ns, is_group, name), d) in &drafts {
+        let id = format!("{ns}/{name}");
+        if let Some((_, first)) = ids.get(&id) {
+            // Invariant: a draft is created together with its first member.
+            let m = &d.members[0];
+            cx.errors.push(m.loc.error(
+                Some(&format!("Pod {}", m.pod.key())),
+                "",
+                format!(
+                    "job id {id:?} is used both by {first} and by {}; rename the pod or the group",
+                    if *is_group {
+                        format!("group {name:?}")
+                    } else {
+                        "this group-less pod".to_string()
+                    }
+                ),
+            ));
+        } else {
+            let what = if *is_group {
+                format!("group {name:?}")
+            } else {
+                format!("group-less pod {id}")
+            };
+            ids.insert(id, (*is_group, what));
+        }
+    }
+
+    let groups_by_key: BTreeMap<(String, String), (Loc, PodGroup)> = pod_groups
+        .into_iter()
+        .map(|(loc, pg)| {
+            (
+                (pg.namespace().to_string(), pg.metadata.name.clone()),
+                (loc, pg),
+            )
+        })
+        .collect();
+
+    let mut jobs = Vec::new();
+    let mut default_used = false;
+    for draft in drafts.into_values() {
+        let pg = draft
+            .group
+            .as_ref()
+            .and_then(|g| groups_by_key.get(&(draft.namespace.clone(), g.clone())));
+        let job = build_job(&mut cx, draft, pg);
+        default_used |= job.queue == opts.default_queue;
+        jobs.push(job);
+    }
+
+    // Unresolvable priority classes: one warning each.
+    for (class, users) in std::mem::take(&mut cx.unresolved) {
+        cx.warnings.push(format!(
+            "priorityClassName {class:?} (used by {}) is not defined by any PriorityClass document; treated as unset",
+            list_names(&users)
+        ));
+    }
+
+    // Queue tree, with the implicit default queue.
+    if default_used && !queue_locs.contains_key(&opts.default_queue) {
+        specs.push(QueueSpec::new(opts.default_queue.clone()));
+    }
+    let tree = match QueueTree::build(specs) {
+        Ok(t) => Some(t),
+        Err(errs) => {
+            for e in errs {
+                if let QueueError::QuotaAboveParent { parent, .. } = &e
+                    && failed_queues.contains(parent)
+                {
+                    // The parent is a placeholder; its own errors are reported.
+                    continue;
+                }
+                let (name, field) = match &e {
+                    QueueError::Duplicate { name } => (name.clone(), String::new()),
+                    QueueError::UnknownParent { queue, .. } => {
+                        (queue.clone(), "spec.parent".to_string())
+                    }
+                    QueueError::Cycle { queues } => (
+                        queues.first().cloned().unwrap_or_default(),
+                        "spec.parent".to_string(),
+                    ),
+                    QueueError::QuotaAboveParent {
+                        parent, resource, ..
+                    } => (parent.clone(), format!("spec.quota.{resource}")),
+                    QueueError::QuotaAboveLimit {
+                        queue, resource, ..
+                    } => (queue.clone(), format!("spec.quota.{resource}")),
+                    QueueError::EmptyName => (String::new(), "metadata.name".to_string()),
+                };
+                let object = format!("Queue {name}");
+                let err = match queue_locs.get(&name) {
+                    Some(loc) => loc.error(Some(&object), &field, e.to_string()),
+                    None => LoadError {
+                        source_name: String::new(),
+                        document: None,
+                        object: Some(object),
+                        field: (!field.is_empty()).then_some(field),
+                        message: e.to_string(),
+                    },
+                };
+                cx.errors.push(err);
+            }
+            None
+        }
+    };
+
+    if !cx.errors.is_empty() {
+        return Err(LoadErrors(cx.errors));
+    }
+    // Without errors the tree was built.
+    let tree = tree.unwrap_or_default();
+    for job in &mut jobs {
+        match tree.get(&job.queue) {
+            None => job.rejected = Some(format!("queue {:?} does not exist", job.queue)),
+            Some(id) if !tree.is_leaf(id) => {
+                let children: Vec<&str> = tree.children(id).iter().map(|c| tree.name(*c)).collect();
+                job.rejected = Some(format!(
+                    "queue {:?} is not a leaf queue (children: {}); submit jobs to a leaf queue",
+                    job.queue,
+                    children.join(", ")
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+
+    nodes.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    external.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(Loaded {
+        snapshot: Snapshot {
+            nodes: nodes.into_iter().map(|(_, n)| n).collect(),
+            queues: tree,
+            jobs,
+            external,
+        },
+        warnings: cx.warnings,
+    })
+}
+
+fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) -> Job {
+    let JobDraft {
+        namespace,
+        group,
+        members,
+    } = draft;
+    // Invariant: a draft is created together with its first member, so
+    // `members[0]` exists.
+    let name = group.clone().unwrap_or_else(|| members[0].pod.name.clone());
+    let id = format!("{namespace}/{name}");
+    let group_object = format!("PodGroup {id}");
+    // The location errors about the whole job point at: its PodGroup, else its first pod.
+    let (job_loc, job_object) = match pg {
+        Some((loc, _)) => (loc.clone(), group_object.clone()),
+        None => (
+            members[0].loc.clone(),
+            format!("Pod {}", members[0].pod.key()),
+        ),
+    };
+
+    // Queue.
+    let mut named: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for m in &members {
+        if let Some((_, q)) = &m.queue {
+            named.entry(q.as_str()).or_default().push(m.pod.key());
+        }
+    }
+    let explicit = match named.len() {
+        0 => None,
+        1 => named.keys().next().map(|q| q.to_string()),
+        _ => {
+            let parts: Vec<String> = named
+                .iter()
+                .map(|(q, pods)| format!("{q:?} ({})", list_names(pods)))
+                .collect();
+            cx.errors.push(job_loc.error(
+                Some(&job_object),
+                "",
+                format!(
+                    "pods of group {name:?} name different queues: {}; expected one queue per group",
+                    parts.join(", ")
+                ),
+            ));
+            named.keys().next().map(|q| q.to_string())
+        }
+    };
+    let pg_queue = pg.and_then(|(_, g)| g.spec.queue.clone());
+    if let (Some(e), Some(p)) = (&explicit, &pg_queue)
+        && e != p
+    {
+        cx.warnings.push(format!(
+            "{group_object}: its pods name queue {e:?} but the PodGroup names {p:?}; using {e:?}"
+        ));
+    }
+    let queue = explicit
+        .or(pg_queue)
+        .unwrap_or_else(|| cx.opts.default_queue.clone());
+
+    // Sub-groups.
+    let subgroups: Vec<SubGroup> = pg
+        .map(|(_, g)| {
+            g.spec
+                .sub_groups
+                .iter()
+                .map(|s| SubGroup {
+                    name: s.name.clone(),
+                    min_member: s.min_member,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for m in &members {
+        let Some(sg) = &m.subgroup else { continue };
+        if subgroups.iter().any(|s| &s.name == sg) {
+            continue;
+        }
+        let why = match (&group, pg) {
+            (None, _) => "the pod belongs to no group".to_string(),
+            (Some(_), None) => format!("no PodGroup document {id} exists to define sub-groups"),
+            (Some(_), Some(_)) if subgroups.is_empty() => {
+                format!("{group_object} defines no sub-groups")
+            }
+            (Some(_), Some(_)) => format!(
+                "{group_object} defines only {}",
+                subgroups
+                    .iter()
+                    .map(|s| format!("{:?}", s.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        cx.errors.push(m.loc.error(
+            Some(&format!("Pod {}", m.pod.key())),
+            &meta_field(&m.pod.meta, keys::SUB_GROUP),
+            format!("unknown sub-group {sg:?}: {why}"),
+        ));
+    }
+
+    // Gang size.
+    let min_member = match (pg, &group) {
+        (Some((_, g)), _) => g.spec.min_member,
+        (None, Some(_)) => {
+            let n = u32::try_from(members.len()).unwrap_or(u32::MAX);
+            let pods: Vec<String> = members.iter().map(|m| m.pod.key()).collect();
+            cx.warnings.push(format!(
+                "{group_object} is named by pods ({}) but no PodGroup document defines it; using minMember {n} (all its pods)",
+                list_names(&pods)
+            ));
+            n
+        }
+        (None, None) => 1,
+    };
+
+    // Priority.
+    let mut priority = pg.and_then(|(_, g)| g.spec.priority);
+    if priority.is_none()
+        && let Some((_, g)) = pg
+        && let Some(class) = &g.spec.priority_class_name
+    {
+        priority = cx.resolve(class, group_object.clone());
+    }
+    let priority = match priority {
+        Some(p) => p,
+        None => {
+            let mut best: Option<i32> = None;
+            for m in &members {
+                let p = match (m.pod.priority, &m.pod.priority_class) {
+                    (Some(p), _) => Some(p),
+                    (None, Some(class)) => cx.resolve(class, format!("Pod {}", m.pod.key())),
+                    (None, None) => None,
+                }
+                .unwrap_or(0);
+                best = Some(best.map_or(p, |b| b.max(p)));
+            }
+            best.unwrap_or(0)
+        }
+    };
+
+    // Submit time.
+    let pg_created = match pg {
+        Some((loc, g)) => match g.metadata.creation_time() {
+            Ok(t) => t,
+            Err(e) => {
+                cx.errors.push(loc.error(
+                    Some(&group_object),
+                    "metadata.creationTimestamp",
+                    e.to_string(),
+                ));
+                None
+            }
+        },
+        None => None,
+    };
+    let submit_time = pg_created
+        .or_else(|| members.iter().filter_map(|m| m.pod.created).min())
+        .unwrap_or(Timestamp(0));
+
+    // Tasks.
+    let mut tasks: Vec<Task> = members
+        .into_iter()
+        .map(|m| {
+            let state = match m.pod.node_name.clone() {
+                Some(node) => TaskState::Bound {
+                    node,
+                    gpus: m.pod.gpus.clone(),
+                },
+                None => TaskState::Pending,
+            };
+            Task {
+                name: m.pod.key(),
+                subgroup: m.subgroup,
+                requests: m.pod.requests,
+                constraints: cx.intern(m.pod.constraints),
+                state,
+            }
+        })
+        .collect();
+    tasks.sort_by(|a, b| a.name.cmp(&b.name));
+
+    Job {
+        id,
+        queue,
+        priority,
+        submit_time,
+        min_member,
+        subgroups,
+        tasks,
+        rejected: None,
+    }
+}

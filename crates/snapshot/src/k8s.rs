@@ -1,0 +1,687 @@
+//! Kubernetes `Node`, `Pod` and `PriorityClass`: the fields Trainyard reads.
+//! Other fields are ignored, so real `kubectl get -o yaml` output parses.
+
+use std::collections::BTreeMap;
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer};
+use trainyard_api::de::null_default;
+use trainyard_api::{ObjectMeta, RawQuantity, keys};
+use trainyard_model::resources::GPU_RESOURCE;
+use trainyard_model::{
+    GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm,
+    PlacementConstraints, ResourceName, Resources, Taint, TaintEffect, Timestamp, Toleration,
+    TolerationOperator,
+};
+
+/// A problem found while converting a typed object: field path (relative to
+/// the object) and message.
+pub(crate) type FieldError = (String, String);
+
+// ---------------------------------------------------------------------------
+// Enum-valued fields, checked during deserialization so errors carry paths.
+
+struct Effect(TaintEffect);
+
+impl<'de> Deserialize<'de> for Effect {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        TaintEffect::parse(&s).map(Effect).ok_or_else(|| {
+            D::Error::custom(format!(
+                "unknown taint effect {s:?}; expected NoSchedule, PreferNoSchedule or NoExecute"
+            ))
+        })
+    }
+}
+
+/// A toleration effect: empty or absent means every effect.
+struct OptEffect(Option<TaintEffect>);
+
+impl<'de> Deserialize<'de> for OptEffect {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Option::<String>::deserialize(d)?.unwrap_or_default();
+        if s.is_empty() {
+            return Ok(OptEffect(None));
+        }
+        TaintEffect::parse(&s).map(|e| OptEffect(Some(e))).ok_or_else(|| {
+            D::Error::custom(format!(
+                "unknown toleration effect {s:?}; expected NoSchedule, PreferNoSchedule, NoExecute or empty (all effects)"
+            ))
+        })
+    }
+}
+
+struct TolOp(TolerationOperator);
+
+impl<'de> Deserialize<'de> for TolOp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Option::<String>::deserialize(d)?.unwrap_or_default();
+        match s.as_str() {
+            "" | "Equal" => Ok(TolOp(TolerationOperator::Equal)),
+            "Exists" => Ok(TolOp(TolerationOperator::Exists)),
+            _ => Err(D::Error::custom(format!(
+                "unknown toleration operator {s:?}; expected Equal or Exists"
+            ))),
+        }
+    }
+}
+
+struct SelOp(LabelSelectorOperator);
+
+impl<'de> Deserialize<'de> for SelOp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        LabelSelectorOperator::parse(&s).map(SelOp).ok_or_else(|| {
+            D::Error::custom(format!(
+                "unknown operator {s:?}; expected one of In, NotIn, Exists, DoesNotExist, Gt, Lt"
+            ))
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Node
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct K8sNode {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default, deserialize_with = "null_default")]
+    spec: NodeSpec,
+    #[serde(default, deserialize_with = "null_default")]
+    status: NodeStatus,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeSpec {
+    #[serde(default, deserialize_with = "null_default")]
+    taints: Vec<K8sTaint>,
+    #[serde(default, deserialize_with = "null_default")]
+    unschedulable: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sTaint {
+    #[serde(default, deserialize_with = "null_default")]
+    key: String,
+    #[serde(default, deserialize_with = "null_default")]
+    value: String,
+    effect: Effect,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeStatus {
+    #[serde(default, deserialize_with = "null_default")]
+    allocatable: BTreeMap<String, RawQuantity>,
+}
+
+impl K8sNode {
+    /// Converts to the model. Errors are (field, message); warnings are
+    /// plain messages about this node.
+    pub(crate) fn convert(self, warnings: &mut Vec<String>) -> Result<Node, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let name = self.metadata.name.clone();
+        if name.is_empty() {
+            errors.push((
+                "metadata.name".to_string(),
+                "missing; every Node needs a name".to_string(),
+            ));
+        }
+        let mut allocatable = Resources::zero();
+        let mut max_pods = None;
+        let mut gpu_count = 0u32;
+        for (res, raw) in &self.status.allocatable {
+            let field = format!("status.allocatable.{res}");
+            let q = match raw.parse() {
+                Ok(q) => q,
+                Err(e) => {
+                    errors.push((field, e.to_string()));
+                    continue;
+                }
+            };
+            match res.as_str() {
+                "pods" => match q.to_whole_units().map(u32::try_from) {
+                    Ok(Ok(n)) => max_pods = Some(n),
+                    Ok(Err(_)) => errors.push((
+                        field,
+                        format!("{q} pods is too many; expected at most {}", u32::MAX),
+                    )),
+                    Err(e) => errors.push((field, e.to_string())),
+                },
+                GPU_RESOURCE => match q.to_whole_units().map(u32::try_from) {
+                    Ok(Ok(n)) => {
+                        gpu_count = n;
+                        allocatable.gpu = u64::from(n) * 1000;
+                    }
+                    Ok(Err(_)) => errors.push((field, format!("{q} GPUs is too many"))),
+                    Err(e) => errors.push((field, format!("{e} of GPU devices"))),
+                },
+                other => {
+                    let rn = ResourceName::parse(other);
+                    match q.to_resource_units(&rn) {
+                        Ok(v) => allocatable.set(&rn, v),
+                        Err(e) => errors.push((field, e.to_string())),
+                    }
+                }
+            }
+        }
+        let model = self
+            .metadata
+            .labels
+            .get(keys::NODE_GPU_PRODUCT)
+            .cloned()
+            .unwrap_or_default();
+        let memory_bytes = match self.metadata.labels.get(keys::NODE_GPU_MEMORY_MIB) {
+            None => 0,
+            Some(v) => match v
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .and_then(|mib| mib.checked_mul(1 << 20))
+            {
+                Some(b) => b,
+                None => {
+                    warnings.push(format!(
+                        "Node {name}: label {}={v:?} is not a whole number of MiB; GPU memory taken as unknown",
+                        keys::NODE_GPU_MEMORY_MIB
+                    ));
+                    0
+                }
+            },
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        Ok(Node {
+            name,
+            allocatable,
+            max_pods,
+            labels: self.metadata.labels,
+            taints: self
+                .spec
+                .taints
+                .into_iter()
+                .map(|t| Taint {
+                    key: t.key,
+                    value: t.value,
+                    effect: t.effect.0,
+                })
+                .collect(),
+            unschedulable: self.spec.unschedulable,
+            gpus: (0..gpu_count)
+                .map(|index| GpuDevice {
+                    index,
+                    model: model.clone(),
+                    memory_bytes,
+                })
+                .collect(),
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// PriorityClass
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct K8sPriorityClass {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    pub value: i32,
+}
+
+// ---------------------------------------------------------------------------
+// Pod
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct K8sPod {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default, deserialize_with = "null_default")]
+    spec: PodSpec,
+    #[serde(default, deserialize_with = "null_default")]
+    status: PodStatus,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodSpec {
+    #[serde(default)]
+    scheduler_name: Option<String>,
+    #[serde(default)]
+    node_name: Option<String>,
+    #[serde(default)]
+    priority: Option<i32>,
+    #[serde(default)]
+    priority_class_name: Option<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    containers: Vec<Container>,
+    #[serde(default, deserialize_with = "null_default")]
+    init_containers: Vec<Container>,
+    #[serde(default, deserialize_with = "null_default")]
+    overhead: BTreeMap<String, RawQuantity>,
+    #[serde(default, deserialize_with = "null_default")]
+    node_selector: BTreeMap<String, String>,
+    #[serde(default)]
+    affinity: Option<Affinity>,
+    #[serde(default, deserialize_with = "null_default")]
+    tolerations: Vec<K8sToleration>,
+    #[serde(default, deserialize_with = "null_default")]
+    topology_spread_constraints: Vec<SpreadConstraint>,
+    #[serde(default, deserialize_with = "null_default")]
+    resource_claims: Vec<serde_json::Value>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodStatus {
+    #[serde(default)]
+    phase: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Container {
+    #[serde(default, deserialize_with = "null_default")]
+    resources: ResourceRequirements,
+    #[serde(default, deserialize_with = "null_default")]
+    ports: Vec<ContainerPort>,
+    /// `Always` on an init container makes it a sidecar.
+    #[serde(default)]
+    restart_policy: Option<String>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResourceRequirements {
+    #[serde(default, deserialize_with = "null_default")]
+    requests: BTreeMap<String, RawQuantity>,
+    #[serde(default, deserialize_with = "null_default")]
+    limits: BTreeMap<String, RawQuantity>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerPort {
+    #[serde(default)]
+    host_port: Option<i64>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Affinity {
+    #[serde(default)]
+    node_affinity: Option<NodeAffinity>,
+    #[serde(default)]
+    pod_affinity: Option<PodAffinity>,
+    #[serde(default)]
+    pod_anti_affinity: Option<PodAffinity>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeAffinity {
+    #[serde(default)]
+    required_during_scheduling_ignored_during_execution: Option<NodeSelector>,
+    #[serde(default, deserialize_with = "null_default")]
+    preferred_during_scheduling_ignored_during_execution: Vec<serde_json::Value>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NodeSelector {
+    #[serde(default, deserialize_with = "null_default")]
+    node_selector_terms: Vec<K8sNodeSelectorTerm>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sNodeSelectorTerm {
+    #[serde(default, deserialize_with = "null_default")]
+    match_expressions: Vec<K8sRequirement>,
+    #[serde(default, deserialize_with = "null_default")]
+    match_fields: Vec<K8sRequirement>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sRequirement {
+    key: String,
+    operator: SelOp,
+    #[serde(default, deserialize_with = "null_default")]
+    values: Vec<String>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodAffinity {
+    #[serde(default, deserialize_with = "null_default")]
+    required_during_scheduling_ignored_during_execution: Vec<serde_json::Value>,
+    #[serde(default, deserialize_with = "null_default")]
+    preferred_during_scheduling_ignored_during_execution: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SpreadConstraint {
+    #[serde(default)]
+    when_unsatisfiable: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sToleration {
+    #[serde(default, deserialize_with = "null_default")]
+    key: String,
+    #[serde(default)]
+    operator: Option<TolOp>,
+    #[serde(default, deserialize_with = "null_default")]
+    value: String,
+    #[serde(default)]
+    effect: Option<OptEffect>,
+}
+
+/// A pod, converted: what assembly needs.
+#[derive(Clone, Debug)]
+pub(crate) struct PodInfo {
+    pub namespace: String,
+    pub name: String,
+    pub meta: ObjectMeta,
+    pub created: Option<Timestamp>,
+    pub scheduler: String,
+    pub node_name: Option<String>,
+    pub priority: Option<i32>,
+    pub priority_class: Option<String>,
+    pub requests: Resources,
+    pub constraints: PlacementConstraints,
+    /// Soft constraints Trainyard ignores (for warnings).
+    pub ignored: Vec<String>,
+    pub terminal: bool,
+    /// From the `trainyard.io/gpu-indices` annotation.
+    pub gpus: Option<Vec<u32>>,
+}
+
+impl PodInfo {
+    /// `namespace/name`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Parses `0,1,2,3`.
+pub(crate) fn parse_gpu_indices(s: &str) -> Result<Vec<u32>, String> {
+    let mut out: Vec<u32> = Vec::new();
+    if s.trim().is_empty() {
+        return Ok(out);
+    }
+    for part in s.split(',') {
+        let p = part.trim();
+        let i: u32 = p.parse().map_err(|_| {
+            format!("{s:?} is not a list of GPU indices; expected comma-separated device indices such as \"0,1,2,3\"")
+        })?;
+        if out.contains(&i) {
+            return Err(format!(
+                "{s:?} lists GPU {i} twice; expected distinct device indices"
+            ));
+        }
+        out.push(i);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// Requests of one container, Kubernetes-style: a resource with a limit
+/// but no request is requested at its limit.
+fn container_requests(c: &Container, path: &str, errors: &mut Vec<FieldError>) -> Resources {
+    let mut entries: BTreeMap<&str, (&RawQuantity, &str)> = BTreeMap::new();
+    for (k, v) in &c.resources.limits {
+        entries.insert(k, (v, "limits"));
+    }
+    for (k, v) in &c.resources.requests {
+        entries.insert(k, (v, "requests"));
+    }
+    let mut r = Resources::zero();
+    for (name, (raw, which)) in entries {
+        let rn = ResourceName::parse(name);
+        match raw.parse().and_then(|q| q.to_resource_units(&rn)) {
+            Ok(v) => r.set(&rn, v),
+            Err(e) => errors.push((format!("{path}.resources.{which}.{name}"), e.to_string())),
+        }
+    }
+    r
+}
+
+fn max_into(acc: &mut Resources, other: &Resources) {
+    for (n, v) in other.iter() {
+        if v > acc.get(&n) {
+            acc.set(&n, v);
+        }
+    }
+}
+
+impl K8sPod {
+    pub(crate) fn convert(self) -> Result<PodInfo, Vec<FieldError>> {
+        let mut errors: Vec<FieldError> = Vec::new();
+        let meta = self.metadata;
+        let spec = self.spec;
+        if meta.name.is_empty() {
+            errors.push((
+                "metadata.name".into(),
+                "missing; every Pod needs a name".into(),
+            ));
+        }
+        let created = meta.creation_time().unwrap_or_else(|e| {
+            errors.push(("metadata.creationTimestamp".into(), e.to_string()));
+            None
+        });
+
+        // Effective requests: max(sum of app containers and sidecars,
+        // each init container plus the sidecars started before it) + overhead.
+        let mut sum = Resources::zero();
+        for (i, c) in spec.containers.iter().enumerate() {
+            sum.add(&container_requests(
+                c,
+                &format!("spec.containers[{i}]"),
+                &mut errors,
+            ));
+        }
+        let mut sidecars = Resources::zero();
+        let mut init_max = Resources::zero();
+        for (i, c) in spec.init_containers.iter().enumerate() {
+            let r = container_requests(c, &format!("spec.initContainers[{i}]"), &mut errors);
+            if c.restart_policy.as_deref() == Some("Always") {
+                sidecars.add(&r);
+                max_into(&mut init_max, &sidecars);
+            } else {
+                let mut with_sidecars = sidecars.clone();
+                with_sidecars.add(&r);
+                max_into(&mut init_max, &with_sidecars);
+            }
+        }
+        sum.add(&sidecars);
+        let mut requests = sum;
+        max_into(&mut requests, &init_max);
+        for (name, raw) in &spec.overhead {
+            let rn = ResourceName::parse(name);
+            match raw.parse().and_then(|q| q.to_resource_units(&rn)) {
+                Ok(v) => {
+                    let mut o = Resources::zero();
+                    o.set(&rn, v);
+                    requests.add(&o);
+                }
+                Err(e) => errors.push((format!("spec.overhead.{name}"), e.to_string())),
+            }
+        }
+
+        // Placement.
+        let mut unsupported = Vec::new();
+        let mut ignored = Vec::new();
+        let mut required_affinity = Vec::new();
+        if let Some(aff) = &spec.affinity {
+            if let Some(na) = &aff.node_affinity {
+                if let Some(sel) = &na.required_during_scheduling_ignored_during_execution {
+                    required_affinity = sel
+                        .node_selector_terms
+                        .iter()
+                        .map(|t| NodeSelectorTerm {
+                            match_expressions: t
+                                .match_expressions
+                                .iter()
+                                .map(requirement)
+                                .collect(),
+                            match_fields: t.match_fields.iter().map(requirement).collect(),
+                        })
+                        .collect();
+                }
+                if !na
+                    .preferred_during_scheduling_ignored_during_execution
+                    .is_empty()
+                {
+                    ignored.push("preferred node affinity".to_string());
+                }
+            }
+            for (what, pa) in [
+                ("podAffinity", &aff.pod_affinity),
+                ("podAntiAffinity", &aff.pod_anti_affinity),
+            ] {
+                if let Some(pa) = pa {
+                    if !pa
+                        .required_during_scheduling_ignored_during_execution
+                        .is_empty()
+                    {
+                        unsupported.push(format!("{what} (required)"));
+                    }
+                    if !pa
+                        .preferred_during_scheduling_ignored_during_execution
+                        .is_empty()
+                    {
+                        ignored.push(format!("{what} (preferred)"));
+                    }
+                }
+            }
+        }
+        let spread_hard = spec.topology_spread_constraints.iter().any(|t| {
+            t.when_unsatisfiable
+                .as_deref()
+                .is_none_or(|w| w == "DoNotSchedule")
+        });
+        if spread_hard {
+            unsupported.push("topologySpreadConstraints (DoNotSchedule)".to_string());
+        }
+        if spec
+            .topology_spread_constraints
+            .iter()
+            .any(|t| t.when_unsatisfiable.as_deref() == Some("ScheduleAnyway"))
+        {
+            ignored.push("topologySpreadConstraints (ScheduleAnyway)".to_string());
+        }
+        if spec
+            .containers
+            .iter()
+            .chain(&spec.init_containers)
+            .flat_map(|c| &c.ports)
+            .any(|p| p.host_port.is_some_and(|h| h > 0))
+        {
+            unsupported.push("hostPort".to_string());
+        }
+        if !spec.resource_claims.is_empty() {
+            unsupported.push("resourceClaims (dynamic resource allocation)".to_string());
+        }
+        let tolerations = spec
+            .tolerations
+            .into_iter()
+            .map(|t| Toleration {
+                key: t.key,
+                operator: t.operator.map_or(TolerationOperator::Equal, |o| o.0),
+                value: t.value,
+                effect: t.effect.and_then(|e| e.0),
+            })
+            .collect();
+
+        let gpus = match meta.annotations.get(keys::GPU_INDICES) {
+            None => None,
+            Some(v) => match parse_gpu_indices(v) {
+                Ok(g) => Some(g),
+                Err(e) => {
+                    errors.push((format!("metadata.annotations.{}", keys::GPU_INDICES), e));
+                    None
+                }
+            },
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let phase = self.status.phase.unwrap_or_default();
+        Ok(PodInfo {
+            namespace: meta.namespace_or_default().to_string(),
+            name: meta.name.clone(),
+            created,
+            scheduler: spec
+                .scheduler_name
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "default-scheduler".to_string()),
+            node_name: spec.node_name.filter(|n| !n.is_empty()),
+            priority: spec.priority,
+            priority_class: spec.priority_class_name.filter(|n| !n.is_empty()),
+            requests,
+            constraints: PlacementConstraints {
+                node_selector: spec.node_selector,
+                required_affinity,
+                tolerations,
+                unsupported,
+            },
+            ignored,
+            terminal: phase == "Succeeded" || phase == "Failed",
+            gpus,
+            meta,
+        })
+    }
+}
+
+fn requirement(r: &K8sRequirement) -> NodeSelectorRequirement {
+    NodeSelectorRequirement {
+        key: r.key.clone(),
+        operator: r.operator.0,
+        values: r.values.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_indices() {
+        assert_eq!(parse_gpu_indices("0,1,2,3"), Ok(vec![0, 1, 2, 3]));
+        assert_eq!(parse_gpu_indices(" 3, 1 "), Ok(vec![1, 3]));
+        assert_eq!(parse_gpu_indices(""), Ok(vec![]));
+        assert!(
+            parse_gpu_indices("0,x")
+                .unwrap_err()
+                .contains("expected comma-separated device indices")
+        );
+        assert!(
+            parse_gpu_indices("1,1")
+                .unwrap_err()
+                .contains("lists GPU 1 twice")
+        );
+        assert!(parse_gpu_indices("-1").is_err());
+    }
+
+    #[test]
+    fn limits_fill_absent_requests() {
+        let c: Container = serde_json::from_value(serde_json::json!({
+            "resources": {"limits": {"cpu": "2", "nvidia.com/gpu": 1}, "requests": {"cpu": "500m"}}
+        }))
+        .unwrap();
+        let mut errs = Vec::new();
+        let r = container_requests(&c, "spec.containers[0]", &mut errs);
+        assert!(errs.is_empty());
+        assert_eq!((r.cpu, r.gpu), (500, 1000));
+    }
+}

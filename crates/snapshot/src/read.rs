@@ -1,0 +1,357 @@
+//! Parsing sources into typed objects, document by document.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use trainyard_api::{API_VERSION, ApiError, ApiErrors, PodGroup, Queue, describe_object};
+use trainyard_model::Node;
+
+use crate::k8s::{FieldError, K8sNode, K8sPod, K8sPriorityClass, PodInfo};
+use crate::{LoadError, Source};
+
+/// Where an object came from: source, document, and the path prefix of the
+/// object inside the document (`items[3].` inside a List).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Loc {
+    pub source: String,
+    pub doc: usize,
+    pub prefix: String,
+}
+
+impl Loc {
+    /// An error at `field` (relative to the object) of `object`.
+    pub fn error(
+        &self,
+        object: Option<&str>,
+        field: &str,
+        message: impl Into<String>,
+    ) -> LoadError {
+        let field = match (self.prefix.is_empty(), field.is_empty()) {
+            (true, true) => None,
+            (true, false) => Some(field.to_string()),
+            (false, true) => Some(self.prefix.trim_end_matches('.').to_string()),
+            (false, false) => Some(format!("{}{field}", self.prefix)),
+        };
+        LoadError {
+            source_name: self.source.clone(),
+            document: Some(self.doc),
+            object: object.map(str::to_string),
+            field,
+            message: message.into(),
+        }
+    }
+
+    pub fn api_error(&self, e: ApiError) -> LoadError {
+        self.error(Some(&e.object), &e.field, e.message)
+    }
+
+    /// `file: document N` (for warnings and cross-references).
+    pub fn at(&self) -> String {
+        let mut s = format!("{}: document {}", self.source, self.doc);
+        if !self.prefix.is_empty() {
+            s.push_str(&format!(" ({})", self.prefix.trim_end_matches('.')));
+        }
+        s
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a sequence",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// Everything read from all sources, before assembly.
+#[derive(Default)]
+pub(crate) struct Reader {
+    pub nodes: Vec<(Loc, Node)>,
+    pub pods: Vec<(Loc, PodInfo)>,
+    pub priority_classes: BTreeMap<String, i32>,
+    pub queues: Vec<(Loc, Queue)>,
+    pub pod_groups: Vec<(Loc, PodGroup)>,
+    /// `Kind ns/name` -> where first defined.
+    seen: BTreeMap<String, Loc>,
+    /// (source, doc, kind, apiVersion note) -> count of skipped objects.
+    skipped: Vec<((String, usize, String), usize)>,
+    pub errors: Vec<LoadError>,
+    pub warnings: Vec<String>,
+}
+
+impl Reader {
+    pub fn read_source(&mut self, source: &Source) {
+        // YAML 1.2 booleans only: a node named `n` or a label value `yes`
+        // stays a string.
+        let options = serde_saphyr::options! { strict_booleans: true };
+        match serde_saphyr::from_multiple_with_options::<Value>(&source.text, options) {
+            Ok(docs) => {
+                for (i, doc) in docs.iter().enumerate() {
+                    let loc = Loc {
+                        source: source.name.clone(),
+                        doc: i + 1,
+                        prefix: String::new(),
+                    };
+                    self.visit(doc, &loc, None);
+                }
+            }
+            Err(e) => {
+                let e = e.without_snippet();
+                let mut message = format!("invalid YAML: {e}");
+                if let Some(l) = e.location()
+                    && !message.contains(&format!("line {}", l.line()))
+                {
+                    message.push_str(&format!(" (line {}, column {})", l.line(), l.column()));
+                }
+                self.errors.push(LoadError {
+                    source_name: source.name.clone(),
+                    document: None,
+                    object: None,
+                    field: None,
+                    message,
+                });
+            }
+        }
+        for ((src, doc, kind), n) in std::mem::take(&mut self.skipped) {
+            let what = if n == 1 {
+                "object".to_string()
+            } else {
+                format!("{n} objects")
+            };
+            self.warnings.push(format!(
+                "{src}: document {doc}: skipped {what} of kind {kind} (not used by Trainyard)"
+            ));
+        }
+    }
+
+    fn skip(&mut self, loc: &Loc, kind: String) {
+        let key = (loc.source.clone(), loc.doc, kind);
+        match self.skipped.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => self.skipped.push((key, 1)),
+        }
+    }
+
+    /// Records `object` as defined at `loc`; false (with an error) if it
+    /// was already defined.
+    fn claim(&mut self, object: &str, loc: &Loc) -> bool {
+        if let Some(first) = self.seen.get(object) {
+            let msg = format!(
+                "defined more than once: first in {}, again in {}",
+                first.at(),
+                loc.at()
+            );
+            self.errors.push(loc.error(Some(object), "", msg));
+            return false;
+        }
+        self.seen.insert(object.to_string(), loc.clone());
+        true
+    }
+
+    fn field_errors(&mut self, loc: &Loc, object: &str, errs: Vec<FieldError>) {
+        for (field, msg) in errs {
+            self.errors.push(loc.error(Some(object), &field, msg));
+        }
+    }
+
+    fn api_errors(&mut self, loc: &Loc, errs: ApiErrors) {
+        for e in errs.0 {
+            self.errors.push(loc.api_error(e));
+        }
+    }
+
+    fn visit(&mut self, value: &Value, loc: &Loc, inherited: Option<(&str, &str)>) {
+        let Some(map) = value.as_object() else {
+            self.errors.push(loc.error(
+                None,
+                "",
+                format!(
+                    "expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
+                    json_type(value)
+                ),
+            ));
+            return;
+        };
+        // Items of typed lists (PodList, NodeList) may omit kind/apiVersion.
+        let filled;
+        let value = match inherited {
+            Some((kind, api))
+                if map.get("kind").is_none_or(Value::is_null)
+                    || map.get("apiVersion").is_none_or(Value::is_null) =>
+            {
+                let mut m = map.clone();
+                if m.get("kind").is_none_or(Value::is_null) {
+                    m.insert("kind".into(), Value::String(kind.to_string()));
+                }
+                if m.get("apiVersion").is_none_or(Value::is_null) {
+                    m.insert("apiVersion".into(), Value::String(api.to_string()));
+                }
+                filled = Value::Object(m);
+                &filled
+            }
+            _ => value,
+        };
+        let kind = match value.get("kind") {
+            Some(Value::String(k)) if !k.is_empty() => k.clone(),
+            None | Some(Value::Null) => {
+                let name = value
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .map(|n| format!("object {n:?}"));
+                self.errors.push(loc.error(
+                    name.as_deref(),
+                    "kind",
+                    "missing; expected the object's kind, such as Node, Pod, PriorityClass, Queue, PodGroup or List",
+                ));
+                return;
+            }
+            Some(other) => {
+                self.errors.push(loc.error(
+                    None,
+                    "kind",
+                    format!("expected a string such as \"Pod\", found {other}"),
+                ));
+                return;
+            }
+        };
+        let object = describe_object(&kind, value);
+        let expected_api = match kind.as_str() {
+            "Node" | "Pod" | "List" => "\"v1\"",
+            "PriorityClass" => "\"scheduling.k8s.io/v1\"",
+            "Queue" | "PodGroup" => "\"trainyard.io/v1alpha1\"",
+            _ => "the object's apiVersion",
+        };
+        let api = match value.get("apiVersion") {
+            Some(Value::String(a)) if !a.is_empty() => a.clone(),
+            None | Some(Value::Null) => {
+                self.errors.push(loc.error(
+                    Some(&object),
+                    "apiVersion",
+                    format!("missing; expected {expected_api}"),
+                ));
+                return;
+            }
+            Some(other) => {
+                self.errors.push(loc.error(
+                    Some(&object),
+                    "apiVersion",
+                    format!("expected a string such as {expected_api}, found {other}"),
+                ));
+                return;
+            }
+        };
+        let bad_api = |this: &mut Self| {
+            this.errors.push(loc.error(
+                Some(&object),
+                "apiVersion",
+                format!("expected {expected_api} for kind {kind}, found {api:?}"),
+            ));
+        };
+        match kind.as_str() {
+            k if k == "List" || (k.ends_with("List") && value.get("items").is_some()) => {
+                let item_kind = k.strip_suffix("List").filter(|s| !s.is_empty());
+                match value.get("items") {
+                    None | Some(Value::Null) => {}
+                    Some(Value::Array(items)) => {
+                        for (i, item) in items.iter().enumerate() {
+                            let item_loc = Loc {
+                                prefix: format!("{}items[{i}].", loc.prefix),
+                                ..loc.clone()
+                            };
+                            self.visit(item, &item_loc, item_kind.map(|ik| (ik, api.as_str())));
+                        }
+                    }
+                    Some(other) => self.errors.push(loc.error(
+                        Some(&kind),
+                        "items",
+                        format!("expected a sequence of objects, found {}", json_type(other)),
+                    )),
+                }
+            }
+            "Node" => {
+                if api != "v1" {
+                    return bad_api(self);
+                }
+                let node: K8sNode = match trainyard_api::from_value(value, &object) {
+                    Ok(n) => n,
+                    Err(e) => return self.errors.push(loc.api_error(e)),
+                };
+                let mut warnings = Vec::new();
+                let converted = node.convert(&mut warnings);
+                self.warnings
+                    .extend(warnings.into_iter().map(|w| format!("{}: {w}", loc.at())));
+                match converted {
+                    Ok(n) => {
+                        if self.claim(&object, loc) {
+                            self.nodes.push((loc.clone(), n));
+                        }
+                    }
+                    Err(errs) => self.field_errors(loc, &object, errs),
+                }
+            }
+            "Pod" => {
+                if api != "v1" {
+                    return bad_api(self);
+                }
+                let pod: K8sPod = match trainyard_api::from_value(value, &object) {
+                    Ok(p) => p,
+                    Err(e) => return self.errors.push(loc.api_error(e)),
+                };
+                match pod.convert() {
+                    Ok(p) => {
+                        if self.claim(&object, loc) {
+                            self.pods.push((loc.clone(), p));
+                        }
+                    }
+                    Err(errs) => self.field_errors(loc, &object, errs),
+                }
+            }
+            "PriorityClass" => {
+                if !api.starts_with("scheduling.k8s.io/") {
+                    return bad_api(self);
+                }
+                let pc: K8sPriorityClass = match trainyard_api::from_value(value, &object) {
+                    Ok(p) => p,
+                    Err(e) => return self.errors.push(loc.api_error(e)),
+                };
+                if pc.metadata.name.is_empty() {
+                    return self.errors.push(loc.error(
+                        Some(&object),
+                        "metadata.name",
+                        "missing; every PriorityClass needs a name",
+                    ));
+                }
+                if self.claim(&object, loc) {
+                    self.priority_classes.insert(pc.metadata.name, pc.value);
+                }
+            }
+            "Queue" if api != API_VERSION => {
+                // Another scheduler's Queue (Volcano, KAI): not ours.
+                self.skip(loc, format!("Queue ({api})"));
+            }
+            "Queue" => match Queue::from_value(value) {
+                Ok(q) => {
+                    if self.claim(&q.object(), loc) {
+                        self.queues.push((loc.clone(), q));
+                    }
+                }
+                Err(errs) => self.api_errors(loc, errs),
+            },
+            "PodGroup" => match PodGroup::from_value(value) {
+                Ok(pg) => {
+                    if let Err(errs) = pg.validate() {
+                        self.api_errors(loc, errs);
+                    }
+                    if self.claim(&pg.object(), loc) {
+                        self.pod_groups.push((loc.clone(), pg));
+                    }
+                }
+                Err(errs) => self.api_errors(loc, errs),
+            },
+            _ => self.skip(loc, kind),
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! The scenario harness: a scenario file is one YAML document
+//!
+//! ```yaml
+//! description: what the scenario shows
+//! now: 2026-11-22T10:00:00Z        # optional, default 1970-01-01T00:00:00Z
+//! config: { ... }                   # optional scheduler config (same as --config)
+//! snapshot: |                       # the input, exactly as `trainyard schedule` reads it
+//!   apiVersion: v1
+//!   kind: Node
+//!   ...
+//! expect:
+//!   binds:                          # exactly these pods are bound (all of them)
+//!   - {pod: ns/name, node: n1, gpus: [0, 1]}   # node and gpus optional
+//!   pending:                        # exactly these jobs are pending (all of them)
+//!   - {job: ns/name, message: "exact text"}    # or `contains: "part"`, `kind: unschedulable`
+//!   fairShare:                      # fair share per queue name and resource (quantities)
+//!     team-a: {nvidia.com/gpu: 8, cpu: "12"}
+//!   allocated: { ... }              # same shape, allocation after the cycle
+//!   loadError: "text"               # instead of the above: loading must fail with this text
+//! ```
+//!
+//! Every scenario in `tests/scenarios/` runs through [`run_scenario`].
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use trainyard_model::{ResourceName, Resources, Timestamp};
+use trainyard_sched::{Config, Decisions};
+use trainyard_snapshot::{LoadOptions, Source};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub description: String,
+    #[serde(default)]
+    pub now: Option<String>,
+    #[serde(default)]
+    pub config: Option<serde_json::Value>,
+    pub snapshot: String,
+    pub expect: Expect,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Expect {
+    #[serde(default)]
+    pub binds: Option<Vec<ExpectBind>>,
+    #[serde(default)]
+    pub pending: Option<Vec<ExpectPending>>,
+    #[serde(default)]
+    pub fair_share: BTreeMap<String, BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    pub allocated: BTreeMap<String, BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    pub load_error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectBind {
+    pub pod: String,
+    #[serde(default)]
+    pub node: Option<String>,
+    #[serde(default)]
+    pub gpus: Option<Vec<u32>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectPending {
+    pub job: String,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub contains: Option<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+/// Parses a quantity as the snapshot would for resource `name`.
+fn amount(name: &ResourceName, v: &serde_json::Value) -> Result<u64, String> {
+    let text = match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Number(n) => n.to_string(),
+        other => return Err(format!("quantity expected, got {other}")),
+    };
+    let q = trainyard_api::parse_quantity(&text).map_err(|e| e.to_string())?;
+    let r = match name {
+        ResourceName::Cpu | ResourceName::Gpu => q.to_milli_ceil(),
+        _ => q.to_units_ceil(),
+    };
+    r.map_err(|e| e.to_string())
+}
+
+fn check_resources(
+    what: &str,
+    d: &Decisions,
+    want: &BTreeMap<String, BTreeMap<String, serde_json::Value>>,
+    pick: impl Fn(&trainyard_sched::QueueReport) -> &Resources,
+    errors: &mut Vec<String>,
+) {
+    for (queue, res) in want {
+        let Some(row) = d
+            .queues
+            .iter()
+            .find(|q| q.queue == *queue || q.queue.rsplit('/').next() == Some(queue))
+        else {
+            errors.push(format!("{what}: no queue {queue} in decisions"));
+            continue;
+        };
+        for (rname, v) in res {
+            let name = ResourceName::parse(rname);
+            match amount(&name, v) {
+                Ok(expected) => {
+                    let got = pick(row).get(&name);
+                    if got != expected {
+                        errors.push(format!(
+                            "{what} of {queue} {rname}: expected {}, got {}",
+                            name.format_amount(expected),
+                            name.format_amount(got)
+                        ));
+                    }
+                }
+                Err(e) => errors.push(format!("{what} of {queue} {rname}: bad expectation: {e}")),
+            }
+        }
+    }
+}
+
+/// Runs one scenario file's text; returns every mismatch.
+pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
+    let value: serde_json::Value =
+        serde_saphyr::from_str(text).map_err(|e| vec![format!("{name}: not valid YAML: {e}")])?;
+    let sc: Scenario = serde_path_to_error::deserialize(value)
+        .map_err(|e| vec![format!("{name}: field {}: {}", e.path(), e.inner())])?;
+    let mut errors = Vec::new();
+    let config: Config = match &sc.config {
+        Some(v) => serde_path_to_error::deserialize(v.clone())
+            .map_err(|e| vec![format!("{name}: config.{}: {}", e.path(), e.inner())])?,
+        None => Config::default(),
+    };
+    let now = match &sc.now {
+        Some(t) => {
+            trainyard_api::parse_rfc3339(t).map_err(|e| vec![format!("{name}: now: {e}")])?
+        }
+        None => Timestamp(0),
+    };
+    let loaded = trainyard_snapshot::load(
+        &[Source::new(format!("{name}#snapshot"), sc.snapshot.clone())],
+        &LoadOptions::default(),
+    );
+    let loaded = match (loaded, &sc.expect.load_error) {
+        (Err(e), Some(want)) => {
+            let got = e.to_string();
+            return if got.contains(want.as_str()) {
+                Ok(())
+            } else {
+                Err(vec![format!(
+                    "load error {got:?} does not contain {want:?}"
+                )])
+            };
+        }
+        (Ok(_), Some(want)) => {
+            return Err(vec![format!("expected load error {want:?}, but it loaded")]);
+        }
+        (Err(e), None) => return Err(vec![format!("snapshot did not load:\n{e}")]),
+        (Ok(l), None) => l,
+    };
+    let d = trainyard_sched::schedule(&loaded.snapshot, &config, now);
+
+    if let Some(binds) = &sc.expect.binds {
+        let mut got: BTreeMap<&str, &trainyard_sched::Bind> =
+            d.binds.iter().map(|b| (b.task.as_str(), b)).collect();
+        for want in binds {
+            match got.remove(want.pod.as_str()) {
+                None => errors.push(format!("expected {} to be bound; it was not", want.pod)),
+                Some(b) => {
+                    if let Some(n) = &want.node
+                        && *n != b.node
+                    {
+                        errors.push(format!("{} bound to {}, expected {n}", want.pod, b.node));
+                    }
+                    if let Some(g) = &want.gpus
+                        && *g != b.gpus
+                    {
+                        errors.push(format!(
+                            "{} got GPUs {:?}, expected {g:?}",
+                            want.pod, b.gpus
+                        ));
+                    }
+                }
+            }
+        }
+        for (pod, b) in got {
+            errors.push(format!("unexpected bind {pod} -> {} {:?}", b.node, b.gpus));
+        }
+    }
+    if let Some(pending) = &sc.expect.pending {
+        let mut got: BTreeMap<&str, &trainyard_sched::PendingJob> =
+            d.pending.iter().map(|p| (p.job.as_str(), p)).collect();
+        for want in pending {
+            match got.remove(want.job.as_str()) {
+                None => errors.push(format!("expected {} to be pending; it was not", want.job)),
+                Some(p) => {
+                    if let Some(m) = &want.message
+                        && *m != p.message
+                    {
+                        errors.push(format!(
+                            "{} pending message:\n  got:      {}\n  expected: {m}",
+                            want.job, p.message
+                        ));
+                    }
+                    if let Some(c) = &want.contains
+                        && !p.message.contains(c.as_str())
+                    {
+                        errors.push(format!(
+                            "{} pending message {:?} does not contain {c:?}",
+                            want.job, p.message
+                        ));
+                    }
+                    if let Some(k) = &want.kind {
+                        let kind = serde_json::to_value(&p.reason)
+                            .ok()
+                            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(String::from));
+                        if kind.as_deref() != Some(k.as_str()) {
+                            errors
+                                .push(format!("{} pending kind {kind:?}, expected {k}", want.job));
+                        }
+                    }
+                }
+            }
+        }
+        for (job, p) in got {
+            errors.push(format!("unexpected pending job {job}: {}", p.message));
+        }
+    }
+    check_resources(
+        "fairShare",
+        &d,
+        &sc.expect.fair_share,
+        |q| &q.fair_share,
+        &mut errors,
+    );
+    check_resources(
+        "allocated",
+        &d,
+        &sc.expect.allocated,
+        |q| &q.allocated,
+        &mut errors,
+    );
+    if sc.expect.binds.is_none()
+        && sc.expect.pending.is_none()
+        && sc.expect.fair_share.is_empty()
+        && sc.expect.allocated.is_empty()
+    {
+        errors.push("scenario expects nothing".into());
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}

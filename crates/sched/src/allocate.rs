@@ -575,10 +575,9 @@ impl<'s> Cycle<'s> {
         let mut n = usize::MAX;
         for q in self.tree.ancestors(leaf) {
             for (r, cap) in self.tree.spec(q).limit.iter() {
-                let per = req.get(r);
-                if per > 0 {
-                    let left = cap.saturating_sub(self.alloc[q.0].get(r));
-                    n = n.min((left / per) as usize);
+                let left = cap.saturating_sub(self.alloc[q.0].get(r));
+                if let Some(k) = left.checked_div(req.get(r)) {
+                    n = n.min(k as usize);
                 }
             }
         }

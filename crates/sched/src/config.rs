@@ -45,7 +45,7 @@ impl Default for ScoringConfig {
 }
 
 /// Scheduler configuration (`kind: SchedulerConfig` file, or defaults).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
     pub scoring: ScoringConfig,
@@ -57,14 +57,6 @@ pub struct Config {
     pub gang_starvation_seconds: Option<u64>,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            scoring: ScoringConfig::default(),
-            gang_starvation_seconds: None,
-        }
-    }
-}
 
 /// A configuration value out of range.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -22,7 +22,7 @@ impl GpuAsk {
         let g = req.gpu;
         if g == 0 {
             Ok(GpuAsk::None)
-        } else if g % MILLI_PER_GPU == 0 {
+        } else if g.is_multiple_of(MILLI_PER_GPU) {
             u32::try_from(g / MILLI_PER_GPU)
                 .map(GpuAsk::Whole)
                 .map_err(|_| format!("{g} milli-GPU is too many GPUs"))

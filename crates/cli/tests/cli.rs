@@ -17,8 +17,19 @@ fn trainyard(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn example_snapshot_schedules_and_prints_json() {
-    let out = trainyard(&["schedule", "examples/snapshot.yaml", "--now", "2026-11-22T10:00:00Z", "--output", "json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = trainyard(&[
+        "schedule",
+        "examples/snapshot.yaml",
+        "--now",
+        "2026-11-22T10:00:00Z",
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
     let binds = v["binds"].as_array().expect("binds");
     assert!(!binds.is_empty());
@@ -32,19 +43,42 @@ fn example_snapshot_schedules_and_prints_json() {
     assert_eq!(big["reason"]["kind"], "unschedulable");
     assert_eq!(big["reason"]["podsNeeded"], 16);
     // Every queue of the tree is in the fair-share table.
-    let queues: Vec<&str> = v["queues"].as_array().unwrap().iter().map(|q| q["queue"].as_str().unwrap()).collect();
-    assert_eq!(queues, ["applied", "applied/speech", "default", "research", "research/llm", "research/vision"]);
+    let queues: Vec<&str> = v["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["queue"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        queues,
+        [
+            "applied",
+            "applied/speech",
+            "default",
+            "research",
+            "research/llm",
+            "research/vision"
+        ]
+    );
 }
 
 #[test]
 fn table_output_has_the_three_sections() {
-    let out = trainyard(&["schedule", "examples/snapshot.yaml", "--now", "2026-11-22T10:00:00Z"]);
+    let out = trainyard(&[
+        "schedule",
+        "examples/snapshot.yaml",
+        "--now",
+        "2026-11-22T10:00:00Z",
+    ]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     for section in ["BINDS:", "PENDING:", "FAIR SHARE"] {
         assert!(text.contains(section), "missing {section} in\n{text}");
     }
-    assert!(text.contains("pod dev/ray-head uses unsupported feature(s): podAntiAffinity (required)"), "{text}");
+    assert!(
+        text.contains("pod dev/ray-head uses unsupported feature(s): podAntiAffinity (required)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -67,11 +101,23 @@ fn bad_file_names_file_object_and_field() {
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("does/not/exist.yaml: cannot read"));
     let cfg = dir.join("cfg.yaml");
-    std::fs::write(&cfg, "scoring: {gpu: {strategy: pack, weight: 1}, cpuMemory: {strategy: spread, weight: 1}}\n").unwrap();
-    let out = trainyard(&["schedule", "examples/snapshot.yaml", "--config", cfg.to_str().unwrap()]);
+    std::fs::write(
+        &cfg,
+        "scoring: {gpu: {strategy: pack, weight: 1}, cpuMemory: {strategy: spread, weight: 1}}\n",
+    )
+    .unwrap();
+    let out = trainyard(&[
+        "schedule",
+        "examples/snapshot.yaml",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cfg.yaml: field scoring.gpu.strategy: unknown variant `pack`"), "{err}");
+    assert!(
+        err.contains("cfg.yaml: field scoring.gpu.strategy: unknown variant `pack`"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

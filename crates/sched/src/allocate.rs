@@ -70,11 +70,14 @@ struct Cycle<'s> {
     state: ClusterState,
     predicates: Vec<Box<dyn Predicate>>,
     scorers: Vec<(Box<dyn Scorer>, u64)>,
-    filters: HashMap<usize, StaticFilter>,
-    /// Single-shape gangs that failed: (constraints ptr, request) → smallest
+    /// Constraint sets interned by value: `Arc` pointer → dense id, so
+    /// equal constraints share one filter evaluation even across jobs.
+    constraint_ids: HashMap<usize, u32>,
+    filters: HashMap<u32, StaticFilter>,
+    /// Single-shape gangs that failed: (constraint id, request) → smallest
     /// pod count that failed, and its reason. Capacity only shrinks within a
     /// cycle, so a gang of that shape and at least that size fails too.
-    failed_shapes: HashMap<(usize, Resources), (u32, PendingReason)>,
+    failed_shapes: HashMap<(u32, Resources), (u32, PendingReason)>,
     jobs: Vec<JobWork<'s>>,
     fair: Vec<Resources>,
     demand: Vec<Resources>,
@@ -239,6 +242,21 @@ impl<'s> Cycle<'s> {
         }
         let fs = fairshare::compute(tree, &capacity, &leaf_demand);
 
+        // Intern constraint sets by value (ids in first-seen order over the
+        // canonical job/task order, so they are deterministic).
+        let mut constraint_ids: HashMap<usize, u32> = HashMap::new();
+        let mut by_value: HashMap<&PlacementConstraints, u32> = HashMap::new();
+        for jw in &jobs {
+            for t in &jw.job.tasks {
+                let ptr = Arc::as_ptr(&t.constraints) as usize;
+                if !constraint_ids.contains_key(&ptr) {
+                    let next = by_value.len() as u32;
+                    let id = *by_value.entry(&*t.constraints).or_insert(next);
+                    constraint_ids.insert(ptr, id);
+                }
+            }
+        }
+
         let stats = CycleStats {
             nodes: nodes.len() as u32,
             ..CycleStats::default()
@@ -251,6 +269,7 @@ impl<'s> Cycle<'s> {
             state: ClusterState::new(states),
             predicates: plugins::default_predicates(),
             scorers: plugins::scorers(&config.scoring),
+            constraint_ids,
             filters: HashMap::new(),
             failed_shapes: HashMap::new(),
             jobs,
@@ -492,7 +511,7 @@ impl<'s> Cycle<'s> {
             task.requests == first.requests && Arc::ptr_eq(&task.constraints, &first.constraints)
         });
         let shape_key = (
-            Arc::as_ptr(&first.constraints) as usize,
+            self.constraint_id(&first.constraints),
             first.requests.clone(),
         );
         if single_shape
@@ -584,9 +603,18 @@ impl<'s> Cycle<'s> {
         n
     }
 
+    /// Dense id of a constraint set (interned by value in `new`).
+    fn constraint_id(&self, c: &Arc<PlacementConstraints>) -> u32 {
+        // Every task's constraints were interned in `new`.
+        self.constraint_ids
+            .get(&(Arc::as_ptr(c) as usize))
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
+
     /// Evaluates the static predicates for `c` once per cycle; returns the cache key.
-    fn static_filter(&mut self, c: &Arc<PlacementConstraints>) -> usize {
-        let key = Arc::as_ptr(c) as usize;
+    fn static_filter(&mut self, c: &Arc<PlacementConstraints>) -> u32 {
+        let key = self.constraint_id(c);
         let nodes = &self.nodes;
         let predicates = &self.predicates;
         self.filters.entry(key).or_insert_with(|| {
@@ -632,13 +660,14 @@ impl<'s> Cycle<'s> {
             .get_mut(&key)
             .map(|f| std::mem::take(&mut f.feasible))
             .unwrap_or_default();
-        let mut heap: BinaryHeap<(u64, Reverse<u32>)> = BinaryHeap::new();
+        let mut candidates: Vec<(u64, Reverse<u32>)> = Vec::with_capacity(feasible.len());
         for &n in &feasible {
             let n = n as usize;
-            if self.state.nodes[n].fit(self.nodes[n], req, ask).is_ok() {
-                heap.push((self.score(n, req), Reverse(n as u32)));
+            if self.state.nodes[n].fits(self.nodes[n], req, ask) {
+                candidates.push((self.score(n, req), Reverse(n as u32)));
             }
         }
+        let mut heap = BinaryHeap::from(candidates);
         // Put the cached list back.
         if let Some(f) = self.filters.get_mut(&key) {
             f.feasible = feasible;
@@ -651,7 +680,7 @@ impl<'s> Cycle<'s> {
             let slots = self.state.nodes[n].choose_gpus(ask);
             self.state.take(n, req, ask, &slots);
             placed.push((t, n, slots));
-            if self.state.nodes[n].fit(self.nodes[n], req, ask).is_ok() {
+            if self.state.nodes[n].fits(self.nodes[n], req, ask) {
                 heap.push((self.score(n, req), Reverse(n as u32)));
             }
         }

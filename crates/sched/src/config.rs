@@ -57,7 +57,6 @@ pub struct Config {
     pub gang_starvation_seconds: Option<u64>,
 }
 
-
 /// A configuration value out of range.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("config field {field}: {message}")]

@@ -141,8 +141,11 @@ impl Scorer for CpuMemoryScorer {
                 return 0;
             }
             let free_after = free.saturating_sub(want).min(total);
-            // u128: bytes × 1000 may exceed u64 on huge nodes.
-            (free_after as u128 * SCORE_MAX as u128 / total as u128) as u64
+            match free_after.checked_mul(SCORE_MAX) {
+                Some(x) => x / total,
+                // Beyond ~18 PB: widen.
+                None => (free_after as u128 * SCORE_MAX as u128 / total as u128) as u64,
+            }
         };
         let cpu_free = frac(state.free.cpu, node.allocatable.cpu, req.cpu);
         let mem_free = frac(state.free.memory, node.allocatable.memory, req.memory);

@@ -62,6 +62,19 @@ impl NodeState {
         self.gpu_used.iter().filter(|u| **u == 0).count() as u32
     }
 
+    /// Whether a task with `req` fits now: the hot path of placement, same
+    /// answer as [`fit`](Self::fit) without building a reason.
+    pub fn fits(&self, node: &Node, req: &Resources, ask: GpuAsk) -> bool {
+        if node.max_pods.is_some_and(|max| self.pods >= max) || !req.fits_in(&self.free) {
+            return false;
+        }
+        match ask {
+            GpuAsk::None => true,
+            GpuAsk::Whole(n) => self.free_whole_gpus() >= n,
+            GpuAsk::Fraction(m) => self.gpu_used.iter().any(|u| *u + m <= FULL),
+        }
+    }
+
     /// Whether a task with `req` (classified as `ask`) fits now; the first
     /// reason when it does not.
     pub fn fit(&self, node: &Node, req: &Resources, ask: GpuAsk) -> Result<(), FilterReason> {
@@ -235,6 +248,25 @@ mod tests {
             s.fit(&node, &four, GpuAsk::Whole(4)),
             Err(FilterReason::GpuDevicesFragmented)
         );
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn fast_fit_agrees_with_fit(
+            used in prop::collection::vec(prop_oneof![Just(0u16), 1u16..1000, Just(1000u16)], 0..9),
+            free_cpu in 0u64..10_000, pods in 0u32..4, max_pods in prop::option::of(0u32..4),
+            cpu in 0u64..10_000, gpu in prop_oneof![Just(0u64), 1u64..1000, (1u64..9).prop_map(|g| g * 1000)],
+        ) {
+            let mut node = Node::new("n", 10_000, 1 << 30, used.len() as u32);
+            node.max_pods = max_pods;
+            let free_gpu: u64 = used.iter().map(|u| 1000 - *u as u64).sum();
+            let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used };
+            let req = Resources::new(cpu, 0, gpu);
+            let ask = GpuAsk::of(&req).unwrap();
+            prop_assert_eq!(s.fits(&node, &req, ask), s.fit(&node, &req, ask).is_ok());
+        }
     }
 
     #[test]

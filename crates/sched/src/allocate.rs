@@ -518,7 +518,23 @@ impl<'s> Cycle<'s> {
             && let Some((n, reason)) = self.failed_shapes.get(&shape_key)
             && chosen.len() as u32 >= *n
         {
-            return Err(reason.clone());
+            // Same shape, at least as large, on no more capacity: it would
+            // fail at the same pod. Restate the reason for this job.
+            let mut reason = reason.clone();
+            if let PendingReason::Unschedulable {
+                needs: r_needs,
+                pods_needed,
+                pods_placed,
+                failed_pod,
+                ..
+            } = &mut reason
+            {
+                *r_needs = needs.clone();
+                *pods_needed = chosen.len() as u32;
+                let at = (*pods_placed as usize).min(chosen.len() - 1);
+                *failed_pod = job.tasks[chosen[at]].name.clone();
+            }
+            return Err(reason);
         }
 
         let mark = self.state.begin();

@@ -60,6 +60,32 @@ fn gang_that_fits_only_partially_binds_nothing() {
 }
 
 #[test]
+fn repeated_failing_shape_reports_its_own_pods() {
+    // The second gang of the same shape hits the failed-shape cache; its
+    // reason must still name its own pod and its own totals.
+    let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
+    let a = Job::gang("ml/a", "q", vec![gpu_task(8); 2]);
+    let mut b = Job::gang("ml/b", "q", vec![gpu_task(8); 3]);
+    b.submit_time = Timestamp(5);
+    let d = run(&snapshot(nodes, vec![QueueSpec::new("q")], vec![a, b]));
+    assert!(d.binds.is_empty());
+    assert!(
+        d.pending[0]
+            .message
+            .starts_with("gang needs 16 × nvidia.com/gpu in 2 pod(s); 1 placed, then pod ml/a-1"),
+        "{}",
+        d.pending[0].message
+    );
+    assert!(
+        d.pending[1]
+            .message
+            .starts_with("gang needs 24 × nvidia.com/gpu in 3 pod(s); 1 placed, then pod ml/b-1"),
+        "{}",
+        d.pending[1].message
+    );
+}
+
+#[test]
 fn whole_gpu_tasks_get_specific_devices() {
     let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
     let jobs = vec![

@@ -313,6 +313,25 @@ impl<'s> Cycle<'s> {
             }
             _ => {}
         }
+        if let Some(q) = leaf {
+            // The minimum: the first `min_member` tasks in name order.
+            let mut order: Vec<&trainyard_model::Task> = job.tasks.iter().collect();
+            order.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut min_req = Resources::zero();
+            for t in order.iter().take(job.min_member as usize) {
+                min_req.add(&t.requests);
+            }
+            for a in tree.ancestors(q) {
+                if let Some((resource, limit)) = tree.spec(a).limit.first_exceeded(&min_req) {
+                    return Some(PendingReason::ExceedsQueueLimit {
+                        queue: tree.path(a).to_string(),
+                        needs: min_req.get(&resource),
+                        resource,
+                        limit,
+                    });
+                }
+            }
+        }
         for &t in pending {
             let task = &job.tasks[t];
             if !task.constraints.unsupported.is_empty() {

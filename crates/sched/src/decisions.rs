@@ -106,6 +106,15 @@ pub enum PendingReason {
         requested: u64,
         limit: u64,
     },
+    /// The gang's minimum alone is above a queue limit on its path: it can
+    /// never run there as submitted.
+    #[serde(rename_all = "camelCase")]
+    ExceedsQueueLimit {
+        queue: String,
+        resource: ResourceName,
+        needs: u64,
+        limit: u64,
+    },
     /// Fewer pods exist than the gang's minimum.
     #[serde(rename_all = "camelCase")]
     NotEnoughPods {
@@ -182,6 +191,17 @@ impl fmt::Display for PendingReason {
                 resource.format_amount(*used),
                 resource.format_amount(*limit),
                 resource.format_amount(*requested)
+            ),
+            PendingReason::ExceedsQueueLimit {
+                queue,
+                resource,
+                needs,
+                limit,
+            } => write!(
+                f,
+                "gang minimum needs {} {resource}, above the limit {} of queue {queue}; it can never run there",
+                resource.format_amount(*needs),
+                resource.format_amount(*limit)
             ),
             PendingReason::NotEnoughPods {
                 subgroup,

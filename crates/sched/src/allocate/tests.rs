@@ -137,6 +137,27 @@ fn queue_at_limit_is_reported() {
 }
 
 #[test]
+fn gang_above_a_queue_limit_is_flagged_and_adds_no_demand() {
+    let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
+    let queues = vec![
+        QueueSpec::new("small").limit(Limits::unlimited().cap(ResourceName::Gpu, 2000)),
+        QueueSpec::new("other"),
+    ];
+    let jobs = vec![
+        Job::gang("a/big", "small", vec![gpu_task(4)]),
+        Job::gang("b/x", "other", vec![gpu_task(1)]),
+    ];
+    let d = run(&snapshot(nodes, queues, jobs));
+    assert_eq!(
+        d.pending[0].message,
+        "gang minimum needs 4 nvidia.com/gpu, above the limit 2 of queue small; it can never run there"
+    );
+    let small = d.queues.iter().find(|q| q.queue == "small").unwrap();
+    assert_eq!(small.demand.gpu, 0);
+    assert_eq!(small.fair_share.gpu, 0);
+}
+
+#[test]
 fn drf_example_allocates_three_and_two() {
     // One node with 9 CPUs and 18 GB; A's tasks <1 CPU, 4 GB>, B's <3 CPU, 1 GB>.
     let node = Node::new("n0", 9000, 18 * GI, 0);

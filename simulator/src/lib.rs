@@ -1,0 +1,13 @@
+//! Trainyard's trace-driven simulator.
+//!
+//! Runs the production scheduling core ([`trainyard_sched::schedule`]) on a
+//! virtual clock: jobs arrive, cycles place them, tasks finish, nodes fail
+//! and return. Everything is deterministic: the same inputs and seed give
+//! byte-identical outputs. The library reads and writes text only; the
+//! `trainyard simulate` command does the file I/O.
+
+pub mod job;
+pub mod result;
+
+pub use job::{SimJob, SimTask};
+pub use result::{ClusterSample, JobRecord, JobState, QueueSample, SimOutput, Stats, Summary};

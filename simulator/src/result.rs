@@ -1,0 +1,290 @@
+//! What a simulation produces, and the summary computed from it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use trainyard_model::{Resources, Timestamp};
+
+/// Final state of a job at the end of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    /// All tasks ran to completion.
+    Completed,
+    /// Started, still running when the run ended.
+    Running,
+    /// Never started.
+    Pending,
+    /// Never schedulable as submitted (unknown queue, above a limit, ...).
+    Rejected,
+}
+
+/// One job's life.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRecord {
+    pub id: String,
+    pub queue: String,
+    pub priority: i32,
+    /// Milli-GPU of all tasks.
+    pub gpu_milli: u64,
+    pub tasks: u32,
+    pub submit: Timestamp,
+    /// When its gang minimum was placed (the last time, after restarts).
+    pub start: Option<Timestamp>,
+    pub end: Option<Timestamp>,
+    pub state: JobState,
+    /// The last reason the core gave while the job waited.
+    pub pending_reason: Option<String>,
+    /// Times the job was restarted because a node under it failed.
+    pub restarts: u32,
+}
+
+impl JobRecord {
+    /// Wait in ms: start − submit, or end of run − submit if it never started.
+    pub fn wait_ms(&self, end_of_run: Timestamp) -> i64 {
+        self.start.unwrap_or(end_of_run).0 - self.submit.0
+    }
+    /// Job completion time in ms (end − submit), for completed jobs.
+    pub fn jct_ms(&self) -> Option<i64> {
+        self.end.map(|e| e.0 - self.submit.0)
+    }
+}
+
+/// One queue at one cycle.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueSample {
+    pub time: Timestamp,
+    /// Queue path.
+    pub queue: String,
+    pub is_leaf: bool,
+    pub demand: Resources,
+    pub fair_share: Resources,
+    pub allocated: Resources,
+}
+
+/// The cluster at one moment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSample {
+    pub time: Timestamp,
+    /// Milli-GPU on nodes that are up.
+    pub gpu_capacity: u64,
+    pub gpu_allocated: u64,
+    pub running_jobs: u32,
+    pub pending_jobs: u32,
+}
+
+/// Everything one run produced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SimOutput {
+    /// Name of the scheduler config used.
+    pub policy: String,
+    pub jobs: Vec<JobRecord>,
+    pub queues: Vec<QueueSample>,
+    pub cluster: Vec<ClusterSample>,
+    pub cycles: u64,
+    pub events: u64,
+    pub start_time: Timestamp,
+    pub end_time: Timestamp,
+}
+
+/// Mean and percentiles, in seconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Stats {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p95: f64,
+    pub p99: f64,
+}
+
+impl Stats {
+    /// From millisecond samples; nearest-rank percentiles.
+    pub fn of(mut ms: Vec<i64>) -> Stats {
+        if ms.is_empty() {
+            return Stats::default();
+        }
+        ms.sort_unstable();
+        let n = ms.len();
+        let rank = |p: f64| -> f64 {
+            // Nearest rank: ceil(p × n), 1-based.
+            let r = ((p * n as f64).ceil() as usize).clamp(1, n);
+            ms[r - 1] as f64 / 1000.0
+        };
+        let sum: i128 = ms.iter().map(|v| *v as i128).sum();
+        Stats {
+            count: n as u64,
+            mean: round3(sum as f64 / n as f64 / 1000.0),
+            p50: rank(0.50),
+            p95: rank(0.95),
+            p99: rank(0.99),
+        }
+    }
+}
+
+/// Rounds to 3 decimals so JSON output is stable and readable.
+fn round3(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// Per-queue part of the summary.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueSummary {
+    pub jobs: u64,
+    pub completed: u64,
+    pub wait_seconds: Stats,
+    pub jct_seconds: Stats,
+    /// Time-weighted mean of allocated / fair share (GPU), while it had demand.
+    pub mean_share_ratio: f64,
+}
+
+/// `summary.json`: deterministic (no wall-clock values; see `timing.json`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub policy: String,
+    pub jobs: u64,
+    pub completed: u64,
+    pub running_at_end: u64,
+    pub pending_at_end: u64,
+    pub rejected: u64,
+    pub wait_seconds: Stats,
+    pub jct_seconds: Stats,
+    /// ∫ allocated GPUs dt / ∫ GPU capacity dt over the run.
+    pub gpu_allocation_ratio: f64,
+    /// Time-weighted mean of Jain's index of allocated / fair share (GPU)
+    /// across leaf queues with GPU demand.
+    pub jain_fairness: f64,
+    pub per_queue: BTreeMap<String, QueueSummary>,
+    pub cycles: u64,
+    pub events: u64,
+    pub simulated_seconds: f64,
+}
+
+/// Jain's fairness index of `xs`: (Σx)² / (n Σx²); 1 when all equal.
+pub fn jain(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        return Some(1.0);
+    }
+    Some(s * s / (xs.len() as f64 * s2))
+}
+
+impl SimOutput {
+    pub fn summary(&self) -> Summary {
+        let end = self.end_time;
+        let started: Vec<&JobRecord> = self.jobs.iter().filter(|j| j.start.is_some()).collect();
+        let mut per_queue: BTreeMap<String, QueueSummary> = BTreeMap::new();
+        let mut by_queue: BTreeMap<&str, (Vec<i64>, Vec<i64>)> = BTreeMap::new();
+        for j in &self.jobs {
+            let q = per_queue.entry(j.queue.clone()).or_default();
+            q.jobs += 1;
+            if j.state == JobState::Completed {
+                q.completed += 1;
+            }
+            let e = by_queue.entry(&j.queue).or_default();
+            if j.start.is_some() {
+                e.0.push(j.wait_ms(end));
+            }
+            if let Some(t) = j.jct_ms() {
+                e.1.push(t);
+            }
+        }
+        for (q, (w, c)) in by_queue {
+            if let Some(s) = per_queue.get_mut(q) {
+                s.wait_seconds = Stats::of(w);
+                s.jct_seconds = Stats::of(c);
+            }
+        }
+
+        // Time-weighted integrals between consecutive samples.
+        let mut alloc_int = 0f64;
+        let mut cap_int = 0f64;
+        for w in self.cluster.windows(2) {
+            let dt = (w[1].time.0 - w[0].time.0) as f64;
+            alloc_int += w[0].gpu_allocated as f64 * dt;
+            cap_int += w[0].gpu_capacity as f64 * dt;
+        }
+        if let Some(last) = self.cluster.last() {
+            let dt = (end.0 - last.time.0).max(0) as f64;
+            alloc_int += last.gpu_allocated as f64 * dt;
+            cap_int += last.gpu_capacity as f64 * dt;
+        }
+
+        // Jain's index and share ratios per sample time, weighted by the
+        // time until the next sample.
+        let mut times: Vec<Timestamp> = self.queues.iter().map(|s| s.time).collect();
+        times.dedup();
+        let mut jain_int = 0f64;
+        let mut jain_dt = 0f64;
+        let mut ratio_int: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+        let mut idx = 0;
+        for (ti, t) in times.iter().enumerate() {
+            let next = times.get(ti + 1).copied().unwrap_or(end);
+            let dt = (next.0 - t.0).max(0) as f64;
+            let mut xs = Vec::new();
+            while idx < self.queues.len() && self.queues[idx].time == *t {
+                let s = &self.queues[idx];
+                idx += 1;
+                if s.is_leaf && s.demand.gpu > 0 && s.fair_share.gpu > 0 {
+                    let x = s.allocated.gpu as f64 / s.fair_share.gpu as f64;
+                    xs.push(x);
+                    let e = ratio_int.entry(&s.queue).or_default();
+                    e.0 += x * dt;
+                    e.1 += dt;
+                }
+            }
+            if let Some(j) = jain(&xs) {
+                jain_int += j * dt;
+                jain_dt += dt;
+            }
+        }
+        for (q, (num, den)) in ratio_int {
+            if let Some(s) = per_queue.get_mut(q)
+                && den > 0.0
+            {
+                s.mean_share_ratio = round3(num / den);
+            }
+        }
+        let count = |st: JobState| self.jobs.iter().filter(|j| j.state == st).count() as u64;
+        Summary {
+            policy: self.policy.clone(),
+            jobs: self.jobs.len() as u64,
+            completed: count(JobState::Completed),
+            running_at_end: count(JobState::Running),
+            pending_at_end: count(JobState::Pending),
+            rejected: count(JobState::Rejected),
+            wait_seconds: Stats::of(started.iter().map(|j| j.wait_ms(end)).collect()),
+            jct_seconds: Stats::of(self.jobs.iter().filter_map(|j| j.jct_ms()).collect()),
+            gpu_allocation_ratio: if cap_int > 0.0 { round3(alloc_int / cap_int) } else { 0.0 },
+            jain_fairness: if jain_dt > 0.0 { round3(jain_int / jain_dt) } else { 1.0 },
+            per_queue,
+            cycles: self.cycles,
+            events: self.events,
+            simulated_seconds: round3((end.0 - self.start_time.0) as f64 / 1000.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let s = Stats::of((1..=100).map(|v| v * 1000).collect());
+        assert_eq!((s.p50, s.p95, s.p99, s.mean), (50.0, 95.0, 99.0, 50.5));
+        assert_eq!(Stats::of(vec![]).count, 0);
+    }
+
+    #[test]
+    fn jain_index() {
+        assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
+        assert_eq!(jain(&[1.0, 0.0]), Some(0.5));
+        assert_eq!(jain(&[]), None);
+    }
+}

@@ -8,6 +8,8 @@
 
 pub mod job;
 pub mod result;
+pub mod spec;
+pub mod workload;
 
 pub use job::{SimJob, SimTask};
 pub use result::{ClusterSample, JobRecord, JobState, QueueSample, SimOutput, Stats, Summary};

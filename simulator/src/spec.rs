@@ -1,0 +1,389 @@
+//! Simulator input documents: the cluster spec (node pools, faults) and the
+//! shared value syntax (quantities, durations).
+//!
+//! ```yaml
+//! apiVersion: trainyard.io/v1alpha1
+//! kind: ClusterSpec
+//! metadata: {name: h100-64}
+//! spec:
+//!   nodePools:
+//!   - name: h100
+//!     count: 64
+//!     namePattern: "h100-{index:03}"     # {index} or {index:0N}; default "<name>-{index:03}"
+//!     cpu: "224"
+//!     memory: 2Ti
+//!     pods: 110                           # optional max pods
+//!     cpuSockets: 2                       # recorded as label trainyard.io/cpu-sockets
+//!     gpu: {count: 8, model: NVIDIA-H100-80GB-HBM3, memory: 80Gi}
+//!     labels: {topology.kubernetes.io/zone: a}
+//!     taints: [{key: dedicated, value: infer, effect: NoSchedule}]
+//!   faults:                               # optional
+//!   - {at: 6h, node: h100-003, event: down}
+//!   - {at: 8h, node: h100-003, event: up}
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use trainyard_api::RawQuantity;
+use trainyard_model::{GpuDevice, Node, ResourceName, Resources, Taint, TaintEffect, Timestamp};
+
+/// A problem in a simulator input document.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}: {location}{message}")]
+pub struct SpecError {
+    pub source_name: String,
+    /// `field.path: ` or empty.
+    pub location: String,
+    pub message: String,
+}
+
+impl SpecError {
+    pub fn new(source: &str, field: &str, message: impl Into<String>) -> Self {
+        SpecError {
+            source_name: source.to_string(),
+            location: if field.is_empty() {
+                String::new()
+            } else {
+                format!("{field}: ")
+            },
+            message: message.into(),
+        }
+    }
+}
+
+/// Parses one YAML (or JSON) document into `T`, with the field path in errors.
+pub fn parse_doc<T: serde::de::DeserializeOwned>(text: &str, source: &str) -> Result<T, SpecError> {
+    let value: serde_json::Value = serde_saphyr::from_str(text)
+        .map_err(|e| SpecError::new(source, "", format!("invalid YAML: {e}")))?;
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        SpecError::new(source, &path, e.into_inner().to_string())
+    })
+}
+
+/// A duration: a number of seconds, or a string with unit `ms`, `s`, `m`,
+/// `h` or `d` (e.g. `90`, `"15m"`, `"1.5h"`). Returned in milliseconds.
+pub fn parse_duration_ms(v: &serde_json::Value) -> Result<u64, String> {
+    let (num, unit) = match v {
+        serde_json::Value::Number(n) => (n.to_string(), "s".to_string()),
+        serde_json::Value::String(s) => {
+            let s = s.trim();
+            if s.starts_with('-') {
+                return Err(format!("expected a non-negative duration, got {v}"));
+            }
+            let split = s
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(s.len());
+            let unit = if split == s.len() { "s" } else { &s[split..] };
+            (s[..split].to_string(), unit.trim().to_string())
+        }
+        other => return Err(format!("expected a duration like 90, \"15m\" or \"2h\", got {other}")),
+    };
+    let factor: u64 = match unit.as_str() {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        u => return Err(format!("unknown duration unit {u:?}; expected ms, s, m, h or d")),
+    };
+    // Exact decimal: integer part and up to 3 fraction digits of the unit.
+    let (int, frac) = num.split_once('.').unwrap_or((&num, ""));
+    if int.is_empty() && frac.is_empty() {
+        return Err(format!("expected a non-negative duration, got {v}"));
+    }
+    let int: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| format!("expected a non-negative duration, got {v}"))?
+    };
+    let mut frac_ms: u64 = 0;
+    if !frac.is_empty() {
+        if !frac.chars().all(|c| c.is_ascii_digit()) {
+            return Err(format!("expected a non-negative duration, got {v}"));
+        }
+        let digits: String = frac.chars().take(9).collect();
+        let scale = 10u64.pow(digits.len() as u32);
+        let f: u64 = digits.parse().unwrap_or(0);
+        frac_ms = f.saturating_mul(factor) / scale;
+    }
+    int.checked_mul(factor)
+        .and_then(|v| v.checked_add(frac_ms))
+        .ok_or_else(|| format!("duration {v} is too large"))
+}
+
+/// Converts a quantity for resource `name` to its integer unit.
+pub fn quantity(name: &ResourceName, q: &RawQuantity) -> Result<u64, String> {
+    q.parse()
+        .and_then(|p| p.to_resource_units(name))
+        .map_err(|e| e.to_string())
+}
+
+/// Parses a `{resource: quantity}` map into `Resources`.
+pub fn resources(map: &BTreeMap<String, RawQuantity>, field: &str, source: &str) -> Result<Resources, SpecError> {
+    let mut r = Resources::zero();
+    for (k, v) in map {
+        let name = ResourceName::parse(k);
+        let amount = quantity(&name, v).map_err(|e| SpecError::new(source, &format!("{field}.{k}"), e))?;
+        r.set(&name, amount);
+    }
+    Ok(r)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ClusterDoc {
+    #[serde(default)]
+    api_version: Option<String>,
+    kind: String,
+    #[serde(default)]
+    metadata: Option<serde_json::Value>,
+    spec: ClusterSpecDoc,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ClusterSpecDoc {
+    node_pools: Vec<PoolDoc>,
+    #[serde(default)]
+    faults: Vec<FaultDoc>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PoolDoc {
+    name: String,
+    count: u32,
+    #[serde(default)]
+    name_pattern: Option<String>,
+    cpu: RawQuantity,
+    memory: RawQuantity,
+    #[serde(default)]
+    pods: Option<u32>,
+    #[serde(default)]
+    cpu_sockets: Option<u32>,
+    #[serde(default)]
+    gpu: Option<GpuDoc>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    taints: Vec<TaintDoc>,
+    #[serde(default)]
+    extended: BTreeMap<String, RawQuantity>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuDoc {
+    count: u32,
+    #[serde(default)]
+    model: String,
+    #[serde(default)]
+    memory: Option<RawQuantity>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaintDoc {
+    key: String,
+    #[serde(default)]
+    value: String,
+    effect: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FaultDoc {
+    at: serde_json::Value,
+    node: String,
+    event: String,
+}
+
+/// A node failure or recovery at a point in simulated time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub at: Timestamp,
+    pub node: String,
+    pub up: bool,
+}
+
+/// A parsed cluster: nodes sorted by name, and the fault schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterSpec {
+    pub name: String,
+    pub nodes: Vec<Node>,
+    pub faults: Vec<Fault>,
+}
+
+/// Expands `{index}` / `{index:0N}` in a node name pattern.
+fn node_name(pattern: &str, index: u32) -> Result<String, String> {
+    let start = pattern
+        .find("{index")
+        .ok_or_else(|| format!("namePattern {pattern:?} has no {{index}} placeholder"))?;
+    let end = pattern[start..]
+        .find('}')
+        .map(|e| start + e)
+        .ok_or_else(|| format!("namePattern {pattern:?}: unclosed {{"))?;
+    let spec = &pattern[start + "{index".len()..end];
+    let formatted = match spec {
+        "" => index.to_string(),
+        s if s.starts_with(":0") => {
+            let width: usize = s[2..]
+                .parse()
+                .map_err(|_| format!("namePattern {pattern:?}: expected {{index:0N}}"))?;
+            format!("{index:0width$}")
+        }
+        _ => return Err(format!("namePattern {pattern:?}: expected {{index}} or {{index:0N}}")),
+    };
+    Ok(format!("{}{formatted}{}", &pattern[..start], &pattern[end + 1..]))
+}
+
+/// Parses a `ClusterSpec` document.
+pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError> {
+    let doc: ClusterDoc = parse_doc(text, source)?;
+    if doc.kind != "ClusterSpec" {
+        return Err(SpecError::new(source, "kind", format!("expected ClusterSpec, got {:?}", doc.kind)));
+    }
+    if let Some(v) = &doc.api_version
+        && v != trainyard_api::API_VERSION
+    {
+        return Err(SpecError::new(source, "apiVersion", format!("expected {:?}, got {v:?}", trainyard_api::API_VERSION)));
+    }
+    let name = doc
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("name"))
+        .and_then(|n| n.as_str())
+        .unwrap_or("cluster")
+        .to_string();
+    let mut nodes = Vec::new();
+    let mut seen = BTreeMap::new();
+    for (pi, pool) in doc.spec.node_pools.iter().enumerate() {
+        let f = |field: &str| format!("spec.nodePools[{pi}].{field}");
+        if pool.count == 0 {
+            return Err(SpecError::new(source, &f("count"), "expected at least 1 node"));
+        }
+        let cpu = quantity(&ResourceName::Cpu, &pool.cpu).map_err(|e| SpecError::new(source, &f("cpu"), e))?;
+        let memory = quantity(&ResourceName::Memory, &pool.memory).map_err(|e| SpecError::new(source, &f("memory"), e))?;
+        let (gpus, model, gpu_mem) = match &pool.gpu {
+            None => (0, String::new(), 0),
+            Some(g) => {
+                let mem = match &g.memory {
+                    Some(m) => quantity(&ResourceName::Memory, m).map_err(|e| SpecError::new(source, &f("gpu.memory"), e))?,
+                    None => 0,
+                };
+                if g.count > 64 {
+                    return Err(SpecError::new(source, &f("gpu.count"), format!("expected at most 64 GPUs per node, got {}", g.count)));
+                }
+                (g.count, g.model.clone(), mem)
+            }
+        };
+        let mut taints = Vec::new();
+        for (ti, t) in pool.taints.iter().enumerate() {
+            let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
+                SpecError::new(source, &f(&format!("taints[{ti}].effect")), format!("expected NoSchedule, PreferNoSchedule or NoExecute, got {:?}", t.effect))
+            })?;
+            taints.push(Taint { key: t.key.clone(), value: t.value.clone(), effect });
+        }
+        let extended = resources(&pool.extended, &f("extended"), source)?;
+        let pattern = pool.name_pattern.clone().unwrap_or_else(|| format!("{}-{{index:03}}", pool.name));
+        for i in 0..pool.count {
+            let name = node_name(&pattern, i).map_err(|e| SpecError::new(source, &f("namePattern"), e))?;
+            if let Some(prev) = seen.insert(name.clone(), pi) {
+                return Err(SpecError::new(source, &f("namePattern"), format!("node name {name:?} also produced by nodePools[{prev}]")));
+            }
+            let mut node = Node::new(name, cpu, memory, gpus);
+            node.allocatable.add(&extended);
+            for d in &mut node.gpus {
+                *d = GpuDevice { index: d.index, model: model.clone(), memory_bytes: gpu_mem };
+            }
+            node.max_pods = pool.pods;
+            node.labels = pool.labels.clone();
+            node.labels.insert("trainyard.io/node-pool".into(), pool.name.clone());
+            if gpus > 0 && !model.is_empty() {
+                node.labels.insert(trainyard_api::keys::NODE_GPU_PRODUCT.into(), model.clone());
+            }
+            if let Some(s) = pool.cpu_sockets {
+                node.labels.insert("trainyard.io/cpu-sockets".into(), s.to_string());
+            }
+            node.taints = taints.clone();
+            nodes.push(node);
+        }
+    }
+    let mut faults = Vec::new();
+    for (fi, fd) in doc.spec.faults.iter().enumerate() {
+        let at = parse_duration_ms(&fd.at).map_err(|e| SpecError::new(source, &format!("spec.faults[{fi}].at"), e))?;
+        if !seen.contains_key(&fd.node) {
+            return Err(SpecError::new(source, &format!("spec.faults[{fi}].node"), format!("no node named {:?} in the node pools", fd.node)));
+        }
+        let up = match fd.event.as_str() {
+            "down" => false,
+            "up" => true,
+            e => return Err(SpecError::new(source, &format!("spec.faults[{fi}].event"), format!("expected down or up, got {e:?}"))),
+        };
+        faults.push(Fault { at: Timestamp(at as i64), node: fd.node.clone(), up });
+    }
+    nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(ClusterSpec { name, nodes, faults })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        let d = |s: &str| parse_duration_ms(&serde_json::Value::String(s.into()));
+        assert_eq!(parse_duration_ms(&serde_json::json!(90)), Ok(90_000));
+        assert_eq!(d("15m"), Ok(900_000));
+        assert_eq!(d("1.5h"), Ok(5_400_000));
+        assert_eq!(d("250ms"), Ok(250));
+        assert_eq!(d("2d"), Ok(172_800_000));
+        assert!(d("-5s").unwrap_err().contains("non-negative"));
+        assert!(d("5y").unwrap_err().contains("unknown duration unit"));
+        assert!(parse_duration_ms(&serde_json::json!(-3)).is_err());
+    }
+
+    #[test]
+    fn node_names() {
+        assert_eq!(node_name("h100-{index:03}", 7).unwrap(), "h100-007");
+        assert_eq!(node_name("n{index}", 12).unwrap(), "n12");
+        assert!(node_name("fixed", 1).is_err());
+    }
+
+    #[test]
+    fn cluster_spec_expands_pools() {
+        let text = r#"
+apiVersion: trainyard.io/v1alpha1
+kind: ClusterSpec
+metadata: {name: tiny}
+spec:
+  nodePools:
+  - {name: gpu, count: 2, cpu: "96", memory: 1Ti, cpuSockets: 2, gpu: {count: 8, model: H100, memory: 80Gi}}
+  - {name: cpu, count: 1, cpu: "64", memory: 256Gi, taints: [{key: k, value: v, effect: NoSchedule}]}
+  faults:
+  - {at: 1h, node: gpu-001, event: down}
+"#;
+        let c = parse_cluster(text, "c.yaml").unwrap();
+        let names: Vec<_> = c.nodes.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["cpu-000", "gpu-000", "gpu-001"]);
+        assert_eq!(c.nodes[1].allocatable.gpu, 8000);
+        assert_eq!(c.nodes[1].gpus[3].memory_bytes, 80 << 30);
+        assert_eq!(c.nodes[1].labels["nvidia.com/gpu.product"], "H100");
+        assert_eq!(c.faults, vec![Fault { at: Timestamp(3_600_000), node: "gpu-001".into(), up: false }]);
+    }
+
+    #[test]
+    fn cluster_spec_errors_name_file_and_field() {
+        let bad = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 12x, memory: 1Gi}\n";
+        let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
+        assert!(e.starts_with("c.yaml: spec.nodePools[0].cpu: invalid quantity"), "{e}");
+        let bad = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 1, memory: 1Gi, gpus: 8}\n";
+        let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
+        assert!(e.contains("spec.nodePools[0]") && e.contains("unknown field `gpus`"), "{e}");
+        let bad = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 1, memory: 1Gi}\n  faults: [{at: 1h, node: nope, event: down}]\n";
+        let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
+        assert_eq!(e, "c.yaml: spec.faults[0].node: no node named \"nope\" in the node pools");
+    }
+}

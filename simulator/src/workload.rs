@@ -1,0 +1,447 @@
+//! Workloads: an explicit job list, or a seeded synthetic generator.
+//!
+//! Job list (`kind: Workload`):
+//!
+//! ```yaml
+//! apiVersion: trainyard.io/v1alpha1
+//! kind: Workload
+//! spec:
+//!   jobs:
+//!   - name: pretrain-1          # unique; id is "<namespace>/<name>", namespace default "sim"
+//!     queue: llm
+//!     submit: 2h                # seconds or "15m" / "2h" / "1d"
+//!     duration: 6h              # run time of every task once started
+//!     priority: 0
+//!     minMember: 16             # default: all tasks
+//!     subGroups: [{name: workers, minMember: 16}]
+//!     tasks:
+//!     - {count: 16, subGroup: workers, requests: {cpu: "96", memory: 1Ti, nvidia.com/gpu: 8}}
+//! ```
+//!
+//! Generator (`kind: WorkloadGenerator`): job templates with an arrival
+//! process, distributions for gang size and duration, and a seed.
+//!
+//! ```yaml
+//! apiVersion: trainyard.io/v1alpha1
+//! kind: WorkloadGenerator
+//! spec:
+//!   seed: 42
+//!   templates:
+//!   - name: dev
+//!     queue: research
+//!     count: 500
+//!     arrival: {poisson: {perHour: 20}}          # or {every: 10m}, or {times: [0, 60, 3600]}
+//!     start: 0                                   # first possible arrival
+//!     pods: {fixed: 1}                           # fixed | uniform {min,max} | choice [..]
+//!     podRequests: {cpu: "12", memory: 100Gi, nvidia.com/gpu: 1}
+//!     duration: {logNormal: {median: 30m, sigma: 1.0}}  # fixed | uniform | exponential {mean} | logNormal
+//!     priority: 0
+//! ```
+//!
+//! Each template draws from its own random stream (derived from the seed
+//! and the template's name), so adding, removing or reordering templates
+//! does not change the jobs of the others. Same seed, same jobs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Deserialize;
+use trainyard_api::RawQuantity;
+use trainyard_model::{PlacementConstraints, SubGroup, Timestamp};
+
+use crate::job::{SimJob, SimTask};
+use crate::spec::{SpecError, parse_doc, parse_duration_ms, resources};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Doc {
+    #[serde(default)]
+    api_version: Option<String>,
+    kind: String,
+    #[serde(default)]
+    metadata: Option<serde_json::Value>,
+    spec: serde_json::Value,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobListSpec {
+    jobs: Vec<JobDoc>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct JobDoc {
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    queue: String,
+    submit: serde_json::Value,
+    duration: serde_json::Value,
+    #[serde(default)]
+    priority: i32,
+    #[serde(default)]
+    min_member: Option<u32>,
+    #[serde(default)]
+    sub_groups: Vec<SubGroupDoc>,
+    tasks: Vec<TaskDoc>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SubGroupDoc {
+    name: String,
+    min_member: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TaskDoc {
+    count: u32,
+    requests: BTreeMap<String, RawQuantity>,
+    #[serde(default)]
+    sub_group: Option<String>,
+    #[serde(default)]
+    node_selector: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GeneratorSpec {
+    seed: u64,
+    templates: Vec<TemplateDoc>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TemplateDoc {
+    name: String,
+    queue: String,
+    count: u32,
+    arrival: Arrival,
+    #[serde(default)]
+    start: Option<serde_json::Value>,
+    #[serde(default = "one_pod")]
+    pods: IntDist,
+    pod_requests: BTreeMap<String, RawQuantity>,
+    duration: DurationDist,
+    #[serde(default)]
+    priority: i32,
+    #[serde(default)]
+    node_selector: BTreeMap<String, String>,
+}
+
+fn one_pod() -> IntDist {
+    IntDist::Fixed(1)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+enum Arrival {
+    /// Exponential inter-arrival times.
+    Poisson { #[serde(rename = "perHour")] per_hour: f64 },
+    /// One job every interval.
+    Every(serde_json::Value),
+    /// Exactly these submission times (count is capped by their number).
+    Times(Vec<serde_json::Value>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+enum IntDist {
+    Fixed(u32),
+    Uniform { min: u32, max: u32 },
+    Choice(Vec<u32>),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+enum DurationDist {
+    Fixed(serde_json::Value),
+    Uniform { min: serde_json::Value, max: serde_json::Value },
+    Exponential { mean: serde_json::Value },
+    LogNormal { median: serde_json::Value, sigma: f64 },
+}
+
+/// Reads a workload document: a `Workload` job list or a `WorkloadGenerator`.
+/// Jobs come back sorted by (submit, id).
+pub fn parse_workload(text: &str, source: &str) -> Result<Vec<SimJob>, SpecError> {
+    let doc: Doc = parse_doc(text, source)?;
+    if let Some(v) = &doc.api_version
+        && v != trainyard_api::API_VERSION
+    {
+        return Err(SpecError::new(source, "apiVersion", format!("expected {:?}, got {v:?}", trainyard_api::API_VERSION)));
+    }
+    let _ = &doc.metadata;
+    let mut jobs = match doc.kind.as_str() {
+        "Workload" => {
+            let spec: JobListSpec = serde_path_to_error::deserialize(doc.spec).map_err(|e| {
+                SpecError::new(source, &format!("spec.{}", e.path()), e.into_inner().to_string())
+            })?;
+            job_list(spec, source)?
+        }
+        "WorkloadGenerator" => {
+            let spec: GeneratorSpec = serde_path_to_error::deserialize(doc.spec).map_err(|e| {
+                SpecError::new(source, &format!("spec.{}", e.path()), e.into_inner().to_string())
+            })?;
+            generate(spec, source)?
+        }
+        k => {
+            return Err(SpecError::new(source, "kind", format!("expected Workload or WorkloadGenerator, got {k:?}")));
+        }
+    };
+    jobs.sort_by(|a, b| a.submit.cmp(&b.submit).then(a.id.cmp(&b.id)));
+    Ok(jobs)
+}
+
+fn constraints(sel: &BTreeMap<String, String>, cache: &mut BTreeMap<BTreeMap<String, String>, Arc<PlacementConstraints>>) -> Arc<PlacementConstraints> {
+    cache
+        .entry(sel.clone())
+        .or_insert_with(|| {
+            Arc::new(PlacementConstraints {
+                node_selector: sel.clone(),
+                ..PlacementConstraints::default()
+            })
+        })
+        .clone()
+}
+
+fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
+    let mut out = Vec::with_capacity(spec.jobs.len());
+    let mut ids = BTreeMap::new();
+    let mut cache = BTreeMap::new();
+    for (i, j) in spec.jobs.into_iter().enumerate() {
+        let f = |field: &str| format!("spec.jobs[{i}].{field}");
+        let id = format!("{}/{}", j.namespace.as_deref().unwrap_or("sim"), j.name);
+        if let Some(prev) = ids.insert(id.clone(), i) {
+            return Err(SpecError::new(source, &f("name"), format!("job {id} is also defined at spec.jobs[{prev}]")));
+        }
+        let submit = parse_duration_ms(&j.submit).map_err(|e| SpecError::new(source, &f("submit"), e))?;
+        let duration = parse_duration_ms(&j.duration).map_err(|e| SpecError::new(source, &f("duration"), e))?;
+        if j.tasks.is_empty() {
+            return Err(SpecError::new(source, &f("tasks"), "expected at least one task group"));
+        }
+        let mut tasks = Vec::new();
+        for (ti, t) in j.tasks.iter().enumerate() {
+            if t.count == 0 {
+                return Err(SpecError::new(source, &f(&format!("tasks[{ti}].count")), "expected at least 1"));
+            }
+            if let Some(sg) = &t.sub_group
+                && !j.sub_groups.iter().any(|s| &s.name == sg)
+            {
+                return Err(SpecError::new(source, &f(&format!("tasks[{ti}].subGroup")), format!("sub-group {sg:?} is not in subGroups")));
+            }
+            tasks.push(SimTask {
+                count: t.count,
+                requests: resources(&t.requests, &f(&format!("tasks[{ti}].requests")), source)?,
+                subgroup: t.sub_group.clone(),
+                constraints: constraints(&t.node_selector, &mut cache),
+            });
+        }
+        let total: u32 = tasks.iter().map(|t| t.count).sum();
+        let min_member = j.min_member.unwrap_or(total);
+        if min_member == 0 || min_member > total {
+            return Err(SpecError::new(source, &f("minMember"), format!("expected 1..={total} (the job's task count), got {min_member}")));
+        }
+        out.push(SimJob {
+            id,
+            queue: j.queue,
+            priority: j.priority,
+            submit: Timestamp(submit as i64),
+            duration_ms: duration,
+            min_member,
+            subgroups: j.sub_groups.into_iter().map(|s| SubGroup { name: s.name, min_member: s.min_member }).collect(),
+            tasks,
+        });
+    }
+    Ok(out)
+}
+
+/// Standard normal sample (Box–Muller).
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+    let u2: f64 = rng.random();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
+    let mut out = Vec::new();
+    let mut cache = BTreeMap::new();
+    let mut names = BTreeMap::new();
+    for (ti, t) in spec.templates.iter().enumerate() {
+        if let Some(prev) = names.insert(t.name.as_str(), ti) {
+            return Err(SpecError::new(source, &format!("spec.templates[{ti}].name"), format!("template {:?} is also defined at spec.templates[{prev}]", t.name)));
+        }
+        let f = |field: &str| format!("spec.templates[{ti}].{field}");
+        let err = |field: &str, msg: String| SpecError::new(source, &f(field), msg);
+        // One stream per template: the seed mixed with an FNV-1a hash of its name.
+        let name_hash = t.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+        let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ name_hash);
+        let requests = resources(&t.pod_requests, &f("podRequests"), source)?;
+        let start = match &t.start {
+            Some(v) => parse_duration_ms(v).map_err(|e| err("start", e))?,
+            None => 0,
+        };
+        let dur = |v: &serde_json::Value, field: &str| parse_duration_ms(v).map_err(|e| err(field, e));
+        let duration = match &t.duration {
+            DurationDist::Fixed(v) => DurSampler::Fixed(dur(v, "duration.fixed")?),
+            DurationDist::Uniform { min, max } => {
+                let (a, b) = (dur(min, "duration.uniform.min")?, dur(max, "duration.uniform.max")?);
+                if a > b {
+                    return Err(err("duration.uniform", format!("min {a} ms is above max {b} ms")));
+                }
+                DurSampler::Uniform(a, b)
+            }
+            DurationDist::Exponential { mean } => DurSampler::Exp(dur(mean, "duration.exponential.mean")? as f64),
+            DurationDist::LogNormal { median, sigma } => {
+                if !(sigma.is_finite() && *sigma >= 0.0) {
+                    return Err(err("duration.logNormal.sigma", format!("expected a non-negative number, got {sigma}")));
+                }
+                DurSampler::LogNormal(dur(median, "duration.logNormal.median")? as f64, *sigma)
+            }
+        };
+        match &t.pods {
+            IntDist::Fixed(0) => return Err(err("pods.fixed", "expected at least 1 pod".into())),
+            IntDist::Uniform { min, max } if *min == 0 || min > max => {
+                return Err(err("pods.uniform", format!("expected 1 <= min <= max, got {min}..{max}")));
+            }
+            IntDist::Choice(c) if c.is_empty() || c.contains(&0) => {
+                return Err(err("pods.choice", "expected a non-empty list of positive counts".into()));
+            }
+            _ => {}
+        }
+        let times: Vec<u64> = match &t.arrival {
+            Arrival::Poisson { per_hour } => {
+                if !(per_hour.is_finite() && *per_hour > 0.0) {
+                    return Err(err("arrival.poisson.perHour", format!("expected a positive rate, got {per_hour}")));
+                }
+                let mean_gap = 3_600_000.0 / per_hour;
+                let mut now = start as f64;
+                (0..t.count)
+                    .map(|_| {
+                        let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+                        now += -mean_gap * u.ln();
+                        now.round() as u64
+                    })
+                    .collect()
+            }
+            Arrival::Every(v) => {
+                let gap = dur(v, "arrival.every")?;
+                (0..t.count as u64).map(|i| start + i * gap).collect()
+            }
+            Arrival::Times(ts) => {
+                let mut v = Vec::new();
+                for (k, x) in ts.iter().enumerate().take(t.count as usize) {
+                    v.push(start + dur(x, &format!("arrival.times[{k}]"))?);
+                }
+                v
+            }
+        };
+        let constraints = constraints(&t.node_selector, &mut cache);
+        for (k, submit) in times.into_iter().enumerate() {
+            let pods = match &t.pods {
+                IntDist::Fixed(n) => *n,
+                IntDist::Uniform { min, max } => rng.random_range(*min..=*max),
+                IntDist::Choice(c) => c[rng.random_range(0..c.len())],
+            };
+            let duration_ms = duration.sample(&mut rng).max(1);
+            out.push(SimJob {
+                id: format!("{}/{}-{k:06}", t.queue, t.name),
+                queue: t.queue.clone(),
+                priority: t.priority,
+                submit: Timestamp(submit as i64),
+                duration_ms,
+                min_member: pods,
+                subgroups: Vec::new(),
+                tasks: vec![SimTask { count: pods, requests: requests.clone(), subgroup: None, constraints: constraints.clone() }],
+            });
+        }
+    }
+    Ok(out)
+}
+
+enum DurSampler {
+    Fixed(u64),
+    Uniform(u64, u64),
+    Exp(f64),
+    LogNormal(f64, f64),
+}
+
+impl DurSampler {
+    fn sample(&self, rng: &mut ChaCha8Rng) -> u64 {
+        match self {
+            DurSampler::Fixed(v) => *v,
+            DurSampler::Uniform(a, b) => rng.random_range(*a..=*b),
+            DurSampler::Exp(mean) => {
+                let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+                (-mean * u.ln()).round() as u64
+            }
+            DurSampler::LogNormal(median, sigma) => (median * (sigma * normal(rng)).exp()).round() as u64,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GEN: &str = r#"
+apiVersion: trainyard.io/v1alpha1
+kind: WorkloadGenerator
+spec:
+  seed: 7
+  templates:
+  - {name: dev, queue: a, count: 50, arrival: {poisson: {perHour: 60}}, podRequests: {nvidia.com/gpu: 1}, duration: {exponential: {mean: 10m}}}
+  - {name: big, queue: b, count: 5, arrival: {every: 1h}, pods: {choice: [2, 4]}, podRequests: {nvidia.com/gpu: 8}, duration: {logNormal: {median: 1h, sigma: 0.5}}}
+"#;
+
+    #[test]
+    fn generator_is_deterministic_and_per_template() {
+        let a = parse_workload(GEN, "g.yaml").unwrap();
+        let b = parse_workload(GEN, "g.yaml").unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 55);
+        let big: Vec<_> = a.iter().filter(|j| j.queue == "b").collect();
+        assert_eq!(big.iter().map(|j| j.submit.0).collect::<Vec<_>>(), [0, 3_600_000, 7_200_000, 10_800_000, 14_400_000]);
+        assert!(big.iter().all(|j| j.task_count() == 2 || j.task_count() == 4));
+        // Removing the first template does not change the second's jobs.
+        let only_big = GEN.replace("  - {name: dev, queue: a, count: 50, arrival: {poisson: {perHour: 60}}, podRequests: {nvidia.com/gpu: 1}, duration: {exponential: {mean: 10m}}}\n", "");
+        let c = parse_workload(&only_big, "g.yaml").unwrap();
+        let durations = |v: &[&SimJob]| v.iter().map(|j| j.duration_ms).collect::<Vec<_>>();
+        let c_refs: Vec<&SimJob> = c.iter().collect();
+        assert_eq!(durations(&big), durations(&c_refs), "streams are keyed by template name");
+    }
+
+    #[test]
+    fn poisson_rate_is_roughly_right() {
+        let a = parse_workload(GEN, "g.yaml").unwrap();
+        let last = a.iter().filter(|j| j.queue == "a").map(|j| j.submit.0).max().unwrap();
+        // 50 arrivals at 60/h: about 50 minutes; allow a wide band.
+        assert!((1_200_000..6_000_000).contains(&last), "{last}");
+    }
+
+    #[test]
+    fn job_list_and_errors() {
+        let text = r#"
+kind: Workload
+spec:
+  jobs:
+  - {name: a, queue: q, submit: 0, duration: 10s, tasks: [{count: 2, requests: {nvidia.com/gpu: 4}}]}
+  - {name: b, queue: q, submit: 5s, duration: 1m, minMember: 1, tasks: [{count: 3, requests: {cpu: 500m}}]}
+"#;
+        let jobs = parse_workload(text, "w.yaml").unwrap();
+        assert_eq!(jobs[0].id, "sim/a");
+        assert_eq!((jobs[0].min_member, jobs[0].duration_ms, jobs[0].gpu_milli()), (2, 10_000, 8000));
+        assert_eq!((jobs[1].submit.0, jobs[1].min_member), (5000, 1));
+        let bad = text.replace("duration: 1m", "duration: -1m");
+        let e = parse_workload(&bad, "w.yaml").unwrap_err().to_string();
+        assert!(e.starts_with("w.yaml: spec.jobs[1].duration: expected a non-negative duration"), "{e}");
+        let bad = text.replace("minMember: 1", "minMember: 9");
+        assert!(parse_workload(&bad, "w.yaml").unwrap_err().to_string().contains("spec.jobs[1].minMember: expected 1..=3"));
+        let bad = text.replace("count: 2", "cnt: 2");
+        let e = parse_workload(&bad, "w.yaml").unwrap_err().to_string();
+        assert!(e.contains("spec.jobs[0].tasks[0]") && e.contains("unknown field `cnt`"), "{e}");
+    }
+}

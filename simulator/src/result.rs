@@ -260,8 +260,16 @@ impl SimOutput {
             rejected: count(JobState::Rejected),
             wait_seconds: Stats::of(started.iter().map(|j| j.wait_ms(end)).collect()),
             jct_seconds: Stats::of(self.jobs.iter().filter_map(|j| j.jct_ms()).collect()),
-            gpu_allocation_ratio: if cap_int > 0.0 { round3(alloc_int / cap_int) } else { 0.0 },
-            jain_fairness: if jain_dt > 0.0 { round3(jain_int / jain_dt) } else { 1.0 },
+            gpu_allocation_ratio: if cap_int > 0.0 {
+                round3(alloc_int / cap_int)
+            } else {
+                0.0
+            },
+            jain_fairness: if jain_dt > 0.0 {
+                round3(jain_int / jain_dt)
+            } else {
+                1.0
+            },
             per_queue,
             cycles: self.cycles,
             events: self.events,

@@ -78,7 +78,11 @@ pub fn parse_duration_ms(v: &serde_json::Value) -> Result<u64, String> {
             let unit = if split == s.len() { "s" } else { &s[split..] };
             (s[..split].to_string(), unit.trim().to_string())
         }
-        other => return Err(format!("expected a duration like 90, \"15m\" or \"2h\", got {other}")),
+        other => {
+            return Err(format!(
+                "expected a duration like 90, \"15m\" or \"2h\", got {other}"
+            ));
+        }
     };
     let factor: u64 = match unit.as_str() {
         "ms" => 1,
@@ -86,7 +90,11 @@ pub fn parse_duration_ms(v: &serde_json::Value) -> Result<u64, String> {
         "m" => 60_000,
         "h" => 3_600_000,
         "d" => 86_400_000,
-        u => return Err(format!("unknown duration unit {u:?}; expected ms, s, m, h or d")),
+        u => {
+            return Err(format!(
+                "unknown duration unit {u:?}; expected ms, s, m, h or d"
+            ));
+        }
     };
     // Exact decimal: integer part and up to 3 fraction digits of the unit.
     let (int, frac) = num.split_once('.').unwrap_or((&num, ""));
@@ -96,7 +104,8 @@ pub fn parse_duration_ms(v: &serde_json::Value) -> Result<u64, String> {
     let int: u64 = if int.is_empty() {
         0
     } else {
-        int.parse().map_err(|_| format!("expected a non-negative duration, got {v}"))?
+        int.parse()
+            .map_err(|_| format!("expected a non-negative duration, got {v}"))?
     };
     let mut frac_ms: u64 = 0;
     if !frac.is_empty() {
@@ -121,11 +130,16 @@ pub fn quantity(name: &ResourceName, q: &RawQuantity) -> Result<u64, String> {
 }
 
 /// Parses a `{resource: quantity}` map into `Resources`.
-pub fn resources(map: &BTreeMap<String, RawQuantity>, field: &str, source: &str) -> Result<Resources, SpecError> {
+pub fn resources(
+    map: &BTreeMap<String, RawQuantity>,
+    field: &str,
+    source: &str,
+) -> Result<Resources, SpecError> {
     let mut r = Resources::zero();
     for (k, v) in map {
         let name = ResourceName::parse(k);
-        let amount = quantity(&name, v).map_err(|e| SpecError::new(source, &format!("{field}.{k}"), e))?;
+        let amount =
+            quantity(&name, v).map_err(|e| SpecError::new(source, &format!("{field}.{k}"), e))?;
         r.set(&name, amount);
     }
     Ok(r)
@@ -234,21 +248,37 @@ fn node_name(pattern: &str, index: u32) -> Result<String, String> {
                 .map_err(|_| format!("namePattern {pattern:?}: expected {{index:0N}}"))?;
             format!("{index:0width$}")
         }
-        _ => return Err(format!("namePattern {pattern:?}: expected {{index}} or {{index:0N}}")),
+        _ => {
+            return Err(format!(
+                "namePattern {pattern:?}: expected {{index}} or {{index:0N}}"
+            ));
+        }
     };
-    Ok(format!("{}{formatted}{}", &pattern[..start], &pattern[end + 1..]))
+    Ok(format!(
+        "{}{formatted}{}",
+        &pattern[..start],
+        &pattern[end + 1..]
+    ))
 }
 
 /// Parses a `ClusterSpec` document.
 pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError> {
     let doc: ClusterDoc = parse_doc(text, source)?;
     if doc.kind != "ClusterSpec" {
-        return Err(SpecError::new(source, "kind", format!("expected ClusterSpec, got {:?}", doc.kind)));
+        return Err(SpecError::new(
+            source,
+            "kind",
+            format!("expected ClusterSpec, got {:?}", doc.kind),
+        ));
     }
     if let Some(v) = &doc.api_version
         && v != trainyard_api::API_VERSION
     {
-        return Err(SpecError::new(source, "apiVersion", format!("expected {:?}, got {v:?}", trainyard_api::API_VERSION)));
+        return Err(SpecError::new(
+            source,
+            "apiVersion",
+            format!("expected {:?}, got {v:?}", trainyard_api::API_VERSION),
+        ));
     }
     let name = doc
         .metadata
@@ -262,19 +292,30 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError>
     for (pi, pool) in doc.spec.node_pools.iter().enumerate() {
         let f = |field: &str| format!("spec.nodePools[{pi}].{field}");
         if pool.count == 0 {
-            return Err(SpecError::new(source, &f("count"), "expected at least 1 node"));
+            return Err(SpecError::new(
+                source,
+                &f("count"),
+                "expected at least 1 node",
+            ));
         }
-        let cpu = quantity(&ResourceName::Cpu, &pool.cpu).map_err(|e| SpecError::new(source, &f("cpu"), e))?;
-        let memory = quantity(&ResourceName::Memory, &pool.memory).map_err(|e| SpecError::new(source, &f("memory"), e))?;
+        let cpu = quantity(&ResourceName::Cpu, &pool.cpu)
+            .map_err(|e| SpecError::new(source, &f("cpu"), e))?;
+        let memory = quantity(&ResourceName::Memory, &pool.memory)
+            .map_err(|e| SpecError::new(source, &f("memory"), e))?;
         let (gpus, model, gpu_mem) = match &pool.gpu {
             None => (0, String::new(), 0),
             Some(g) => {
                 let mem = match &g.memory {
-                    Some(m) => quantity(&ResourceName::Memory, m).map_err(|e| SpecError::new(source, &f("gpu.memory"), e))?,
+                    Some(m) => quantity(&ResourceName::Memory, m)
+                        .map_err(|e| SpecError::new(source, &f("gpu.memory"), e))?,
                     None => 0,
                 };
                 if g.count > 64 {
-                    return Err(SpecError::new(source, &f("gpu.count"), format!("expected at most 64 GPUs per node, got {}", g.count)));
+                    return Err(SpecError::new(
+                        source,
+                        &f("gpu.count"),
+                        format!("expected at most 64 GPUs per node, got {}", g.count),
+                    ));
                 }
                 (g.count, g.model.clone(), mem)
             }
@@ -282,30 +323,56 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError>
         let mut taints = Vec::new();
         for (ti, t) in pool.taints.iter().enumerate() {
             let effect = TaintEffect::parse(&t.effect).ok_or_else(|| {
-                SpecError::new(source, &f(&format!("taints[{ti}].effect")), format!("expected NoSchedule, PreferNoSchedule or NoExecute, got {:?}", t.effect))
+                SpecError::new(
+                    source,
+                    &f(&format!("taints[{ti}].effect")),
+                    format!(
+                        "expected NoSchedule, PreferNoSchedule or NoExecute, got {:?}",
+                        t.effect
+                    ),
+                )
             })?;
-            taints.push(Taint { key: t.key.clone(), value: t.value.clone(), effect });
+            taints.push(Taint {
+                key: t.key.clone(),
+                value: t.value.clone(),
+                effect,
+            });
         }
         let extended = resources(&pool.extended, &f("extended"), source)?;
-        let pattern = pool.name_pattern.clone().unwrap_or_else(|| format!("{}-{{index:03}}", pool.name));
+        let pattern = pool
+            .name_pattern
+            .clone()
+            .unwrap_or_else(|| format!("{}-{{index:03}}", pool.name));
         for i in 0..pool.count {
-            let name = node_name(&pattern, i).map_err(|e| SpecError::new(source, &f("namePattern"), e))?;
+            let name =
+                node_name(&pattern, i).map_err(|e| SpecError::new(source, &f("namePattern"), e))?;
             if let Some(prev) = seen.insert(name.clone(), pi) {
-                return Err(SpecError::new(source, &f("namePattern"), format!("node name {name:?} also produced by nodePools[{prev}]")));
+                return Err(SpecError::new(
+                    source,
+                    &f("namePattern"),
+                    format!("node name {name:?} also produced by nodePools[{prev}]"),
+                ));
             }
             let mut node = Node::new(name, cpu, memory, gpus);
             node.allocatable.add(&extended);
             for d in &mut node.gpus {
-                *d = GpuDevice { index: d.index, model: model.clone(), memory_bytes: gpu_mem };
+                *d = GpuDevice {
+                    index: d.index,
+                    model: model.clone(),
+                    memory_bytes: gpu_mem,
+                };
             }
             node.max_pods = pool.pods;
             node.labels = pool.labels.clone();
-            node.labels.insert("trainyard.io/node-pool".into(), pool.name.clone());
+            node.labels
+                .insert("trainyard.io/node-pool".into(), pool.name.clone());
             if gpus > 0 && !model.is_empty() {
-                node.labels.insert(trainyard_api::keys::NODE_GPU_PRODUCT.into(), model.clone());
+                node.labels
+                    .insert(trainyard_api::keys::NODE_GPU_PRODUCT.into(), model.clone());
             }
             if let Some(s) = pool.cpu_sockets {
-                node.labels.insert("trainyard.io/cpu-sockets".into(), s.to_string());
+                node.labels
+                    .insert("trainyard.io/cpu-sockets".into(), s.to_string());
             }
             node.taints = taints.clone();
             nodes.push(node);
@@ -313,19 +380,38 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError>
     }
     let mut faults = Vec::new();
     for (fi, fd) in doc.spec.faults.iter().enumerate() {
-        let at = parse_duration_ms(&fd.at).map_err(|e| SpecError::new(source, &format!("spec.faults[{fi}].at"), e))?;
+        let at = parse_duration_ms(&fd.at)
+            .map_err(|e| SpecError::new(source, &format!("spec.faults[{fi}].at"), e))?;
         if !seen.contains_key(&fd.node) {
-            return Err(SpecError::new(source, &format!("spec.faults[{fi}].node"), format!("no node named {:?} in the node pools", fd.node)));
+            return Err(SpecError::new(
+                source,
+                &format!("spec.faults[{fi}].node"),
+                format!("no node named {:?} in the node pools", fd.node),
+            ));
         }
         let up = match fd.event.as_str() {
             "down" => false,
             "up" => true,
-            e => return Err(SpecError::new(source, &format!("spec.faults[{fi}].event"), format!("expected down or up, got {e:?}"))),
+            e => {
+                return Err(SpecError::new(
+                    source,
+                    &format!("spec.faults[{fi}].event"),
+                    format!("expected down or up, got {e:?}"),
+                ));
+            }
         };
-        faults.push(Fault { at: Timestamp(at as i64), node: fd.node.clone(), up });
+        faults.push(Fault {
+            at: Timestamp(at as i64),
+            node: fd.node.clone(),
+            up,
+        });
     }
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(ClusterSpec { name, nodes, faults })
+    Ok(ClusterSpec {
+        name,
+        nodes,
+        faults,
+    })
 }
 
 #[cfg(test)]
@@ -371,19 +457,35 @@ spec:
         assert_eq!(c.nodes[1].allocatable.gpu, 8000);
         assert_eq!(c.nodes[1].gpus[3].memory_bytes, 80 << 30);
         assert_eq!(c.nodes[1].labels["nvidia.com/gpu.product"], "H100");
-        assert_eq!(c.faults, vec![Fault { at: Timestamp(3_600_000), node: "gpu-001".into(), up: false }]);
+        assert_eq!(
+            c.faults,
+            vec![Fault {
+                at: Timestamp(3_600_000),
+                node: "gpu-001".into(),
+                up: false
+            }]
+        );
     }
 
     #[test]
     fn cluster_spec_errors_name_file_and_field() {
         let bad = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 12x, memory: 1Gi}\n";
         let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
-        assert!(e.starts_with("c.yaml: spec.nodePools[0].cpu: invalid quantity"), "{e}");
+        assert!(
+            e.starts_with("c.yaml: spec.nodePools[0].cpu: invalid quantity"),
+            "{e}"
+        );
         let bad = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 1, memory: 1Gi, gpus: 8}\n";
         let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
-        assert!(e.contains("spec.nodePools[0]") && e.contains("unknown field `gpus`"), "{e}");
+        assert!(
+            e.contains("spec.nodePools[0]") && e.contains("unknown field `gpus`"),
+            "{e}"
+        );
         let bad = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 1, memory: 1Gi}\n  faults: [{at: 1h, node: nope, event: down}]\n";
         let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
-        assert_eq!(e, "c.yaml: spec.faults[0].node: no node named \"nope\" in the node pools");
+        assert_eq!(
+            e,
+            "c.yaml: spec.faults[0].node: no node named \"nope\" in the node pools"
+        );
     }
 }

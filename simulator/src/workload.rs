@@ -141,7 +141,10 @@ fn one_pod() -> IntDist {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 enum Arrival {
     /// Exponential inter-arrival times.
-    Poisson { #[serde(rename = "perHour")] per_hour: f64 },
+    Poisson {
+        #[serde(rename = "perHour")]
+        per_hour: f64,
+    },
     /// One job every interval.
     Every(serde_json::Value),
     /// Exactly these submission times (count is capped by their number).
@@ -160,9 +163,17 @@ enum IntDist {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 enum DurationDist {
     Fixed(serde_json::Value),
-    Uniform { min: serde_json::Value, max: serde_json::Value },
-    Exponential { mean: serde_json::Value },
-    LogNormal { median: serde_json::Value, sigma: f64 },
+    Uniform {
+        min: serde_json::Value,
+        max: serde_json::Value,
+    },
+    Exponential {
+        mean: serde_json::Value,
+    },
+    LogNormal {
+        median: serde_json::Value,
+        sigma: f64,
+    },
 }
 
 /// Reads a workload document: a `Workload` job list or a `WorkloadGenerator`.
@@ -172,31 +183,50 @@ pub fn parse_workload(text: &str, source: &str) -> Result<Vec<SimJob>, SpecError
     if let Some(v) = &doc.api_version
         && v != trainyard_api::API_VERSION
     {
-        return Err(SpecError::new(source, "apiVersion", format!("expected {:?}, got {v:?}", trainyard_api::API_VERSION)));
+        return Err(SpecError::new(
+            source,
+            "apiVersion",
+            format!("expected {:?}, got {v:?}", trainyard_api::API_VERSION),
+        ));
     }
     let _ = &doc.metadata;
     let mut jobs = match doc.kind.as_str() {
         "Workload" => {
             let spec: JobListSpec = serde_path_to_error::deserialize(doc.spec).map_err(|e| {
-                SpecError::new(source, &format!("spec.{}", e.path()), e.into_inner().to_string())
+                SpecError::new(
+                    source,
+                    &format!("spec.{}", e.path()),
+                    e.into_inner().to_string(),
+                )
             })?;
             job_list(spec, source)?
         }
         "WorkloadGenerator" => {
             let spec: GeneratorSpec = serde_path_to_error::deserialize(doc.spec).map_err(|e| {
-                SpecError::new(source, &format!("spec.{}", e.path()), e.into_inner().to_string())
+                SpecError::new(
+                    source,
+                    &format!("spec.{}", e.path()),
+                    e.into_inner().to_string(),
+                )
             })?;
             generate(spec, source)?
         }
         k => {
-            return Err(SpecError::new(source, "kind", format!("expected Workload or WorkloadGenerator, got {k:?}")));
+            return Err(SpecError::new(
+                source,
+                "kind",
+                format!("expected Workload or WorkloadGenerator, got {k:?}"),
+            ));
         }
     };
     jobs.sort_by(|a, b| a.submit.cmp(&b.submit).then(a.id.cmp(&b.id)));
     Ok(jobs)
 }
 
-fn constraints(sel: &BTreeMap<String, String>, cache: &mut BTreeMap<BTreeMap<String, String>, Arc<PlacementConstraints>>) -> Arc<PlacementConstraints> {
+fn constraints(
+    sel: &BTreeMap<String, String>,
+    cache: &mut BTreeMap<BTreeMap<String, String>, Arc<PlacementConstraints>>,
+) -> Arc<PlacementConstraints> {
     cache
         .entry(sel.clone())
         .or_insert_with(|| {
@@ -216,22 +246,40 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
         let f = |field: &str| format!("spec.jobs[{i}].{field}");
         let id = format!("{}/{}", j.namespace.as_deref().unwrap_or("sim"), j.name);
         if let Some(prev) = ids.insert(id.clone(), i) {
-            return Err(SpecError::new(source, &f("name"), format!("job {id} is also defined at spec.jobs[{prev}]")));
+            return Err(SpecError::new(
+                source,
+                &f("name"),
+                format!("job {id} is also defined at spec.jobs[{prev}]"),
+            ));
         }
-        let submit = parse_duration_ms(&j.submit).map_err(|e| SpecError::new(source, &f("submit"), e))?;
-        let duration = parse_duration_ms(&j.duration).map_err(|e| SpecError::new(source, &f("duration"), e))?;
+        let submit =
+            parse_duration_ms(&j.submit).map_err(|e| SpecError::new(source, &f("submit"), e))?;
+        let duration = parse_duration_ms(&j.duration)
+            .map_err(|e| SpecError::new(source, &f("duration"), e))?;
         if j.tasks.is_empty() {
-            return Err(SpecError::new(source, &f("tasks"), "expected at least one task group"));
+            return Err(SpecError::new(
+                source,
+                &f("tasks"),
+                "expected at least one task group",
+            ));
         }
         let mut tasks = Vec::new();
         for (ti, t) in j.tasks.iter().enumerate() {
             if t.count == 0 {
-                return Err(SpecError::new(source, &f(&format!("tasks[{ti}].count")), "expected at least 1"));
+                return Err(SpecError::new(
+                    source,
+                    &f(&format!("tasks[{ti}].count")),
+                    "expected at least 1",
+                ));
             }
             if let Some(sg) = &t.sub_group
                 && !j.sub_groups.iter().any(|s| &s.name == sg)
             {
-                return Err(SpecError::new(source, &f(&format!("tasks[{ti}].subGroup")), format!("sub-group {sg:?} is not in subGroups")));
+                return Err(SpecError::new(
+                    source,
+                    &f(&format!("tasks[{ti}].subGroup")),
+                    format!("sub-group {sg:?} is not in subGroups"),
+                ));
             }
             tasks.push(SimTask {
                 count: t.count,
@@ -243,7 +291,11 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
         let total: u32 = tasks.iter().map(|t| t.count).sum();
         let min_member = j.min_member.unwrap_or(total);
         if min_member == 0 || min_member > total {
-            return Err(SpecError::new(source, &f("minMember"), format!("expected 1..={total} (the job's task count), got {min_member}")));
+            return Err(SpecError::new(
+                source,
+                &f("minMember"),
+                format!("expected 1..={total} (the job's task count), got {min_member}"),
+            ));
         }
         out.push(SimJob {
             id,
@@ -252,7 +304,14 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
             submit: Timestamp(submit as i64),
             duration_ms: duration,
             min_member,
-            subgroups: j.sub_groups.into_iter().map(|s| SubGroup { name: s.name, min_member: s.min_member }).collect(),
+            subgroups: j
+                .sub_groups
+                .into_iter()
+                .map(|s| SubGroup {
+                    name: s.name,
+                    min_member: s.min_member,
+                })
+                .collect(),
             tasks,
         });
     }
@@ -272,32 +331,53 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
     let mut names = BTreeMap::new();
     for (ti, t) in spec.templates.iter().enumerate() {
         if let Some(prev) = names.insert(t.name.as_str(), ti) {
-            return Err(SpecError::new(source, &format!("spec.templates[{ti}].name"), format!("template {:?} is also defined at spec.templates[{prev}]", t.name)));
+            return Err(SpecError::new(
+                source,
+                &format!("spec.templates[{ti}].name"),
+                format!(
+                    "template {:?} is also defined at spec.templates[{prev}]",
+                    t.name
+                ),
+            ));
         }
         let f = |field: &str| format!("spec.templates[{ti}].{field}");
         let err = |field: &str, msg: String| SpecError::new(source, &f(field), msg);
         // One stream per template: the seed mixed with an FNV-1a hash of its name.
-        let name_hash = t.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+        let name_hash = t.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
         let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ name_hash);
         let requests = resources(&t.pod_requests, &f("podRequests"), source)?;
         let start = match &t.start {
             Some(v) => parse_duration_ms(v).map_err(|e| err("start", e))?,
             None => 0,
         };
-        let dur = |v: &serde_json::Value, field: &str| parse_duration_ms(v).map_err(|e| err(field, e));
+        let dur =
+            |v: &serde_json::Value, field: &str| parse_duration_ms(v).map_err(|e| err(field, e));
         let duration = match &t.duration {
             DurationDist::Fixed(v) => DurSampler::Fixed(dur(v, "duration.fixed")?),
             DurationDist::Uniform { min, max } => {
-                let (a, b) = (dur(min, "duration.uniform.min")?, dur(max, "duration.uniform.max")?);
+                let (a, b) = (
+                    dur(min, "duration.uniform.min")?,
+                    dur(max, "duration.uniform.max")?,
+                );
                 if a > b {
-                    return Err(err("duration.uniform", format!("min {a} ms is above max {b} ms")));
+                    return Err(err(
+                        "duration.uniform",
+                        format!("min {a} ms is above max {b} ms"),
+                    ));
                 }
                 DurSampler::Uniform(a, b)
             }
-            DurationDist::Exponential { mean } => DurSampler::Exp(dur(mean, "duration.exponential.mean")? as f64),
+            DurationDist::Exponential { mean } => {
+                DurSampler::Exp(dur(mean, "duration.exponential.mean")? as f64)
+            }
             DurationDist::LogNormal { median, sigma } => {
                 if !(sigma.is_finite() && *sigma >= 0.0) {
-                    return Err(err("duration.logNormal.sigma", format!("expected a non-negative number, got {sigma}")));
+                    return Err(err(
+                        "duration.logNormal.sigma",
+                        format!("expected a non-negative number, got {sigma}"),
+                    ));
                 }
                 DurSampler::LogNormal(dur(median, "duration.logNormal.median")? as f64, *sigma)
             }
@@ -305,17 +385,26 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
         match &t.pods {
             IntDist::Fixed(0) => return Err(err("pods.fixed", "expected at least 1 pod".into())),
             IntDist::Uniform { min, max } if *min == 0 || min > max => {
-                return Err(err("pods.uniform", format!("expected 1 <= min <= max, got {min}..{max}")));
+                return Err(err(
+                    "pods.uniform",
+                    format!("expected 1 <= min <= max, got {min}..{max}"),
+                ));
             }
             IntDist::Choice(c) if c.is_empty() || c.contains(&0) => {
-                return Err(err("pods.choice", "expected a non-empty list of positive counts".into()));
+                return Err(err(
+                    "pods.choice",
+                    "expected a non-empty list of positive counts".into(),
+                ));
             }
             _ => {}
         }
         let times: Vec<u64> = match &t.arrival {
             Arrival::Poisson { per_hour } => {
                 if !(per_hour.is_finite() && *per_hour > 0.0) {
-                    return Err(err("arrival.poisson.perHour", format!("expected a positive rate, got {per_hour}")));
+                    return Err(err(
+                        "arrival.poisson.perHour",
+                        format!("expected a positive rate, got {per_hour}"),
+                    ));
                 }
                 let mean_gap = 3_600_000.0 / per_hour;
                 let mut now = start as f64;
@@ -355,7 +444,12 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                 duration_ms,
                 min_member: pods,
                 subgroups: Vec::new(),
-                tasks: vec![SimTask { count: pods, requests: requests.clone(), subgroup: None, constraints: constraints.clone() }],
+                tasks: vec![SimTask {
+                    count: pods,
+                    requests: requests.clone(),
+                    subgroup: None,
+                    constraints: constraints.clone(),
+                }],
             });
         }
     }
@@ -378,7 +472,9 @@ impl DurSampler {
                 let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
                 (-mean * u.ln()).round() as u64
             }
-            DurSampler::LogNormal(median, sigma) => (median * (sigma * normal(rng)).exp()).round() as u64,
+            DurSampler::LogNormal(median, sigma) => {
+                (median * (sigma * normal(rng)).exp()).round() as u64
+            }
         }
     }
 }
@@ -404,20 +500,35 @@ spec:
         assert_eq!(a, b);
         assert_eq!(a.len(), 55);
         let big: Vec<_> = a.iter().filter(|j| j.queue == "b").collect();
-        assert_eq!(big.iter().map(|j| j.submit.0).collect::<Vec<_>>(), [0, 3_600_000, 7_200_000, 10_800_000, 14_400_000]);
-        assert!(big.iter().all(|j| j.task_count() == 2 || j.task_count() == 4));
+        assert_eq!(
+            big.iter().map(|j| j.submit.0).collect::<Vec<_>>(),
+            [0, 3_600_000, 7_200_000, 10_800_000, 14_400_000]
+        );
+        assert!(
+            big.iter()
+                .all(|j| j.task_count() == 2 || j.task_count() == 4)
+        );
         // Removing the first template does not change the second's jobs.
         let only_big = GEN.replace("  - {name: dev, queue: a, count: 50, arrival: {poisson: {perHour: 60}}, podRequests: {nvidia.com/gpu: 1}, duration: {exponential: {mean: 10m}}}\n", "");
         let c = parse_workload(&only_big, "g.yaml").unwrap();
         let durations = |v: &[&SimJob]| v.iter().map(|j| j.duration_ms).collect::<Vec<_>>();
         let c_refs: Vec<&SimJob> = c.iter().collect();
-        assert_eq!(durations(&big), durations(&c_refs), "streams are keyed by template name");
+        assert_eq!(
+            durations(&big),
+            durations(&c_refs),
+            "streams are keyed by template name"
+        );
     }
 
     #[test]
     fn poisson_rate_is_roughly_right() {
         let a = parse_workload(GEN, "g.yaml").unwrap();
-        let last = a.iter().filter(|j| j.queue == "a").map(|j| j.submit.0).max().unwrap();
+        let last = a
+            .iter()
+            .filter(|j| j.queue == "a")
+            .map(|j| j.submit.0)
+            .max()
+            .unwrap();
         // 50 arrivals at 60/h: about 50 minutes; allow a wide band.
         assert!((1_200_000..6_000_000).contains(&last), "{last}");
     }
@@ -433,15 +544,29 @@ spec:
 "#;
         let jobs = parse_workload(text, "w.yaml").unwrap();
         assert_eq!(jobs[0].id, "sim/a");
-        assert_eq!((jobs[0].min_member, jobs[0].duration_ms, jobs[0].gpu_milli()), (2, 10_000, 8000));
+        assert_eq!(
+            (jobs[0].min_member, jobs[0].duration_ms, jobs[0].gpu_milli()),
+            (2, 10_000, 8000)
+        );
         assert_eq!((jobs[1].submit.0, jobs[1].min_member), (5000, 1));
         let bad = text.replace("duration: 1m", "duration: -1m");
         let e = parse_workload(&bad, "w.yaml").unwrap_err().to_string();
-        assert!(e.starts_with("w.yaml: spec.jobs[1].duration: expected a non-negative duration"), "{e}");
+        assert!(
+            e.starts_with("w.yaml: spec.jobs[1].duration: expected a non-negative duration"),
+            "{e}"
+        );
         let bad = text.replace("minMember: 1", "minMember: 9");
-        assert!(parse_workload(&bad, "w.yaml").unwrap_err().to_string().contains("spec.jobs[1].minMember: expected 1..=3"));
+        assert!(
+            parse_workload(&bad, "w.yaml")
+                .unwrap_err()
+                .to_string()
+                .contains("spec.jobs[1].minMember: expected 1..=3")
+        );
         let bad = text.replace("count: 2", "cnt: 2");
         let e = parse_workload(&bad, "w.yaml").unwrap_err().to_string();
-        assert!(e.contains("spec.jobs[0].tasks[0]") && e.contains("unknown field `cnt`"), "{e}");
+        assert!(
+            e.contains("spec.jobs[0].tasks[0]") && e.contains("unknown field `cnt`"),
+            "{e}"
+        );
     }
 }

@@ -1,0 +1,699 @@
+//! The discrete-event engine.
+//!
+//! Events (task finishes, node failures and recoveries, job arrivals and
+//! scheduling cycles) sit in one priority queue ordered by (time, kind,
+//! sequence number). At equal times, finishes come first, then node events,
+//! then arrivals, then the cycle; the sequence number breaks the remaining
+//! ties in insertion order, so runs are deterministic.
+//!
+//! A cycle runs only when something changed (an arrival, a finish, a node
+//! event) and jobs are pending. It runs at the next multiple of the cycle
+//! period, so changes within one period share one cycle, as in a real
+//! periodic scheduler. Stretches with nothing to do cost nothing: the clock
+//! jumps to the next event. Each cycle calls the production entry point
+//! [`trainyard_sched::schedule`] on the simulator's snapshot.
+//!
+//! Job life:
+//! - A gang starts when the core binds its minimum; every task runs for the
+//!   job's duration from its own start (elastic pods bound later end later).
+//! - The job ends when its last running task ends. Once any task has ended,
+//!   the job stops growing: its still-pending elastic pods are dropped.
+//! - A node failure kills every job with a task on that node; the job goes
+//!   back to pending as a whole (gang semantics) and starts over.
+//! - A job the core rejects for good (unknown queue, above a queue limit,
+//!   unsupported feature, malformed request), or one with a pod larger than
+//!   every node or a minimum larger than the whole cluster, is recorded as
+//!   rejected with its reason and never retried.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+use trainyard_model::{Job, Node, QueueTree, Resources, Snapshot, Task, TaskState, Timestamp};
+use trainyard_sched::{Config, PendingReason, schedule};
+
+use crate::job::SimJob;
+use crate::result::{ClusterSample, JobRecord, JobState, QueueSample, SimOutput};
+use crate::spec::Fault;
+
+/// How to run a simulation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimOptions {
+    /// Name of the policy (scheduler config) in outputs.
+    pub policy: String,
+    /// Cycles are aligned to multiples of this period (ms); 0 runs a cycle
+    /// at the very time of every change.
+    pub cycle_period_ms: u64,
+    /// Stop at this simulated time (jobs still running are reported so).
+    pub until: Option<Timestamp>,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            policy: "default".into(),
+            cycle_period_ms: 10_000,
+            until: None,
+        }
+    }
+}
+
+/// What the simulation runs on.
+#[derive(Clone, Copy, Debug)]
+pub struct SimInput<'a> {
+    pub nodes: &'a [Node],
+    pub queues: &'a QueueTree,
+    /// Jobs in any order.
+    pub jobs: &'a [SimJob],
+    pub faults: &'a [Fault],
+}
+
+/// Reported to the progress callback every [`PROGRESS_EVERY`] events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    pub events: u64,
+    pub now: Timestamp,
+    pub jobs_finished: u64,
+    pub jobs_total: u64,
+}
+
+pub const PROGRESS_EVERY: u64 = 2048;
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// Tasks (indices into the SimJob's expanded tasks) of a job end.
+    Finish {
+        job: usize,
+        epoch: u32,
+        tasks: Vec<u32>,
+    },
+    Node {
+        index: usize,
+        up: bool,
+    },
+    Arrival {
+        job: usize,
+    },
+    Cycle,
+}
+
+impl Event {
+    fn class(&self) -> u8 {
+        match self {
+            Event::Finish { .. } => 0,
+            Event::Node { .. } => 1,
+            Event::Arrival { .. } => 2,
+            Event::Cycle => 3,
+        }
+    }
+}
+
+/// Runtime state of one job.
+struct Rt {
+    record: JobRecord,
+    /// Index into `snapshot.jobs` while active.
+    slot: Option<usize>,
+    /// Restart counter: finish events of an older epoch are stale.
+    epoch: u32,
+    bound: u32,
+    /// Milli-GPU of the job's bound tasks.
+    gpu_bound: u64,
+    /// A task has ended: no more growth.
+    winding_down: bool,
+}
+
+struct Engine<'a> {
+    input: SimInput<'a>,
+    config: &'a Config,
+    opts: &'a SimOptions,
+    heap: BinaryHeap<Reverse<(i64, u8, u64, Event)>>,
+    seq: u64,
+    snapshot: Snapshot,
+    node_up: Vec<bool>,
+    rt: Vec<Rt>,
+    /// SimJob index of each `snapshot.jobs` entry.
+    slot_job: Vec<usize>,
+    by_id: HashMap<String, usize>,
+    next_cycle: Option<i64>,
+    gpu_allocated: u64,
+    running: u32,
+    pending: u32,
+    finished: u64,
+    cycles: u64,
+    events: u64,
+    queues: Vec<QueueSample>,
+    last_queue: BTreeMap<String, (Resources, Resources, Resources)>,
+    cluster: Vec<ClusterSample>,
+    needs_compaction: bool,
+    end: Timestamp,
+}
+
+fn task_name(job: &str, i: u32) -> String {
+    format!("{job}#{i}")
+}
+
+fn task_index(name: &str) -> Option<u32> {
+    name.rsplit_once('#').and_then(|(_, i)| i.parse().ok())
+}
+
+/// Runs a simulation to completion (or `opts.until`).
+pub fn simulate(
+    input: SimInput<'_>,
+    config: &Config,
+    opts: &SimOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> SimOutput {
+    let mut e = Engine::new(input, config, opts);
+    e.run(progress);
+    e.finish()
+}
+
+impl<'a> Engine<'a> {
+    fn new(input: SimInput<'a>, config: &'a Config, opts: &'a SimOptions) -> Self {
+        let mut order: Vec<usize> = (0..input.jobs.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (x, y) = (&input.jobs[a], &input.jobs[b]);
+            x.submit.cmp(&y.submit).then(x.id.cmp(&y.id))
+        });
+        let mut e = Engine {
+            input,
+            config,
+            opts,
+            heap: BinaryHeap::new(),
+            seq: 0,
+            snapshot: Snapshot {
+                nodes: input.nodes.to_vec(),
+                queues: input.queues.clone(),
+                jobs: Vec::new(),
+                external: Vec::new(),
+            },
+            node_up: vec![true; input.nodes.len()],
+            rt: Vec::with_capacity(input.jobs.len()),
+            slot_job: Vec::new(),
+            by_id: HashMap::with_capacity(input.jobs.len()),
+            next_cycle: None,
+            gpu_allocated: 0,
+            running: 0,
+            pending: 0,
+            finished: 0,
+            cycles: 0,
+            events: 0,
+            queues: Vec::new(),
+            last_queue: BTreeMap::new(),
+            cluster: Vec::new(),
+            needs_compaction: false,
+            end: Timestamp(0),
+        };
+        // Largest node and whole cluster, to reject what can never fit.
+        let mut total = Resources::zero();
+        for n in input.nodes {
+            total.add(&n.allocatable);
+        }
+        for (i, j) in input.jobs.iter().enumerate() {
+            let mut record = JobRecord {
+                id: j.id.clone(),
+                queue: j.queue.clone(),
+                priority: j.priority,
+                gpu_milli: j.gpu_milli(),
+                tasks: j.task_count(),
+                submit: j.submit,
+                start: None,
+                end: None,
+                state: JobState::Pending,
+                pending_reason: None,
+                restarts: 0,
+            };
+            if let Some(reason) = too_large(j, input.nodes, &total) {
+                record.state = JobState::Rejected;
+                record.pending_reason = Some(reason);
+            }
+            if e.by_id.insert(j.id.clone(), i).is_some() {
+                record.state = JobState::Rejected;
+                record.pending_reason = Some(format!("duplicate job id {}", j.id));
+            }
+            e.rt.push(Rt {
+                record,
+                slot: None,
+                epoch: 0,
+                bound: 0,
+                gpu_bound: 0,
+                winding_down: false,
+            });
+        }
+        for i in order {
+            if e.rt[i].record.state != JobState::Rejected {
+                e.push(input.jobs[i].submit.0, Event::Arrival { job: i });
+            }
+        }
+        let index: HashMap<&str, usize> = input
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        for f in input.faults {
+            if let Some(&i) = index.get(f.node.as_str()) {
+                e.push(f.at.0, Event::Node { index: i, up: f.up });
+            }
+        }
+        e
+    }
+
+    fn push(&mut self, at: i64, ev: Event) {
+        self.seq += 1;
+        self.heap.push(Reverse((at, ev.class(), self.seq, ev)));
+    }
+
+    fn run(&mut self, progress: &mut dyn FnMut(&Progress)) {
+        let mut now = Timestamp(0);
+        self.sample_cluster(now);
+        while let Some(Reverse((t, _, _, _))) = self.heap.peek() {
+            let t = *t;
+            if self.opts.until.is_some_and(|u| t > u.0) {
+                now = self.opts.until.unwrap_or(now);
+                break;
+            }
+            now = Timestamp(t);
+            // `changed`: something a cycle should look at; `moved`: the
+            // cluster sample may differ.
+            let mut changed = false;
+            let mut moved = false;
+            while let Some(Reverse((t2, _, _, _))) = self.heap.peek() {
+                if *t2 != t {
+                    break;
+                }
+                let Some(Reverse((_, _, _, ev))) = self.heap.pop() else {
+                    break;
+                };
+                self.events += 1;
+                if self.events.is_multiple_of(PROGRESS_EVERY) {
+                    progress(&Progress {
+                        events: self.events,
+                        now,
+                        jobs_finished: self.finished,
+                        jobs_total: self.input.jobs.len() as u64,
+                    });
+                }
+                match ev {
+                    Event::Finish { job, epoch, tasks } => {
+                        changed |= self.finish_tasks(job, epoch, &tasks, now)
+                    }
+                    Event::Node { index, up } => changed |= self.node_event(index, up),
+                    Event::Arrival { job } => {
+                        self.arrive(job);
+                        changed = true;
+                    }
+                    Event::Cycle => {
+                        // A cycle superseded by an earlier one is stale.
+                        if self.next_cycle == Some(t) {
+                            self.next_cycle = None;
+                            self.cycle(now);
+                            moved = true;
+                        }
+                    }
+                }
+            }
+            if changed && self.pending > 0 {
+                let period = self.opts.cycle_period_ms as i64;
+                let at = if period > 0 {
+                    (t + period - 1) / period * period
+                } else {
+                    t
+                };
+                if self.next_cycle.is_none_or(|c| at < c) {
+                    self.next_cycle = Some(at);
+                    self.push(at, Event::Cycle);
+                }
+            }
+            if changed || moved {
+                self.sample_cluster(now);
+            }
+        }
+        self.end = now;
+    }
+}
+
+impl Engine<'_> {
+    fn arrive(&mut self, j: usize) {
+        let sj = &self.input.jobs[j];
+        let mut tasks = Vec::with_capacity(sj.task_count() as usize);
+        let mut i = 0u32;
+        for group in &sj.tasks {
+            for _ in 0..group.count {
+                tasks.push(Task {
+                    name: task_name(&sj.id, i),
+                    subgroup: group.subgroup.clone(),
+                    requests: group.requests.clone(),
+                    constraints: group.constraints.clone(),
+                    state: TaskState::Pending,
+                });
+                i += 1;
+            }
+        }
+        let job = Job {
+            id: sj.id.clone(),
+            queue: sj.queue.clone(),
+            priority: sj.priority,
+            submit_time: sj.submit,
+            min_member: sj.min_member,
+            subgroups: sj.subgroups.clone(),
+            tasks,
+            rejected: None,
+        };
+        self.rt[j].slot = Some(self.snapshot.jobs.len());
+        self.snapshot.jobs.push(job);
+        self.slot_job.push(j);
+        self.pending += 1;
+    }
+
+    fn finish_tasks(&mut self, j: usize, epoch: u32, tasks: &[u32], now: Timestamp) -> bool {
+        if self.rt[j].epoch != epoch {
+            return false;
+        }
+        let Some(slot) = self.rt[j].slot else {
+            return false;
+        };
+        let job = &mut self.snapshot.jobs[slot];
+        let mut freed = 0u64;
+        let mut ended = 0u32;
+        job.tasks.retain(|t| {
+            let done = task_index(&t.name).is_some_and(|i| tasks.contains(&i));
+            if done {
+                freed += t.requests.gpu;
+                ended += 1;
+            }
+            !done
+        });
+        // The job stops growing: drop pending elastic pods, no minimum left.
+        job.tasks.retain(|t| !t.is_pending());
+        job.min_member = 0;
+        job.subgroups.clear();
+        let rt = &mut self.rt[j];
+        rt.winding_down = true;
+        rt.bound -= ended.min(rt.bound);
+        rt.gpu_bound -= freed.min(rt.gpu_bound);
+        self.gpu_allocated -= freed.min(self.gpu_allocated);
+        if rt.bound == 0 {
+            rt.record.end = Some(now);
+            rt.record.state = JobState::Completed;
+            rt.slot = None;
+            self.running -= 1;
+            self.finished += 1;
+            self.needs_compaction = true;
+        }
+        true
+    }
+
+    fn node_event(&mut self, index: usize, up: bool) -> bool {
+        if self.node_up[index] == up {
+            return false;
+        }
+        self.node_up[index] = up;
+        let name = self.input.nodes[index].name.clone();
+        if up {
+            self.snapshot.nodes.push(self.input.nodes[index].clone());
+            self.snapshot.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+            return true;
+        }
+        self.snapshot.nodes.retain(|n| n.name != name);
+        // Every job with a task on the node restarts from scratch.
+        for slot in 0..self.snapshot.jobs.len() {
+            let j = self.slot_job[slot];
+            if self.rt[j].slot != Some(slot) {
+                continue;
+            }
+            let hit = self.snapshot.jobs[slot]
+                .tasks
+                .iter()
+                .any(|t| matches!(&t.state, TaskState::Bound { node, .. } if *node == name));
+            if !hit {
+                continue;
+            }
+            let rt = &mut self.rt[j];
+            self.gpu_allocated -= rt.gpu_bound.min(self.gpu_allocated);
+            rt.epoch += 1;
+            rt.bound = 0;
+            rt.gpu_bound = 0;
+            rt.record.restarts += 1;
+            rt.record.start = None;
+            rt.record.state = JobState::Pending;
+            let was_winding = rt.winding_down;
+            rt.winding_down = false;
+            self.running -= 1;
+            self.pending += 1;
+            // Back to the job as submitted.
+            let sj = &self.input.jobs[j];
+            let job = &mut self.snapshot.jobs[slot];
+            if was_winding {
+                job.min_member = sj.min_member;
+                job.subgroups = sj.subgroups.clone();
+            }
+            job.tasks.clear();
+            let mut i = 0u32;
+            for group in &sj.tasks {
+                for _ in 0..group.count {
+                    job.tasks.push(Task {
+                        name: task_name(&sj.id, i),
+                        subgroup: group.subgroup.clone(),
+                        requests: group.requests.clone(),
+                        constraints: group.constraints.clone(),
+                        state: TaskState::Pending,
+                    });
+                    i += 1;
+                }
+            }
+        }
+        true
+    }
+
+    /// Drops completed and rejected jobs from the snapshot.
+    fn compact(&mut self) {
+        if !self.needs_compaction {
+            return;
+        }
+        self.needs_compaction = false;
+        let mut keep_jobs = Vec::with_capacity(self.snapshot.jobs.len());
+        let mut keep_slots = Vec::with_capacity(self.slot_job.len());
+        for (job, j) in std::mem::take(&mut self.snapshot.jobs)
+            .into_iter()
+            .zip(std::mem::take(&mut self.slot_job))
+        {
+            if self.rt[j].slot.is_some() {
+                self.rt[j].slot = Some(keep_jobs.len());
+                keep_jobs.push(job);
+                keep_slots.push(j);
+            }
+        }
+        self.snapshot.jobs = keep_jobs;
+        self.slot_job = keep_slots;
+    }
+
+    fn cycle(&mut self, now: Timestamp) {
+        self.compact();
+        let d = schedule(&self.snapshot, self.config, now);
+        self.cycles += 1;
+
+        // Apply binds, grouped by job.
+        let mut started: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+        for b in &d.binds {
+            let (Some(&j), Some(ti)) = (self.by_id.get(&b.job), task_index(&b.task)) else {
+                continue;
+            };
+            let Some(slot) = self.rt[j].slot else {
+                continue;
+            };
+            let Some(task) = self.snapshot.jobs[slot]
+                .tasks
+                .iter_mut()
+                .find(|t| t.name == b.task)
+            else {
+                continue;
+            };
+            task.state = TaskState::Bound {
+                node: b.node.clone(),
+                gpus: Some(b.gpus.clone()),
+            };
+            let gpu = task.requests.gpu;
+            let rt = &mut self.rt[j];
+            rt.bound += 1;
+            rt.gpu_bound += gpu;
+            self.gpu_allocated += gpu;
+            started.entry(j).or_default().push(ti);
+        }
+        for (j, tasks) in started {
+            let rt = &mut self.rt[j];
+            if rt.record.start.is_none() {
+                rt.record.start = Some(now);
+                rt.record.state = JobState::Running;
+                rt.record.pending_reason = None;
+                self.pending -= 1;
+                self.running += 1;
+            }
+            let at = now.0 + self.input.jobs[j].duration_ms as i64;
+            let epoch = rt.epoch;
+            self.push(
+                at,
+                Event::Finish {
+                    job: j,
+                    epoch,
+                    tasks,
+                },
+            );
+        }
+        for p in &d.pending {
+            let Some(&j) = self.by_id.get(&p.job) else {
+                continue;
+            };
+            let rt = &mut self.rt[j];
+            if rt.record.start.is_some() {
+                continue; // elastic remainder of a running job
+            }
+            rt.record.pending_reason = Some(p.message.clone());
+            let permanent = matches!(
+                p.reason,
+                PendingReason::Rejected { .. }
+                    | PendingReason::ExceedsQueueLimit { .. }
+                    | PendingReason::Unsupported { .. }
+                    | PendingReason::InvalidRequest { .. }
+            );
+            if permanent {
+                rt.record.state = JobState::Rejected;
+                rt.slot = None;
+                self.pending -= 1;
+                self.finished += 1;
+                self.needs_compaction = true;
+            }
+        }
+        // Queue samples, only when a queue's numbers changed.
+        let leaves: std::collections::BTreeSet<&str> = self
+            .snapshot
+            .queues
+            .ids()
+            .filter(|q| self.snapshot.queues.is_leaf(*q))
+            .map(|q| self.snapshot.queues.path(q))
+            .collect();
+        for q in &d.queues {
+            let now_vals = (q.demand.clone(), q.fair_share.clone(), q.allocated.clone());
+            if self.last_queue.get(&q.queue) != Some(&now_vals) {
+                self.queues.push(QueueSample {
+                    time: now,
+                    queue: q.queue.clone(),
+                    is_leaf: leaves.contains(q.queue.as_str()),
+                    demand: q.demand.clone(),
+                    fair_share: q.fair_share.clone(),
+                    allocated: q.allocated.clone(),
+                });
+                self.last_queue.insert(q.queue.clone(), now_vals);
+            }
+        }
+        // A starving gang changes decisions with time alone: wake up then.
+        if let Some(s) = self.config.gang_starvation_seconds
+            && self.pending > 0
+        {
+            let wake = self
+                .snapshot
+                .jobs
+                .iter()
+                .filter(|j| j.tasks.iter().all(|t| t.is_pending()))
+                .map(|j| j.submit_time.0 + s as i64 * 1000)
+                .filter(|w| *w > now.0)
+                .min();
+            if let Some(w) = wake
+                && self.next_cycle.is_none()
+            {
+                self.next_cycle = Some(w);
+                self.push(w, Event::Cycle);
+            }
+        }
+    }
+
+    fn sample_cluster(&mut self, now: Timestamp) {
+        let capacity: u64 = self
+            .input
+            .nodes
+            .iter()
+            .zip(&self.node_up)
+            .filter(|(_, up)| **up)
+            .map(|(n, _)| n.allocatable.gpu)
+            .sum();
+        let s = ClusterSample {
+            time: now,
+            gpu_capacity: capacity,
+            gpu_allocated: self.gpu_allocated,
+            running_jobs: self.running,
+            pending_jobs: self.pending,
+        };
+        match self.cluster.last_mut() {
+            Some(last) if last.time == now => *last = s,
+            Some(last)
+                if (
+                    last.gpu_capacity,
+                    last.gpu_allocated,
+                    last.running_jobs,
+                    last.pending_jobs,
+                ) == (
+                    s.gpu_capacity,
+                    s.gpu_allocated,
+                    s.running_jobs,
+                    s.pending_jobs,
+                ) => {}
+            _ => self.cluster.push(s),
+        }
+    }
+
+    fn finish(self) -> SimOutput {
+        let end = self.end;
+        let start = self
+            .input
+            .jobs
+            .iter()
+            .map(|j| j.submit)
+            .min()
+            .unwrap_or(Timestamp(0));
+        let mut jobs: Vec<JobRecord> = self.rt.into_iter().map(|r| r.record).collect();
+        jobs.sort_by(|a, b| a.submit.cmp(&b.submit).then(a.id.cmp(&b.id)));
+        SimOutput {
+            policy: self.opts.policy.clone(),
+            jobs,
+            queues: self.queues,
+            cluster: self.cluster,
+            cycles: self.cycles,
+            events: self.events,
+            start_time: start,
+            end_time: end,
+        }
+    }
+}
+
+/// Why a job can never run on these nodes, if so.
+fn too_large(j: &SimJob, nodes: &[Node], total: &Resources) -> Option<String> {
+    for t in &j.tasks {
+        let fits_somewhere = nodes.iter().any(|n| {
+            t.requests.fits_in(&n.allocatable)
+                && t.requests
+                    .whole_gpus()
+                    .is_none_or(|g| g as usize <= n.gpus.len())
+        });
+        if !fits_somewhere {
+            return Some(format!(
+                "a pod asks for {}, more than any node has",
+                t.requests
+            ));
+        }
+    }
+    // The minimum: the first min_member tasks in order.
+    let mut min = Resources::zero();
+    let mut left = j.min_member;
+    for t in &j.tasks {
+        let n = t.count.min(left);
+        min.add(&t.requests.scaled(n as u64));
+        left -= n;
+    }
+    if let Some(r) = min.first_excess(total) {
+        return Some(format!(
+            "the gang minimum needs {} {r}, more than the whole cluster has ({})",
+            r.format_amount(min.get(&r)),
+            r.format_amount(total.get(&r))
+        ));
+    }
+    None
+}

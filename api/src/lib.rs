@@ -189,7 +189,8 @@ pub fn describe_object(kind: &str, value: &serde_json::Value) -> String {
 }
 
 /// Deserializes `value` into `T`; on failure the error carries the field
-/// path of the problem.
+/// path of the problem and a message in plain words (no Rust type names;
+/// see [`de::plain_message`]).
 pub fn from_value<T: DeserializeOwned>(
     value: &serde_json::Value,
     object: &str,
@@ -197,7 +198,11 @@ pub fn from_value<T: DeserializeOwned>(
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { String::new() } else { path };
-        ApiError::new(object, field, e.into_inner().to_string())
+        ApiError::new(
+            object,
+            field,
+            de::plain_message(&e.into_inner().to_string()),
+        )
     })
 }
 

@@ -34,9 +34,10 @@ use crate::{
 pub struct PodGroup {
     pub api_version: String,
     pub kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::de::null_default")]
     pub metadata: ObjectMeta,
-    #[serde(default)]
+    /// `spec:` with no value (null) means the defaults.
+    #[serde(default, deserialize_with = "crate::de::null_default")]
     pub spec: PodGroupSpec,
     /// Ignored (present in `kubectl get -o yaml` output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,7 +93,7 @@ fn one() -> u32 {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ForeignPodGroup {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::de::null_default")]
     metadata: ObjectMeta,
     #[serde(default, deserialize_with = "crate::de::null_default")]
     spec: ForeignSpec,
@@ -241,6 +242,36 @@ mod tests {
     }
 
     #[test]
+    fn null_spec_means_defaults_and_type_errors_name_no_rust_types() {
+        let pg = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "x", "namespace": "ml"}, "spec": null
+        }))
+        .unwrap();
+        assert_eq!(pg.spec, PodGroupSpec::default());
+        let text = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "x"}, "spec": "big"
+        }))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            text,
+            "PodGroup default/x: spec: expected a mapping, found \"big\""
+        );
+        let text = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "x"}, "spec": {"subGroups": [null]}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            text,
+            "PodGroup default/x: spec.subGroups[0]: expected a mapping, found null"
+        );
+    }
+
+    #[test]
     fn foreign_groups_are_lenient() {
         let pg = parse(json!({
             "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
@@ -295,7 +326,7 @@ mod tests {
         .to_string();
         assert!(
             text.starts_with(
-                "PodGroup default/g: spec.minMember: invalid value: integer `-1`, expected u32"
+                "PodGroup default/g: spec.minMember: expected a whole number from 0 to 4294967295, found -1"
             ),
             "{text}"
         );

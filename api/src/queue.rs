@@ -32,9 +32,10 @@ use crate::{
 pub struct Queue {
     pub api_version: String,
     pub kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::de::null_default")]
     pub metadata: ObjectMeta,
-    #[serde(default)]
+    /// `spec:` with no value (null) means the defaults.
+    #[serde(default, deserialize_with = "crate::de::null_default")]
     pub spec: QueueSpecDoc,
     /// Ignored (present in `kubectl get -o yaml` output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -232,6 +233,9 @@ mod tests {
 
         let minimal = queue(json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue", "metadata": {"name": "a"}})).unwrap();
         assert_eq!(minimal, QueueSpec::new("a"));
+        // `spec:` with no value is null: the defaults, like an absent spec.
+        let null_spec = queue(json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue", "metadata": {"name": "a"}, "spec": null})).unwrap();
+        assert_eq!(null_spec, QueueSpec::new("a"));
     }
 
     #[test]
@@ -286,9 +290,28 @@ mod tests {
         let text = errs.to_string();
         assert!(
             text.starts_with(
-                "Queue a: spec.overQuotaWeight: invalid value: integer `5000000000`, expected u32"
+                "Queue a: spec.overQuotaWeight: expected a whole number from 0 to 4294967295, found 5000000000"
             ),
             "{text}"
+        );
+
+        let errs = queue(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "a"}, "spec": 7
+        }))
+        .unwrap_err();
+        assert_eq!(
+            errs.to_string(),
+            "Queue a: spec: expected a mapping, found 7"
+        );
+        let errs = queue(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+            "metadata": {"name": "a"}, "spec": {"priority": "high"}
+        }))
+        .unwrap_err();
+        assert_eq!(
+            errs.to_string(),
+            "Queue a: spec.priority: expected a whole number from -2147483648 to 2147483647, found \"high\""
         );
 
         let errs = queue(json!({"apiVersion": "v1", "kind": "Queue", "metadata": {"name": "a"}}))

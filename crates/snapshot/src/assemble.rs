@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use trainyard_api::keys::{self, KeyPlace};
+use trainyard_api::names::dns1123_subdomain_problem;
 use trainyard_api::{ObjectMeta, PodGroup};
 use trainyard_model::{
     ExternalPod, Job, PlacementConstraints, QueueError, QueueSpec, QueueTree, Snapshot, SubGroup,
@@ -40,27 +41,58 @@ fn list_names(names: &[String]) -> String {
 /// A key and the value found under it.
 type KeyValue<'m> = (&'static str, &'m str);
 
-/// The first present value among `keys` and every other present value
-/// (key, value) that differs from it.
+/// The first present value among `keys` (with its key and where it is
+/// read from) and every other present value (key, value) that differs
+/// from it.
 fn first_of<'m>(
     meta: &'m ObjectMeta,
     keys: &[(&'static str, KeyPlace)],
-) -> Option<(&'static str, &'m str, Vec<KeyValue<'m>>)> {
+) -> Option<(&'static str, KeyPlace, &'m str, Vec<KeyValue<'m>>)> {
     let mut found = keys
         .iter()
-        .filter_map(|(k, place)| meta.lookup(k, *place).map(|v| (*k, v)));
-    let (k, v) = found.next()?;
-    let others = found.filter(|(_, o)| *o != v).collect();
-    Some((k, v, others))
+        .filter_map(|(k, place)| meta.lookup(k, *place).map(|v| (*k, *place, v)));
+    let (k, place, v) = found.next()?;
+    let others = found
+        .filter(|(_, _, o)| *o != v)
+        .map(|(k, _, o)| (k, o))
+        .collect();
+    Some((k, place, v, others))
 }
 
-/// Where `key` was found: `metadata.labels.<key>` or `metadata.annotations.<key>`.
-fn meta_field(meta: &ObjectMeta, key: &str) -> String {
-    if meta.labels.contains_key(key) {
+/// Where the value of `key` looked up as `place` was found:
+/// `metadata.labels.<key>` or `metadata.annotations.<key>`.
+fn meta_field(meta: &ObjectMeta, key: &str, place: KeyPlace) -> String {
+    let label = match place {
+        KeyPlace::Label => true,
+        KeyPlace::Annotation => false,
+        KeyPlace::LabelOrAnnotation => meta.lookup(key, KeyPlace::Label).is_some(),
+    };
+    if label {
         format!("metadata.labels.{key}")
     } else {
         format!("metadata.annotations.{key}")
     }
+}
+
+/// For each key read "label, then annotation" that is set to different
+/// non-empty values as a label and as an annotation: a message saying the
+/// label wins.
+fn label_annotation_conflicts(meta: &ObjectMeta) -> Vec<String> {
+    keys::POD_GROUP_KEYS
+        .iter()
+        .chain(keys::QUEUE_KEYS)
+        .chain(&[(keys::SUB_GROUP, KeyPlace::LabelOrAnnotation)])
+        .filter(|(_, place)| *place == KeyPlace::LabelOrAnnotation)
+        .filter_map(|(key, _)| {
+            let label = meta.lookup(key, KeyPlace::Label)?;
+            let annotation = meta.lookup(key, KeyPlace::Annotation)?;
+            (label != annotation).then(|| {
+                format!(
+                    "label {key}={label:?} and annotation {key}={annotation:?} differ; using the label's {label:?}"
+                )
+            })
+        })
+        .collect()
 }
 
 struct Member {
@@ -83,13 +115,13 @@ struct Ctx<'a> {
     errors: Vec<LoadError>,
     warnings: Vec<String>,
     priority_classes: BTreeMap<String, i32>,
-    /// Unresolvable class -> who uses it.
-    unresolved: BTreeMap<String, Vec<String>>,
+    /// Unresolvable class -> who uses it (where defined, `Kind ns/name`).
+    unresolved: BTreeMap<String, Vec<(Loc, String)>>,
     constraints: BTreeMap<PlacementConstraints, Arc<PlacementConstraints>>,
 }
 
 impl Ctx<'_> {
-    fn resolve(&mut self, class: &str, user: String) -> Option<i32> {
+    fn resolve(&mut self, class: &str, loc: &Loc, user: String) -> Option<i32> {
         let v = self.priority_classes.get(class).copied().or_else(|| {
             BUILTIN_PRIORITY_CLASSES
                 .iter()
@@ -100,7 +132,7 @@ impl Ctx<'_> {
             self.unresolved
                 .entry(class.to_string())
                 .or_default()
-                .push(user);
+                .push((loc.clone(), user));
         }
         v
     }
@@ -184,7 +216,11 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
                 pod.ignored.join(", ")
             ));
         }
-        let group = first_of(&pod.meta, keys::POD_GROUP_KEYS).map(|(k, v, others)| {
+        for conflict in label_annotation_conflicts(&pod.meta) {
+            cx.warnings
+                .push(format!("{}: {object}: {conflict}", loc.at()));
+        }
+        let group = first_of(&pod.meta, keys::POD_GROUP_KEYS).map(|(k, _, v, others)| {
             if !others.is_empty() {
                 let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
                 cx.warnings.push(format!(
@@ -195,7 +231,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             }
             v.to_string()
         });
-        let queue = first_of(&pod.meta, keys::QUEUE_KEYS).map(|(k, v, others)| {
+        let queue = first_of(&pod.meta, keys::QUEUE_KEYS).and_then(|(k, place, v, others)| {
             if !others.is_empty() {
                 let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
                 cx.warnings.push(format!(
@@ -204,7 +240,16 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
                     o.join(", ")
                 ));
             }
-            (k, v.to_string())
+            // Queue names follow the rule of Queue metadata.name.
+            if let Some(problem) = dns1123_subdomain_problem(v) {
+                cx.errors.push(loc.error(
+                    Some(&object),
+                    &meta_field(&pod.meta, k, place),
+                    format!("invalid queue name: {problem}"),
+                ));
+                return None;
+            }
+            Some((k, v.to_string()))
         });
         let subgroup = pod
             .meta
@@ -280,22 +325,47 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
 
     let mut jobs = Vec::new();
     let mut default_used = false;
+    let mut groups_used: BTreeSet<(String, String)> = BTreeSet::new();
     for draft in drafts.into_values() {
-        let pg = draft
+        let key = draft
             .group
             .as_ref()
-            .and_then(|g| groups_by_key.get(&(draft.namespace.clone(), g.clone())));
+            .map(|g| (draft.namespace.clone(), g.clone()));
+        let pg = key.as_ref().and_then(|k| groups_by_key.get(k));
+        if pg.is_some()
+            && let Some(k) = key
+        {
+            groups_used.insert(k);
+        }
         let job = build_job(&mut cx, draft, pg);
         default_used |= job.queue == opts.default_queue;
         jobs.push(job);
     }
+    // PodGroups no pod joins: checked when read, otherwise unused.
+    for (key, (loc, pg)) in &groups_by_key {
+        if !groups_used.contains(key) {
+            cx.warnings.push(format!(
+                "{}: {} has no pods; ignored",
+                loc.at(),
+                pg.object()
+            ));
+        }
+    }
 
-    // Unresolvable priority classes: one warning each.
+    // Unresolvable priority classes: one warning each, at the first user.
     for (class, users) in std::mem::take(&mut cx.unresolved) {
-        cx.warnings.push(format!(
-            "priorityClassName {class:?} (used by {}) is not defined by any PriorityClass document; treated as unset",
-            list_names(&users)
-        ));
+        let Some((loc, first)) = users.first() else {
+            continue;
+        };
+        let mut msg = format!(
+            "{}: {first}: priorityClassName {class:?} is not defined by any PriorityClass document; treated as unset",
+            loc.at()
+        );
+        if users.len() > 1 {
+            let others: Vec<String> = users[1..].iter().map(|(_, u)| u.clone()).collect();
+            msg.push_str(&format!(" (also used by {})", list_names(&others)));
+        }
+        cx.warnings.push(msg);
     }
 
     // Queue tree, with the implicit default queue.
@@ -427,11 +497,12 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
         }
     };
     let pg_queue = pg.and_then(|(_, g)| g.spec.queue.clone());
-    if let (Some(e), Some(p)) = (&explicit, &pg_queue)
+    if let (Some(e), Some(p), Some((pg_loc, _))) = (&explicit, &pg_queue, pg)
         && e != p
     {
         cx.warnings.push(format!(
-            "{group_object}: its pods name queue {e:?} but the PodGroup names {p:?}; using {e:?}"
+            "{}: {group_object}: its pods name queue {e:?} but its spec.queue is {p:?}; using {e:?}",
+            pg_loc.at()
         ));
     }
     let queue = explicit
@@ -473,7 +544,7 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
         };
         cx.errors.push(m.loc.error(
             Some(&format!("Pod {}", m.pod.key())),
-            &meta_field(&m.pod.meta, keys::SUB_GROUP),
+            &meta_field(&m.pod.meta, keys::SUB_GROUP, KeyPlace::LabelOrAnnotation),
             format!("unknown sub-group {sg:?}: {why}"),
         ));
     }
@@ -485,7 +556,9 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
             let n = u32::try_from(members.len()).unwrap_or(u32::MAX);
             let pods: Vec<String> = members.iter().map(|m| m.pod.key()).collect();
             cx.warnings.push(format!(
-                "{group_object} is named by pods ({}) but no PodGroup document defines it; using minMember {n} (all its pods)",
+                "{}: Pod {}: {group_object} is named by pods ({}) but no PodGroup document defines it; using minMember {n} (all its pods)",
+                members[0].loc.at(),
+                members[0].pod.key(),
                 list_names(&pods)
             ));
             n
@@ -496,10 +569,10 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
     // Priority.
     let mut priority = pg.and_then(|(_, g)| g.spec.priority);
     if priority.is_none()
-        && let Some((_, g)) = pg
+        && let Some((loc, g)) = pg
         && let Some(class) = &g.spec.priority_class_name
     {
-        priority = cx.resolve(class, group_object.clone());
+        priority = cx.resolve(class, loc, group_object.clone());
     }
     let priority = match priority {
         Some(p) => p,
@@ -508,7 +581,9 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
             for m in &members {
                 let p = match (m.pod.priority, &m.pod.priority_class) {
                     (Some(p), _) => Some(p),
-                    (None, Some(class)) => cx.resolve(class, format!("Pod {}", m.pod.key())),
+                    (None, Some(class)) => {
+                        cx.resolve(class, &m.loc, format!("Pod {}", m.pod.key()))
+                    }
                     (None, None) => None,
                 }
                 .unwrap_or(0);
@@ -519,20 +594,8 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
     };
 
     // Submit time.
-    let pg_created = match pg {
-        Some((loc, g)) => match g.metadata.creation_time() {
-            Ok(t) => t,
-            Err(e) => {
-                cx.errors.push(loc.error(
-                    Some(&group_object),
-                    "metadata.creationTimestamp",
-                    e.to_string(),
-                ));
-                None
-            }
-        },
-        None => None,
-    };
+    // A bad timestamp was reported when the PodGroup was read.
+    let pg_created = pg.and_then(|(_, g)| g.metadata.creation_time().ok().flatten());
     let submit_time = pg_created
         .or_else(|| members.iter().filter_map(|m| m.pod.created).min())
         .unwrap_or(Timestamp(0));

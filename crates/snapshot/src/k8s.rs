@@ -79,13 +79,34 @@ impl<'de> Deserialize<'de> for SelOp {
     }
 }
 
+/// `topologySpreadConstraints[].whenUnsatisfiable`; absent or null means
+/// `DoNotSchedule` (the Kubernetes default).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WhenUnsatisfiable {
+    DoNotSchedule,
+    ScheduleAnyway,
+}
+
+impl<'de> Deserialize<'de> for WhenUnsatisfiable {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "DoNotSchedule" => Ok(WhenUnsatisfiable::DoNotSchedule),
+            "ScheduleAnyway" => Ok(WhenUnsatisfiable::ScheduleAnyway),
+            _ => Err(D::Error::custom(format!(
+                "unknown whenUnsatisfiable {s:?}; expected DoNotSchedule or ScheduleAnyway"
+            ))),
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Node
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct K8sNode {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub metadata: ObjectMeta,
     #[serde(default, deserialize_with = "null_default")]
     spec: NodeSpec,
@@ -229,7 +250,7 @@ impl K8sNode {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct K8sPriorityClass {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub metadata: ObjectMeta,
     pub value: i32,
 }
@@ -240,7 +261,7 @@ pub(crate) struct K8sPriorityClass {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct K8sPod {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub metadata: ObjectMeta,
     #[serde(default, deserialize_with = "null_default")]
     spec: PodSpec,
@@ -370,7 +391,14 @@ struct PodAffinity {
 #[serde(rename_all = "camelCase")]
 struct SpreadConstraint {
     #[serde(default)]
-    when_unsatisfiable: Option<String>,
+    when_unsatisfiable: Option<WhenUnsatisfiable>,
+}
+
+impl SpreadConstraint {
+    fn when_unsatisfiable(&self) -> WhenUnsatisfiable {
+        self.when_unsatisfiable
+            .unwrap_or(WhenUnsatisfiable::DoNotSchedule)
+    }
 }
 
 #[derive(Deserialize)]
@@ -413,26 +441,59 @@ impl PodInfo {
     }
 }
 
-/// Parses `0,1,2,3`.
+/// Parses `0,1,2,3` (spaces allowed) into indices in the order given,
+/// duplicates kept (see [`gpu_indices_problem`]).
 pub(crate) fn parse_gpu_indices(s: &str) -> Result<Vec<u32>, String> {
-    let mut out: Vec<u32> = Vec::new();
-    if s.trim().is_empty() {
-        return Ok(out);
-    }
-    for part in s.split(',') {
-        let p = part.trim();
-        let i: u32 = p.parse().map_err(|_| {
-            format!("{s:?} is not a list of GPU indices; expected comma-separated device indices such as \"0,1,2,3\"")
-        })?;
-        if out.contains(&i) {
-            return Err(format!(
-                "{s:?} lists GPU {i} twice; expected distinct device indices"
-            ));
+    s.split(',')
+        .map(|part| {
+            part.trim().parse::<u32>().map_err(|_| {
+                format!("{s:?} is not a list of GPU indices; expected comma-separated device indices such as \"0,1,2,3\"")
+            })
+        })
+        .collect()
+}
+
+/// Why `indices` cannot be the devices held by a pod requesting `gpu`
+/// milli-GPU, or `None` when they can: they must be distinct, and there must
+/// be one per GPU for a whole number of GPUs, exactly one for a request
+/// that is not a whole number (a share of a device), none without a GPU
+/// request.
+pub(crate) fn gpu_indices_problem(indices: &[u32], gpu: u64) -> Option<String> {
+    let mut seen = Vec::with_capacity(indices.len());
+    for &i in indices {
+        if seen.contains(&i) {
+            return Some(format!("lists GPU {i} twice; expected distinct indices"));
         }
-        out.push(i);
+        seen.push(i);
     }
-    out.sort_unstable();
-    Ok(out)
+    let amount = ResourceName::Gpu.format_amount(gpu);
+    let (expected, why) = if gpu == 0 {
+        (0, format!("the pod requests no {GPU_RESOURCE}"))
+    } else if gpu.is_multiple_of(1000) {
+        (
+            gpu / 1000,
+            format!("the pod requests {GPU_RESOURCE} {amount}"),
+        )
+    } else if gpu < 1000 {
+        (
+            1,
+            format!("the pod requests {GPU_RESOURCE} {amount}, a share of one device"),
+        )
+    } else {
+        (
+            1,
+            format!("the pod requests {GPU_RESOURCE} {amount}, not a whole number of GPUs"),
+        )
+    };
+    let found = indices.len() as u64;
+    (found != expected).then(|| {
+        let expected = if expected == 0 {
+            "none".to_string()
+        } else {
+            expected.to_string()
+        };
+        format!("names {found} GPU(s); expected {expected} ({why})")
+    })
 }
 
 /// Requests of one container, Kubernetes-style: a resource with a limit
@@ -465,7 +526,9 @@ fn max_into(acc: &mut Resources, other: &Resources) {
 }
 
 impl K8sPod {
-    pub(crate) fn convert(self) -> Result<PodInfo, Vec<FieldError>> {
+    /// Converts to the model. Errors are (field, message); warnings are
+    /// plain messages about this pod.
+    pub(crate) fn convert(self, warnings: &mut Vec<String>) -> Result<PodInfo, Vec<FieldError>> {
         let mut errors: Vec<FieldError> = Vec::new();
         let meta = self.metadata;
         let spec = self.spec;
@@ -525,6 +588,12 @@ impl K8sPod {
         if let Some(aff) = &spec.affinity {
             if let Some(na) = &aff.node_affinity {
                 if let Some(sel) = &na.required_during_scheduling_ignored_during_execution {
+                    if sel.node_selector_terms.is_empty() {
+                        errors.push((
+                            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms".to_string(),
+                            "must not be empty: the Kubernetes API rejects a required node affinity without terms; expected at least one term (or leave out requiredDuringSchedulingIgnoredDuringExecution)".to_string(),
+                        ));
+                    }
                     required_affinity = sel
                         .node_selector_terms
                         .iter()
@@ -565,19 +634,15 @@ impl K8sPod {
                 }
             }
         }
-        let spread_hard = spec.topology_spread_constraints.iter().any(|t| {
-            t.when_unsatisfiable
-                .as_deref()
-                .is_none_or(|w| w == "DoNotSchedule")
-        });
-        if spread_hard {
+        let spread = |w| {
+            spec.topology_spread_constraints
+                .iter()
+                .any(|t| t.when_unsatisfiable() == w)
+        };
+        if spread(WhenUnsatisfiable::DoNotSchedule) {
             unsupported.push("topologySpreadConstraints (DoNotSchedule)".to_string());
         }
-        if spec
-            .topology_spread_constraints
-            .iter()
-            .any(|t| t.when_unsatisfiable.as_deref() == Some("ScheduleAnyway"))
-        {
+        if spread(WhenUnsatisfiable::ScheduleAnyway) {
             ignored.push("topologySpreadConstraints (ScheduleAnyway)".to_string());
         }
         if spec
@@ -603,20 +668,45 @@ impl K8sPod {
             })
             .collect();
 
-        let gpus = match meta.annotations.get(keys::GPU_INDICES) {
+        // Device indices: an empty value counts as absent. Only a bound pod
+        // holds devices; a list that cannot be right for its request is
+        // dropped with a warning (the core then assigns devices itself).
+        let phase = self.status.phase.unwrap_or_default();
+        let terminal = phase == "Succeeded" || phase == "Failed";
+        let node_name = spec.node_name.filter(|n| !n.is_empty());
+        let gpus = match meta
+            .annotations
+            .get(keys::GPU_INDICES)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+        {
             None => None,
             Some(v) => match parse_gpu_indices(v) {
-                Ok(g) => Some(g),
                 Err(e) => {
                     errors.push((format!("metadata.annotations.{}", keys::GPU_INDICES), e));
                     None
                 }
+                Ok(_) if node_name.is_none() || terminal => None,
+                Ok(mut idx) => match gpu_indices_problem(&idx, requests.gpu) {
+                    Some(problem) => {
+                        warnings.push(format!(
+                            "Pod {}/{}: annotation {}={v:?} {problem}; the pod's devices are taken as unknown and Trainyard assigns them",
+                            meta.namespace_or_default(),
+                            meta.name,
+                            keys::GPU_INDICES
+                        ));
+                        None
+                    }
+                    None => {
+                        idx.sort_unstable();
+                        Some(idx)
+                    }
+                },
             },
         };
         if !errors.is_empty() {
             return Err(errors);
         }
-        let phase = self.status.phase.unwrap_or_default();
         Ok(PodInfo {
             namespace: meta.namespace_or_default().to_string(),
             name: meta.name.clone(),
@@ -625,7 +715,7 @@ impl K8sPod {
                 .scheduler_name
                 .filter(|s| !s.is_empty())
                 .unwrap_or_else(|| "default-scheduler".to_string()),
-            node_name: spec.node_name.filter(|n| !n.is_empty()),
+            node_name,
             priority: spec.priority,
             priority_class: spec.priority_class_name.filter(|n| !n.is_empty()),
             requests,
@@ -636,7 +726,7 @@ impl K8sPod {
                 unsupported,
             },
             ignored,
-            terminal: phase == "Succeeded" || phase == "Failed",
+            terminal,
             gpus,
             meta,
         })
@@ -658,19 +748,45 @@ mod tests {
     #[test]
     fn gpu_indices() {
         assert_eq!(parse_gpu_indices("0,1,2,3"), Ok(vec![0, 1, 2, 3]));
-        assert_eq!(parse_gpu_indices(" 3, 1 "), Ok(vec![1, 3]));
-        assert_eq!(parse_gpu_indices(""), Ok(vec![]));
-        assert!(
-            parse_gpu_indices("0,x")
-                .unwrap_err()
-                .contains("expected comma-separated device indices")
-        );
-        assert!(
-            parse_gpu_indices("1,1")
-                .unwrap_err()
-                .contains("lists GPU 1 twice")
+        assert_eq!(parse_gpu_indices(" 3, 1 "), Ok(vec![3, 1]));
+        assert_eq!(parse_gpu_indices("1,1"), Ok(vec![1, 1]));
+        assert_eq!(
+            parse_gpu_indices("0,x").unwrap_err(),
+            "\"0,x\" is not a list of GPU indices; expected comma-separated device indices such as \"0,1,2,3\""
         );
         assert!(parse_gpu_indices("-1").is_err());
+        assert!(parse_gpu_indices("0,,1").is_err());
+    }
+
+    #[test]
+    fn gpu_indices_must_match_the_request() {
+        assert_eq!(gpu_indices_problem(&[0, 1, 2, 3], 4000), None);
+        assert_eq!(gpu_indices_problem(&[5], 500), None);
+        assert_eq!(gpu_indices_problem(&[], 0), None);
+        assert_eq!(
+            gpu_indices_problem(&[0, 1], 4000).as_deref(),
+            Some("names 2 GPU(s); expected 4 (the pod requests nvidia.com/gpu 4)")
+        );
+        assert_eq!(
+            gpu_indices_problem(&[0, 1], 500).as_deref(),
+            Some(
+                "names 2 GPU(s); expected 1 (the pod requests nvidia.com/gpu 0.5, a share of one device)"
+            )
+        );
+        assert_eq!(
+            gpu_indices_problem(&[0, 1], 1500).as_deref(),
+            Some(
+                "names 2 GPU(s); expected 1 (the pod requests nvidia.com/gpu 1.5, not a whole number of GPUs)"
+            )
+        );
+        assert_eq!(
+            gpu_indices_problem(&[3], 0).as_deref(),
+            Some("names 1 GPU(s); expected none (the pod requests no nvidia.com/gpu)")
+        );
+        assert_eq!(
+            gpu_indices_problem(&[1, 1], 2000).as_deref(),
+            Some("lists GPU 1 twice; expected distinct indices")
+        );
     }
 
     #[test]

@@ -300,7 +300,11 @@ impl Reader {
                     Ok(p) => p,
                     Err(e) => return self.errors.push(loc.api_error(e)),
                 };
-                match pod.convert() {
+                let mut warnings = Vec::new();
+                let converted = pod.convert(&mut warnings);
+                self.warnings
+                    .extend(warnings.into_iter().map(|w| format!("{}: {w}", loc.at())));
+                match converted {
                     Ok(p) => {
                         if self.claim(&object, loc) {
                             self.pods.push((loc.clone(), p));
@@ -344,6 +348,15 @@ impl Reader {
                 Ok(pg) => {
                     if let Err(errs) = pg.validate() {
                         self.api_errors(loc, errs);
+                    }
+                    // Checked here, so that a PodGroup no pod names is
+                    // checked too.
+                    if let Err(e) = pg.metadata.creation_time() {
+                        self.errors.push(loc.error(
+                            Some(&pg.object()),
+                            "metadata.creationTimestamp",
+                            e.to_string(),
+                        ));
                     }
                     if self.claim(&pg.object(), loc) {
                         self.pod_groups.push((loc.clone(), pg));

@@ -431,7 +431,7 @@ metadata: {{name: nlp}}
         pod(
             "w1",
             "  labels: {trainyard.io/pod-group: g, trainyard.io/sub-group: workers}\n  annotations: {trainyard.io/gpu-indices: \"2,3\"}\n",
-            "  nodeName: n1\n  containers: []\n"
+            "  nodeName: n1\n  containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]\n"
         ),
         pod(
             "w0",
@@ -525,7 +525,7 @@ spec: {{parent: research}}
     assert_eq!(jobs[2].queue, "cv");
     assert_eq!(jobs[2].rejected, None);
     let w = loaded.warnings.join("\n");
-    assert!(w.contains("priorityClassName \"nope\" (used by Pod ml/a) is not defined by any PriorityClass document"), "{w}");
+    assert!(w.contains("cluster.yaml: document 4: Pod ml/a: priorityClassName \"nope\" is not defined by any PriorityClass document; treated as unset"), "{w}");
     assert!(w.contains("Pod ml/c: queue names disagree (trainyard.io/queue=\"cv\", volcano.sh/queue-name=\"nlp\"); using \"cv\""), "{w}");
 }
 
@@ -794,4 +794,218 @@ fn json_input_and_volcano_podgroup() {
     assert_eq!(j.submit_time, Timestamp(1_704_067_201_000));
     assert_eq!(j.rejected.as_deref(), Some("queue \"vq\" does not exist"));
     assert!(loaded.snapshot.queues.get("dq").is_none());
+}
+
+fn warnings_of(text: &str) -> Vec<String> {
+    match load_one(text) {
+        Ok(l) => l.warnings,
+        Err(e) => panic!("expected no errors, got:\n{e}"),
+    }
+}
+
+const PG_HEAD: &str = "apiVersion: trainyard.io/v1alpha1\nkind: PodGroup\n";
+
+#[test]
+fn podgroup_without_pods_is_warned_about_and_still_checked() {
+    let text = format!(
+        "{PG_HEAD}metadata: {{name: lonely, namespace: ml}}\nspec: {{queue: nlp}}\n---\n{PG_HEAD}metadata: {{name: used, namespace: ml}}\n---\n{}",
+        pod(
+            "p",
+            "  labels: {trainyard.io/pod-group: used}\n",
+            "  containers: []\n"
+        )
+    );
+    assert_eq!(
+        warnings_of(&text),
+        ["cluster.yaml: document 1: PodGroup ml/lonely has no pods; ignored"]
+    );
+    // Its fields are checked like those of any other object.
+    let bad = format!(
+        "{PG_HEAD}metadata: {{name: lonely, namespace: ml, creationTimestamp: yesterday}}\nspec: {{minMember: 0}}\n"
+    );
+    assert_eq!(
+        errors_of(&bad),
+        "cluster.yaml: document 1: PodGroup ml/lonely: spec.minMember: must be at least 1, found 0\n\
+         cluster.yaml: document 1: PodGroup ml/lonely: metadata.creationTimestamp: invalid timestamp \"yesterday\" (year is not a number); expected RFC 3339 such as \"2024-01-01T00:00:00Z\""
+    );
+}
+
+fn bound_gpu_pod(name: &str, indices: &str, gpus: &str) -> String {
+    pod(
+        name,
+        &format!("  annotations: {{trainyard.io/gpu-indices: \"{indices}\"}}\n"),
+        &format!(
+            "  nodeName: n1\n  containers: [{{name: c, resources: {{limits: {{nvidia.com/gpu: \"{gpus}\"}}}}}}]\n"
+        ),
+    )
+}
+
+fn bound_gpus(loaded: &Loaded, task: &str) -> Option<Vec<u32>> {
+    let t = loaded
+        .snapshot
+        .jobs
+        .iter()
+        .flat_map(|j| &j.tasks)
+        .find(|t| t.name == task)
+        .unwrap();
+    match &t.state {
+        TaskState::Bound { gpus, .. } => gpus.clone(),
+        TaskState::Pending => panic!("{task} is pending"),
+    }
+}
+
+#[test]
+fn gpu_indices_must_fit_the_request() {
+    let text = [
+        bound_gpu_pod("ok", "3, 1", "2"),
+        bound_gpu_pod("few", "0,1", "4"),
+        bound_gpu_pod("dup", "5,5", "2"),
+        bound_gpu_pod("share", "6", "0.5"),
+        bound_gpu_pod("share2", "6,7", "0.5"),
+        bound_gpu_pod("none", "4", "0"),
+        bound_gpu_pod("empty", "", "1"),
+        pod(
+            "pending",
+            "  annotations: {trainyard.io/gpu-indices: \"1,1\"}\n",
+            "  containers: []\n",
+        ),
+    ]
+    .join("---\n");
+    let loaded = load_one(&text).unwrap();
+    assert_eq!(bound_gpus(&loaded, "ml/ok"), Some(vec![1, 3]));
+    assert_eq!(bound_gpus(&loaded, "ml/share"), Some(vec![6]));
+    for unknown in ["ml/few", "ml/dup", "ml/share2", "ml/none", "ml/empty"] {
+        assert_eq!(bound_gpus(&loaded, unknown), None, "{unknown}");
+    }
+    let tail = "the pod's devices are taken as unknown and Trainyard assigns them";
+    assert_eq!(
+        loaded.warnings,
+        [
+            format!(
+                "cluster.yaml: document 2: Pod ml/few: annotation trainyard.io/gpu-indices=\"0,1\" names 2 GPU(s); expected 4 (the pod requests nvidia.com/gpu 4); {tail}"
+            ),
+            format!(
+                "cluster.yaml: document 3: Pod ml/dup: annotation trainyard.io/gpu-indices=\"5,5\" lists GPU 5 twice; expected distinct indices; {tail}"
+            ),
+            format!(
+                "cluster.yaml: document 5: Pod ml/share2: annotation trainyard.io/gpu-indices=\"6,7\" names 2 GPU(s); expected 1 (the pod requests nvidia.com/gpu 0.5, a share of one device); {tail}"
+            ),
+            format!(
+                "cluster.yaml: document 6: Pod ml/none: annotation trainyard.io/gpu-indices=\"4\" names 1 GPU(s); expected none (the pod requests no nvidia.com/gpu); {tail}"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn bad_spread_mode_and_empty_required_affinity() {
+    let text = pod(
+        "p",
+        "",
+        "  containers: []\n  topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotScheduel}]\n---\n",
+    ) + &pod(
+        "q",
+        "",
+        "  containers: []\n  affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: []}}}\n",
+    );
+    assert_eq!(
+        errors_of(&text),
+        "cluster.yaml: document 1: Pod ml/p: spec.topologySpreadConstraints[0].whenUnsatisfiable: unknown whenUnsatisfiable \"DoNotScheduel\"; expected DoNotSchedule or ScheduleAnyway\n\
+         cluster.yaml: document 2: Pod ml/q: spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: must not be empty: the Kubernetes API rejects a required node affinity without terms; expected at least one term (or leave out requiredDuringSchedulingIgnoredDuringExecution)"
+    );
+}
+
+#[test]
+fn null_spec_is_empty_and_type_errors_name_no_rust_types() {
+    let text = format!(
+        "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {{name: default}}\nspec:\n---\n{PG_HEAD}metadata: {{name: g, namespace: ml}}\nspec:\n---\n{}",
+        pod(
+            "p",
+            "  labels: {trainyard.io/pod-group: g}\n",
+            "  containers: []\n"
+        )
+    );
+    let loaded = load_one(&text).unwrap();
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+    let j = &loaded.snapshot.jobs[0];
+    assert_eq!((j.queue.as_str(), j.min_member), ("default", 1));
+
+    let text = format!(
+        "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {{name: a}}\nspec: nope\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: n}}\nspec: {{taints: [null]}}\n---\n{}",
+        pod("p", "", "  priority: high\n  containers: []\n")
+    );
+    let e = errors_of(&text);
+    assert_eq!(
+        e,
+        "cluster.yaml: document 1: Queue a: spec: expected a mapping, found \"nope\"\n\
+         cluster.yaml: document 2: Node n: spec.taints[0]: expected a mapping, found null\n\
+         cluster.yaml: document 3: Pod ml/p: spec.priority: expected a whole number from -2147483648 to 2147483647, found \"high\""
+    );
+}
+
+#[test]
+fn group_queue_and_priority_warnings_name_their_source() {
+    let text = format!(
+        "{PG_HEAD}metadata: {{name: g, namespace: ml}}\nspec: {{queue: cv, priorityClassName: gold}}\n---\n{}---\n{}---\n{}",
+        pod(
+            "a",
+            "  labels: {trainyard.io/pod-group: g, trainyard.io/queue: nlp}\n",
+            "  containers: []\n"
+        ),
+        pod(
+            "b",
+            "  labels: {trainyard.io/pod-group: h}\n",
+            "  priorityClassName: gold\n  containers: []\n"
+        ),
+        pod(
+            "c",
+            "  labels: {trainyard.io/pod-group: h}\n",
+            "  containers: []\n"
+        ),
+    );
+    assert_eq!(
+        warnings_of(&text),
+        [
+            "cluster.yaml: document 1: PodGroup ml/g: its pods name queue \"nlp\" but its spec.queue is \"cv\"; using \"nlp\"",
+            "cluster.yaml: document 3: Pod ml/b: PodGroup ml/h is named by pods (ml/b, ml/c) but no PodGroup document defines it; using minMember 2 (all its pods)",
+            "cluster.yaml: document 1: PodGroup ml/g: priorityClassName \"gold\" is not defined by any PriorityClass document; treated as unset (also used by Pod ml/b)",
+        ]
+    );
+}
+
+#[test]
+fn label_and_annotation_disagreeing_on_one_key() {
+    let text = pod(
+        "p",
+        "  labels: {trainyard.io/queue: cv, trainyard.io/pod-group: g}\n  annotations: {trainyard.io/queue: nlp, trainyard.io/pod-group: g}\n",
+        "  containers: []\n",
+    );
+    let loaded = load_one(&text).unwrap();
+    assert_eq!(loaded.snapshot.jobs[0].queue, "cv");
+    assert_eq!(
+        loaded.warnings,
+        [
+            "cluster.yaml: document 1: Pod ml/p: label trainyard.io/queue=\"cv\" and annotation trainyard.io/queue=\"nlp\" differ; using the label's \"cv\"",
+            "cluster.yaml: document 1: Pod ml/p: PodGroup ml/g is named by pods (ml/p) but no PodGroup document defines it; using minMember 1 (all its pods)",
+        ]
+    );
+}
+
+#[test]
+fn queue_names_on_pods_are_checked() {
+    let text = pod(
+        "p",
+        "  annotations: {trainyard.io/queue: Team_A}\n",
+        "  containers: []\n",
+    ) + "---\n"
+        + &pod(
+            "q",
+            "  labels: {kai.scheduler/queue: -x}\n",
+            "  containers: []\n",
+        );
+    assert_eq!(
+        errors_of(&text),
+        "cluster.yaml: document 1: Pod ml/p: metadata.annotations.trainyard.io/queue: invalid queue name: \"Team_A\" is not a valid DNS-1123 subdomain; expected lowercase letters, digits, '-' and '.', starting and ending with a letter or digit\n\
+         cluster.yaml: document 2: Pod ml/q: metadata.labels.kai.scheduler/queue: invalid queue name: \"-x\" is not a valid DNS-1123 subdomain; expected lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
+    );
 }

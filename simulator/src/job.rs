@@ -38,6 +38,9 @@ impl SimJob {
 
     /// Total GPUs (milli-GPU) of all tasks.
     pub fn gpu_milli(&self) -> u64 {
-        self.tasks.iter().map(|t| t.requests.gpu * t.count as u64).sum()
+        self.tasks
+            .iter()
+            .map(|t| t.requests.gpu * t.count as u64)
+            .sum()
     }
 }

@@ -6,10 +6,15 @@
 //! byte-identical outputs. The library reads and writes text only; the
 //! `trainyard simulate` command does the file I/O.
 
+pub mod engine;
 pub mod job;
+pub mod openb;
+pub mod output;
+pub mod report;
 pub mod result;
 pub mod spec;
 pub mod workload;
 
+pub use engine::{Progress, SimInput, SimOptions, simulate};
 pub use job::{SimJob, SimTask};
 pub use result::{ClusterSample, JobRecord, JobState, QueueSample, SimOutput, Stats, Summary};

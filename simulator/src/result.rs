@@ -233,7 +233,9 @@ impl SimOutput {
                 if s.is_leaf && s.demand.gpu > 0 && s.fair_share.gpu > 0 {
                     let x = s.allocated.gpu as f64 / s.fair_share.gpu as f64;
                     xs.push(x);
-                    let e = ratio_int.entry(&s.queue).or_default();
+                    // Jobs name their leaf queue; samples carry the path.
+                    let leaf = s.queue.rsplit('/').next().unwrap_or(&s.queue);
+                    let e = ratio_int.entry(leaf).or_default();
                     e.0 += x * dt;
                     e.1 += dt;
                 }

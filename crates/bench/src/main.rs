@@ -8,6 +8,9 @@
 //!    with quotas, limits, weights, priorities).
 //! 2. One allocate cycle on 5,000 nodes × 8 GPUs with 2,000 pending gangs of
 //!    1–64 pods (about 20k pods), in 4 team queues.
+//! 3. `--sim`: a simulation of 100,000 synthetic jobs on 1,000 nodes × 8
+//!    GPUs; and, when `../shared/data/openb` exists, the full openb
+//!    `default` trace on its 1,213 nodes. Reports wall time and events/s.
 
 use std::time::{Duration, Instant};
 
@@ -120,8 +123,67 @@ fn cluster(rng: &mut ChaCha8Rng, nodes: usize, gangs: usize) -> Snapshot {
     }
 }
 
+fn sim_bench() -> anyhow::Result<()> {
+    use trainyard_sim::{SimInput, SimOptions, simulate};
+    println!("| simulation | input | wall time | events | cycles | events/s |");
+    println!("|---|---|---|---|---|---|");
+    let nodes: Vec<Node> = (0..1000).map(|i| Node::new(format!("n{i:04}"), 192_000, 2048 * GI, 8)).collect();
+    let queues = QueueTree::build(vec![QueueSpec::new("a").quota(Resources::zero().with_gpus(3000)), QueueSpec::new("b").quota(Resources::zero().with_gpus(3000)), QueueSpec::new("c")])
+        .expect("valid tree");
+    let gen = r#"
+kind: WorkloadGenerator
+spec:
+  seed: 42
+  templates:
+  - {name: dev, queue: a, count: 60000, arrival: {poisson: {perHour: 600}}, podRequests: {cpu: "12", memory: 100Gi, nvidia.com/gpu: 1}, duration: {logNormal: {median: 30m, sigma: 1.0}}}
+  - {name: node, queue: b, count: 30000, arrival: {poisson: {perHour: 300}}, podRequests: {cpu: "96", memory: 1000Gi, nvidia.com/gpu: 8}, duration: {logNormal: {median: 2h, sigma: 0.8}}}
+  - {name: gang, queue: c, count: 10000, arrival: {poisson: {perHour: 100}}, pods: {choice: [2, 4, 8, 16]}, podRequests: {cpu: "96", memory: 1000Gi, nvidia.com/gpu: 8}, duration: {logNormal: {median: 4h, sigma: 0.6}}}
+"#;
+    let jobs = trainyard_sim::workload::parse_workload(gen, "bench")?;
+    let t = Instant::now();
+    let out = simulate(SimInput { nodes: &nodes, queues: &queues, jobs: &jobs, faults: &[] }, &Config::default(), &SimOptions::default(), &mut |_| {});
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "| synthetic | {} jobs, 1,000 nodes × 8 GPUs, 10 s cycle period | {secs:.2} s | {} | {} | {:.0} |",
+        jobs.len(),
+        out.events,
+        out.cycles,
+        out.events as f64 / secs
+    );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/openb");
+    let nodes_csv = dir.join("openb_node_list_gpu_node.csv");
+    let pods_csv = dir.join("openb_pod_list_default.csv");
+    if nodes_csv.exists() && pods_csv.exists() {
+        let t = Instant::now();
+        let nodes = trainyard_sim::openb::parse_nodes(&std::fs::read_to_string(&nodes_csv)?, "nodes")?;
+        let opts = trainyard_sim::openb::ImportOptions {
+            queue_rule: "hash:a,b,c".parse().map_err(|e| anyhow::anyhow!("{e}"))?,
+            ..Default::default()
+        };
+        let import = trainyard_sim::openb::parse_pods(&std::fs::read_to_string(&pods_csv)?, "pods", &opts)?;
+        let queues = QueueTree::build(vec![QueueSpec::new("a"), QueueSpec::new("b"), QueueSpec::new("c")]).expect("valid tree");
+        let out = simulate(SimInput { nodes: &nodes, queues: &queues, jobs: &import.jobs, faults: &[] }, &Config::default(), &SimOptions::default(), &mut |_| {});
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "| openb default (import + replay) | {} pods ({} replayed), {} nodes | {secs:.2} s | {} | {} | {:.0} |",
+            import.report.rows,
+            import.jobs.len(),
+            nodes.len(),
+            out.events,
+            out.cycles,
+            out.events as f64 / secs
+        );
+    } else {
+        println!("| openb default | ../shared/data/openb not found: skipped | | | | |");
+    }
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--sim") {
+        return sim_bench();
+    }
     let runs: usize = match args.iter().position(|a| a == "--runs") {
         Some(i) => args.get(i + 1).map(|s| s.parse()).transpose()?.unwrap_or(5),
         None => 5,

@@ -249,10 +249,9 @@ impl<'s> Cycle<'s> {
         for jw in &jobs {
             for t in &jw.job.tasks {
                 let ptr = Arc::as_ptr(&t.constraints) as usize;
-                if !constraint_ids.contains_key(&ptr) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = constraint_ids.entry(ptr) {
                     let next = by_value.len() as u32;
-                    let id = *by_value.entry(&*t.constraints).or_insert(next);
-                    constraint_ids.insert(ptr, id);
+                    slot.insert(*by_value.entry(&*t.constraints).or_insert(next));
                 }
             }
         }

@@ -1,0 +1,312 @@
+//! `trainyard simulate`: file I/O, policies in parallel, progress bars,
+//! outputs. The simulation itself is `trainyard_sim::simulate`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use trainyard_model::{QueueSpec, QueueTree, Timestamp};
+use trainyard_sched::Config;
+use trainyard_sim::openb::{ImportOptions, QueueRule};
+use trainyard_sim::spec::{Fault, parse_duration_ms};
+use trainyard_sim::{SimInput, SimJob, SimOptions, SimOutput, Summary, output, report};
+use trainyard_snapshot::{LoadOptions, Source};
+
+use crate::Output;
+
+#[derive(clap::Args, Debug)]
+pub struct SimulateArgs {
+    /// Cluster: a ClusterSpec YAML (node pools, faults) or an openb node list CSV.
+    #[arg(long, value_name = "FILE")]
+    cluster: PathBuf,
+    /// Queue documents (the same `kind: Queue` files `trainyard schedule` reads).
+    /// Without it, every queue a job names is created at the top level with no quota.
+    #[arg(long, value_name = "FILE")]
+    queues: Option<PathBuf>,
+    /// Workload: a `Workload` job list or a `WorkloadGenerator` (YAML or JSON).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "trace",
+        required_unless_present = "trace"
+    )]
+    workload: Option<PathBuf>,
+    /// An Alibaba openb pod list CSV (cluster-trace-gpu-v2023) to replay.
+    #[arg(long, value_name = "CSV")]
+    trace: Option<PathBuf>,
+    /// How trace pods map to queues: `single:<queue>`, `hash:<q1>,<q2>,...`
+    /// (stable hash of the pod name), or `qos:LS=<q>,Guaranteed=<q>,Burstable=<q>,BE=<q>`.
+    #[arg(
+        long,
+        value_name = "RULE",
+        default_value = "qos:LS=prod,Guaranteed=prod,Burstable=research,BE=dev"
+    )]
+    queue_rule: String,
+    /// Only the first N rows of the trace.
+    #[arg(long, value_name = "N")]
+    trace_rows: Option<usize>,
+    /// Scheduler config(s) to compare; repeat to run the same workload under
+    /// each (on all cores) and get one comparison table and report.
+    /// Without it, the default config runs.
+    #[arg(long = "policy", value_name = "FILE")]
+    policies: Vec<PathBuf>,
+    /// Scheduling cycle period: cycles run at multiples of it after a change.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    period: String,
+    /// Stop at this simulated time (e.g. 7d).
+    #[arg(long, value_name = "DURATION")]
+    until: Option<String>,
+    /// Write jobs.csv, queues.csv, summary.json, timing.json and report.html here
+    /// (one sub-directory per policy when several, plus comparison files).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Terminal output format.
+    #[arg(long, short, value_enum, default_value_t = Output::Table)]
+    output: Output,
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))
+}
+
+fn duration(s: &str, flag: &str) -> Result<u64> {
+    parse_duration_ms(&serde_json::Value::String(s.to_string()))
+        .map_err(|e| anyhow::anyhow!("{flag} {s:?}: {e}"))
+}
+
+struct Policy {
+    name: String,
+    config: Config,
+}
+
+fn policies(paths: &[PathBuf]) -> Result<Vec<Policy>> {
+    if paths.is_empty() {
+        return Ok(vec![Policy {
+            name: "default".into(),
+            config: Config::default(),
+        }]);
+    }
+    let mut out: Vec<Policy> = Vec::new();
+    for p in paths {
+        let name = p
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("policy")
+            .to_string();
+        if out.iter().any(|o| o.name == name) {
+            bail!(
+                "{}: two policies named {name:?}; policy names come from file names",
+                p.display()
+            );
+        }
+        out.push(Policy {
+            name,
+            config: crate::load_config(p)?,
+        });
+    }
+    Ok(out)
+}
+
+pub fn run(args: SimulateArgs) -> Result<()> {
+    let wall = Instant::now();
+    // Cluster.
+    let cluster_text = read(&args.cluster)?;
+    let cluster_name = args.cluster.display().to_string();
+    let (nodes, faults): (Vec<_>, Vec<Fault>) =
+        if args.cluster.extension().is_some_and(|e| e == "csv") {
+            (
+                trainyard_sim::openb::parse_nodes(&cluster_text, &cluster_name)?,
+                Vec::new(),
+            )
+        } else {
+            let c = trainyard_sim::spec::parse_cluster(&cluster_text, &cluster_name)?;
+            (c.nodes, c.faults)
+        };
+    // Workload.
+    let jobs: Vec<SimJob> = match (&args.workload, &args.trace) {
+        (Some(w), _) => {
+            trainyard_sim::workload::parse_workload(&read(w)?, &w.display().to_string())?
+        }
+        (None, Some(t)) => {
+            let rule: QueueRule = args
+                .queue_rule
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--queue-rule: {e}"))?;
+            let opts = ImportOptions {
+                queue_rule: rule,
+                limit_rows: args.trace_rows,
+                ..ImportOptions::default()
+            };
+            let import =
+                trainyard_sim::openb::parse_pods(&read(t)?, &t.display().to_string(), &opts)?;
+            eprintln!("{}: {}", t.display(), import.report);
+            import.jobs
+        }
+        (None, None) => bail!("give --workload or --trace"),
+    };
+    // Queues.
+    let queues = match &args.queues {
+        Some(q) => {
+            let loaded = trainyard_snapshot::load(
+                &[Source::new(q.display().to_string(), read(q)?)],
+                &LoadOptions::default(),
+            )
+            .map_err(|e| anyhow::anyhow!("{} problem(s) in the queues:\n{e}", e.0.len()))?;
+            loaded.snapshot.queues
+        }
+        None => {
+            let mut names: Vec<&str> = jobs.iter().map(|j| j.queue.as_str()).collect();
+            names.sort();
+            names.dedup();
+            tracing::info!(
+                "no --queues: creating {} top-level queue(s) without quota",
+                names.len()
+            );
+            QueueTree::build(names.into_iter().map(QueueSpec::new).collect()).map_err(|e| {
+                anyhow::anyhow!(
+                    "queues named by the workload: {}",
+                    trainyard_model::queue::QueueTreeErrors(e)
+                )
+            })?
+        }
+    };
+    let period = duration(&args.period, "--period")?;
+    let until = args
+        .until
+        .as_deref()
+        .map(|u| duration(u, "--until"))
+        .transpose()?;
+    let policies = policies(&args.policies)?;
+
+    let input = SimInput {
+        nodes: &nodes,
+        queues: &queues,
+        jobs: &jobs,
+        faults: &faults,
+    };
+    let multi = MultiProgress::new();
+    let style = ProgressStyle::with_template("{prefix:>12} [{bar:30}] {percent:>3}% {msg}")
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    let total_jobs = jobs.len() as u64;
+    let results: Vec<(SimOutput, f64)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = policies
+            .iter()
+            .map(|p| {
+                let bar = multi.add(ProgressBar::new(total_jobs.max(1)));
+                bar.set_style(style.clone());
+                bar.set_prefix(p.name.clone());
+                // Shown only on runs long enough to need it.
+                bar.enable_steady_tick(std::time::Duration::from_millis(250));
+                let opts = SimOptions {
+                    policy: p.name.clone(),
+                    cycle_period_ms: period,
+                    until: until.map(|u| Timestamp(u as i64)),
+                };
+                let config = &p.config;
+                scope.spawn(move || {
+                    let t = Instant::now();
+                    let out = trainyard_sim::simulate(input, config, &opts, &mut |pr| {
+                        bar.set_position(pr.jobs_finished);
+                        bar.set_message(format!(
+                            "day {:.1}, {} events",
+                            pr.now.0 as f64 / 86_400_000.0,
+                            pr.events
+                        ));
+                    });
+                    bar.finish_and_clear();
+                    (out, t.elapsed().as_secs_f64())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("simulation thread panicked"))
+            .collect()
+    });
+    let summaries: Vec<Summary> = results.iter().map(|(o, _)| o.summary()).collect();
+
+    if let Some(dir) = &args.out {
+        write_outputs(dir, &results, &summaries, &args)?;
+    }
+    match args.output {
+        Output::Table => {
+            print!("{}", output::summary_table(&summaries));
+            for ((o, secs), _) in results.iter().zip(&summaries) {
+                println!(
+                    "{}: {} events, {} cycles in {:.2} s wall ({:.0} events/s)",
+                    o.policy,
+                    o.events,
+                    o.cycles,
+                    secs,
+                    o.events as f64 / secs.max(1e-9)
+                );
+            }
+            if let Some(dir) = &args.out {
+                println!("wrote {}", dir.join("report.html").display());
+            }
+        }
+        Output::Json => println!("{}", output::comparison_json(&summaries)),
+    }
+    tracing::info!("total wall time {:.2} s", wall.elapsed().as_secs_f64());
+    Ok(())
+}
+
+fn write(path: PathBuf, text: &str) -> Result<()> {
+    std::fs::write(&path, text).with_context(|| format!("{}: cannot write", path.display()))
+}
+
+fn timing_json(o: &SimOutput, secs: f64) -> String {
+    format!(
+        "{{\n  \"policy\": {},\n  \"wallSeconds\": {:.3},\n  \"events\": {},\n  \"eventsPerSecond\": {:.0},\n  \"cycles\": {}\n}}\n",
+        serde_json::Value::String(o.policy.clone()),
+        secs,
+        o.events,
+        o.events as f64 / secs.max(1e-9),
+        o.cycles
+    )
+}
+
+fn write_outputs(
+    dir: &Path,
+    results: &[(SimOutput, f64)],
+    summaries: &[Summary],
+    args: &SimulateArgs,
+) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    let several = results.len() > 1;
+    for ((o, secs), s) in results.iter().zip(summaries) {
+        let d = if several {
+            dir.join(&o.policy)
+        } else {
+            dir.to_path_buf()
+        };
+        std::fs::create_dir_all(&d)
+            .with_context(|| format!("{}: cannot create directory", d.display()))?;
+        write(d.join("jobs.csv"), &output::jobs_csv(o))?;
+        write(d.join("queues.csv"), &output::queues_csv(o))?;
+        write(d.join("summary.json"), &output::summary_json(s))?;
+        write(d.join("timing.json"), &timing_json(o, *secs))?;
+    }
+    if several {
+        write(
+            dir.join("comparison.json"),
+            &output::comparison_json(summaries),
+        )?;
+    }
+    let workload = args
+        .workload
+        .as_ref()
+        .or(args.trace.as_ref())
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let title = format!(
+        "Trainyard simulation: {workload} on {}",
+        args.cluster.display()
+    );
+    let runs: Vec<(&SimOutput, &Summary)> = results.iter().map(|(o, _)| o).zip(summaries).collect();
+    write(dir.join("report.html"), &report::report_html(&runs, &title))?;
+    Ok(())
+}

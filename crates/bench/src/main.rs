@@ -127,10 +127,16 @@ fn sim_bench() -> anyhow::Result<()> {
     use trainyard_sim::{SimInput, SimOptions, simulate};
     println!("| simulation | input | wall time | events | cycles | events/s |");
     println!("|---|---|---|---|---|---|");
-    let nodes: Vec<Node> = (0..1000).map(|i| Node::new(format!("n{i:04}"), 192_000, 2048 * GI, 8)).collect();
-    let queues = QueueTree::build(vec![QueueSpec::new("a").quota(Resources::zero().with_gpus(3000)), QueueSpec::new("b").quota(Resources::zero().with_gpus(3000)), QueueSpec::new("c")])
-        .expect("valid tree");
-    let gen = r#"
+    let nodes: Vec<Node> = (0..1000)
+        .map(|i| Node::new(format!("n{i:04}"), 192_000, 2048 * GI, 8))
+        .collect();
+    let queues = QueueTree::build(vec![
+        QueueSpec::new("a").quota(Resources::zero().with_gpus(3000)),
+        QueueSpec::new("b").quota(Resources::zero().with_gpus(3000)),
+        QueueSpec::new("c"),
+    ])
+    .expect("valid tree");
+    let generator = r#"
 kind: WorkloadGenerator
 spec:
   seed: 42
@@ -139,9 +145,19 @@ spec:
   - {name: node, queue: b, count: 30000, arrival: {poisson: {perHour: 300}}, podRequests: {cpu: "96", memory: 1000Gi, nvidia.com/gpu: 8}, duration: {logNormal: {median: 2h, sigma: 0.8}}}
   - {name: gang, queue: c, count: 10000, arrival: {poisson: {perHour: 100}}, pods: {choice: [2, 4, 8, 16]}, podRequests: {cpu: "96", memory: 1000Gi, nvidia.com/gpu: 8}, duration: {logNormal: {median: 4h, sigma: 0.6}}}
 "#;
-    let jobs = trainyard_sim::workload::parse_workload(gen, "bench")?;
+    let jobs = trainyard_sim::workload::parse_workload(generator, "bench")?;
     let t = Instant::now();
-    let out = simulate(SimInput { nodes: &nodes, queues: &queues, jobs: &jobs, faults: &[] }, &Config::default(), &SimOptions::default(), &mut |_| {});
+    let out = simulate(
+        SimInput {
+            nodes: &nodes,
+            queues: &queues,
+            jobs: &jobs,
+            faults: &[],
+        },
+        &Config::default(),
+        &SimOptions::default(),
+        &mut |_| {},
+    );
     let secs = t.elapsed().as_secs_f64();
     println!(
         "| synthetic | {} jobs, 1,000 nodes × 8 GPUs, 10 s cycle period | {secs:.2} s | {} | {} | {:.0} |",
@@ -155,14 +171,31 @@ spec:
     let pods_csv = dir.join("openb_pod_list_default.csv");
     if nodes_csv.exists() && pods_csv.exists() {
         let t = Instant::now();
-        let nodes = trainyard_sim::openb::parse_nodes(&std::fs::read_to_string(&nodes_csv)?, "nodes")?;
+        let nodes =
+            trainyard_sim::openb::parse_nodes(&std::fs::read_to_string(&nodes_csv)?, "nodes")?;
         let opts = trainyard_sim::openb::ImportOptions {
             queue_rule: "hash:a,b,c".parse().map_err(|e| anyhow::anyhow!("{e}"))?,
             ..Default::default()
         };
-        let import = trainyard_sim::openb::parse_pods(&std::fs::read_to_string(&pods_csv)?, "pods", &opts)?;
-        let queues = QueueTree::build(vec![QueueSpec::new("a"), QueueSpec::new("b"), QueueSpec::new("c")]).expect("valid tree");
-        let out = simulate(SimInput { nodes: &nodes, queues: &queues, jobs: &import.jobs, faults: &[] }, &Config::default(), &SimOptions::default(), &mut |_| {});
+        let import =
+            trainyard_sim::openb::parse_pods(&std::fs::read_to_string(&pods_csv)?, "pods", &opts)?;
+        let queues = QueueTree::build(vec![
+            QueueSpec::new("a"),
+            QueueSpec::new("b"),
+            QueueSpec::new("c"),
+        ])
+        .expect("valid tree");
+        let out = simulate(
+            SimInput {
+                nodes: &nodes,
+                queues: &queues,
+                jobs: &import.jobs,
+                faults: &[],
+            },
+            &Config::default(),
+            &SimOptions::default(),
+            &mut |_| {},
+        );
         let secs = t.elapsed().as_secs_f64();
         println!(
             "| openb default (import + replay) | {} pods ({} replayed), {} nodes | {secs:.2} s | {} | {} | {:.0} |",

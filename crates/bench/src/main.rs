@@ -141,9 +141,9 @@ kind: WorkloadGenerator
 spec:
   seed: 42
   templates:
-  - {name: dev, queue: a, count: 60000, arrival: {poisson: {perHour: 600}}, podRequests: {cpu: "12", memory: 100Gi, nvidia.com/gpu: 1}, duration: {logNormal: {median: 30m, sigma: 1.0}}}
-  - {name: node, queue: b, count: 30000, arrival: {poisson: {perHour: 300}}, podRequests: {cpu: "96", memory: 1000Gi, nvidia.com/gpu: 8}, duration: {logNormal: {median: 2h, sigma: 0.8}}}
-  - {name: gang, queue: c, count: 10000, arrival: {poisson: {perHour: 100}}, pods: {choice: [2, 4, 8, 16]}, podRequests: {cpu: "96", memory: 1000Gi, nvidia.com/gpu: 8}, duration: {logNormal: {median: 4h, sigma: 0.6}}}
+  - {name: dev, queue: a, count: 60000, arrival: {poisson: {perHour: 150}}, podRequests: {cpu: "12", memory: 100Gi, nvidia.com/gpu: 1}, duration: {logNormal: {median: 30m, sigma: 1.0}}}
+  - {name: node, queue: b, count: 30000, arrival: {poisson: {perHour: 75}}, podRequests: {cpu: "96", memory: 1000Gi, nvidia.com/gpu: 8}, duration: {logNormal: {median: 2h, sigma: 0.8}}}
+  - {name: gang, queue: c, count: 10000, arrival: {poisson: {perHour: 25}}, pods: {choice: [2, 4, 8]}, podRequests: {cpu: "96", memory: 1000Gi, nvidia.com/gpu: 8}, duration: {logNormal: {median: 4h, sigma: 0.6}}}
 "#;
     let jobs = trainyard_sim::workload::parse_workload(generator, "bench")?;
     let t = Instant::now();

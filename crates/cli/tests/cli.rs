@@ -128,3 +128,115 @@ fn help_teaches() {
     assert!(text.contains("kubectl get nodes,pods -A -o yaml"), "{text}");
     assert!(text.contains("--output"), "{text}");
 }
+
+#[test]
+fn simulate_writes_outputs_and_compares_policies() {
+    let dir = std::env::temp_dir().join(format!("trainyard-sim-test-{}", std::process::id()));
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/cluster.yaml",
+        "--queues",
+        "examples/sim/queues.yaml",
+        "--workload",
+        "examples/sim/workload.yaml",
+        "--until",
+        "12h",
+        "--policy",
+        "examples/sim/binpack.yaml",
+        "--policy",
+        "examples/sim/spread.yaml",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("binpack") && table.contains("spread") && table.contains("GPU allocation"),
+        "{table}"
+    );
+    for f in [
+        "binpack/jobs.csv",
+        "binpack/queues.csv",
+        "binpack/summary.json",
+        "binpack/timing.json",
+        "spread/summary.json",
+        "comparison.json",
+        "report.html",
+    ] {
+        assert!(dir.join(f).exists(), "missing {f}");
+    }
+    let cmp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("comparison.json")).unwrap())
+            .unwrap();
+    assert_eq!(cmp.as_array().unwrap().len(), 2);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn simulate_bad_inputs_fail_clearly() {
+    let dir = std::env::temp_dir().join(format!("trainyard-sim-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let w = dir.join("w.yaml");
+    std::fs::write(&w, "kind: Workload\nspec:\n  jobs:\n  - {name: a, queue: q, submit: 0, duration: -5m, tasks: [{count: 1, requests: {nvidia.com/gpu: 1}}]}\n").unwrap();
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/cluster.yaml",
+        "--workload",
+        w.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("w.yaml: spec.jobs[0].duration: expected a non-negative duration"),
+        "{err}"
+    );
+    // Unknown queue and a job larger than the cluster: counted as rejected, not a crash.
+    std::fs::write(&w, "kind: Workload\nspec:\n  jobs:\n  - {name: a, queue: nope, submit: 0, duration: 1m, tasks: [{count: 1, requests: {nvidia.com/gpu: 1}}]}\n  - {name: b, queue: llm, submit: 0, duration: 1m, tasks: [{count: 80, requests: {nvidia.com/gpu: 8}}]}\n").unwrap();
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/cluster.yaml",
+        "--queues",
+        "examples/sim/queues.yaml",
+        "--workload",
+        w.to_str().unwrap(),
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["rejected"], 2);
+    // A malformed trace row is counted and reported, not fatal.
+    let t = dir.join("t.csv");
+    std::fs::write(&t, "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\np1,1000,1024,1,1000,,LS,Succeeded,0,100,10\np2,oops,1024,1,1000,,LS,Succeeded,0,100,10\n").unwrap();
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/cluster.yaml",
+        "--trace",
+        t.to_str().unwrap(),
+        "--queue-rule",
+        "single:q",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("2 rows") && err.contains("1 imported") && err.contains("malformed"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

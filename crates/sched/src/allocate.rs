@@ -111,10 +111,10 @@ impl<'s> Cycle<'s> {
         // Capacity held by pods outside Trainyard.
         let mut external: Vec<_> = snapshot.external.iter().collect();
         external.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut holders: Vec<(usize, &Resources, Option<&Vec<u32>>, String)> = Vec::new();
+        let mut holders: Vec<(usize, &Resources, Option<&Vec<u32>>, &str)> = Vec::new();
         for p in &external {
             match index.get(p.node.as_str()) {
-                Some(&n) => holders.push((n, &p.requests, p.gpus.as_ref(), p.name.clone())),
+                Some(&n) => holders.push((n, &p.requests, p.gpus.as_ref(), p.name.as_str())),
                 None => warnings.push(format!(
                     "pod {} is bound to unknown node {}; its capacity is not counted",
                     p.name, p.node
@@ -125,13 +125,17 @@ impl<'s> Cycle<'s> {
 
         // Jobs in id order; tasks in name order.
         let mut jobs_sorted: Vec<&Job> = snapshot.jobs.iter().collect();
-        jobs_sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        if !jobs_sorted.is_sorted_by(|a, b| a.id <= b.id) {
+            jobs_sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        }
         let mut jobs = Vec::with_capacity(jobs_sorted.len());
         let mut alloc = vec![Resources::zero(); tree.len()];
         let mut leaf_demand = vec![Resources::zero(); tree.len()];
         for job in jobs_sorted {
             let mut order: Vec<usize> = (0..job.tasks.len()).collect();
-            order.sort_by(|&a, &b| job.tasks[a].name.cmp(&job.tasks[b].name));
+            if !job.tasks.is_sorted_by(|a, b| a.name <= b.name) {
+                order.sort_by(|&a, &b| job.tasks[a].name.cmp(&job.tasks[b].name));
+            }
             let mut bound_by_sub: BTreeMap<&str, u32> = BTreeMap::new();
             let mut bound_total = 0;
             let mut pending = Vec::new();
@@ -146,13 +150,16 @@ impl<'s> Cycle<'s> {
                     }
                     TaskState::Bound { node, gpus } => {
                         bound_total += 1;
-                        *bound_by_sub
-                            .entry(task.subgroup.as_deref().unwrap_or(""))
-                            .or_default() += 1;
+                        // Only sub-group minimums need the per-group count.
+                        if !job.subgroups.is_empty() {
+                            *bound_by_sub
+                                .entry(task.subgroup.as_deref().unwrap_or(""))
+                                .or_default() += 1;
+                        }
                         bound_req.add(&task.requests);
                         match index.get(node.as_str()) {
                             Some(&n) => {
-                                holders.push((n, &task.requests, gpus.as_ref(), task.name.clone()))
+                                holders.push((n, &task.requests, gpus.as_ref(), task.name.as_str()))
                             }
                             None => warnings.push(format!(
                                 "task {} is bound to unknown node {node}; it counts for its queue but holds no node capacity",
@@ -207,9 +214,14 @@ impl<'s> Cycle<'s> {
             let ask = GpuAsk::of(req).unwrap_or(GpuAsk::None);
             match gpus {
                 Some(idx) => {
+                    // Devices are usually numbered by position: look there first.
+                    let devs = &nodes[n].gpus;
                     let slots: Vec<usize> = idx
                         .iter()
-                        .filter_map(|i| nodes[n].gpus.iter().position(|d| d.index == *i))
+                        .filter_map(|i| match devs.get(*i as usize) {
+                            Some(d) if d.index == *i => Some(*i as usize),
+                            _ => devs.iter().position(|d| d.index == *i),
+                        })
                         .collect();
                     if slots.len() != idx.len() {
                         warnings.push(format!(
@@ -312,7 +324,12 @@ impl<'s> Cycle<'s> {
             }
             _ => {}
         }
-        if let Some(q) = leaf {
+        if let Some(q) = leaf
+            && tree
+                .ancestors(q)
+                .any(|a| !tree.spec(a).limit.is_unlimited())
+            && !pending.is_empty()
+        {
             // The minimum: the first `min_member` tasks in name order.
             let mut order: Vec<&trainyard_model::Task> = job.tasks.iter().collect();
             order.sort_by(|a, b| a.name.cmp(&b.name));

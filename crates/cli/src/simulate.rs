@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use trainyard_model::{QueueSpec, QueueTree, Timestamp};
 use trainyard_sched::Config;
 use trainyard_sim::openb::{ImportOptions, QueueRule};
@@ -185,12 +185,26 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         jobs: &jobs,
         faults: &faults,
     };
-    let multi = MultiProgress::new();
+    // Hidden at first: short runs never show a bar; a watcher reveals the
+    // bars once a run has taken 1.5 s.
+    let multi = MultiProgress::with_draw_target(ProgressDrawTarget::hidden());
+    let done = std::sync::atomic::AtomicBool::new(false);
     let style = ProgressStyle::with_template("{prefix:>12} [{bar:30}] {percent:>3}% {msg}")
         .map(|s| s.progress_chars("=> "))
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     let total_jobs = jobs.len() as u64;
     let results: Vec<(SimOutput, f64)> = std::thread::scope(|scope| {
+        let (multi_ref, done_ref) = (&multi, &done);
+        scope.spawn(move || {
+            let start = Instant::now();
+            while !done_ref.load(std::sync::atomic::Ordering::Relaxed) {
+                if start.elapsed() > std::time::Duration::from_millis(1500) {
+                    multi_ref.set_draw_target(ProgressDrawTarget::stderr());
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
         let handles: Vec<_> = policies
             .iter()
             .map(|p| {

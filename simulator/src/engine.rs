@@ -20,6 +20,8 @@
 //!   the job stops growing: its still-pending elastic pods are dropped.
 //! - A node failure kills every job with a task on that node; the job goes
 //!   back to pending as a whole (gang semantics) and starts over.
+//! - A job keeps the last reason the core gave while it waited, so
+//!   `jobs.csv` says why each job waited, even after it ran.
 //! - A job the core rejects for good (unknown queue, above a queue limit,
 //!   unsupported feature, malformed request), or one with a pod larger than
 //!   every node or a minimum larger than the whole cluster, is recorded as
@@ -524,7 +526,6 @@ impl Engine<'_> {
             if rt.record.start.is_none() {
                 rt.record.start = Some(now);
                 rt.record.state = JobState::Running;
-                rt.record.pending_reason = None;
                 self.pending -= 1;
                 self.running += 1;
             }

@@ -32,7 +32,7 @@
 //!     count: 500
 //!     arrival: {poisson: {perHour: 20}}          # or {every: 10m}, or {times: [0, 60, 3600]}
 //!     start: 0                                   # first possible arrival
-//!     pods: {fixed: 1}                           # fixed | uniform {min,max} | choice [..]
+//!     pods: {fixed: 1}                           # fixed | uniform {min,max} | choice [..] | exponential {mean, max} | logNormal {median, sigma, max}
 //!     podRequests: {cpu: "12", memory: 100Gi, nvidia.com/gpu: 1}
 //!     duration: {logNormal: {median: 30m, sigma: 1.0}}  # fixed | uniform | exponential {mean} | logNormal
 //!     priority: 0
@@ -155,8 +155,24 @@ enum Arrival {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 enum IntDist {
     Fixed(u32),
-    Uniform { min: u32, max: u32 },
+    Uniform {
+        min: u32,
+        max: u32,
+    },
     Choice(Vec<u32>),
+    /// Rounded, at least 1, at most `max` when given.
+    Exponential {
+        mean: f64,
+        #[serde(default)]
+        max: Option<u32>,
+    },
+    /// Rounded, at least 1, at most `max` when given.
+    LogNormal {
+        median: f64,
+        sigma: f64,
+        #[serde(default)]
+        max: Option<u32>,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -396,6 +412,20 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                     "expected a non-empty list of positive counts".into(),
                 ));
             }
+            IntDist::Exponential { mean, .. } if !(mean.is_finite() && *mean > 0.0) => {
+                return Err(err(
+                    "pods.exponential.mean",
+                    format!("expected a positive number, got {mean}"),
+                ));
+            }
+            IntDist::LogNormal { median, sigma, .. }
+                if !(median.is_finite() && *median > 0.0 && sigma.is_finite() && *sigma >= 0.0) =>
+            {
+                return Err(err(
+                    "pods.logNormal",
+                    format!("expected median > 0 and sigma >= 0, got {median}, {sigma}"),
+                ));
+            }
             _ => {}
         }
         let times: Vec<u64> = match &t.arrival {
@@ -434,6 +464,13 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                 IntDist::Fixed(n) => *n,
                 IntDist::Uniform { min, max } => rng.random_range(*min..=*max),
                 IntDist::Choice(c) => c[rng.random_range(0..c.len())],
+                IntDist::Exponential { mean, max } => {
+                    let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
+                    clamp_pods(-mean * u.ln(), *max)
+                }
+                IntDist::LogNormal { median, sigma, max } => {
+                    clamp_pods(median * (sigma * normal(&mut rng)).exp(), *max)
+                }
             };
             let duration_ms = duration.sample(&mut rng).max(1);
             out.push(SimJob {
@@ -454,6 +491,16 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
         }
     }
     Ok(out)
+}
+
+/// A sampled gang size: rounded, at least 1, at most `max`.
+fn clamp_pods(v: f64, max: Option<u32>) -> u32 {
+    let n = if v.is_finite() {
+        v.round().clamp(1.0, u32::MAX as f64) as u32
+    } else {
+        1
+    };
+    max.map_or(n, |m| n.min(m.max(1)))
 }
 
 enum DurSampler {
@@ -517,6 +564,27 @@ spec:
             durations(&big),
             durations(&c_refs),
             "streams are keyed by template name"
+        );
+    }
+
+    #[test]
+    fn gang_size_distributions_stay_in_range() {
+        let text = GEN.replace(
+            "pods: {choice: [2, 4]}",
+            "pods: {logNormal: {median: 4, sigma: 1.5, max: 16}}",
+        );
+        let jobs = parse_workload(&text, "g.yaml").unwrap();
+        let sizes: Vec<u32> = jobs
+            .iter()
+            .filter(|j| j.queue == "b")
+            .map(|j| j.task_count())
+            .collect();
+        assert!(sizes.iter().all(|n| (1..=16).contains(n)), "{sizes:?}");
+        let text = GEN.replace("pods: {choice: [2, 4]}", "pods: {exponential: {mean: -1}}");
+        let e = parse_workload(&text, "g.yaml").unwrap_err().to_string();
+        assert!(
+            e.contains("spec.templates[1].pods.exponential.mean: expected a positive number"),
+            "{e}"
         );
     }
 

@@ -141,8 +141,15 @@ fn gang_waits_for_a_finish_while_a_small_job_backfills() {
     );
     let gang = &out.jobs[1];
     assert_eq!(gang.state, JobState::Completed);
-    // While waiting, the gang's last reason was recorded... and cleared at start.
-    assert_eq!(gang.pending_reason, None);
+    // The reason it waited is kept for jobs.csv.
+    let reason = gang.pending_reason.as_deref().unwrap();
+    assert!(
+        reason.starts_with(
+            "gang needs 16 × nvidia.com/gpu in 2 pod(s); 1 placed, then pod sim/gang#1 did not fit"
+        ),
+        "{reason}"
+    );
+    assert_eq!(out.jobs[0].pending_reason, None, "big never waited");
 }
 
 #[test]

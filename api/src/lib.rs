@@ -79,14 +79,20 @@ pub struct ApiErrors(pub Vec<ApiError>);
 impl fmt::Display for ApiErrors {
     /// One problem per line.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("\n")?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
+        write_lines(f, &self.0)
     }
+}
+
+/// Writes `items` one per line (no trailing newline): the shared format
+/// of every "all problems at once" error list.
+pub fn write_lines<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
+    for (i, e) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str("\n")?;
+        }
+        write!(f, "{e}")?;
+    }
+    Ok(())
 }
 
 impl From<ApiError> for ApiErrors {

@@ -30,10 +30,10 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
-use trainyard_model::{Job, Node, QueueTree, Resources, Snapshot, Task, TaskState, Timestamp};
+use trainyard_model::{Job, Node, QueueTree, Resources, Snapshot, TaskState, Timestamp};
 use trainyard_sched::{Config, PendingReason, schedule};
 
-use crate::job::SimJob;
+use crate::job::{SimJob, task_index};
 use crate::result::{ClusterSample, JobRecord, JobState, QueueSample, SimOutput};
 use crate::spec::Fault;
 
@@ -147,14 +147,6 @@ struct Engine<'a> {
     cluster: Vec<ClusterSample>,
     needs_compaction: bool,
     end: Timestamp,
-}
-
-fn task_name(job: &str, i: u32) -> String {
-    format!("{job}#{i}")
-}
-
-fn task_index(name: &str) -> Option<u32> {
-    name.rsplit_once('#').and_then(|(_, i)| i.parse().ok())
 }
 
 /// Runs a simulation to completion (or `opts.until`).
@@ -337,20 +329,7 @@ impl<'a> Engine<'a> {
 impl Engine<'_> {
     fn arrive(&mut self, j: usize) {
         let sj = &self.input.jobs[j];
-        let mut tasks = Vec::with_capacity(sj.task_count() as usize);
-        let mut i = 0u32;
-        for group in &sj.tasks {
-            for _ in 0..group.count {
-                tasks.push(Task {
-                    name: task_name(&sj.id, i),
-                    subgroup: group.subgroup.clone(),
-                    requests: group.requests.clone(),
-                    constraints: group.constraints.clone(),
-                    state: TaskState::Pending,
-                });
-                i += 1;
-            }
-        }
+        let tasks = sj.pending_tasks();
         let job = Job {
             id: sj.id.clone(),
             queue: sj.queue.clone(),
@@ -449,20 +428,7 @@ impl Engine<'_> {
                 job.min_member = sj.min_member;
                 job.subgroups = sj.subgroups.clone();
             }
-            job.tasks.clear();
-            let mut i = 0u32;
-            for group in &sj.tasks {
-                for _ in 0..group.count {
-                    job.tasks.push(Task {
-                        name: task_name(&sj.id, i),
-                        subgroup: group.subgroup.clone(),
-                        requests: group.requests.clone(),
-                        constraints: group.constraints.clone(),
-                        state: TaskState::Pending,
-                    });
-                    i += 1;
-                }
-            }
+            job.tasks = sj.pending_tasks();
         }
         true
     }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use trainyard_model::{PlacementConstraints, Resources, SubGroup, Timestamp};
+use trainyard_model::{PlacementConstraints, Resources, SubGroup, Task, TaskState, Timestamp};
 
 /// One group of identical tasks of a job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,6 +36,23 @@ impl SimJob {
         self.tasks.iter().map(|t| t.count).sum()
     }
 
+    /// The job's tasks, all pending, named `<id>#<n>` in order.
+    pub fn pending_tasks(&self) -> Vec<Task> {
+        let mut tasks = Vec::with_capacity(self.task_count() as usize);
+        for group in &self.tasks {
+            for _ in 0..group.count {
+                tasks.push(Task {
+                    name: task_name(&self.id, tasks.len() as u32),
+                    subgroup: group.subgroup.clone(),
+                    requests: group.requests.clone(),
+                    constraints: group.constraints.clone(),
+                    state: TaskState::Pending,
+                });
+            }
+        }
+        tasks
+    }
+
     /// Total GPUs (milli-GPU) of all tasks.
     pub fn gpu_milli(&self) -> u64 {
         self.tasks
@@ -43,4 +60,14 @@ impl SimJob {
             .map(|t| t.requests.gpu * t.count as u64)
             .sum()
     }
+}
+
+/// Name of task `i` of job `job`.
+pub fn task_name(job: &str, i: u32) -> String {
+    format!("{job}#{i}")
+}
+
+/// The task number in a name made by [`task_name`].
+pub fn task_index(name: &str) -> Option<u32> {
+    name.rsplit_once('#').and_then(|(_, i)| i.parse().ok())
 }

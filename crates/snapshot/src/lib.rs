@@ -108,13 +108,7 @@ pub struct LoadErrors(pub Vec<LoadError>);
 impl fmt::Display for LoadErrors {
     /// One problem per line.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("\n")?;
-            }
-            write!(f, "{e}")?;
-        }
-        Ok(())
+        trainyard_api::write_lines(f, &self.0)
     }
 }
 

@@ -6,8 +6,8 @@
 //! then arrivals, then the cycle; the sequence number breaks the remaining
 //! ties in insertion order, so runs are deterministic.
 //!
-//! A cycle runs only when something changed (an arrival, a finish, a node
-//! event) and jobs are pending. It runs at the next multiple of the cycle
+//! A cycle runs when something changed (an arrival, a finish, a node
+//! event). It runs at the next multiple of the cycle
 //! period, so changes within one period share one cycle, as in a real
 //! periodic scheduler. Stretches with nothing to do cost nothing: the clock
 //! jumps to the next event. Each cycle calls the production entry point
@@ -147,6 +147,8 @@ struct Engine<'a> {
     cluster: Vec<ClusterSample>,
     needs_compaction: bool,
     end: Timestamp,
+    /// Something changed since the last cycle ran.
+    dirty: bool,
 }
 
 /// Runs a simulation to completion (or `opts.until`).
@@ -196,6 +198,7 @@ impl<'a> Engine<'a> {
             cluster: Vec::new(),
             needs_compaction: false,
             end: Timestamp(0),
+            dirty: false,
         };
         // Largest node and whole cluster, to reject what can never fit.
         let mut total = Resources::zero();
@@ -220,9 +223,17 @@ impl<'a> Engine<'a> {
                 record.state = JobState::Rejected;
                 record.pending_reason = Some(reason);
             }
-            if e.by_id.insert(j.id.clone(), i).is_some() {
-                record.state = JobState::Rejected;
-                record.pending_reason = Some(format!("duplicate job id {}", j.id));
+            match e.by_id.entry(j.id.clone()) {
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(i);
+                }
+                std::collections::hash_map::Entry::Occupied(_) => {
+                    record.state = JobState::Rejected;
+                    record.pending_reason = Some(format!("duplicate job id {}", j.id));
+                }
+            }
+            if record.state == JobState::Rejected {
+                e.finished += 1;
             }
             e.rt.push(Rt {
                 record,
@@ -258,10 +269,20 @@ impl<'a> Engine<'a> {
     }
 
     fn run(&mut self, progress: &mut dyn FnMut(&Progress)) {
-        let mut now = Timestamp(0);
+        let mut now = self
+            .heap
+            .peek()
+            .map(|Reverse((t, _, _, _))| Timestamp(*t))
+            .unwrap_or(Timestamp(0));
         self.sample_cluster(now);
+        let total = self.input.jobs.len() as u64;
         while let Some(Reverse((t, _, _, _))) = self.heap.peek() {
             let t = *t;
+            // Every job has ended or been rejected: later faults or idle
+            // cycles would only stretch the run.
+            if self.finished >= total && self.opts.until.is_none() {
+                break;
+            }
             if self.opts.until.is_some_and(|u| t > u.0) {
                 now = self.opts.until.unwrap_or(now);
                 break;
@@ -306,7 +327,11 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            if changed && self.pending > 0 {
+            // A cycle runs on every change, pending jobs or not: it also
+            // re-samples the queues (allocation falls as tasks finish) and
+            // lets running elastic jobs grow.
+            self.dirty |= changed;
+            if changed {
                 let period = self.opts.cycle_period_ms as i64;
                 let at = if period > 0 {
                     (t + period - 1) / period * period
@@ -321,6 +346,11 @@ impl<'a> Engine<'a> {
             if changed || moved {
                 self.sample_cluster(now);
             }
+        }
+        // One closing cycle, so the queue samples see the last finishes.
+        if self.dirty && self.opts.until.is_none() {
+            self.cycle(now);
+            self.sample_cluster(now);
         }
         self.end = now;
     }
@@ -456,6 +486,7 @@ impl Engine<'_> {
     }
 
     fn cycle(&mut self, now: Timestamp) {
+        self.dirty = false;
         self.compact();
         let d = schedule(&self.snapshot, self.config, now);
         self.cycles += 1;
@@ -564,6 +595,14 @@ impl Engine<'_> {
                 .map(|j| j.submit_time.0 + s as i64 * 1000)
                 .filter(|w| *w > now.0)
                 .min();
+            let period = self.opts.cycle_period_ms as i64;
+            let wake = wake.map(|w| {
+                if period > 0 {
+                    (w + period - 1) / period * period
+                } else {
+                    w
+                }
+            });
             if let Some(w) = wake
                 && self.next_cycle.is_none()
             {
@@ -616,7 +655,14 @@ impl Engine<'_> {
             .map(|j| j.submit)
             .min()
             .unwrap_or(Timestamp(0));
-        let mut jobs: Vec<JobRecord> = self.rt.into_iter().map(|r| r.record).collect();
+        // Jobs whose arrival lies after the end (cut by --until) never
+        // entered the simulation: they are left out.
+        let mut jobs: Vec<JobRecord> = self
+            .rt
+            .into_iter()
+            .map(|r| r.record)
+            .filter(|r| r.submit <= end || r.state == JobState::Rejected)
+            .collect();
         jobs.sort_by(|a, b| a.submit.cmp(&b.submit).then(a.id.cmp(&b.id)));
         SimOutput {
             policy: self.opts.policy.clone(),

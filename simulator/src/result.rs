@@ -210,31 +210,39 @@ impl SimOutput {
             cap_int += w[0].gpu_capacity as f64 * dt;
         }
         if let Some(last) = self.cluster.last() {
+            // The last state holds until the end of the run.
             let dt = (end.0 - last.time.0).max(0) as f64;
             alloc_int += last.gpu_allocated as f64 * dt;
             cap_int += last.gpu_capacity as f64 * dt;
         }
 
-        // Jain's index and share ratios per sample time, weighted by the
-        // time until the next sample.
+        // Jain's index and share ratios, weighted by time. Samples are
+        // written only when a queue's numbers change, so each leaf's last
+        // sample is carried forward until its next one.
         let mut times: Vec<Timestamp> = self.queues.iter().map(|s| s.time).collect();
         times.dedup();
+        let mut current: BTreeMap<&str, &QueueSample> = BTreeMap::new();
         let mut jain_int = 0f64;
         let mut jain_dt = 0f64;
         let mut ratio_int: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
         let mut idx = 0;
         for (ti, t) in times.iter().enumerate() {
-            let next = times.get(ti + 1).copied().unwrap_or(end);
-            let dt = (next.0 - t.0).max(0) as f64;
-            let mut xs = Vec::new();
             while idx < self.queues.len() && self.queues[idx].time == *t {
                 let s = &self.queues[idx];
                 idx += 1;
-                if s.is_leaf && s.demand.gpu > 0 && s.fair_share.gpu > 0 {
+                if s.is_leaf {
+                    current.insert(&s.queue, s);
+                }
+            }
+            let next = times.get(ti + 1).copied().unwrap_or(end);
+            let dt = (next.0 - t.0).max(0) as f64;
+            let mut xs = Vec::new();
+            for (path, s) in &current {
+                if s.demand.gpu > 0 && s.fair_share.gpu > 0 {
                     let x = s.allocated.gpu as f64 / s.fair_share.gpu as f64;
                     xs.push(x);
                     // Jobs name their leaf queue; samples carry the path.
-                    let leaf = s.queue.rsplit('/').next().unwrap_or(&s.queue);
+                    let leaf = path.rsplit('/').next().unwrap_or(path);
                     let e = ratio_int.entry(leaf).or_default();
                     e.0 += x * dt;
                     e.1 += dt;
@@ -289,6 +297,49 @@ mod tests {
         let s = Stats::of((1..=100).map(|v| v * 1000).collect());
         assert_eq!((s.p50, s.p95, s.p99, s.mean), (50.0, 95.0, 99.0, 50.5));
         assert_eq!(Stats::of(vec![]).count, 0);
+    }
+
+    fn sample(t: i64, q: &str, demand: u64, fair: u64, alloc: u64) -> QueueSample {
+        QueueSample {
+            time: Timestamp(t),
+            queue: q.into(),
+            is_leaf: true,
+            demand: Resources::new(0, 0, demand),
+            fair_share: Resources::new(0, 0, fair),
+            allocated: Resources::new(0, 0, alloc),
+        }
+    }
+
+    #[test]
+    fn fairness_carries_unchanged_queues_forward() {
+        // a: 8/8 from 0; b gets demand at 100 (fair 4 each, a keeps 8, b 0);
+        // at 1000 a is done and b runs 8/8 until 1200.
+        // Jain: 0–100 [1] → 1; 100–1000 [2, 0] → 0.5; 1000–1200 [1] → 1.
+        // Time-weighted: (100 + 450 + 200) / 1200 = 0.625.
+        let out = SimOutput {
+            policy: "p".into(),
+            jobs: vec![],
+            queues: vec![
+                sample(0, "a", 8000, 8000, 8000),
+                sample(100_000, "b", 8000, 4000, 0),
+                sample(100_000, "a", 8000, 4000, 8000),
+                sample(1_000_000, "a", 0, 0, 0),
+                sample(1_000_000, "b", 8000, 8000, 8000),
+            ],
+            cluster: vec![],
+            cycles: 0,
+            events: 0,
+            start_time: Timestamp(0),
+            end_time: Timestamp(1_200_000),
+        };
+        let s = out.summary();
+        assert_eq!(s.jain_fairness, 0.625);
+        // a: 1 for 100 s, 2 for 900 s → 1.9; b: 0 for 900 s, 1 for 200 s.
+        assert_eq!(
+            s.per_queue.get("a").map(|q| q.mean_share_ratio),
+            None,
+            "no jobs, no per-queue entry"
+        );
     }
 
     #[test]

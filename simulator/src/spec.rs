@@ -54,7 +54,9 @@ impl SpecError {
 
 /// Parses one YAML (or JSON) document into `T`, with the field path in errors.
 pub fn parse_doc<T: serde::de::DeserializeOwned>(text: &str, source: &str) -> Result<T, SpecError> {
-    let value: serde_json::Value = serde_saphyr::from_str(text)
+    // YAML 1.2 booleans only: a pool or node named `n` stays a string.
+    let options = serde_saphyr::options! { strict_booleans: true };
+    let value: serde_json::Value = serde_saphyr::from_str_with_options(text, options)
         .map_err(|e| SpecError::new(source, "", format!("invalid YAML: {e}")))?;
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
@@ -119,8 +121,17 @@ pub fn parse_duration_ms(v: &serde_json::Value) -> Result<u64, String> {
     }
     int.checked_mul(factor)
         .and_then(|v| v.checked_add(frac_ms))
-        .ok_or_else(|| format!("duration {v} is too large"))
+        .filter(|ms| *ms <= MAX_DURATION_MS)
+        .ok_or_else(|| format!("duration {v} is too large; expected at most 100 years"))
 }
+
+/// Longest duration or time accepted anywhere (100 years), so sums of
+/// submit times and durations can never overflow.
+pub const MAX_DURATION_MS: u64 = 100 * 365 * 86_400_000;
+
+/// Most tasks one job may have, and most jobs one template may generate.
+pub const MAX_TASKS_PER_JOB: u32 = 100_000;
+pub const MAX_JOBS_PER_TEMPLATE: u32 = 10_000_000;
 
 /// Converts a quantity for resource `name` to its integer unit.
 pub fn quantity(name: &ResourceName, q: &RawQuantity) -> Result<u64, String> {
@@ -429,6 +440,11 @@ mod tests {
         assert!(d("-5s").unwrap_err().contains("non-negative"));
         assert!(d("5y").unwrap_err().contains("unknown duration unit"));
         assert!(parse_duration_ms(&serde_json::json!(-3)).is_err());
+        assert!(
+            d("100000000000d")
+                .unwrap_err()
+                .contains("at most 100 years")
+        );
     }
 
     #[test]

@@ -52,7 +52,10 @@ use trainyard_api::RawQuantity;
 use trainyard_model::{PlacementConstraints, SubGroup, Timestamp};
 
 use crate::job::{SimJob, SimTask};
-use crate::spec::{SpecError, parse_doc, parse_duration_ms, resources};
+use crate::spec::{
+    MAX_DURATION_MS, MAX_JOBS_PER_TEMPLATE, MAX_TASKS_PER_JOB, SpecError, parse_doc,
+    parse_duration_ms, resources,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -304,7 +307,15 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
                 constraints: constraints(&t.node_selector, &mut cache),
             });
         }
-        let total: u32 = tasks.iter().map(|t| t.count).sum();
+        let total: u64 = tasks.iter().map(|t| t.count as u64).sum();
+        if total > MAX_TASKS_PER_JOB as u64 {
+            return Err(SpecError::new(
+                source,
+                &f("tasks"),
+                format!("expected at most {MAX_TASKS_PER_JOB} tasks in one job, got {total}"),
+            ));
+        }
+        let total = total as u32;
         let min_member = j.min_member.unwrap_or(total);
         if min_member == 0 || min_member > total {
             return Err(SpecError::new(
@@ -363,6 +374,29 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
             (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
         });
         let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ name_hash);
+        if t.count > MAX_JOBS_PER_TEMPLATE {
+            return Err(err(
+                "count",
+                format!(
+                    "expected at most {MAX_JOBS_PER_TEMPLATE} jobs per template, got {}",
+                    t.count
+                ),
+            ));
+        }
+        let too_many_pods = match &t.pods {
+            IntDist::Fixed(n) => *n > MAX_TASKS_PER_JOB,
+            IntDist::Uniform { max, .. } => *max > MAX_TASKS_PER_JOB,
+            IntDist::Choice(c) => c.iter().any(|n| *n > MAX_TASKS_PER_JOB),
+            IntDist::Exponential { max, .. } | IntDist::LogNormal { max, .. } => {
+                max.is_some_and(|m| m > MAX_TASKS_PER_JOB)
+            }
+        };
+        if too_many_pods {
+            return Err(err(
+                "pods",
+                format!("expected at most {MAX_TASKS_PER_JOB} pods per job"),
+            ));
+        }
         let requests = resources(&t.pod_requests, &f("podRequests"), source)?;
         let start = match &t.start {
             Some(v) => parse_duration_ms(v).map_err(|e| err("start", e))?,
@@ -442,18 +476,36 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                     .map(|_| {
                         let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
                         now += -mean_gap * u.ln();
-                        now.round() as u64
+                        // Bounded like every other time (100 years).
+                        now.round().min(MAX_DURATION_MS as f64) as u64
                     })
                     .collect()
             }
             Arrival::Every(v) => {
                 let gap = dur(v, "arrival.every")?;
-                (0..t.count as u64).map(|i| start + i * gap).collect()
+                let mut v = Vec::with_capacity(t.count as usize);
+                for i in 0..t.count as u64 {
+                    match i
+                        .checked_mul(gap)
+                        .and_then(|x| x.checked_add(start))
+                        .filter(|x| *x <= MAX_DURATION_MS)
+                    {
+                        Some(x) => v.push(x),
+                        None => {
+                            return Err(err(
+                                "arrival.every",
+                                "arrivals would run past 100 years".into(),
+                            ));
+                        }
+                    }
+                }
+                v
             }
             Arrival::Times(ts) => {
                 let mut v = Vec::new();
                 for (k, x) in ts.iter().enumerate().take(t.count as usize) {
-                    v.push(start + dur(x, &format!("arrival.times[{k}]"))?);
+                    let at = dur(x, &format!("arrival.times[{k}]"))?;
+                    v.push((start + at).min(MAX_DURATION_MS));
                 }
                 v
             }
@@ -472,7 +524,7 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                     clamp_pods(median * (sigma * normal(&mut rng)).exp(), *max)
                 }
             };
-            let duration_ms = duration.sample(&mut rng).max(1);
+            let duration_ms = duration.sample(&mut rng).clamp(1, MAX_DURATION_MS);
             out.push(SimJob {
                 id: format!("{}/{}-{k:06}", t.queue, t.name),
                 queue: t.queue.clone(),
@@ -500,7 +552,7 @@ fn clamp_pods(v: f64, max: Option<u32>) -> u32 {
     } else {
         1
     };
-    max.map_or(n, |m| n.min(m.max(1)))
+    n.min(max.unwrap_or(MAX_TASKS_PER_JOB).clamp(1, MAX_TASKS_PER_JOB))
 }
 
 enum DurSampler {

@@ -112,7 +112,10 @@ fn cycle_period_batches_changes() {
     );
     let out = run_with(&nodes, &["q"], &js, &[], 60_000);
     assert_eq!(timeline(&out), vec![s("sim/a", 60, 160)]);
-    assert_eq!(out.cycles, 1);
+    // The placing cycle, and the closing one that records the finish.
+    assert_eq!(out.cycles, 2);
+    let last = out.queues.last().unwrap();
+    assert_eq!((last.queue.as_str(), last.allocated.gpu), ("q", 0));
 }
 
 #[test]
@@ -150,6 +153,25 @@ fn gang_waits_for_a_finish_while_a_small_job_backfills() {
         "{reason}"
     );
     assert_eq!(out.jobs[0].pending_reason, None, "big never waited");
+}
+
+#[test]
+fn elastic_job_grows_when_capacity_frees() {
+    // One 8-GPU node. x: 4 GPUs for 50 s. e: 4 pods × 2 GPUs, minMember 2,
+    // 100 s. At 0: x and e's minimum (2 pods) fill the node. At 50 x ends,
+    // the cycle it triggers adds e's 2 elastic pods (50 → 150). e's first
+    // pods end at 100; the job ends with its last pod at 150.
+    let nodes = [Node::new("n1", 64_000, 512 * GI, 8)];
+    let js = jobs(
+        "  - {name: x, queue: q, submit: 0, duration: 50, tasks: [{count: 1, requests: {nvidia.com/gpu: 4}}]}
+  - {name: e, queue: q, submit: 0, duration: 100, minMember: 2, tasks: [{count: 4, requests: {nvidia.com/gpu: 2}}]}
+",
+    );
+    let out = run_with(&nodes, &["q"], &js, &[], 0);
+    assert_eq!(timeline(&out), vec![s("sim/e", 0, 150), s("sim/x", 0, 50)]);
+    // GPU-seconds: x 4×50, e 2×2×100 + 2×2×100 = 1,000 GPU-s.
+    assert_eq!(gpu_ms(&out), 1_000 * 1_000 * 1_000);
+    assert_eq!(out.cluster.last().unwrap().gpu_allocated, 0);
 }
 
 #[test]

@@ -234,10 +234,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                 })
             })
             .collect();
-        handles
+        // A panic in a simulation thread is a bug: re-raise it here.
+        let results: Vec<(SimOutput, f64)> = handles
             .into_iter()
             .map(|h| h.join().expect("simulation thread panicked"))
-            .collect()
+            .collect();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        results
     });
     let summaries: Vec<Summary> = results.iter().map(|(o, _)| o.summary()).collect();
 

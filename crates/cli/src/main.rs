@@ -115,6 +115,13 @@ fn main() {
         Command::Simulate(args) => simulate::run(args),
     };
     if let Err(e) = result {
+        // `trainyard ... | head`: the reader went away; that is not an error.
+        if e.chain().any(|c| {
+            c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        }) {
+            std::process::exit(0);
+        }
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }

@@ -191,29 +191,39 @@ impl QueueTree {
                 }
             }
         }
-        // Cycles: follow parents; report each cycle once (by its sorted member set).
-        let mut seen_cycles: BTreeSet<Vec<String>> = BTreeSet::new();
+        // Cycles: follow parents from every queue, never walking a queue
+        // twice (linear overall); report each cycle once, starting from
+        // its smallest name.
+        let mut done: BTreeSet<&str> = BTreeSet::new();
         for start in specs_by_name.keys() {
-            let mut path: Vec<&str> = vec![start];
-            let mut cur = start.as_str();
-            while let Some(p) = specs_by_name.get(cur).and_then(|s| s.parent.as_deref()) {
-                if let Some(pos) = path.iter().position(|q| *q == p) {
+            let mut path: Vec<&str> = Vec::new();
+            let mut on_path: BTreeMap<&str, usize> = BTreeMap::new();
+            let mut cur = Some(start.as_str());
+            while let Some(q) = cur {
+                if done.contains(q) || !specs_by_name.contains_key(q) {
+                    break;
+                }
+                if let Some(&pos) = on_path.get(q) {
                     let mut cycle: Vec<String> =
                         path[pos..].iter().map(|s| s.to_string()).collect();
-                    let mut key = cycle.clone();
-                    key.sort();
-                    if seen_cycles.insert(key) {
-                        cycle.push(p.to_string());
-                        errors.push(QueueError::Cycle { queues: cycle });
+                    // Rotate so the smallest name comes first, then close the loop.
+                    if let Some(min) = cycle
+                        .iter()
+                        .enumerate()
+                        .min_by(|a, b| a.1.cmp(b.1))
+                        .map(|(i, _)| i)
+                    {
+                        cycle.rotate_left(min);
                     }
+                    cycle.push(cycle[0].clone());
+                    errors.push(QueueError::Cycle { queues: cycle });
                     break;
                 }
-                if !specs_by_name.contains_key(p) {
-                    break;
-                }
-                path.push(p);
-                cur = p;
+                on_path.insert(q, path.len());
+                path.push(q);
+                cur = specs_by_name.get(q).and_then(|s| s.parent.as_deref());
             }
+            done.extend(path);
         }
         if !errors.is_empty() {
             return Err(errors);
@@ -247,16 +257,15 @@ impl QueueTree {
             nodes[parent.0].children.push(QueueId(i));
         }
         let mut tree = QueueTree { nodes, by_name };
-        for i in 1..tree.nodes.len() {
-            let path = tree
-                .ancestors(QueueId(i))
-                .map(|a| tree.nodes[a.0].spec.name.as_str())
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .collect::<Vec<_>>()
-                .join("/");
-            tree.nodes[i].path = path;
+        // Paths top-down: each is its parent's path plus its name.
+        for q in tree.top_down().into_iter().skip(1) {
+            let path = match tree.nodes[q.0].parent {
+                Some(p) if p != Self::ROOT => {
+                    format!("{}/{}", tree.nodes[p.0].path, tree.nodes[q.0].spec.name)
+                }
+                _ => tree.nodes[q.0].spec.name.clone(),
+            };
+            tree.nodes[q.0].path = path;
         }
 
         // Children's quotas must fit in a (non-root) parent's quota.
@@ -386,6 +395,29 @@ mod tests {
         assert_eq!(
             errs[0].to_string(),
             "queue \"x\": parent \"nope\" does not exist"
+        );
+    }
+
+    #[test]
+    fn deep_chains_build_quickly_and_long_cycles_are_found_once() {
+        // 3,000 levels: cubic cycle detection took minutes at this depth.
+        let mut specs = vec![QueueSpec::new("q00000")];
+        for i in 1..3_000 {
+            specs.push(QueueSpec::new(format!("q{i:05}")).parent(format!("q{:05}", i - 1)));
+        }
+        let tree = QueueTree::build(specs.clone()).unwrap();
+        assert!(
+            tree.path(tree.get("q02999").unwrap())
+                .starts_with("q00000/q00001/")
+        );
+        specs[0].parent = Some("q02999".into());
+        let errs = QueueTree::build(specs).unwrap_err();
+        assert_eq!(errs.len(), 1);
+        let text = errs[0].to_string();
+        assert!(
+            text.starts_with("queues q00000 -> q02999 -> q02998 -> "),
+            "{}",
+            &text[..60]
         );
     }
 

@@ -229,6 +229,19 @@ impl<'s> Cycle<'s> {
                             nodes[n].name
                         ));
                     }
+                    // Two holders on one device: whole use, or shares above one GPU.
+                    let add = match ask {
+                        GpuAsk::Fraction(m) => m,
+                        _ => 1000,
+                    };
+                    for &slot in &slots {
+                        if states[n].gpu_used[slot] + add > 1000 {
+                            warnings.push(format!(
+                                "pod {name} claims GPU {} on node {} that other pods already hold; the device is counted once",
+                                nodes[n].gpus[slot].index, nodes[n].name
+                            ));
+                        }
+                    }
                     states[n].take(req, ask, &slots);
                 }
                 None => implicit.push((n, req, ask, name)),
@@ -330,12 +343,14 @@ impl<'s> Cycle<'s> {
                 .any(|a| !tree.spec(a).limit.is_unlimited())
             && !pending.is_empty()
         {
-            // The minimum: the first `min_member` tasks in name order.
-            let mut order: Vec<&trainyard_model::Task> = job.tasks.iter().collect();
-            order.sort_by(|a, b| a.name.cmp(&b.name));
+            // The minimum as `try_gang` would choose it, with nothing bound yet.
+            let mut all: Vec<usize> = (0..job.tasks.len()).collect();
+            all.sort_by(|&a, &b| job.tasks[a].name.cmp(&job.tasks[b].name));
             let mut min_req = Resources::zero();
-            for t in order.iter().take(job.min_member as usize) {
-                min_req.add(&t.requests);
+            if let Ok(chosen) = select_minimum(job, &all, &BTreeMap::new(), 0) {
+                for t in chosen {
+                    min_req.add(&job.tasks[t].requests);
+                }
             }
             for a in tree.ancestors(q) {
                 if let Some((resource, limit)) = tree.spec(a).limit.first_exceeded(&min_req) {
@@ -466,7 +481,7 @@ impl<'s> Cycle<'s> {
                     .config
                     .gang_starvation_seconds
                     .is_some_and(|s| self.now.secs_since(self.jobs[j].job.submit_time) >= s)
-                    && matches!(reason, PendingReason::Unschedulable { .. });
+                    && self.could_ever_fit(j, &reason);
                 self.pending.insert(j, reason);
                 if starving {
                     let gang = self.jobs[j].job.id.clone();
@@ -483,52 +498,7 @@ impl<'s> Cycle<'s> {
     fn try_gang(&mut self, j: usize) -> Result<(), PendingReason> {
         let jw = &self.jobs[j];
         let job = jw.job;
-        // Tasks to place now: sub-group deficits first, then the job's.
-        let mut chosen: Vec<usize> = Vec::new();
-        let mut taken = vec![false; job.tasks.len()];
-        for sg in &job.subgroups {
-            let have = jw.bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0);
-            let need = sg.min_member.saturating_sub(have) as usize;
-            let cands: Vec<usize> = jw
-                .pending
-                .iter()
-                .copied()
-                .filter(|&t| job.tasks[t].subgroup.as_deref() == Some(sg.name.as_str()))
-                .take(need)
-                .collect();
-            if cands.len() < need {
-                let total = job
-                    .tasks
-                    .iter()
-                    .filter(|t| t.subgroup.as_deref() == Some(sg.name.as_str()))
-                    .count();
-                return Err(PendingReason::NotEnoughPods {
-                    subgroup: Some(sg.name.clone()),
-                    have: total as u32,
-                    min_member: sg.min_member,
-                });
-            }
-            for t in cands {
-                taken[t] = true;
-                chosen.push(t);
-            }
-        }
-        let need = (job.min_member as usize).saturating_sub(jw.bound_total as usize + chosen.len());
-        let rest: Vec<usize> = jw
-            .pending
-            .iter()
-            .copied()
-            .filter(|&t| !taken[t])
-            .take(need)
-            .collect();
-        if rest.len() < need {
-            return Err(PendingReason::NotEnoughPods {
-                subgroup: None,
-                have: job.tasks.len() as u32,
-                min_member: job.min_member,
-            });
-        }
-        chosen.extend(rest);
+        let chosen = select_minimum(job, &jw.pending, &jw.bound_by_sub, jw.bound_total)?;
         if chosen.is_empty() {
             // Minimum already holds through running tasks: elastic pass.
             return Ok(());
@@ -616,6 +586,32 @@ impl<'s> Cycle<'s> {
         self.stats.gangs_placed += 1;
         self.record(j, placed);
         Ok(())
+    }
+
+    /// Whether a gang that did not fit could fit on its nodes if they were
+    /// empty. Only such a gang may hold back its queue as starving: one that
+    /// can never fit must not block anything.
+    fn could_ever_fit(&mut self, j: usize, reason: &PendingReason) -> bool {
+        let PendingReason::Unschedulable { needs, .. } = reason else {
+            return false;
+        };
+        let job = self.jobs[j].job;
+        let Some(&first) = self.jobs[j].pending.first() else {
+            return false;
+        };
+        let task = &job.tasks[first];
+        let key = self.static_filter(&task.constraints);
+        let Some(filter) = self.filters.get(&key) else {
+            return false;
+        };
+        let mut capacity = Resources::zero();
+        let mut pod_fits = false;
+        for &n in &filter.feasible {
+            let alloc = &self.nodes[n as usize].allocatable;
+            capacity.add(alloc);
+            pod_fits |= task.requests.fits_in(alloc);
+        }
+        pod_fits && needs.fits_in(&capacity)
     }
 
     /// Fails with the first queue on the leaf's path that `extra` would take above its limit.
@@ -926,6 +922,62 @@ impl<'s> Cycle<'s> {
             stats: self.stats,
         }
     }
+}
+
+/// The tasks to place now for a gang's minimum: for each sub-group, enough
+/// of its pending tasks (in `pending` order) to reach the sub-group's
+/// `minMember`, then enough more to reach the job's. Bound tasks count
+/// toward both. Fails when the pods do not exist.
+fn select_minimum(
+    job: &Job,
+    pending: &[usize],
+    bound_by_sub: &BTreeMap<&str, u32>,
+    bound_total: u32,
+) -> Result<Vec<usize>, PendingReason> {
+    let mut chosen: Vec<usize> = Vec::new();
+    let mut taken = vec![false; job.tasks.len()];
+    for sg in &job.subgroups {
+        let have = bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0);
+        let need = sg.min_member.saturating_sub(have) as usize;
+        let cands: Vec<usize> = pending
+            .iter()
+            .copied()
+            .filter(|&t| job.tasks[t].subgroup.as_deref() == Some(sg.name.as_str()))
+            .take(need)
+            .collect();
+        if cands.len() < need {
+            let total = job
+                .tasks
+                .iter()
+                .filter(|t| t.subgroup.as_deref() == Some(sg.name.as_str()))
+                .count();
+            return Err(PendingReason::NotEnoughPods {
+                subgroup: Some(sg.name.clone()),
+                have: total as u32,
+                min_member: sg.min_member,
+            });
+        }
+        for t in cands {
+            taken[t] = true;
+            chosen.push(t);
+        }
+    }
+    let need = (job.min_member as usize).saturating_sub(bound_total as usize + chosen.len());
+    let rest: Vec<usize> = pending
+        .iter()
+        .copied()
+        .filter(|&t| !taken[t])
+        .take(need)
+        .collect();
+    if rest.len() < need {
+        return Err(PendingReason::NotEnoughPods {
+            subgroup: None,
+            have: job.tasks.len() as u32,
+            min_member: job.min_member,
+        });
+    }
+    chosen.extend(rest);
+    Ok(chosen)
 }
 
 /// Convenience for reports: a resource's amount formatted for people.

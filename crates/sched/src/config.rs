@@ -21,9 +21,10 @@ pub struct ScorerConfig {
     pub weight: u32,
 }
 
-/// Node scoring: GPU and CPU/memory are scored separately.
+/// Node scoring: GPU and CPU/memory are scored separately. Either may be
+/// left out; it then keeps its default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ScoringConfig {
     pub gpu: ScorerConfig,
     pub cpu_memory: ScorerConfig,

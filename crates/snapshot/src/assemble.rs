@@ -216,6 +216,13 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
                 pod.ignored.join(", ")
             ));
         }
+        // Only a pending pod is placed, so only there do unchecked fields
+        // matter; they do not stop placement.
+        if pod.node_name.is_none() {
+            for note in &pod.unchecked {
+                cx.warnings.push(format!("{}: {object}: {note}", loc.at()));
+            }
+        }
         for conflict in label_annotation_conflicts(&pod.meta) {
             cx.warnings
                 .push(format!("{}: {object}: {conflict}", loc.at()));

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use trainyard_api::de::null_default;
-use trainyard_api::{ObjectMeta, RawQuantity, keys};
+use trainyard_api::{ObjectMeta, QuantityError, RawQuantity, keys};
 use trainyard_model::resources::GPU_RESOURCE;
 use trainyard_model::{
     GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm,
@@ -17,6 +17,15 @@ use trainyard_model::{
 /// A problem found while converting a typed object: field path (relative to
 /// the object) and message.
 pub(crate) type FieldError = (String, String);
+
+/// Most `nvidia.com/gpu` devices one node may have. Each device is an object
+/// in the snapshot, so a larger (mistyped) count is an error rather than
+/// millions of devices.
+pub(crate) const MAX_NODE_GPUS: u64 = 1024;
+
+/// Path of a pod's required node affinity terms.
+const REQUIRED_TERMS: &str =
+    "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
 
 // ---------------------------------------------------------------------------
 // Enum-valued fields, checked during deserialization so errors carry paths.
@@ -173,12 +182,16 @@ impl K8sNode {
                     )),
                     Err(e) => errors.push((field, e.to_string())),
                 },
-                GPU_RESOURCE => match q.to_whole_units().map(u32::try_from) {
-                    Ok(Ok(n)) => {
-                        gpu_count = n;
-                        allocatable.gpu = u64::from(n) * 1000;
+                GPU_RESOURCE => match q.to_whole_units() {
+                    Ok(n) if n <= MAX_NODE_GPUS => {
+                        // At most MAX_NODE_GPUS, so both conversions are exact.
+                        gpu_count = n as u32;
+                        allocatable.gpu = n * 1000;
                     }
-                    Ok(Err(_)) => errors.push((field, format!("{q} GPUs is too many"))),
+                    Ok(n) => errors.push((field, too_many_gpus(&n.to_string()))),
+                    Err(QuantityError::Overflow(text)) => {
+                        errors.push((field, too_many_gpus(&text)));
+                    }
                     Err(e) => errors.push((field, format!("{e} of GPU devices"))),
                 },
                 other => {
@@ -244,6 +257,10 @@ impl K8sNode {
     }
 }
 
+fn too_many_gpus(got: &str) -> String {
+    format!("expected at most {MAX_NODE_GPUS} GPUs per node, got {got}")
+}
+
 // ---------------------------------------------------------------------------
 // PriorityClass
 
@@ -296,6 +313,37 @@ struct PodSpec {
     topology_spread_constraints: Vec<SpreadConstraint>,
     #[serde(default, deserialize_with = "null_default")]
     resource_claims: Vec<serde_json::Value>,
+    #[serde(default, deserialize_with = "null_default")]
+    scheduling_gates: Vec<SchedulingGate>,
+    #[serde(default)]
+    runtime_class_name: Option<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    volumes: Vec<Volume>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SchedulingGate {
+    #[serde(default, deserialize_with = "null_default")]
+    name: String,
+}
+
+/// A pod volume: only its name and a `persistentVolumeClaim` source are
+/// read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Volume {
+    #[serde(default, deserialize_with = "null_default")]
+    name: String,
+    #[serde(default)]
+    persistent_volume_claim: Option<PvcSource>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PvcSource {
+    #[serde(default, deserialize_with = "null_default")]
+    claim_name: String,
 }
 
 #[derive(Default, Deserialize)]
@@ -429,6 +477,9 @@ pub(crate) struct PodInfo {
     pub constraints: PlacementConstraints,
     /// Soft constraints Trainyard ignores (for warnings).
     pub ignored: Vec<String>,
+    /// Fields that can restrict placement but that Trainyard does not
+    /// check, one warning message each (given for pending Trainyard pods).
+    pub unchecked: Vec<String>,
     pub terminal: bool,
     /// From the `trainyard.io/gpu-indices` annotation.
     pub gpus: Option<Vec<u32>>,
@@ -590,9 +641,28 @@ impl K8sPod {
                 if let Some(sel) = &na.required_during_scheduling_ignored_during_execution {
                     if sel.node_selector_terms.is_empty() {
                         errors.push((
-                            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms".to_string(),
+                            REQUIRED_TERMS.to_string(),
                             "must not be empty: the Kubernetes API rejects a required node affinity without terms; expected at least one term (or leave out requiredDuringSchedulingIgnoredDuringExecution)".to_string(),
                         ));
+                    }
+                    for (i, t) in sel.node_selector_terms.iter().enumerate() {
+                        let term = format!("{REQUIRED_TERMS}[{i}]");
+                        for (j, r) in t.match_expressions.iter().enumerate() {
+                            check_requirement(
+                                r,
+                                &format!("{term}.matchExpressions[{j}]"),
+                                false,
+                                &mut errors,
+                            );
+                        }
+                        for (j, r) in t.match_fields.iter().enumerate() {
+                            check_requirement(
+                                r,
+                                &format!("{term}.matchFields[{j}]"),
+                                true,
+                                &mut errors,
+                            );
+                        }
                     }
                     required_affinity = sel
                         .node_selector_terms
@@ -656,6 +726,50 @@ impl K8sPod {
         }
         if !spec.resource_claims.is_empty() {
             unsupported.push("resourceClaims (dynamic resource allocation)".to_string());
+        }
+        // A gated pod is not ready for scheduling until every gate is removed.
+        for (i, g) in spec.scheduling_gates.iter().enumerate() {
+            if g.name.is_empty() {
+                errors.push((
+                    format!("spec.schedulingGates[{i}].name"),
+                    "missing; expected the gate's name, such as example.com/quota-check"
+                        .to_string(),
+                ));
+            }
+        }
+        if !spec.scheduling_gates.is_empty() {
+            let names: Vec<&str> = spec
+                .scheduling_gates
+                .iter()
+                .map(|g| g.name.as_str())
+                .collect();
+            unsupported.push(format!(
+                "schedulingGates [{}] (pod is not ready for scheduling)",
+                names.join(", ")
+            ));
+        }
+        let mut unchecked = Vec::new();
+        if let Some(rc) = spec.runtime_class_name.as_deref().filter(|n| !n.is_empty()) {
+            unchecked.push(format!(
+                "runtimeClassName {rc} ignored: its RuntimeClass node scheduling is not read"
+            ));
+        }
+        for (i, v) in spec.volumes.iter().enumerate() {
+            let Some(pvc) = &v.persistent_volume_claim else {
+                continue;
+            };
+            if pvc.claim_name.is_empty() {
+                errors.push((
+                    format!("spec.volumes[{i}].persistentVolumeClaim.claimName"),
+                    "missing; expected the name of a PersistentVolumeClaim in the pod's namespace"
+                        .to_string(),
+                ));
+                continue;
+            }
+            unchecked.push(format!(
+                "volume {} uses persistentVolumeClaim {}: PVC volume topology/node affinity is not checked",
+                v.name, pvc.claim_name
+            ));
         }
         let tolerations = spec
             .tolerations
@@ -726,10 +840,74 @@ impl K8sPod {
                 unsupported,
             },
             ignored,
+            unchecked,
             terminal,
             gpus,
             meta,
         })
+    }
+}
+
+/// Checks one node selector requirement at `path` as the Kubernetes API
+/// does: `matchFields` (`field_selector`) only accept the key
+/// `metadata.name`; `In`/`NotIn` need values, `Exists`/`DoesNotExist` take
+/// none, and `Gt`/`Lt` take exactly one integer.
+fn check_requirement(
+    r: &K8sRequirement,
+    path: &str,
+    field_selector: bool,
+    errors: &mut Vec<FieldError>,
+) {
+    if field_selector && r.key != "metadata.name" {
+        errors.push((
+            format!("{path}.key"),
+            format!(
+                "unsupported field selector key {:?}; expected \"metadata.name\", the only node field matchFields may use",
+                r.key
+            ),
+        ));
+    }
+    let op = r.operator.0;
+    let values = format!("{path}.values");
+    match op {
+        LabelSelectorOperator::In | LabelSelectorOperator::NotIn => {
+            if r.values.is_empty() {
+                errors.push((
+                    values,
+                    format!("must not be empty for operator {op:?}; expected at least one value"),
+                ));
+            }
+        }
+        LabelSelectorOperator::Exists | LabelSelectorOperator::DoesNotExist => {
+            if !r.values.is_empty() {
+                errors.push((
+                    values,
+                    format!(
+                        "must be empty for operator {op:?}, found {:?}; expected no values",
+                        r.values
+                    ),
+                ));
+            }
+        }
+        LabelSelectorOperator::Gt | LabelSelectorOperator::Lt => match r.values.as_slice() {
+            [v] => {
+                if v.parse::<i64>().is_err() {
+                    errors.push((
+                        format!("{values}[0]"),
+                        format!(
+                            "{v:?} is not an integer; expected one whole number for operator {op:?}, such as \"8\""
+                        ),
+                    ));
+                }
+            }
+            other => errors.push((
+                values,
+                format!(
+                    "expected exactly one integer value for operator {op:?}, found {} value(s) {other:?}",
+                    other.len()
+                ),
+            )),
+        },
     }
 }
 

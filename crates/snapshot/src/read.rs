@@ -82,11 +82,29 @@ pub(crate) struct Reader {
     pub warnings: Vec<String>,
 }
 
+/// Parser limits that grow with the input. The parser's defaults (250,000
+/// nodes, 1,024 documents) reject a real `kubectl get pods -A -o yaml` of
+/// about a thousand pods. A YAML node or document needs at least a few
+/// bytes of input, so limits proportional to the length accept any honest
+/// file. Aliases, anchors and nesting keep the defaults, which guard
+/// against expansion bombs.
+fn yaml_budget(len: usize) -> serde_saphyr::Budget {
+    let mut b = serde_saphyr::Budget::default();
+    b.max_nodes = b.max_nodes.max(len);
+    b.max_events = b.max_events.max(len.saturating_mul(2));
+    b.max_documents = b.max_documents.max(len / 4);
+    b.max_total_scalar_bytes = b.max_total_scalar_bytes.max(len);
+    b
+}
+
 impl Reader {
     pub fn read_source(&mut self, source: &Source) {
         // YAML 1.2 booleans only: a node named `n` or a label value `yes`
         // stays a string.
-        let options = serde_saphyr::options! { strict_booleans: true };
+        let options = serde_saphyr::options! {
+            strict_booleans: true,
+            budget: Some(yaml_budget(source.text.len())),
+        };
         match serde_saphyr::from_multiple_with_options::<Value>(&source.text, options) {
             Ok(docs) => {
                 for (i, doc) in docs.iter().enumerate() {
@@ -366,5 +384,26 @@ impl Reader {
             },
             _ => self.skip(loc, kind),
         }
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use crate::{LoadOptions, Source, load};
+
+    #[test]
+    fn large_snapshots_load() {
+        // Beyond the YAML parser's defaults: 1,500 documents and more than
+        // 250,000 YAML nodes (each pod carries 150 labels).
+        let labels: String = (0..150).map(|k| format!("l{k}: v, ")).collect();
+        let mut text = String::new();
+        for i in 0..1500 {
+            text.push_str(&format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}, namespace: ml, labels: {{{labels}}}}}\nspec: {{schedulerName: trainyard, containers: [{{name: c, resources: {{requests: {{cpu: 100m}}}}}}]}}\n"
+            ));
+        }
+        let loaded =
+            load(&[Source::new("big.yaml", text)], &LoadOptions::default()).expect("loads");
+        assert_eq!(loaded.snapshot.jobs.len(), 1500);
     }
 }

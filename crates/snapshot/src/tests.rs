@@ -1009,3 +1009,154 @@ fn queue_names_on_pods_are_checked() {
          cluster.yaml: document 2: Pod ml/q: metadata.labels.kai.scheduler/queue: invalid queue name: \"-x\" is not a valid DNS-1123 subdomain; expected lowercase letters, digits, '-' and '.', starting and ending with a letter or digit"
     );
 }
+
+#[test]
+fn scheduling_gates_runtime_class_and_pvc_volumes() {
+    let spec = r#"  runtimeClassName: nvidia
+  schedulingGates: [{name: gate-a}, {name: gate-b}]
+  volumes:
+  - {name: data, persistentVolumeClaim: {claimName: data-pvc}}
+  - {name: scratch, emptyDir: {}}
+  containers: [{name: c, volumeMounts: [{name: data, mountPath: /data}]}]
+"#;
+    let text = [
+        pod("gated", "", spec),
+        // Bound: not placed by Trainyard, so no warnings.
+        pod(
+            "bound",
+            "",
+            "  nodeName: n1\n  runtimeClassName: nvidia\n  volumes: [{name: data, persistentVolumeClaim: {claimName: c}}]\n  containers: []\n",
+        ),
+        // Another scheduler's pod: its placement fields are not used.
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: ext, namespace: ml}\nspec:\n  nodeName: n1\n  runtimeClassName: kata\n  schedulingGates: [{name: g}]\n  volumes: [{name: v, persistentVolumeClaim: {claimName: c}}]\n".to_string(),
+    ]
+    .join("---\n");
+    let loaded = load_one(&text).unwrap();
+    let gated = loaded
+        .snapshot
+        .jobs
+        .iter()
+        .find(|j| j.id == "ml/gated")
+        .unwrap();
+    assert_eq!(
+        gated.tasks[0].constraints.unsupported,
+        ["schedulingGates [gate-a, gate-b] (pod is not ready for scheduling)"]
+    );
+    assert_eq!(
+        loaded.warnings,
+        [
+            "cluster.yaml: document 1: Pod ml/gated: runtimeClassName nvidia ignored: its RuntimeClass node scheduling is not read",
+            "cluster.yaml: document 1: Pod ml/gated: volume data uses persistentVolumeClaim data-pvc: PVC volume topology/node affinity is not checked",
+        ]
+    );
+    // Soft fields alone keep the pod placeable.
+    let soft = pod(
+        "soft",
+        "",
+        "  runtimeClassName: nvidia\n  volumes: [{name: d, persistentVolumeClaim: {claimName: d}}]\n  containers: []\n",
+    );
+    let loaded = load_one(&soft).unwrap();
+    assert!(
+        loaded.snapshot.jobs[0].tasks[0]
+            .constraints
+            .unsupported
+            .is_empty()
+    );
+    assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+
+    let bad = pod(
+        "p",
+        "",
+        "  schedulingGates: [{name: \"\"}]\n  volumes: [{name: d, persistentVolumeClaim: {readOnly: true}}]\n  containers: []\n",
+    );
+    assert_eq!(
+        errors_of(&bad),
+        "cluster.yaml: document 1: Pod ml/p: spec.schedulingGates[0].name: missing; expected the gate's name, such as example.com/quota-check\n\
+         cluster.yaml: document 1: Pod ml/p: spec.volumes[0].persistentVolumeClaim.claimName: missing; expected the name of a PersistentVolumeClaim in the pod's namespace"
+    );
+}
+
+#[test]
+fn node_gpu_count_is_capped() {
+    let node = |name: &str, gpus: &str| {
+        format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}}}\nstatus: {{allocatable: {{nvidia.com/gpu: \"{gpus}\"}}}}\n"
+        )
+    };
+    let loaded = load_one(&node("max", "1024")).unwrap();
+    assert_eq!(loaded.snapshot.nodes[0].gpus.len(), 1024);
+    assert_eq!(loaded.snapshot.nodes[0].allocatable.gpu, 1_024_000);
+
+    let text = [
+        node("a", "1025"),
+        node("b", "4000000000"),
+        node("c", "1e30"),
+        node("d", "16Ei"),
+    ]
+    .join("---\n");
+    assert_eq!(
+        errors_of(&text),
+        "cluster.yaml: document 1: Node a: status.allocatable.nvidia.com/gpu: expected at most 1024 GPUs per node, got 1025\n\
+         cluster.yaml: document 2: Node b: status.allocatable.nvidia.com/gpu: expected at most 1024 GPUs per node, got 4000000000\n\
+         cluster.yaml: document 3: Node c: status.allocatable.nvidia.com/gpu: expected at most 1024 GPUs per node, got 1e30\n\
+         cluster.yaml: document 4: Node d: status.allocatable.nvidia.com/gpu: expected at most 1024 GPUs per node, got 16Ei"
+    );
+}
+
+#[test]
+fn node_affinity_requirements_are_validated() {
+    let text = pod(
+        "p",
+        "",
+        r#"  containers: []
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions:
+          - {key: zone, operator: In, values: [a]}
+          - {key: zone, operator: In, values: []}
+          - {key: pool, operator: NotIn}
+          - {key: gpu, operator: Exists, values: [x]}
+          - {key: spot, operator: DoesNotExist, values: [y, z]}
+        - matchExpressions:
+          - {key: gen, operator: Gt, values: []}
+          - {key: gen, operator: Lt, values: ["1", "2"]}
+          - {key: gen, operator: Gt, values: [eight]}
+          - {key: gen, operator: Lt, values: ["9"]}
+          matchFields:
+          - {key: metadata.name, operator: In, values: [n1]}
+          - {key: metadata.labels, operator: In, values: [n1]}
+"#,
+    );
+    let terms = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms";
+    let expected = [
+        format!(
+            "{terms}[0].matchExpressions[1].values: must not be empty for operator In; expected at least one value"
+        ),
+        format!(
+            "{terms}[0].matchExpressions[2].values: must not be empty for operator NotIn; expected at least one value"
+        ),
+        format!(
+            "{terms}[0].matchExpressions[3].values: must be empty for operator Exists, found [\"x\"]; expected no values"
+        ),
+        format!(
+            "{terms}[0].matchExpressions[4].values: must be empty for operator DoesNotExist, found [\"y\", \"z\"]; expected no values"
+        ),
+        format!(
+            "{terms}[1].matchExpressions[0].values: expected exactly one integer value for operator Gt, found 0 value(s) []"
+        ),
+        format!(
+            "{terms}[1].matchExpressions[1].values: expected exactly one integer value for operator Lt, found 2 value(s) [\"1\", \"2\"]"
+        ),
+        format!(
+            "{terms}[1].matchExpressions[2].values[0]: \"eight\" is not an integer; expected one whole number for operator Gt, such as \"8\""
+        ),
+        format!(
+            "{terms}[1].matchFields[1].key: unsupported field selector key \"metadata.labels\"; expected \"metadata.name\", the only node field matchFields may use"
+        ),
+    ]
+    .map(|e| format!("cluster.yaml: document 1: Pod ml/p: {e}"))
+    .join("\n");
+    assert_eq!(errors_of(&text), expected);
+}

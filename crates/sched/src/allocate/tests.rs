@@ -242,16 +242,26 @@ fn elastic_pods_wait_for_other_gangs_minimums() {
 
 #[test]
 fn starving_gang_blocks_its_own_queue_only_when_configured() {
-    let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
-    let mut big = Job::gang("a/big", "a", vec![gpu_task(16)]);
-    big.tasks[0].requests = gpu_task(8);
-    big.tasks.push(big.tasks[0].clone());
-    big.tasks[1].name = "a/big-1".into();
-    big.min_member = 2;
+    // Two 8-GPU nodes, one busy with another team's running job: the
+    // 2 × 8-GPU gang could fit on the empty cluster but not now.
+    let nodes = vec![
+        Node::new("n0", 64_000, 512 * GI, 8),
+        Node::new("n1", 64_000, 512 * GI, 8),
+    ];
+    let mut running = Job::gang("b/run", "b", vec![gpu_task(8)]);
+    running.tasks[0].state = TaskState::Bound {
+        node: "n1".into(),
+        gpus: None,
+    };
+    let mut big = Job::gang("a/big", "a", vec![gpu_task(8); 2]);
     big.submit_time = Timestamp::from_secs(0);
     let mut small = Job::gang("a/small", "a", vec![gpu_task(1)]);
     small.submit_time = Timestamp::from_secs(10);
-    let s = snapshot(nodes, vec![QueueSpec::new("a")], vec![big, small]);
+    let s = snapshot(
+        nodes,
+        vec![QueueSpec::new("a"), QueueSpec::new("b")],
+        vec![big, small, running],
+    );
     let d = schedule(&s, &Config::default(), Timestamp::from_secs(3600));
     assert_eq!(bound_jobs(&d).get("a/small"), Some(&1));
     let cfg = Config {
@@ -264,6 +274,42 @@ fn starving_gang_blocks_its_own_queue_only_when_configured() {
         d.pending[1].message,
         "waiting behind starving gang a/big in the same queue"
     );
+}
+
+#[test]
+fn a_gang_that_can_never_fit_does_not_starve_its_queue() {
+    // 2 × 8 GPUs on one 8-GPU node never fits: even with aging on, the
+    // small job behind it runs.
+    let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
+    let big = Job::gang("a/big", "a", vec![gpu_task(8); 2]);
+    let mut small = Job::gang("a/small", "a", vec![gpu_task(1)]);
+    small.submit_time = Timestamp::from_secs(10);
+    let s = snapshot(nodes, vec![QueueSpec::new("a")], vec![big, small]);
+    let cfg = Config {
+        gang_starvation_seconds: Some(60),
+        ..Config::default()
+    };
+    let d = schedule(&s, &cfg, Timestamp::from_secs(3600));
+    assert_eq!(bound_jobs(&d).get("a/small"), Some(&1));
+}
+
+#[test]
+fn limit_check_uses_the_same_minimum_as_placement() {
+    // minMember 1 met by the sub-group's 1-GPU pod; the 16-GPU pod is elastic.
+    let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
+    let mut job = Job::gang("a/sg", "q", vec![gpu_task(16), gpu_task(1)]);
+    job.tasks[0].name = "a/sg-a-elastic".into();
+    job.tasks[1].name = "a/sg-z-min".into();
+    job.tasks[1].subgroup = Some("s".into());
+    job.subgroups = vec![SubGroup {
+        name: "s".into(),
+        min_member: 1,
+    }];
+    job.min_member = 1;
+    let queues = vec![QueueSpec::new("q").limit(Limits::unlimited().cap(ResourceName::Gpu, 8000))];
+    let d = run(&snapshot(nodes, queues, vec![job]));
+    assert_eq!(d.binds.len(), 1);
+    assert_eq!(d.binds[0].task, "a/sg-z-min");
 }
 
 #[test]

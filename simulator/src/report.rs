@@ -28,8 +28,9 @@ const PALETTE: [&str; 7] = [
 const REFERENCE: &str = "#555555";
 /// Most points drawn per line; longer series are bucketed.
 const MAX_POINTS: usize = 1000;
-/// Wait-time axis: 1 s to 1 week, log scale.
-const WAIT_TICKS: [(f64, &str); 7] = [
+/// Wait-time axis ticks, log scale: 1 s to 30 days (the axis extends to
+/// the longest wait when it is longer).
+const WAIT_TICKS: [(f64, &str); 8] = [
     (1.0, "1s"),
     (10.0, "10s"),
     (60.0, "1m"),
@@ -37,6 +38,7 @@ const WAIT_TICKS: [(f64, &str); 7] = [
     (3600.0, "1h"),
     (86_400.0, "1d"),
     (604_800.0, "1w"),
+    (2_592_000.0, "30d"),
 ];
 
 /// How a line is stroked.

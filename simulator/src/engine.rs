@@ -30,7 +30,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
-use trainyard_model::{Job, Node, QueueTree, Resources, Snapshot, TaskState, Timestamp};
+use trainyard_model::{Job, Node, QueueId, QueueTree, Resources, Snapshot, TaskState, Timestamp};
 use trainyard_sched::{Config, PendingReason, schedule};
 
 use crate::job::{SimJob, task_index};
@@ -119,6 +119,10 @@ struct Rt {
     bound: u32,
     /// Milli-GPU of the job's bound tasks.
     gpu_bound: u64,
+    /// Requests of the job's bound tasks.
+    bound_req: Resources,
+    /// The job's leaf queue, if it exists.
+    leaf: Option<QueueId>,
     /// A task has ended: no more growth.
     winding_down: bool,
 }
@@ -149,6 +153,10 @@ struct Engine<'a> {
     end: Timestamp,
     /// Something changed since the last cycle ran.
     dirty: bool,
+    /// Requests of bound tasks per leaf queue (by `QueueId`).
+    leaf_alloc: Vec<Resources>,
+    /// Running jobs that still have pending elastic pods (as of the last cycle).
+    elastic_waiting: u32,
 }
 
 /// Runs a simulation to completion (or `opts.until`).
@@ -199,6 +207,8 @@ impl<'a> Engine<'a> {
             needs_compaction: false,
             end: Timestamp(0),
             dirty: false,
+            leaf_alloc: vec![Resources::zero(); input.queues.len()],
+            elastic_waiting: 0,
         };
         // Largest node and whole cluster, to reject what can never fit.
         let mut total = Resources::zero();
@@ -241,6 +251,11 @@ impl<'a> Engine<'a> {
                 epoch: 0,
                 bound: 0,
                 gpu_bound: 0,
+                bound_req: Resources::zero(),
+                leaf: input
+                    .queues
+                    .get(&j.queue)
+                    .filter(|q| input.queues.is_leaf(*q)),
                 winding_down: false,
             });
         }
@@ -330,8 +345,16 @@ impl<'a> Engine<'a> {
             // A cycle runs on every change, pending jobs or not: it also
             // re-samples the queues (allocation falls as tasks finish) and
             // lets running elastic jobs grow.
-            self.dirty |= changed;
-            if changed {
+            let mut needs_cycle = changed;
+            if changed && self.pending == 0 && self.elastic_waiting == 0 {
+                // Nothing can be placed: a cycle would decide nothing.
+                // Every queue's demand, fair share and allocation are its
+                // running requests (all demand fits), so record them here.
+                self.sample_queues_idle(now);
+                needs_cycle = false;
+            }
+            self.dirty |= needs_cycle;
+            if needs_cycle {
                 let period = self.opts.cycle_period_ms as i64;
                 let at = if period > 0 {
                     (t + period - 1) / period * period
@@ -386,10 +409,12 @@ impl Engine<'_> {
         let job = &mut self.snapshot.jobs[slot];
         let mut freed = 0u64;
         let mut ended = 0u32;
+        let mut freed_req = Resources::zero();
         job.tasks.retain(|t| {
             let done = task_index(&t.name).is_some_and(|i| tasks.contains(&i));
             if done {
                 freed += t.requests.gpu;
+                freed_req.add(&t.requests);
                 ended += 1;
             }
             !done
@@ -402,6 +427,10 @@ impl Engine<'_> {
         rt.winding_down = true;
         rt.bound -= ended.min(rt.bound);
         rt.gpu_bound -= freed.min(rt.gpu_bound);
+        rt.bound_req.saturating_sub(&freed_req);
+        if let Some(q) = rt.leaf {
+            self.leaf_alloc[q.0].saturating_sub(&freed_req);
+        }
         self.gpu_allocated -= freed.min(self.gpu_allocated);
         if rt.bound == 0 {
             rt.record.end = Some(now);
@@ -441,6 +470,10 @@ impl Engine<'_> {
             }
             let rt = &mut self.rt[j];
             self.gpu_allocated -= rt.gpu_bound.min(self.gpu_allocated);
+            if let Some(q) = rt.leaf {
+                self.leaf_alloc[q.0].saturating_sub(&rt.bound_req);
+            }
+            rt.bound_req = Resources::zero();
             rt.epoch += 1;
             rt.bound = 0;
             rt.gpu_bound = 0;
@@ -515,6 +548,10 @@ impl Engine<'_> {
             let rt = &mut self.rt[j];
             rt.bound += 1;
             rt.gpu_bound += gpu;
+            rt.bound_req.add(&task.requests);
+            if let Some(q) = rt.leaf {
+                self.leaf_alloc[q.0].add(&task.requests);
+            }
             self.gpu_allocated += gpu;
             started.entry(j).or_default().push(ti);
         }
@@ -561,6 +598,20 @@ impl Engine<'_> {
                 self.needs_compaction = true;
             }
         }
+        // Running jobs that could still grow wake later changes.
+        self.elastic_waiting = self
+            .snapshot
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(slot, job)| {
+                let rt = &self.rt[self.slot_job[*slot]];
+                rt.slot == Some(*slot)
+                    && rt.record.start.is_some()
+                    && !rt.winding_down
+                    && job.tasks.iter().any(|t| t.is_pending())
+            })
+            .count() as u32;
         // Queue samples, only when a queue's numbers changed.
         let leaves: std::collections::BTreeSet<&str> = self
             .snapshot
@@ -608,6 +659,38 @@ impl Engine<'_> {
             {
                 self.next_cycle = Some(w);
                 self.push(w, Event::Cycle);
+            }
+        }
+    }
+
+    /// Queue samples when nothing is pending: demand = fair share =
+    /// allocation = running requests, per queue (inner queues sum their
+    /// children). Written only for queues whose numbers changed.
+    fn sample_queues_idle(&mut self, now: Timestamp) {
+        let tree = &self.snapshot.queues;
+        let mut alloc = self.leaf_alloc.clone();
+        for q in tree.top_down().into_iter().rev() {
+            if let Some(p) = tree.parent(q)
+                && p != QueueTree::ROOT
+            {
+                let a = alloc[q.0].clone();
+                alloc[p.0].add(&a);
+            }
+        }
+        for q in tree.top_down().into_iter().skip(1) {
+            let path = tree.path(q).to_string();
+            let a = &alloc[q.0];
+            let vals = (a.clone(), a.clone(), a.clone());
+            if self.last_queue.get(&path) != Some(&vals) {
+                self.queues.push(QueueSample {
+                    time: now,
+                    queue: path.clone(),
+                    is_leaf: tree.is_leaf(q),
+                    demand: a.clone(),
+                    fair_share: a.clone(),
+                    allocated: a.clone(),
+                });
+                self.last_queue.insert(path, vals);
             }
         }
     }

@@ -157,6 +157,8 @@ struct Engine<'a> {
     leaf_alloc: Vec<Resources>,
     /// Running jobs that still have pending elastic pods (as of the last cycle).
     elastic_waiting: u32,
+    /// Paths of the leaf queues (queue reports name queues by path).
+    leaf_paths: std::collections::BTreeSet<String>,
 }
 
 /// Runs a simulation to completion (or `opts.until`).
@@ -209,6 +211,12 @@ impl<'a> Engine<'a> {
             dirty: false,
             leaf_alloc: vec![Resources::zero(); input.queues.len()],
             elastic_waiting: 0,
+            leaf_paths: input
+                .queues
+                .ids()
+                .filter(|q| input.queues.is_leaf(*q))
+                .map(|q| input.queues.path(q).to_string())
+                .collect(),
         };
         // Largest node and whole cluster, to reject what can never fit.
         let mut total = Resources::zero();
@@ -613,20 +621,13 @@ impl Engine<'_> {
             })
             .count() as u32;
         // Queue samples, only when a queue's numbers changed.
-        let leaves: std::collections::BTreeSet<&str> = self
-            .snapshot
-            .queues
-            .ids()
-            .filter(|q| self.snapshot.queues.is_leaf(*q))
-            .map(|q| self.snapshot.queues.path(q))
-            .collect();
         for q in &d.queues {
             let now_vals = (q.demand.clone(), q.fair_share.clone(), q.allocated.clone());
             if self.last_queue.get(&q.queue) != Some(&now_vals) {
                 self.queues.push(QueueSample {
                     time: now,
                     queue: q.queue.clone(),
-                    is_leaf: leaves.contains(q.queue.as_str()),
+                    is_leaf: self.leaf_paths.contains(q.queue.as_str()),
                     demand: q.demand.clone(),
                     fair_share: q.fair_share.clone(),
                     allocated: q.allocated.clone(),

@@ -123,8 +123,26 @@ fn cluster(rng: &mut ChaCha8Rng, nodes: usize, gangs: usize) -> Snapshot {
     }
 }
 
+/// One simulation with the default config and options.
+fn run_sim(
+    nodes: &[Node],
+    queues: &QueueTree,
+    jobs: &[trainyard_sim::SimJob],
+) -> trainyard_sim::SimOutput {
+    trainyard_sim::simulate(
+        trainyard_sim::SimInput {
+            nodes,
+            queues,
+            jobs,
+            faults: &[],
+        },
+        &Config::default(),
+        &trainyard_sim::SimOptions::default(),
+        &mut |_| {},
+    )
+}
+
 fn sim_bench() -> anyhow::Result<()> {
-    use trainyard_sim::{SimInput, SimOptions, simulate};
     println!("| simulation | input | wall time | events | cycles | events/s |");
     println!("|---|---|---|---|---|---|");
     let nodes: Vec<Node> = (0..1000)
@@ -147,17 +165,7 @@ spec:
 "#;
     let jobs = trainyard_sim::workload::parse_workload(generator, "bench")?;
     let t = Instant::now();
-    let out = simulate(
-        SimInput {
-            nodes: &nodes,
-            queues: &queues,
-            jobs: &jobs,
-            faults: &[],
-        },
-        &Config::default(),
-        &SimOptions::default(),
-        &mut |_| {},
-    );
+    let out = run_sim(&nodes, &queues, &jobs);
     let secs = t.elapsed().as_secs_f64();
     println!(
         "| synthetic | {} jobs, 1,000 nodes × 8 GPUs, 10 s cycle period | {secs:.2} s | {} | {} | {:.0} |",
@@ -185,17 +193,7 @@ spec:
             QueueSpec::new("c"),
         ])
         .expect("valid tree");
-        let out = simulate(
-            SimInput {
-                nodes: &nodes,
-                queues: &queues,
-                jobs: &import.jobs,
-                faults: &[],
-            },
-            &Config::default(),
-            &SimOptions::default(),
-            &mut |_| {},
-        );
+        let out = run_sim(&nodes, &queues, &import.jobs);
         let secs = t.elapsed().as_secs_f64();
         println!(
             "| openb default (import + replay) | {} pods ({} replayed), {} nodes | {secs:.2} s | {} | {} | {:.0} |",

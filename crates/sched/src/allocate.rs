@@ -21,8 +21,7 @@ use std::sync::Arc;
 
 use trainyard_model::resources::cmp_ratio;
 use trainyard_model::{
-    Job, Node, PlacementConstraints, QueueId, QueueTree, ResourceName, Resources, Snapshot,
-    TaskState, Timestamp,
+    Job, Node, PlacementConstraints, QueueId, QueueTree, Resources, Snapshot, TaskState, Timestamp,
 };
 
 use crate::config::Config;
@@ -978,11 +977,6 @@ fn select_minimum(
     }
     chosen.extend(rest);
     Ok(chosen)
-}
-
-/// Convenience for reports: a resource's amount formatted for people.
-pub fn fmt_amount(r: &ResourceName, v: u64) -> String {
-    r.format_amount(v)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 use super::*;
 use proptest::prelude::*;
-use trainyard_model::{Limits, QueueSpec, SubGroup, Task};
+use trainyard_model::{Limits, QueueSpec, ResourceName, SubGroup, Task};
 
 const GI: u64 = 1 << 30;
 

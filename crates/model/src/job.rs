@@ -18,6 +18,16 @@ pub struct PlacementConstraints {
     /// Required node affinity: at least one term must match (empty = none).
     pub required_affinity: Vec<NodeSelectorTerm>,
     pub tolerations: Vec<Toleration>,
+    /// GPU models the task may use (exact `GpuDevice::model` strings, sorted,
+    /// no duplicates). Empty: any model.
+    pub gpu_models: Vec<String>,
+    /// A GPU share sized by device memory (bytes) instead of milli-GPU: on a
+    /// device with `M` bytes the task takes `ceil(gpu_memory × 1000 / M)`
+    /// milli-GPU of that one device, which others may share. Devices with
+    /// unknown memory (0) or less memory than asked never qualify. The
+    /// task's `requests.gpu` is then only the nominal share used for queue
+    /// demand and limits before placement; see `docs/gpu-sharing.md`.
+    pub gpu_memory: Option<u64>,
     /// Hard constraints the task asks for that Trainyard does not support
     /// yet (e.g. `podAffinity`). A task with any is never placed; its job
     /// stays pending with an unsupported-feature reason.
@@ -33,6 +43,11 @@ impl PlacementConstraints {
 
     pub fn affinity_matches(&self, node: &Node) -> bool {
         self.required_affinity.is_empty() || self.required_affinity.iter().any(|t| t.matches(node))
+    }
+
+    /// Whether a device of this model may serve the task.
+    pub fn gpu_model_allowed(&self, model: &str) -> bool {
+        self.gpu_models.is_empty() || self.gpu_models.iter().any(|m| m == model)
     }
 
     /// The first `NoSchedule`/`NoExecute` taint of `node` this task does not tolerate.

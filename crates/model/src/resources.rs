@@ -243,6 +243,17 @@ impl Resources {
                 .all(|(k, v)| *v <= other.extended.get(k).copied().unwrap_or(0))
     }
 
+    /// [`fits_in`](Self::fits_in) ignoring the GPU dimension (for shares
+    /// whose GPU fit is decided device by device).
+    pub fn fits_in_except_gpu(&self, other: &Resources) -> bool {
+        self.cpu <= other.cpu
+            && self.memory <= other.memory
+            && self
+                .extended
+                .iter()
+                .all(|(k, v)| *v <= other.extended.get(k).copied().unwrap_or(0))
+    }
+
     /// The first dimension (in `iter` order) where `self` exceeds `other`.
     pub fn first_excess(&self, other: &Resources) -> Option<ResourceName> {
         self.iter().find(|(n, v)| *v > other.get(n)).map(|(n, _)| n)

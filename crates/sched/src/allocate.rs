@@ -29,8 +29,10 @@ use crate::decisions::{
     Bind, CycleStats, Decisions, FilterReason, PendingJob, PendingReason, QueueReport,
 };
 use crate::fairshare;
-use crate::plugins::{self, Predicate, Scorer};
-use crate::state::{ClusterState, GpuAsk, NodeState};
+use crate::plugins::{self, Predicate};
+use crate::policy::DeviceChoice;
+use crate::scoring::Scoring;
+use crate::state::{ClusterState, GpuAsk, NodeState, PodView};
 
 /// Runs one scheduling cycle. Pure: same inputs, same decisions, whatever
 /// the order of nodes, jobs, tasks or queues in `snapshot`.
@@ -68,7 +70,7 @@ struct Cycle<'s> {
     nodes: Vec<&'s Node>,
     state: ClusterState,
     predicates: Vec<Box<dyn Predicate>>,
-    scorers: Vec<(Box<dyn Scorer>, u64)>,
+    scoring: Scoring,
     /// Constraint sets interned by value: `Arc` pointer → dense id, so
     /// equal constraints share one filter evaluation even across jobs.
     constraint_ids: HashMap<usize, u32>,
@@ -110,10 +112,23 @@ impl<'s> Cycle<'s> {
         // Capacity held by pods outside Trainyard.
         let mut external: Vec<_> = snapshot.external.iter().collect();
         external.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut holders: Vec<(usize, &Resources, Option<&Vec<u32>>, &str)> = Vec::new();
+        let no_constraints = PlacementConstraints::default();
+        let mut holders: Vec<(
+            usize,
+            &Resources,
+            &PlacementConstraints,
+            Option<&Vec<u32>>,
+            &str,
+        )> = Vec::new();
         for p in &external {
             match index.get(p.node.as_str()) {
-                Some(&n) => holders.push((n, &p.requests, p.gpus.as_ref(), p.name.as_str())),
+                Some(&n) => holders.push((
+                    n,
+                    &p.requests,
+                    &no_constraints,
+                    p.gpus.as_ref(),
+                    p.name.as_str(),
+                )),
                 None => warnings.push(format!(
                     "pod {} is bound to unknown node {}; its capacity is not counted",
                     p.name, p.node
@@ -157,9 +172,13 @@ impl<'s> Cycle<'s> {
                         }
                         bound_req.add(&task.requests);
                         match index.get(node.as_str()) {
-                            Some(&n) => {
-                                holders.push((n, &task.requests, gpus.as_ref(), task.name.as_str()))
-                            }
+                            Some(&n) => holders.push((
+                                n,
+                                &task.requests,
+                                &task.constraints,
+                                gpus.as_ref(),
+                                task.name.as_str(),
+                            )),
                             None => warnings.push(format!(
                                 "task {} is bound to unknown node {node}; it counts for its queue but holds no node capacity",
                                 task.name
@@ -195,7 +214,7 @@ impl<'s> Cycle<'s> {
         // pods outside Trainyard hold there.
         let mut capacity = Resources::zero();
         let mut ext_used: Vec<Resources> = vec![Resources::zero(); nodes.len()];
-        for (n, req, _, _) in &holders[..external_count] {
+        for (n, req, _, _, _) in &holders[..external_count] {
             ext_used[*n].add(req);
         }
         for (i, node) in nodes.iter().enumerate() {
@@ -209,8 +228,9 @@ impl<'s> Cycle<'s> {
         // Account held capacity: explicit device indices first, then the
         // holders whose devices are unknown get the lowest free ones.
         let mut implicit = Vec::new();
-        for (n, req, gpus, name) in holders {
-            let ask = GpuAsk::of(req).unwrap_or(GpuAsk::None);
+        for (n, req, c, gpus, name) in holders {
+            let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
+            let pod = PodView::new(req, ask, c);
             match gpus {
                 Some(idx) => {
                     // Devices are usually numbered by position: look there first.
@@ -229,11 +249,8 @@ impl<'s> Cycle<'s> {
                         ));
                     }
                     // Two holders on one device: whole use, or shares above one GPU.
-                    let add = match ask {
-                        GpuAsk::Fraction(m) => m,
-                        _ => 1000,
-                    };
                     for &slot in &slots {
+                        let add = ask.milli_on(&nodes[n].gpus[slot]).unwrap_or(1000);
                         if states[n].gpu_used[slot] + add > 1000 {
                             warnings.push(format!(
                                 "pod {name} claims GPU {} on node {} that other pods already hold; the device is counted once",
@@ -241,20 +258,21 @@ impl<'s> Cycle<'s> {
                             ));
                         }
                     }
-                    states[n].take(req, ask, &slots);
+                    states[n].take(nodes[n], &pod, &slots);
                 }
-                None => implicit.push((n, req, ask, name)),
+                None => implicit.push((n, pod, name)),
             }
         }
-        for (n, req, ask, name) in implicit {
+        for (n, pod, name) in implicit {
+            let req = pod.req;
             if !req.fits_in(&states[n].free) {
                 warnings.push(format!(
                     "node {} is overcommitted by pod {name} ({req} on {} free)",
                     nodes[n].name, states[n].free
                 ));
             }
-            let slots = states[n].choose_gpus(ask);
-            states[n].take(req, ask, &slots);
+            let slots = states[n].best_devices(nodes[n], &pod);
+            states[n].take(nodes[n], &pod, &slots);
         }
 
         // Bubble leaf allocations up the tree.
@@ -284,6 +302,7 @@ impl<'s> Cycle<'s> {
             nodes: nodes.len() as u32,
             ..CycleStats::default()
         };
+        let scoring = Scoring::new(&config.scoring, &nodes, snapshot);
         Cycle {
             config,
             now,
@@ -291,7 +310,7 @@ impl<'s> Cycle<'s> {
             nodes,
             state: ClusterState::new(states),
             predicates: plugins::default_predicates(),
-            scorers: plugins::scorers(&config.scoring),
+            scoring,
             constraint_ids,
             filters: HashMap::new(),
             failed_shapes: HashMap::new(),
@@ -370,7 +389,7 @@ impl<'s> Cycle<'s> {
                     features: task.constraints.unsupported.clone(),
                 });
             }
-            if let Err(message) = GpuAsk::of(&task.requests) {
+            if let Err(message) = GpuAsk::of(&task.requests, &task.constraints) {
                 return Some(PendingReason::InvalidRequest {
                     pod: task.name.clone(),
                     message,
@@ -677,18 +696,12 @@ impl<'s> Cycle<'s> {
         key
     }
 
-    fn score(&self, n: usize, req: &Resources) -> u64 {
-        self.scorers
-            .iter()
-            .map(|(s, w)| w * s.score(self.nodes[n], &self.state.nodes[n], req))
-            .sum()
-    }
-
     /// Places identical tasks `run` (indices into `job.tasks`) one by one on
-    /// the best-scoring fitting node. Nodes are scored once; after each
-    /// placement only the changed node is re-scored. On failure returns the
-    /// position in `run` that did not fit (earlier ones stay in `placed` and
-    /// in the state; the caller rolls back or keeps them).
+    /// the best node by [`Scoring::evaluate`]. Nodes are scored once; after
+    /// each placement only the changed node is re-scored (scores depend on
+    /// the node alone). On failure returns the position in `run` that did not
+    /// fit (earlier ones stay in `placed` and in the state; the caller rolls
+    /// back or keeps them).
     fn place_run(
         &mut self,
         run: &[usize],
@@ -698,7 +711,9 @@ impl<'s> Cycle<'s> {
         let head = &job.tasks[run[0]];
         let req = &head.requests;
         // Checked in static_block: pending requests classify.
-        let ask = GpuAsk::of(req).unwrap_or(GpuAsk::None);
+        let ask = GpuAsk::of(req, &head.constraints).unwrap_or(GpuAsk::None);
+        let mut pod = PodView::new(req, ask, &head.constraints);
+        pod.salt = crate::scoring::salt_of(&head.name);
         let key = self.static_filter(&head.constraints);
         // Taken out while the state is mutated below; put back after scoring.
         let feasible = self
@@ -706,11 +721,15 @@ impl<'s> Cycle<'s> {
             .get_mut(&key)
             .map(|f| std::mem::take(&mut f.feasible))
             .unwrap_or_default();
-        let mut candidates: Vec<(u64, Reverse<u32>)> = Vec::with_capacity(feasible.len());
+        let mut candidates: Vec<(u64, u64, Reverse<u32>, DeviceChoice)> =
+            Vec::with_capacity(feasible.len());
         for &n in &feasible {
             let n = n as usize;
-            if self.state.nodes[n].fits(self.nodes[n], req, ask) {
-                candidates.push((self.score(n, req), Reverse(n as u32)));
+            if let Some(e) = self
+                .scoring
+                .evaluate(self.nodes[n], &self.state.nodes[n], &pod)
+            {
+                candidates.push((e.total, e.tiebreak, Reverse(n as u32), e.devices));
             }
         }
         let mut heap = BinaryHeap::from(candidates);
@@ -719,15 +738,16 @@ impl<'s> Cycle<'s> {
             f.feasible = feasible;
         }
         for (pos, &t) in run.iter().enumerate() {
-            let Some((_, Reverse(n))) = heap.pop() else {
+            let Some((_, _, Reverse(n), devices)) = heap.pop() else {
                 return Err(pos);
             };
             let n = n as usize;
-            let slots = self.state.nodes[n].choose_gpus(ask);
-            self.state.take(n, req, ask, &slots);
+            let node = self.nodes[n];
+            let slots = devices.slots(node, &self.state.nodes[n], &pod);
+            self.state.take(n, node, &pod, &slots);
             placed.push((t, n, slots));
-            if self.state.nodes[n].fits(self.nodes[n], req, ask) {
-                heap.push((self.score(n, req), Reverse(n as u32)));
+            if let Some(e) = self.scoring.evaluate(node, &self.state.nodes[n], &pod) {
+                heap.push((e.total, e.tiebreak, Reverse(n as u32), e.devices));
             }
         }
         Ok(())
@@ -740,7 +760,8 @@ impl<'s> Cycle<'s> {
         req: &Resources,
         c: &Arc<PlacementConstraints>,
     ) -> (u32, BTreeMap<FilterReason, u32>) {
-        let ask = GpuAsk::of(req).unwrap_or(GpuAsk::None);
+        let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
+        let pod = PodView::new(req, ask, c);
         let key = self.static_filter(c);
         let (feasible, mut reasons) = match self.filters.get(&key) {
             Some(f) => (f.feasible.clone(), f.rejected.clone()),
@@ -749,7 +770,7 @@ impl<'s> Cycle<'s> {
         let mut fit = 0;
         for n in feasible {
             let n = n as usize;
-            match self.state.nodes[n].fit(self.nodes[n], req, ask) {
+            match self.state.nodes[n].fit(self.nodes[n], &pod) {
                 Ok(()) => fit += 1,
                 Err(r) => *reasons.entry(r).or_default() += 1,
             }
@@ -764,13 +785,20 @@ impl<'s> Cycle<'s> {
         let mut add = Resources::zero();
         for (t, n, slots) in placed {
             let task = &job.tasks[t];
-            add.add(&task.requests);
+            let node = self.nodes[n];
+            let mut charged = task.requests.clone();
+            if task.constraints.gpu_memory.is_some() {
+                // A memory share is charged what it takes on its device.
+                let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
+                let pod = PodView::new(&task.requests, ask, &task.constraints);
+                charged.gpu = NodeState::charged_gpu(node, &pod, &slots);
+            }
+            add.add(&charged);
             jw.pending.retain(|&p| p != t);
             jw.bound_total += 1;
             *jw.bound_by_sub
                 .entry(task.subgroup.as_deref().unwrap_or(""))
                 .or_default() += 1;
-            let node = self.nodes[n];
             self.binds.push(Bind {
                 job: job.id.clone(),
                 task: task.name.clone(),

@@ -12,6 +12,121 @@ pub enum Strategy {
     Spread,
 }
 
+/// The GPU placement policy: ranks nodes for a pod and picks its devices.
+/// See `docs/gpu-sharing.md` for each one's exact rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum GpuStrategy {
+    /// Fullest node first (keeps whole nodes free).
+    Binpack,
+    /// Emptiest node first.
+    Spread,
+    /// Uniformly random feasible node (seeded; FGD paper's 01-Random).
+    Random,
+    /// FGD paper's 02-DotProd.
+    DotProd,
+    /// FGD paper's 03-GpuClustering.
+    Clustering,
+    /// FGD paper's 04-GpuPacking.
+    Packing,
+    /// FGD paper's 05-BestFit.
+    BestFit,
+    /// Fragmentation Gradient Descent (FGD paper's 06-FGD).
+    Fgd,
+    /// Trainyard's own: fragmentation-aware with look-ahead; the default.
+    Trainyard,
+}
+
+impl GpuStrategy {
+    pub const ALL: [GpuStrategy; 9] = [
+        GpuStrategy::Binpack,
+        GpuStrategy::Spread,
+        GpuStrategy::Random,
+        GpuStrategy::DotProd,
+        GpuStrategy::Clustering,
+        GpuStrategy::Packing,
+        GpuStrategy::BestFit,
+        GpuStrategy::Fgd,
+        GpuStrategy::Trainyard,
+    ];
+
+    /// The name used in config files and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuStrategy::Binpack => "binpack",
+            GpuStrategy::Spread => "spread",
+            GpuStrategy::Random => "random",
+            GpuStrategy::DotProd => "dotProd",
+            GpuStrategy::Clustering => "clustering",
+            GpuStrategy::Packing => "packing",
+            GpuStrategy::BestFit => "bestFit",
+            GpuStrategy::Fgd => "fgd",
+            GpuStrategy::Trainyard => "trainyard",
+        }
+    }
+
+    /// Parses a name as written in config (case-insensitive).
+    pub fn parse(s: &str) -> Option<GpuStrategy> {
+        GpuStrategy::ALL
+            .into_iter()
+            .find(|g| g.as_str().eq_ignore_ascii_case(s))
+    }
+
+    /// Whether the policy measures fragmentation against typical pods.
+    pub fn uses_typical_pods(self) -> bool {
+        matches!(self, GpuStrategy::Fgd | GpuStrategy::Trainyard)
+    }
+}
+
+/// The GPU policy and its weight in the node score.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuScorerConfig {
+    pub strategy: GpuStrategy,
+    /// 0–100. Node score = Σ weight × scorer score (each scorer 0–1000).
+    pub weight: u32,
+}
+
+/// One class of pod in a configured typical mix (FGD, Trainyard policy).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TypicalPodConfig {
+    /// CPU request in millicores.
+    pub cpu_milli: u64,
+    /// Milli-GPU per device: 0 (CPU-only), 1..=999 (shared), 1000 (whole).
+    #[serde(default)]
+    pub gpu_milli: u16,
+    /// Whole devices (with `gpuMilli: 1000`); 1 for shared pods.
+    #[serde(default)]
+    pub gpus: u32,
+    /// Allowed GPU models; empty = any.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// Relative frequency.
+    pub count: u64,
+}
+
+/// Where the typical pod mix comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TypicalPodsConfig {
+    /// Explicit classes. Empty (the default): derived each cycle from the
+    /// tasks in the snapshot, running and pending.
+    pub pods: Vec<TypicalPodConfig>,
+    /// Keep the most frequent classes until they cover this percentage of
+    /// pods (1–100).
+    pub coverage_percent: u32,
+}
+
+impl Default for TypicalPodsConfig {
+    fn default() -> Self {
+        TypicalPodsConfig {
+            pods: Vec::new(),
+            coverage_percent: crate::fragmentation::DEFAULT_COVERAGE_PERCENT,
+        }
+    }
+}
+
 /// One scorer: its strategy and its weight in the sum.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,26 +136,32 @@ pub struct ScorerConfig {
     pub weight: u32,
 }
 
-/// Node scoring: GPU and CPU/memory are scored separately. Either may be
-/// left out; it then keeps its default.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// Node scoring: the GPU policy and CPU/memory are scored separately.
+/// Any field may be left out; it then keeps its default.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ScoringConfig {
-    pub gpu: ScorerConfig,
+    pub gpu: GpuScorerConfig,
     pub cpu_memory: ScorerConfig,
+    /// The typical pod mix for `fgd` and `trainyard`.
+    pub typical_pods: TypicalPodsConfig,
+    /// Seed of the `random` policy.
+    pub random_seed: u64,
 }
 
 impl Default for ScoringConfig {
     fn default() -> Self {
         ScoringConfig {
-            gpu: ScorerConfig {
-                strategy: Strategy::Binpack,
+            gpu: GpuScorerConfig {
+                strategy: GpuStrategy::Binpack,
                 weight: 10,
             },
             cpu_memory: ScorerConfig {
                 strategy: Strategy::Binpack,
                 weight: 1,
             },
+            typical_pods: TypicalPodsConfig::default(),
+            random_seed: 0,
         }
     }
 }
@@ -72,15 +193,43 @@ pub const MAX_WEIGHT: u32 = 100;
 impl Config {
     /// Checks ranges that the types cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        for (field, s) in [
-            ("scoring.gpu.weight", self.scoring.gpu),
-            ("scoring.cpuMemory.weight", self.scoring.cpu_memory),
+        for (field, weight) in [
+            ("scoring.gpu.weight", self.scoring.gpu.weight),
+            ("scoring.cpuMemory.weight", self.scoring.cpu_memory.weight),
         ] {
-            if s.weight > MAX_WEIGHT {
+            if weight > MAX_WEIGHT {
                 return Err(ConfigError {
                     field,
-                    message: format!("expected 0..={MAX_WEIGHT}, got {}", s.weight),
+                    message: format!("expected 0..={MAX_WEIGHT}, got {weight}"),
                 });
+            }
+        }
+        let tp = &self.scoring.typical_pods;
+        if !(1..=100).contains(&tp.coverage_percent) {
+            return Err(ConfigError {
+                field: "scoring.typicalPods.coveragePercent",
+                message: format!("expected 1..=100, got {}", tp.coverage_percent),
+            });
+        }
+        for (i, p) in tp.pods.iter().enumerate() {
+            let bad = |message: String| ConfigError {
+                field: "scoring.typicalPods.pods",
+                message: format!("entry {i}: {message}"),
+            };
+            if p.gpu_milli > 1000 {
+                return Err(bad(format!(
+                    "gpuMilli is per device, expected 0..=1000, got {}",
+                    p.gpu_milli
+                )));
+            }
+            if p.gpu_milli > 0 && p.gpu_milli < 1000 && p.gpus > 1 {
+                return Err(bad(format!(
+                    "a shared pod ({} milli-GPU) uses one device, got gpus: {}",
+                    p.gpu_milli, p.gpus
+                )));
+            }
+            if p.count == 0 {
+                return Err(bad("count must be at least 1".to_string()));
             }
         }
         Ok(())

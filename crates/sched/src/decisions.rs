@@ -28,6 +28,10 @@ pub enum FilterReason {
     /// Enough GPU capacity in total, but not on whole free devices (or not
     /// on one device for a fractional request).
     GpuDevicesFragmented,
+    /// No GPU device of a model the task allows.
+    GpuModelMismatch,
+    /// No GPU device with enough memory (known) for a memory-sized share.
+    GpuMemoryTooSmall,
     TooManyPods,
 }
 
@@ -41,6 +45,10 @@ impl fmt::Display for FilterReason {
             FilterReason::Insufficient(r) => write!(f, "insufficient {r}"),
             FilterReason::GpuDevicesFragmented => {
                 f.write_str("GPU capacity split across partly used devices")
+            }
+            FilterReason::GpuModelMismatch => f.write_str("no GPU of an allowed model"),
+            FilterReason::GpuMemoryTooSmall => {
+                f.write_str("no GPU with enough (known) memory for the share")
             }
             FilterReason::TooManyPods => f.write_str("too many pods"),
         }
@@ -61,6 +69,8 @@ impl<'de> Deserialize<'de> for FilterReason {
             FilterReason::NodeSelectorMismatch,
             FilterReason::NodeAffinityMismatch,
             FilterReason::GpuDevicesFragmented,
+            FilterReason::GpuModelMismatch,
+            FilterReason::GpuMemoryTooSmall,
             FilterReason::TooManyPods,
         ];
         if let Some(r) = fixed.into_iter().find(|r| r.to_string() == text) {

@@ -9,11 +9,18 @@ pub mod allocate;
 pub mod config;
 pub mod decisions;
 pub mod fairshare;
+pub mod fragmentation;
+pub mod placer;
 pub mod plugins;
+pub mod policy;
+pub mod scoring;
 pub mod state;
 
 pub use allocate::schedule;
-pub use config::{Config, ConfigError, ScorerConfig, ScoringConfig, Strategy};
+pub use config::{
+    Config, ConfigError, GpuScorerConfig, GpuStrategy, ScorerConfig, ScoringConfig, Strategy,
+    TypicalPodConfig, TypicalPodsConfig,
+};
 pub use decisions::{
     Bind, CycleStats, Decisions, FilterReason, PendingJob, PendingReason, QueueReport,
 };

@@ -5,9 +5,11 @@
 //!   [`default_predicates`]; the first failure is the node's reason. The
 //!   resource/device fit check always runs after them and is not a plugin
 //!   (it is the core's own accounting).
-//! - **Scorers: scores add with weights.** Each scorer returns 0..=1000; the
-//!   node score is Σ weight × score. The highest score wins; ties go to the
-//!   node whose name sorts first.
+//! - **Scores add with weights.** The GPU policy ([`crate::policy`]) and
+//!   the CPU/memory [`Scorer`] each return 0..=1000; the node score is
+//!   Σ weight × score. The highest score wins; then the policy's tie-break
+//!   value; then the node whose name sorts first. Devices are the GPU
+//!   policy's choice.
 //!
 //! Predicates here depend only on the task's constraints and the node's
 //! static description, so the core evaluates them once per distinct
@@ -15,7 +17,7 @@
 
 use trainyard_model::{Node, PlacementConstraints, Resources};
 
-use crate::config::{ScorerConfig, ScoringConfig, Strategy};
+use crate::config::Strategy;
 use crate::decisions::FilterReason;
 use crate::state::NodeState;
 
@@ -77,6 +79,21 @@ impl Predicate for NodeAffinity {
     }
 }
 
+struct GpuModel;
+impl Predicate for GpuModel {
+    fn name(&self) -> &'static str {
+        "GpuModel"
+    }
+    fn filter(&self, task: &PlacementConstraints, node: &Node) -> Result<(), FilterReason> {
+        if task.gpu_models.is_empty() || node.gpus.iter().any(|d| task.gpu_model_allowed(&d.model))
+        {
+            Ok(())
+        } else {
+            Err(FilterReason::GpuModelMismatch)
+        }
+    }
+}
+
 struct TaintToleration;
 impl Predicate for TaintToleration {
     fn name(&self) -> &'static str {
@@ -97,34 +114,8 @@ pub fn default_predicates() -> Vec<Box<dyn Predicate>> {
         Box::new(NodeSelector),
         Box::new(NodeAffinity),
         Box::new(TaintToleration),
+        Box::new(GpuModel),
     ]
-}
-
-/// Scores GPU use. For a task asking for GPUs, `binpack` prefers the node
-/// left with the fewest free GPUs, `spread` the most. For a task asking for
-/// none, both prefer nodes without free GPUs (GPU-less nodes score highest),
-/// so CPU pods do not sit on GPU capacity others need.
-pub struct GpuScorer(pub Strategy);
-
-impl Scorer for GpuScorer {
-    fn name(&self) -> &'static str {
-        "Gpu"
-    }
-    fn score(&self, node: &Node, state: &NodeState, req: &Resources) -> u64 {
-        let total = node.allocatable.gpu;
-        if total == 0 {
-            return if req.gpu == 0 { SCORE_MAX } else { 0 };
-        }
-        let free_after = state.free.gpu.saturating_sub(req.gpu);
-        let free_frac = free_after.min(total) * SCORE_MAX / total;
-        if req.gpu == 0 {
-            return SCORE_MAX - free_frac;
-        }
-        match self.0 {
-            Strategy::Binpack => SCORE_MAX - free_frac,
-            Strategy::Spread => free_frac,
-        }
-    }
 }
 
 /// Scores CPU and memory together: the mean over the two of the used
@@ -157,45 +148,10 @@ impl Scorer for CpuMemoryScorer {
     }
 }
 
-/// The scorers a config asks for, with their weights.
-pub fn scorers(cfg: &ScoringConfig) -> Vec<(Box<dyn Scorer>, u64)> {
-    let mut out: Vec<(Box<dyn Scorer>, u64)> = Vec::new();
-    let ScorerConfig { strategy, weight } = cfg.gpu;
-    if weight > 0 {
-        out.push((Box::new(GpuScorer(strategy)), weight as u64));
-    }
-    let ScorerConfig { strategy, weight } = cfg.cpu_memory;
-    if weight > 0 {
-        out.push((Box::new(CpuMemoryScorer(strategy)), weight as u64));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use trainyard_model::{Taint, TaintEffect};
-
-    #[test]
-    fn gpu_binpack_prefers_fuller_nodes_and_spread_emptier() {
-        let node = Node::new("n", 64_000, 1 << 40, 8);
-        let mut busy = NodeState::new(&node);
-        busy.free.gpu = 2000;
-        let idle = NodeState::new(&node);
-        let req = Resources::zero().with_gpus(1);
-        let bp = GpuScorer(Strategy::Binpack);
-        let sp = GpuScorer(Strategy::Spread);
-        assert!(bp.score(&node, &busy, &req) > bp.score(&node, &idle, &req));
-        assert!(sp.score(&node, &busy, &req) < sp.score(&node, &idle, &req));
-        // CPU-only pods prefer GPU-less nodes under both strategies.
-        let cpu_node = Node::new("c", 64_000, 1 << 40, 0);
-        let cpu_req = Resources::new(1000, 0, 0);
-        assert_eq!(
-            sp.score(&cpu_node, &NodeState::new(&cpu_node), &cpu_req),
-            SCORE_MAX
-        );
-        assert_eq!(sp.score(&node, &idle, &cpu_req), 0);
-    }
 
     #[test]
     fn taint_predicate_names_the_taint() {

@@ -2,23 +2,34 @@
 //! with an undo log so a gang's tentative placements can be rolled back.
 
 use trainyard_model::resources::MILLI_PER_GPU;
-use trainyard_model::{Node, Resources};
+use trainyard_model::{GpuDevice, Node, PlacementConstraints, Resources};
 
 use crate::decisions::FilterReason;
 
 /// How a task uses GPUs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum GpuAsk {
     None,
     /// This many whole, otherwise unused devices.
     Whole(u32),
     /// A share (milli-GPU, 1..=999) of one device that others may share.
     Fraction(u16),
+    /// A share of one device sized by its memory: this many bytes, i.e.
+    /// `ceil(bytes × 1000 / device memory)` milli-GPU of that device.
+    Memory(u64),
 }
 
 impl GpuAsk {
-    /// Classifies a request; `Err` for amounts above one GPU that are not whole.
-    pub fn of(req: &Resources) -> Result<GpuAsk, String> {
+    /// Classifies a task's GPU request; `Err` for amounts above one GPU that
+    /// are not whole, and for a zero memory share.
+    pub fn of(req: &Resources, c: &PlacementConstraints) -> Result<GpuAsk, String> {
+        if let Some(bytes) = c.gpu_memory {
+            return if bytes == 0 {
+                Err("a GPU memory share of 0 bytes".to_string())
+            } else {
+                Ok(GpuAsk::Memory(bytes))
+            };
+        }
         let g = req.gpu;
         if g == 0 {
             Ok(GpuAsk::None)
@@ -36,6 +47,73 @@ impl GpuAsk {
             ))
         }
     }
+
+    /// Whether the task shares one device with others.
+    pub fn is_shared(self) -> bool {
+        matches!(self, GpuAsk::Fraction(_) | GpuAsk::Memory(_))
+    }
+
+    /// Milli-GPU this ask takes on one device `dev` (1000 for whole GPUs);
+    /// `None` when the device can never serve it (memory unknown or too small).
+    pub fn milli_on(self, dev: &GpuDevice) -> Option<u16> {
+        match self {
+            GpuAsk::None => Some(0),
+            GpuAsk::Whole(_) => Some(FULL),
+            GpuAsk::Fraction(m) => Some(m),
+            GpuAsk::Memory(bytes) => {
+                if dev.memory_bytes == 0 {
+                    return None;
+                }
+                let m = (bytes as u128 * MILLI_PER_GPU as u128).div_ceil(dev.memory_bytes as u128);
+                // m ≥ 1 because bytes ≥ 1; at most 1000 means it fits on one device.
+                (m <= MILLI_PER_GPU as u128).then_some(m as u16)
+            }
+        }
+    }
+
+    /// The affinity tag GPU Clustering groups pods by: shared pods, or the
+    /// number of whole devices. `None` for CPU-only pods.
+    pub fn tag(self) -> Option<GpuTag> {
+        match self {
+            GpuAsk::None => None,
+            GpuAsk::Whole(k) => Some(GpuTag::Whole(k)),
+            GpuAsk::Fraction(_) | GpuAsk::Memory(_) => Some(GpuTag::Shared),
+        }
+    }
+}
+
+/// Pod classes GPU Clustering keeps together on a node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum GpuTag {
+    Shared,
+    Whole(u32),
+}
+
+/// One task as placement sees it: its request, how it uses GPUs, which GPU
+/// models it accepts, and a salt that makes the Random policy's choices
+/// differ between pods (and only between pods).
+#[derive(Clone, Copy, Debug)]
+pub struct PodView<'a> {
+    pub req: &'a Resources,
+    pub ask: GpuAsk,
+    /// Allowed GPU models; empty = any.
+    pub models: &'a [String],
+    pub salt: u64,
+}
+
+impl<'a> PodView<'a> {
+    pub fn new(req: &'a Resources, ask: GpuAsk, c: &'a PlacementConstraints) -> Self {
+        PodView {
+            req,
+            ask,
+            models: &c.gpu_models,
+            salt: 0,
+        }
+    }
+
+    fn model_ok(&self, dev: &GpuDevice) -> bool {
+        self.models.is_empty() || self.models.iter().any(|m| *m == dev.model)
+    }
 }
 
 /// What is free on one node.
@@ -45,6 +123,8 @@ pub struct NodeState {
     pub pods: u32,
     /// Milli-GPU in use per device slot (position in `Node::gpus`).
     pub gpu_used: Vec<u16>,
+    /// GPU pods on the node by class (GPU Clustering's affinity tags), sorted.
+    pub tags: Vec<(GpuTag, u32)>,
 }
 
 const FULL: u16 = MILLI_PER_GPU as u16;
@@ -55,6 +135,7 @@ impl NodeState {
             free: node.allocatable.clone(),
             pods: 0,
             gpu_used: vec![0; node.gpus.len()],
+            tags: Vec::new(),
         }
     }
 
@@ -62,36 +143,90 @@ impl NodeState {
         self.gpu_used.iter().filter(|u| **u == 0).count() as u32
     }
 
-    /// Whether a task with `req` fits now: the hot path of placement, same
-    /// answer as [`fit`](Self::fit) without building a reason.
-    pub fn fits(&self, node: &Node, req: &Resources, ask: GpuAsk) -> bool {
-        if node.max_pods.is_some_and(|max| self.pods >= max) || !req.fits_in(&self.free) {
-            return false;
+    /// Free milli-GPU of device slot `j`.
+    pub fn device_free(&self, j: usize) -> u16 {
+        FULL - self.gpu_used[j].min(FULL)
+    }
+
+    /// Milli-GPU the pod would take on device slot `j` if it can go there now.
+    pub fn share_on(&self, node: &Node, j: usize, pod: &PodView) -> Option<u16> {
+        let dev = &node.gpus[j];
+        if !pod.model_ok(dev) {
+            return None;
         }
-        match ask {
-            GpuAsk::None => true,
-            GpuAsk::Whole(n) => self.free_whole_gpus() >= n,
-            GpuAsk::Fraction(m) => self.gpu_used.iter().any(|u| *u + m <= FULL),
+        let used = self.gpu_used[j];
+        match pod.ask {
+            GpuAsk::None => None,
+            GpuAsk::Whole(_) => (used == 0).then_some(FULL),
+            ask => ask.milli_on(dev).filter(|m| used + m <= FULL),
         }
     }
 
-    /// Whether a task with `req` (classified as `ask`) fits now; the first
-    /// reason when it does not.
-    pub fn fit(&self, node: &Node, req: &Resources, ask: GpuAsk) -> Result<(), FilterReason> {
+    /// Whole free devices the pod may use (model filter applied).
+    fn usable_whole(&self, node: &Node, pod: &PodView) -> u32 {
+        (0..self.gpu_used.len())
+            .filter(|&j| self.gpu_used[j] == 0 && pod.model_ok(&node.gpus[j]))
+            .count() as u32
+    }
+
+    fn non_gpu_fits(&self, pod: &PodView) -> bool {
+        if pod.ask.is_shared() || pod.ask == GpuAsk::None {
+            // The device check decides GPUs; a memory share's `req.gpu` is
+            // nominal, and a CPU-only pod asks for none.
+            pod.req.fits_in_except_gpu(&self.free)
+        } else {
+            pod.req.fits_in(&self.free)
+        }
+    }
+
+    /// Whether the pod fits now: the hot path of placement, same answer as
+    /// [`fit`](Self::fit) without building a reason.
+    pub fn fits(&self, node: &Node, pod: &PodView) -> bool {
+        if node.max_pods.is_some_and(|max| self.pods >= max) || !self.non_gpu_fits(pod) {
+            return false;
+        }
+        match pod.ask {
+            GpuAsk::None => true,
+            GpuAsk::Whole(n) => self.usable_whole(node, pod) >= n,
+            _ => (0..self.gpu_used.len()).any(|j| self.share_on(node, j, pod).is_some()),
+        }
+    }
+
+    /// Whether the pod fits now; the first reason when it does not.
+    pub fn fit(&self, node: &Node, pod: &PodView) -> Result<(), FilterReason> {
         if let Some(max) = node.max_pods
             && self.pods >= max
         {
             return Err(FilterReason::TooManyPods);
         }
-        if let Some(r) = req.first_excess(&self.free) {
-            return Err(FilterReason::Insufficient(r));
+        if !self.non_gpu_fits(pod) {
+            let mut r = pod.req.clone();
+            if pod.ask.is_shared() {
+                r.gpu = 0;
+            }
+            if let Some(name) = r.first_excess(&self.free) {
+                return Err(FilterReason::Insufficient(name));
+            }
         }
-        match ask {
+        if pod.ask == GpuAsk::None {
+            return Ok(());
+        }
+        let allowed: Vec<usize> = (0..node.gpus.len())
+            .filter(|&j| pod.model_ok(&node.gpus[j]))
+            .collect();
+        if allowed.is_empty() {
+            return Err(if node.gpus.is_empty() {
+                FilterReason::Insufficient(trainyard_model::ResourceName::Gpu)
+            } else {
+                FilterReason::GpuModelMismatch
+            });
+        }
+        match pod.ask {
             GpuAsk::None => Ok(()),
             GpuAsk::Whole(n) => {
-                if self.free_whole_gpus() >= n {
+                if self.usable_whole(node, pod) >= n {
                     Ok(())
-                } else if (self.gpu_used.len() as u32) < n {
+                } else if (allowed.len() as u32) < n {
                     Err(FilterReason::Insufficient(
                         trainyard_model::ResourceName::Gpu,
                     ))
@@ -99,9 +234,17 @@ impl NodeState {
                     Err(FilterReason::GpuDevicesFragmented)
                 }
             }
-            GpuAsk::Fraction(m) => {
-                if self.gpu_used.iter().any(|u| *u + m <= FULL) {
+            ask => {
+                if allowed
+                    .iter()
+                    .any(|&j| self.share_on(node, j, pod).is_some())
+                {
                     Ok(())
+                } else if allowed
+                    .iter()
+                    .all(|&j| ask.milli_on(&node.gpus[j]).is_none())
+                {
+                    Err(FilterReason::GpuMemoryTooSmall)
                 } else {
                     Err(FilterReason::GpuDevicesFragmented)
                 }
@@ -109,46 +252,68 @@ impl NodeState {
         }
     }
 
-    /// Device slots a fitting task would take: the lowest free slots for
-    /// whole GPUs; for a fraction, the fullest shared device it fits on, else
-    /// the lowest free one. Call only after [`fit`](Self::fit) succeeded.
-    pub fn choose_gpus(&self, ask: GpuAsk) -> Vec<usize> {
-        match ask {
+    /// The "best" device choice: the lowest whole free devices for whole
+    /// GPUs; for a share, the device left with the least free capacity
+    /// that still fits it (lowest slot on ties; fully free devices qualify).
+    /// Call only after [`fits`](Self::fits) succeeded.
+    pub fn best_devices(&self, node: &Node, pod: &PodView) -> Vec<usize> {
+        match pod.ask {
             GpuAsk::None => Vec::new(),
-            GpuAsk::Whole(n) => self
-                .gpu_used
-                .iter()
-                .enumerate()
-                .filter(|(_, u)| **u == 0)
-                .map(|(i, _)| i)
-                .take(n as usize)
-                .collect(),
-            GpuAsk::Fraction(m) => {
-                let shared = self
-                    .gpu_used
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, u)| **u > 0 && **u + m <= FULL)
-                    .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
-                    .map(|(i, _)| i);
-                shared
-                    .or_else(|| self.gpu_used.iter().position(|u| *u == 0))
-                    .into_iter()
-                    .collect()
+            GpuAsk::Whole(n) => self.lowest_whole(node, pod, n),
+            _ => {
+                let mut best: Option<(u16, usize)> = None;
+                for j in 0..self.gpu_used.len() {
+                    if let Some(m) = self.share_on(node, j, pod) {
+                        let left = self.device_free(j) - m;
+                        if best.is_none_or(|(b, _)| left < b) {
+                            best = Some((left, j));
+                        }
+                    }
+                }
+                best.map(|(_, j)| j).into_iter().collect()
             }
         }
     }
 
-    /// Takes `req` and the given device slots.
-    pub fn take(&mut self, req: &Resources, ask: GpuAsk, slots: &[usize]) {
-        self.free.saturating_sub(req);
+    /// The `n` lowest-indexed whole free devices the pod may use.
+    pub fn lowest_whole(&self, node: &Node, pod: &PodView, n: u32) -> Vec<usize> {
+        (0..self.gpu_used.len())
+            .filter(|&j| self.gpu_used[j] == 0 && pod.model_ok(&node.gpus[j]))
+            .take(n as usize)
+            .collect()
+    }
+
+    /// Milli-GPU the pod is charged on `slots` (sum over the devices).
+    pub fn charged_gpu(node: &Node, pod: &PodView, slots: &[usize]) -> u64 {
+        slots
+            .iter()
+            .map(|&j| {
+                node.gpus
+                    .get(j)
+                    .and_then(|d| pod.ask.milli_on(d))
+                    .unwrap_or(0) as u64
+            })
+            .sum()
+    }
+
+    /// Takes the pod's request and the given device slots.
+    pub fn take(&mut self, node: &Node, pod: &PodView, slots: &[usize]) {
+        let mut r = pod.req.clone();
+        if pod.ask != GpuAsk::None {
+            r.gpu = Self::charged_gpu(node, pod, slots);
+        }
+        self.free.saturating_sub(&r);
         self.pods += 1;
         for &s in slots {
-            if let Some(u) = self.gpu_used.get_mut(s) {
-                *u = match ask {
-                    GpuAsk::Fraction(m) => (*u + m).min(FULL),
-                    _ => FULL,
-                };
+            if let (Some(u), Some(dev)) = (self.gpu_used.get_mut(s), node.gpus.get(s)) {
+                let m = pod.ask.milli_on(dev).unwrap_or(FULL);
+                *u = (*u + m).min(FULL);
+            }
+        }
+        if let Some(tag) = pod.ask.tag() {
+            match self.tags.binary_search_by(|(t, _)| t.cmp(&tag)) {
+                Ok(i) => self.tags[i].1 += 1,
+                Err(i) => self.tags.insert(i, (tag, 1)),
             }
         }
     }
@@ -178,9 +343,9 @@ impl ClusterState {
     }
 
     /// Places on node `n`, recording the previous state for rollback.
-    pub fn take(&mut self, n: usize, req: &Resources, ask: GpuAsk, slots: &[usize]) {
+    pub fn take(&mut self, n: usize, node: &Node, pod: &PodView, slots: &[usize]) {
         self.undo.push((n, self.nodes[n].clone()));
-        self.nodes[n].take(req, ask, slots);
+        self.nodes[n].take(node, pod, slots);
     }
 
     /// Restores every node changed since `mark`.
@@ -202,51 +367,143 @@ impl ClusterState {
 mod tests {
     use super::*;
 
+    fn none() -> PlacementConstraints {
+        PlacementConstraints::default()
+    }
+
+    fn view<'a>(req: &'a Resources, c: &'a PlacementConstraints) -> PodView<'a> {
+        PodView::new(req, GpuAsk::of(req, c).unwrap(), c)
+    }
+
     #[test]
     fn classify_requests() {
-        assert_eq!(GpuAsk::of(&Resources::zero()), Ok(GpuAsk::None));
+        let c = none();
+        assert_eq!(GpuAsk::of(&Resources::zero(), &c), Ok(GpuAsk::None));
         assert_eq!(
-            GpuAsk::of(&Resources::zero().with_gpus(4)),
+            GpuAsk::of(&Resources::zero().with_gpus(4), &c),
             Ok(GpuAsk::Whole(4))
         );
         assert_eq!(
-            GpuAsk::of(&Resources::new(0, 0, 250)),
+            GpuAsk::of(&Resources::new(0, 0, 250), &c),
             Ok(GpuAsk::Fraction(250))
         );
         assert!(
-            GpuAsk::of(&Resources::new(0, 0, 1500))
+            GpuAsk::of(&Resources::new(0, 0, 1500), &c)
                 .unwrap_err()
                 .contains("1.5")
         );
+        let mem = PlacementConstraints {
+            gpu_memory: Some(10 << 30),
+            ..none()
+        };
+        assert_eq!(
+            GpuAsk::of(&Resources::new(0, 0, 125), &mem),
+            Ok(GpuAsk::Memory(10 << 30))
+        );
+        let zero = PlacementConstraints {
+            gpu_memory: Some(0),
+            ..none()
+        };
+        assert!(GpuAsk::of(&Resources::zero(), &zero).is_err());
     }
 
     #[test]
     fn whole_gpus_take_lowest_free_devices_and_never_mix_with_shared() {
         let node = Node::new("n", 64_000, 1 << 40, 4);
+        let c = none();
         let mut s = NodeState::new(&node);
         let frac = Resources::new(0, 0, 500);
-        let ask = GpuAsk::of(&frac).unwrap();
-        let slots = s.choose_gpus(ask);
+        let pod = view(&frac, &c);
+        let slots = s.best_devices(&node, &pod);
         assert_eq!(slots, vec![0]);
-        s.take(&frac, ask, &slots);
+        s.take(&node, &pod, &slots);
+        assert_eq!(s.free.gpu, 3500);
+        assert_eq!(s.tags, vec![(GpuTag::Shared, 1)]);
         // A second fraction packs onto the shared device.
-        assert_eq!(s.choose_gpus(GpuAsk::Fraction(300)), vec![0]);
+        let f300 = Resources::new(0, 0, 300);
+        assert_eq!(s.best_devices(&node, &view(&f300, &c)), vec![0]);
         let whole = Resources::zero().with_gpus(3);
-        assert_eq!(s.fit(&node, &whole, GpuAsk::Whole(3)), Ok(()));
-        assert_eq!(s.choose_gpus(GpuAsk::Whole(3)), vec![1, 2, 3]);
-        // 3.5 GPUs free in total, but only 3 whole devices.
-        s.free.gpu = 3500;
+        assert_eq!(s.fit(&node, &view(&whole, &c)), Ok(()));
+        assert_eq!(s.best_devices(&node, &view(&whole, &c)), vec![1, 2, 3]);
+        // 3.5 GPUs free in total: four whole ones are not there.
         let four = Resources::zero().with_gpus(4);
         assert_eq!(
-            s.fit(&node, &four, GpuAsk::Whole(4)),
+            s.fit(&node, &view(&four, &c)),
             Err(FilterReason::Insufficient(
                 trainyard_model::ResourceName::Gpu
             ))
         );
-        s.free.gpu = 4000;
+        // Half of device 0 and half of device 1 shared: 3 GPUs free in
+        // total but only 2 whole devices; shared devices are never handed
+        // out whole.
+        s.take(&node, &pod, &[1]);
+        let three = Resources::zero().with_gpus(3);
+        assert_eq!(s.free.gpu, 3000);
         assert_eq!(
-            s.fit(&node, &four, GpuAsk::Whole(4)),
+            s.fit(&node, &view(&three, &c)),
             Err(FilterReason::GpuDevicesFragmented)
+        );
+    }
+
+    #[test]
+    fn memory_shares_are_sized_by_each_device() {
+        let mut node = Node::new("n", 64_000, 1 << 40, 2);
+        node.gpus[0].memory_bytes = 16 << 30;
+        node.gpus[1].memory_bytes = 80 << 30;
+        let c = PlacementConstraints {
+            gpu_memory: Some(20 << 30),
+            ..none()
+        };
+        let req = Resources::new(1000, 0, 250);
+        let pod = view(&req, &c);
+        let mut s = NodeState::new(&node);
+        // 20 GiB does not fit a 16 GiB device; on 80 GiB it is 250 milli.
+        assert_eq!(s.share_on(&node, 0, &pod), None);
+        assert_eq!(s.share_on(&node, 1, &pod), Some(250));
+        assert_eq!(s.best_devices(&node, &pod), vec![1]);
+        s.take(&node, &pod, &[1]);
+        assert_eq!(s.gpu_used, vec![0, 250]);
+        assert_eq!(s.free.gpu, 1750);
+        // 10 GiB on 16 GiB is ceil(625) milli.
+        let small = PlacementConstraints {
+            gpu_memory: Some(10 << 30),
+            ..none()
+        };
+        assert_eq!(s.share_on(&node, 0, &view(&req, &small)), Some(625));
+        // No device knows its memory: the share never fits.
+        let blind = Node::new("b", 64_000, 1 << 40, 1);
+        assert_eq!(
+            NodeState::new(&blind).fit(&blind, &pod),
+            Err(FilterReason::GpuMemoryTooSmall)
+        );
+    }
+
+    #[test]
+    fn model_constraints_pick_devices_of_allowed_models() {
+        let mut node = Node::new("n", 64_000, 1 << 40, 2);
+        node.gpus[0].model = "T4".into();
+        node.gpus[1].model = "A10".into();
+        let c = PlacementConstraints {
+            gpu_models: vec!["A10".into()],
+            ..none()
+        };
+        let one = Resources::zero().with_gpus(1);
+        let s = NodeState::new(&node);
+        assert_eq!(s.best_devices(&node, &view(&one, &c)), vec![1]);
+        let two = Resources::zero().with_gpus(2);
+        assert_eq!(
+            s.fit(&node, &view(&two, &c)),
+            Err(FilterReason::Insufficient(
+                trainyard_model::ResourceName::Gpu
+            ))
+        );
+        let v100 = PlacementConstraints {
+            gpu_models: vec!["V100".into()],
+            ..none()
+        };
+        assert_eq!(
+            s.fit(&node, &view(&one, &v100)),
+            Err(FilterReason::GpuModelMismatch)
         );
     }
 
@@ -258,28 +515,43 @@ mod tests {
             used in prop::collection::vec(prop_oneof![Just(0u16), 1u16..1000, Just(1000u16)], 0..9),
             free_cpu in 0u64..10_000, pods in 0u32..4, max_pods in prop::option::of(0u32..4),
             cpu in 0u64..10_000, gpu in prop_oneof![Just(0u64), 1u64..1000, (1u64..9).prop_map(|g| g * 1000)],
+            mem_share in prop::option::of(1u64..(20u64 << 30)),
         ) {
             let mut node = Node::new("n", 10_000, 1 << 30, used.len() as u32);
+            for (i, d) in node.gpus.iter_mut().enumerate() {
+                d.memory_bytes = if i % 3 == 2 { 0 } else { (8u64 << 30) * (1 + i as u64 % 2) };
+            }
             node.max_pods = max_pods;
             let free_gpu: u64 = used.iter().map(|u| 1000 - *u as u64).sum();
-            let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used };
+            let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used, tags: Vec::new() };
             let req = Resources::new(cpu, 0, gpu);
-            let ask = GpuAsk::of(&req).unwrap();
-            prop_assert_eq!(s.fits(&node, &req, ask), s.fit(&node, &req, ask).is_ok());
+            let c = PlacementConstraints { gpu_memory: mem_share, ..PlacementConstraints::default() };
+            let pod = view(&req, &c);
+            prop_assert_eq!(s.fits(&node, &pod), s.fit(&node, &pod).is_ok());
+            if s.fits(&node, &pod) {
+                // The chosen devices can take the pod, and taking it never
+                // overfills a device.
+                let slots = s.best_devices(&node, &pod);
+                let mut t = s.clone();
+                t.take(&node, &pod, &slots);
+                prop_assert!(t.gpu_used.iter().all(|u| *u <= 1000));
+            }
         }
     }
 
     #[test]
     fn rollback_restores_exactly() {
         let node = Node::new("n", 8000, 1 << 30, 8);
-        let mut c = ClusterState::new(vec![NodeState::new(&node)]);
-        let before = c.nodes.clone();
-        let m = c.begin();
+        let c = none();
+        let mut cs = ClusterState::new(vec![NodeState::new(&node)]);
+        let before = cs.nodes.clone();
+        let m = cs.begin();
         let r = Resources::new(1000, 0, 0).with_gpus(2);
-        c.take(0, &r, GpuAsk::Whole(2), &[0, 1]);
-        c.take(0, &r, GpuAsk::Whole(2), &[2, 3]);
-        assert_eq!(c.nodes[0].free_whole_gpus(), 4);
-        c.rollback(m);
-        assert_eq!(c.nodes, before);
+        let pod = view(&r, &c);
+        cs.take(0, &node, &pod, &[0, 1]);
+        cs.take(0, &node, &pod, &[2, 3]);
+        assert_eq!(cs.nodes[0].free_whole_gpus(), 4);
+        cs.rollback(m);
+        assert_eq!(cs.nodes, before);
     }
 }

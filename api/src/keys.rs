@@ -12,6 +12,15 @@ pub const SUB_GROUP: &str = "trainyard.io/sub-group";
 /// Annotation written by Trainyard when it binds a pod: the GPU device
 /// indices the pod holds, comma-separated (`0,1,2,3`).
 pub const GPU_INDICES: &str = "trainyard.io/gpu-indices";
+/// Annotation on a pod: a share of one GPU device as a decimal fraction in
+/// (0, 1] with at most 3 decimals, e.g. `0.5` (see [`crate::gpu`]).
+pub const GPU_FRACTION: &str = "trainyard.io/gpu-fraction";
+/// Annotation on a pod: a share of one GPU device sized by device memory,
+/// as a Kubernetes quantity, e.g. `20Gi` (see [`crate::gpu`]).
+pub const GPU_MEMORY: &str = "trainyard.io/gpu-memory";
+/// Annotation on a pod: the GPU models it may use, comma-separated, as the
+/// node label [`NODE_GPU_PRODUCT`] names them (see [`crate::gpu`]).
+pub const GPU_MODELS: &str = "trainyard.io/gpu-models";
 
 // --- Foreign keys we accept ----------------------------------------------
 
@@ -25,6 +34,16 @@ pub const COSCHEDULING_POD_GROUP: &str = "scheduling.x-k8s.io/pod-group";
 pub const KAI_QUEUE: &str = "kai.scheduler/queue";
 /// KAI scheduler: annotation naming the pod's PodGroup.
 pub const KAI_POD_GROUP_NAME: &str = "pod-group-name";
+/// KAI scheduler: annotation asking for a share of one GPU device as a
+/// decimal fraction, e.g. `0.5`. Same meaning as [`GPU_FRACTION`].
+pub const KAI_GPU_FRACTION: &str = "gpu-fraction";
+/// KAI scheduler: annotation asking for a share of one GPU device sized by
+/// device memory, in MiB (digits only), e.g. `4096`. Same meaning as
+/// [`GPU_MEMORY`], in other units.
+pub const KAI_GPU_MEMORY_MIB: &str = "gpu-memory";
+/// KAI scheduler: annotation spreading a `gpu-fraction`/`gpu-memory` share
+/// over this many devices. Trainyard supports only `1`.
+pub const KAI_GPU_FRACTION_NUM_DEVICES: &str = "gpu-fraction-num-devices";
 
 // --- Node labels describing GPU devices (GPU feature discovery) ------------
 

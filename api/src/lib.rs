@@ -4,13 +4,15 @@
 //! and a `spec`. This crate turns already-parsed document trees
 //! (`serde_json::Value`, which YAML and JSON both parse into) into typed,
 //! validated objects, and those into model values. It also parses
-//! Kubernetes quantities and RFC 3339 timestamps exactly, and names the
-//! label/annotation keys Trainyard understands. No I/O.
+//! Kubernetes quantities and RFC 3339 timestamps exactly, names the
+//! label/annotation keys Trainyard understands, and reads the GPU-sharing
+//! annotations of pods ([`gpu`]). No I/O.
 //!
 //! Every error names the object (`Queue team-a`, `PodGroup ml/train-1`),
 //! the field path (`spec.quota.nvidia.com/gpu`) and what was expected.
 
 pub mod de;
+pub mod gpu;
 pub mod keys;
 pub mod names;
 pub mod podgroup;
@@ -24,6 +26,7 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use gpu::{GpuAnnotationError, GpuAnnotationProblem, GpuShare, GpuSharingRequest};
 pub use podgroup::{PodGroup, PodGroupSpec, SubGroupSpec};
 pub use quantity::{Quantity, QuantityError, RawQuantity, parse_quantity};
 pub use queue::{LimitValue, Queue, QueueSpecDoc};

@@ -36,9 +36,65 @@ pub fn dns1123_subdomain_problem(name: &str) -> Option<String> {
     }
 }
 
+/// Why `value` is not a valid non-empty Kubernetes label value (at most 63
+/// characters: letters, digits, `-`, `_` and `.`, starting and ending with a
+/// letter or digit), or `None` when it is.
+pub fn label_value_problem(value: &str) -> Option<String> {
+    const HINT: &str =
+        "letters, digits, '-', '_' and '.', starting and ending with a letter or digit";
+    if value.is_empty() {
+        return Some(format!(
+            "must not be empty; expected a label value ({HINT})"
+        ));
+    }
+    if value.len() > 63 {
+        return Some(format!(
+            "{value:?} is {} characters long; expected at most 63",
+            value.len()
+        ));
+    }
+    let b = value.as_bytes();
+    let ends_ok = b[0].is_ascii_alphanumeric() && b[b.len() - 1].is_ascii_alphanumeric();
+    let chars_ok = b
+        .iter()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+    if ends_ok && chars_ok {
+        None
+    } else {
+        Some(format!(
+            "{value:?} is not a valid label value; expected {HINT}"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn label_values() {
+        for ok in [
+            "a",
+            "NVIDIA-H100-80GB-HBM3",
+            "Tesla_V100.x",
+            "0",
+            &"a".repeat(63),
+        ] {
+            assert_eq!(label_value_problem(ok), None, "{ok}");
+        }
+        for bad in ["", "NVIDIA A100", "-a", "a.", "a/b", "ä"] {
+            assert!(label_value_problem(bad).is_some(), "{bad}");
+        }
+        assert!(
+            label_value_problem(&"a".repeat(64))
+                .unwrap()
+                .contains("at most 63")
+        );
+        assert_eq!(
+            label_value_problem("NVIDIA A100").unwrap(),
+            "\"NVIDIA A100\" is not a valid label value; expected letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+        );
+    }
 
     #[test]
     fn subdomains() {

@@ -4,12 +4,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use trainyard_api::gpu::{GpuShare, nominal_gpu_share};
 use trainyard_api::keys::{self, KeyPlace};
 use trainyard_api::names::dns1123_subdomain_problem;
 use trainyard_api::{ObjectMeta, PodGroup};
 use trainyard_model::{
-    ExternalPod, Job, PlacementConstraints, QueueError, QueueSpec, QueueTree, Snapshot, SubGroup,
-    Task, TaskState, Timestamp,
+    ExternalPod, Job, Node, PlacementConstraints, QueueError, QueueSpec, QueueTree, Snapshot,
+    SubGroup, Task, TaskState, Timestamp,
 };
 
 use crate::k8s::PodInfo;
@@ -150,7 +151,7 @@ impl Ctx<'_> {
 pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, LoadErrors> {
     let Reader {
         mut nodes,
-        pods,
+        mut pods,
         priority_classes,
         queues,
         pod_groups,
@@ -187,6 +188,8 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             }
         }
     }
+
+    set_memory_shares(&nodes, &mut pods, opts, &mut cx.warnings);
 
     // Pods: ours, external, or ignored.
     let mut external = Vec::new();
@@ -455,6 +458,59 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         },
         warnings: cx.warnings,
     })
+}
+
+/// Sets `requests.gpu` of every pod with a GPU-memory share to its nominal
+/// share (docs/gpu-sharing-requests.md): measured against the largest GPU
+/// device of the pod's node when it is bound, else of the whole snapshot;
+/// one GPU, with a warning, when that memory is unknown. Needs every node,
+/// so it runs once all documents are read. Pods that are not used (finished,
+/// or pending for another scheduler) are left alone.
+fn set_memory_shares(
+    nodes: &[(Loc, Node)],
+    pods: &mut [(Loc, PodInfo)],
+    opts: &LoadOptions,
+    warnings: &mut Vec<String>,
+) {
+    let largest = |n: &Node| n.gpus.iter().map(|g| g.memory_bytes).max().unwrap_or(0);
+    let by_node: BTreeMap<&str, u64> = nodes
+        .iter()
+        .map(|(_, n)| (n.name.as_str(), largest(n)))
+        .collect();
+    let cluster = by_node.values().copied().max().unwrap_or(0);
+    for (loc, pod) in pods.iter_mut() {
+        let Some(GpuShare::Memory { key, bytes }) = pod.gpu_share else {
+            continue;
+        };
+        let ignored = pod.scheduler != opts.scheduler_name && pod.node_name.is_none();
+        if pod.terminal || ignored {
+            continue;
+        }
+        let device = match &pod.node_name {
+            Some(node) => by_node.get(node.as_str()).copied().unwrap_or(0),
+            None => cluster,
+        };
+        if device == 0 {
+            let why = match &pod.node_name {
+                None => format!(
+                    "no node reports its GPU memory (node label {})",
+                    keys::NODE_GPU_MEMORY_MIB
+                ),
+                Some(node) if by_node.contains_key(node.as_str()) => format!(
+                    "its node {node} does not report its GPU memory (node label {})",
+                    keys::NODE_GPU_MEMORY_MIB
+                ),
+                Some(node) => format!("its node {node} is not in the snapshot"),
+            };
+            let value = pod.meta.annotations.get(key).map_or("", String::as_str);
+            warnings.push(format!(
+                "{}: Pod {}: annotation {key}={value:?}: {why}; the pod's nominal GPU share is taken as 1 GPU",
+                loc.at(),
+                pod.key()
+            ));
+        }
+        pod.requests.gpu = nominal_gpu_share(bytes, device);
+    }
 }
 
 fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) -> Job {

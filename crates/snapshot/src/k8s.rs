@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use trainyard_api::de::null_default;
+use trainyard_api::gpu::{GpuShare, GpuSharingRequest, gpu_sharing_request};
 use trainyard_api::{ObjectMeta, QuantityError, RawQuantity, keys};
 use trainyard_model::resources::GPU_RESOURCE;
 use trainyard_model::{
@@ -483,6 +484,11 @@ pub(crate) struct PodInfo {
     pub terminal: bool,
     /// From the `trainyard.io/gpu-indices` annotation.
     pub gpus: Option<Vec<u32>>,
+    /// A GPU share asked for by annotation (`gpu-fraction`, `gpu-memory`,
+    /// ...). A fraction is already in `requests.gpu`; for a memory share,
+    /// `requests.gpu` is 0 until assembly sets the nominal share, which
+    /// depends on the nodes.
+    pub gpu_share: Option<GpuShare>,
 }
 
 impl PodInfo {
@@ -508,8 +514,13 @@ pub(crate) fn parse_gpu_indices(s: &str) -> Result<Vec<u32>, String> {
 /// milli-GPU, or `None` when they can: they must be distinct, and there must
 /// be one per GPU for a whole number of GPUs, exactly one for a request
 /// that is not a whole number (a share of a device), none without a GPU
-/// request.
-pub(crate) fn gpu_indices_problem(indices: &[u32], gpu: u64) -> Option<String> {
+/// request. `share` describes a GPU-sharing annotation (`gpu-memory="4096"`)
+/// when the pod has one; it always asks for exactly one device.
+pub(crate) fn gpu_indices_problem(
+    indices: &[u32],
+    gpu: u64,
+    share: Option<&str>,
+) -> Option<String> {
     let mut seen = Vec::with_capacity(indices.len());
     for &i in indices {
         if seen.contains(&i) {
@@ -518,7 +529,12 @@ pub(crate) fn gpu_indices_problem(indices: &[u32], gpu: u64) -> Option<String> {
         seen.push(i);
     }
     let amount = ResourceName::Gpu.format_amount(gpu);
-    let (expected, why) = if gpu == 0 {
+    let (expected, why) = if let Some(share) = share {
+        (
+            1,
+            format!("the pod asks for one device with annotation {share}"),
+        )
+    } else if gpu == 0 {
         (0, format!("the pod requests no {GPU_RESOURCE}"))
     } else if gpu.is_multiple_of(1000) {
         (
@@ -771,6 +787,55 @@ impl K8sPod {
                 v.name, pvc.claim_name
             ));
         }
+        // GPU-sharing annotations (docs/gpu-sharing-requests.md), checked
+        // against the pod's nvidia.com/gpu requests and limits.
+        let mut gpu_resources = Vec::new();
+        for (list, containers) in [
+            ("containers", &spec.containers),
+            ("initContainers", &spec.init_containers),
+        ] {
+            for (i, c) in containers.iter().enumerate() {
+                for (which, map) in [
+                    ("requests", &c.resources.requests),
+                    ("limits", &c.resources.limits),
+                ] {
+                    if let Some(v) = map.get(GPU_RESOURCE) {
+                        gpu_resources.push((
+                            format!("spec.{list}[{i}].resources.{which}.{GPU_RESOURCE}"),
+                            v.0.clone(),
+                        ));
+                    }
+                }
+            }
+        }
+        let sharing =
+            gpu_sharing_request(&meta.annotations, &gpu_resources).unwrap_or_else(|errs| {
+                for e in errs {
+                    errors.push((
+                        format!("metadata.annotations.{}", e.key),
+                        e.problem.to_string(),
+                    ));
+                }
+                GpuSharingRequest::default()
+            });
+        let mut gpu_memory = None;
+        match sharing.share {
+            Some(GpuShare::Fraction { milli, .. }) => requests.gpu = milli,
+            Some(GpuShare::Memory { bytes, .. }) => gpu_memory = Some(bytes),
+            None => {}
+        }
+        // How a share was asked for, for messages: `gpu-fraction="0.5"`.
+        let share_note = sharing.share.map(|s| {
+            let value = meta.annotations.get(s.key()).map_or("", String::as_str);
+            format!("{}={value:?}", s.key())
+        });
+        if let Some(n) = &sharing.unsupported_num_devices {
+            unsupported.push(format!(
+                "{}={n:?} (a GPU share spread over several devices)",
+                keys::KAI_GPU_FRACTION_NUM_DEVICES
+            ));
+        }
+
         let tolerations = spec
             .tolerations
             .into_iter()
@@ -801,7 +866,8 @@ impl K8sPod {
                     None
                 }
                 Ok(_) if node_name.is_none() || terminal => None,
-                Ok(mut idx) => match gpu_indices_problem(&idx, requests.gpu) {
+                Ok(mut idx) => match gpu_indices_problem(&idx, requests.gpu, share_note.as_deref())
+                {
                     Some(problem) => {
                         warnings.push(format!(
                             "Pod {}/{}: annotation {}={v:?} {problem}; the pod's devices are taken as unknown and Trainyard assigns them",
@@ -837,12 +903,15 @@ impl K8sPod {
                 node_selector: spec.node_selector,
                 required_affinity,
                 tolerations,
+                gpu_models: sharing.models,
+                gpu_memory,
                 unsupported,
             },
             ignored,
             unchecked,
             terminal,
             gpus,
+            gpu_share: sharing.share,
             meta,
         })
     }
@@ -938,32 +1007,41 @@ mod tests {
 
     #[test]
     fn gpu_indices_must_match_the_request() {
-        assert_eq!(gpu_indices_problem(&[0, 1, 2, 3], 4000), None);
-        assert_eq!(gpu_indices_problem(&[5], 500), None);
-        assert_eq!(gpu_indices_problem(&[], 0), None);
+        assert_eq!(gpu_indices_problem(&[0, 1, 2, 3], 4000, None), None);
+        assert_eq!(gpu_indices_problem(&[5], 500, None), None);
+        assert_eq!(gpu_indices_problem(&[], 0, None), None);
         assert_eq!(
-            gpu_indices_problem(&[0, 1], 4000).as_deref(),
+            gpu_indices_problem(&[0, 1], 4000, None).as_deref(),
             Some("names 2 GPU(s); expected 4 (the pod requests nvidia.com/gpu 4)")
         );
         assert_eq!(
-            gpu_indices_problem(&[0, 1], 500).as_deref(),
+            gpu_indices_problem(&[0, 1], 500, None).as_deref(),
             Some(
                 "names 2 GPU(s); expected 1 (the pod requests nvidia.com/gpu 0.5, a share of one device)"
             )
         );
         assert_eq!(
-            gpu_indices_problem(&[0, 1], 1500).as_deref(),
+            gpu_indices_problem(&[0, 1], 1500, None).as_deref(),
             Some(
                 "names 2 GPU(s); expected 1 (the pod requests nvidia.com/gpu 1.5, not a whole number of GPUs)"
             )
         );
         assert_eq!(
-            gpu_indices_problem(&[3], 0).as_deref(),
+            gpu_indices_problem(&[3], 0, None).as_deref(),
             Some("names 1 GPU(s); expected none (the pod requests no nvidia.com/gpu)")
         );
         assert_eq!(
-            gpu_indices_problem(&[1, 1], 2000).as_deref(),
+            gpu_indices_problem(&[1, 1], 2000, None).as_deref(),
             Some("lists GPU 1 twice; expected distinct indices")
+        );
+        let share = Some("gpu-memory=\"4096\"");
+        assert_eq!(gpu_indices_problem(&[3], 0, share), None);
+        assert_eq!(gpu_indices_problem(&[3], 1000, share), None);
+        assert_eq!(
+            gpu_indices_problem(&[0, 1], 0, share).as_deref(),
+            Some(
+                "names 2 GPU(s); expected 1 (the pod asks for one device with annotation gpu-memory=\"4096\")"
+            )
         );
     }
 

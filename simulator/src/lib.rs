@@ -7,6 +7,8 @@
 //! `trainyard simulate` command does the file I/O.
 
 pub mod engine;
+pub mod fgd;
+pub mod fgd_report;
 pub mod job;
 pub mod openb;
 pub mod output;

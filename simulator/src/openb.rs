@@ -470,13 +470,13 @@ pub struct Import {
 // CSV reading
 
 /// One data record with its line number.
-struct Row {
-    line: u64,
-    fields: csv::StringRecord,
+pub(crate) struct Row {
+    pub(crate) line: u64,
+    pub(crate) fields: csv::StringRecord,
 }
 
 /// The header record and an iterator over the data records of `text`.
-fn read_csv<'t>(
+pub(crate) fn read_csv<'t>(
     text: &'t str,
     input: &str,
     expected_header: &str,
@@ -508,7 +508,7 @@ fn read_csv<'t>(
     }
 }
 
-fn joined(fields: &csv::StringRecord) -> String {
+pub(crate) fn joined(fields: &csv::StringRecord) -> String {
     fields.iter().collect::<Vec<_>>().join(",")
 }
 

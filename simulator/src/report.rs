@@ -21,7 +21,7 @@ use crate::result::{JobState, SimOutput, Stats, Summary};
 
 /// Okabe–Ito colorblind-safe palette (yellow replaced by near-black, which
 /// reads better on white).
-const PALETTE: [&str; 7] = [
+pub(crate) const PALETTE: [&str; 7] = [
     "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#222222",
 ];
 /// Color of reference lines (capacity, single-policy fair share).
@@ -43,7 +43,7 @@ const WAIT_TICKS: [(f64, &str); 8] = [
 
 /// How a line is stroked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Dash {
+pub(crate) enum Dash {
     Solid,
     Dashed,
     Dotted,
@@ -84,7 +84,7 @@ impl Dash {
 
 /// The style of the `i`th of many lines: palette color, then dash pattern
 /// once the palette is used up.
-fn style(i: usize) -> (&'static str, Dash) {
+pub(crate) fn style(i: usize) -> (&'static str, Dash) {
     let dash = match (i / PALETTE.len()) % 3 {
         0 => Dash::Solid,
         1 => Dash::Dashed,
@@ -95,39 +95,39 @@ fn style(i: usize) -> (&'static str, Dash) {
 
 /// One line of a chart.
 #[derive(Clone, Debug)]
-struct Series {
-    name: String,
-    points: Vec<(f64, f64)>,
-    dash: Dash,
-    color: &'static str,
+pub(crate) struct Series {
+    pub(crate) name: String,
+    pub(crate) points: Vec<(f64, f64)>,
+    pub(crate) dash: Dash,
+    pub(crate) color: &'static str,
     /// Stroke width in pixels.
-    stroke: f64,
+    pub(crate) stroke: f64,
 }
 
 /// A small SVG line chart with axes, gridlines, tick labels and a legend.
 #[derive(Clone, Debug)]
-struct LineChart {
-    title: String,
-    x_label: String,
-    y_label: String,
-    series: Vec<Series>,
+pub(crate) struct LineChart {
+    pub(crate) title: String,
+    pub(crate) x_label: String,
+    pub(crate) y_label: String,
+    pub(crate) series: Vec<Series>,
     /// Logarithmic x axis (x ≤ 0 is drawn at the left edge).
-    log_x: bool,
+    pub(crate) log_x: bool,
     /// Draw as step functions: each value holds until the next point.
-    step: bool,
+    pub(crate) step: bool,
     /// Fixed domains; from the data when absent (y from zero).
-    x_domain: Option<(f64, f64)>,
-    y_domain: Option<(f64, f64)>,
+    pub(crate) x_domain: Option<(f64, f64)>,
+    pub(crate) y_domain: Option<(f64, f64)>,
     /// Fixed x ticks (value, label); nice linear ticks when absent.
-    x_ticks: Option<Vec<(f64, String)>>,
+    pub(crate) x_ticks: Option<Vec<(f64, String)>>,
     /// Draw a legend inside the chart.
-    legend: bool,
-    width: f64,
-    height: f64,
+    pub(crate) legend: bool,
+    pub(crate) width: f64,
+    pub(crate) height: f64,
 }
 
 impl LineChart {
-    fn new(title: &str, x_label: &str, y_label: &str, width: f64, height: f64) -> LineChart {
+    pub(crate) fn new(title: &str, x_label: &str, y_label: &str, width: f64, height: f64) -> LineChart {
         LineChart {
             title: title.to_string(),
             x_label: x_label.to_string(),
@@ -144,7 +144,7 @@ impl LineChart {
         }
     }
 
-    fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let series: Vec<(&Series, Vec<(f64, f64)>)> = self
             .series
             .iter()
@@ -483,7 +483,7 @@ fn f1(v: f64) -> String {
 }
 
 /// Escapes text for HTML element content and attribute values.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -1084,7 +1084,7 @@ fn per_queue_html(runs: &[(&SimOutput, &Summary)]) -> String {
     h
 }
 
-const STYLE: &str = r#"<style>
+pub(crate) const STYLE: &str = r#"<style>
 :root { color-scheme: light; }
 body { margin: 0; background: #f6f7f9; color: #222; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }
 main { max-width: 1140px; margin: 0 auto; padding: 24px 20px 40px; }

@@ -1,5 +1,6 @@
 //! The `trainyard` command.
 
+mod fgd;
 mod render;
 mod simulate;
 

@@ -16,10 +16,13 @@ use trainyard_snapshot::{LoadOptions, Source};
 use crate::Output;
 
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct SimulateArgs {
+    #[command(subcommand)]
+    pub mode: Option<Mode>,
     /// Cluster: a ClusterSpec YAML (node pools, faults) or an openb node list CSV.
-    #[arg(long, value_name = "FILE")]
-    cluster: PathBuf,
+    #[arg(long, value_name = "FILE", required = true)]
+    cluster: Option<PathBuf>,
     /// Queue documents (the same `kind: Queue` files `trainyard schedule` reads).
     /// Without it, every queue a job names is created at the top level with no quota.
     #[arg(long, value_name = "FILE")]
@@ -108,13 +111,44 @@ fn policies(paths: &[PathBuf]) -> Result<Vec<Policy>> {
     Ok(out)
 }
 
+/// Other simulation modes.
+#[derive(clap::Subcommand, Debug)]
+pub enum Mode {
+    /// Reproduce the FGD paper's GPU-sharing experiment (ATC'23) on openb traces.
+    ///
+    /// Arrival-only replay as in `openb/FGD-EXPERIMENT.md`: for every workload,
+    /// policy and seed, the pods are shuffled, inflated by resampling to 130% of
+    /// the cluster's GPU capacity, and placed one by one (a pod that fits nowhere
+    /// fails; nothing leaves). Prints "unallocated GPU % at 100% arrived, mean ± sd
+    /// over seeds" per workload and policy, next to the published values when
+    /// --reference is given. With --out writes results.md, runs.csv (one row per
+    /// run), curves.csv (unallocated and fragmented GPU % per arrived-% bin:
+    /// median and quartiles over seeds), summary.json and report.html (plots).
+    /// Runs are spread over all cores.
+    ///
+    /// Examples:
+    ///
+    ///   trainyard simulate fgd --workload ../shared/data/openb/openb_pod_list_default.csv \
+    ///       --policy fgd --policy trainyard --seeds 42..51
+    ///
+    ///   trainyard simulate fgd --workload ../shared/data/openb/openb_pod_list_*.csv \
+    ///       --policy all --seeds 42..51 --reference ../shared/data/fgd-reference.md --out results/fgd
+    #[command(verbatim_doc_comment)]
+    Fgd(crate::fgd::FgdArgs),
+}
+
 pub fn run(args: SimulateArgs) -> Result<()> {
+    match args.mode {
+        Some(Mode::Fgd(a)) => return crate::fgd::run(a),
+        None => {}
+    }
     let wall = Instant::now();
-    // Cluster.
-    let cluster_text = read(&args.cluster)?;
-    let cluster_name = args.cluster.display().to_string();
+    // Cluster (required by clap when no mode is given).
+    let cluster = args.cluster.clone().context("--cluster is required")?;
+    let cluster_text = read(&cluster)?;
+    let cluster_name = cluster.display().to_string();
     let (nodes, faults): (Vec<_>, Vec<Fault>) =
-        if args.cluster.extension().is_some_and(|e| e == "csv") {
+        if cluster.extension().is_some_and(|e| e == "csv") {
             (
                 trainyard_sim::openb::parse_nodes(&cluster_text, &cluster_name)?,
                 Vec::new(),
@@ -319,10 +353,12 @@ fn write_outputs(
         .or(args.trace.as_ref())
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    let title = format!(
-        "Trainyard simulation: {workload} on {}",
-        args.cluster.display()
-    );
+    let cluster = args
+        .cluster
+        .as_ref()
+        .map(|c| c.display().to_string())
+        .unwrap_or_default();
+    let title = format!("Trainyard simulation: {workload} on {cluster}");
     let runs: Vec<(&SimOutput, &Summary)> = results.iter().map(|(o, _)| o).zip(summaries).collect();
     write(dir.join("report.html"), &report::report_html(&runs, &title))?;
     Ok(())

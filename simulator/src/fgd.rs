@@ -68,7 +68,11 @@ pub fn parse_pods(text: &str, source: &str) -> Result<Vec<FgdPod>, OpenbError> {
         return Err(OpenbError::Header {
             input: source.to_string(),
             line: header.line,
-            expected: format!("the columns {} (missing: {})", REQUIRED[..4].join(", "), missing.join(", ")),
+            expected: format!(
+                "the columns {} (missing: {})",
+                REQUIRED[..4].join(", "),
+                missing.join(", ")
+            ),
             found: joined(&header.fields),
         });
     }
@@ -311,9 +315,12 @@ impl Experiment {
         let frag_of = |p: &Placer, n: usize| -> u64 {
             let st = p.state(n);
             let free: Vec<u16> = (0..st.gpu_used.len()).map(|j| st.device_free(j)).collect();
-            self.typical.frag_numerator(&p.nodes()[n], st.free.cpu, &free)
+            self.typical
+                .frag_numerator(&p.nodes()[n], st.free.cpu, &free)
         };
-        let mut frag: Vec<u64> = (0..placer.nodes().len()).map(|n| frag_of(&placer, n)).collect();
+        let mut frag: Vec<u64> = (0..placer.nodes().len())
+            .map(|n| frag_of(&placer, n))
+            .collect();
         let mut frag_total: u128 = frag.iter().map(|f| *f as u128).sum();
         let cap = self.gpus * 1000;
 
@@ -365,7 +372,11 @@ impl Experiment {
             let a = &mut acc[bin];
             a.alloc += al;
             a.frag += frag_milli;
-            a.ratio += if idle > 0.0 { 100.0 * frag_milli / idle } else { 0.0 };
+            a.ratio += if idle > 0.0 {
+                100.0 * frag_milli / idle
+            } else {
+                0.0
+            };
             a.n += 1;
         }
 
@@ -495,7 +506,10 @@ pub fn parse_reference(md: &str, source: &str) -> Result<Reference, String> {
             .split('|')
             .map(|c| c.trim().to_string())
             .collect();
-        if cells.iter().all(|c| c.chars().all(|ch| ch == '-' || ch == ':')) {
+        if cells
+            .iter()
+            .all(|c| c.chars().all(|ch| ch == '-' || ch == ':'))
+        {
             continue;
         }
         match &header {
@@ -547,9 +561,15 @@ mod tests {
                     c,8000,1024,2,1500,,LS\n";
         let pods = parse_pods(text, "p.csv").unwrap();
         assert_eq!(pods.len(), 3);
-        assert_eq!((pods[0].gpus, pods[0].milli, pods[0].spec.as_str()), (1, 500, "T4|P100"));
+        assert_eq!(
+            (pods[0].gpus, pods[0].milli, pods[0].spec.as_str()),
+            (1, 500, "T4|P100")
+        );
         // CPU-only: no GPU share whatever gpu_milli says, never a model.
-        assert_eq!((pods[1].gpus, pods[1].milli, pods[1].gpu_total()), (0, 0, 0));
+        assert_eq!(
+            (pods[1].gpus, pods[1].milli, pods[1].gpu_total()),
+            (0, 0, 0)
+        );
         // Clamped to one device.
         assert_eq!(pods[2].gpu_total(), 2000);
         let short = "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1000,1,1,1000\n";
@@ -562,10 +582,22 @@ mod tests {
     fn bad_pod_rows_name_file_line_and_column() {
         let cases = [
             ("name,cpu_milli,memory_mib\n", "missing: num_gpu"),
-            ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,abc,1,0,0\n", "p.csv:2: column `cpu_milli`"),
-            ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1,1,0\n", "positive gpu_milli"),
-            ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1,2,500\n", "multi-GPU"),
-            ("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1\n", "p.csv:2: 3 columns"),
+            (
+                "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,abc,1,0,0\n",
+                "p.csv:2: column `cpu_milli`",
+            ),
+            (
+                "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1,1,0\n",
+                "positive gpu_milli",
+            ),
+            (
+                "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1,2,500\n",
+                "multi-GPU",
+            ),
+            (
+                "name,cpu_milli,memory_mib,num_gpu,gpu_milli\nx,1,1\n",
+                "p.csv:2: 3 columns",
+            ),
             ("", "p.csv: empty input"),
         ];
         for (text, want) in cases {
@@ -577,7 +609,12 @@ mod tests {
     fn tiny() -> Experiment {
         let mut nodes = Vec::new();
         for i in 0..6 {
-            let mut n = Node::new(format!("n{i}"), 32_000, 64 << 30, if i % 2 == 0 { 4 } else { 8 });
+            let mut n = Node::new(
+                format!("n{i}"),
+                32_000,
+                64 << 30,
+                if i % 2 == 0 { 4 } else { 8 },
+            );
             for d in &mut n.gpus {
                 d.model = if i < 3 { "T4".into() } else { "V100".into() };
             }
@@ -683,14 +720,19 @@ impl Cell {
         (0..BINS)
             .filter_map(|b| {
                 let v = self.at(c, b);
-                (!v.is_empty()).then(|| (b, quantile(&v, 0.25), quantile(&v, 0.5), quantile(&v, 0.75)))
+                (!v.is_empty())
+                    .then(|| (b, quantile(&v, 0.25), quantile(&v, 0.5), quantile(&v, 0.75)))
             })
             .collect()
     }
 }
 
 fn f2(x: f64) -> String {
-    if x.is_finite() { format!("{x:.2}") } else { String::new() }
+    if x.is_finite() {
+        format!("{x:.2}")
+    } else {
+        String::new()
+    }
 }
 
 /// One row per run.
@@ -700,7 +742,9 @@ pub fn runs_csv(cells: &[Cell]) -> String {
     );
     for c in cells {
         for r in &c.runs {
-            let at = |v: &[Option<f64>], b: usize| v.get(b).copied().flatten().map(f2).unwrap_or_default();
+            let at = |v: &[Option<f64>], b: usize| {
+                v.get(b).copied().flatten().map(f2).unwrap_or_default()
+            };
             s.push_str(&format!(
                 "{},{},{},{},{},{},{},{},{}\n",
                 c.workload,
@@ -805,7 +849,8 @@ pub fn checks(cells: &[Cell], reference: &Reference) -> Vec<Check> {
     cells
         .iter()
         .filter_map(|c| {
-            let (pm, ps) = reference.get(&(c.workload.clone(), paper_label(c.policy).to_string()))?;
+            let (pm, ps) =
+                reference.get(&(c.workload.clone(), paper_label(c.policy).to_string()))?;
             Some(Check {
                 workload: c.workload.clone(),
                 policy: c.policy,
@@ -825,8 +870,13 @@ pub fn results_markdown(cells: &[Cell], reference: Option<&Reference>, command: 
     let mut s = String::new();
     s.push_str("# FGD experiment: unallocated GPU % at 100% arrived (mean ± sd over seeds)\n\n");
     s.push_str(&format!("Produced by:\n\n```\n{command}\n```\n\n"));
-    let seeds: Vec<u64> = cells.first().map(|c| c.runs.iter().map(|r| r.seed).collect()).unwrap_or_default();
-    s.push_str(&format!("Seeds: {seeds:?}. Lower is better.\n\n## Ours\n\n"));
+    let seeds: Vec<u64> = cells
+        .first()
+        .map(|c| c.runs.iter().map(|r| r.seed).collect())
+        .unwrap_or_default();
+    s.push_str(&format!(
+        "Seeds: {seeds:?}. Lower is better.\n\n## Ours\n\n"
+    ));
     let header = |s: &mut String| {
         s.push_str("| workload |");
         for p in &ps {
@@ -884,7 +934,11 @@ pub fn results_markdown(cells: &[Cell], reference: Option<&Reference>, command: 
         for p in &ps {
             match all.iter().find(|c| c.workload == *w && c.policy == *p) {
                 Some(c) => {
-                    let mark = if STRICT.contains(p) && !c.within_1pp() { " ✗" } else { "" };
+                    let mark = if STRICT.contains(p) && !c.within_1pp() {
+                        " ✗"
+                    } else {
+                        ""
+                    };
                     s.push_str(&format!(" {:+.2}{mark} |", c.delta()));
                 }
                 None => s.push_str(" – |"),
@@ -918,18 +972,25 @@ pub fn results_markdown(cells: &[Cell], reference: Option<&Reference>, command: 
         ));
     }
     if let Some(order) = default_ordering(cells) {
-        s.push_str(&format!("\nOrdering on `default` (worst to best): {order}.\n"));
+        s.push_str(&format!(
+            "\nOrdering on `default` (worst to best): {order}.\n"
+        ));
     }
     if ps.contains(&GpuStrategy::Trainyard) && ps.contains(&GpuStrategy::Fgd) {
         let mut wins = 0;
         let mut lines = Vec::new();
         for w in &ws {
-            if let (Some(t), Some(f)) = (cell(w, GpuStrategy::Trainyard), cell(w, GpuStrategy::Fgd)) {
+            if let (Some(t), Some(f)) = (cell(w, GpuStrategy::Trainyard), cell(w, GpuStrategy::Fgd))
+            {
                 let (tm, fm) = (t.headline().0, f.headline().0);
                 if tm < fm {
                     wins += 1;
                 } else {
-                    lines.push(format!("- Trainyard not below FGD on {w}: {} vs {}\n", f2(tm), f2(fm)));
+                    lines.push(format!(
+                        "- Trainyard not below FGD on {w}: {} vs {}\n",
+                        f2(tm),
+                        f2(fm)
+                    ));
                 }
             }
         }
@@ -984,8 +1045,8 @@ pub fn summary_json(cells: &[Cell], reference: Option<&Reference>) -> String {
             })
         })
         .collect();
-    let mut s = serde_json::to_string_pretty(&serde_json::json!({ "cells": rows }))
-        .unwrap_or_default();
+    let mut s =
+        serde_json::to_string_pretty(&serde_json::json!({ "cells": rows })).unwrap_or_default();
     s.push('\n');
     s
 }

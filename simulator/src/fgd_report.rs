@@ -8,7 +8,13 @@ use crate::fgd::{self, Cell, Curve, Reference, paper_label};
 use crate::report::{LineChart, STYLE, Series, esc, style};
 
 fn chart(cells: &[&Cell], curve: Curve, title: &str, y_label: &str, from: usize) -> String {
-    let mut c = LineChart::new(title, "arrived workload (% of GPU capacity)", y_label, 540.0, 300.0);
+    let mut c = LineChart::new(
+        title,
+        "arrived workload (% of GPU capacity)",
+        y_label,
+        540.0,
+        300.0,
+    );
     c.step = false;
     c.x_domain = Some((from as f64, 130.0));
     for (i, cell) in cells.iter().enumerate() {
@@ -23,7 +29,11 @@ fn chart(cells: &[&Cell], curve: Curve, title: &str, y_label: &str, from: usize)
                 .collect(),
             dash,
             color,
-            stroke: if cell.policy == GpuStrategy::Trainyard { 2.5 } else { 1.5 },
+            stroke: if cell.policy == GpuStrategy::Trainyard {
+                2.5
+            } else {
+                1.5
+            },
         });
     }
     c.render()
@@ -36,7 +46,9 @@ pub fn report_html(cells: &[Cell], reference: Option<&Reference>) -> String {
     h.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
     h.push_str("<title>FGD experiment</title>\n");
     h.push_str(STYLE);
-    h.push_str("</head>\n<body>\n<main>\n<header>\n<h1>GPU sharing: the FGD experiment on openb</h1>\n");
+    h.push_str(
+        "</head>\n<body>\n<main>\n<header>\n<h1>GPU sharing: the FGD experiment on openb</h1>\n",
+    );
     let seeds = cells.first().map_or(0, |c| c.runs.len());
     h.push_str(&format!(
         "<p class=\"sub\">{} workloads · {} policies · {seeds} seeds each · arrival-only replay, inflated to 130% of GPU capacity</p>\n</header>\n",
@@ -68,7 +80,11 @@ pub fn report_html(cells: &[Cell], reference: Option<&Reference>) -> String {
                         .and_then(|r| r.get(&(w.to_string(), paper_label(*p).to_string())))
                         .map(|(pm, _)| format!("<br><span class=\"note\">pub {pm:.2}</span>"))
                         .unwrap_or_default();
-                    let b = if m == best { " style=\"font-weight:bold\"" } else { "" };
+                    let b = if m == best {
+                        " style=\"font-weight:bold\""
+                    } else {
+                        ""
+                    };
                     h.push_str(&format!("<td{b}>{m:.2} ± {sd:.2}{published}</td>"));
                 }
                 None => h.push_str("<td></td>"),
@@ -79,9 +95,24 @@ pub fn report_html(cells: &[Cell], reference: Option<&Reference>) -> String {
     h.push_str("</table>\n</section>\n");
     for w in fgd::workloads(cells) {
         let these: Vec<&Cell> = cells.iter().filter(|c| c.workload == w).collect();
-        h.push_str(&format!("<section>\n<h2>{}</h2>\n<div class=\"charts\">\n", esc(w)));
-        h.push_str(&chart(&these, Curve::Unallocated, "Unallocated GPU (median over seeds)", "% of GPUs", 80));
-        h.push_str(&chart(&these, Curve::FragPct, "Fragmented GPU (median over seeds)", "% of GPUs", 0));
+        h.push_str(&format!(
+            "<section>\n<h2>{}</h2>\n<div class=\"charts\">\n",
+            esc(w)
+        ));
+        h.push_str(&chart(
+            &these,
+            Curve::Unallocated,
+            "Unallocated GPU (median over seeds)",
+            "% of GPUs",
+            80,
+        ));
+        h.push_str(&chart(
+            &these,
+            Curve::FragPct,
+            "Fragmented GPU (median over seeds)",
+            "% of GPUs",
+            0,
+        ));
         h.push_str("</div>\n</section>\n");
     }
     h.push_str("</main>\n</body>\n</html>\n");

@@ -127,7 +127,13 @@ pub(crate) struct LineChart {
 }
 
 impl LineChart {
-    pub(crate) fn new(title: &str, x_label: &str, y_label: &str, width: f64, height: f64) -> LineChart {
+    pub(crate) fn new(
+        title: &str,
+        x_label: &str,
+        y_label: &str,
+        width: f64,
+        height: f64,
+    ) -> LineChart {
         LineChart {
             title: title.to_string(),
             x_label: x_label.to_string(),

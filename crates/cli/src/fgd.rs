@@ -28,7 +28,12 @@ pub struct FgdArgs {
     /// Placement policy; repeat or separate with commas. One of random,
     /// dotProd, clustering, packing, bestFit, fgd, trainyard, binpack,
     /// spread; `paper` = the paper's six; `all` = the six plus trainyard.
-    #[arg(long = "policy", value_name = "NAME", default_value = "all", value_delimiter = ',')]
+    #[arg(
+        long = "policy",
+        value_name = "NAME",
+        default_value = "all",
+        value_delimiter = ','
+    )]
     policies: Vec<String>,
     /// Seeds: `A..B` (inclusive) or a comma-separated list.
     #[arg(long, default_value = "42..51", value_name = "SEEDS")]
@@ -87,7 +92,10 @@ fn parse_seeds(s: &str) -> Result<Vec<u64>> {
         let a: u64 = a.trim().parse().with_context(bad)?;
         let b: u64 = b.trim().parse().with_context(bad)?;
         if b < a || b - a >= 10_000 {
-            bail!("{}: the range must be ascending and at most 10,000 seeds", bad());
+            bail!(
+                "{}: the range must be ascending and at most 10,000 seeds",
+                bad()
+            );
         }
         return Ok((a..=b).collect());
     }
@@ -104,8 +112,13 @@ fn parse_seeds(s: &str) -> Result<Vec<u64>> {
 
 /// `openb_pod_list_default.csv` → `default`.
 fn workload_name(p: &Path) -> String {
-    let stem = p.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
-    stem.strip_prefix("openb_pod_list_").unwrap_or(&stem).to_string()
+    let stem = p
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    stem.strip_prefix("openb_pod_list_")
+        .unwrap_or(&stem)
+        .to_string()
 }
 
 pub fn run(args: FgdArgs) -> Result<()> {
@@ -119,7 +132,8 @@ pub fn run(args: FgdArgs) -> Result<()> {
             .unwrap_or(Path::new("."))
             .join("openb_node_list_gpu_node.csv"),
     };
-    let nodes = trainyard_sim::openb::parse_nodes(&read(&nodes_path)?, &nodes_path.display().to_string())?;
+    let nodes =
+        trainyard_sim::openb::parse_nodes(&read(&nodes_path)?, &nodes_path.display().to_string())?;
     let reference: Option<Reference> = match &args.reference {
         Some(p) => Some(
             fgd::parse_reference(&read(p)?, &p.display().to_string())
@@ -151,9 +165,11 @@ pub fn run(args: FgdArgs) -> Result<()> {
         .clamp(1, jobs.len().max(1));
     let bar = ProgressBar::with_draw_target(Some(jobs.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} (eta {eta}) {msg}")
-            .map(|s| s.progress_chars("=> "))
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{prefix} [{bar:30}] {pos}/{len} runs, {elapsed} (eta {eta}) {msg}",
+        )
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar.set_prefix("fgd");
     let next = AtomicUsize::new(0);
@@ -187,7 +203,10 @@ pub fn run(args: FgdArgs) -> Result<()> {
         let (r, secs) = r.context("a run did not finish")?;
         let name = &experiments[job.0].0;
         run_secs.push((name.clone(), job.1, secs));
-        match cells.iter_mut().find(|c| c.workload == *name && c.policy == job.1) {
+        match cells
+            .iter_mut()
+            .find(|c| c.workload == *name && c.policy == job.1)
+        {
             Some(c) => c.runs.push(r),
             None => cells.push(Cell {
                 workload: name.clone(),
@@ -204,7 +223,10 @@ pub fn run(args: FgdArgs) -> Result<()> {
             println!("{}", table(&cells, reference.as_ref()));
             if let Some(r) = &reference {
                 let checks = fgd::checks(&cells, r);
-                let strict: Vec<_> = checks.iter().filter(|c| fgd::STRICT.contains(&c.policy)).collect();
+                let strict: Vec<_> = checks
+                    .iter()
+                    .filter(|c| fgd::STRICT.contains(&c.policy))
+                    .collect();
                 let pass = strict.iter().filter(|c| c.within_1pp()).count();
                 if !strict.is_empty() {
                     println!(
@@ -239,12 +261,21 @@ pub fn run(args: FgdArgs) -> Result<()> {
     );
 
     if let Some(dir) = &args.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("{}: cannot create", dir.display()))?;
         let command = format!(
             "trainyard simulate fgd --nodes {} --workload {} --policy {} --seeds {}{}",
             nodes_path.display(),
-            args.workload.iter().map(|w| w.display().to_string()).collect::<Vec<_>>().join(" "),
-            policies.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(","),
+            args.workload
+                .iter()
+                .map(|w| w.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            policies
+                .iter()
+                .map(|p| p.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
             args.seeds,
             args.reference
                 .as_ref()
@@ -255,15 +286,24 @@ pub fn run(args: FgdArgs) -> Result<()> {
             let p = dir.join(name);
             std::fs::write(&p, text).with_context(|| format!("{}: cannot write", p.display()))
         };
-        write("results.md", &fgd::results_markdown(&cells, reference.as_ref(), &command))?;
+        write(
+            "results.md",
+            &fgd::results_markdown(&cells, reference.as_ref(), &command),
+        )?;
         write("runs.csv", &fgd::runs_csv(&cells))?;
         write("curves.csv", &fgd::curves_csv(&cells))?;
-        write("summary.json", &fgd::summary_json(&cells, reference.as_ref()))?;
+        write(
+            "summary.json",
+            &fgd::summary_json(&cells, reference.as_ref()),
+        )?;
         write(
             "report.html",
             &trainyard_sim::fgd_report::report_html(&cells, reference.as_ref()),
         )?;
-        eprintln!("wrote results.md, runs.csv, curves.csv, summary.json, report.html to {}", dir.display());
+        eprintln!(
+            "wrote results.md, runs.csv, curves.csv, summary.json, report.html to {}",
+            dir.display()
+        );
     }
     Ok(())
 }

@@ -75,7 +75,7 @@ enum Command {
     ///   trainyard simulate --cluster ../shared/data/openb/openb_node_list_gpu_node.csv \
     ///       --trace ../shared/data/openb/openb_pod_list_default.csv --queue-rule hash:a,b,c --out out/openb
     #[command(verbatim_doc_comment)]
-    Simulate(simulate::SimulateArgs),
+    Simulate(Box<simulate::SimulateArgs>),
 }
 
 #[derive(clap::Args, Debug)]
@@ -113,7 +113,7 @@ fn main() {
     init_logging(cli.verbose);
     let result = match cli.command {
         Command::Schedule(args) => cmd_schedule(args),
-        Command::Simulate(args) => simulate::run(args),
+        Command::Simulate(args) => simulate::run(*args),
     };
     if let Err(e) = result {
         // `trainyard ... | head`: the reader went away; that is not an error.

@@ -147,16 +147,15 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let cluster = args.cluster.clone().context("--cluster is required")?;
     let cluster_text = read(&cluster)?;
     let cluster_name = cluster.display().to_string();
-    let (nodes, faults): (Vec<_>, Vec<Fault>) =
-        if cluster.extension().is_some_and(|e| e == "csv") {
-            (
-                trainyard_sim::openb::parse_nodes(&cluster_text, &cluster_name)?,
-                Vec::new(),
-            )
-        } else {
-            let c = trainyard_sim::spec::parse_cluster(&cluster_text, &cluster_name)?;
-            (c.nodes, c.faults)
-        };
+    let (nodes, faults): (Vec<_>, Vec<Fault>) = if cluster.extension().is_some_and(|e| e == "csv") {
+        (
+            trainyard_sim::openb::parse_nodes(&cluster_text, &cluster_name)?,
+            Vec::new(),
+        )
+    } else {
+        let c = trainyard_sim::spec::parse_cluster(&cluster_text, &cluster_name)?;
+        (c.nodes, c.faults)
+    };
     // Workload.
     let jobs: Vec<SimJob> = match (&args.workload, &args.trace) {
         (Some(w), _) => {

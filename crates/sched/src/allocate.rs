@@ -63,6 +63,16 @@ struct JobWork<'s> {
     blocked: Option<PendingReason>,
 }
 
+/// A pod holding capacity: node, request, constraints, device indices if
+/// known, name.
+type Holder<'a> = (
+    usize,
+    &'a Resources,
+    &'a PlacementConstraints,
+    Option<&'a Vec<u32>>,
+    &'a str,
+);
+
 struct Cycle<'s> {
     config: &'s Config,
     now: Timestamp,
@@ -113,13 +123,7 @@ impl<'s> Cycle<'s> {
         let mut external: Vec<_> = snapshot.external.iter().collect();
         external.sort_by(|a, b| a.name.cmp(&b.name));
         let no_constraints = PlacementConstraints::default();
-        let mut holders: Vec<(
-            usize,
-            &Resources,
-            &PlacementConstraints,
-            Option<&Vec<u32>>,
-            &str,
-        )> = Vec::new();
+        let mut holders: Vec<Holder> = Vec::new();
         for p in &external {
             match index.get(p.node.as_str()) {
                 Some(&n) => holders.push((

@@ -156,7 +156,7 @@ impl TypicalPods {
                     && !node
                         .gpus
                         .first()
-                        .is_some_and(|d| t.models.iter().any(|m| *m == d.model))
+                        .is_some_and(|d| t.models.contains(&d.model))
                 {
                     total_free
                 } else {
@@ -184,7 +184,7 @@ impl TypicalPods {
                     let ok = node
                         .gpus
                         .get(j)
-                        .is_some_and(|d| t.models.iter().any(|m| *m == d.model));
+                        .is_some_and(|d| t.models.contains(&d.model));
                     if ok && f >= t.gpu_milli {
                         fit += 1;
                     } else {

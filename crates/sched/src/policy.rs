@@ -162,16 +162,12 @@ impl GpuPolicy for Binpack {
         let devices = whole_or_best(node, state, pod);
         let total = node.gpus.len() as u64 * 1000;
         let want = pod_gpu(pod);
-        let score = if total == 0 {
-            if want == 0 { SCORE_MAX } else { 0 }
-        } else {
-            let free_after = gfree(state).saturating_sub(want);
-            let free_frac = free_after.min(total) * SCORE_MAX / total;
-            if want == 0 || !self.spread {
-                SCORE_MAX - free_frac
-            } else {
-                free_frac
-            }
+        let free_after = gfree(state).saturating_sub(want);
+        let score = match (free_after.min(total) * SCORE_MAX).checked_div(total) {
+            None if want == 0 => SCORE_MAX,
+            None => 0,
+            Some(free_frac) if want == 0 || !self.spread => SCORE_MAX - free_frac,
+            Some(free_frac) => free_frac,
         };
         Scored {
             score,
@@ -397,12 +393,11 @@ fn free_after(node: &Node, state: &NodeState, pod: &PodView, devices: DeviceChoi
 /// Returns (choice, Δ numerator = before − after), best Δ first by the
 /// FGD rule (for shared pods the lowest slot among equal *scores*).
 fn fgd_candidates(
-    ctx: &PolicyContext,
+    t: &TypicalPods,
     node: &Node,
     state: &NodeState,
     pod: &PodView,
 ) -> Vec<(DeviceChoice, i128)> {
-    let t = &ctx.typical;
     let before_free: Vec<u16> = (0..state.gpu_used.len())
         .map(|j| state.device_free(j))
         .collect();
@@ -457,7 +452,7 @@ impl GpuPolicy for Fgd {
     fn score(&self, ctx: &PolicyContext, node: &Node, state: &NodeState, pod: &PodView) -> Scored {
         let den = ctx.typical.denominator() * 1000;
         let mut best: Option<(u64, DeviceChoice)> = None;
-        for (choice, delta) in fgd_candidates(ctx, node, state, pod) {
+        for (choice, delta) in fgd_candidates(&ctx.typical, node, state, pod) {
             let s = sigmoid_percent(delta, den);
             if best.is_none_or(|(b, _)| s > b) {
                 best = Some((s, choice));
@@ -472,7 +467,24 @@ impl GpuPolicy for Fgd {
     }
 }
 
-/// Trainyard's policy; see `docs/gpu-sharing.md`.
+/// Milli-GPU of fragmentation change per point of [`Trainyard`]'s score
+/// for CPU-only pods.
+pub const TRAINYARD_CPU_MILLI_PER_POINT: i128 = 16;
+
+/// Trainyard's policy: FGD for GPU pods; CPU-only pods are scored by the
+/// fragmentation they cause at a finer resolution than FGD's sigmoid.
+///
+/// FGD scores a pod by `⌊100 σ(Δ/1000)⌋`. A CPU-only pod can never lower
+/// fragmentation (Δ ≤ 0), so under FGD every harmless node scores 50 and
+/// every harm below about 40 milli-GPU scores 49: the pod goes to the
+/// lowest-ranked of many nodes with quite different harms, and on
+/// CPU-heavy mixes CPU pods strand GPUs that GPU pods later cannot use
+/// (their CPU is gone). Here a CPU-only pod scores `500 + Δ/16` (Δ in
+/// milli-GPU; 0..=1000), so it goes to the node where it strands the least
+/// GPU, to 16 milli-GPU. GPU pods keep FGD's score and device choice
+/// exactly, which the experiment showed hard to improve on: every finer or
+/// packing-style tie-break we tried for them was worse (see
+/// `docs/gpu-sharing.md`).
 struct Trainyard;
 
 impl GpuPolicy for Trainyard {
@@ -480,6 +492,17 @@ impl GpuPolicy for Trainyard {
         "trainyard"
     }
     fn score(&self, ctx: &PolicyContext, node: &Node, state: &NodeState, pod: &PodView) -> Scored {
-        Fgd.score(ctx, node, state, pod)
+        if pod.ask != GpuAsk::None {
+            return Fgd.score(ctx, node, state, pod);
+        }
+        let den = ctx.typical.denominator() as i128 * TRAINYARD_CPU_MILLI_PER_POINT;
+        let delta = fgd_candidates(&ctx.typical, node, state, pod)
+            .first()
+            .map_or(0, |c| c.1);
+        Scored {
+            score: (500 + delta / den).clamp(0, SCORE_MAX as i128) as u64,
+            tiebreak: 0,
+            devices: DeviceChoice::None,
+        }
     }
 }

@@ -112,7 +112,7 @@ impl<'a> PodView<'a> {
     }
 
     fn model_ok(&self, dev: &GpuDevice) -> bool {
-        self.models.is_empty() || self.models.iter().any(|m| *m == dev.model)
+        self.models.is_empty() || self.models.contains(&dev.model)
     }
 }
 

@@ -240,3 +240,104 @@ fn simulate_bad_inputs_fail_clearly() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn simulate_fgd_prints_the_table_and_writes_outputs() {
+    let dir = std::env::temp_dir().join(format!("trainyard-fgd-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = trainyard(&[
+        "simulate",
+        "fgd",
+        "--nodes",
+        "examples/fgd/nodes.csv",
+        "--workload",
+        "examples/fgd/pods.csv",
+        "--policy",
+        "fgd,bestFit",
+        "--policy",
+        "random",
+        "--seeds",
+        "1..3",
+        "--output",
+        "json",
+        "--out",
+        dir.to_str().expect("utf-8 temp dir"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let cells = v["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 3);
+    for c in cells {
+        assert_eq!(c["perSeed"].as_array().map(Vec::len), Some(3));
+        let m = c["unallocatedAt100"]["mean"].as_f64().expect("a mean");
+        assert!((0.0..=100.0).contains(&m), "{m}");
+    }
+    for f in [
+        "results.md",
+        "runs.csv",
+        "curves.csv",
+        "summary.json",
+        "report.html",
+    ] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        assert!(!text.is_empty(), "{f} written");
+    }
+    let runs = std::fs::read_to_string(dir.join("runs.csv")).unwrap_or_default();
+    assert_eq!(runs.lines().count(), 1 + 9);
+    // Same seeds, same results.
+    let again = trainyard(&[
+        "simulate",
+        "fgd",
+        "--nodes",
+        "examples/fgd/nodes.csv",
+        "--workload",
+        "examples/fgd/pods.csv",
+        "--policy",
+        "fgd,bestFit,random",
+        "--seeds",
+        "1,2,3",
+        "--output",
+        "json",
+    ]);
+    assert_eq!(out.stdout, again.stdout);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn simulate_fgd_bad_inputs_fail_clearly() {
+    let base = [
+        "simulate",
+        "fgd",
+        "--nodes",
+        "examples/fgd/nodes.csv",
+        "--workload",
+    ];
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["examples/fgd/pods.csv", "--seeds", "9..1"],
+            "--seeds \"9..1\"",
+        ),
+        (
+            &["examples/fgd/pods.csv", "--policy", "tetris"],
+            "--policy \"tetris\": expected one of",
+        ),
+        (&["examples/fgd/missing.csv"], "missing.csv: cannot read"),
+        (
+            &["examples/fgd/nodes.csv"],
+            "examples/fgd/nodes.csv:1: header is",
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut args: Vec<&str> = base.to_vec();
+        args.extend_from_slice(extra);
+        let out = trainyard(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

@@ -7,11 +7,13 @@
 use std::path::PathBuf;
 
 use trainyard_sched::GpuStrategy;
-use trainyard_sim::fgd::{Experiment, parse_pods, parse_reference, paper_label};
+use trainyard_sim::fgd::{Experiment, paper_label, parse_pods, parse_reference};
 use trainyard_sim::openb::parse_nodes;
 
 fn data(name: &str) -> Option<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/data")
+        .join(name);
     match std::fs::read_to_string(&path) {
         Ok(t) => Some(t),
         Err(e) => {

@@ -314,9 +314,8 @@ impl Experiment {
         let den = self.typical.denominator() as f64;
         let frag_of = |p: &Placer, n: usize| -> u64 {
             let st = p.state(n);
-            let free: Vec<u16> = (0..st.gpu_used.len()).map(|j| st.device_free(j)).collect();
             self.typical
-                .frag_numerator(&p.nodes()[n], st.free.cpu, &free)
+                .frag_numerator(&p.nodes()[n], st.free.cpu, &st.device_frees())
         };
         let mut frag: Vec<u64> = (0..placer.nodes().len())
             .map(|n| frag_of(&placer, n))

@@ -209,15 +209,7 @@ pub fn gpu_memory_bytes(model: &str) -> u64 {
         .map_or(0, |(_, gib)| gib << 30)
 }
 
-/// 64-bit FNV-1a of `bytes`: a tiny, stable hash whose value is the same on
-/// every platform and Rust version (unlike `std`'s hashers).
-pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes
-        .iter()
-        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
-}
+pub use trainyard_sched::scoring::fnv1a64;
 
 // ---------------------------------------------------------------------------
 // Queue assignment

@@ -370,9 +370,7 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
         let f = |field: &str| format!("spec.templates[{ti}].{field}");
         let err = |field: &str, msg: String| SpecError::new(source, &f(field), msg);
         // One stream per template: the seed mixed with an FNV-1a hash of its name.
-        let name_hash = t.name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-        });
+        let name_hash = crate::openb::fnv1a64(t.name.as_bytes());
         let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ name_hash);
         if t.count > MAX_JOBS_PER_TEMPLATE {
             return Err(err(

@@ -17,6 +17,7 @@ use trainyard_model::Node;
 use crate::config::GpuStrategy;
 use crate::fragmentation::{TypicalPods, sigmoid_percent};
 use crate::plugins::SCORE_MAX;
+use crate::scoring::fnv1a64;
 use crate::state::{GpuAsk, NodeState, PodView};
 
 /// Cluster-wide inputs some policies need.
@@ -180,25 +181,18 @@ impl GpuPolicy for Binpack {
 fn mix(seed: u64, salt: u64, a: u64, b: u64) -> u64 {
     // FNV-1a over the four words, then a SplitMix64 finaliser: cheap and
     // well spread, and the same on every platform.
-    let mut x: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in [seed, salt, a, b] {
-        for byte in w.to_le_bytes() {
-            x ^= byte as u64;
-            x = x.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+    let mut bytes = [0u8; 32];
+    for (chunk, w) in bytes.chunks_exact_mut(8).zip([seed, salt, a, b]) {
+        chunk.copy_from_slice(&w.to_le_bytes());
     }
+    let mut x = fnv1a64(&bytes);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
 }
 
 fn name_hash(node: &Node) -> u64 {
-    let mut x: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in node.name.as_bytes() {
-        x ^= *byte as u64;
-        x = x.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    x
+    fnv1a64(node.name.as_bytes())
 }
 
 /// 01-Random: every feasible node scores 0 and a per-(pod, node) hash of
@@ -370,9 +364,7 @@ impl GpuPolicy for BestFit {
 
 /// Free milli-GPU per device after the pod takes `devices`.
 fn free_after(node: &Node, state: &NodeState, pod: &PodView, devices: DeviceChoice) -> Vec<u16> {
-    let mut free: Vec<u16> = (0..state.gpu_used.len())
-        .map(|j| state.device_free(j))
-        .collect();
+    let mut free: Vec<u16> = state.device_frees();
     match devices {
         DeviceChoice::None => {}
         DeviceChoice::One(j) => {
@@ -398,9 +390,7 @@ fn fgd_candidates(
     state: &NodeState,
     pod: &PodView,
 ) -> Vec<(DeviceChoice, i128)> {
-    let before_free: Vec<u16> = (0..state.gpu_used.len())
-        .map(|j| state.device_free(j))
-        .collect();
+    let before_free: Vec<u16> = state.device_frees();
     let before = t.frag_numerator(node, state.free.cpu, &before_free) as i128;
     let cpu_after = state.free.cpu.saturating_sub(pod.req.cpu);
     match pod.ask {

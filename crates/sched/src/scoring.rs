@@ -86,14 +86,19 @@ impl Scoring {
     }
 }
 
-/// A stable 64-bit hash of a task name (FNV-1a): the Random policy's salt.
+/// 64-bit FNV-1a of `bytes`: a tiny, stable hash whose value is the same on
+/// every platform and Rust version (unlike `std`'s hashers).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    bytes
+        .iter()
+        .fold(OFFSET, |h, b| (h ^ u64::from(*b)).wrapping_mul(PRIME))
+}
+
+/// A stable 64-bit hash of a task name: the Random policy's salt.
 pub fn salt_of(name: &str) -> u64 {
-    let mut x: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.as_bytes() {
-        x ^= *b as u64;
-        x = x.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    x
+    fnv1a64(name.as_bytes())
 }
 
 /// The typical mix of a configured class list.

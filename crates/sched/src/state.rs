@@ -148,6 +148,13 @@ impl NodeState {
         FULL - self.gpu_used[j].min(FULL)
     }
 
+    /// Free milli-GPU of every device slot.
+    pub fn device_frees(&self) -> Vec<u16> {
+        (0..self.gpu_used.len())
+            .map(|j| self.device_free(j))
+            .collect()
+    }
+
     /// Milli-GPU the pod would take on device slot `j` if it can go there now.
     pub fn share_on(&self, node: &Node, j: usize, pod: &PodView) -> Option<u16> {
         let dev = &node.gpus[j];

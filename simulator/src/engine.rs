@@ -191,6 +191,7 @@ impl<'a> Engine<'a> {
                 queues: input.queues.clone(),
                 jobs: Vec::new(),
                 external: Vec::new(),
+                topology: None,
             },
             node_up: vec![true; input.nodes.len()],
             rt: Vec::with_capacity(input.jobs.len()),
@@ -398,6 +399,7 @@ impl Engine<'_> {
             submit_time: sj.submit,
             min_member: sj.min_member,
             subgroups: sj.subgroups.clone(),
+            topology: Default::default(),
             tasks,
             rejected: None,
         };

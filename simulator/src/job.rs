@@ -47,6 +47,7 @@ impl SimJob {
                     requests: group.requests.clone(),
                     constraints: group.constraints.clone(),
                     state: TaskState::Pending,
+                    rank: Some(tasks.len() as u32),
                 });
             }
         }

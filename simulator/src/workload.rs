@@ -337,6 +337,7 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
                 .map(|s| SubGroup {
                     name: s.name,
                     min_member: s.min_member,
+                    topology: Default::default(),
                 })
                 .collect(),
             tasks,

@@ -120,6 +120,7 @@ fn cluster(rng: &mut ChaCha8Rng, nodes: usize, gangs: usize) -> Snapshot {
         queues: QueueTree::build(queues).expect("generated tree is valid"),
         jobs,
         external: Vec::new(),
+        topology: None,
     }
 }
 

@@ -84,6 +84,10 @@ pub struct Task {
     pub requests: Resources,
     pub constraints: Arc<PlacementConstraints>,
     pub state: TaskState,
+    /// Rank index inside the gang (e.g. JobSet's or PyTorchJob's replica
+    /// index), when known: neighbouring ranks are placed close together.
+    #[serde(default)]
+    pub rank: Option<u32>,
 }
 
 impl Task {
@@ -97,6 +101,32 @@ impl Task {
 pub struct SubGroup {
     pub name: String,
     pub min_member: u32,
+    /// Where the sub-group's pods may sit, inside the gang's own domain.
+    #[serde(default)]
+    pub topology: TopologyConstraint,
+}
+
+/// Topology constraints of a gang or a sub-group. Level names are those of
+/// the cluster's [`Topology`](trainyard_topology::Topology).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopologyConstraint {
+    /// Never cross this level: every pod in one domain of it, else the gang
+    /// stays pending with a reason.
+    #[serde(default)]
+    pub required: Option<String>,
+    /// Try one domain of this level first; fall back to wider ones.
+    #[serde(default)]
+    pub preferred: Option<String>,
+    /// At most this many leaf domains (leaf groups / ToRs), like Slurm's
+    /// `--switches`.
+    #[serde(default)]
+    pub max_leaves: Option<u32>,
+}
+
+impl TopologyConstraint {
+    pub fn is_empty(&self) -> bool {
+        self.required.is_none() && self.preferred.is_none() && self.max_leaves.is_none()
+    }
 }
 
 /// A job: a gang of tasks placed all-or-nothing up to `min_member`.
@@ -113,6 +143,9 @@ pub struct Job {
     /// beyond it are elastic.
     pub min_member: u32,
     pub subgroups: Vec<SubGroup>,
+    /// Topology constraints of the whole gang.
+    #[serde(default)]
+    pub topology: TopologyConstraint,
     pub tasks: Vec<Task>,
     /// Set when the job can never be scheduled as submitted (e.g. its queue
     /// does not exist): the core reports it and places nothing.
@@ -160,6 +193,7 @@ impl Job {
                 requests,
                 constraints: Arc::clone(&constraints),
                 state: TaskState::Pending,
+                rank: None,
             })
             .collect();
         Job {
@@ -169,6 +203,7 @@ impl Job {
             priority: 0,
             submit_time: Timestamp(0),
             subgroups: Vec::new(),
+            topology: TopologyConstraint::default(),
             tasks,
             rejected: None,
         }

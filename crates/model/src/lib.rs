@@ -14,7 +14,8 @@ pub mod resources;
 pub mod snapshot;
 pub mod time;
 
-pub use job::{Job, PlacementConstraints, SubGroup, Task, TaskState};
+pub use job::{Job, PlacementConstraints, SubGroup, Task, TaskState, TopologyConstraint};
+pub use trainyard_topology as topology;
 pub use node::{
     GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm, Taint,
     TaintEffect, Toleration, TolerationOperator,

@@ -1,6 +1,9 @@
 //! The cluster snapshot: the whole input of one scheduling cycle.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+pub use trainyard_topology::Topology;
 
 use crate::job::Job;
 use crate::node::Node;
@@ -26,4 +29,8 @@ pub struct Snapshot {
     pub queues: QueueTree,
     pub jobs: Vec<Job>,
     pub external: Vec<ExternalPod>,
+    /// The network topology over the nodes, when known. Built and
+    /// validated at the edge (snapshot loader, simulator) once; shared.
+    #[serde(default)]
+    pub topology: Option<Arc<Topology>>,
 }

@@ -455,6 +455,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             queues: tree,
             jobs,
             external,
+            topology: None,
         },
         warnings: cx.warnings,
     })
@@ -581,6 +582,7 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
                 .map(|s| SubGroup {
                     name: s.name.clone(),
                     min_member: s.min_member,
+                    topology: Default::default(),
                 })
                 .collect()
         })
@@ -680,6 +682,7 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
                 requests: m.pod.requests,
                 constraints: cx.intern(m.pod.constraints),
                 state,
+                rank: None,
             }
         })
         .collect();
@@ -692,6 +695,7 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
         submit_time,
         min_member,
         subgroups,
+        topology: Default::default(),
         tasks,
         rejected: None,
     }

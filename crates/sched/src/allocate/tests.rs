@@ -14,6 +14,7 @@ fn snapshot(nodes: Vec<Node>, queues: Vec<QueueSpec>, jobs: Vec<Job>) -> Snapsho
         queues: QueueTree::build(queues).unwrap(),
         jobs,
         external: Vec::new(),
+        topology: None,
     }
 }
 
@@ -185,10 +186,12 @@ fn subgroup_minimums_are_placed_first_and_checked() {
         SubGroup {
             name: "ps".into(),
             min_member: 1,
+            topology: Default::default(),
         },
         SubGroup {
             name: "worker".into(),
             min_member: 2,
+            topology: Default::default(),
         },
     ];
     job.min_member = 3;
@@ -304,6 +307,7 @@ fn limit_check_uses_the_same_minimum_as_placement() {
     job.subgroups = vec![SubGroup {
         name: "s".into(),
         min_member: 1,
+        topology: Default::default(),
     }];
     job.min_member = 1;
     let queues = vec![QueueSpec::new("q").limit(Limits::unlimited().cap(ResourceName::Gpu, 8000))];
@@ -387,6 +391,7 @@ fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
             queues: QueueTree::build(queues).unwrap(),
             jobs,
             external: Vec::new(),
+            topology: None,
         }
     })
 }

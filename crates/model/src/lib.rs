@@ -15,7 +15,6 @@ pub mod snapshot;
 pub mod time;
 
 pub use job::{Job, PlacementConstraints, SubGroup, Task, TaskState, TopologyConstraint};
-pub use trainyard_topology as topology;
 pub use node::{
     GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm, Taint,
     TaintEffect, Toleration, TolerationOperator,
@@ -24,3 +23,4 @@ pub use queue::{QueueError, QueueId, QueueSpec, QueueTree};
 pub use resources::{Limits, ResourceName, Resources};
 pub use snapshot::{ExternalPod, Snapshot};
 pub use time::Timestamp;
+pub use trainyard_topology as topology;

@@ -26,7 +26,8 @@ use trainyard_model::{
 
 use crate::config::Config;
 use crate::decisions::{
-    Bind, CycleStats, Decisions, FilterReason, PendingJob, PendingReason, QueueReport,
+    Bind, CycleStats, Decisions, FilterReason, GangPlacement, PendingJob, PendingReason,
+    QueueReport,
 };
 use crate::fairshare;
 use crate::plugins::{self, Predicate};
@@ -94,6 +95,7 @@ struct Cycle<'s> {
     demand: Vec<Resources>,
     alloc: Vec<Resources>,
     binds: Vec<Bind>,
+    placements: Vec<GangPlacement>,
     pending: BTreeMap<usize, PendingReason>,
     warnings: Vec<String>,
     stats: CycleStats,
@@ -323,6 +325,7 @@ impl<'s> Cycle<'s> {
             demand: fs.demand,
             alloc,
             binds: Vec::new(),
+            placements: Vec::new(),
             pending: BTreeMap::new(),
             warnings,
             stats,
@@ -947,6 +950,7 @@ impl<'s> Cycle<'s> {
         }
         Decisions {
             binds: self.binds,
+            placements: self.placements,
             pending,
             queues,
             warnings: self.warnings,

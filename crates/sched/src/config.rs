@@ -177,6 +177,28 @@ pub struct Config {
     /// forever. `None` (the default) disables blocking: jobs behind a gang
     /// that does not fit are always tried (backfill).
     pub gang_starvation_seconds: Option<u64>,
+    /// How gangs use the cluster's network topology (when it has one).
+    pub topology: TopologyConfig,
+}
+
+/// Whether gang placement searches the topology.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TopologyPlacement {
+    /// Tightest domain that fits, rail-aligned GPUs, neighbouring ranks
+    /// together, required/preferred levels honoured (the default).
+    #[default]
+    Aware,
+    /// Ignore the topology entirely, constraints included: plain node
+    /// scoring. For comparisons only.
+    Blind,
+}
+
+/// `topology:` in the scheduler config.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct TopologyConfig {
+    pub placement: TopologyPlacement,
 }
 
 /// A configuration value out of range.

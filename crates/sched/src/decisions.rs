@@ -16,6 +16,24 @@ pub struct Bind {
     pub gpus: Vec<u32>,
 }
 
+/// Where a gang placed this cycle sits on the topology.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GangPlacement {
+    pub job: String,
+    /// Leaves, spine crossings and rail alignment of the pods placed now
+    /// (together with the gang's pods already running), in rank order.
+    pub span: trainyard_model::topology::Span,
+    /// Name of the tightest level with one domain holding all of them;
+    /// `None`: only the whole cluster.
+    pub level: Option<String>,
+    /// The tightest level where one domain had room for the gang when it
+    /// was placed; `None`: none did (or the gang has one pod).
+    pub tightest_feasible: Option<String>,
+    /// Whether the gang sits in its tightest feasible domain level.
+    pub in_tightest: bool,
+}
+
 /// Why a node was not a candidate for a task. Serialized as its sentence
 /// (e.g. `"untolerated taint dedicated=infer"`), so it can key a JSON map.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -141,6 +159,31 @@ pub enum PendingReason {
     Rejected { message: String },
     /// An earlier gang in the same leaf queue is starving and blocks it.
     BehindStarvingGang { gang: String },
+    /// The gang (or one sub-group) fits in no single domain of its
+    /// required topology level.
+    #[serde(rename_all = "camelCase")]
+    TopologyUnfit {
+        /// `gang` or `sub-group NAME`.
+        scope: String,
+        /// What it needs, in `unit`s (GPUs for GPU pods, else pods).
+        needs: u64,
+        unit: String,
+        level: String,
+        /// Room for this gang's pods in the roomiest domain of `level`.
+        largest: u64,
+        /// That domain, when any exists.
+        domain: Option<String>,
+    },
+    /// The gang would span more leaves than its `maxLeaves` allows.
+    #[serde(rename_all = "camelCase")]
+    TooManyLeaves {
+        scope: String,
+        needs_leaves: u32,
+        max_leaves: u32,
+        /// GPUs (or pods) it needs, in `unit`s.
+        needs: u64,
+        unit: String,
+    },
     /// The gang runs; some elastic pods above its minimum did not fit.
     #[serde(rename_all = "camelCase")]
     ElasticPending {
@@ -239,6 +282,33 @@ impl fmt::Display for PendingReason {
             PendingReason::BehindStarvingGang { gang } => {
                 write!(f, "waiting behind starving gang {gang} in the same queue")
             }
+            PendingReason::TopologyUnfit {
+                scope,
+                needs,
+                unit,
+                level,
+                largest,
+                domain,
+            } => {
+                write!(
+                    f,
+                    "{scope} needs {needs} {unit} within one {level}; largest free {level} has {largest}"
+                )?;
+                if let Some(d) = domain {
+                    write!(f, " ({d})")?;
+                }
+                Ok(())
+            }
+            PendingReason::TooManyLeaves {
+                scope,
+                needs_leaves,
+                max_leaves,
+                needs,
+                unit,
+            } => write!(
+                f,
+                "{scope} needs {needs} {unit} over at least {needs_leaves} leaves; maxLeaves is {max_leaves}"
+            ),
             PendingReason::ElasticPending {
                 placed,
                 pending,
@@ -293,6 +363,10 @@ pub struct CycleStats {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decisions {
     pub binds: Vec<Bind>,
+    /// How each gang placed this cycle sits on the network topology (only
+    /// when the snapshot has one), in placement order.
+    #[serde(default)]
+    pub placements: Vec<GangPlacement>,
     pub pending: Vec<PendingJob>,
     pub queues: Vec<QueueReport>,
     /// Inconsistencies in the input the cycle worked around.

@@ -19,8 +19,9 @@ pub mod state;
 pub use allocate::schedule;
 pub use config::{
     Config, ConfigError, GpuScorerConfig, GpuStrategy, ScorerConfig, ScoringConfig, Strategy,
-    TypicalPodConfig, TypicalPodsConfig,
+    TopologyConfig, TopologyPlacement, TypicalPodConfig, TypicalPodsConfig,
 };
 pub use decisions::{
-    Bind, CycleStats, Decisions, FilterReason, PendingJob, PendingReason, QueueReport,
+    Bind, CycleStats, Decisions, FilterReason, GangPlacement, PendingJob, PendingReason,
+    QueueReport,
 };

@@ -74,7 +74,8 @@ pub fn rail_optimized(nodes: &[&str], p: &RailOptimized) -> TopologySpec {
                 to: format!("g{g}-rail{r}"),
             });
         }
-        spec.nodes.push(affinity(n, p.gpus_per_node, p.rails, p.numa_sockets));
+        spec.nodes
+            .push(affinity(n, p.gpus_per_node, p.rails, p.numa_sockets));
     }
     spec
 }
@@ -124,7 +125,8 @@ pub fn leaf_spine(nodes: &[&str], p: &LeafSpine) -> TopologySpec {
             from: n.to_string(),
             to: format!("leaf{}", i / per_leaf),
         });
-        spec.nodes.push(affinity(n, p.gpus_per_node, 1, p.numa_sockets));
+        spec.nodes
+            .push(affinity(n, p.gpus_per_node, 1, p.numa_sockets));
     }
     spec
 }

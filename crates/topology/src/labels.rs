@@ -54,8 +54,11 @@ pub fn apply_node_labels(
     spec: &mut TopologySpec,
     nodes: &[NodeInput],
 ) -> Result<(), TopologyError> {
-    let mut switches: BTreeMap<String, SwitchKind> =
-        spec.switches.iter().map(|s| (s.name.clone(), s.kind)).collect();
+    let mut switches: BTreeMap<String, SwitchKind> = spec
+        .switches
+        .iter()
+        .map(|s| (s.name.clone(), s.kind))
+        .collect();
     let mut add_switch = |spec: &mut TopologySpec, name: &str, kind: SwitchKind, block| {
         if !switches.contains_key(name) {
             switches.insert(name.to_string(), kind);

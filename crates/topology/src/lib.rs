@@ -339,7 +339,10 @@ impl Topology {
                         return Err(TopologyError::BadAffinity {
                             node: n.name.to_string(),
                             index: gspec.index,
-                            message: format!("the node has {} GPUs (indices 0..{})", n.gpus, n.gpus),
+                            message: format!(
+                                "the node has {} GPUs (indices 0..{})",
+                                n.gpus, n.gpus
+                            ),
                         });
                     };
                     *slot = gspec.numa;
@@ -436,7 +439,10 @@ impl Topology {
                         )));
                     }
                     uplink[n] = Some(leaf);
-                    let v = g.add_node(Vertex::Nic { node: nid, index: 0 });
+                    let v = g.add_node(Vertex::Nic {
+                        node: nid,
+                        index: 0,
+                    });
                     g.add_edge(node_vertex[n], v, Edge::Contains);
                     g.add_edge(v, leaf_vertex[leaf as usize], Edge::NicLeaf);
                     nics[n].insert(0, (v, leaf));
@@ -447,7 +453,10 @@ impl Topology {
                             "NIC {k} of node {node_name} is linked to two leaves"
                         )));
                     }
-                    let v = g.add_node(Vertex::Nic { node: nid, index: k });
+                    let v = g.add_node(Vertex::Nic {
+                        node: nid,
+                        index: k,
+                    });
                     g.add_edge(node_vertex[n], v, Edge::Contains);
                     g.add_edge(v, leaf_vertex[leaf as usize], Edge::NicLeaf);
                     nics[n].insert(k, (v, leaf));
@@ -462,18 +471,16 @@ impl Topology {
             let gpus = node.gpu_leaf.len();
             for i in 0..gpus {
                 let chosen = match gpu_nic[n][i] {
-                    Some(k) => {
-                        match nics[n].get(&k) {
-                            Some(v) => Some(*v),
-                            None => {
-                                warnings.push(format!(
-                                    "topology: node {}: GPU {i} names NIC {k}, which links nowhere",
-                                    node_names[n]
-                                ));
-                                None
-                            }
+                    Some(k) => match nics[n].get(&k) {
+                        Some(v) => Some(*v),
+                        None => {
+                            warnings.push(format!(
+                                "topology: node {}: GPU {i} names NIC {k}, which links nowhere",
+                                node_names[n]
+                            ));
+                            None
                         }
-                    }
+                    },
                     None if list.is_empty() => None,
                     None => Some(list[i * list.len() / gpus].1),
                 };
@@ -586,7 +593,9 @@ impl Topology {
                 match f {
                     FabricLevel::Nvlink => {
                         if nvlink_domains.is_empty() {
-                            return Err(bad("fabric nvlink, but no NVLink domains are given".into()));
+                            return Err(bad(
+                                "fabric nvlink, but no NVLink domains are given".into()
+                            ));
                         }
                         for (n, node) in nodes.iter().enumerate() {
                             keys[n] = node.nvlink.map(|d| nvlink_domains[d as usize].0.clone());
@@ -603,7 +612,9 @@ impl Topology {
                     }
                     FabricLevel::SpineBlock => {
                         if spine_vertex.is_empty() {
-                            return Err(bad("fabric spineBlock, but no spine switches are given".into()));
+                            return Err(bad(
+                                "fabric spineBlock, but no spine switches are given".into()
+                            ));
                         }
                         let block_names: BTreeMap<u32, &str> =
                             block_ids.iter().map(|(k, v)| (*v, *k)).collect();
@@ -613,8 +624,7 @@ impl Topology {
                                 .flat_map(|(_, l)| leaf_blocks[*l as usize].iter().copied())
                                 .collect();
                             if !set.is_empty() {
-                                let names: Vec<&str> =
-                                    set.iter().map(|b| block_names[b]).collect();
+                                let names: Vec<&str> = set.iter().map(|b| block_names[b]).collect();
                                 keys[n] = Some(names.join("+"));
                             }
                         }
@@ -684,7 +694,10 @@ impl Topology {
             for d in &mut tight.domains {
                 let first = d.nodes[0];
                 let parent = wide.of_node[first as usize];
-                if let Some(&other) = d.nodes.iter().find(|&&n| wide.of_node[n as usize] != parent)
+                if let Some(&other) = d
+                    .nodes
+                    .iter()
+                    .find(|&&n| wide.of_node[n as usize] != parent)
                 {
                     return Err(TopologyError::NotNested {
                         level: tight.name.clone(),
@@ -888,18 +901,15 @@ impl Topology {
                 crossings += 1;
             }
         }
-        let mut sets: Vec<BTreeSet<u32>> = pods
-            .iter()
-            .map(|p| p.1.iter().copied().collect())
-            .collect();
+        let mut sets: Vec<BTreeSet<u32>> =
+            pods.iter().map(|p| p.1.iter().copied().collect()).collect();
         sets.sort();
         sets.dedup();
         let rail_aligned = nodes.len() <= 1
-            || sets.iter().enumerate().all(|(i, a)| {
-                sets[i + 1..]
-                    .iter()
-                    .all(|b| a.is_disjoint(b))
-            });
+            || sets
+                .iter()
+                .enumerate()
+                .all(|(i, a)| sets[i + 1..].iter().all(|b| a.is_disjoint(b)));
         Span {
             nodes: nodes.len() as u32,
             leaves,

@@ -78,7 +78,12 @@ fn span_counts_leaves_crossings_and_rails() {
     // Two pods of 4 GPUs on two nodes of one group, same indices: aligned, no crossing.
     let aligned = t.span(&[(0, vec![0, 1, 2, 3]), (1, vec![0, 1, 2, 3])]);
     assert_eq!(
-        (aligned.nodes, aligned.leaves, aligned.hops, aligned.spine_crossings),
+        (
+            aligned.nodes,
+            aligned.leaves,
+            aligned.hops,
+            aligned.spine_crossings
+        ),
         (2, 1, 1, 0)
     );
     assert!(aligned.rail_aligned);
@@ -139,15 +144,16 @@ fn label_contract_builds_the_same_fabric() {
 fn tree_levels_from_labels_nest_by_path() {
     let names = names(4);
     // rack "r1" exists in two blocks: distinct domains, because the path differs.
-    let labels: Vec<BTreeMap<String, String>> = [("b0", "r1"), ("b0", "r1"), ("b1", "r1"), ("b1", "r2")]
-        .iter()
-        .map(|(b, r)| {
-            BTreeMap::from([
-                ("example.com/block".to_string(), b.to_string()),
-                ("example.com/rack".to_string(), r.to_string()),
-            ])
-        })
-        .collect();
+    let labels: Vec<BTreeMap<String, String>> =
+        [("b0", "r1"), ("b0", "r1"), ("b1", "r1"), ("b1", "r2")]
+            .iter()
+            .map(|(b, r)| {
+                BTreeMap::from([
+                    ("example.com/block".to_string(), b.to_string()),
+                    ("example.com/rack".to_string(), r.to_string()),
+                ])
+            })
+            .collect();
     let spec = TopologySpec {
         levels: vec![
             LevelSpec {
@@ -288,7 +294,10 @@ fn invalid_topologies_name_the_problem() {
         },
         none.clone(),
     );
-    assert!(e.starts_with("level \"rack\": domain \"r0\" is not inside one domain of level \"block\""), "{e}");
+    assert!(
+        e.starts_with("level \"rack\": domain \"r0\" is not inside one domain of level \"block\""),
+        "{e}"
+    );
     // A level with two sources, and a fabric level with no fabric.
     let e = err(
         TopologySpec {
@@ -302,7 +311,10 @@ fn invalid_topologies_name_the_problem() {
         },
         none.clone(),
     );
-    assert!(e.starts_with("levels[0] (\"x\"): give exactly one of"), "{e}");
+    assert!(
+        e.starts_with("levels[0] (\"x\"): give exactly one of"),
+        "{e}"
+    );
     let e = err(
         TopologySpec {
             levels: vec![LevelSpec {

@@ -48,6 +48,8 @@ pub fn schedule(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Decisio
 /// reason of every node that does not.
 struct StaticFilter {
     feasible: Vec<u32>,
+    /// `feasible` as a mask over node indices.
+    mask: Vec<bool>,
     rejected: BTreeMap<FilterReason, u32>,
 }
 
@@ -63,6 +65,9 @@ struct JobWork<'s> {
     /// Set when the job cannot be scheduled at all this cycle.
     blocked: Option<PendingReason>,
 }
+
+/// A tentative placement: task index, node index, device slots.
+type Placed = (usize, usize, Vec<usize>);
 
 /// A pod holding capacity: node, request, constraints, device indices if
 /// known, name.
@@ -99,6 +104,7 @@ struct Cycle<'s> {
     pending: BTreeMap<usize, PendingReason>,
     warnings: Vec<String>,
     stats: CycleStats,
+    topo: Option<topo::TopoIndex>,
 }
 
 impl<'s> Cycle<'s> {
@@ -192,6 +198,10 @@ impl<'s> Cycle<'s> {
                         }
                     }
                 }
+            }
+            // Ranked pods in rank order (stable: equal ranks by name).
+            if job.tasks.iter().any(|t| t.rank.is_some()) {
+                pending.sort_by_key(|&t| (job.tasks[t].rank.is_none(), job.tasks[t].rank));
             }
             let leaf = tree.get(&job.queue);
             let blocked = Self::static_block(job, leaf, tree, &pending);
@@ -309,6 +319,10 @@ impl<'s> Cycle<'s> {
             ..CycleStats::default()
         };
         let scoring = Scoring::new(&config.scoring, &nodes, snapshot);
+        let topo = snapshot.topology.as_ref().map(|t| {
+            let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+            topo::TopoIndex::new(Arc::clone(t), &names)
+        });
         Cycle {
             config,
             now,
@@ -329,6 +343,7 @@ impl<'s> Cycle<'s> {
             pending: BTreeMap::new(),
             warnings,
             stats,
+            topo,
         }
     }
 
@@ -544,7 +559,31 @@ impl<'s> Cycle<'s> {
             self.constraint_id(&first.constraints),
             first.requests.clone(),
         );
-        if single_shape
+        // Topology constraints: checked here, where the topology is known.
+        let constrained =
+            !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
+        let aware = self.topology_aware();
+        if constrained && self.config.topology.placement == crate::config::TopologyPlacement::Aware
+        {
+            let check = match &self.topo {
+                None => Err(
+                    "the job has topology constraints but the cluster has no topology".to_string(),
+                ),
+                Some(ti) => ti.check(&job.topology, "gang").and_then(|()| {
+                    job.subgroups.iter().try_for_each(|sg| {
+                        ti.check(&sg.topology, &format!("sub-group {}", sg.name))
+                    })
+                }),
+            };
+            if let Err(message) = check {
+                return Err(PendingReason::Rejected { message });
+            }
+        }
+        let topo_search = aware && (chosen.len() > 1 || constrained);
+        // The failed-shape cache holds for unconstrained gangs only: a
+        // constrained one may fail for its own constraint.
+        let cacheable = single_shape && !constrained;
+        if cacheable
             && let Some((n, reason)) = self.failed_shapes.get(&shape_key)
             && chosen.len() as u32 >= *n
         {
@@ -567,9 +606,32 @@ impl<'s> Cycle<'s> {
             return Err(reason);
         }
 
+        let tightest = if self.topo.is_some() && chosen.len() > 1 {
+            self.tightest_feasible(j, &chosen)
+        } else {
+            None
+        };
         let mark = self.state.begin();
-        let mut placed: Vec<(usize, usize, Vec<usize>)> = Vec::with_capacity(chosen.len());
-        let mut start = 0;
+        let mut placed: Vec<Placed> = Vec::with_capacity(chosen.len());
+        if topo_search {
+            match self.place_gang_topology(j, &chosen, &needs) {
+                Ok(p) => placed = p,
+                Err(reason) => {
+                    self.state.rollback(mark);
+                    if cacheable && matches!(reason, PendingReason::Unschedulable { .. }) {
+                        let e = self
+                            .failed_shapes
+                            .entry(shape_key)
+                            .or_insert((chosen.len() as u32, reason.clone()));
+                        if chosen.len() as u32 <= e.0 {
+                            *e = (chosen.len() as u32, reason.clone());
+                        }
+                    }
+                    return Err(reason);
+                }
+            }
+        }
+        let mut start = if topo_search { chosen.len() } else { 0 };
         while start < chosen.len() {
             let head = &job.tasks[chosen[start]];
             let mut end = start + 1;
@@ -580,7 +642,16 @@ impl<'s> Cycle<'s> {
                 }
                 end += 1;
             }
-            if let Err(fail_at) = self.place_run(&chosen[start..end], job, &mut placed) {
+            // With a topology, whole-GPU pods smaller than a node take an
+            // aligned, NUMA-local window of devices when one is free.
+            let plan = if aware {
+                Some(self.rail_plan(head.requests.clone(), &head.constraints, &[], false))
+            } else {
+                None
+            };
+            if let Err(fail_at) =
+                self.place_run(&chosen[start..end], job, &mut placed, None, plan.as_ref())
+            {
                 let failed_task = &job.tasks[chosen[start + fail_at]];
                 let (nodes_fit, filters) =
                     self.diagnose(&failed_task.requests, &failed_task.constraints);
@@ -594,7 +665,7 @@ impl<'s> Cycle<'s> {
                     filters,
                 };
                 self.state.rollback(mark);
-                if single_shape {
+                if cacheable {
                     let e = self
                         .failed_shapes
                         .entry(shape_key)
@@ -609,6 +680,12 @@ impl<'s> Cycle<'s> {
         }
         self.state.commit(mark);
         self.stats.gangs_placed += 1;
+        let bound = self.jobs[j].bound_total as usize;
+        if chosen.len() + bound > 1
+            && let Some(gp) = self.gang_placement(j, &placed, tightest)
+        {
+            self.placements.push(gp);
+        }
         self.record(j, placed);
         Ok(())
     }
@@ -698,7 +775,15 @@ impl<'s> Cycle<'s> {
                     Err(r) => *rejected.entry(r).or_default() += 1,
                 }
             }
-            StaticFilter { feasible, rejected }
+            let mut mask = vec![false; nodes.len()];
+            for &n in &feasible {
+                mask[n as usize] = true;
+            }
+            StaticFilter {
+                feasible,
+                mask,
+                rejected,
+            }
         });
         key
     }
@@ -713,7 +798,9 @@ impl<'s> Cycle<'s> {
         &mut self,
         run: &[usize],
         job: &Job,
-        placed: &mut Vec<(usize, usize, Vec<usize>)>,
+        placed: &mut Vec<Placed>,
+        scope: Option<&[usize]>,
+        rail: Option<&topo::RailPlan>,
     ) -> Result<(), usize> {
         let head = &job.tasks[run[0]];
         let req = &head.requests;
@@ -728,15 +815,46 @@ impl<'s> Cycle<'s> {
             .get_mut(&key)
             .map(|f| std::mem::take(&mut f.feasible))
             .unwrap_or_default();
-        let mut candidates: Vec<(u64, u64, Reverse<u32>, DeviceChoice)> =
+        // With a rail plan, nodes with a preferred device window free come
+        // first (multi-node gangs), and the window is the devices taken.
+        let window_rank = |cycle: &Self, n: usize| -> Reverse<usize> {
+            match rail {
+                Some(plan) if plan.node_pref => Reverse(
+                    plan.window_on(cycle.nodes[n], &cycle.state.nodes[n], &pod)
+                        .unwrap_or(usize::MAX),
+                ),
+                _ => Reverse(0),
+            }
+        };
+        let mut candidates: Vec<(Reverse<usize>, u64, u64, Reverse<u32>, DeviceChoice)> =
             Vec::with_capacity(feasible.len());
-        for &n in &feasible {
-            let n = n as usize;
-            if let Some(e) = self
+        let mut consider = |cycle: &Self, n: usize| {
+            if let Some(e) = cycle
                 .scoring
-                .evaluate(self.nodes[n], &self.state.nodes[n], &pod)
+                .evaluate(cycle.nodes[n], &cycle.state.nodes[n], &pod)
             {
-                candidates.push((e.total, e.tiebreak, Reverse(n as u32), e.devices));
+                candidates.push((
+                    window_rank(cycle, n),
+                    e.total,
+                    e.tiebreak,
+                    Reverse(n as u32),
+                    e.devices,
+                ));
+            }
+        };
+        match scope {
+            None => {
+                for &n in &feasible {
+                    consider(self, n as usize);
+                }
+            }
+            Some(nodes) => {
+                let mask = self.filters.get(&key).map(|f| &f.mask);
+                for &n in nodes {
+                    if mask.is_some_and(|m| m[n]) {
+                        consider(self, n);
+                    }
+                }
             }
         }
         let mut heap = BinaryHeap::from(candidates);
@@ -745,16 +863,29 @@ impl<'s> Cycle<'s> {
             f.feasible = feasible;
         }
         for (pos, &t) in run.iter().enumerate() {
-            let Some((_, _, Reverse(n), devices)) = heap.pop() else {
+            let Some((_, _, _, Reverse(n), devices)) = heap.pop() else {
                 return Err(pos);
             };
             let n = n as usize;
             let node = self.nodes[n];
-            let slots = devices.slots(node, &self.state.nodes[n], &pod);
+            let window = rail.and_then(|plan| {
+                let w = plan.window_on(node, &self.state.nodes[n], &pod)?;
+                Some(plan.windows[w].clone())
+            });
+            let slots = match window {
+                Some(w) => w,
+                None => devices.slots(node, &self.state.nodes[n], &pod),
+            };
             self.state.take(n, node, &pod, &slots);
             placed.push((t, n, slots));
             if let Some(e) = self.scoring.evaluate(node, &self.state.nodes[n], &pod) {
-                heap.push((e.total, e.tiebreak, Reverse(n as u32), e.devices));
+                heap.push((
+                    window_rank(self, n),
+                    e.total,
+                    e.tiebreak,
+                    Reverse(n as u32),
+                    e.devices,
+                ));
             }
         }
         Ok(())
@@ -866,7 +997,7 @@ impl<'s> Cycle<'s> {
                 }
                 let mark = self.state.begin();
                 let mut placed = Vec::new();
-                let result = self.place_run(&pending[start..take_to], job, &mut placed);
+                let result = self.place_run(&pending[start..take_to], job, &mut placed, None, None);
                 self.state.commit(mark);
                 placed_total += placed.len() as u32;
                 self.record(j, placed);
@@ -1017,3 +1148,4 @@ fn select_minimum(
 
 #[cfg(test)]
 mod tests;
+mod topo;

@@ -259,6 +259,48 @@ impl NodeState {
         }
     }
 
+    /// How many copies of the pod fit now, each taking its own devices: exact
+    /// for whole-GPU and CPU-only pods, for shares an upper bound that
+    /// ignores how they would pack across devices. Sizes topology domains.
+    pub fn copies(&self, node: &Node, pod: &PodView) -> u32 {
+        if !self.fits(node, pod) {
+            return 0;
+        }
+        let mut n = node
+            .max_pods
+            .map_or(u32::MAX, |max| max.saturating_sub(self.pods));
+        for (r, want) in pod.req.iter() {
+            if want == 0 || (r == trainyard_model::ResourceName::Gpu && pod.ask != GpuAsk::None) {
+                continue;
+            }
+            let k = self.free.get(&r) / want;
+            n = n.min(u32::try_from(k).unwrap_or(u32::MAX));
+        }
+        match pod.ask {
+            GpuAsk::None => n,
+            GpuAsk::Whole(k) => n.min(self.usable_whole(node, pod) / k.max(1)),
+            ask => {
+                let mut shares = 0u32;
+                for (j, dev) in node.gpus.iter().enumerate() {
+                    if !pod.model_ok(dev) || self.gpu_used[j] >= FULL {
+                        continue;
+                    }
+                    if let Some(m) = ask.milli_on(dev).filter(|m| *m > 0) {
+                        shares += u32::from(self.device_free(j) / m);
+                    }
+                }
+                n.min(shares)
+            }
+        }
+    }
+
+    /// Whether every device slot in `slots` is wholly free and allowed for the pod.
+    pub fn whole_free(&self, node: &Node, pod: &PodView, slots: &[usize]) -> bool {
+        slots.iter().all(|&j| {
+            self.gpu_used.get(j) == Some(&0) && node.gpus.get(j).is_some_and(|d| pod.model_ok(d))
+        })
+    }
+
     /// The "best" device choice: the lowest whole free devices for whole
     /// GPUs; for a share, the device left with the least free capacity
     /// that still fits it (lowest slot on ties; fully free devices qualify).

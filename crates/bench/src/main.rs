@@ -8,7 +8,11 @@
 //!    with quotas, limits, weights, priorities).
 //! 2. One allocate cycle on 5,000 nodes × 8 GPUs with 2,000 pending gangs of
 //!    1–64 pods (about 20k pods), in 4 team queues.
-//! 3. `--sim`: a simulation of 100,000 synthetic jobs on 1,000 nodes × 8
+//! 3. `--topology`: placing one 256-GPU gang (32 pods × 8 GPUs) on a
+//!    4,096-node rail-optimized fabric (32,768 GPUs; 32 nodes per leaf
+//!    group, 8 groups per spine block), 60% loaded, topology-aware and
+//!    blind; plus building the topology (done once, at the edge).
+//! 4. `--sim`: a simulation of 100,000 synthetic jobs on 1,000 nodes × 8
 //!    GPUs; and, when `../shared/data/openb` exists, the full openb
 //!    `default` trace on its 1,213 nodes. Reports wall time and events/s.
 
@@ -211,10 +215,126 @@ spec:
     Ok(())
 }
 
+/// The `--topology` benchmark: see the module docs.
+fn topology_bench(runs: usize) -> anyhow::Result<()> {
+    use std::sync::Arc;
+    use trainyard_model::ExternalPod;
+    use trainyard_model::topology::generate::{RailOptimized, rail_optimized};
+    use trainyard_model::topology::{NodeInput, Topology};
+    use trainyard_sched::TopologyPlacement;
+
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let nodes: Vec<Node> = (0..4096)
+        .map(|i| Node::new(format!("n{i:04}"), 192_000, 2048 * GI, 8))
+        .collect();
+    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    let t = Instant::now();
+    let spec = rail_optimized(
+        &names,
+        &RailOptimized {
+            nodes_per_group: 32,
+            groups_per_block: 8,
+            ..RailOptimized::default()
+        },
+    );
+    let inputs: Vec<NodeInput> = nodes
+        .iter()
+        .map(|n| NodeInput {
+            name: &n.name,
+            labels: &n.labels,
+            gpus: 8,
+        })
+        .collect();
+    let topo = Topology::build(&spec, &inputs)?.ok_or_else(|| anyhow::anyhow!("no topology"))?;
+    let build = t.elapsed();
+    // Load: 40% of nodes full, 20% half (a random 4-GPU window), 40% free.
+    let mut external = Vec::new();
+    for n in &nodes {
+        let r: f64 = rng.random();
+        let devs: Vec<u32> = if r < 0.4 {
+            (0..8).collect()
+        } else if r < 0.6 {
+            let w = rng.random_range(0..2u32) * 4;
+            (w..w + 4).collect()
+        } else {
+            continue;
+        };
+        external.push(ExternalPod {
+            name: format!("load/{}", n.name),
+            node: n.name.clone(),
+            requests: Resources::new(8_000 * devs.len() as u64, 100 * GI, 0)
+                .with_gpus(devs.len() as u64),
+            gpus: Some(devs),
+        });
+    }
+    let mut gang = Job::gang(
+        "ml/llm-256",
+        "q",
+        vec![Resources::new(96_000, 1000 * GI, 0).with_gpus(8); 32],
+    );
+    for (i, t) in gang.tasks.iter_mut().enumerate() {
+        t.rank = Some(i as u32);
+    }
+    let base = Snapshot {
+        nodes,
+        queues: QueueTree::build(vec![QueueSpec::new("q")]).expect("valid tree"),
+        jobs: Vec::new(),
+        external,
+        topology: Some(Arc::new(topo)),
+    };
+    let mut with_gang = base.clone();
+    with_gang.jobs.push(gang);
+    println!("| benchmark | input | median time | result |");
+    println!("|---|---|---|---|");
+    println!(
+        "| build topology | 4,096 nodes, 8 rails, 128 leaf groups, 16 spine blocks | {:.1} ms | {} vertices, {} edges |",
+        build.as_secs_f64() * 1e3,
+        base.topology.as_ref().map_or(0, |t| t.graph().node_count()),
+        base.topology.as_ref().map_or(0, |t| t.graph().edge_count()),
+    );
+    for placement in [TopologyPlacement::Aware, TopologyPlacement::Blind] {
+        let mut cfg = Config::default();
+        cfg.topology.placement = placement;
+        let time = |snap: &Snapshot| {
+            let mut times = Vec::new();
+            let mut last = None;
+            for _ in 0..runs.max(1) * 4 {
+                let t = Instant::now();
+                let d = schedule(snap, &cfg, Timestamp(0));
+                times.push(t.elapsed());
+                last = Some(d);
+            }
+            (median(times), last)
+        };
+        let (empty, _) = time(&base);
+        let (full, d) = time(&with_gang);
+        let d = d.ok_or_else(|| anyhow::anyhow!("no run"))?;
+        let p = d.placements.first();
+        println!(
+            "| cycle with a 256-GPU gang, {placement:?} | 4,096 nodes × 8 GPUs, 60% loaded | {:.2} ms (cycle without the gang: {:.2} ms) | {} pods bound; {} leaves, {} spine crossings, level {} |",
+            full.as_secs_f64() * 1e3,
+            empty.as_secs_f64() * 1e3,
+            d.binds.len(),
+            p.map_or(0, |p| p.span.leaves),
+            p.map_or(0, |p| p.span.spine_crossings),
+            p.and_then(|p| p.level.clone())
+                .unwrap_or_else(|| "cluster".into()),
+        );
+    }
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--sim") {
         return sim_bench();
+    }
+    let runs_arg: usize = match args.iter().position(|a| a == "--runs") {
+        Some(i) => args.get(i + 1).map(|s| s.parse()).transpose()?.unwrap_or(5),
+        None => 5,
+    };
+    if args.iter().any(|a| a == "--topology") {
+        return topology_bench(runs_arg);
     }
     let runs: usize = match args.iter().position(|a| a == "--runs") {
         Some(i) => args.get(i + 1).map(|s| s.parse()).transpose()?.unwrap_or(5),

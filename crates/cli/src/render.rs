@@ -63,6 +63,42 @@ pub fn render(d: &Decisions) -> String {
         out.push_str(&t.to_string());
         out.push('\n');
     }
+    if !d.placements.is_empty() {
+        out.push_str(&format!(
+            "\nTOPOLOGY: {} gang(s) placed\n",
+            d.placements.len()
+        ));
+        let mut t = table(&[
+            "JOB",
+            "NODES",
+            "LEAVES",
+            "LEVEL",
+            "TIGHTEST FREE",
+            "SPINE CROSSINGS",
+            "RAILS",
+        ]);
+        for p in &d.placements {
+            t.add_row(vec![
+                Cell::new(&p.job),
+                right(p.span.nodes.to_string()),
+                right(p.span.leaves.to_string()),
+                Cell::new(p.level.as_deref().unwrap_or("cluster")),
+                Cell::new(format!(
+                    "{}{}",
+                    p.tightest_feasible.as_deref().unwrap_or("cluster"),
+                    if p.in_tightest { "" } else { " (not used)" }
+                )),
+                right(format!("{}/{}", p.span.spine_crossings, p.span.hops)),
+                Cell::new(if p.span.rail_aligned {
+                    "aligned"
+                } else {
+                    "mixed"
+                }),
+            ]);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
     out.push_str(&format!("\nPENDING: {} job(s)\n", d.pending.len()));
     if !d.pending.is_empty() {
         let mut t = table(&["JOB", "QUEUE", "REASON"]);

@@ -333,13 +333,6 @@ impl<'s> Cycle<'s> {
                 groups.entry(d).or_default().push(n);
             }
         }
-        // Nodes with no room at all still belong to their domains.
-        for (n, doms) in (0..self.nodes.len()).map(|n| (n, ti.domain_of[level][n])) {
-            if let Some(d) = doms {
-                groups.entry(d).or_default();
-                let _ = n;
-            }
-        }
         for (d, ns) in &groups {
             let room = room_of(ns, copies)[0] * per_pod;
             if best.is_none_or(|(b, _)| room > b) {

@@ -66,6 +66,10 @@ struct JobWork<'s> {
     blocked: Option<PendingReason>,
 }
 
+/// A node in `place_run`'s heap: window rank (rail plans), total score,
+/// tie-break, node index (lower first), device choice.
+type Candidate = (Reverse<usize>, u64, u64, Reverse<u32>, DeviceChoice);
+
 /// A tentative placement: task index, node index, device slots.
 type Placed = (usize, usize, Vec<usize>);
 
@@ -826,8 +830,7 @@ impl<'s> Cycle<'s> {
                 _ => Reverse(0),
             }
         };
-        let mut candidates: Vec<(Reverse<usize>, u64, u64, Reverse<u32>, DeviceChoice)> =
-            Vec::with_capacity(feasible.len());
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(feasible.len());
         let mut consider = |cycle: &Self, n: usize| {
             if let Some(e) = cycle
                 .scoring

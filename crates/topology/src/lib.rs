@@ -933,7 +933,7 @@ fn fabric_level(name: &str, f: FabricLevel) -> LevelSpec {
 fn leaf_set_name(set: &BTreeSet<u32>, names: &[&str]) -> Option<String> {
     let mut it = set.iter().map(|l| names[*l as usize]);
     let first = it.next()?;
-    Some(match it.last() {
+    Some(match it.next_back() {
         None => first.to_string(),
         Some(last) => format!("{first}..{last}"),
     })

@@ -542,16 +542,19 @@ impl<'s> Cycle<'s> {
                 self.constraint_id(&head.constraints) as usize,
                 head.requests.gpu as u32,
             );
-            if !plans.contains_key(&key) {
-                let plan = self.rail_plan(
-                    head.requests.clone(),
-                    &head.constraints,
-                    scope,
-                    tasks.len() > 1 || job.tasks.len() > 1,
-                );
-                plans.insert(key, plan);
-            }
-            let plan = plans.get(&key).cloned().unwrap_or_default();
+            let plan = match plans.get(&key) {
+                Some(p) => p.clone(),
+                None => {
+                    let p = self.rail_plan(
+                        head.requests.clone(),
+                        &head.constraints,
+                        scope,
+                        tasks.len() > 1 || job.tasks.len() > 1,
+                    );
+                    plans.insert(key, p.clone());
+                    p
+                }
+            };
             self.place_run(
                 &tasks[start..end],
                 job,
@@ -754,7 +757,7 @@ fn shapes_of<'a>(job: &'a Job, tasks: &[usize]) -> Vec<Shape<'a>> {
             }),
         }
     }
-    shapes.sort_by(|a, b| b.count.cmp(&a.count));
+    shapes.sort_by_key(|s| std::cmp::Reverse(s.count));
     shapes
 }
 

@@ -21,6 +21,9 @@ pub const GPU_MEMORY: &str = "trainyard.io/gpu-memory";
 /// Annotation on a pod: the GPU models it may use, comma-separated, as the
 /// node label [`NODE_GPU_PRODUCT`] names them (see [`crate::gpu`]).
 pub const GPU_MODELS: &str = "trainyard.io/gpu-models";
+/// Label or annotation on a pod: its rank in the gang (a whole number,
+/// `0` first). Neighbouring ranks are placed close together.
+pub const RANK: &str = "trainyard.io/rank";
 
 // --- Foreign keys we accept ----------------------------------------------
 
@@ -45,6 +48,31 @@ pub const KAI_GPU_MEMORY_MIB: &str = "gpu-memory";
 /// over this many devices. Trainyard supports only `1`.
 pub const KAI_GPU_FRACTION_NUM_DEVICES: &str = "gpu-fraction-num-devices";
 
+/// Kueue: pod annotation naming the topology level (a node label key) the
+/// pod's PodSet must fit in.
+pub const KUEUE_PODSET_REQUIRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-required-topology";
+/// Kueue: pod annotation naming the topology level (a node label key) the
+/// pod's PodSet should fit in.
+pub const KUEUE_PODSET_PREFERRED_TOPOLOGY: &str = "kueue.x-k8s.io/podset-preferred-topology";
+/// KAI scheduler: workload (or pod) annotation naming the topology level (a
+/// node label key) its pods must fit in.
+pub const KAI_TOPOLOGY_REQUIRED_PLACEMENT: &str = "kai.scheduler/topology-required-placement";
+/// KAI scheduler: workload (or pod) annotation naming the topology level (a
+/// node label key) its pods should fit in.
+pub const KAI_TOPOLOGY_PREFERRED_PLACEMENT: &str = "kai.scheduler/topology-preferred-placement";
+/// Kubeflow training operator: pod label with the replica's index within
+/// its replica type (PyTorchJob, MPIJob, ...).
+pub const KUBEFLOW_REPLICA_INDEX: &str = "training.kubeflow.org/replica-index";
+/// JobSet: pod label (and annotation) with the index of the pod's child Job
+/// within its replicated job.
+pub const JOBSET_JOB_INDEX: &str = "jobset.sigs.k8s.io/job-index";
+/// Kubernetes Indexed Job: pod label (and, before 1.28 only, annotation)
+/// with the pod's completion index.
+pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+
+/// JobSet ranks: `job-index × JOBSET_RANK_STRIDE + completion-index`.
+pub const JOBSET_RANK_STRIDE: u32 = 65_536;
+
 // --- Node labels describing GPU devices (GPU feature discovery) ------------
 
 /// Node label: GPU product name, e.g. `NVIDIA-H100-80GB-HBM3`.
@@ -66,6 +94,18 @@ pub const QUEUE_KEYS: &[(&str, KeyPlace)] = &[
     (QUEUE, KeyPlace::LabelOrAnnotation),
     (KAI_QUEUE, KeyPlace::Label),
     (VOLCANO_QUEUE_NAME, KeyPlace::LabelOrAnnotation),
+];
+
+/// Pod keys naming the level the gang must fit in, in precedence order.
+pub const REQUIRED_TOPOLOGY_KEYS: &[(&str, KeyPlace)] = &[
+    (KUEUE_PODSET_REQUIRED_TOPOLOGY, KeyPlace::Annotation),
+    (KAI_TOPOLOGY_REQUIRED_PLACEMENT, KeyPlace::Annotation),
+];
+
+/// Pod keys naming the level the gang should fit in, in precedence order.
+pub const PREFERRED_TOPOLOGY_KEYS: &[(&str, KeyPlace)] = &[
+    (KUEUE_PODSET_PREFERRED_TOPOLOGY, KeyPlace::Annotation),
+    (KAI_TOPOLOGY_PREFERRED_PLACEMENT, KeyPlace::Annotation),
 ];
 
 /// Where a key is looked up on an object.

@@ -1,12 +1,13 @@
 //! Trainyard's user-facing documents as Kubernetes-style objects.
 //!
-//! Documents have `apiVersion: trainyard.io/v1alpha1`, a `kind`, `metadata`
-//! and a `spec`. This crate turns already-parsed document trees
-//! (`serde_json::Value`, which YAML and JSON both parse into) into typed,
-//! validated objects, and those into model values. It also parses
-//! Kubernetes quantities and RFC 3339 timestamps exactly, names the
-//! label/annotation keys Trainyard understands, and reads the GPU-sharing
-//! annotations of pods ([`gpu`]). No I/O.
+//! Documents (`Queue`, `PodGroup`, `Topology`) have `apiVersion:
+//! trainyard.io/v1alpha1`, a `kind`, `metadata` and a `spec`. This crate
+//! turns already-parsed document trees (`serde_json::Value`, which YAML and
+//! JSON both parse into) into typed, validated objects, and those into
+//! model values. It also parses Kubernetes quantities and RFC 3339
+//! timestamps exactly, names the label/annotation keys Trainyard
+//! understands, and reads the GPU-sharing annotations of pods ([`gpu`]).
+//! No I/O.
 //!
 //! Every error names the object (`Queue team-a`, `PodGroup ml/train-1`),
 //! the field path (`spec.quota.nvidia.com/gpu`) and what was expected.
@@ -19,6 +20,7 @@ pub mod podgroup;
 pub mod quantity;
 pub mod queue;
 pub mod time;
+pub mod topology;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -27,10 +29,11 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub use gpu::{GpuAnnotationError, GpuAnnotationProblem, GpuShare, GpuSharingRequest};
-pub use podgroup::{PodGroup, PodGroupSpec, SubGroupSpec};
+pub use podgroup::{ConstraintField, PodGroup, PodGroupSpec, SubGroupSpec, TopologyConstraintSpec};
 pub use quantity::{Quantity, QuantityError, RawQuantity, parse_quantity};
 pub use queue::{LimitValue, Queue, QueueSpecDoc};
 pub use time::{TimestampError, parse_rfc3339};
+pub use topology::TopologyDocument;
 
 /// `apiVersion` of Trainyard's own documents.
 pub const API_VERSION: &str = "trainyard.io/v1alpha1";
@@ -38,6 +41,8 @@ pub const API_VERSION: &str = "trainyard.io/v1alpha1";
 pub const VOLCANO_API_VERSION: &str = "scheduling.volcano.sh/v1beta1";
 /// `apiVersion` of scheduler-plugins (coscheduling) PodGroups.
 pub const COSCHEDULING_API_VERSION: &str = "scheduling.x-k8s.io/v1alpha1";
+/// `apiVersion` of KAI-Scheduler PodGroups.
+pub const KAI_API_VERSION: &str = "scheduling.run.ai/v2alpha2";
 
 /// One problem with one object.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

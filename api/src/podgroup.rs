@@ -10,13 +10,19 @@
 //!   priorityClassName: high
 //!   subGroups:
 //!     - { name: ps, minMember: 1 }
-//!     - { name: workers, minMember: 8 }
+//!     - { name: workers, minMember: 8, topology: { required: leaf } }
+//!   topology: { required: spineBlock, preferred: leaf, maxLeaves: 2 }
 //! ```
 //!
+//! Topology levels are checked against the cluster's topology when the
+//! snapshot is assembled (a level may be named by its name or by the node
+//! label key of a label level).
+//!
 //! Volcano (`scheduling.volcano.sh/v1beta1`: `minMember`, `queue`,
-//! `priorityClassName`) and scheduler-plugins
-//! (`scheduling.x-k8s.io/v1alpha1`: `minMember`) PodGroups are accepted too;
-//! their other fields are ignored.
+//! `priorityClassName`), KAI-Scheduler (`scheduling.run.ai/v2alpha2`:
+//! `minMember`, `queue`, `priorityClassName`, `topologyConstraint`) and
+//! scheduler-plugins (`scheduling.x-k8s.io/v1alpha1`: `minMember`)
+//! PodGroups are accepted too; their other fields are ignored.
 
 use std::collections::BTreeSet;
 
@@ -24,8 +30,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::names::dns1123_subdomain_problem;
 use crate::{
-    API_VERSION, ApiError, ApiErrors, COSCHEDULING_API_VERSION, ObjectMeta, VOLCANO_API_VERSION,
-    check_type, describe_object, from_value,
+    API_VERSION, ApiError, ApiErrors, COSCHEDULING_API_VERSION, KAI_API_VERSION, ObjectMeta,
+    VOLCANO_API_VERSION, check_type, describe_object, from_value,
 };
 
 /// A `PodGroup` document (ours, or a foreign one converted).
@@ -42,6 +48,10 @@ pub struct PodGroup {
     /// Ignored (present in `kubectl get -o yaml` output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<serde_json::Value>,
+    /// The `Topology` a KAI group's `spec.topologyConstraint.topology`
+    /// names (not part of our document).
+    #[serde(skip)]
+    pub topology_name: Option<String>,
 }
 
 /// `spec` of a [`PodGroup`].
@@ -62,6 +72,13 @@ pub struct PodGroupSpec {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub sub_groups: Vec<SubGroupSpec>,
+    /// Topology constraints of the whole gang.
+    #[serde(
+        default,
+        deserialize_with = "crate::de::null_default",
+        skip_serializing_if = "TopologyConstraintSpec::is_empty"
+    )]
+    pub topology: TopologyConstraintSpec,
 }
 
 impl Default for PodGroupSpec {
@@ -72,6 +89,7 @@ impl Default for PodGroupSpec {
             priority_class_name: None,
             priority: None,
             sub_groups: Vec::new(),
+            topology: TopologyConstraintSpec::default(),
         }
     }
 }
@@ -84,6 +102,44 @@ pub struct SubGroupSpec {
     /// Defaults to 1.
     #[serde(default = "one")]
     pub min_member: u32,
+    /// Topology constraints of this sub-group's pods.
+    #[serde(
+        default,
+        deserialize_with = "crate::de::null_default",
+        skip_serializing_if = "TopologyConstraintSpec::is_empty"
+    )]
+    pub topology: TopologyConstraintSpec,
+}
+
+/// `topology:` of a PodGroup or of one of its sub-groups. Levels are named
+/// as written (a level name or a label level's node label key) and resolved
+/// against the cluster's topology when the snapshot is assembled.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TopologyConstraintSpec {
+    /// Never cross this level: all pods in one domain of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required: Option<String>,
+    /// Try one domain of this level first, then wider ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preferred: Option<String>,
+    /// At most this many leaf domains (like Slurm's `--switches`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_leaves: Option<u32>,
+}
+
+impl TopologyConstraintSpec {
+    pub fn is_empty(&self) -> bool {
+        self.required.is_none() && self.preferred.is_none() && self.max_leaves.is_none()
+    }
+}
+
+/// One field of a topology constraint, for naming it in messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConstraintField {
+    Required,
+    Preferred,
+    MaxLeaves,
 }
 
 fn one() -> u32 {
@@ -108,6 +164,9 @@ struct ForeignSpec {
     queue: Option<String>,
     #[serde(default)]
     priority_class_name: Option<String>,
+    /// KAI only.
+    #[serde(default)]
+    topology_constraint: Option<KaiTopologyConstraint>,
 }
 
 impl Default for ForeignSpec {
@@ -116,8 +175,21 @@ impl Default for ForeignSpec {
             min_member: 1,
             queue: None,
             priority_class_name: None,
+            topology_constraint: None,
         }
     }
+}
+
+/// KAI's `spec.topologyConstraint`.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct KaiTopologyConstraint {
+    #[serde(default)]
+    topology: Option<String>,
+    #[serde(default)]
+    required_topology_level: Option<String>,
+    #[serde(default)]
+    preferred_topology_level: Option<String>,
 }
 
 impl PodGroup {
@@ -130,26 +202,70 @@ impl PodGroup {
             value,
             &object,
             "PodGroup",
-            &[API_VERSION, VOLCANO_API_VERSION, COSCHEDULING_API_VERSION],
+            &[
+                API_VERSION,
+                VOLCANO_API_VERSION,
+                KAI_API_VERSION,
+                COSCHEDULING_API_VERSION,
+            ],
         )?;
         if version == API_VERSION {
             return Ok(from_value(value, &object)?);
         }
         let foreign: ForeignPodGroup = from_value(value, &object)?;
-        let volcano = version == VOLCANO_API_VERSION;
+        let kai = version == KAI_API_VERSION;
+        let has_queue = kai || version == VOLCANO_API_VERSION;
+        let constraint = foreign.spec.topology_constraint.filter(|_| kai);
+        let non_empty = |v: Option<String>| v.filter(|s| !s.is_empty());
+        let (topology, topology_name) = match constraint {
+            None => (TopologyConstraintSpec::default(), None),
+            Some(c) => (
+                TopologyConstraintSpec {
+                    required: non_empty(c.required_topology_level),
+                    preferred: non_empty(c.preferred_topology_level),
+                    max_leaves: None,
+                },
+                non_empty(c.topology),
+            ),
+        };
         Ok(PodGroup {
             api_version: version,
             kind: "PodGroup".to_string(),
             metadata: foreign.metadata,
             spec: PodGroupSpec {
                 min_member: foreign.spec.min_member,
-                queue: foreign.spec.queue.filter(|_| volcano),
-                priority_class_name: foreign.spec.priority_class_name.filter(|_| volcano),
+                queue: foreign.spec.queue.filter(|_| has_queue),
+                priority_class_name: foreign.spec.priority_class_name.filter(|_| has_queue),
                 priority: None,
                 sub_groups: Vec::new(),
+                topology,
             },
             status: None,
+            topology_name,
         })
+    }
+
+    /// Path of a topology constraint field, as written in this document:
+    /// `spec.topology.required`, `spec.subGroups[1].topology.maxLeaves`, or
+    /// for a KAI group `spec.topologyConstraint.requiredTopologyLevel`.
+    pub fn topology_field(&self, sub_group: Option<usize>, field: ConstraintField) -> String {
+        if self.api_version == KAI_API_VERSION {
+            let name = match field {
+                ConstraintField::Required => "requiredTopologyLevel",
+                ConstraintField::Preferred => "preferredTopologyLevel",
+                ConstraintField::MaxLeaves => "maxLeaves",
+            };
+            return format!("spec.topologyConstraint.{name}");
+        }
+        let name = match field {
+            ConstraintField::Required => "required",
+            ConstraintField::Preferred => "preferred",
+            ConstraintField::MaxLeaves => "maxLeaves",
+        };
+        match sub_group {
+            None => format!("spec.topology.{name}"),
+            Some(i) => format!("spec.subGroups[{i}].topology.{name}"),
+        }
     }
 
     pub fn namespace(&self) -> &str {
@@ -180,8 +296,10 @@ impl PodGroup {
         {
             errors.push(ApiError::new(&object, "spec.queue", p));
         }
+        self.check_constraint(None, &self.spec.topology, &mut errors);
         let mut seen = BTreeSet::new();
         for (i, sg) in self.spec.sub_groups.iter().enumerate() {
+            self.check_constraint(Some(i), &sg.topology, &mut errors);
             if sg.name.is_empty() {
                 errors.push(ApiError::new(
                     &object,
@@ -203,6 +321,34 @@ impl PodGroup {
             Ok(())
         } else {
             Err(ApiErrors(errors))
+        }
+    }
+
+    fn check_constraint(
+        &self,
+        sub_group: Option<usize>,
+        c: &TopologyConstraintSpec,
+        errors: &mut Vec<ApiError>,
+    ) {
+        let object = self.object();
+        for (field, value) in [
+            (ConstraintField::Required, &c.required),
+            (ConstraintField::Preferred, &c.preferred),
+        ] {
+            if value.as_deref() == Some("") {
+                errors.push(ApiError::new(
+                    &object,
+                    self.topology_field(sub_group, field),
+                    "must not be empty; expected a topology level name or a node label key",
+                ));
+            }
+        }
+        if c.max_leaves == Some(0) {
+            errors.push(ApiError::new(
+                &object,
+                self.topology_field(sub_group, ConstraintField::MaxLeaves),
+                "must be at least 1, found 0",
+            ));
         }
     }
 }
@@ -233,7 +379,8 @@ mod tests {
             pg.spec.sub_groups[1],
             SubGroupSpec {
                 name: "workers".into(),
-                min_member: 8
+                min_member: 8,
+                topology: TopologyConstraintSpec::default(),
             }
         );
         let pg = parse(json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup", "metadata": {"name": "x"}})).unwrap();
@@ -336,5 +483,107 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(text.contains("apiVersion: expected \"trainyard.io/v1alpha1\" or \"scheduling.volcano.sh/v1beta1\""), "{text}");
+    }
+
+    #[test]
+    fn topology_constraints_on_the_group_and_its_sub_groups() {
+        let pg = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"},
+            "spec": {"minMember": 4,
+                     "topology": {"required": "spineBlock", "preferred": "leaf", "maxLeaves": 2},
+                     "subGroups": [{"name": "w", "minMember": 4, "topology": {"required": "nvlink"}},
+                                   {"name": "ps", "topology": null}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            pg.spec.topology,
+            TopologyConstraintSpec {
+                required: Some("spineBlock".into()),
+                preferred: Some("leaf".into()),
+                max_leaves: Some(2),
+            }
+        );
+        assert_eq!(
+            pg.spec.sub_groups[0].topology.required.as_deref(),
+            Some("nvlink")
+        );
+        assert!(pg.spec.sub_groups[1].topology.is_empty());
+        assert_eq!(
+            pg.topology_field(Some(0), ConstraintField::MaxLeaves),
+            "spec.subGroups[0].topology.maxLeaves"
+        );
+    }
+
+    #[test]
+    fn kai_groups_carry_their_topology_constraint() {
+        let pg = parse(json!({
+            "apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup",
+            "metadata": {"name": "k", "namespace": "ml"},
+            "spec": {"minMember": 2, "queue": "research", "priorityClassName": "train",
+                     "topologyConstraint": {"topology": "cluster-topology",
+                                            "requiredTopologyLevel": "cloud/block",
+                                            "preferredTopologyLevel": ""},
+                     "subGroups": [{"name": "w", "minMember": 2, "parent": "x"}]}
+        }))
+        .unwrap();
+        assert_eq!(pg.spec.queue.as_deref(), Some("research"));
+        assert_eq!(pg.spec.priority_class_name.as_deref(), Some("train"));
+        assert_eq!(pg.spec.topology.required.as_deref(), Some("cloud/block"));
+        assert_eq!(pg.spec.topology.preferred, None);
+        assert_eq!(pg.topology_name.as_deref(), Some("cluster-topology"));
+        assert!(pg.spec.sub_groups.is_empty());
+        assert_eq!(
+            pg.topology_field(None, ConstraintField::Required),
+            "spec.topologyConstraint.requiredTopologyLevel"
+        );
+        // Volcano groups have no such field; it is ignored there.
+        let pg = parse(json!({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "v"},
+            "spec": {"topologyConstraint": {"requiredTopologyLevel": "rack"}}
+        }))
+        .unwrap();
+        assert!(pg.spec.topology.is_empty());
+    }
+
+    #[test]
+    fn bad_topology_constraints() {
+        let text = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"},
+            "spec": {"topology": {"required": "", "maxLeaves": 0},
+                     "subGroups": [{"name": "w", "topology": {"maxLeaves": 0}}]}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            text,
+            "PodGroup ml/g: spec.topology.required: must not be empty; expected a topology level name or a node label key\n\
+             PodGroup ml/g: spec.topology.maxLeaves: must be at least 1, found 0\n\
+             PodGroup ml/g: spec.subGroups[0].topology.maxLeaves: must be at least 1, found 0"
+        );
+        let text = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g"}, "spec": {"topology": {"requiredLevel": "leaf"}}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            text.starts_with(
+                "PodGroup default/g: spec.topology.requiredLevel: unknown field `requiredLevel`"
+            ),
+            "{text}"
+        );
+        let text = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g"}, "spec": {"topology": {"maxLeaves": -1}}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            text,
+            "PodGroup default/g: spec.topology.maxLeaves: expected a whole number from 0 to 4294967295, found -1"
+        );
     }
 }

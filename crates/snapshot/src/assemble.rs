@@ -1,5 +1,6 @@
 //! Turning read objects into a snapshot: pods into jobs and external pods,
-//! queues into a tree.
+//! queues into a tree, the Topology document and node labels into the
+//! topology.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -7,14 +8,15 @@ use std::sync::Arc;
 use trainyard_api::gpu::{GpuShare, nominal_gpu_share};
 use trainyard_api::keys::{self, KeyPlace};
 use trainyard_api::names::dns1123_subdomain_problem;
-use trainyard_api::{ObjectMeta, PodGroup};
+use trainyard_api::{ConstraintField, ObjectMeta, PodGroup, TopologyConstraintSpec};
 use trainyard_model::{
     ExternalPod, Job, Node, PlacementConstraints, QueueError, QueueSpec, QueueTree, Snapshot,
-    SubGroup, Task, TaskState, Timestamp,
+    SubGroup, Task, TaskState, Timestamp, TopologyConstraint,
 };
 
 use crate::k8s::PodInfo;
 use crate::read::{Loc, Reader};
+use crate::topology::{self, ClusterTopology};
 use crate::{LoadError, LoadErrors, LoadOptions, Loaded};
 
 /// Priority classes every cluster has.
@@ -62,7 +64,7 @@ fn first_of<'m>(
 
 /// Where the value of `key` looked up as `place` was found:
 /// `metadata.labels.<key>` or `metadata.annotations.<key>`.
-fn meta_field(meta: &ObjectMeta, key: &str, place: KeyPlace) -> String {
+pub(crate) fn meta_field(meta: &ObjectMeta, key: &str, place: KeyPlace) -> String {
     let label = match place {
         KeyPlace::Label => true,
         KeyPlace::Annotation => false,
@@ -102,6 +104,10 @@ struct Member {
     /// Queue named on the pod: (key, value).
     queue: Option<(&'static str, String)>,
     subgroup: Option<String>,
+    rank: Option<u32>,
+    /// Topology levels named by the pod's annotations (Kueue, KAI): (key, value).
+    required: Option<(&'static str, String)>,
+    preferred: Option<(&'static str, String)>,
 }
 
 struct JobDraft {
@@ -119,6 +125,7 @@ struct Ctx<'a> {
     /// Unresolvable class -> who uses it (where defined, `Kind ns/name`).
     unresolved: BTreeMap<String, Vec<(Loc, String)>>,
     constraints: BTreeMap<PlacementConstraints, Arc<PlacementConstraints>>,
+    topology: ClusterTopology,
 }
 
 impl Ctx<'_> {
@@ -155,10 +162,12 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         priority_classes,
         queues,
         pod_groups,
-        errors,
-        warnings,
+        topology: topology_doc,
+        mut errors,
+        mut warnings,
         ..
     } = reader;
+    let topology = topology::build(&nodes, topology_doc.as_ref(), &mut errors, &mut warnings);
     let mut cx = Ctx {
         opts,
         errors,
@@ -166,6 +175,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         priority_classes,
         unresolved: BTreeMap::new(),
         constraints: BTreeMap::new(),
+        topology,
     };
 
     // Queues.
@@ -265,6 +275,27 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             .meta
             .lookup(keys::SUB_GROUP, KeyPlace::LabelOrAnnotation)
             .map(str::to_string);
+        let rank = topology::pod_rank(&pod.meta).unwrap_or_else(|(field, message)| {
+            cx.errors
+                .push(loc.error(Some(&object), &field, format!("bad rank: {message}")));
+            None
+        });
+        let mut level_keys = |keys: &[(&'static str, KeyPlace)], what: &str| {
+            first_of(&pod.meta, keys).map(|(k, _, v, others)| {
+                if !others.is_empty() {
+                    let o: Vec<String> =
+                        others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+                    cx.warnings.push(format!(
+                        "{}: {object}: {what} topology levels disagree ({k}={v:?}, {}); using {v:?}",
+                        loc.at(),
+                        o.join(", ")
+                    ));
+                }
+                (k, v.to_string())
+            })
+        };
+        let required = level_keys(keys::REQUIRED_TOPOLOGY_KEYS, "required");
+        let preferred = level_keys(keys::PREFERRED_TOPOLOGY_KEYS, "preferred");
         let key = match &group {
             Some(g) => (pod.namespace.clone(), true, g.clone()),
             None => (pod.namespace.clone(), false, pod.name.clone()),
@@ -282,6 +313,9 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
                 pod,
                 queue,
                 subgroup,
+                rank,
+                required,
+                preferred,
             });
     }
     if !foreign_pending.is_empty() {
@@ -351,9 +385,13 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         default_used |= job.queue == opts.default_queue;
         jobs.push(job);
     }
-    // PodGroups no pod joins: checked when read, otherwise unused.
+    // PodGroups no pod joins: checked when read (levels here), otherwise unused.
     for (key, (loc, pg)) in &groups_by_key {
         if !groups_used.contains(key) {
+            group_constraint(&mut cx, loc, pg, None, &pg.spec.topology);
+            for (i, sg) in pg.spec.sub_groups.iter().enumerate() {
+                group_constraint(&mut cx, loc, pg, Some(i), &sg.topology);
+            }
             cx.warnings.push(format!(
                 "{}: {} has no pods; ignored",
                 loc.at(),
@@ -455,7 +493,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             queues: tree,
             jobs,
             external,
-            topology: None,
+            topology: cx.topology.topology.clone(),
         },
         warnings: cx.warnings,
     })
@@ -575,18 +613,20 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
 
     // Sub-groups.
     let subgroups: Vec<SubGroup> = pg
-        .map(|(_, g)| {
+        .map(|(loc, g)| {
             g.spec
                 .sub_groups
                 .iter()
-                .map(|s| SubGroup {
+                .enumerate()
+                .map(|(i, s)| SubGroup {
                     name: s.name.clone(),
                     min_member: s.min_member,
-                    topology: Default::default(),
+                    topology: group_constraint(cx, loc, g, Some(i), &s.topology),
                 })
                 .collect()
         })
         .unwrap_or_default();
+    let topology = job_constraint(cx, pg, &members);
     for m in &members {
         let Some(sg) = &m.subgroup else { continue };
         if subgroups.iter().any(|s| &s.name == sg) {
@@ -682,7 +722,7 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
                 requests: m.pod.requests,
                 constraints: cx.intern(m.pod.constraints),
                 state,
-                rank: None,
+                rank: m.rank,
             }
         })
         .collect();
@@ -695,8 +735,182 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
         submit_time,
         min_member,
         subgroups,
-        topology: Default::default(),
+        topology,
         tasks,
         rejected: None,
     }
+}
+
+/// A PodGroup's (or one of its sub-groups') topology constraint with its
+/// levels resolved against the cluster's topology. Problems are reported at
+/// the field that names them.
+fn group_constraint(
+    cx: &mut Ctx<'_>,
+    loc: &Loc,
+    g: &PodGroup,
+    sub_group: Option<usize>,
+    c: &TopologyConstraintSpec,
+) -> TopologyConstraint {
+    let object = g.object();
+    let level = |cx: &mut Ctx<'_>, value: &Option<String>, field| {
+        let value = value.as_deref().filter(|v| !v.is_empty())?;
+        match cx.topology.resolve(value) {
+            Ok(name) => name,
+            Err(message) => {
+                cx.errors.push(loc.error(
+                    Some(&object),
+                    &g.topology_field(sub_group, field),
+                    message,
+                ));
+                None
+            }
+        }
+    };
+    let required = level(cx, &c.required, ConstraintField::Required);
+    let preferred = level(cx, &c.preferred, ConstraintField::Preferred);
+    // maxLeaves 0 was reported when the PodGroup was read.
+    let max_leaves = c.max_leaves.filter(|n| *n > 0);
+    if max_leaves.is_some()
+        && let Err(message) = cx.topology.check_max_leaves()
+    {
+        cx.errors.push(loc.error(
+            Some(&object),
+            &g.topology_field(sub_group, ConstraintField::MaxLeaves),
+            message,
+        ));
+    }
+    let out = TopologyConstraint {
+        required,
+        preferred,
+        max_leaves,
+    };
+    warn_preferred_wider(cx, loc, &object, &out);
+    out
+}
+
+fn warn_preferred_wider(cx: &mut Ctx<'_>, loc: &Loc, object: &str, c: &TopologyConstraint) {
+    if let (Some(r), Some(p)) = (&c.required, &c.preferred)
+        && cx.topology.wider(p, r)
+    {
+        cx.warnings.push(format!(
+            "{}: {object}: preferred level {p:?} is wider than required level {r:?}; the preference has no effect",
+            loc.at()
+        ));
+    }
+}
+
+/// The level the pods' annotations (Kueue, KAI) name for one field: the
+/// member it is first found on, with its key and value. Every pod that
+/// carries one must name the same; a pod that differs is an error.
+fn annotated_level<'m>(
+    cx: &mut Ctx<'_>,
+    members: &'m [Member],
+    pick: impl Fn(&Member) -> &Option<(&'static str, String)>,
+) -> Option<(&'m Member, &'static str, &'m str)> {
+    let mut first: Option<(&Member, &'static str, &str)> = None;
+    for m in members {
+        let Some((key, value)) = pick(m) else {
+            continue;
+        };
+        match first {
+            None => first = Some((m, key, value)),
+            Some((f, fkey, fvalue)) if fvalue != value => cx.errors.push(m.loc.error(
+                Some(&format!("Pod {}", m.pod.key())),
+                &meta_field(&m.pod.meta, key, KeyPlace::Annotation),
+                format!(
+                    "{value:?} differs from {fkey}={fvalue:?} on Pod {}; all pods of a gang must name the same topology level",
+                    f.pod.key()
+                ),
+            )),
+            Some(_) => {}
+        }
+    }
+    first
+}
+
+/// The whole gang's topology constraint: the PodGroup's `topology` (or
+/// KAI `topologyConstraint`), else what its pods' annotations say.
+fn job_constraint(
+    cx: &mut Ctx<'_>,
+    pg: Option<&(Loc, PodGroup)>,
+    members: &[Member],
+) -> TopologyConstraint {
+    let mut out = match pg {
+        Some((loc, g)) => group_constraint(cx, loc, g, None, &g.spec.topology),
+        None => TopologyConstraint::default(),
+    };
+    // The first pod whose annotation was used, for messages.
+    let mut annotated_by: Option<&Member> = None;
+    for field in [ConstraintField::Required, ConstraintField::Preferred] {
+        let annotated = annotated_level(cx, members, |m| match field {
+            ConstraintField::Required => &m.required,
+            _ => &m.preferred,
+        });
+        let Some((m, key, value)) = annotated else {
+            continue;
+        };
+        let from_group = pg.and_then(|(loc, g)| {
+            let v = match field {
+                ConstraintField::Required => g.spec.topology.required.as_deref(),
+                _ => g.spec.topology.preferred.as_deref(),
+            };
+            v.filter(|v| !v.is_empty()).map(|v| (loc, g, v))
+        });
+        if let Some((loc, g, group)) = from_group {
+            if group != value {
+                cx.warnings.push(format!(
+                    "{}: {}: its pods' annotation {key}={value:?} differs from {}={group:?}; using {group:?}",
+                    loc.at(),
+                    g.object(),
+                    g.topology_field(None, field)
+                ));
+            }
+            continue;
+        }
+        let resolved = match cx.topology.resolve(value) {
+            Ok(name) => name,
+            Err(message) => {
+                cx.errors.push(m.loc.error(
+                    Some(&format!("Pod {}", m.pod.key())),
+                    &meta_field(&m.pod.meta, key, KeyPlace::Annotation),
+                    message,
+                ));
+                None
+            }
+        };
+        match field {
+            ConstraintField::Required => out.required = resolved,
+            _ => out.preferred = resolved,
+        }
+        annotated_by = annotated_by.or(Some(m));
+    }
+    // Both from the PodGroup were checked by `group_constraint`.
+    if let Some(m) = annotated_by {
+        let (loc, object) = match pg {
+            Some((loc, g)) => (loc, g.object()),
+            None => (&m.loc, format!("Pod {}", m.pod.key())),
+        };
+        warn_preferred_wider(cx, loc, &object, &out);
+    }
+    if let Some((loc, g)) = pg
+        && let Some(name) = &g.topology_name
+        && !out.is_empty()
+        && cx.topology.topology.is_some()
+    {
+        let what = match &cx.topology.document {
+            Some(d) if d == name => None,
+            Some(d) => Some(format!("the snapshot's Topology is {d:?}; using it")),
+            None => {
+                Some("there is no Topology document; using the levels from node labels".to_string())
+            }
+        };
+        if let Some(what) = what {
+            cx.warnings.push(format!(
+                "{}: {}: spec.topologyConstraint.topology names Topology {name:?}, but {what}",
+                loc.at(),
+                g.object()
+            ));
+        }
+    }
+    out
 }

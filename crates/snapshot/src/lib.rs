@@ -3,9 +3,10 @@
 //! Input is text (YAML or JSON, one or many documents per source) with a
 //! source name used in messages; output is values. No I/O. Accepted kinds:
 //! `List` (and typed lists such as `PodList`, as `kubectl get nodes,pods -o
-//! yaml` prints), `Node`, `Pod`, `PriorityClass`, and Trainyard's `Queue`
-//! and `PodGroup` (plus Volcano and scheduler-plugins PodGroups). Other kinds
-//! are skipped with a warning.
+//! yaml` prints), `Node`, `Pod`, `PriorityClass`, and Trainyard's `Queue`,
+//! `PodGroup` (plus Volcano, KAI and scheduler-plugins PodGroups) and
+//! `Topology` (plus KAI and Kueue Topologies). Other kinds are skipped with
+//! a warning.
 //!
 //! Every problem is collected, not just the first; each names the source,
 //! the document, the object, the field path and what was expected.
@@ -13,6 +14,7 @@
 mod assemble;
 mod k8s;
 mod read;
+mod topology;
 
 use std::fmt;
 

@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use trainyard_api::{API_VERSION, ApiError, ApiErrors, PodGroup, Queue, describe_object};
+use trainyard_api::topology::TOPOLOGY_API_VERSIONS;
+use trainyard_api::{
+    API_VERSION, ApiError, ApiErrors, PodGroup, Queue, TopologyDocument, describe_object,
+};
 use trainyard_model::Node;
 
 use crate::k8s::{FieldError, K8sNode, K8sPod, K8sPriorityClass, PodInfo};
@@ -74,6 +77,8 @@ pub(crate) struct Reader {
     pub priority_classes: BTreeMap<String, i32>,
     pub queues: Vec<(Loc, Queue)>,
     pub pod_groups: Vec<(Loc, PodGroup)>,
+    /// The one `Topology` document, if any.
+    pub topology: Option<(Loc, TopologyDocument)>,
     /// `Kind ns/name` -> where first defined.
     seen: BTreeMap<String, Loc>,
     /// (source, doc, kind, apiVersion note) -> count of skipped objects.
@@ -222,7 +227,7 @@ impl Reader {
                 self.errors.push(loc.error(
                     name.as_deref(),
                     "kind",
-                    "missing; expected the object's kind, such as Node, Pod, PriorityClass, Queue, PodGroup or List",
+                    "missing; expected the object's kind, such as Node, Pod, PriorityClass, Queue, PodGroup, Topology or List",
                 ));
                 return;
             }
@@ -239,7 +244,7 @@ impl Reader {
         let expected_api = match kind.as_str() {
             "Node" | "Pod" | "List" => "\"v1\"",
             "PriorityClass" => "\"scheduling.k8s.io/v1\"",
-            "Queue" | "PodGroup" => "\"trainyard.io/v1alpha1\"",
+            "Queue" | "PodGroup" | "Topology" => "\"trainyard.io/v1alpha1\"",
             _ => "the object's apiVersion",
         };
         let api = match value.get("apiVersion") {
@@ -378,6 +383,30 @@ impl Reader {
                     }
                     if self.claim(&pg.object(), loc) {
                         self.pod_groups.push((loc.clone(), pg));
+                    }
+                }
+                Err(errs) => self.api_errors(loc, errs),
+            },
+            "Topology" if !TOPOLOGY_API_VERSIONS.contains(&api.as_str()) => {
+                // Someone else's Topology kind: not ours.
+                self.skip(loc, format!("Topology ({api})"));
+            }
+            "Topology" => match TopologyDocument::from_value(value) {
+                Ok(t) => {
+                    if let Err(errs) = t.validate() {
+                        self.api_errors(loc, errs);
+                    }
+                    if let Some((first_loc, first)) = &self.topology
+                        && first.object() != t.object()
+                    {
+                        let msg = format!(
+                            "a snapshot has at most one Topology document; {} is already defined in {}",
+                            first.object(),
+                            first_loc.at()
+                        );
+                        self.errors.push(loc.error(Some(&t.object()), "", msg));
+                    } else if self.claim(&t.object(), loc) {
+                        self.topology = Some((loc.clone(), t));
                     }
                 }
                 Err(errs) => self.api_errors(loc, errs),

@@ -26,19 +26,30 @@
 //!   unsupported feature, malformed request), or one with a pod larger than
 //!   every node or a minimum larger than the whole cluster, is recorded as
 //!   rejected with its reason and never retried.
+//!
+//! With a network topology ([`SimOptions::topology`]), the snapshot carries
+//! it, every gang that starts with two or more pods gets a [`JobTopology`]
+//! (the scheduler's `GangPlacement` when it reports one, else
+//! `Topology::span` of the binds in rank order), the optional
+//! [`Slowdown`] stretches its run time once at that start, and cluster
+//! samples record the largest gang that could still fit in one leaf.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
 
+use trainyard_model::topology::Topology;
 use trainyard_model::{Job, Node, QueueId, QueueTree, Resources, Snapshot, TaskState, Timestamp};
-use trainyard_sched::{Config, PendingReason, schedule};
+use trainyard_sched::{Config, GangPlacement, PendingReason, schedule};
 
 use crate::job::{SimJob, task_index};
-use crate::result::{ClusterSample, JobRecord, JobState, QueueSample, SimOutput};
-use crate::spec::Fault;
+use crate::result::{
+    ClusterSample, JobRecord, JobState, JobTopology, QueueSample, RunTopology, SimOutput,
+};
+use crate::spec::{Fault, MAX_DURATION_MS, Slowdown};
 
 /// How to run a simulation.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct SimOptions {
     /// Name of the policy (scheduler config) in outputs.
     pub policy: String,
@@ -47,6 +58,11 @@ pub struct SimOptions {
     pub cycle_period_ms: u64,
     /// Stop at this simulated time (jobs still running are reported so).
     pub until: Option<Timestamp>,
+    /// The cluster's network topology over the input nodes (from the
+    /// cluster spec): put in the snapshot, and used for placement metrics.
+    pub topology: Option<Arc<Topology>>,
+    /// Communication slowdown model; off by default.
+    pub slowdown: Slowdown,
 }
 
 impl Default for SimOptions {
@@ -55,6 +71,8 @@ impl Default for SimOptions {
             policy: "default".into(),
             cycle_period_ms: 10_000,
             until: None,
+            topology: None,
+            slowdown: Slowdown::default(),
         }
     }
 }
@@ -125,6 +143,115 @@ struct Rt {
     leaf: Option<QueueId>,
     /// A task has ended: no more growth.
     winding_down: bool,
+    /// Run time of the tasks of the current start (duration plus slowdown).
+    run_ms: u64,
+}
+
+/// Wholly free GPUs per leaf domain, kept up to date bind by bind.
+struct LeafFree {
+    /// Input node index by name.
+    node_index: HashMap<String, usize>,
+    /// Tasks holding each device (by position in `Node::gpus`), per node.
+    holders: Vec<Vec<u32>>,
+    /// Devices with no holder, per node (up or not).
+    free: Vec<u32>,
+    /// Leaf domain of each node.
+    leaf_of: Vec<Option<usize>>,
+    /// Σ `free` over the domain's nodes that are up.
+    leaf_free: Vec<u64>,
+}
+
+impl LeafFree {
+    fn new(nodes: &[Node], topo: &Topology) -> Option<LeafFree> {
+        let level = &topo.levels()[topo.leaf_level()?];
+        let leaf_of: Vec<Option<usize>> = nodes
+            .iter()
+            .map(|n| {
+                let id = topo.node_id(&n.name)?;
+                level
+                    .of_node
+                    .get(id as usize)
+                    .copied()
+                    .flatten()
+                    .map(|d| d as usize)
+            })
+            .collect();
+        let free: Vec<u32> = nodes.iter().map(|n| n.gpus.len() as u32).collect();
+        let mut leaf_free = vec![0u64; level.domains.len()];
+        for (n, d) in leaf_of.iter().enumerate() {
+            if let Some(d) = d {
+                leaf_free[*d] += free[n] as u64;
+            }
+        }
+        Some(LeafFree {
+            node_index: nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.name.clone(), i))
+                .collect(),
+            holders: nodes.iter().map(|n| vec![0; n.gpus.len()]).collect(),
+            free,
+            leaf_of,
+            leaf_free,
+        })
+    }
+
+    /// A task on `node` takes (`take`) or gives back the devices `gpus`.
+    fn change(&mut self, nodes: &[Node], up: &[bool], node: &str, gpus: &[u32], take: bool) {
+        let Some(&n) = self.node_index.get(node) else {
+            return;
+        };
+        for g in gpus {
+            let Some(pos) = nodes[n].gpus.iter().position(|d| d.index == *g) else {
+                continue;
+            };
+            let h = &mut self.holders[n][pos];
+            let was_free = *h == 0;
+            if take {
+                *h += 1;
+            } else {
+                *h = h.saturating_sub(1);
+            }
+            let now_free = *h == 0;
+            if was_free == now_free {
+                continue;
+            }
+            if now_free {
+                self.free[n] += 1;
+            } else {
+                self.free[n] = self.free[n].saturating_sub(1);
+            }
+            if up[n]
+                && let Some(d) = self.leaf_of[n]
+            {
+                if now_free {
+                    self.leaf_free[d] += 1;
+                } else {
+                    self.leaf_free[d] = self.leaf_free[d].saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    /// Node `n` went down or came back.
+    fn node(&mut self, n: usize, up: bool) {
+        if let Some(d) = self.leaf_of[n] {
+            if up {
+                self.leaf_free[d] += self.free[n] as u64;
+            } else {
+                self.leaf_free[d] = self.leaf_free[d].saturating_sub(self.free[n] as u64);
+            }
+        }
+    }
+
+    fn largest(&self) -> u32 {
+        self.leaf_free
+            .iter()
+            .copied()
+            .max()
+            .unwrap_or(0)
+            .min(u32::MAX as u64) as u32
+    }
 }
 
 struct Engine<'a> {
@@ -159,6 +286,8 @@ struct Engine<'a> {
     elastic_waiting: u32,
     /// Paths of the leaf queues (queue reports name queues by path).
     leaf_paths: std::collections::BTreeSet<String>,
+    /// Free GPUs per leaf domain, with a topology that has a leaf level.
+    leaf_free: Option<LeafFree>,
 }
 
 /// Runs a simulation to completion (or `opts.until`).
@@ -191,7 +320,7 @@ impl<'a> Engine<'a> {
                 queues: input.queues.clone(),
                 jobs: Vec::new(),
                 external: Vec::new(),
-                topology: None,
+                topology: opts.topology.clone(),
             },
             node_up: vec![true; input.nodes.len()],
             rt: Vec::with_capacity(input.jobs.len()),
@@ -218,6 +347,10 @@ impl<'a> Engine<'a> {
                 .filter(|q| input.queues.is_leaf(*q))
                 .map(|q| input.queues.path(q).to_string())
                 .collect(),
+            leaf_free: opts
+                .topology
+                .as_deref()
+                .and_then(|t| LeafFree::new(input.nodes, t)),
         };
         // Largest node and whole cluster, to reject what can never fit.
         let mut total = Resources::zero();
@@ -237,6 +370,7 @@ impl<'a> Engine<'a> {
                 state: JobState::Pending,
                 pending_reason: None,
                 restarts: 0,
+                topology: None,
             };
             if let Some(reason) = too_large(j, input.nodes, &total) {
                 record.state = JobState::Rejected;
@@ -266,6 +400,7 @@ impl<'a> Engine<'a> {
                     .get(&j.queue)
                     .filter(|q| input.queues.is_leaf(*q)),
                 winding_down: false,
+                run_ms: j.duration_ms,
             });
         }
         for i in order {
@@ -399,7 +534,7 @@ impl Engine<'_> {
             submit_time: sj.submit,
             min_member: sj.min_member,
             subgroups: sj.subgroups.clone(),
-            topology: Default::default(),
+            topology: sj.topology.clone(),
             tasks,
             rejected: None,
         };
@@ -420,12 +555,24 @@ impl Engine<'_> {
         let mut freed = 0u64;
         let mut ended = 0u32;
         let mut freed_req = Resources::zero();
+        let leaf_free = &mut self.leaf_free;
+        let (nodes, up) = (self.input.nodes, &self.node_up);
         job.tasks.retain(|t| {
             let done = task_index(&t.name).is_some_and(|i| tasks.contains(&i));
             if done {
                 freed += t.requests.gpu;
                 freed_req.add(&t.requests);
                 ended += 1;
+                if let (
+                    Some(lf),
+                    TaskState::Bound {
+                        node,
+                        gpus: Some(g),
+                    },
+                ) = (leaf_free.as_mut(), &t.state)
+                {
+                    lf.change(nodes, up, node, g, false);
+                }
             }
             !done
         });
@@ -458,6 +605,9 @@ impl Engine<'_> {
             return false;
         }
         self.node_up[index] = up;
+        if let Some(lf) = &mut self.leaf_free {
+            lf.node(index, up);
+        }
         let name = self.input.nodes[index].name.clone();
         if up {
             self.snapshot.nodes.push(self.input.nodes[index].clone());
@@ -478,6 +628,17 @@ impl Engine<'_> {
             if !hit {
                 continue;
             }
+            if let Some(lf) = &mut self.leaf_free {
+                for t in &self.snapshot.jobs[slot].tasks {
+                    if let TaskState::Bound {
+                        node,
+                        gpus: Some(g),
+                    } = &t.state
+                    {
+                        lf.change(self.input.nodes, &self.node_up, node, g, false);
+                    }
+                }
+            }
             let rt = &mut self.rt[j];
             self.gpu_allocated -= rt.gpu_bound.min(self.gpu_allocated);
             if let Some(q) = rt.leaf {
@@ -489,6 +650,8 @@ impl Engine<'_> {
             rt.gpu_bound = 0;
             rt.record.restarts += 1;
             rt.record.start = None;
+            rt.record.topology = None;
+            rt.run_ms = self.input.jobs[j].duration_ms;
             rt.record.state = JobState::Pending;
             let was_winding = rt.winding_down;
             rt.winding_down = false;
@@ -536,6 +699,8 @@ impl Engine<'_> {
 
         // Apply binds, grouped by job.
         let mut started: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
+        // Pods placed per job: (task index, node, GPU indices).
+        let mut placed: BTreeMap<usize, Vec<PlacedPod>> = BTreeMap::new();
         for b in &d.binds {
             let (Some(&j), Some(ti)) = (self.by_id.get(&b.job), task_index(&b.task)) else {
                 continue;
@@ -563,8 +728,19 @@ impl Engine<'_> {
                 self.leaf_alloc[q.0].add(&task.requests);
             }
             self.gpu_allocated += gpu;
+            if let Some(lf) = &mut self.leaf_free {
+                lf.change(self.input.nodes, &self.node_up, &b.node, &b.gpus, true);
+            }
             started.entry(j).or_default().push(ti);
+            if self.opts.topology.is_some() {
+                placed
+                    .entry(j)
+                    .or_default()
+                    .push((ti, b.node.as_str(), b.gpus.as_slice()));
+            }
         }
+        let gang_placements: HashMap<&str, &GangPlacement> =
+            d.placements.iter().map(|p| (p.job.as_str(), p)).collect();
         for (j, tasks) in started {
             let rt = &mut self.rt[j];
             if rt.record.start.is_none() {
@@ -572,8 +748,21 @@ impl Engine<'_> {
                 rt.record.state = JobState::Running;
                 self.pending -= 1;
                 self.running += 1;
+                let duration = self.input.jobs[j].duration_ms;
+                rt.record.topology = match (&self.opts.topology, placed.get_mut(&j)) {
+                    (Some(topo), Some(pods)) if pods.len() >= 2 => Some(job_topology(
+                        topo,
+                        gang_placements.get(rt.record.id.as_str()).copied(),
+                        pods,
+                        &self.opts.slowdown,
+                        duration,
+                    )),
+                    _ => None,
+                };
+                let extra = rt.record.topology.as_ref().map_or(0, |t| t.slowdown_ms);
+                rt.run_ms = duration.saturating_add(extra).min(MAX_DURATION_MS);
             }
-            let at = now.0 + self.input.jobs[j].duration_ms as i64;
+            let at = now.0 + rt.run_ms as i64;
             let epoch = rt.epoch;
             self.push(
                 at,
@@ -713,6 +902,7 @@ impl Engine<'_> {
             gpu_allocated: self.gpu_allocated,
             running_jobs: self.running,
             pending_jobs: self.pending,
+            largest_free_leaf_gpus: self.leaf_free.as_ref().map(LeafFree::largest),
         };
         match self.cluster.last_mut() {
             Some(last) if last.time == now => *last = s,
@@ -722,11 +912,13 @@ impl Engine<'_> {
                     last.gpu_allocated,
                     last.running_jobs,
                     last.pending_jobs,
+                    last.largest_free_leaf_gpus,
                 ) == (
                     s.gpu_capacity,
                     s.gpu_allocated,
                     s.running_jobs,
                     s.pending_jobs,
+                    s.largest_free_leaf_gpus,
                 ) => {}
             _ => self.cluster.push(s),
         }
@@ -759,7 +951,59 @@ impl Engine<'_> {
             events: self.events,
             start_time: start,
             end_time: end,
+            topology: self.opts.topology.as_deref().map(|t| {
+                let leaf = t.leaf_level().map(|l| &t.levels()[l]);
+                RunTopology {
+                    levels: t.levels().iter().map(|l| l.name.clone()).collect(),
+                    leaf_level: leaf.map(|l| l.name.clone()),
+                    leaf_domains: leaf.map_or(0, |l| l.domains.len() as u32),
+                    slowdown_ppm: self.opts.slowdown.per_spine_crossing_ppm,
+                }
+            }),
         }
+    }
+}
+
+/// A pod bound in this cycle: (task index = rank, node, GPU indices).
+type PlacedPod<'d> = (u32, &'d str, &'d [u32]);
+
+/// Where a gang that starts now sits: the scheduler's placement when it
+/// reported one, else the span of `pods` (sorted here into rank order,
+/// which is the task index).
+fn job_topology(
+    topo: &Topology,
+    reported: Option<&GangPlacement>,
+    pods: &mut [PlacedPod],
+    slowdown: &Slowdown,
+    duration_ms: u64,
+) -> JobTopology {
+    pods.sort_by_key(|p| p.0);
+    let (span, level, in_tightest) = match reported {
+        Some(gp) => (gp.span.clone(), gp.level.clone(), Some(gp.in_tightest)),
+        None => {
+            let list: Vec<(u32, Vec<u32>)> = pods
+                .iter()
+                .filter_map(|(_, node, gpus)| Some((topo.node_id(node)?, gpus.to_vec())))
+                .collect();
+            let span = topo.span(&list);
+            let level = span
+                .level
+                .and_then(|l| topo.levels().get(l as usize))
+                .map(|l| l.name.clone());
+            (span, level, None)
+        }
+    };
+    JobTopology {
+        pods: pods.len() as u32,
+        nodes: span.nodes,
+        leaves: span.leaves,
+        hops: span.hops,
+        spine_crossings: span.spine_crossings,
+        rail_aligned: span.rail_aligned,
+        level,
+        in_tightest,
+        slowdown_ppm: slowdown.factor_ppm(span.spine_crossings, span.hops),
+        slowdown_ms: slowdown.extra_ms(duration_ms, span.spine_crossings, span.hops),
     }
 }
 

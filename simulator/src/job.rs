@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use trainyard_model::{PlacementConstraints, Resources, SubGroup, Task, TaskState, Timestamp};
+use trainyard_model::{
+    PlacementConstraints, Resources, SubGroup, Task, TaskState, Timestamp, TopologyConstraint,
+};
 
 /// One group of identical tasks of a job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +30,10 @@ pub struct SimJob {
     /// Gang minimum; defaults to the number of tasks.
     pub min_member: u32,
     pub subgroups: Vec<SubGroup>,
+    /// Topology constraints of the whole gang (level names of the cluster's
+    /// topology); none by default.
+    #[serde(default)]
+    pub topology: TopologyConstraint,
     pub tasks: Vec<SimTask>,
 }
 

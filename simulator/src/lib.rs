@@ -19,4 +19,8 @@ pub mod workload;
 
 pub use engine::{Progress, SimInput, SimOptions, simulate};
 pub use job::{SimJob, SimTask};
-pub use result::{ClusterSample, JobRecord, JobState, QueueSample, SimOutput, Stats, Summary};
+pub use result::{
+    ClusterSample, JobRecord, JobState, JobTopology, QueueSample, RunTopology, SimOutput, Stats,
+    Summary, TopologySummary,
+};
+pub use spec::Slowdown;

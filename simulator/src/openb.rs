@@ -835,6 +835,7 @@ pub fn parse_pods(text: &str, source: &str, opts: &ImportOptions) -> Result<Impo
             duration_ms: pod.duration_ms,
             min_member: 1,
             subgroups: Vec::new(),
+            topology: Default::default(),
             tasks: vec![SimTask {
                 count: 1,
                 requests: pod.requests,

@@ -16,7 +16,7 @@ use comfy_table::{Cell, CellAlignment, Table, presets};
 use trainyard_model::resources::MILLI_PER_GPU;
 use trainyard_model::{ResourceName, Resources, Timestamp};
 
-use crate::result::{JobState, SimOutput, Stats, Summary};
+use crate::result::{JobState, SimOutput, Stats, Summary, TopologySummary};
 
 /// Header of [`jobs_csv`].
 pub const JOBS_CSV_HEADER: [&str; 13] = [
@@ -33,6 +33,18 @@ pub const JOBS_CSV_HEADER: [&str; 13] = [
     "state",
     "restarts",
     "pending_reason",
+];
+
+/// Columns [`jobs_csv`] adds when the run had a network topology.
+pub const JOBS_CSV_TOPOLOGY_HEADER: [&str; 8] = [
+    "nodes",
+    "leaves",
+    "spine_crossings",
+    "hops",
+    "rail_aligned",
+    "level",
+    "in_tightest",
+    "slowdown_s",
 ];
 
 /// Header of [`queues_csv`].
@@ -56,31 +68,63 @@ pub const QUEUES_CSV_HEADER: [&str; 7] = [
 /// `pending_reason` (the last reason the scheduler gave while the job
 /// waited, empty if none). Absent values are empty cells; cells are quoted
 /// as CSV requires.
+///
+/// With a network topology, [`JOBS_CSV_TOPOLOGY_HEADER`] follows, filled
+/// for jobs that started with two or more pods (at their last start):
+/// `nodes`, `leaves` (leaf domains), `spine_crossings` and `hops` (of the
+/// ring over the pods in rank order), `rail_aligned` (`true`/`false`),
+/// `level` (tightest level with one domain holding the gang, `cluster` if
+/// none), `in_tightest` (`true`/`false` as the scheduler reported, empty if
+/// it did not), `slowdown_s` (run time added by the slowdown model).
 pub fn jobs_csv(out: &SimOutput) -> String {
     let rel = |t: Timestamp| millis_as_secs(t.0 - out.start_time.0);
+    let with_topology = out.topology.is_some();
     let mut w = csv::Writer::from_writer(Vec::new());
-    write_row(&mut w, JOBS_CSV_HEADER);
-    for j in &out.jobs {
+    if with_topology {
         write_row(
             &mut w,
-            [
-                j.id.clone(),
-                j.queue.clone(),
-                j.priority.to_string(),
-                gpus(j.gpu_milli),
-                j.tasks.to_string(),
-                rel(j.submit),
-                j.start.map(rel).unwrap_or_default(),
-                j.end.map(rel).unwrap_or_default(),
-                j.start
-                    .map(|s| millis_as_secs(s.0 - j.submit.0))
-                    .unwrap_or_default(),
-                j.jct_ms().map(millis_as_secs).unwrap_or_default(),
-                state_name(j.state).to_string(),
-                j.restarts.to_string(),
-                j.pending_reason.clone().unwrap_or_default(),
-            ],
+            JOBS_CSV_HEADER.iter().chain(&JOBS_CSV_TOPOLOGY_HEADER),
         );
+    } else {
+        write_row(&mut w, JOBS_CSV_HEADER);
+    }
+    for j in &out.jobs {
+        let mut row = vec![
+            j.id.clone(),
+            j.queue.clone(),
+            j.priority.to_string(),
+            gpus(j.gpu_milli),
+            j.tasks.to_string(),
+            rel(j.submit),
+            j.start.map(rel).unwrap_or_default(),
+            j.end.map(rel).unwrap_or_default(),
+            j.start
+                .map(|s| millis_as_secs(s.0 - j.submit.0))
+                .unwrap_or_default(),
+            j.jct_ms().map(millis_as_secs).unwrap_or_default(),
+            state_name(j.state).to_string(),
+            j.restarts.to_string(),
+            j.pending_reason.clone().unwrap_or_default(),
+        ];
+        if with_topology {
+            match &j.topology {
+                Some(t) => row.extend([
+                    t.nodes.to_string(),
+                    t.leaves.to_string(),
+                    t.spine_crossings.to_string(),
+                    t.hops.to_string(),
+                    t.rail_aligned.to_string(),
+                    t.level.clone().unwrap_or_else(|| "cluster".into()),
+                    t.in_tightest.map(|b| b.to_string()).unwrap_or_default(),
+                    millis_as_secs(t.slowdown_ms as i64),
+                ]),
+                None => row.extend(std::iter::repeat_n(
+                    String::new(),
+                    JOBS_CSV_TOPOLOGY_HEADER.len(),
+                )),
+            }
+        }
+        write_row(&mut w, row);
     }
     finish(w)
 }
@@ -166,6 +210,41 @@ pub fn summary_table(runs: &[Summary]) -> String {
     row("JCT p95", &|r| stat(&r.jct_seconds, r.jct_seconds.p95));
     row("GPU allocation", &|r| fmt_percent(r.gpu_allocation_ratio));
     row("Jain's fairness", &|r| fmt_fixed(r.jain_fairness, 3));
+    if runs.iter().any(|r| r.topology.is_some()) {
+        row("gangs (2+ pods)", &|r| {
+            topo_cell(r, false, |t| t.gangs.to_string())
+        });
+        row("gangs on 2+ nodes", &|r| {
+            topo_cell(r, false, |t| t.multi_node_gangs.to_string())
+        });
+        row("gangs in one leaf", &|r| {
+            topo_cell(r, true, |t| fmt_percent(t.one_leaf_share))
+        });
+        row("leaves per gang", &|r| {
+            topo_cell(r, true, |t| fmt_fixed(t.mean_leaves, 2))
+        });
+        row("spine crossings/gang", &|r| {
+            topo_cell(r, true, |t| fmt_fixed(t.mean_spine_crossings, 2))
+        });
+        row("rail-aligned gangs", &|r| {
+            topo_cell(r, true, |t| fmt_percent(t.rail_aligned_share))
+        });
+        row("in tightest domain", &|r| {
+            topo_cell(r, true, |t| {
+                t.in_tightest_share
+                    .map(fmt_percent)
+                    .unwrap_or_else(|| "-".into())
+            })
+        });
+        row("slowdown mean", &|r| {
+            topo_cell(r, true, |t| fmt_percent(t.mean_slowdown_percent / 100.0))
+        });
+        row("largest 1-leaf gang", &|r| {
+            topo_cell(r, false, |t| {
+                format!("{} GPUs", fmt_fixed(t.mean_largest_free_leaf_gpus, 1))
+            })
+        });
+    }
     row("simulated time", &|r| fmt_duration(r.simulated_seconds));
     row("cycles", &|r| r.cycles.to_string());
     row("events", &|r| r.events.to_string());
@@ -208,6 +287,15 @@ pub fn summary_table(runs: &[Summary]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A topology metric of a run, `-` without a topology (or, with
+/// `per_gang`, without gangs).
+fn topo_cell(r: &Summary, per_gang: bool, f: impl Fn(&TopologySummary) -> String) -> String {
+    match &r.topology {
+        Some(t) if !per_gang || t.gangs > 0 => f(t),
+        _ => "-".to_string(),
+    }
 }
 
 /// A borderless table; every column but the first is right-aligned,
@@ -396,6 +484,7 @@ mod tests {
                     state: JobState::Completed,
                     pending_reason: None,
                     restarts: 1,
+                    topology: None,
                 },
                 JobRecord {
                     id: "team-b/\"big\" eval".into(),
@@ -409,6 +498,7 @@ mod tests {
                     state: JobState::Pending,
                     pending_reason: Some("queue over fair share, nodes: 0/4 fit".into()),
                     restarts: 0,
+                    topology: None,
                 },
             ],
             queues: vec![QueueSample {
@@ -425,11 +515,13 @@ mod tests {
                 gpu_allocated: 8000,
                 running_jobs: 1,
                 pending_jobs: 1,
+                largest_free_leaf_gpus: None,
             }],
             cycles: 7,
             events: 12,
             start_time: ts(1_000_000),
             end_time: ts(1_100_000),
+            topology: None,
         }
     }
 

@@ -870,6 +870,45 @@ pub fn report_html(runs: &[(&SimOutput, &Summary)], title: &str) -> String {
     h.push_str(&chart.render());
     h.push_str("</section>\n");
 
+    // 5. Topology fragmentation.
+    if runs
+        .iter()
+        .any(|(o, _)| o.cluster.iter().any(|c| c.largest_free_leaf_gpus.is_some()))
+    {
+        h.push_str("<section>\n<h2>Topology fragmentation</h2>\n");
+        h.push_str("<p class=\"note\">The largest gang that could still be placed inside one leaf domain: the most wholly free GPUs on the up nodes of any one leaf group (or ToR). Higher means large gangs can still start without crossing a spine.</p>\n");
+        let mut chart = LineChart::new(
+            "Largest gang that fits in one leaf",
+            &time_label,
+            "GPUs",
+            1100.0,
+            280.0,
+        );
+        chart.x_domain = Some((0.0, x_max));
+        for (i, (o, _)) in runs.iter().enumerate() {
+            chart.series.push(Series {
+                name: if several {
+                    o.policy.clone()
+                } else {
+                    "largest 1-leaf gang".to_string()
+                },
+                points: step_points(
+                    o.cluster
+                        .iter()
+                        .filter_map(|c| Some((c.time, c.largest_free_leaf_gpus? as f64))),
+                    o.start_time,
+                    o.end_time,
+                    unit_ms,
+                ),
+                dash: Dash::Solid,
+                color: style(i).0,
+                stroke: policy_stroke(i, runs.len()),
+            });
+        }
+        h.push_str(&chart.render());
+        h.push_str("</section>\n");
+    }
+
     h.push_str("<section>\n<h2>Per queue</h2>\n");
     h.push_str(&per_queue_html(runs));
     h.push_str("</section>\n");
@@ -975,11 +1014,17 @@ fn summary_html(runs: &[(&SimOutput, &Summary)]) -> String {
         ("Cycles", Better::Neither, Box::new(|s| count(s.cycles))),
         ("Events", Better::Neither, Box::new(|s| count(s.events))),
     ];
-    let groups = [
+    let mut rows = rows;
+    let mut groups = vec![
         ("Jobs", 0..5),
         ("Wait and completion time", 5..11),
         ("Cluster", 11..16),
     ];
+    if runs.iter().any(|(_, s)| s.topology.is_some()) {
+        let first = rows.len();
+        rows.extend(topology_rows());
+        groups.push(("Topology (gangs: jobs of 2+ pods)", first..rows.len()));
+    }
     let mut rows: Vec<Option<(&str, Better, RowFn)>> = rows.into_iter().map(Some).collect();
     let mut h = String::from("<div class=\"tables\">\n");
     for (caption, range) in groups {
@@ -1022,6 +1067,104 @@ fn summary_html(runs: &[(&SimOutput, &Summary)]) -> String {
         h.push_str("<p class=\"note\">Bold: best value of the row.</p>\n");
     }
     h
+}
+
+type TopoRow<'a> = (
+    &'static str,
+    Better,
+    Box<dyn Fn(&Summary) -> (String, Option<f64>) + 'a>,
+);
+
+/// Rows of the summary's topology table; `–` without a topology or gangs.
+fn topology_rows<'a>() -> Vec<TopoRow<'a>> {
+    fn cell(
+        s: &Summary,
+        per_gang: bool,
+        f: impl Fn(&crate::result::TopologySummary) -> (String, Option<f64>),
+    ) -> (String, Option<f64>) {
+        match &s.topology {
+            Some(t) if !per_gang || t.gangs > 0 => f(t),
+            _ => ("–".to_string(), None),
+        }
+    }
+    let pct = |v: f64| (fmt_percent(v), Some(v));
+    vec![
+        (
+            "Gangs",
+            Better::Neither,
+            Box::new(|s| cell(s, false, |t| (t.gangs.to_string(), Some(t.gangs as f64)))),
+        ),
+        (
+            "Gangs on 2+ nodes",
+            Better::Neither,
+            Box::new(|s| {
+                cell(s, false, |t| {
+                    (
+                        t.multi_node_gangs.to_string(),
+                        Some(t.multi_node_gangs as f64),
+                    )
+                })
+            }),
+        ),
+        (
+            "Gangs in one leaf",
+            Better::Higher,
+            Box::new(move |s| cell(s, true, |t| pct(t.one_leaf_share))),
+        ),
+        (
+            "Leaves per gang",
+            Better::Lower,
+            Box::new(|s| {
+                cell(s, true, |t| {
+                    (fmt_fixed(t.mean_leaves, 2), Some(t.mean_leaves))
+                })
+            }),
+        ),
+        (
+            "Spine crossings per gang",
+            Better::Lower,
+            Box::new(|s| {
+                cell(s, true, |t| {
+                    (
+                        fmt_fixed(t.mean_spine_crossings, 2),
+                        Some(t.mean_spine_crossings),
+                    )
+                })
+            }),
+        ),
+        (
+            "Rail-aligned gangs",
+            Better::Higher,
+            Box::new(move |s| cell(s, true, |t| pct(t.rail_aligned_share))),
+        ),
+        (
+            "In tightest feasible domain",
+            Better::Higher,
+            Box::new(move |s| {
+                cell(s, true, |t| match t.in_tightest_share {
+                    Some(v) => pct(v),
+                    None => ("–".to_string(), None),
+                })
+            }),
+        ),
+        (
+            "Slowdown, mean",
+            Better::Lower,
+            Box::new(move |s| cell(s, true, |t| pct(t.mean_slowdown_percent / 100.0))),
+        ),
+        (
+            "Largest 1-leaf gang, mean",
+            Better::Higher,
+            Box::new(|s| {
+                cell(s, false, |t| {
+                    (
+                        format!("{} GPUs", fmt_fixed(t.mean_largest_free_leaf_gpus, 1)),
+                        Some(t.mean_largest_free_leaf_gpus),
+                    )
+                })
+            }),
+        ),
+    ]
 }
 
 fn per_queue_html(runs: &[(&SimOutput, &Summary)]) -> String {
@@ -1183,6 +1326,7 @@ mod tests {
                 state,
                 pending_reason: None,
                 restarts: 0,
+                topology: None,
             });
         }
         let mut qs = Vec::new();
@@ -1224,6 +1368,7 @@ mod tests {
                 gpu_allocated: total.min(capacity),
                 running_jobs: 10,
                 pending_jobs: ((phase * 9.0).sin().abs() * 20.0) as u32 + skew as u32,
+                largest_free_leaf_gpus: None,
             });
         }
         SimOutput {
@@ -1235,6 +1380,7 @@ mod tests {
             events: 240,
             start_time: start,
             end_time: end,
+            topology: None,
         }
     }
 
@@ -1297,6 +1443,7 @@ mod tests {
             events: 0,
             start_time: Timestamp(0),
             end_time: Timestamp(0),
+            topology: None,
         };
         let html = render(std::slice::from_ref(&empty), "empty");
         assert_clean(&html);
@@ -1311,6 +1458,7 @@ mod tests {
             gpu_allocated: 0,
             running_jobs: 0,
             pending_jobs: 0,
+            largest_free_leaf_gpus: None,
         });
         let html = render(&[one_point, empty], "single sample");
         assert_clean(&html);
@@ -1328,6 +1476,7 @@ mod tests {
             events: 0,
             start_time: start,
             end_time: Timestamp(100_000 * 1000),
+            topology: None,
         };
         for i in 0..100_000i64 {
             o.cluster.push(ClusterSample {
@@ -1340,6 +1489,7 @@ mod tests {
                 },
                 running_jobs: 0,
                 pending_jobs: 0,
+                largest_free_leaf_gpus: None,
             });
         }
         let html = render(&[o], "long");

@@ -37,6 +37,41 @@ pub struct JobRecord {
     pub pending_reason: Option<String>,
     /// Times the job was restarted because a node under it failed.
     pub restarts: u32,
+    /// How the job sits on the network topology, for jobs that started with
+    /// two or more pods on a cluster with a topology (at the last start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<JobTopology>,
+}
+
+/// Where a gang sat on the fabric when it (last) started: the pods placed
+/// then, in rank order. From the scheduler's `GangPlacement` when it
+/// reported one, else computed from the binds with `Topology::span`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct JobTopology {
+    /// Pods placed at the start.
+    pub pods: u32,
+    /// Distinct nodes.
+    pub nodes: u32,
+    /// Distinct leaf-level domains (leaf groups / ToRs).
+    pub leaves: u32,
+    /// Ring hops between different nodes (pod i → pod i+1, closing the ring).
+    pub hops: u32,
+    /// Hops whose traffic crosses a spine.
+    pub spine_crossings: u32,
+    /// Local rank r of every pod on the same rail.
+    pub rail_aligned: bool,
+    /// Tightest level with one domain holding every pod; `None`: only the
+    /// whole cluster.
+    pub level: Option<String>,
+    /// Whether the gang sat in its tightest feasible domain level, as the
+    /// scheduler reported; `None` when it reported no placement.
+    pub in_tightest: Option<bool>,
+    /// Run time added by the slowdown model, in parts per million of the
+    /// job's duration (0 when the model is off).
+    pub slowdown_ppm: u64,
+    /// Run time added by the slowdown model, in ms.
+    pub slowdown_ms: u64,
 }
 
 impl JobRecord {
@@ -71,6 +106,25 @@ pub struct ClusterSample {
     pub gpu_allocated: u64,
     pub running_jobs: u32,
     pub pending_jobs: u32,
+    /// With a topology: the largest gang (in GPUs) that could still be
+    /// placed inside one leaf domain, i.e. the maximum over leaf-level
+    /// domains of the wholly free GPUs on their nodes that are up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub largest_free_leaf_gpus: Option<u32>,
+}
+
+/// The topology a run used, for outputs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunTopology {
+    /// Level names, tightest first.
+    pub levels: Vec<String>,
+    /// Name of the level counted as "leaf".
+    pub leaf_level: Option<String>,
+    /// Number of domains of the leaf level.
+    pub leaf_domains: u32,
+    /// The slowdown model's `perSpineCrossing` in parts per million (0: off).
+    pub slowdown_ppm: u64,
 }
 
 /// Everything one run produced.
@@ -85,6 +139,9 @@ pub struct SimOutput {
     pub events: u64,
     pub start_time: Timestamp,
     pub end_time: Timestamp,
+    /// The cluster's topology, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<RunTopology>,
 }
 
 /// Mean and percentiles, in seconds.
@@ -159,6 +216,40 @@ pub struct Summary {
     pub cycles: u64,
     pub events: u64,
     pub simulated_seconds: f64,
+    /// Placement quality on the network topology; only with a topology.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologySummary>,
+}
+
+/// How gangs sat on the fabric. "Gangs" are the jobs that started with two
+/// or more pods (the same set under every policy); single-node gangs count
+/// as in one leaf, with no hops and rail-aligned.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TopologySummary {
+    /// Domains of the leaf level.
+    pub leaf_domains: u32,
+    /// Jobs that started with two or more pods.
+    pub gangs: u64,
+    /// Of those, the ones on more than one node.
+    pub multi_node_gangs: u64,
+    /// Share of gangs inside one leaf domain.
+    pub one_leaf_share: f64,
+    /// Mean leaf domains per gang.
+    pub mean_leaves: f64,
+    /// Mean ring hops that cross a spine, per gang.
+    pub mean_spine_crossings: f64,
+    /// Share of gangs whose pods are rail-aligned.
+    pub rail_aligned_share: f64,
+    /// Share of gangs placed in their tightest feasible domain level, over
+    /// the gangs the scheduler reported a placement for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_tightest_share: Option<f64>,
+    /// Mean run time added by the slowdown model, in percent, per gang.
+    pub mean_slowdown_percent: f64,
+    /// Time-weighted mean of the largest gang (GPUs) that could still be
+    /// placed in one leaf domain.
+    pub mean_largest_free_leaf_gpus: f64,
 }
 
 /// Jain's fairness index of `xs`: (Σx)² / (n Σx²); 1 when all equal.
@@ -261,6 +352,7 @@ impl SimOutput {
             }
         }
         let count = |st: JobState| self.jobs.iter().filter(|j| j.state == st).count() as u64;
+        let topology = self.topology.as_ref().map(|t| self.topology_summary(t));
         Summary {
             policy: self.policy.clone(),
             jobs: self.jobs.len() as u64,
@@ -284,6 +376,74 @@ impl SimOutput {
             cycles: self.cycles,
             events: self.events,
             simulated_seconds: round3((end.0 - self.start_time.0) as f64 / 1000.0),
+            topology,
+        }
+    }
+
+    fn topology_summary(&self, t: &RunTopology) -> TopologySummary {
+        let gangs: Vec<&JobTopology> = self
+            .jobs
+            .iter()
+            .filter_map(|j| j.topology.as_ref())
+            .collect();
+        let n = gangs.len() as u64;
+        let share = |k: usize, of: usize| {
+            if of == 0 {
+                0.0
+            } else {
+                round3(k as f64 / of as f64)
+            }
+        };
+        let mean = |sum: u64| share(sum as usize, gangs.len());
+        let reported: Vec<bool> = gangs.iter().filter_map(|g| g.in_tightest).collect();
+        // Time-weighted largest free leaf, like the allocation ratio.
+        let mut int = 0f64;
+        let mut dt_sum = 0f64;
+        let mut acc = |v: Option<u32>, dt: f64| {
+            if let Some(v) = v {
+                int += v as f64 * dt;
+                dt_sum += dt;
+            }
+        };
+        for w in self.cluster.windows(2) {
+            acc(
+                w[0].largest_free_leaf_gpus,
+                (w[1].time.0 - w[0].time.0) as f64,
+            );
+        }
+        if let Some(last) = self.cluster.last() {
+            acc(
+                last.largest_free_leaf_gpus,
+                (self.end_time.0 - last.time.0).max(0) as f64,
+            );
+        }
+        TopologySummary {
+            leaf_domains: t.leaf_domains,
+            gangs: n,
+            multi_node_gangs: gangs.iter().filter(|g| g.nodes > 1).count() as u64,
+            one_leaf_share: share(gangs.iter().filter(|g| g.leaves <= 1).count(), gangs.len()),
+            mean_leaves: mean(gangs.iter().map(|g| g.leaves as u64).sum()),
+            mean_spine_crossings: mean(gangs.iter().map(|g| g.spine_crossings as u64).sum()),
+            rail_aligned_share: share(gangs.iter().filter(|g| g.rail_aligned).count(), gangs.len()),
+            in_tightest_share: (!reported.is_empty())
+                .then(|| share(reported.iter().filter(|b| **b).count(), reported.len())),
+            mean_slowdown_percent: if gangs.is_empty() {
+                0.0
+            } else {
+                round3(
+                    gangs.iter().map(|g| g.slowdown_ppm as f64).sum::<f64>()
+                        / gangs.len() as f64
+                        / 10_000.0,
+                )
+            },
+            mean_largest_free_leaf_gpus: if dt_sum > 0.0 {
+                round3(int / dt_sum)
+            } else {
+                self.cluster
+                    .last()
+                    .and_then(|c| c.largest_free_leaf_gpus)
+                    .map_or(0.0, f64::from)
+            },
         }
     }
 }
@@ -331,6 +491,7 @@ mod tests {
             events: 0,
             start_time: Timestamp(0),
             end_time: Timestamp(1_200_000),
+            topology: None,
         };
         let s = out.summary();
         assert_eq!(s.jain_fairness, 0.625);

@@ -20,12 +20,24 @@
 //!   faults:                               # optional
 //!   - {at: 6h, node: h100-003, event: down}
 //!   - {at: 8h, node: h100-003, event: up}
+//!   topology:                             # optional network fabric, one of:
+//!     railOptimized: {rails: 8, nodesPerGroup: 32, groupsPerBlock: 4, spinesPerBlock: 8, numaSockets: 2}
+//!     # leafSpine: {nodesPerLeaf: 16, leavesPerBlock: 8, spinesPerBlock: 4, numaSockets: 2}
+//!     # spec: {switches: [...], links: [...], ...}   # a TopologySpec, as in a Topology document
+//!     nvlinkDomainSize: 18                # optional, consecutive nodes per NVLink domain
+//!   slowdown: {perSpineCrossing: 0.25}    # optional communication slowdown model
 //! ```
+//!
+//! Generated fabrics cover every node of every pool, in node-name order;
+//! each node's GPU count comes from its pool.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use trainyard_api::RawQuantity;
+use trainyard_model::topology::generate::{self, LeafSpine, RailOptimized};
+use trainyard_model::topology::{NodeInput, Topology, TopologySpec};
 use trainyard_model::{GpuDevice, Node, ResourceName, Resources, Taint, TaintEffect, Timestamp};
 
 /// A problem in a simulator input document.
@@ -173,6 +185,55 @@ struct ClusterSpecDoc {
     node_pools: Vec<PoolDoc>,
     #[serde(default)]
     faults: Vec<FaultDoc>,
+    #[serde(default)]
+    topology: Option<TopologyDoc>,
+    #[serde(default)]
+    slowdown: Option<SlowdownDoc>,
+}
+
+/// `spec.topology`: a generated fabric or an explicit spec.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TopologyDoc {
+    #[serde(default)]
+    rail_optimized: Option<RailDoc>,
+    #[serde(default)]
+    leaf_spine: Option<LeafSpineDoc>,
+    #[serde(default)]
+    spec: Option<TopologySpec>,
+    #[serde(default)]
+    nvlink_domain_size: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RailDoc {
+    rails: u32,
+    nodes_per_group: u32,
+    groups_per_block: u32,
+    spines_per_block: u32,
+    #[serde(default = "one")]
+    numa_sockets: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct LeafSpineDoc {
+    nodes_per_leaf: u32,
+    leaves_per_block: u32,
+    spines_per_block: u32,
+    #[serde(default = "one")]
+    numa_sockets: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SlowdownDoc {
+    per_spine_crossing: serde_json::Value,
 }
 
 #[derive(Debug, Deserialize)]
@@ -233,12 +294,118 @@ pub struct Fault {
     pub up: bool,
 }
 
-/// A parsed cluster: nodes sorted by name, and the fault schedule.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A parsed cluster: nodes sorted by name, the fault schedule, and the
+/// network topology with its slowdown model when the spec gives them.
+#[derive(Clone, Debug)]
 pub struct ClusterSpec {
     pub name: String,
     pub nodes: Vec<Node>,
     pub faults: Vec<Fault>,
+    /// The validated fabric over `nodes` (from `spec.topology`).
+    pub topology: Option<Arc<Topology>>,
+    /// `spec.slowdown`; off when absent.
+    pub slowdown: Slowdown,
+    /// What the topology build ignored (e.g. names of unknown nodes).
+    pub warnings: Vec<String>,
+}
+
+/// The communication slowdown model: a multi-node job's run time is
+/// multiplied by `1 + perSpineCrossing × spine_crossings / hops` (no
+/// change when `hops` is 0), computed once when the job starts.
+///
+/// The factor is kept exactly, in parts per million; the extra run time
+/// is rounded down to the millisecond (see [`Slowdown::extra_ms`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Slowdown {
+    /// `perSpineCrossing` × 1,000,000. Zero: the model is off.
+    pub per_spine_crossing_ppm: u64,
+}
+
+/// Largest `perSpineCrossing` accepted (a hundredfold slowdown).
+pub const MAX_SLOWDOWN_PER_CROSSING: u64 = 100;
+
+impl Slowdown {
+    /// Parses `perSpineCrossing`: a non-negative decimal number (or numeric
+    /// string) with at most six fraction digits, at most
+    /// [`MAX_SLOWDOWN_PER_CROSSING`].
+    pub fn parse(v: &serde_json::Value) -> Result<Slowdown, String> {
+        let text = match v {
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::String(s) => s.trim().to_string(),
+            other => return Err(format!("expected a number like 0.25, got {other}")),
+        };
+        let bad = || format!("expected a non-negative number like 0.25, got {text}");
+        let too_large = || format!("expected at most {MAX_SLOWDOWN_PER_CROSSING}, got {text}");
+        // Exact decimal: mantissa digits and an optional exponent (YAML
+        // floats such as 0.000001 reach us as "1e-6").
+        let (mantissa, exp) = match text.split_once(['e', 'E']) {
+            Some((m, e)) => (m, e.parse::<i64>().map_err(|_| bad())?),
+            None => (text.as_str(), 0),
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        if (int.is_empty() && frac.is_empty())
+            || !int.chars().all(|c| c.is_ascii_digit())
+            || !frac.chars().all(|c| c.is_ascii_digit())
+            || exp.unsigned_abs() > 1000
+        {
+            return Err(bad());
+        }
+        // value = digits × 10^(scale − 6), in ppm: digits × 10^scale.
+        let mut digits = format!("{int}{frac}");
+        let mut scale = exp - frac.len() as i64 + 6;
+        while digits.ends_with('0') {
+            digits.pop();
+            scale += 1;
+        }
+        let digits = digits.trim_start_matches('0');
+        if digits.is_empty() {
+            return Ok(Slowdown::default());
+        }
+        if scale < 0 {
+            return Err(format!(
+                "expected at most six decimal places (parts per million), got {text}"
+            ));
+        }
+        if digits.len() as i64 + scale > 12 {
+            return Err(too_large());
+        }
+        let ppm = digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|d| d.checked_mul(10u64.pow(scale as u32)))
+            .ok_or_else(too_large)?;
+        if ppm > MAX_SLOWDOWN_PER_CROSSING * 1_000_000 {
+            return Err(too_large());
+        }
+        Ok(Slowdown {
+            per_spine_crossing_ppm: ppm,
+        })
+    }
+
+    pub fn is_off(&self) -> bool {
+        self.per_spine_crossing_ppm == 0
+    }
+
+    /// Extra run time in ms for a job of `duration_ms` whose ring has
+    /// `hops` inter-node hops, `crossings` of them across a spine:
+    /// `⌊duration × ppm × crossings / (hops × 10⁶)⌋`, exact integer
+    /// arithmetic, rounded down to the millisecond. Zero when `hops` is 0.
+    pub fn extra_ms(&self, duration_ms: u64, crossings: u32, hops: u32) -> u64 {
+        if hops == 0 || crossings == 0 || self.is_off() {
+            return 0;
+        }
+        let num = duration_ms as u128 * self.per_spine_crossing_ppm as u128 * crossings as u128;
+        let den = hops as u128 * 1_000_000;
+        (num / den).min(MAX_DURATION_MS as u128) as u64
+    }
+
+    /// The added run time in parts per million for this span (for metrics).
+    pub fn factor_ppm(&self, crossings: u32, hops: u32) -> u64 {
+        if hops == 0 {
+            return 0;
+        }
+        self.per_spine_crossing_ppm * crossings as u64 / hops as u64
+    }
 }
 
 /// Expands `{index}` / `{index:0N}` in a node name pattern.
@@ -418,11 +585,172 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError>
         });
     }
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    let (topology, warnings) = match &doc.spec.topology {
+        Some(t) => build_topology(t, &nodes, source)?,
+        None => (None, Vec::new()),
+    };
+    let slowdown = match &doc.spec.slowdown {
+        Some(sd) => {
+            let s = Slowdown::parse(&sd.per_spine_crossing)
+                .map_err(|e| SpecError::new(source, "spec.slowdown.perSpineCrossing", e))?;
+            if topology.is_none() && !s.is_off() {
+                return Err(SpecError::new(
+                    source,
+                    "spec.slowdown",
+                    "the slowdown model needs a network topology (spec.topology)",
+                ));
+            }
+            s
+        }
+        None => Slowdown::default(),
+    };
     Ok(ClusterSpec {
         name,
         nodes,
         faults,
+        topology,
+        slowdown,
+        warnings,
     })
+}
+
+/// Largest fabric parameters accepted (links grow with their product).
+const MAX_RAILS: u32 = 64;
+const MAX_SPINES_PER_BLOCK: u32 = 1024;
+const MAX_NUMA_SOCKETS: u32 = 64;
+
+/// `spec.topology` → a validated [`Topology`] over `nodes` (sorted by name).
+fn build_topology(
+    t: &TopologyDoc,
+    nodes: &[Node],
+    source: &str,
+) -> Result<(Option<Arc<Topology>>, Vec<String>), SpecError> {
+    let field = |f: &str| format!("spec.topology.{f}");
+    let range = |f: &str, v: u32, max: u32| -> Result<u32, SpecError> {
+        if v == 0 {
+            Err(SpecError::new(source, &field(f), "expected at least 1"))
+        } else if v > max {
+            Err(SpecError::new(
+                source,
+                &field(f),
+                format!("expected at most {max}, got {v}"),
+            ))
+        } else {
+            Ok(v)
+        }
+    };
+    let given =
+        t.rail_optimized.is_some() as u8 + t.leaf_spine.is_some() as u8 + t.spec.is_some() as u8;
+    if given > 1 || (given == 0 && t.nvlink_domain_size.is_none()) {
+        return Err(SpecError::new(
+            source,
+            "spec.topology",
+            "give exactly one of railOptimized, leafSpine or spec (nvlinkDomainSize may be added to any, or stand alone)",
+        ));
+    }
+    let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+    let max_gpus = nodes.iter().map(|n| n.gpus.len() as u32).max().unwrap_or(0);
+    let mut spec = TopologySpec::default();
+    if let Some(r) = &t.rail_optimized {
+        let p = RailOptimized {
+            rails: range("railOptimized.rails", r.rails, MAX_RAILS)?,
+            nodes_per_group: range("railOptimized.nodesPerGroup", r.nodes_per_group, u32::MAX)?,
+            groups_per_block: range("railOptimized.groupsPerBlock", r.groups_per_block, u32::MAX)?,
+            spines_per_block: range(
+                "railOptimized.spinesPerBlock",
+                r.spines_per_block,
+                MAX_SPINES_PER_BLOCK,
+            )?,
+            gpus_per_node: max_gpus,
+            numa_sockets: range(
+                "railOptimized.numaSockets",
+                r.numa_sockets,
+                MAX_NUMA_SOCKETS,
+            )?,
+        };
+        spec = generate::rail_optimized(&names, &p);
+        fix_affinity(&mut spec, nodes, max_gpus, |name, gpus| {
+            generate::rail_optimized(
+                &[name],
+                &RailOptimized {
+                    gpus_per_node: gpus,
+                    ..p
+                },
+            )
+        });
+    } else if let Some(l) = &t.leaf_spine {
+        let p = LeafSpine {
+            nodes_per_leaf: range("leafSpine.nodesPerLeaf", l.nodes_per_leaf, u32::MAX)?,
+            leaves_per_block: range("leafSpine.leavesPerBlock", l.leaves_per_block, u32::MAX)?,
+            spines_per_block: range(
+                "leafSpine.spinesPerBlock",
+                l.spines_per_block,
+                MAX_SPINES_PER_BLOCK,
+            )?,
+            gpus_per_node: max_gpus,
+            numa_sockets: range("leafSpine.numaSockets", l.numa_sockets, MAX_NUMA_SOCKETS)?,
+        };
+        spec = generate::leaf_spine(&names, &p);
+        fix_affinity(&mut spec, nodes, max_gpus, |name, gpus| {
+            generate::leaf_spine(
+                &[name],
+                &LeafSpine {
+                    gpus_per_node: gpus,
+                    ..p
+                },
+            )
+        });
+    } else if let Some(s) = &t.spec {
+        spec = s.clone();
+    }
+    if let Some(n) = t.nvlink_domain_size {
+        let n = range("nvlinkDomainSize", n, u32::MAX)?;
+        generate::add_nvlink_domains(&mut spec, &names, n);
+    }
+    let inputs: Vec<NodeInput> = nodes
+        .iter()
+        .map(|n| NodeInput {
+            name: &n.name,
+            labels: &n.labels,
+            gpus: n.gpus.len() as u32,
+        })
+        .collect();
+    let at = if t.spec.is_some() {
+        "spec.topology.spec"
+    } else {
+        "spec.topology"
+    };
+    let topo =
+        Topology::build(&spec, &inputs).map_err(|e| SpecError::new(source, at, e.to_string()))?;
+    let warnings = topo
+        .as_ref()
+        .map(|t| {
+            t.warnings()
+                .iter()
+                .map(|w| format!("{source}: {w}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok((topo.map(Arc::new), warnings))
+}
+
+/// Generators take one GPU count for all nodes: regenerate the GPU
+/// affinity of nodes with fewer GPUs than the largest.
+fn fix_affinity(
+    spec: &mut TopologySpec,
+    nodes: &[Node],
+    max_gpus: u32,
+    one: impl Fn(&str, u32) -> TopologySpec,
+) {
+    for (entry, node) in spec.nodes.iter_mut().zip(nodes) {
+        let gpus = node.gpus.len() as u32;
+        if gpus != max_gpus
+            && entry.node == node.name
+            && let Some(fixed) = one(&node.name, gpus).nodes.into_iter().next()
+        {
+            *entry = fixed;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -445,6 +773,71 @@ mod tests {
                 .unwrap_err()
                 .contains("at most 100 years")
         );
+    }
+
+    #[test]
+    fn slowdown_is_exact_and_rounds_down() {
+        let p = |v: serde_json::Value| Slowdown::parse(&v);
+        assert_eq!(
+            p(serde_json::json!(0.25)).unwrap().per_spine_crossing_ppm,
+            250_000
+        );
+        assert_eq!(
+            p(serde_json::json!("1.5")).unwrap().per_spine_crossing_ppm,
+            1_500_000
+        );
+        assert_eq!(
+            p(serde_json::json!(0.000001))
+                .unwrap()
+                .per_spine_crossing_ppm,
+            1
+        );
+        assert_eq!(
+            p(serde_json::json!(100)).unwrap().per_spine_crossing_ppm,
+            100_000_000
+        );
+        assert!(p(serde_json::json!(100.5)).is_err());
+        assert!(p(serde_json::json!("abc")).is_err());
+        assert!(p(serde_json::json!(".")).is_err());
+        assert!(p(serde_json::json!(true)).is_err());
+        assert!(p(serde_json::json!("-0.5")).is_err());
+        assert_eq!(
+            p(serde_json::json!("2.5e-1"))
+                .unwrap()
+                .per_spine_crossing_ppm,
+            250_000
+        );
+        assert_eq!(
+            p(serde_json::json!("0.2500000"))
+                .unwrap()
+                .per_spine_crossing_ppm,
+            250_000
+        );
+        assert_eq!(p(serde_json::json!(0)).unwrap(), Slowdown::default());
+        assert!(
+            p(serde_json::json!(1e300))
+                .unwrap_err()
+                .contains("at most 100")
+        );
+        assert!(
+            p(serde_json::json!("1e-7"))
+                .unwrap_err()
+                .contains("six decimal")
+        );
+        let s = p(serde_json::json!(0.25)).unwrap();
+        // 1 h, 3 of 4 hops cross: 3600000 × 250000 × 3 / 4000000 = 675000.
+        assert_eq!(s.extra_ms(3_600_000, 3, 4), 675_000);
+        // 7 ms × 0.25 × 1/3 = 0.583… ms → 0.
+        assert_eq!(s.extra_ms(7, 1, 3), 0);
+        // 1001 ms × 0.25 = 250.25 → 250.
+        assert_eq!(s.extra_ms(1001, 1, 1), 250);
+        assert_eq!(s.extra_ms(3_600_000, 0, 4), 0);
+        assert_eq!(s.extra_ms(3_600_000, 0, 0), 0);
+        assert_eq!(s.factor_ppm(1, 3), 83_333);
+        assert_eq!(Slowdown::default().extra_ms(3_600_000, 4, 4), 0);
+        // Bounded like every duration.
+        let big = p(serde_json::json!(100)).unwrap();
+        assert_eq!(big.extra_ms(MAX_DURATION_MS, 1, 1), MAX_DURATION_MS);
     }
 
     #[test]

@@ -13,7 +13,8 @@
 //!     duration: 6h              # run time of every task once started
 //!     priority: 0
 //!     minMember: 16             # default: all tasks
-//!     subGroups: [{name: workers, minMember: 16}]
+//!     topology: {preferred: leaf, required: spineBlock, maxLeaves: 2}  # optional, level names of the cluster's topology
+//!     subGroups: [{name: workers, minMember: 16, topology: {required: leaf}}]
 //!     tasks:
 //!     - {count: 16, subGroup: workers, requests: {cpu: "96", memory: 1Ti, nvidia.com/gpu: 8}}
 //! ```
@@ -36,6 +37,7 @@
 //!     podRequests: {cpu: "12", memory: 100Gi, nvidia.com/gpu: 1}
 //!     duration: {logNormal: {median: 30m, sigma: 1.0}}  # fixed | uniform | exponential {mean} | logNormal
 //!     priority: 0
+//!     topology: {preferred: leaf}                # optional, as in a job list
 //! ```
 //!
 //! Each template draws from its own random stream (derived from the seed
@@ -49,7 +51,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 use trainyard_api::RawQuantity;
-use trainyard_model::{PlacementConstraints, SubGroup, Timestamp};
+use trainyard_model::{PlacementConstraints, SubGroup, Timestamp, TopologyConstraint};
 
 use crate::job::{SimJob, SimTask};
 use crate::spec::{
@@ -89,6 +91,8 @@ struct JobDoc {
     min_member: Option<u32>,
     #[serde(default)]
     sub_groups: Vec<SubGroupDoc>,
+    #[serde(default)]
+    topology: Option<TopologyDoc>,
     tasks: Vec<TaskDoc>,
 }
 
@@ -97,6 +101,54 @@ struct JobDoc {
 struct SubGroupDoc {
     name: String,
     min_member: u32,
+    #[serde(default)]
+    topology: Option<TopologyDoc>,
+}
+
+/// `topology:` of a job, sub-group or template: level names of the
+/// cluster's topology (checked by the scheduler, which rejects unknown ones).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TopologyDoc {
+    #[serde(default)]
+    required: Option<String>,
+    #[serde(default)]
+    preferred: Option<String>,
+    #[serde(default)]
+    max_leaves: Option<u32>,
+}
+
+impl TopologyDoc {
+    fn constraint(
+        doc: Option<&TopologyDoc>,
+        field: &str,
+        source: &str,
+    ) -> Result<TopologyConstraint, SpecError> {
+        let Some(d) = doc else {
+            return Ok(TopologyConstraint::default());
+        };
+        for (name, v) in [("required", &d.required), ("preferred", &d.preferred)] {
+            if v.as_deref().is_some_and(|s| s.trim().is_empty()) {
+                return Err(SpecError::new(
+                    source,
+                    &format!("{field}.{name}"),
+                    "expected a level name",
+                ));
+            }
+        }
+        if d.max_leaves == Some(0) {
+            return Err(SpecError::new(
+                source,
+                &format!("{field}.maxLeaves"),
+                "expected at least 1",
+            ));
+        }
+        Ok(TopologyConstraint {
+            required: d.required.clone(),
+            preferred: d.preferred.clone(),
+            max_leaves: d.max_leaves,
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -134,6 +186,8 @@ struct TemplateDoc {
     priority: i32,
     #[serde(default)]
     node_selector: BTreeMap<String, String>,
+    #[serde(default)]
+    topology: Option<TopologyDoc>,
 }
 
 fn one_pod() -> IntDist {
@@ -324,6 +378,20 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
                 format!("expected 1..={total} (the job's task count), got {min_member}"),
             ));
         }
+        let topology = TopologyDoc::constraint(j.topology.as_ref(), &f("topology"), source)?;
+        let mut subgroups = Vec::with_capacity(j.sub_groups.len());
+        for (si, s) in j.sub_groups.into_iter().enumerate() {
+            let topology = TopologyDoc::constraint(
+                s.topology.as_ref(),
+                &f(&format!("subGroups[{si}].topology")),
+                source,
+            )?;
+            subgroups.push(SubGroup {
+                name: s.name,
+                min_member: s.min_member,
+                topology,
+            });
+        }
         out.push(SimJob {
             id,
             queue: j.queue,
@@ -331,15 +399,8 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
             submit: Timestamp(submit as i64),
             duration_ms: duration,
             min_member,
-            subgroups: j
-                .sub_groups
-                .into_iter()
-                .map(|s| SubGroup {
-                    name: s.name,
-                    min_member: s.min_member,
-                    topology: Default::default(),
-                })
-                .collect(),
+            subgroups,
+            topology,
             tasks,
         });
     }
@@ -510,6 +571,7 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
             }
         };
         let constraints = constraints(&t.node_selector, &mut cache);
+        let topology = TopologyDoc::constraint(t.topology.as_ref(), &f("topology"), source)?;
         for (k, submit) in times.into_iter().enumerate() {
             let pods = match &t.pods {
                 IntDist::Fixed(n) => *n,
@@ -532,6 +594,7 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                 duration_ms,
                 min_member: pods,
                 subgroups: Vec::new(),
+                topology: topology.clone(),
                 tasks: vec![SimTask {
                     count: pods,
                     requests: requests.clone(),

@@ -9,7 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use trainyard_model::{QueueSpec, QueueTree, Timestamp};
 use trainyard_sched::Config;
 use trainyard_sim::openb::{ImportOptions, QueueRule};
-use trainyard_sim::spec::{Fault, parse_duration_ms};
+use trainyard_sim::spec::{Fault, Slowdown, parse_duration_ms};
 use trainyard_sim::{SimInput, SimJob, SimOptions, SimOutput, Summary, output, report};
 use trainyard_snapshot::{LoadOptions, Source};
 
@@ -60,6 +60,11 @@ pub struct SimulateArgs {
     /// Stop at this simulated time (e.g. 7d).
     #[arg(long, value_name = "DURATION")]
     until: Option<String>,
+    /// Communication slowdown model: a multi-node job runs
+    /// 1 + X × spine_crossings / hops times longer. Overrides the cluster
+    /// spec's `slowdown.perSpineCrossing`; 0 turns it off. Needs a topology.
+    #[arg(long, value_name = "X", allow_hyphen_values = true)]
+    slowdown_per_spine_crossing: Option<String>,
     /// Write jobs.csv, queues.csv, summary.json, timing.json and report.html here
     /// (one sub-directory per policy when several, plus comparison files).
     #[arg(long, value_name = "DIR")]
@@ -147,15 +152,37 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let cluster = args.cluster.clone().context("--cluster is required")?;
     let cluster_text = read(&cluster)?;
     let cluster_name = cluster.display().to_string();
-    let (nodes, faults): (Vec<_>, Vec<Fault>) = if cluster.extension().is_some_and(|e| e == "csv") {
-        (
-            trainyard_sim::openb::parse_nodes(&cluster_text, &cluster_name)?,
-            Vec::new(),
-        )
-    } else {
-        let c = trainyard_sim::spec::parse_cluster(&cluster_text, &cluster_name)?;
-        (c.nodes, c.faults)
-    };
+    let (nodes, faults, topology, mut slowdown): (Vec<_>, Vec<Fault>, _, Slowdown) =
+        if cluster.extension().is_some_and(|e| e == "csv") {
+            (
+                trainyard_sim::openb::parse_nodes(&cluster_text, &cluster_name)?,
+                Vec::new(),
+                None,
+                Slowdown::default(),
+            )
+        } else {
+            let c = trainyard_sim::spec::parse_cluster(&cluster_text, &cluster_name)?;
+            for w in &c.warnings {
+                eprintln!("warning: {w}");
+            }
+            (c.nodes, c.faults, c.topology, c.slowdown)
+        };
+    if let Some(x) = &args.slowdown_per_spine_crossing {
+        slowdown = Slowdown::parse(&serde_json::Value::String(x.clone()))
+            .map_err(|e| anyhow::anyhow!("--slowdown-per-spine-crossing {x:?}: {e}"))?;
+        if topology.is_none() && !slowdown.is_off() {
+            bail!(
+                "--slowdown-per-spine-crossing: {} has no network topology (add spec.topology)",
+                cluster.display()
+            );
+        }
+    }
+    if let Some(t) = &topology {
+        tracing::info!(
+            "topology: levels {} (widest first)",
+            t.level_names().join(", ")
+        );
+    }
     // Workload.
     let jobs: Vec<SimJob> = match (&args.workload, &args.trace) {
         (Some(w), _) => {
@@ -250,6 +277,8 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                     policy: p.name.clone(),
                     cycle_period_ms: period,
                     until: until.map(|u| Timestamp(u as i64)),
+                    topology: topology.clone(),
+                    slowdown,
                 };
                 let config = &p.config;
                 scope.spawn(move || {

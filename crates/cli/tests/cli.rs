@@ -178,6 +178,132 @@ fn simulate_writes_outputs_and_compares_policies() {
 }
 
 #[test]
+fn simulate_compares_topology_aware_and_blind() {
+    let dir = std::env::temp_dir().join(format!("trainyard-sim-topo-{}", std::process::id()));
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/rail-cluster.yaml",
+        "--workload",
+        "examples/sim/rail-workload.yaml",
+        "--until",
+        "4h",
+        "--policy",
+        "examples/sim/topology-aware.yaml",
+        "--policy",
+        "examples/sim/topology-blind.yaml",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("topology-aware") && header.contains("topology-blind"),
+        "{table}"
+    );
+    for row in [
+        "gangs (2+ pods)",
+        "gangs in one leaf",
+        "spine crossings/gang",
+        "rail-aligned gangs",
+        "in tightest domain",
+        "slowdown mean",
+        "largest 1-leaf gang",
+    ] {
+        let line = table
+            .lines()
+            .find(|l| l.trim_start().starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row:?}:\n{table}"));
+        // A value for each policy.
+        assert!(line[row.len()..].split_whitespace().count() >= 2, "{line}");
+    }
+    let jobs = std::fs::read_to_string(dir.join("topology-aware/jobs.csv")).unwrap();
+    assert!(
+        jobs.lines().next().unwrap().ends_with(
+            ",nodes,leaves,spine_crossings,hops,rail_aligned,level,in_tightest,slowdown_s"
+        ),
+        "{jobs}"
+    );
+    let cmp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("comparison.json")).unwrap())
+            .unwrap();
+    for run in cmp.as_array().unwrap() {
+        assert_eq!(run["topology"]["leafDomains"], 8, "{run}");
+        assert!(run["topology"]["gangs"].as_u64().unwrap() > 0, "{run}");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Topology fragmentation"));
+    std::fs::remove_dir_all(&dir).ok();
+
+    // The slowdown flag: checked, and only with a topology.
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/cluster.yaml",
+        "--workload",
+        "examples/sim/workload.yaml",
+        "--slowdown-per-spine-crossing",
+        "0.5",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "--slowdown-per-spine-crossing: examples/sim/cluster.yaml has no network topology"
+        ),
+        "{err}"
+    );
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/rail-cluster.yaml",
+        "--workload",
+        "examples/sim/rail-workload.yaml",
+        "--slowdown-per-spine-crossing",
+        "-1",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "--slowdown-per-spine-crossing \"-1\": expected a non-negative number like 0.25, got -1"
+        ),
+        "{err}"
+    );
+    // A bad topology in the cluster file names file and field.
+    let bad = std::env::temp_dir().join(format!("trainyard-bad-topo-{}.yaml", std::process::id()));
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(repo().join("examples/sim/rail-cluster.yaml"))
+            .unwrap()
+            .replace("nodesPerGroup: 16", "nodesPerGroup: 0"),
+    )
+    .unwrap();
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        bad.to_str().unwrap(),
+        "--workload",
+        "examples/sim/rail-workload.yaml",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{}: spec.topology.railOptimized.nodesPerGroup: expected at least 1",
+            bad.display()
+        )),
+        "{err}"
+    );
+    std::fs::remove_file(&bad).ok();
+}
+
+#[test]
 fn simulate_bad_inputs_fail_clearly() {
     let dir = std::env::temp_dir().join(format!("trainyard-sim-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

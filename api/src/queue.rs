@@ -194,6 +194,7 @@ impl Queue {
             limit,
             over_quota_weight: self.spec.over_quota_weight,
             priority: self.spec.priority,
+            min_runtime_seconds: None,
         })
     }
 }

@@ -535,6 +535,7 @@ impl Engine<'_> {
             min_member: sj.min_member,
             subgroups: sj.subgroups.clone(),
             topology: sj.topology.clone(),
+            preemptible: true,
             tasks,
             rejected: None,
         };

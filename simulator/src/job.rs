@@ -53,6 +53,9 @@ impl SimJob {
                     requests: group.requests.clone(),
                     constraints: group.constraints.clone(),
                     state: TaskState::Pending,
+                    started: None,
+                    terminating: false,
+                    nomination: None,
                     rank: Some(tasks.len() as u32),
                 });
             }

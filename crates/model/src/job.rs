@@ -84,6 +84,17 @@ pub struct Task {
     pub requests: Resources,
     pub constraints: Arc<PlacementConstraints>,
     pub state: TaskState,
+    /// When the pod started running (bound tasks), if known.
+    #[serde(default)]
+    pub started: Option<Timestamp>,
+    /// Being deleted (evicted or finishing): still holds its capacity, is
+    /// never chosen as a victim again.
+    #[serde(default)]
+    pub terminating: bool,
+    /// Capacity reserved for this pending task after evictions made room
+    /// for it: the node, and when the nomination was made.
+    #[serde(default)]
+    pub nomination: Option<Nomination>,
     /// Rank index inside the gang (e.g. JobSet's or PyTorchJob's replica
     /// index), when known: neighbouring ranks are placed close together.
     #[serde(default)]
@@ -94,6 +105,13 @@ impl Task {
     pub fn is_pending(&self) -> bool {
         self.state == TaskState::Pending
     }
+}
+
+/// A pending task's reserved node (Kubernetes `status.nominatedNodeName`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nomination {
+    pub node: String,
+    pub since: Timestamp,
 }
 
 /// A named part of a gang with its own minimum (e.g. "workers", "ps").
@@ -146,6 +164,10 @@ pub struct Job {
     /// Topology constraints of the whole gang.
     #[serde(default)]
     pub topology: TopologyConstraint,
+    /// May be evicted by reclaim or preemption. A job that is not runs only
+    /// within its queues' quotas. See `docs/preemption.md` for the default.
+    #[serde(default = "yes")]
+    pub preemptible: bool,
     pub tasks: Vec<Task>,
     /// Set when the job can never be scheduled as submitted (e.g. its queue
     /// does not exist): the core reports it and places nothing.
@@ -193,6 +215,9 @@ impl Job {
                 requests,
                 constraints: Arc::clone(&constraints),
                 state: TaskState::Pending,
+                started: None,
+                terminating: false,
+                nomination: None,
                 rank: None,
             })
             .collect();
@@ -204,8 +229,13 @@ impl Job {
             submit_time: Timestamp(0),
             subgroups: Vec::new(),
             topology: TopologyConstraint::default(),
+            preemptible: true,
             tasks,
             rejected: None,
         }
     }
+}
+
+fn yes() -> bool {
+    true
 }

@@ -14,7 +14,9 @@ pub mod resources;
 pub mod snapshot;
 pub mod time;
 
-pub use job::{Job, PlacementConstraints, SubGroup, Task, TaskState, TopologyConstraint};
+pub use job::{
+    Job, Nomination, PlacementConstraints, SubGroup, Task, TaskState, TopologyConstraint,
+};
 pub use node::{
     GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm, Taint,
     TaintEffect, Toleration, TolerationOperator,

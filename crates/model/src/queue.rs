@@ -26,6 +26,11 @@ pub struct QueueSpec {
     pub over_quota_weight: u32,
     /// Siblings with higher priority get the over-quota remainder first.
     pub priority: i32,
+    /// A job of this queue must have run this long before it may be
+    /// preempted or reclaimed. `None`: inherit from the parent (none at the
+    /// top: no protection).
+    #[serde(default)]
+    pub min_runtime_seconds: Option<u64>,
 }
 
 impl QueueSpec {
@@ -38,7 +43,12 @@ impl QueueSpec {
             limit: Limits::unlimited(),
             over_quota_weight: 1,
             priority: 0,
+            min_runtime_seconds: None,
         }
+    }
+    pub fn min_runtime(mut self, seconds: u64) -> Self {
+        self.min_runtime_seconds = Some(seconds);
+        self
     }
     pub fn parent(mut self, parent: impl Into<String>) -> Self {
         self.parent = Some(parent.into());

@@ -26,8 +26,8 @@ use trainyard_model::{
 
 use crate::config::Config;
 use crate::decisions::{
-    Bind, CycleStats, Decisions, FilterReason, GangPlacement, PendingJob, PendingReason,
-    QueueReport,
+    Bind, CycleStats, Decisions, Eviction, FilterReason, GangPlacement, NominationDecision,
+    PendingJob, PendingReason, QueueReport,
 };
 use crate::fairshare;
 use crate::plugins::{self, Predicate};
@@ -105,6 +105,8 @@ struct Cycle<'s> {
     alloc: Vec<Resources>,
     binds: Vec<Bind>,
     placements: Vec<GangPlacement>,
+    evictions: Vec<Eviction>,
+    nominations: Vec<NominationDecision>,
     pending: BTreeMap<usize, PendingReason>,
     warnings: Vec<String>,
     stats: CycleStats,
@@ -344,6 +346,8 @@ impl<'s> Cycle<'s> {
             alloc,
             binds: Vec::new(),
             placements: Vec::new(),
+            evictions: Vec::new(),
+            nominations: Vec::new(),
             pending: BTreeMap::new(),
             warnings,
             stats,
@@ -1085,6 +1089,8 @@ impl<'s> Cycle<'s> {
         Decisions {
             binds: self.binds,
             placements: self.placements,
+            evictions: self.evictions,
+            nominations: self.nominations,
             pending,
             queues,
             warnings: self.warnings,

@@ -179,6 +179,37 @@ pub struct Config {
     pub gang_starvation_seconds: Option<u64>,
     /// How gangs use the cluster's network topology (when it has one).
     pub topology: TopologyConfig,
+    /// Reclaim across queues and preemption inside a queue.
+    pub preemption: PreemptionConfig,
+}
+
+/// `preemption:` in the scheduler config.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PreemptionConfig {
+    /// A pending job of a queue below its fair share may evict jobs of
+    /// queues above theirs (compared where their paths meet).
+    pub reclaim: bool,
+    /// A pending job may evict strictly lower-priority jobs of its own
+    /// leaf queue.
+    pub preempt: bool,
+    /// Capacity freed for a preemptor stays reserved for it this long
+    /// (seconds) while its victims terminate.
+    pub nomination_timeout_seconds: u64,
+    /// Victim jobs considered per preemptor, cheapest first (bounds the
+    /// work on very large clusters).
+    pub max_victim_jobs: u32,
+}
+
+impl Default for PreemptionConfig {
+    fn default() -> Self {
+        PreemptionConfig {
+            reclaim: true,
+            preempt: true,
+            nomination_timeout_seconds: 300,
+            max_victim_jobs: 512,
+        }
+    }
 }
 
 /// Whether gang placement searches the topology.

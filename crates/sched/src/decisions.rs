@@ -16,6 +16,41 @@ pub struct Bind {
     pub gpus: Vec<u32>,
 }
 
+/// Why a pod is evicted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EvictionKind {
+    /// Across queues: the victim's queue is above its fair share.
+    Reclaim,
+    /// Inside a leaf queue: the victim has lower priority.
+    Preempt,
+}
+
+/// One pod to evict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Eviction {
+    pub job: String,
+    pub task: String,
+    pub node: String,
+    pub kind: EvictionKind,
+    /// The job the room is made for.
+    pub preemptor: String,
+    /// For people, e.g. `reclaimed for team-b/llm-70b: team-a above fair
+    /// share (nvidia.com/gpu 48/32)`.
+    pub message: String,
+}
+
+/// A preemptor's pod and the node (and devices) reserved for it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NominationDecision {
+    pub job: String,
+    pub task: String,
+    pub node: String,
+    pub gpus: Vec<u32>,
+}
+
 /// Where a gang placed this cycle sits on the topology.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -184,6 +219,10 @@ pub enum PendingReason {
         needs: u64,
         unit: String,
     },
+    /// Evictions were made for this gang; it waits for the victims to
+    /// terminate, with capacity reserved on the nominated nodes.
+    #[serde(rename_all = "camelCase")]
+    WaitingForVictims { victims: u32, nodes: Vec<String> },
     /// The gang runs; some elastic pods above its minimum did not fit.
     #[serde(rename_all = "camelCase")]
     ElasticPending {
@@ -309,6 +348,11 @@ impl fmt::Display for PendingReason {
                 f,
                 "{scope} needs {needs} {unit} over at least {needs_leaves} leaves; maxLeaves is {max_leaves}"
             ),
+            PendingReason::WaitingForVictims { victims, nodes } => write!(
+                f,
+                "waiting for {victims} evicted pod(s) to terminate; room reserved on {}",
+                nodes.join(", ")
+            ),
             PendingReason::ElasticPending {
                 placed,
                 pending,
@@ -367,6 +411,13 @@ pub struct Decisions {
     /// when the snapshot has one), in placement order.
     #[serde(default)]
     pub placements: Vec<GangPlacement>,
+    /// Pods to evict so that a waiting gang fits (reclaim or preemption).
+    #[serde(default)]
+    pub evictions: Vec<Eviction>,
+    /// Where the preemptors' pods go once their victims are gone: the
+    /// capacity is reserved for them (`status.nominatedNodeName`).
+    #[serde(default)]
+    pub nominations: Vec<NominationDecision>,
     pub pending: Vec<PendingJob>,
     pub queues: Vec<QueueReport>,
     /// Inconsistencies in the input the cycle worked around.

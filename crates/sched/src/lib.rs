@@ -22,6 +22,6 @@ pub use config::{
     TopologyConfig, TopologyPlacement, TypicalPodConfig, TypicalPodsConfig,
 };
 pub use decisions::{
-    Bind, CycleStats, Decisions, FilterReason, GangPlacement, PendingJob, PendingReason,
-    QueueReport,
+    Bind, CycleStats, Decisions, Eviction, EvictionKind, FilterReason, GangPlacement,
+    NominationDecision, PendingJob, PendingReason, QueueReport,
 };

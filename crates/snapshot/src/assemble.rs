@@ -722,6 +722,9 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
                 requests: m.pod.requests,
                 constraints: cx.intern(m.pod.constraints),
                 state,
+                started: None,
+                terminating: false,
+                nomination: None,
                 rank: m.rank,
             }
         })
@@ -736,6 +739,7 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
         min_member,
         subgroups,
         topology,
+        preemptible: true,
         tasks,
         rejected: None,
     }

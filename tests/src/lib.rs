@@ -16,6 +16,10 @@
 //!   fairShare:                      # fair share per queue name and resource (quantities)
 //!     team-a: {nvidia.com/gpu: 8, cpu: "12"}
 //!   allocated: { ... }              # same shape, allocation after the cycle
+//!   evictions:                      # exactly these pods are evicted (default: none)
+//!   - {pod: ns/name, message: "exact text"}    # or `contains:`; node optional
+//!   nominations:                    # exactly these pods are nominated (optional)
+//!   - {pod: ns/name, node: n1, gpus: [0]}
 //!   loadError: "text"               # instead of the above: loading must fail with this text
 //! ```
 //!
@@ -53,6 +57,23 @@ pub struct Expect {
     pub allocated: BTreeMap<String, BTreeMap<String, serde_json::Value>>,
     #[serde(default)]
     pub load_error: Option<String>,
+    /// Checked always: a scenario that lists none expects none.
+    #[serde(default)]
+    pub evictions: Vec<ExpectEviction>,
+    #[serde(default)]
+    pub nominations: Option<Vec<ExpectBind>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectEviction {
+    pub pod: String,
+    #[serde(default)]
+    pub node: Option<String>,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub contains: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -232,6 +253,74 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
         }
         for (job, p) in got {
             errors.push(format!("unexpected pending job {job}: {}", p.message));
+        }
+    }
+    {
+        let mut got: BTreeMap<&str, &trainyard_sched::Eviction> =
+            d.evictions.iter().map(|e| (e.task.as_str(), e)).collect();
+        for want in &sc.expect.evictions {
+            match got.remove(want.pod.as_str()) {
+                None => errors.push(format!("expected {} to be evicted; it was not", want.pod)),
+                Some(e) => {
+                    if let Some(n) = &want.node
+                        && *n != e.node
+                    {
+                        errors.push(format!("{} evicted on {}, expected {n}", want.pod, e.node));
+                    }
+                    if let Some(m) = &want.message
+                        && *m != e.message
+                    {
+                        errors.push(format!(
+                            "{} eviction message:\n  got:      {}\n  expected: {m}",
+                            want.pod, e.message
+                        ));
+                    }
+                    if let Some(c) = &want.contains
+                        && !e.message.contains(c.as_str())
+                    {
+                        errors.push(format!(
+                            "{} eviction message {:?} does not contain {c:?}",
+                            want.pod, e.message
+                        ));
+                    }
+                }
+            }
+        }
+        for (pod, e) in got {
+            errors.push(format!(
+                "unexpected eviction {pod} on {}: {}",
+                e.node, e.message
+            ));
+        }
+    }
+    if let Some(noms) = &sc.expect.nominations {
+        let mut got: BTreeMap<&str, &trainyard_sched::NominationDecision> =
+            d.nominations.iter().map(|n| (n.task.as_str(), n)).collect();
+        for want in noms {
+            match got.remove(want.pod.as_str()) {
+                None => errors.push(format!("expected {} to be nominated; it was not", want.pod)),
+                Some(n) => {
+                    if let Some(node) = &want.node
+                        && *node != n.node
+                    {
+                        errors.push(format!(
+                            "{} nominated to {}, expected {node}",
+                            want.pod, n.node
+                        ));
+                    }
+                    if let Some(g) = &want.gpus
+                        && *g != n.gpus
+                    {
+                        errors.push(format!(
+                            "{} nominated GPUs {:?}, expected {g:?}",
+                            want.pod, n.gpus
+                        ));
+                    }
+                }
+            }
+        }
+        for (pod, n) in got {
+            errors.push(format!("unexpected nomination {pod} -> {}", n.node));
         }
     }
     check_resources(

@@ -41,6 +41,7 @@ pub fn schedule(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Decisio
     let mut cycle = Cycle::new(snapshot, config, now);
     cycle.run_minimums();
     cycle.run_elastic();
+    cycle.run_evictions();
     cycle.finish()
 }
 
@@ -74,13 +75,14 @@ type Candidate = (Reverse<usize>, u64, u64, Reverse<u32>, DeviceChoice);
 type Placed = (usize, usize, Vec<usize>);
 
 /// A pod holding capacity: node, request, constraints, device indices if
-/// known, name.
+/// known, name, and (job, task) for Trainyard's own tasks.
 type Holder<'a> = (
     usize,
     &'a Resources,
     &'a PlacementConstraints,
     Option<&'a Vec<u32>>,
     &'a str,
+    Option<(usize, usize)>,
 );
 
 struct Cycle<'s> {
@@ -111,6 +113,14 @@ struct Cycle<'s> {
     warnings: Vec<String>,
     stats: CycleStats,
     topo: Option<topo::TopoIndex>,
+    /// Where each job's bound tasks sit (task, node, device slots).
+    bound_at: Vec<Vec<Placed>>,
+    /// Capacity held for each job's nominated pending tasks.
+    reserved: Vec<Vec<Placed>>,
+    /// Jobs with an unexpired nomination: they wait, they do not evict again.
+    nominated: Vec<bool>,
+    /// Jobs chosen as victims this cycle.
+    evicted: Vec<usize>,
 }
 
 impl<'s> Cycle<'s> {
@@ -146,6 +156,7 @@ impl<'s> Cycle<'s> {
                     &no_constraints,
                     p.gpus.as_ref(),
                     p.name.as_str(),
+                    None,
                 )),
                 None => warnings.push(format!(
                     "pod {} is bound to unknown node {}; its capacity is not counted",
@@ -196,6 +207,7 @@ impl<'s> Cycle<'s> {
                                 &task.constraints,
                                 gpus.as_ref(),
                                 task.name.as_str(),
+                                Some((jobs.len(), t)),
                             )),
                             None => warnings.push(format!(
                                 "task {} is bound to unknown node {node}; it counts for its queue but holds no node capacity",
@@ -236,7 +248,7 @@ impl<'s> Cycle<'s> {
         // pods outside Trainyard hold there.
         let mut capacity = Resources::zero();
         let mut ext_used: Vec<Resources> = vec![Resources::zero(); nodes.len()];
-        for (n, req, _, _, _) in &holders[..external_count] {
+        for (n, req, _, _, _, _) in &holders[..external_count] {
             ext_used[*n].add(req);
         }
         for (i, node) in nodes.iter().enumerate() {
@@ -250,7 +262,8 @@ impl<'s> Cycle<'s> {
         // Account held capacity: explicit device indices first, then the
         // holders whose devices are unknown get the lowest free ones.
         let mut implicit = Vec::new();
-        for (n, req, c, gpus, name) in holders {
+        let mut bound_at: Vec<Vec<Placed>> = vec![Vec::new(); jobs.len()];
+        for (n, req, c, gpus, name, owner) in holders {
             let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
             let pod = PodView::new(req, ask, c);
             match gpus {
@@ -281,11 +294,14 @@ impl<'s> Cycle<'s> {
                         }
                     }
                     states[n].take(nodes[n], &pod, &slots);
+                    if let Some((j, t)) = owner {
+                        bound_at[j].push((t, n, slots));
+                    }
                 }
-                None => implicit.push((n, pod, name)),
+                None => implicit.push((n, pod, name, owner)),
             }
         }
-        for (n, pod, name) in implicit {
+        for (n, pod, name, owner) in implicit {
             let req = pod.req;
             if !req.fits_in(&states[n].free) {
                 warnings.push(format!(
@@ -295,6 +311,38 @@ impl<'s> Cycle<'s> {
             }
             let slots = states[n].best_devices(nodes[n], &pod);
             states[n].take(nodes[n], &pod, &slots);
+            if let Some((j, t)) = owner {
+                bound_at[j].push((t, n, slots));
+            }
+        }
+
+        // Capacity reserved for nominated pending tasks (preemptors whose
+        // victims have gone), until the nomination times out. Released when
+        // the job itself is tried.
+        let mut reserved: Vec<Vec<Placed>> = vec![Vec::new(); jobs.len()];
+        let mut nominated = vec![false; jobs.len()];
+        let timeout = config.preemption.nomination_timeout_seconds;
+        for (j, jw) in jobs.iter().enumerate() {
+            for &t in &jw.pending {
+                let task = &jw.job.tasks[t];
+                let Some(nom) = &task.nomination else {
+                    continue;
+                };
+                if now.secs_since(nom.since) >= timeout {
+                    continue;
+                }
+                nominated[j] = true;
+                let Some(&n) = index.get(nom.node.as_str()) else {
+                    continue;
+                };
+                let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
+                let pod = PodView::new(&task.requests, ask, &task.constraints);
+                if states[n].fits(nodes[n], &pod) {
+                    let slots = states[n].best_devices(nodes[n], &pod);
+                    states[n].take(nodes[n], &pod, &slots);
+                    reserved[j].push((t, n, slots));
+                }
+            }
         }
 
         // Bubble leaf allocations up the tree.
@@ -352,6 +400,10 @@ impl<'s> Cycle<'s> {
             warnings,
             stats,
             topo,
+            bound_at,
+            reserved,
+            nominated,
+            evicted: Vec::new(),
         }
     }
 
@@ -556,6 +608,9 @@ impl<'s> Cycle<'s> {
             needs.add(&job.tasks[t].requests);
         }
         self.check_limits(jw.leaf, &needs)?;
+        if !job.preemptible {
+            self.check_quota_for_non_preemptible(jw.leaf, &needs)?;
+        }
 
         // Same shape throughout? Then the failed-shape cache applies.
         let first = &job.tasks[chosen[0]];
@@ -620,26 +675,52 @@ impl<'s> Cycle<'s> {
             None
         };
         let mark = self.state.begin();
-        let mut placed: Vec<Placed> = Vec::with_capacity(chosen.len());
-        if topo_search {
-            match self.place_gang_topology(j, &chosen, &needs) {
-                Ok(p) => placed = p,
-                Err(reason) => {
-                    self.state.rollback(mark);
-                    if cacheable && matches!(reason, PendingReason::Unschedulable { .. }) {
-                        let e = self
-                            .failed_shapes
-                            .entry(shape_key)
-                            .or_insert((chosen.len() as u32, reason.clone()));
-                        if chosen.len() as u32 <= e.0 {
-                            *e = (chosen.len() as u32, reason.clone());
-                        }
+        self.release_reservations(j);
+        let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
+            Ok(p) => p,
+            Err(reason) => {
+                self.state.rollback(mark);
+                if cacheable && matches!(reason, PendingReason::Unschedulable { .. }) {
+                    let e = self
+                        .failed_shapes
+                        .entry(shape_key)
+                        .or_insert((chosen.len() as u32, reason.clone()));
+                    if chosen.len() as u32 <= e.0 {
+                        *e = (chosen.len() as u32, reason.clone());
                     }
-                    return Err(reason);
                 }
+                return Err(reason);
             }
+        };
+        self.state.commit(mark);
+        self.stats.gangs_placed += 1;
+        let bound = self.jobs[j].bound_total as usize;
+        if chosen.len() + bound > 1
+            && let Some(gp) = self.gang_placement(j, &placed, tightest)
+        {
+            self.placements.push(gp);
         }
-        let mut start = if topo_search { chosen.len() } else { 0 };
+        self.record(j, placed);
+        Ok(())
+    }
+
+    /// Places the chosen pods of job `j` inside the open transaction: by
+    /// the topology search or run by run over the whole cluster. On error the
+    /// caller rolls back.
+    fn place_chosen(
+        &mut self,
+        j: usize,
+        chosen: &[usize],
+        needs: &Resources,
+        topo_search: bool,
+    ) -> Result<Vec<Placed>, PendingReason> {
+        if topo_search {
+            return self.place_gang_topology(j, chosen, needs);
+        }
+        let job = self.jobs[j].job;
+        let aware = self.topology_aware();
+        let mut placed: Vec<Placed> = Vec::with_capacity(chosen.len());
+        let mut start = 0;
         while start < chosen.len() {
             let head = &job.tasks[chosen[start]];
             let mut end = start + 1;
@@ -663,7 +744,7 @@ impl<'s> Cycle<'s> {
                 let failed_task = &job.tasks[chosen[start + fail_at]];
                 let (nodes_fit, filters) =
                     self.diagnose(&failed_task.requests, &failed_task.constraints);
-                let reason = PendingReason::Unschedulable {
+                return Err(PendingReason::Unschedulable {
                     needs: needs.clone(),
                     pods_needed: chosen.len() as u32,
                     pods_placed: placed.len() as u32,
@@ -671,31 +752,11 @@ impl<'s> Cycle<'s> {
                     nodes_total: self.nodes.len() as u32,
                     nodes_fit,
                     filters,
-                };
-                self.state.rollback(mark);
-                if cacheable {
-                    let e = self
-                        .failed_shapes
-                        .entry(shape_key)
-                        .or_insert((chosen.len() as u32, reason.clone()));
-                    if chosen.len() as u32 <= e.0 {
-                        *e = (chosen.len() as u32, reason.clone());
-                    }
-                }
-                return Err(reason);
+                });
             }
             start = end;
         }
-        self.state.commit(mark);
-        self.stats.gangs_placed += 1;
-        let bound = self.jobs[j].bound_total as usize;
-        if chosen.len() + bound > 1
-            && let Some(gp) = self.gang_placement(j, &placed, tightest)
-        {
-            self.placements.push(gp);
-        }
-        self.record(j, placed);
-        Ok(())
+        Ok(placed)
     }
 
     /// Whether a gang that did not fit could fit on its nodes if they were
@@ -1155,6 +1216,7 @@ fn select_minimum(
     Ok(chosen)
 }
 
+mod evict;
 #[cfg(test)]
 mod tests;
 mod topo;

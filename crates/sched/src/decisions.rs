@@ -219,6 +219,15 @@ pub enum PendingReason {
         needs: u64,
         unit: String,
     },
+    /// A job that is not preemptible would take a queue above its quota.
+    #[serde(rename_all = "camelCase")]
+    NonPreemptibleOverQuota {
+        queue: String,
+        resource: ResourceName,
+        used: u64,
+        requested: u64,
+        quota: u64,
+    },
     /// Evictions were made for this gang; it waits for the victims to
     /// terminate, with capacity reserved on the nominated nodes.
     #[serde(rename_all = "camelCase")]
@@ -348,6 +357,19 @@ impl fmt::Display for PendingReason {
                 f,
                 "{scope} needs {needs} {unit} over at least {needs_leaves} leaves; maxLeaves is {max_leaves}"
             ),
+            PendingReason::NonPreemptibleOverQuota {
+                queue,
+                resource,
+                used,
+                requested,
+                quota,
+            } => write!(
+                f,
+                "not preemptible, so it runs only within quota: queue {queue} would have {resource} {} + {} > quota {}",
+                resource.format_amount(*used),
+                resource.format_amount(*requested),
+                resource.format_amount(*quota)
+            ),
             PendingReason::WaitingForVictims { victims, nodes } => write!(
                 f,
                 "waiting for {victims} evicted pod(s) to terminate; room reserved on {}",
@@ -401,6 +423,9 @@ pub struct CycleStats {
     pub jobs_considered: u32,
     pub gangs_placed: u32,
     pub pods_bound: u32,
+    /// Pods evicted by reclaim or preemption.
+    #[serde(default)]
+    pub evictions: u32,
 }
 
 /// Everything one scheduling cycle decided.

@@ -368,6 +368,35 @@ impl NodeState {
     }
 }
 
+impl NodeState {
+    /// Gives back what [`take`](Self::take) took for the pod on `slots`
+    /// (a victim leaving, a reservation released).
+    pub fn give(&mut self, node: &Node, pod: &PodView, slots: &[usize]) {
+        let mut r = pod.req.clone();
+        if pod.ask != GpuAsk::None {
+            r.gpu = Self::charged_gpu(node, pod, slots);
+        }
+        self.free.add(&r);
+        // Never above allocatable, whatever the input claimed.
+        self.free = self.free.min(&node.allocatable);
+        self.pods = self.pods.saturating_sub(1);
+        for &s in slots {
+            if let (Some(u), Some(dev)) = (self.gpu_used.get_mut(s), node.gpus.get(s)) {
+                let m = pod.ask.milli_on(dev).unwrap_or(FULL);
+                *u = u.saturating_sub(m);
+            }
+        }
+        if let Some(tag) = pod.ask.tag()
+            && let Ok(i) = self.tags.binary_search_by(|(t, _)| t.cmp(&tag))
+        {
+            self.tags[i].1 -= 1;
+            if self.tags[i].1 == 0 {
+                self.tags.remove(i);
+            }
+        }
+    }
+}
+
 /// All nodes' state plus the undo log of the open transaction.
 #[derive(Debug, Default)]
 pub struct ClusterState {
@@ -395,6 +424,12 @@ impl ClusterState {
     pub fn take(&mut self, n: usize, node: &Node, pod: &PodView, slots: &[usize]) {
         self.undo.push((n, self.nodes[n].clone()));
         self.nodes[n].take(node, pod, slots);
+    }
+
+    /// Frees on node `n`, recording the previous state for rollback.
+    pub fn give(&mut self, n: usize, node: &Node, pod: &PodView, slots: &[usize]) {
+        self.undo.push((n, self.nodes[n].clone()));
+        self.nodes[n].give(node, pod, slots);
     }
 
     /// Restores every node changed since `mark`.

@@ -1,0 +1,673 @@
+//! Reclaim (across queues) and preemption (inside a leaf queue).
+//!
+//! After the normal passes, every gang still pending for lack of room is
+//! considered in the same queue walk order. For each, the cheapest set of
+//! victims that really makes it fit is searched inside the cycle's
+//! transaction: victims are given back tentatively, the gang is placed by
+//! the same search as always, and everything is rolled back unless the
+//! result is used. Rules, all enforced here (see `docs/preemption.md`):
+//!
+//! - **Reclaim**: the preemptor's queue and the victim's queue are compared
+//!   where their paths meet (children A and B of their lowest common
+//!   ancestor). Every queue on the preemptor's side below the ancestor must
+//!   end at or below its fair share; B must be above its fair share on a
+//!   resource the gang needs; no queue on the victim's side may drop below
+//!   `min(quota, demand)`.
+//! - **Preemption**: same leaf queue, strictly lower priority.
+//! - Only preemptible jobs past their queue's minimum runtime, with no pod
+//!   already terminating, are victims.
+//! - **Gang-aware units**: elastic pods above `minMember` (most recently
+//!   started first) are units of one pod; the rest of a gang is one unit.
+//! - **Cheapest first**: units by priority, elastic before whole gangs,
+//!   most recently started, fewest pods; then the set is minimised (every
+//!   unit whose removal still lets the gang fit is dropped), tried within
+//!   each leaf domain and over the whole cluster, and the cheapest result
+//!   wins, a one-leaf set before a scattered one at equal priority.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use trainyard_model::{QueueId, QueueTree, ResourceName, Resources, TaskState};
+
+use super::{Cycle, Placed, select_minimum};
+use crate::decisions::{Eviction, EvictionKind, NominationDecision, PendingReason};
+use crate::state::{GpuAsk, PodView};
+
+/// Leaf-domain scopes tried per preemptor, besides the whole cluster.
+const DOMAIN_SCOPES: usize = 8;
+
+/// A set of bound tasks evicted together.
+#[derive(Clone, Debug)]
+struct Unit {
+    job: usize,
+    /// (task, node, device slots), as accounted.
+    tasks: Vec<Placed>,
+    kind: EvictionKind,
+    elastic: bool,
+    priority: i32,
+    /// Latest start among the unit's pods (ms); `i64::MIN` when unknown.
+    started: i64,
+    freed: Resources,
+    /// The queue (B) whose fair share justified a reclaim, for the message.
+    over: Option<QueueId>,
+}
+
+impl Unit {
+    fn key(&self) -> (i32, bool, std::cmp::Reverse<i64>, usize) {
+        (
+            self.priority,
+            !self.elastic,
+            std::cmp::Reverse(self.started),
+            self.tasks.len(),
+        )
+    }
+}
+
+/// A victim set that works, and what it costs.
+struct Plan {
+    units: Vec<Unit>,
+    /// (max victim priority, 0 = one leaf domain / 1 = cluster, pods,
+    /// work lost in pod-seconds).
+    cost: (i32, u8, usize, u64),
+}
+
+impl<'s> Cycle<'s> {
+    /// Gives back the capacity reserved for job `j`'s nominated tasks (it is
+    /// being placed now). Inside the caller's transaction.
+    pub(super) fn release_reservations(&mut self, j: usize) {
+        let res = std::mem::take(&mut self.reserved[j]);
+        let job = self.jobs[j].job;
+        for (t, n, slots) in &res {
+            let task = &job.tasks[*t];
+            let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
+            let pod = PodView::new(&task.requests, ask, &task.constraints);
+            self.state.give(*n, self.nodes[*n], &pod, slots);
+        }
+    }
+
+    /// Non-preemptible jobs run only within quota: GPUs always, other
+    /// resources where the queue has a quota.
+    pub(super) fn check_quota_for_non_preemptible(
+        &self,
+        leaf: QueueId,
+        needs: &Resources,
+    ) -> Result<(), PendingReason> {
+        for q in self.tree.ancestors(leaf) {
+            let quota = &self.tree.spec(q).quota;
+            for (r, want) in needs.iter() {
+                if want == 0 || (r != ResourceName::Gpu && quota.get(&r) == 0) {
+                    continue;
+                }
+                let used = self.alloc[q.0].get(&r);
+                if used + want > quota.get(&r) {
+                    return Err(PendingReason::NonPreemptibleOverQuota {
+                        queue: self.tree.path(q).to_string(),
+                        used,
+                        requested: want,
+                        quota: quota.get(&r),
+                        resource: r,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The pass: see the module docs.
+    pub(super) fn run_evictions(&mut self) {
+        let cfg = self.config.preemption;
+        if !cfg.reclaim && !cfg.preempt {
+            return;
+        }
+        let waiting: BTreeSet<usize> = self
+            .pending
+            .iter()
+            .filter(|(j, r)| {
+                self.jobs[**j].blocked.is_none()
+                    && matches!(
+                        r,
+                        PendingReason::Unschedulable { .. }
+                            | PendingReason::TopologyUnfit { .. }
+                            | PendingReason::TooManyLeaves { .. }
+                    )
+            })
+            .map(|(j, _)| *j)
+            .collect();
+        if waiting.is_empty() {
+            return;
+        }
+        let ids: BTreeSet<&str> = waiting
+            .iter()
+            .map(|&j| self.jobs[j].job.id.as_str())
+            .collect();
+        let (mut queues, mut active) = self.build_walk(|jw| ids.contains(jw.job.id.as_str()));
+        while let Some(leaf) = self.pick_leaf(&active) {
+            let Some(j) = self.pop_job(leaf, &mut queues, &mut active) else {
+                break;
+            };
+            if self.nominated[j] {
+                let job = self.jobs[j].job;
+                let nodes: BTreeSet<String> = job
+                    .tasks
+                    .iter()
+                    .filter_map(|t| t.nomination.as_ref().map(|n| n.node.clone()))
+                    .collect();
+                let victims = self
+                    .jobs
+                    .iter()
+                    .flat_map(|jw| jw.job.tasks.iter())
+                    .filter(|t| {
+                        t.terminating
+                            && matches!(&t.state, TaskState::Bound { node, .. } if nodes.contains(node))
+                    })
+                    .count() as u32;
+                self.pending.insert(
+                    j,
+                    PendingReason::WaitingForVictims {
+                        victims,
+                        nodes: nodes.into_iter().collect(),
+                    },
+                );
+                continue;
+            }
+            if let Some(plan) = self.find_victims(j) {
+                self.apply_plan(j, plan);
+            }
+        }
+    }
+
+    /// The gang minimum of `j`, its needs, and whether it uses the topology search.
+    fn minimum_of(&self, j: usize) -> Option<(Vec<usize>, Resources, bool)> {
+        let jw = &self.jobs[j];
+        let job = jw.job;
+        let chosen = select_minimum(job, &jw.pending, &jw.bound_by_sub, jw.bound_total).ok()?;
+        if chosen.is_empty() {
+            return None;
+        }
+        let mut needs = Resources::zero();
+        for &t in &chosen {
+            needs.add(&job.tasks[t].requests);
+        }
+        let constrained =
+            !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
+        let topo_search = self.topology_aware() && (chosen.len() > 1 || constrained);
+        Some((chosen, needs, topo_search))
+    }
+
+    /// Minimum runtime of a leaf queue, inherited from the nearest ancestor.
+    fn min_runtime(&self, leaf: QueueId) -> Option<u64> {
+        self.tree
+            .ancestors(leaf)
+            .find_map(|q| self.tree.spec(q).min_runtime_seconds)
+    }
+
+    /// Path from `leaf` up to (excluding) the root, leaf first.
+    fn path(&self, leaf: QueueId) -> Vec<QueueId> {
+        self.tree.ancestors(leaf).collect()
+    }
+
+    /// Reclaim check between the preemptor's leaf `q` and a victim leaf
+    /// `v`: `Some(B)` when allowed, B being the victim side's child of the
+    /// lowest common ancestor.
+    fn reclaim_allowed(&self, q: QueueId, v: QueueId, needs: &Resources) -> Option<QueueId> {
+        let pq = self.path(q);
+        let pv = self.path(v);
+        let lca = pq.iter().find(|x| pv.contains(x)).copied();
+        let below = |p: &[QueueId]| -> Vec<QueueId> {
+            match lca {
+                Some(l) => p.iter().copied().take_while(|x| *x != l).collect(),
+                None => p.to_vec(),
+            }
+        };
+        let (side_q, side_v) = (below(&pq), below(&pv));
+        let b = *side_v.last()?;
+        // The preemptor's side must end at or below its fair share.
+        for x in &side_q {
+            for (r, want) in needs.iter() {
+                if want > 0 && self.alloc[x.0].get(&r) + want > self.fair[x.0].get(&r) {
+                    return None;
+                }
+            }
+        }
+        // B must be above its fair share on a resource the gang needs.
+        let over = needs
+            .iter()
+            .any(|(r, want)| want > 0 && self.alloc[b.0].get(&r) > self.fair[b.0].get(&r));
+        over.then_some(b)
+    }
+
+    /// Victim units for preemptor `j`, cheapest first.
+    fn victim_units(&self, j: usize, needs: &Resources) -> Vec<Unit> {
+        let cfg = self.config.preemption;
+        let jw = &self.jobs[j];
+        let me = jw.job;
+        let mut units = Vec::new();
+        let mut jobs_seen = 0u32;
+        let mut order: Vec<usize> = (0..self.jobs.len()).collect();
+        // Cheapest jobs first so that the cap keeps the right ones.
+        order.sort_by_key(|&v| {
+            (
+                self.jobs[v].job.priority,
+                std::cmp::Reverse(self.job_started(v)),
+            )
+        });
+        for v in order {
+            let vw = &self.jobs[v];
+            let vj = vw.job;
+            if v == j
+                || vw.leaf == QueueTree::ROOT
+                || self.bound_at[v].is_empty()
+                || !vj.preemptible
+                || vj.tasks.iter().any(|t| t.terminating)
+            {
+                continue;
+            }
+            let (kind, over) = if vw.leaf == jw.leaf {
+                if !cfg.preempt || vj.priority >= me.priority {
+                    continue;
+                }
+                (EvictionKind::Preempt, None)
+            } else {
+                if !cfg.reclaim {
+                    continue;
+                }
+                match self.reclaim_allowed(jw.leaf, vw.leaf, needs) {
+                    Some(b) => (EvictionKind::Reclaim, Some(b)),
+                    None => continue,
+                }
+            };
+            let started = self.job_started(v);
+            if let Some(min) = self.min_runtime(vw.leaf)
+                && started != i64::MIN
+                && self.now.0.saturating_sub(started) < (min as i64).saturating_mul(1000)
+            {
+                continue;
+            }
+            if jobs_seen >= cfg.max_victim_jobs {
+                break;
+            }
+            jobs_seen += 1;
+            // Elastic pods first (most recently started), respecting
+            // sub-group minimums; the rest is the gang.
+            let mut bound: Vec<Placed> = self.bound_at[v].clone();
+            bound.sort_by_key(|(t, _, _)| {
+                (
+                    std::cmp::Reverse(vj.tasks[*t].started.map_or(i64::MIN, |s| s.0)),
+                    std::cmp::Reverse(vj.tasks[*t].name.clone()),
+                )
+            });
+            let mut left = bound.len() as u32;
+            let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
+            for (t, _, _) in &bound {
+                *per_sub
+                    .entry(vj.tasks[*t].subgroup.as_deref().unwrap_or(""))
+                    .or_default() += 1;
+            }
+            let mut gang = Vec::new();
+            for p in bound {
+                let task = &vj.tasks[p.0];
+                let sub = task.subgroup.as_deref().unwrap_or("");
+                let sub_min = vj
+                    .subgroups
+                    .iter()
+                    .find(|s| s.name == sub)
+                    .map_or(0, |s| s.min_member);
+                let have = per_sub.get(sub).copied().unwrap_or(0);
+                if left > vj.min_member && have > sub_min {
+                    left -= 1;
+                    if let Some(h) = per_sub.get_mut(sub) {
+                        *h -= 1;
+                    }
+                    units.push(Unit {
+                        job: v,
+                        freed: task.requests.clone(),
+                        started: task.started.map_or(i64::MIN, |s| s.0),
+                        tasks: vec![p],
+                        kind,
+                        elastic: true,
+                        priority: vj.priority,
+                        over,
+                    });
+                } else {
+                    gang.push(p);
+                }
+            }
+            if !gang.is_empty() {
+                let mut freed = Resources::zero();
+                let mut started = i64::MIN;
+                for (t, _, _) in &gang {
+                    freed.add(&vj.tasks[*t].requests);
+                    started = started.max(vj.tasks[*t].started.map_or(i64::MIN, |s| s.0));
+                }
+                units.push(Unit {
+                    job: v,
+                    tasks: gang,
+                    kind,
+                    elastic: false,
+                    priority: vj.priority,
+                    started,
+                    freed,
+                    over,
+                });
+            }
+        }
+        units.sort_by(|a, b| {
+            a.key().cmp(&b.key()).then_with(|| {
+                (&self.jobs[a.job].job.id, a.tasks[0].0)
+                    .cmp(&(&self.jobs[b.job].job.id, b.tasks[0].0))
+            })
+        });
+        units
+    }
+
+    /// Latest start of a job's bound pods (ms), `i64::MIN` when unknown.
+    fn job_started(&self, v: usize) -> i64 {
+        let job = self.jobs[v].job;
+        self.bound_at[v]
+            .iter()
+            .filter_map(|(t, _, _)| job.tasks[*t].started.map(|s| s.0))
+            .max()
+            .unwrap_or(i64::MIN)
+    }
+
+    /// Gives back every task of `units` (inside the open transaction).
+    fn give_units(&mut self, units: &[&Unit]) {
+        for u in units {
+            let job = self.jobs[u.job].job;
+            for (t, n, slots) in &u.tasks {
+                let task = &job.tasks[*t];
+                let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
+                let pod = PodView::new(&task.requests, ask, &task.constraints);
+                self.state.give(*n, self.nodes[*n], &pod, slots);
+            }
+        }
+    }
+
+    /// Whether the victim side keeps `min(quota, demand)` with `extra` freed too.
+    fn quota_kept(&self, freed: &BTreeMap<usize, Resources>, unit: &Unit) -> bool {
+        if unit.kind == EvictionKind::Preempt {
+            return true;
+        }
+        let leaf = self.jobs[unit.job].leaf;
+        for q in self.tree.ancestors(leaf) {
+            let spec = self.tree.spec(q);
+            let mut out = freed.get(&q.0).cloned().unwrap_or_else(Resources::zero);
+            out.add(&unit.freed);
+            for (r, gone) in out.iter() {
+                let floor = spec.quota.get(&r).min(self.demand[q.0].get(&r));
+                if gone > 0 && self.alloc[q.0].get(&r).saturating_sub(gone) < floor {
+                    return false;
+                }
+            }
+            if Some(q) == unit.over {
+                break;
+            }
+        }
+        true
+    }
+
+    /// Whether the gang fits with exactly `units` gone (state restored after).
+    fn fits_without(
+        &mut self,
+        j: usize,
+        chosen: &[usize],
+        needs: &Resources,
+        topo_search: bool,
+        units: &[&Unit],
+    ) -> bool {
+        let mark = self.state.begin();
+        self.give_units(units);
+        let ok = self.place_chosen(j, chosen, needs, topo_search).is_ok();
+        self.state.rollback(mark);
+        ok
+    }
+
+    /// The cheapest victim set that makes gang `j` fit, if any.
+    fn find_victims(&mut self, j: usize) -> Option<Plan> {
+        let (chosen, needs, topo_search) = self.minimum_of(j)?;
+        let leaf = self.jobs[j].leaf;
+        self.check_limits(leaf, &needs).ok()?;
+        if !self.jobs[j].job.preemptible {
+            self.check_quota_for_non_preemptible(leaf, &needs).ok()?;
+        }
+        let units = self.victim_units(j, &needs);
+        if units.is_empty() {
+            return None;
+        }
+        // Scopes: leaf domains (victims all inside one), then the cluster.
+        let mut scopes: Vec<(u8, Option<BTreeSet<usize>>)> = Vec::new();
+        if let Some(ti) = &self.topo
+            && self.topology_aware()
+            && let Some(lf) = ti.topo.leaf_level()
+        {
+            let mut by_domain: BTreeMap<u32, (u64, BTreeSet<usize>)> = BTreeMap::new();
+            for n in 0..self.nodes.len() {
+                if let Some(d) = ti.domain_of[lf][n] {
+                    let e = by_domain.entry(d).or_default();
+                    e.0 += self.state.nodes[n].free.gpu;
+                    e.1.insert(n);
+                }
+            }
+            for u in &units {
+                let ds: BTreeSet<Option<u32>> = u
+                    .tasks
+                    .iter()
+                    .map(|(_, n, _)| ti.domain_of[lf][*n])
+                    .collect();
+                if ds.len() == 1
+                    && let Some(Some(d)) = ds.into_iter().next()
+                    && let Some(e) = by_domain.get_mut(&d)
+                {
+                    e.0 += u.freed.gpu;
+                }
+            }
+            let mut doms: Vec<(u64, u32, BTreeSet<usize>)> = by_domain
+                .into_iter()
+                .filter(|(_, (room, _))| *room >= needs.gpu)
+                .map(|(d, (room, nodes))| (room, d, nodes))
+                .collect();
+            doms.sort_by_key(|(room, d, _)| (*room, *d));
+            for (_, _, nodes) in doms.into_iter().take(DOMAIN_SCOPES) {
+                scopes.push((0, Some(nodes)));
+            }
+        }
+        scopes.push((1, None));
+
+        let total_free: Resources = {
+            let mut r = Resources::zero();
+            for st in &self.state.nodes {
+                r.add(&st.free);
+            }
+            r
+        };
+        let mut best: Option<Plan> = None;
+        for (rank, scope) in scopes {
+            let pool: Vec<&Unit> = units
+                .iter()
+                .filter(|u| match &scope {
+                    None => true,
+                    Some(nodes) => u.tasks.iter().all(|(_, n, _)| nodes.contains(n)),
+                })
+                .collect();
+            // Greedy: cheapest units until the gang fits.
+            let mut taken: Vec<&Unit> = Vec::new();
+            let mut freed_q: BTreeMap<usize, Resources> = BTreeMap::new();
+            let mut free = total_free.clone();
+            let mut fits = false;
+            for u in pool {
+                if !self.quota_kept(&freed_q, u) {
+                    continue;
+                }
+                for q in self.tree.ancestors(self.jobs[u.job].leaf) {
+                    freed_q
+                        .entry(q.0)
+                        .or_insert_with(Resources::zero)
+                        .add(&u.freed);
+                }
+                free.add(&u.freed);
+                taken.push(u);
+                if needs.fits_in(&free)
+                    && self.fits_without(j, &chosen, &needs, topo_search, &taken)
+                {
+                    fits = true;
+                    break;
+                }
+            }
+            if !fits {
+                continue;
+            }
+            // Minimise: drop every unit the gang does not need, most
+            // expensive first.
+            let mut i = taken.len();
+            while i > 0 {
+                i -= 1;
+                let mut without = taken.clone();
+                without.remove(i);
+                if self.fits_without(j, &chosen, &needs, topo_search, &without) {
+                    taken = without;
+                }
+            }
+            let lost: u64 = taken
+                .iter()
+                .map(|u| {
+                    let since = if u.started == i64::MIN { 0 } else { u.started };
+                    (self.now.0.saturating_sub(since).max(0) as u64 / 1000) * u.tasks.len() as u64
+                })
+                .sum();
+            let cost = (
+                taken.iter().map(|u| u.priority).max().unwrap_or(i32::MIN),
+                rank,
+                taken.iter().map(|u| u.tasks.len()).sum(),
+                lost,
+            );
+            if best.as_ref().is_none_or(|b| cost < b.cost) {
+                best = Some(Plan {
+                    units: taken.into_iter().cloned().collect(),
+                    cost,
+                });
+            }
+        }
+        best
+    }
+
+    /// Commits a plan: victims leave, the preemptor is placed and nominated.
+    fn apply_plan(&mut self, j: usize, plan: Plan) {
+        let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
+            return;
+        };
+        let mark = self.state.begin();
+        let refs: Vec<&Unit> = plan.units.iter().collect();
+        self.give_units(&refs);
+        let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
+            Ok(p) => p,
+            Err(_) => {
+                // The search proved this fits; a different result means the
+                // state changed under it, so do nothing rather than evict.
+                self.state.rollback(mark);
+                return;
+            }
+        };
+        self.state.commit(mark);
+        let me = self.jobs[j].job;
+        let my_leaf = self.jobs[j].leaf;
+        let mut victims = 0u32;
+        for u in &plan.units {
+            let vw = &self.jobs[u.job];
+            let vj = vw.job;
+            let vleaf = vw.leaf;
+            let message = match u.kind {
+                EvictionKind::Reclaim => {
+                    let b = u.over.unwrap_or(vleaf);
+                    // The resource with the highest allocated / fair share.
+                    let mut shown: Option<(ResourceName, u64, u64)> = None;
+                    for (r, want) in needs.iter() {
+                        if want == 0 {
+                            continue;
+                        }
+                        let (a, f) = (self.alloc[b.0].get(&r), self.fair[b.0].get(&r));
+                        let better = match &shown {
+                            None => true,
+                            Some((_, sa, sf)) => {
+                                trainyard_model::resources::cmp_ratio(a, f, *sa, *sf)
+                                    == std::cmp::Ordering::Greater
+                            }
+                        };
+                        if better {
+                            shown = Some((r, a, f));
+                        }
+                    }
+                    let detail = shown
+                        .map(|(r, a, f)| {
+                            format!(" ({r} {}/{})", r.format_amount(a), r.format_amount(f))
+                        })
+                        .unwrap_or_default();
+                    format!(
+                        "reclaimed for {} ({}): {} above fair share{detail}",
+                        me.id,
+                        self.tree.path(my_leaf),
+                        self.tree.path(b)
+                    )
+                }
+                EvictionKind::Preempt => format!(
+                    "preempted by {} (priority {} > {}) in queue {}",
+                    me.id,
+                    me.priority,
+                    vj.priority,
+                    self.tree.path(vleaf)
+                ),
+            };
+            let message = if u.elastic {
+                format!("{message}; elastic pod above minMember {}", vj.min_member)
+            } else {
+                message
+            };
+            for (t, n, _) in &u.tasks {
+                self.evictions.push(Eviction {
+                    job: vj.id.clone(),
+                    task: vj.tasks[*t].name.clone(),
+                    node: self.nodes[*n].name.clone(),
+                    kind: u.kind,
+                    preemptor: me.id.clone(),
+                    message: message.clone(),
+                });
+                victims += 1;
+            }
+            // The victim's capacity leaves its queues now.
+            for q in self.tree.ancestors(vleaf) {
+                self.alloc[q.0].saturating_sub(&u.freed);
+            }
+            self.alloc[QueueTree::ROOT.0].saturating_sub(&u.freed);
+            let gone: BTreeSet<usize> = u.tasks.iter().map(|p| p.0).collect();
+            let vw = &mut self.jobs[u.job];
+            vw.bound_total = vw.bound_total.saturating_sub(gone.len() as u32);
+            self.bound_at[u.job].retain(|p| !gone.contains(&p.0));
+            if !self.evicted.contains(&u.job) {
+                self.evicted.push(u.job);
+            }
+        }
+        // The preemptor's room is held for it for the rest of the cycle and
+        // counted for its queue; it binds once the victims are gone.
+        for q in self.tree.ancestors(my_leaf) {
+            self.alloc[q.0].add(&needs);
+        }
+        self.alloc[QueueTree::ROOT.0].add(&needs);
+        let mut nodes: BTreeSet<String> = BTreeSet::new();
+        for (t, n, slots) in &placed {
+            let node = self.nodes[*n];
+            nodes.insert(node.name.clone());
+            self.nominations.push(NominationDecision {
+                job: me.id.clone(),
+                task: me.tasks[*t].name.clone(),
+                node: node.name.clone(),
+                gpus: slots.iter().map(|&s| node.gpus[s].index).collect(),
+            });
+        }
+        self.stats.evictions += victims;
+        self.pending.insert(
+            j,
+            PendingReason::WaitingForVictims {
+                victims,
+                nodes: nodes.into_iter().collect(),
+            },
+        );
+    }
+}

@@ -645,7 +645,8 @@ impl<'s> Cycle<'s> {
         let topo_search = aware && (chosen.len() > 1 || constrained);
         // The failed-shape cache holds for unconstrained gangs only: a
         // constrained one may fail for its own constraint.
-        let cacheable = single_shape && !constrained;
+        // Nor for a job with reserved room: releasing it adds capacity.
+        let cacheable = single_shape && !constrained && self.reserved[j].is_empty();
         if cacheable
             && let Some((n, reason)) = self.failed_shapes.get(&shape_key)
             && chosen.len() as u32 >= *n

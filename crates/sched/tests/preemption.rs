@@ -125,7 +125,11 @@ fn reclaim_that_would_not_fit_evicts_nothing() {
     let d = run_with(nodes(2), vec![q("a", 0), q("b", 8)], jobs, ext, None);
     assert!(d.evictions.is_empty(), "{:?}", d.evictions);
     assert!(d.nominations.is_empty());
-    assert!(d.pending[0].message.starts_with("gang needs 8 × nvidia.com/gpu"));
+    assert!(
+        d.pending[0]
+            .message
+            .starts_with("gang needs 8 × nvidia.com/gpu")
+    );
 }
 
 #[test]
@@ -153,7 +157,11 @@ fn elastic_job_shrinks_instead_of_dying() {
         vec![elastic, pending("b/big", "b", 1, 8)],
     );
     assert_eq!(evicted(&d), ["a/el-2", "a/el-3"]);
-    assert!(d.evictions[0].message.ends_with("; elastic pod above minMember 2"));
+    assert!(
+        d.evictions[0]
+            .message
+            .ends_with("; elastic pod above minMember 2")
+    );
 }
 
 #[test]
@@ -234,7 +242,13 @@ fn victims_that_free_one_leaf_beat_a_scattered_set() {
         running("a/j3", "a", &[("n3", all)], 300),
         pending("b/pair", "b", 2, 8),
     ];
-    let d = run_with(ns, vec![q("a", 16), q("b", 16)], jobs, Vec::new(), Some(topo));
+    let d = run_with(
+        ns,
+        vec![q("a", 16), q("b", 16)],
+        jobs,
+        Vec::new(),
+        Some(topo),
+    );
     let e = evicted(&d);
     assert!(
         e == ["a/j0-0", "a/j1-0"] || e == ["a/j2-0", "a/j3-0"],
@@ -299,7 +313,273 @@ fn a_nominated_job_waits_and_keeps_its_room() {
         big,
     ];
     let d = run(nodes(2), vec![q("a", 8), q("b", 8)], jobs);
-    let b: Vec<(String, String)> = d.binds.iter().map(|b| (b.task.clone(), b.node.clone())).collect();
+    let b: Vec<(String, String)> = d
+        .binds
+        .iter()
+        .map(|b| (b.task.clone(), b.node.clone()))
+        .collect();
     assert_eq!(b, [("b/big-0".to_string(), "n1".to_string())]);
     assert_eq!(d.pending[0].job, "b/sneaky");
+}
+
+// ---- many cycles, nothing else changing -----------------------------------
+
+mod cycles {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use proptest::prelude::*;
+    use trainyard_model::{Job, Nomination, QueueSpec, QueueTree, Snapshot, TaskState, Timestamp};
+    use trainyard_sched::{Config, Decisions, schedule};
+
+    use super::{gpus, nodes, q};
+
+    /// One job: queue index, pods, GPUs per pod, priority, minMember share.
+    type JobSpec = (usize, usize, u64, i32, bool);
+
+    fn build(specs: &[JobSpec]) -> Vec<Job> {
+        specs
+            .iter()
+            .enumerate()
+            .map(|(i, (queue, pods, k, prio, elastic))| {
+                let mut j = Job::gang(
+                    format!("q{queue}/j{i:02}"),
+                    format!("q{queue}"),
+                    vec![gpus(*k); *pods],
+                );
+                j.priority = *prio;
+                j.submit_time = Timestamp(i as i64 * 1000);
+                if *elastic && *pods > 1 {
+                    j.min_member = 1;
+                }
+                j
+            })
+            .collect()
+    }
+
+    /// Applies a cycle's decisions, as a cluster with instant evictions would.
+    fn apply(jobs: &mut [Job], d: &Decisions, now: Timestamp) {
+        let mut by_task: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for (j, job) in jobs.iter().enumerate() {
+            for (t, task) in job.tasks.iter().enumerate() {
+                by_task.insert(Box::leak(task.name.clone().into_boxed_str()), (j, t));
+            }
+        }
+        let evicted: BTreeSet<&str> = d.evictions.iter().map(|e| e.task.as_str()).collect();
+        for e in &d.evictions {
+            let (j, t) = by_task[e.task.as_str()];
+            let job = &mut jobs[j];
+            // A gang that drops below its minimum restarts whole.
+            let left = job
+                .tasks
+                .iter()
+                .filter(|x| !x.is_pending() && !evicted.contains(x.name.as_str()))
+                .count() as u32;
+            if left < job.min_member {
+                for x in &mut job.tasks {
+                    x.state = TaskState::Pending;
+                    x.started = None;
+                }
+            } else {
+                job.tasks[t].state = TaskState::Pending;
+                job.tasks[t].started = None;
+            }
+        }
+        for b in &d.binds {
+            let (j, t) = by_task[b.task.as_str()];
+            let task = &mut jobs[j].tasks[t];
+            task.state = TaskState::Bound {
+                node: b.node.clone(),
+                gpus: Some(b.gpus.clone()),
+            };
+            task.started = Some(now);
+            task.nomination = None;
+        }
+        for n in &d.nominations {
+            let (j, t) = by_task[n.task.as_str()];
+            jobs[j].tasks[t].nomination = Some(Nomination {
+                node: n.node.clone(),
+                since: now,
+            });
+        }
+    }
+
+    fn state_of(jobs: &[Job]) -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = jobs
+            .iter()
+            .flat_map(|j| j.tasks.iter())
+            .filter_map(|t| match (&t.state, &t.nomination) {
+                (TaskState::Bound { node, .. }, _) => Some((t.name.clone(), node.clone())),
+                (TaskState::Pending, Some(n)) => {
+                    Some((t.name.clone(), format!("nominated {}", n.node)))
+                }
+                (TaskState::Pending, None) => None,
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The quota floor protects a victim gang: q0 (quota 9) runs two
+    /// 8-GPU jobs on 16 GPUs (fair share 12); q2 (fair share 4) waits for a
+    /// 4-GPU pod. Evicting either job would take q0 to 8 < 9, so nothing is
+    /// evicted.
+    #[test]
+    fn quota_floor_protects_a_victim_gang() {
+        let tree = QueueTree::build(vec![q("q0", 9), q("q2", 7)]).unwrap();
+        let mut jobs = build(&[(0, 1, 8, 0, false), (0, 1, 8, 0, false)]);
+        for (j, node) in jobs.iter_mut().zip(["n0", "n1"]) {
+            j.tasks[0].state = TaskState::Bound {
+                node: node.into(),
+                gpus: Some((0..8).collect()),
+            };
+            j.tasks[0].started = Some(Timestamp(0));
+        }
+        let mut wants = Job::gang("q2/small", "q2", vec![gpus(4)]);
+        wants.submit_time = Timestamp(1);
+        jobs.push(wants);
+        let snap = Snapshot {
+            nodes: nodes(2),
+            queues: tree,
+            jobs,
+            external: Vec::new(),
+            topology: None,
+        };
+        let d = schedule(&snap, &Config::default(), Timestamp(3_600_000));
+        assert!(d.evictions.is_empty());
+        let fair: Vec<u64> = d.queues.iter().map(|r| r.fair_share.gpu).collect();
+        assert_eq!(fair, [12000, 4000]);
+    }
+
+    static EVICTIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    /// The property below must exercise evictions, or it proves nothing.
+    #[test]
+    fn the_random_cases_do_evict() {
+        reclaim_and_preemption_settle();
+        assert!(
+            EVICTIONS.load(std::sync::atomic::Ordering::Relaxed) >= 20,
+            "only {} evictions over all cases",
+            EVICTIONS.load(std::sync::atomic::Ordering::Relaxed)
+        );
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn reclaim_and_preemption_settle(
+            node_count in 2usize..5,
+            quotas in proptest::collection::vec(0u64..17, 3),
+            with_quotas in any::<bool>(),
+            specs in proptest::collection::vec(
+                (0usize..3, 1usize..4, prop_oneof![Just(1u64), Just(2), Just(4), Just(8)], 0i32..3, any::<bool>()),
+                2..10,
+            ),
+        ) {
+            // With quotas, or with over-quota weights only (quota 0).
+            let queues: Vec<QueueSpec> = quotas
+                .iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    if with_quotas {
+                        q(&format!("q{i}"), *g)
+                    } else {
+                        QueueSpec::new(format!("q{i}")).weight((*g % 4 + 1) as u32)
+                    }
+                })
+                .collect();
+            let tree = QueueTree::build(queues).unwrap();
+            // Queue 0 arrives first and fills what it can; the other queues
+            // arrive at cycle 3, and priority-2 jobs of every queue at cycle
+            // 6: reclaim, then preemption.
+            let all = build(&specs);
+            let arrival = |s: &JobSpec| if s.3 == 2 { 6 } else if s.0 == 0 { 0 } else { 3 };
+            let mut jobs: Vec<Job> = Vec::new();
+            let mut history: Vec<(Vec<(String, String)>, bool)> = Vec::new();
+            let mut last: Option<Decisions> = None;
+            let mut quiet_since = 0;
+            let mut evictions = 0usize;
+            for cycle in 0..40i64 {
+                let now = Timestamp(1_000_000 + cycle * 60_000);
+                for (spec, job) in specs.iter().zip(&all) {
+                    if arrival(spec) == cycle {
+                        jobs.push(job.clone());
+                    }
+                }
+                let snap = Snapshot {
+                    nodes: nodes(node_count),
+                    queues: tree.clone(),
+                    jobs: jobs.clone(),
+                    external: Vec::new(),
+                    topology: None,
+                };
+                let d = schedule(&snap, &Config::default(), now);
+                // Every preemptor of the previous cycle binds now: its
+                // victims are gone and its room was reserved.
+                if let Some(prev) = &last {
+                    let nominated: BTreeSet<&str> = prev.nominations.iter().map(|n| n.task.as_str()).collect();
+                    let bound: BTreeSet<&str> = d.binds.iter().map(|b| b.task.as_str()).collect();
+                    for t in &nominated {
+                        prop_assert!(bound.contains(t), "cycle {cycle}: nominated {t} did not bind");
+                    }
+                }
+                let evicting = !d.evictions.is_empty();
+                evictions += d.evictions.len();
+                apply(&mut jobs, &d, now);
+                let state = state_of(&jobs);
+                // No state repeats with evictions in between.
+                let mut evictions_since = evicting;
+                for (old, ev) in history.iter().rev() {
+                    if evictions_since && *old == state {
+                        prop_assert!(false, "cycle {cycle}: state repeats after evictions: {state:?}");
+                    }
+                    evictions_since |= *ev;
+                }
+                history.push((state, evicting));
+                if evicting || !d.binds.is_empty() {
+                    quiet_since = cycle + 1;
+                }
+                EVICTIONS.fetch_add(d.evictions.len(), std::sync::atomic::Ordering::Relaxed);
+                last = Some(d);
+            }
+            prop_assert!(quiet_since < 40, "still changing after 40 cycles ({evictions} evictions)");
+            // Within one gang of fair share: a queue with pending work has at
+            // least its fair share minus one gang, the larger of its own
+            // pending gangs and the running gangs of queues above their
+            // share (a gang is evicted whole or not at all). Checked without
+            // quotas: a quota floor may rightly keep a victim gang running
+            // (see `quota_floor_can_keep_a_queue_below_its_share`).
+            let d = last.unwrap();
+            if with_quotas {
+                return Ok(());
+            }
+            let over: BTreeSet<&str> = d
+                .queues
+                .iter()
+                .filter(|r| r.allocated.gpu > r.fair_share.gpu)
+                .map(|r| r.queue.as_str())
+                .collect();
+            let running_gang = jobs
+                .iter()
+                .filter(|j| over.contains(j.queue.as_str()))
+                .map(|j| j.tasks.iter().filter(|t| !t.is_pending()).map(|t| t.requests.gpu).sum::<u64>())
+                .max()
+                .unwrap_or(0);
+            for row in &d.queues {
+                let pending_gang = jobs
+                    .iter()
+                    .filter(|j| j.queue == row.queue && j.tasks.iter().any(|t| t.is_pending()))
+                    .map(|j| j.tasks.iter().map(|t| t.requests.gpu).sum::<u64>())
+                    .max();
+                if let Some(g) = pending_gang {
+                    let g = g.max(running_gang);
+                    prop_assert!(
+                        row.allocated.gpu + g >= row.fair_share.gpu,
+                        "queue {} allocated {} + gang {} < fair {}",
+                        row.queue, row.allocated.gpu, g, row.fair_share.gpu
+                    );
+                }
+            }
+        }
+    }
 }

@@ -12,7 +12,8 @@
 //!   ancestor). Every queue on the preemptor's side below the ancestor must
 //!   end at or below its fair share; B must be above its fair share on a
 //!   resource the gang needs; no queue on the victim's side may drop below
-//!   `min(quota, demand)`.
+//!   `min(quota, fair share)` (that is `min(quota, demand)` unless quotas
+//!   add up to more than the cluster).
 //! - **Preemption**: same leaf queue, strictly lower priority.
 //! - Only preemptible jobs past their queue's minimum runtime, with no pod
 //!   already terminating, are victims.
@@ -382,6 +383,62 @@ impl<'s> Cycle<'s> {
         }
     }
 
+    /// Cheapest units of `pool` in order until the gang fits, then every
+    /// unit it does not need dropped (most expensive first).
+    fn greedy_minimal<'u>(
+        &mut self,
+        j: usize,
+        chosen: &[usize],
+        needs: &Resources,
+        topo_search: bool,
+        pool: &[&'u Unit],
+        total_free: &Resources,
+    ) -> Option<Vec<&'u Unit>> {
+        let mut taken: Vec<&Unit> = Vec::new();
+        let mut free = total_free.clone();
+        let mut fits = false;
+        for u in pool {
+            free.add(&u.freed);
+            taken.push(u);
+            if needs.fits_in(&free) && self.fits_without(j, chosen, needs, topo_search, &taken) {
+                fits = true;
+                break;
+            }
+        }
+        if !fits {
+            return None;
+        }
+        let mut i = taken.len();
+        while i > 0 {
+            i -= 1;
+            let mut without = taken.clone();
+            without.remove(i);
+            if self.fits_without(j, chosen, needs, topo_search, &without) {
+                taken = without;
+            }
+        }
+        Some(taken)
+    }
+
+    /// The position of the last unit of `set` that takes its queue side
+    /// below `min(quota, demand)`, if any.
+    fn first_floor_breaker(&self, set: &[&Unit]) -> Option<usize> {
+        let mut freed: BTreeMap<usize, Resources> = BTreeMap::new();
+        let mut breaker = None;
+        for (i, u) in set.iter().enumerate() {
+            if !self.quota_kept(&freed, u) {
+                breaker = Some(i);
+            }
+            for q in self.tree.ancestors(self.jobs[u.job].leaf) {
+                freed
+                    .entry(q.0)
+                    .or_insert_with(Resources::zero)
+                    .add(&u.freed);
+            }
+        }
+        breaker
+    }
+
     /// Whether the victim side keeps `min(quota, demand)` with `extra` freed too.
     fn quota_kept(&self, freed: &BTreeMap<usize, Resources>, unit: &Unit) -> bool {
         if unit.kind == EvictionKind::Preempt {
@@ -393,7 +450,10 @@ impl<'s> Cycle<'s> {
             let mut out = freed.get(&q.0).cloned().unwrap_or_else(Resources::zero);
             out.add(&unit.freed);
             for (r, gone) in out.iter() {
-                let floor = spec.quota.get(&r).min(self.demand[q.0].get(&r));
+                // The quota, as far as the fair share honours it (it is
+                // below the quota only where demand is, or where quotas
+                // add up to more than the cluster).
+                let floor = spec.quota.get(&r).min(self.fair[q.0].get(&r));
                 if gone > 0 && self.alloc[q.0].get(&r).saturating_sub(gone) < floor {
                     return false;
                 }
@@ -422,6 +482,8 @@ impl<'s> Cycle<'s> {
     }
 
     /// The cheapest victim set that makes gang `j` fit, if any.
+    /// Reclaim first (the queue gets back what it lent), and only if no
+    /// reclaim works, preemption inside the queue.
     fn find_victims(&mut self, j: usize) -> Option<Plan> {
         let (chosen, needs, topo_search) = self.minimum_of(j)?;
         let leaf = self.jobs[j].leaf;
@@ -429,10 +491,29 @@ impl<'s> Cycle<'s> {
         if !self.jobs[j].job.preemptible {
             self.check_quota_for_non_preemptible(leaf, &needs).ok()?;
         }
-        let units = self.victim_units(j, &needs);
-        if units.is_empty() {
-            return None;
+        let all = self.victim_units(j, &needs);
+        for kind in [EvictionKind::Reclaim, EvictionKind::Preempt] {
+            let units: Vec<Unit> = all.iter().filter(|u| u.kind == kind).cloned().collect();
+            if units.is_empty() {
+                continue;
+            }
+            if let Some(plan) = self.find_among(j, &chosen, &needs, topo_search, units) {
+                return Some(plan);
+            }
         }
+        None
+    }
+
+    /// The cheapest working victim set among `units`, over the scopes.
+    fn find_among(
+        &mut self,
+        j: usize,
+        chosen: &[usize],
+        needs: &Resources,
+        topo_search: bool,
+        units: Vec<Unit>,
+    ) -> Option<Plan> {
+        let (chosen, needs) = (chosen.to_vec(), needs.clone());
         // Scopes: leaf domains (victims all inside one), then the cluster.
         let mut scopes: Vec<(u8, Option<BTreeSet<usize>>)> = Vec::new();
         if let Some(ti) = &self.topo
@@ -488,44 +569,32 @@ impl<'s> Cycle<'s> {
                     Some(nodes) => u.tasks.iter().all(|(_, n, _)| nodes.contains(n)),
                 })
                 .collect();
-            // Greedy: cheapest units until the gang fits.
-            let mut taken: Vec<&Unit> = Vec::new();
-            let mut freed_q: BTreeMap<usize, Resources> = BTreeMap::new();
-            let mut free = total_free.clone();
-            let mut fits = false;
-            for u in pool {
-                if !self.quota_kept(&freed_q, u) {
-                    continue;
-                }
-                for q in self.tree.ancestors(self.jobs[u.job].leaf) {
-                    freed_q
-                        .entry(q.0)
-                        .or_insert_with(Resources::zero)
-                        .add(&u.freed);
-                }
-                free.add(&u.freed);
-                taken.push(u);
-                if needs.fits_in(&free)
-                    && self.fits_without(j, &chosen, &needs, topo_search, &taken)
-                {
-                    fits = true;
+            // Greedy, cheapest units until the gang fits; then minimise;
+            // then check the victims' quota floors. A set that breaks a
+            // floor loses its most expensive offending unit from the pool
+            // and the search runs again (a few times at most).
+            let mut pool = pool;
+            let mut found: Option<Vec<&Unit>> = None;
+            for _ in 0..8 {
+                let Some(taken) =
+                    self.greedy_minimal(j, &chosen, &needs, topo_search, &pool, &total_free)
+                else {
                     break;
+                };
+                match self.first_floor_breaker(&taken) {
+                    None => {
+                        found = Some(taken);
+                        break;
+                    }
+                    Some(bad) => {
+                        let bad_ptr: *const Unit = taken[bad];
+                        pool.retain(|u| !std::ptr::eq(*u, bad_ptr));
+                    }
                 }
             }
-            if !fits {
+            let Some(taken) = found else {
                 continue;
-            }
-            // Minimise: drop every unit the gang does not need, most
-            // expensive first.
-            let mut i = taken.len();
-            while i > 0 {
-                i -= 1;
-                let mut without = taken.clone();
-                without.remove(i);
-                if self.fits_without(j, &chosen, &needs, topo_search, &without) {
-                    taken = without;
-                }
-            }
+            };
             let lost: u64 = taken
                 .iter()
                 .map(|u| {

@@ -12,7 +12,10 @@
 //!    4,096-node rail-optimized fabric (32,768 GPUs; 32 nodes per leaf
 //!    group, 8 groups per spine block), 60% loaded, topology-aware and
 //!    blind; plus building the topology (done once, at the edge).
-//! 4. `--sim`: a simulation of 100,000 synthetic jobs on 1,000 nodes × 8
+//! 4. `--reclaim`: reclaim for a 64-GPU gang (8 pods × 8 GPUs) in a full
+//!    1,000-node cluster running 5,000 jobs of another team: one whole
+//!    cycle, median time, and the process's peak resident memory.
+//! 5. `--sim`: a simulation of 100,000 synthetic jobs on 1,000 nodes × 8
 //!    GPUs; and, when `../shared/data/openb` exists, the full openb
 //!    `default` trace on its 1,213 nodes. Reports wall time and events/s.
 
@@ -324,6 +327,91 @@ fn topology_bench(runs: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Peak resident memory of this process (`VmHWM`), in MiB, where Linux tells.
+fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// The `--reclaim` benchmark: see the module docs.
+fn reclaim_bench(runs: usize) -> anyhow::Result<()> {
+    use trainyard_model::TaskState;
+
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let nodes: Vec<Node> = (0..1000)
+        .map(|i| Node::new(format!("n{i:04}"), 192_000, 2048 * GI, 8))
+        .collect();
+    let splits: [&[u32]; 3] = [&[1, 1, 2, 2, 2], &[1, 1, 1, 1, 4], &[1, 1, 1, 2, 3]];
+    let mut jobs = Vec::with_capacity(5001);
+    for n in &nodes {
+        let split = splits[rng.random_range(0..splits.len())];
+        let mut next = 0u32;
+        for &k in split {
+            let id = format!("a/j{:05}", jobs.len());
+            let mut job = Job::gang(
+                id,
+                "a",
+                vec![Resources::new(8_000 * k as u64, 64 * GI, 0).with_gpus(k as u64)],
+            );
+            job.priority = rng.random_range(0..3);
+            job.submit_time = Timestamp(0);
+            job.tasks[0].state = TaskState::Bound {
+                node: n.name.clone(),
+                gpus: Some((next..next + k).collect()),
+            };
+            job.tasks[0].started = Some(Timestamp(rng.random_range(0..36_000_000)));
+            next += k;
+            jobs.push(job);
+        }
+    }
+    let mut gang = Job::gang(
+        "b/llm-64",
+        "b",
+        vec![Resources::new(96_000, 1000 * GI, 0).with_gpus(8); 8],
+    );
+    gang.submit_time = Timestamp(36_000_000);
+    jobs.push(gang);
+    let snap = Snapshot {
+        nodes,
+        queues: QueueTree::build(vec![
+            QueueSpec::new("a").quota(Resources::zero().with_gpus(4000)),
+            QueueSpec::new("b").quota(Resources::zero().with_gpus(4000)),
+        ])
+        .expect("valid tree"),
+        jobs,
+        external: Vec::new(),
+        topology: None,
+    };
+    let cfg = Config::default();
+    let mut times = Vec::new();
+    let mut last = None;
+    for _ in 0..runs.max(1) * 4 {
+        let t = Instant::now();
+        let d = schedule(&snap, &cfg, Timestamp(36_000_000));
+        times.push(t.elapsed());
+        last = Some(d);
+    }
+    let d = last.ok_or_else(|| anyhow::anyhow!("no run"))?;
+    let victims: std::collections::BTreeSet<&str> =
+        d.evictions.iter().map(|e| e.job.as_str()).collect();
+    let nodes: std::collections::BTreeSet<&str> =
+        d.nominations.iter().map(|n| n.node.as_str()).collect();
+    println!("| benchmark | input | median time | peak RSS | result |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| reclaim for a 64-GPU gang | 1,000 nodes × 8 GPUs, full, {} running jobs | {:.1} ms | {} | {} pods of {} jobs evicted; gang nominated on {} nodes |",
+        snap.jobs.len() - 1,
+        median(times).as_secs_f64() * 1e3,
+        peak_rss_mib().map_or("n/a".into(), |m| format!("{m:.0} MiB")),
+        d.evictions.len(),
+        victims.len(),
+        nodes.len(),
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--sim") {
@@ -335,6 +423,9 @@ fn main() -> anyhow::Result<()> {
     };
     if args.iter().any(|a| a == "--topology") {
         return topology_bench(runs_arg);
+    }
+    if args.iter().any(|a| a == "--reclaim") {
+        return reclaim_bench(runs_arg);
     }
     let runs: usize = match args.iter().position(|a| a == "--runs") {
         Some(i) => args.get(i + 1).map(|s| s.parse()).transpose()?.unwrap_or(5),

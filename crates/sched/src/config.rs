@@ -196,8 +196,8 @@ pub struct PreemptionConfig {
     /// Capacity freed for a preemptor stays reserved for it this long
     /// (seconds) while its victims terminate.
     pub nomination_timeout_seconds: u64,
-    /// Victim jobs considered per preemptor, cheapest first (bounds the
-    /// work on very large clusters).
+    /// At most this many jobs are evicted for one preemptor; a gang that
+    /// would need more waits instead.
     pub max_victim_jobs: u32,
 }
 

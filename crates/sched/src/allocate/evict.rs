@@ -36,6 +36,13 @@ use crate::state::{GpuAsk, PodView};
 /// Leaf-domain scopes tried per preemptor, besides the whole cluster.
 const DOMAIN_SCOPES: usize = 8;
 
+/// Placement tries spent minimising one victim set.
+const MINIMISE_TRIES: usize = 64;
+
+/// Freeing one node for one pod: (cost: max priority, pods, lost work),
+/// copies of the pod that then fit, node, units (indices into the pool).
+type NodeOption = ((i32, usize, u64), u32, usize, Vec<usize>);
+
 /// A set of bound tasks evicted together.
 #[derive(Clone, Debug)]
 struct Unit {
@@ -242,7 +249,6 @@ impl<'s> Cycle<'s> {
         let jw = &self.jobs[j];
         let me = jw.job;
         let mut units = Vec::new();
-        let mut jobs_seen = 0u32;
         let mut order: Vec<usize> = (0..self.jobs.len()).collect();
         // Cheapest jobs first so that the cap keeps the right ones.
         order.sort_by_key(|&v| {
@@ -283,10 +289,6 @@ impl<'s> Cycle<'s> {
             {
                 continue;
             }
-            if jobs_seen >= cfg.max_victim_jobs {
-                break;
-            }
-            jobs_seen += 1;
             // Elastic pods first (most recently started), respecting
             // sub-group minimums; the rest is the gang.
             let mut bound: Vec<Placed> = self.bound_at[v].clone();
@@ -383,8 +385,15 @@ impl<'s> Cycle<'s> {
         }
     }
 
-    /// Cheapest units of `pool` in order until the gang fits, then every
-    /// unit it does not need dropped (most expensive first).
+    /// A working victim set from `pool` (cheapest first), minimised: every
+    /// unit the gang does not need is dropped, most expensive first (at most
+    /// [`MINIMISE_TRIES`] tries, so huge sets are minimised from the top).
+    ///
+    /// Candidates come node by node first: for each node, the cheapest units
+    /// on it that let one pod of the gang fit there; the cheapest nodes are
+    /// taken until they hold the gang. If that set does not work (mixed
+    /// shapes, topology), the shortest working prefix of `pool` is found by
+    /// binary search.
     fn greedy_minimal<'u>(
         &mut self,
         j: usize,
@@ -394,23 +403,37 @@ impl<'s> Cycle<'s> {
         pool: &[&'u Unit],
         total_free: &Resources,
     ) -> Option<Vec<&'u Unit>> {
-        let mut taken: Vec<&Unit> = Vec::new();
-        let mut free = total_free.clone();
-        let mut fits = false;
-        for u in pool {
-            free.add(&u.freed);
-            taken.push(u);
-            if needs.fits_in(&free) && self.fits_without(j, chosen, needs, topo_search, &taken) {
-                fits = true;
-                break;
+        let by_node = self.node_centric(j, chosen, pool);
+        let mut taken: Vec<&Unit> = if !by_node.is_empty()
+            && self.fits_without(j, chosen, needs, topo_search, &by_node)
+        {
+            by_node
+        } else {
+            let mut all_free = total_free.clone();
+            for u in pool {
+                all_free.add(&u.freed);
             }
-        }
-        if !fits {
-            return None;
-        }
+            if !needs.fits_in(&all_free) || !self.fits_without(j, chosen, needs, topo_search, pool)
+            {
+                return None;
+            }
+            // Shortest prefix that works (fitting only grows with it).
+            let (mut lo, mut hi) = (1usize, pool.len());
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if self.fits_without(j, chosen, needs, topo_search, &pool[..mid]) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            pool[..hi].to_vec()
+        };
         let mut i = taken.len();
-        while i > 0 {
+        let mut tries = 0;
+        while i > 0 && tries < MINIMISE_TRIES {
             i -= 1;
+            tries += 1;
             let mut without = taken.clone();
             without.remove(i);
             if self.fits_without(j, chosen, needs, topo_search, &without) {
@@ -418,6 +441,95 @@ impl<'s> Cycle<'s> {
             }
         }
         Some(taken)
+    }
+
+    /// Node by node, the cheapest units (of `pool`, cheapest first) whose
+    /// departure lets one pod of the gang's main shape fit; the cheapest
+    /// nodes until the gang's pods are covered. Empty when no cover exists.
+    fn node_centric<'u>(&mut self, j: usize, chosen: &[usize], pool: &[&'u Unit]) -> Vec<&'u Unit> {
+        let job = self.jobs[j].job;
+        let head = &job.tasks[chosen[0]];
+        let ask = GpuAsk::of(&head.requests, &head.constraints).unwrap_or(GpuAsk::None);
+        let pod = PodView::new(&head.requests, ask, &head.constraints);
+        let key = self.static_filter(&head.constraints);
+        let Some(mask) = self.filters.get(&key).map(|f| f.mask.clone()) else {
+            return Vec::new();
+        };
+        let mut on_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for (i, u) in pool.iter().enumerate() {
+            for (_, n, _) in &u.tasks {
+                let list = on_node.entry(*n).or_default();
+                if list.last() != Some(&i) {
+                    list.push(i);
+                }
+            }
+        }
+        let mut options: Vec<NodeOption> = Vec::new();
+        for (n, node) in self.nodes.iter().enumerate() {
+            if !mask[n] {
+                continue;
+            }
+            let mut st = self.state.nodes[n].clone();
+            let mut copies = st.copies(node, &pod);
+            let mut used: Vec<usize> = Vec::new();
+            if copies == 0 {
+                for &i in on_node.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
+                    let u = pool[i];
+                    let vj = self.jobs[u.job].job;
+                    for (t, m, slots) in &u.tasks {
+                        if *m == n {
+                            let task = &vj.tasks[*t];
+                            let a = GpuAsk::of(&task.requests, &task.constraints)
+                                .unwrap_or(GpuAsk::None);
+                            st.give(
+                                node,
+                                &PodView::new(&task.requests, a, &task.constraints),
+                                slots,
+                            );
+                        }
+                    }
+                    used.push(i);
+                    copies = st.copies(node, &pod);
+                    if copies > 0 {
+                        break;
+                    }
+                }
+            }
+            if copies == 0 {
+                continue;
+            }
+            let prio = used
+                .iter()
+                .map(|&i| pool[i].priority)
+                .max()
+                .unwrap_or(i32::MIN);
+            let pods: usize = used.iter().map(|&i| pool[i].tasks.len()).sum();
+            let lost: u64 = used.iter().map(|&i| self.lost_work(pool[i])).sum();
+            options.push(((prio, pods, lost), copies, n, used));
+        }
+        options.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        let mut covered = 0usize;
+        let mut picked: BTreeSet<usize> = BTreeSet::new();
+        for (_, copies, _, used) in options {
+            if covered >= chosen.len() {
+                break;
+            }
+            covered += copies as usize;
+            picked.extend(used);
+        }
+        if covered < chosen.len() {
+            return Vec::new();
+        }
+        // Pool order is cost order.
+        picked.into_iter().map(|i| pool[i]).collect()
+    }
+
+    /// Work a unit loses, in pod-seconds (0 when its start is unknown).
+    fn lost_work(&self, u: &Unit) -> u64 {
+        if u.started == i64::MIN {
+            return 0;
+        }
+        (self.now.0.saturating_sub(u.started).max(0) as u64 / 1000) * u.tasks.len() as u64
     }
 
     /// The position of the last unit of `set` that takes its queue side
@@ -595,13 +707,11 @@ impl<'s> Cycle<'s> {
             let Some(taken) = found else {
                 continue;
             };
-            let lost: u64 = taken
-                .iter()
-                .map(|u| {
-                    let since = if u.started == i64::MIN { 0 } else { u.started };
-                    (self.now.0.saturating_sub(since).max(0) as u64 / 1000) * u.tasks.len() as u64
-                })
-                .sum();
+            let victim_jobs: BTreeSet<usize> = taken.iter().map(|u| u.job).collect();
+            if victim_jobs.len() > self.config.preemption.max_victim_jobs as usize {
+                continue;
+            }
+            let lost: u64 = taken.iter().map(|u| self.lost_work(u)).sum();
             let cost = (
                 taken.iter().map(|u| u.priority).max().unwrap_or(i32::MIN),
                 rank,

@@ -749,6 +749,8 @@ impl<'s> Cycle<'s> {
         let me = self.jobs[j].job;
         let my_leaf = self.jobs[j].leaf;
         let mut victims = 0u32;
+        // Messages describe the queues before any of this plan's evictions.
+        let mut messages: Vec<String> = Vec::with_capacity(plan.units.len());
         for u in &plan.units {
             let vw = &self.jobs[u.job];
             let vj = vw.job;
@@ -794,11 +796,15 @@ impl<'s> Cycle<'s> {
                     self.tree.path(vleaf)
                 ),
             };
-            let message = if u.elastic {
+            messages.push(if u.elastic {
                 format!("{message}; elastic pod above minMember {}", vj.min_member)
             } else {
                 message
-            };
+            });
+        }
+        for (u, message) in plan.units.iter().zip(messages) {
+            let vj = self.jobs[u.job].job;
+            let vleaf = self.jobs[u.job].leaf;
             for (t, n, _) in &u.tasks {
                 self.evictions.push(Eviction {
                     job: vj.id.clone(),

@@ -63,6 +63,43 @@ pub fn render(d: &Decisions) -> String {
         out.push_str(&t.to_string());
         out.push('\n');
     }
+    if !d.evictions.is_empty() {
+        out.push_str(&format!("\nEVICTIONS: {} pod(s)\n", d.evictions.len()));
+        let mut t = table(&["JOB", "POD", "NODE", "FOR", "REASON"]);
+        for e in &d.evictions {
+            t.add_row(vec![
+                Cell::new(&e.job),
+                Cell::new(&e.task),
+                Cell::new(&e.node),
+                Cell::new(&e.preemptor),
+                Cell::new(&e.message),
+            ]);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
+    if !d.nominations.is_empty() {
+        out.push_str(&format!(
+            "\nNOMINATED (room reserved while victims terminate): {} pod(s)\n",
+            d.nominations.len()
+        ));
+        let mut t = table(&["JOB", "POD", "NODE", "GPUS"]);
+        for n in &d.nominations {
+            let gpus: Vec<String> = n.gpus.iter().map(|g| g.to_string()).collect();
+            t.add_row(vec![
+                Cell::new(&n.job),
+                Cell::new(&n.task),
+                Cell::new(&n.node),
+                Cell::new(if gpus.is_empty() {
+                    "-".to_string()
+                } else {
+                    gpus.join(",")
+                }),
+            ]);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
     if !d.placements.is_empty() {
         out.push_str(&format!(
             "\nTOPOLOGY: {} gang(s) placed\n",

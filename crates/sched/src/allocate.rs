@@ -121,6 +121,9 @@ struct Cycle<'s> {
     nominated: Vec<bool>,
     /// Jobs chosen as victims this cycle.
     evicted: Vec<usize>,
+    /// Preemptible jobs with bound pods (victim candidates), set by the
+    /// eviction pass.
+    running: Vec<usize>,
 }
 
 impl<'s> Cycle<'s> {
@@ -404,6 +407,7 @@ impl<'s> Cycle<'s> {
             reserved,
             nominated,
             evicted: Vec::new(),
+            running: Vec::new(),
         }
     }
 

@@ -143,6 +143,10 @@ impl<'s> Cycle<'s> {
         if waiting.is_empty() {
             return;
         }
+        // Candidate victims: jobs with bound pods at the start of the cycle.
+        self.running = (0..self.jobs.len())
+            .filter(|&v| !self.bound_at[v].is_empty() && self.jobs[v].job.preemptible)
+            .collect();
         let ids: BTreeSet<&str> = waiting
             .iter()
             .map(|&j| self.jobs[j].job.id.as_str())
@@ -249,15 +253,17 @@ impl<'s> Cycle<'s> {
         let jw = &self.jobs[j];
         let me = jw.job;
         let mut units = Vec::new();
-        let mut order: Vec<usize> = (0..self.jobs.len()).collect();
-        // Cheapest jobs first so that the cap keeps the right ones.
-        order.sort_by_key(|&v| {
-            (
-                self.jobs[v].job.priority,
-                std::cmp::Reverse(self.job_started(v)),
-            )
+        // Every reclaim needs the preemptor's own leaf to end at or below
+        // its fair share: when it would not, only preemption is possible
+        // (cheap exit for the many pending jobs of a full queue).
+        let leaf_fits_share = needs.iter().all(|(r, want)| {
+            want == 0 || self.alloc[jw.leaf.0].get(&r) + want <= self.fair[jw.leaf.0].get(&r)
         });
-        for v in order {
+        let reclaim = cfg.reclaim && leaf_fits_share;
+        if !reclaim && !cfg.preempt {
+            return units;
+        }
+        for &v in &self.running {
             let vw = &self.jobs[v];
             let vj = vw.job;
             if v == j
@@ -274,7 +280,7 @@ impl<'s> Cycle<'s> {
                 }
                 (EvictionKind::Preempt, None)
             } else {
-                if !cfg.reclaim {
+                if !reclaim {
                     continue;
                 }
                 match self.reclaim_allowed(jw.leaf, vw.leaf, needs) {

@@ -184,7 +184,7 @@ apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata:
   name: train-high
-value: 1000""")
+value: 90""")
 
 for name, parent, quota, extra in [
     ("research", None, {"nvidia.com/gpu": 176, "cpu": "2100", "memory": "21Ti"}, {}),

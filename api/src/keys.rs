@@ -24,6 +24,13 @@ pub const GPU_MODELS: &str = "trainyard.io/gpu-models";
 /// Label or annotation on a pod: its rank in the gang (a whole number,
 /// `0` first). Neighbouring ranks are placed close together.
 pub const RANK: &str = "trainyard.io/rank";
+/// Label or annotation on a PodGroup or on the pods of a gang: `"true"` or
+/// `"false"`, whether reclaim and preemption may evict the job (see
+/// [`crate::preemption`]). The PodGroup's `spec.preemptible` comes first.
+pub const PREEMPTIBLE: &str = "trainyard.io/preemptible";
+/// Annotation on a pending pod with `status.nominatedNodeName`: when the
+/// nomination was made, RFC 3339 (e.g. `2026-11-22T10:00:00Z`).
+pub const NOMINATED_AT: &str = "trainyard.io/nominated-at";
 
 // --- Foreign keys we accept ----------------------------------------------
 
@@ -31,6 +38,9 @@ pub const RANK: &str = "trainyard.io/rank";
 pub const VOLCANO_GROUP_NAME: &str = "scheduling.k8s.io/group-name";
 /// Volcano: annotation (or label) naming the pod's queue.
 pub const VOLCANO_QUEUE_NAME: &str = "volcano.sh/queue-name";
+/// Volcano: annotation (or label) on a pod or PodGroup, `"true"` or
+/// `"false"`: whether the job may be evicted. Read after [`PREEMPTIBLE`].
+pub const VOLCANO_PREEMPTABLE: &str = "volcano.sh/preemptable";
 /// scheduler-plugins coscheduling: label naming the pod's PodGroup.
 pub const COSCHEDULING_POD_GROUP: &str = "scheduling.x-k8s.io/pod-group";
 /// KAI scheduler: label naming the pod's queue.
@@ -106,6 +116,13 @@ pub const REQUIRED_TOPOLOGY_KEYS: &[(&str, KeyPlace)] = &[
 pub const PREFERRED_TOPOLOGY_KEYS: &[(&str, KeyPlace)] = &[
     (KUEUE_PODSET_PREFERRED_TOPOLOGY, KeyPlace::Annotation),
     (KAI_TOPOLOGY_PREFERRED_PLACEMENT, KeyPlace::Annotation),
+];
+
+/// Keys saying whether a job may be evicted (`"true"` or `"false"`), in
+/// precedence order, each read from a PodGroup and from the gang's pods.
+pub const PREEMPTIBLE_KEYS: &[(&str, KeyPlace)] = &[
+    (PREEMPTIBLE, KeyPlace::LabelOrAnnotation),
+    (VOLCANO_PREEMPTABLE, KeyPlace::LabelOrAnnotation),
 ];
 
 /// Where a key is looked up on an object.

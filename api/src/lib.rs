@@ -13,10 +13,12 @@
 //! the field path (`spec.quota.nvidia.com/gpu`) and what was expected.
 
 pub mod de;
+pub mod duration;
 pub mod gpu;
 pub mod keys;
 pub mod names;
 pub mod podgroup;
+pub mod preemption;
 pub mod quantity;
 pub mod queue;
 pub mod time;
@@ -28,6 +30,7 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use duration::{DurationError, RawDuration, parse_duration_ms, parse_duration_seconds};
 pub use gpu::{GpuAnnotationError, GpuAnnotationProblem, GpuShare, GpuSharingRequest};
 pub use podgroup::{ConstraintField, PodGroup, PodGroupSpec, SubGroupSpec, TopologyConstraintSpec};
 pub use quantity::{Quantity, QuantityError, RawQuantity, parse_quantity};
@@ -134,6 +137,10 @@ pub struct ObjectMeta {
     /// RFC 3339 text; see [`ObjectMeta::creation_time`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub creation_timestamp: Option<String>,
+    /// RFC 3339 text, set while the object is being deleted; see
+    /// [`ObjectMeta::deletion_time`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
 }
 
 impl ObjectMeta {
@@ -148,6 +155,14 @@ impl ObjectMeta {
     /// `metadata.creationTimestamp` parsed; `None` when absent.
     pub fn creation_time(&self) -> Result<Option<trainyard_model::Timestamp>, TimestampError> {
         self.creation_timestamp
+            .as_deref()
+            .map(parse_rfc3339)
+            .transpose()
+    }
+
+    /// `metadata.deletionTimestamp` parsed; `None` when absent.
+    pub fn deletion_time(&self) -> Result<Option<trainyard_model::Timestamp>, TimestampError> {
+        self.deletion_timestamp
             .as_deref()
             .map(parse_rfc3339)
             .transpose()
@@ -293,6 +308,15 @@ mod tests {
         assert_eq!(m.lookup("a", keys::KeyPlace::LabelOrAnnotation), Some("b"));
         assert_eq!(m.lookup("a", keys::KeyPlace::Label), None);
         assert_eq!(m.namespace_or_default(), "default");
+        assert_eq!(m.deletion_time(), Ok(None));
+        let m: ObjectMeta = serde_json::from_value(json!({
+            "deletionTimestamp": "2026-11-22T10:00:00Z"
+        }))
+        .unwrap();
+        assert_eq!(
+            m.deletion_time(),
+            Ok(Some(trainyard_model::Timestamp(1_795_341_600_000)))
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!   queue: nlp
 //!   minMember: 9
 //!   priorityClassName: high
+//!   preemptible: false          # optional; see crate::preemption
 //!   subGroups:
 //!     - { name: ps, minMember: 1 }
 //!     - { name: workers, minMember: 8, topology: { required: leaf } }
@@ -29,6 +30,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::names::dns1123_subdomain_problem;
+use crate::preemption::preemptible_marks;
 use crate::{
     API_VERSION, ApiError, ApiErrors, COSCHEDULING_API_VERSION, KAI_API_VERSION, ObjectMeta,
     VOLCANO_API_VERSION, check_type, describe_object, from_value,
@@ -66,6 +68,11 @@ pub struct PodGroupSpec {
     pub priority_class_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
+    /// Whether reclaim and preemption may evict the job; absent: the
+    /// PodGroup's or its pods' keys decide, else the priority
+    /// ([`crate::preemption`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptible: Option<bool>,
     #[serde(
         default,
         deserialize_with = "crate::de::null_default",
@@ -88,6 +95,7 @@ impl Default for PodGroupSpec {
             min_member: 1,
             priority_class_name: None,
             priority: None,
+            preemptible: None,
             sub_groups: Vec::new(),
             topology: TopologyConstraintSpec::default(),
         }
@@ -237,6 +245,7 @@ impl PodGroup {
                 queue: foreign.spec.queue.filter(|_| has_queue),
                 priority_class_name: foreign.spec.priority_class_name.filter(|_| has_queue),
                 priority: None,
+                preemptible: None,
                 sub_groups: Vec::new(),
                 topology,
             },
@@ -295,6 +304,11 @@ impl PodGroup {
             && let Some(p) = dns1123_subdomain_problem(q)
         {
             errors.push(ApiError::new(&object, "spec.queue", p));
+        }
+        for mark in preemptible_marks(&self.metadata) {
+            if let Err(message) = mark.value {
+                errors.push(ApiError::new(&object, mark.field, message));
+            }
         }
         self.check_constraint(None, &self.spec.topology, &mut errors);
         let mut seen = BTreeSet::new();
@@ -584,6 +598,61 @@ mod tests {
         assert_eq!(
             text,
             "PodGroup default/g: spec.topology.maxLeaves: expected a whole number from 0 to 4294967295, found -1"
+        );
+    }
+
+    #[test]
+    fn preemptible_field_and_keys() {
+        let pg = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"}, "spec": {"preemptible": false}
+        }))
+        .unwrap();
+        assert_eq!(pg.spec.preemptible, Some(false));
+        let pg = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"}, "spec": {"preemptible": null}
+        }))
+        .unwrap();
+        assert_eq!(pg.spec.preemptible, None);
+        // Foreign groups have no such field; their keys are still read.
+        let pg = parse(json!({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "v", "annotations": {"volcano.sh/preemptable": "true"}},
+            "spec": {"preemptible": false}
+        }))
+        .unwrap();
+        assert_eq!(pg.spec.preemptible, None);
+        assert_eq!(
+            crate::preemption::preemptible_marks(&pg.metadata)[0].value,
+            Ok(true)
+        );
+    }
+
+    #[test]
+    fn bad_preemptible_values_name_the_field() {
+        let text = parse(json!({
+            "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"}, "spec": {"preemptible": "no"}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            text,
+            "PodGroup ml/g: spec.preemptible: expected true or false, found \"no\""
+        );
+        let text = parse(json!({
+            "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml",
+                         "labels": {"trainyard.io/preemptible": "yes"},
+                         "annotations": {"volcano.sh/preemptable": "True"}}
+        }))
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            text,
+            "PodGroup ml/g: metadata.labels.trainyard.io/preemptible: invalid value \"yes\"; expected \"true\" or \"false\"\n\
+             PodGroup ml/g: metadata.annotations.volcano.sh/preemptable: invalid value \"True\"; expected \"true\" or \"false\""
         );
     }
 }

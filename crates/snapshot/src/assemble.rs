@@ -8,10 +8,11 @@ use std::sync::Arc;
 use trainyard_api::gpu::{GpuShare, nominal_gpu_share};
 use trainyard_api::keys::{self, KeyPlace};
 use trainyard_api::names::dns1123_subdomain_problem;
+use trainyard_api::preemption::{PreemptibleMark, default_preemptible, preemptible_marks};
 use trainyard_api::{ConstraintField, ObjectMeta, PodGroup, TopologyConstraintSpec};
 use trainyard_model::{
-    ExternalPod, Job, Node, PlacementConstraints, QueueError, QueueSpec, QueueTree, Snapshot,
-    SubGroup, Task, TaskState, Timestamp, TopologyConstraint,
+    ExternalPod, Job, Node, Nomination, PlacementConstraints, QueueError, QueueSpec, QueueTree,
+    Snapshot, SubGroup, Task, TaskState, Timestamp, TopologyConstraint,
 };
 
 use crate::k8s::PodInfo;
@@ -77,14 +78,21 @@ pub(crate) fn meta_field(meta: &ObjectMeta, key: &str, place: KeyPlace) -> Strin
     }
 }
 
-/// For each key read "label, then annotation" that is set to different
-/// non-empty values as a label and as an annotation: a message saying the
-/// label wins.
-fn label_annotation_conflicts(meta: &ObjectMeta) -> Vec<String> {
-    keys::POD_GROUP_KEYS
+/// Keys of a pod that are read "label, then annotation" (among others).
+const POD_KEYS: &[&[(&str, KeyPlace)]] = &[
+    keys::POD_GROUP_KEYS,
+    keys::QUEUE_KEYS,
+    &[(keys::SUB_GROUP, KeyPlace::LabelOrAnnotation)],
+    keys::PREEMPTIBLE_KEYS,
+];
+
+/// For each of `key_lists`' keys read "label, then annotation" that is set
+/// to different non-empty values as a label and as an annotation: a
+/// message saying the label wins.
+fn label_annotation_conflicts(meta: &ObjectMeta, key_lists: &[&[(&str, KeyPlace)]]) -> Vec<String> {
+    key_lists
         .iter()
-        .chain(keys::QUEUE_KEYS)
-        .chain(&[(keys::SUB_GROUP, KeyPlace::LabelOrAnnotation)])
+        .flat_map(|list| list.iter())
         .filter(|(_, place)| *place == KeyPlace::LabelOrAnnotation)
         .filter_map(|(key, _)| {
             let label = meta.lookup(key, KeyPlace::Label)?;
@@ -108,6 +116,8 @@ struct Member {
     /// Topology levels named by the pod's annotations (Kueue, KAI): (key, value).
     required: Option<(&'static str, String)>,
     preferred: Option<(&'static str, String)>,
+    /// Preemptibility keys on the pod with a valid value, in precedence order.
+    preemptible: Vec<PreemptibleMark>,
 }
 
 struct JobDraft {
@@ -126,6 +136,8 @@ struct Ctx<'a> {
     unresolved: BTreeMap<String, Vec<(Loc, String)>>,
     constraints: BTreeMap<PlacementConstraints, Arc<PlacementConstraints>>,
     topology: ClusterTopology,
+    /// Names of the snapshot's nodes (for nominations).
+    node_names: BTreeSet<String>,
 }
 
 impl Ctx<'_> {
@@ -168,6 +180,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         ..
     } = reader;
     let topology = topology::build(&nodes, topology_doc.as_ref(), &mut errors, &mut warnings);
+    let node_names = nodes.iter().map(|(_, n)| n.name.clone()).collect();
     let mut cx = Ctx {
         opts,
         errors,
@@ -176,6 +189,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         unresolved: BTreeMap::new(),
         constraints: BTreeMap::new(),
         topology,
+        node_names,
     };
 
     // Queues.
@@ -236,7 +250,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
                 cx.warnings.push(format!("{}: {object}: {note}", loc.at()));
             }
         }
-        for conflict in label_annotation_conflicts(&pod.meta) {
+        for conflict in label_annotation_conflicts(&pod.meta, POD_KEYS) {
             cx.warnings
                 .push(format!("{}: {object}: {conflict}", loc.at()));
         }
@@ -296,6 +310,17 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         };
         let required = level_keys(keys::REQUIRED_TOPOLOGY_KEYS, "required");
         let preferred = level_keys(keys::PREFERRED_TOPOLOGY_KEYS, "preferred");
+        let preemptible: Vec<PreemptibleMark> = preemptible_marks(&pod.meta)
+            .into_iter()
+            .filter(|mark| match &mark.value {
+                Ok(_) => true,
+                Err(message) => {
+                    cx.errors
+                        .push(loc.error(Some(&object), &mark.field, message.clone()));
+                    false
+                }
+            })
+            .collect();
         let key = match &group {
             Some(g) => (pod.namespace.clone(), true, g.clone()),
             None => (pod.namespace.clone(), false, pod.name.clone()),
@@ -316,6 +341,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
                 rank,
                 required,
                 preferred,
+                preemptible,
             });
     }
     if !foreign_pending.is_empty() {
@@ -698,6 +724,15 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
         }
     };
 
+    let preemptible = job_preemptible(
+        cx,
+        pg,
+        &members,
+        priority,
+        group.is_some(),
+        (&job_loc, &job_object),
+    );
+
     // Submit time.
     // A bad timestamp was reported when the PodGroup was read.
     let pg_created = pg.and_then(|(_, g)| g.metadata.creation_time().ok().flatten());
@@ -709,6 +744,7 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
     let mut tasks: Vec<Task> = members
         .into_iter()
         .map(|m| {
+            let bound = m.pod.node_name.is_some();
             let state = match m.pod.node_name.clone() {
                 Some(node) => TaskState::Bound {
                     node,
@@ -716,15 +752,28 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
                 },
                 None => TaskState::Pending,
             };
+            // Only a pending pod has a nomination (see `PodInfo`); one naming a
+            // node that is not in the snapshot is dropped.
+            let nomination = m.pod.nomination.clone().and_then(|(node, since)| {
+                if cx.node_names.contains(&node) {
+                    return Some(Nomination { node, since });
+                }
+                cx.warnings.push(format!(
+                    "{}: Pod {}: status.nominatedNodeName {node:?} is not a node in the snapshot; nomination dropped",
+                    m.loc.at(),
+                    m.pod.key()
+                ));
+                None
+            });
             Task {
                 name: m.pod.key(),
                 subgroup: m.subgroup,
                 requests: m.pod.requests,
                 constraints: cx.intern(m.pod.constraints),
                 state,
-                started: None,
-                terminating: false,
-                nomination: None,
+                started: m.pod.started.filter(|_| bound),
+                terminating: m.pod.terminating,
+                nomination,
                 rank: m.rank,
             }
         })
@@ -739,10 +788,88 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
         min_member,
         subgroups,
         topology,
-        preemptible: true,
+        preemptible,
         tasks,
         rejected: None,
     }
+}
+
+/// Whether the job may be evicted, from the first source that says so:
+/// the PodGroup's `spec.preemptible`; then, per key of
+/// [`keys::PREEMPTIBLE_KEYS`], the PodGroup's label or annotation and the
+/// pods' (every pod that carries the key must agree); else the default by
+/// `priority`. A later source that disagrees with the one used gives a
+/// warning. Bad values were reported when the objects were read.
+fn job_preemptible(
+    cx: &mut Ctx<'_>,
+    pg: Option<&(Loc, PodGroup)>,
+    members: &[Member],
+    priority: i32,
+    has_group: bool,
+    (job_loc, job_object): (&Loc, &str),
+) -> bool {
+    // (how the source is described, its value), in precedence order.
+    let mut sources: Vec<(String, bool)> = Vec::new();
+    if let Some((loc, g)) = pg {
+        if let Some(v) = g.spec.preemptible {
+            sources.push((format!("spec.preemptible={v}"), v));
+        }
+        for conflict in label_annotation_conflicts(&g.metadata, &[keys::PREEMPTIBLE_KEYS]) {
+            cx.warnings
+                .push(format!("{}: {}: {conflict}", loc.at(), g.object()));
+        }
+    }
+    let group_marks = pg
+        .map(|(_, g)| preemptible_marks(&g.metadata))
+        .unwrap_or_default();
+    for (key, _) in keys::PREEMPTIBLE_KEYS {
+        if let Some(mark) = group_marks.iter().find(|m| m.key == *key)
+            && let Ok(v) = mark.value
+        {
+            sources.push((format!("{key}={:?} on the PodGroup", mark.text), v));
+        }
+        let mut first: Option<(&Member, &PreemptibleMark, bool)> = None;
+        for m in members {
+            let Some(mark) = m.preemptible.iter().find(|x| x.key == *key) else {
+                continue;
+            };
+            let Ok(v) = mark.value else { continue };
+            match first {
+                None => first = Some((m, mark, v)),
+                Some((f, fmark, fv)) if fv != v => cx.errors.push(m.loc.error(
+                    Some(&format!("Pod {}", m.pod.key())),
+                    &mark.field,
+                    format!(
+                        "{:?} differs from {key}={:?} on Pod {}; all pods of a gang must agree",
+                        mark.text,
+                        fmark.text,
+                        f.pod.key()
+                    ),
+                )),
+                Some(_) => {}
+            }
+        }
+        if let Some((_, mark, v)) = first {
+            let on = if has_group { " on its pods" } else { "" };
+            sources.push((format!("{key}={:?}{on}", mark.text), v));
+        }
+    }
+    let Some((used, value)) = sources.first() else {
+        return default_preemptible(priority);
+    };
+    let others: Vec<&str> = sources[1..]
+        .iter()
+        .filter(|(_, v)| v != value)
+        .map(|(what, _)| what.as_str())
+        .collect();
+    if !others.is_empty() {
+        cx.warnings.push(format!(
+            "{}: {job_object}: preemptibility sources disagree ({used}, {}); using {value}",
+            job_loc.at(),
+            others.join(", ")
+        ));
+    }
+    *value
 }
 
 /// A PodGroup's (or one of its sub-groups') topology constraint with its

@@ -7,7 +7,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
 use trainyard_api::de::null_default;
 use trainyard_api::gpu::{GpuShare, GpuSharingRequest, gpu_sharing_request};
-use trainyard_api::{ObjectMeta, QuantityError, RawQuantity, keys};
+use trainyard_api::{ObjectMeta, QuantityError, RawQuantity, keys, parse_rfc3339};
 use trainyard_model::resources::GPU_RESOURCE;
 use trainyard_model::{
     GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm,
@@ -352,7 +352,30 @@ struct PvcSource {
 struct PodStatus {
     #[serde(default)]
     phase: Option<String>,
+    /// RFC 3339: when the kubelet started the pod.
+    #[serde(default)]
+    start_time: Option<String>,
+    /// The node a preemptor waits for (set by the scheduler after evicting).
+    #[serde(default)]
+    nominated_node_name: Option<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    conditions: Vec<PodCondition>,
 }
+
+/// One entry of `status.conditions`: only `type` and `lastTransitionTime`
+/// are read, and only for the types in [`START_CONDITIONS`].
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodCondition {
+    #[serde(rename = "type", default, deserialize_with = "null_default")]
+    kind: String,
+    #[serde(default)]
+    last_transition_time: Option<String>,
+}
+
+/// Conditions whose `lastTransitionTime` stands in for a bound pod's start
+/// time when `status.startTime` is absent (the earliest one is used).
+const START_CONDITIONS: &[&str] = &["Ready", "PodScheduled"];
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -489,6 +512,15 @@ pub(crate) struct PodInfo {
     /// `requests.gpu` is 0 until assembly sets the nominal share, which
     /// depends on the nodes.
     pub gpu_share: Option<GpuShare>,
+    /// `status.startTime`, else the earliest `lastTransitionTime` of its
+    /// `Ready`/`PodScheduled` conditions (used for bound pods only).
+    pub started: Option<Timestamp>,
+    /// `metadata.deletionTimestamp` is set.
+    pub terminating: bool,
+    /// A pending pod's `status.nominatedNodeName` and since when: the
+    /// `trainyard.io/nominated-at` annotation, else `creationTimestamp`,
+    /// else 1970-01-01T00:00:00Z. The node is checked at assembly.
+    pub nomination: Option<(String, Timestamp)>,
 }
 
 impl PodInfo {
@@ -609,6 +641,11 @@ impl K8sPod {
             errors.push(("metadata.creationTimestamp".into(), e.to_string()));
             None
         });
+        // Being deleted: the timestamp is checked, its presence is what counts.
+        if let Err(e) = meta.deletion_time() {
+            errors.push(("metadata.deletionTimestamp".into(), e.to_string()));
+        }
+        let terminating = meta.deletion_timestamp.is_some();
 
         // Effective requests: max(sum of app containers and sidecars,
         // each init container plus the sidecars started before it) + overhead.
@@ -850,7 +887,7 @@ impl K8sPod {
         // Device indices: an empty value counts as absent. Only a bound pod
         // holds devices; a list that cannot be right for its request is
         // dropped with a warning (the core then assigns devices itself).
-        let phase = self.status.phase.unwrap_or_default();
+        let phase = self.status.phase.clone().unwrap_or_default();
         let terminal = phase == "Succeeded" || phase == "Failed";
         let node_name = spec.node_name.filter(|n| !n.is_empty());
         let gpus = match meta
@@ -884,6 +921,41 @@ impl K8sPod {
                 },
             },
         };
+        // Start time and nomination (docs/preemption-api.md), checked on
+        // every pod, used for Trainyard's bound and pending pods.
+        let status = self.status;
+        let mut time = |text: Option<&str>, field: String| {
+            text.and_then(|t| match parse_rfc3339(t) {
+                Ok(ts) => Some(ts),
+                Err(e) => {
+                    errors.push((field, e.to_string()));
+                    None
+                }
+            })
+        };
+        let start_time = time(status.start_time.as_deref(), "status.startTime".into());
+        let mut condition_time: Option<Timestamp> = None;
+        for (i, c) in status.conditions.iter().enumerate() {
+            if !START_CONDITIONS.contains(&c.kind.as_str()) {
+                continue;
+            }
+            let field = format!("status.conditions[{i}].lastTransitionTime");
+            if let Some(t) = time(c.last_transition_time.as_deref(), field) {
+                condition_time = Some(condition_time.map_or(t, |c| c.min(t)));
+            }
+        }
+        let started = start_time.or(condition_time);
+        let nominated_at = time(
+            meta.annotations
+                .get(keys::NOMINATED_AT)
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty()),
+            format!("metadata.annotations.{}", keys::NOMINATED_AT),
+        );
+        let nomination = status
+            .nominated_node_name
+            .filter(|n| !n.is_empty() && node_name.is_none() && !terminal)
+            .map(|n| (n, nominated_at.or(created).unwrap_or(Timestamp(0))));
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -912,6 +984,9 @@ impl K8sPod {
             terminal,
             gpus,
             gpu_share: sharing.share,
+            started,
+            terminating,
+            nomination,
             meta,
         })
     }

@@ -119,8 +119,6 @@ struct Cycle<'s> {
     reserved: Vec<Vec<Placed>>,
     /// Jobs with an unexpired nomination: they wait, they do not evict again.
     nominated: Vec<bool>,
-    /// Jobs chosen as victims this cycle.
-    evicted: Vec<usize>,
     /// Preemptible jobs with bound pods (victim candidates), set by the
     /// eviction pass.
     running: Vec<usize>,
@@ -406,7 +404,6 @@ impl<'s> Cycle<'s> {
             bound_at,
             reserved,
             nominated,
-            evicted: Vec::new(),
             running: Vec::new(),
         }
     }

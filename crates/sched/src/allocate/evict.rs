@@ -831,9 +831,6 @@ impl<'s> Cycle<'s> {
             let vw = &mut self.jobs[u.job];
             vw.bound_total = vw.bound_total.saturating_sub(gone.len() as u32);
             self.bound_at[u.job].retain(|p| !gone.contains(&p.0));
-            if !self.evicted.contains(&u.job) {
-                self.evicted.push(u.job);
-            }
         }
         // The preemptor's room is held for it for the rest of the cycle and
         // counted for its queue; it binds once the victims are gone.

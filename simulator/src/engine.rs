@@ -1,10 +1,11 @@
 //! The discrete-event engine.
 //!
-//! Events (task finishes, node failures and recoveries, job arrivals and
-//! scheduling cycles) sit in one priority queue ordered by (time, kind,
-//! sequence number). At equal times, finishes come first, then node events,
-//! then arrivals, then the cycle; the sequence number breaks the remaining
-//! ties in insertion order, so runs are deterministic.
+//! Events (task finishes, removals of evicted pods, node failures and
+//! recoveries, job arrivals and scheduling cycles) sit in one priority
+//! queue ordered by (time, kind, sequence number). At equal times,
+//! finishes come first, then removals, then node events, then arrivals,
+//! then the cycle; the sequence number breaks the remaining ties in
+//! insertion order, so runs are deterministic.
 //!
 //! A cycle runs when something changed (an arrival, a finish, a node
 //! event). It runs at the next multiple of the cycle
@@ -19,7 +20,16 @@
 //! - The job ends when its last running task ends. Once any task has ended,
 //!   the job stops growing: its still-pending elastic pods are dropped.
 //! - A node failure kills every job with a task on that node; the job goes
-//!   back to pending as a whole (gang semantics) and starts over.
+//!   back to pending as a whole (gang semantics) and starts over, losing
+//!   work per the lost-work model ([`crate::preemption`]).
+//! - Bound tasks carry their start (`Task::started`). A pod the core evicts
+//!   is marked `terminating` (it keeps its capacity) and removed after the
+//!   grace period: if the rest of its job still holds the gang minimum it
+//!   goes back to pending alone (an elastic pod), else the whole job
+//!   restarts as after a node failure. Nominations from the core are kept
+//!   on the preemptor's pending tasks until they bind or time out.
+//! - Time alone changes decisions when a nomination expires or a running
+//!   job passes its queue's minimum runtime: the engine wakes up then.
 //! - A job keeps the last reason the core gave while it waited, so
 //!   `jobs.csv` says why each job waited, even after it ran.
 //! - A job the core rejects for good (unknown queue, above a queue limit,
@@ -35,16 +45,20 @@
 //! samples record the largest gang that could still fit in one leaf.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use trainyard_model::topology::Topology;
-use trainyard_model::{Job, Node, QueueId, QueueTree, Resources, Snapshot, TaskState, Timestamp};
-use trainyard_sched::{Config, GangPlacement, PendingReason, schedule};
+use trainyard_model::{
+    Job, Node, Nomination, QueueId, QueueTree, Resources, Snapshot, Task, TaskState, Timestamp,
+};
+use trainyard_sched::{Config, Decisions, EvictionKind, GangPlacement, PendingReason, schedule};
 
 use crate::job::{SimJob, task_index};
+use crate::preemption::{EvictionModel, LostWork, work_after_kill};
 use crate::result::{
-    ClusterSample, JobRecord, JobState, JobTopology, QueueSample, RunTopology, SimOutput,
+    ClusterSample, EvictionSample, JobRecord, JobState, JobTopology, LostGpu, QueueSample,
+    RunTopology, SimOutput,
 };
 use crate::spec::{Fault, MAX_DURATION_MS, Slowdown};
 
@@ -63,6 +77,9 @@ pub struct SimOptions {
     pub topology: Option<Arc<Topology>>,
     /// Communication slowdown model; off by default.
     pub slowdown: Slowdown,
+    /// Grace period of evicted pods and the lost-work model (30 s,
+    /// `restart` by default).
+    pub eviction: EvictionModel,
 }
 
 impl Default for SimOptions {
@@ -73,9 +90,15 @@ impl Default for SimOptions {
             until: None,
             topology: None,
             slowdown: Slowdown::default(),
+            eviction: EvictionModel::default(),
         }
     }
 }
+
+/// The scheduling function a simulation calls every cycle:
+/// [`trainyard_sched::schedule`], or a wrapper around it (tests,
+/// what-if experiments).
+pub type ScheduleFn<'f> = dyn FnMut(&Snapshot, &Config, Timestamp) -> Decisions + 'f;
 
 /// What the simulation runs on.
 #[derive(Clone, Copy, Debug)]
@@ -100,11 +123,21 @@ pub const PROGRESS_EVERY: u64 = 2048;
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
-    /// Tasks (indices into the SimJob's expanded tasks) of a job end.
+    /// Tasks (indices into the SimJob's expanded tasks) of a job end, if
+    /// they are still the ones bound at `since` (an evicted elastic pod
+    /// bound again has a later start).
     Finish {
         job: usize,
         epoch: u32,
+        since: i64,
         tasks: Vec<u32>,
+    },
+    /// Evicted tasks (index, start in ms) are removed: their grace period
+    /// is over.
+    Evict {
+        job: usize,
+        epoch: u32,
+        tasks: Vec<(u32, i64)>,
     },
     Node {
         index: usize,
@@ -120,9 +153,10 @@ impl Event {
     fn class(&self) -> u8 {
         match self {
             Event::Finish { .. } => 0,
-            Event::Node { .. } => 1,
-            Event::Arrival { .. } => 2,
-            Event::Cycle => 3,
+            Event::Evict { .. } => 1,
+            Event::Node { .. } => 2,
+            Event::Arrival { .. } => 3,
+            Event::Cycle => 4,
         }
     }
 }
@@ -143,8 +177,23 @@ struct Rt {
     leaf: Option<QueueId>,
     /// A task has ended: no more growth.
     winding_down: bool,
-    /// Run time of the tasks of the current start (duration plus slowdown).
+    /// Run time of the tasks of the current start (work plus slowdown).
     run_ms: u64,
+    /// Work (ms of the duration) the next start has to do: the duration,
+    /// less what checkpoints kept through earlier kills.
+    work_ms: u64,
+    /// Run time kept by checkpoints of elastic pods evicted alone, by task
+    /// index; such a pod runs `run_ms` less this once bound again.
+    saved: BTreeMap<u32, u64>,
+    /// The job's lost-work model.
+    lost_work: LostWork,
+}
+
+/// Why a job restarts as a whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kill {
+    NodeFault,
+    Eviction,
 }
 
 /// Wholly free GPUs per leaf domain, kept up to date bind by bind.
@@ -288,7 +337,20 @@ struct Engine<'a> {
     leaf_paths: std::collections::BTreeSet<String>,
     /// Free GPUs per leaf domain, with a topology that has a leaf level.
     leaf_free: Option<LeafFree>,
+    /// Cycles that evicted pods.
+    evictions: Vec<EvictionSample>,
+    /// Some pending task may carry a nomination.
+    any_nominations: bool,
+    /// Minimum runtime (ms) of each queue, inherited; by `QueueId`.
+    min_runtime_ms: Vec<Option<i64>>,
+    /// Time of the last cycle and how many ran at that time.
+    cycles_now: (i64, u32),
 }
+
+/// Most cycles run at one moment of virtual time; later ones are deferred
+/// by one period (so that decisions undoing each other with a zero grace
+/// period cannot hold the clock).
+pub const MAX_CYCLES_AT_ONE_TIME: u32 = 100;
 
 /// Runs a simulation to completion (or `opts.until`).
 pub fn simulate(
@@ -297,8 +359,20 @@ pub fn simulate(
     opts: &SimOptions,
     progress: &mut dyn FnMut(&Progress),
 ) -> SimOutput {
+    simulate_with(input, config, opts, &mut schedule, progress)
+}
+
+/// [`simulate`] with another scheduling function, e.g. a wrapper around
+/// [`trainyard_sched::schedule`] that adds or removes decisions.
+pub fn simulate_with(
+    input: SimInput<'_>,
+    config: &Config,
+    opts: &SimOptions,
+    scheduler: &mut ScheduleFn<'_>,
+    progress: &mut dyn FnMut(&Progress),
+) -> SimOutput {
     let mut e = Engine::new(input, config, opts);
-    e.run(progress);
+    e.run(scheduler, progress);
     e.finish()
 }
 
@@ -351,6 +425,18 @@ impl<'a> Engine<'a> {
                 .topology
                 .as_deref()
                 .and_then(|t| LeafFree::new(input.nodes, t)),
+            evictions: Vec::new(),
+            any_nominations: false,
+            min_runtime_ms: (0..input.queues.len())
+                .map(|q| {
+                    input
+                        .queues
+                        .ancestors(QueueId(q))
+                        .find_map(|a| input.queues.spec(a).min_runtime_seconds)
+                        .map(|s| (s.min(MAX_DURATION_MS / 1000) * 1000) as i64)
+                })
+                .collect(),
+            cycles_now: (i64::MIN, 0),
         };
         // Largest node and whole cluster, to reject what can never fit.
         let mut total = Resources::zero();
@@ -370,6 +456,9 @@ impl<'a> Engine<'a> {
                 state: JobState::Pending,
                 pending_reason: None,
                 restarts: 0,
+                min_gpu_milli: j.min_requests().gpu,
+                evicted_pods: 0,
+                lost: LostGpu::default(),
                 topology: None,
             };
             if let Some(reason) = too_large(j, input.nodes, &total) {
@@ -401,6 +490,9 @@ impl<'a> Engine<'a> {
                     .filter(|q| input.queues.is_leaf(*q)),
                 winding_down: false,
                 run_ms: j.duration_ms,
+                work_ms: j.duration_ms,
+                saved: BTreeMap::new(),
+                lost_work: j.lost_work.unwrap_or(opts.eviction.lost_work),
             });
         }
         for i in order {
@@ -427,7 +519,7 @@ impl<'a> Engine<'a> {
         self.heap.push(Reverse((at, ev.class(), self.seq, ev)));
     }
 
-    fn run(&mut self, progress: &mut dyn FnMut(&Progress)) {
+    fn run(&mut self, scheduler: &mut ScheduleFn<'_>, progress: &mut dyn FnMut(&Progress)) {
         let mut now = self
             .heap
             .peek()
@@ -468,10 +560,16 @@ impl<'a> Engine<'a> {
                     });
                 }
                 match ev {
-                    Event::Finish { job, epoch, tasks } => {
-                        changed |= self.finish_tasks(job, epoch, &tasks, now)
+                    Event::Finish {
+                        job,
+                        epoch,
+                        since,
+                        tasks,
+                    } => changed |= self.finish_tasks(job, epoch, since, &tasks, now),
+                    Event::Evict { job, epoch, tasks } => {
+                        changed |= self.remove_evicted(job, epoch, &tasks, now)
                     }
-                    Event::Node { index, up } => changed |= self.node_event(index, up),
+                    Event::Node { index, up } => changed |= self.node_event(index, up, now),
                     Event::Arrival { job } => {
                         self.arrive(job);
                         changed = true;
@@ -480,8 +578,22 @@ impl<'a> Engine<'a> {
                         // A cycle superseded by an earlier one is stale.
                         if self.next_cycle == Some(t) {
                             self.next_cycle = None;
-                            self.cycle(now);
-                            moved = true;
+                            self.cycles_now = if self.cycles_now.0 == t {
+                                (t, self.cycles_now.1 + 1)
+                            } else {
+                                (t, 1)
+                            };
+                            if self.cycles_now.1 > MAX_CYCLES_AT_ONE_TIME {
+                                // Decisions that undo each other at once
+                                // (evictions with no grace period): go on
+                                // one period later.
+                                let later = t + (self.opts.cycle_period_ms as i64).max(1);
+                                self.next_cycle = Some(later);
+                                self.push(later, Event::Cycle);
+                            } else {
+                                self.cycle(scheduler, now);
+                                moved = true;
+                            }
                         }
                     }
                 }
@@ -516,7 +628,7 @@ impl<'a> Engine<'a> {
         }
         // One closing cycle, so the queue samples see the last finishes.
         if self.dirty && self.opts.until.is_none() {
-            self.cycle(now);
+            self.cycle(scheduler, now);
             self.sample_cluster(now);
         }
         self.end = now;
@@ -535,7 +647,7 @@ impl Engine<'_> {
             min_member: sj.min_member,
             subgroups: sj.subgroups.clone(),
             topology: sj.topology.clone(),
-            preemptible: true,
+            preemptible: sj.preemptible,
             tasks,
             rejected: None,
         };
@@ -545,7 +657,14 @@ impl Engine<'_> {
         self.pending += 1;
     }
 
-    fn finish_tasks(&mut self, j: usize, epoch: u32, tasks: &[u32], now: Timestamp) -> bool {
+    fn finish_tasks(
+        &mut self,
+        j: usize,
+        epoch: u32,
+        since: i64,
+        tasks: &[u32],
+        now: Timestamp,
+    ) -> bool {
         if self.rt[j].epoch != epoch {
             return false;
         }
@@ -553,13 +672,23 @@ impl Engine<'_> {
             return false;
         };
         let job = &mut self.snapshot.jobs[slot];
+        // Still the tasks bound at `since`: an elastic pod evicted alone is
+        // pending or bound again later, and its old finish is stale.
+        let is_done = |t: &Task| {
+            !t.is_pending()
+                && t.started == Some(Timestamp(since))
+                && task_index(&t.name).is_some_and(|i| tasks.contains(&i))
+        };
+        if !job.tasks.iter().any(is_done) {
+            return false;
+        }
         let mut freed = 0u64;
         let mut ended = 0u32;
         let mut freed_req = Resources::zero();
         let leaf_free = &mut self.leaf_free;
         let (nodes, up) = (self.input.nodes, &self.node_up);
         job.tasks.retain(|t| {
-            let done = task_index(&t.name).is_some_and(|i| tasks.contains(&i));
+            let done = is_done(t);
             if done {
                 freed += t.requests.gpu;
                 freed_req.add(&t.requests);
@@ -582,6 +711,9 @@ impl Engine<'_> {
         job.min_member = 0;
         job.subgroups.clear();
         let rt = &mut self.rt[j];
+        for i in tasks {
+            rt.saved.remove(i);
+        }
         rt.winding_down = true;
         rt.bound -= ended.min(rt.bound);
         rt.gpu_bound -= freed.min(rt.gpu_bound);
@@ -591,17 +723,23 @@ impl Engine<'_> {
         }
         self.gpu_allocated -= freed.min(self.gpu_allocated);
         if rt.bound == 0 {
-            rt.record.end = Some(now);
-            rt.record.state = JobState::Completed;
-            rt.slot = None;
-            self.running -= 1;
-            self.finished += 1;
-            self.needs_compaction = true;
+            self.complete(j, now);
         }
         true
     }
 
-    fn node_event(&mut self, index: usize, up: bool) -> bool {
+    /// Job `j`'s last task has ended.
+    fn complete(&mut self, j: usize, now: Timestamp) {
+        let rt = &mut self.rt[j];
+        rt.record.end = Some(now);
+        rt.record.state = JobState::Completed;
+        rt.slot = None;
+        self.running -= 1;
+        self.finished += 1;
+        self.needs_compaction = true;
+    }
+
+    fn node_event(&mut self, index: usize, up: bool, now: Timestamp) -> bool {
         if self.node_up[index] == up {
             return false;
         }
@@ -616,7 +754,7 @@ impl Engine<'_> {
             return true;
         }
         self.snapshot.nodes.retain(|n| n.name != name);
-        // Every job with a task on the node restarts from scratch.
+        // Every job with a task on the node restarts.
         for slot in 0..self.snapshot.jobs.len() {
             let j = self.slot_job[slot];
             if self.rt[j].slot != Some(slot) {
@@ -626,47 +764,170 @@ impl Engine<'_> {
                 .tasks
                 .iter()
                 .any(|t| matches!(&t.state, TaskState::Bound { node, .. } if *node == name));
-            if !hit {
-                continue;
+            if hit {
+                self.restart(slot, now, Kill::NodeFault);
             }
-            if let Some(lf) = &mut self.leaf_free {
-                for t in &self.snapshot.jobs[slot].tasks {
-                    if let TaskState::Bound {
-                        node,
-                        gpus: Some(g),
-                    } = &t.state
-                    {
-                        lf.change(self.input.nodes, &self.node_up, node, g, false);
-                    }
+        }
+        true
+    }
+
+    /// The running job in `slot` is killed as a whole and goes back to
+    /// pending (gang semantics): its bound tasks lose work per the
+    /// lost-work model, and the next start does what checkpoints did not
+    /// keep.
+    fn restart(&mut self, slot: usize, now: Timestamp, why: Kill) {
+        let j = self.slot_job[slot];
+        let model = self.rt[j].lost_work;
+        let mut lost = 0u64;
+        for t in &self.snapshot.jobs[slot].tasks {
+            if let TaskState::Bound { node, gpus } = &t.state {
+                let elapsed = t.started.map_or(0, |s| (now.0 - s.0).max(0) as u64);
+                lost = lost.saturating_add(t.requests.gpu.saturating_mul(model.lost_ms(elapsed)));
+                if let (Some(lf), Some(g)) = (&mut self.leaf_free, gpus) {
+                    lf.change(self.input.nodes, &self.node_up, node, g, false);
                 }
             }
-            let rt = &mut self.rt[j];
-            self.gpu_allocated -= rt.gpu_bound.min(self.gpu_allocated);
-            if let Some(q) = rt.leaf {
-                self.leaf_alloc[q.0].saturating_sub(&rt.bound_req);
-            }
-            rt.bound_req = Resources::zero();
-            rt.epoch += 1;
-            rt.bound = 0;
-            rt.gpu_bound = 0;
-            rt.record.restarts += 1;
-            rt.record.start = None;
-            rt.record.topology = None;
-            rt.run_ms = self.input.jobs[j].duration_ms;
-            rt.record.state = JobState::Pending;
-            let was_winding = rt.winding_down;
-            rt.winding_down = false;
-            self.running -= 1;
-            self.pending += 1;
-            // Back to the job as submitted.
-            let sj = &self.input.jobs[j];
-            let job = &mut self.snapshot.jobs[slot];
-            if was_winding {
-                job.min_member = sj.min_member;
-                job.subgroups = sj.subgroups.clone();
-            }
-            job.tasks = sj.pending_tasks();
         }
+        let rt = &mut self.rt[j];
+        match why {
+            Kill::NodeFault => {
+                rt.record.lost.node_faults = rt.record.lost.node_faults.saturating_add(lost)
+            }
+            Kill::Eviction => {
+                rt.record.lost.evictions = rt.record.lost.evictions.saturating_add(lost)
+            }
+        }
+        // Checkpoints of the gang count from its start.
+        let elapsed = rt.record.start.map_or(0, |s| (now.0 - s.0).max(0) as u64);
+        rt.work_ms = work_after_kill(rt.work_ms, rt.run_ms, model.saved_ms(elapsed));
+        rt.run_ms = rt.work_ms;
+        rt.saved.clear();
+        self.gpu_allocated -= rt.gpu_bound.min(self.gpu_allocated);
+        if let Some(q) = rt.leaf {
+            self.leaf_alloc[q.0].saturating_sub(&rt.bound_req);
+        }
+        rt.bound_req = Resources::zero();
+        rt.epoch += 1;
+        rt.bound = 0;
+        rt.gpu_bound = 0;
+        rt.record.restarts += 1;
+        rt.record.start = None;
+        rt.record.topology = None;
+        rt.record.state = JobState::Pending;
+        let was_winding = rt.winding_down;
+        rt.winding_down = false;
+        self.running -= 1;
+        self.pending += 1;
+        // Back to the job as submitted.
+        let sj = &self.input.jobs[j];
+        let job = &mut self.snapshot.jobs[slot];
+        if was_winding {
+            job.min_member = sj.min_member;
+            job.subgroups = sj.subgroups.clone();
+        }
+        job.tasks = sj.pending_tasks();
+    }
+
+    /// The grace period of evicted `tasks` (index, start) of job `j` is
+    /// over: the ones still there are killed. If the rest of the job still
+    /// holds its gang minimum (and every sub-group's), they go back to
+    /// pending and the job runs on; otherwise the whole job restarts, as
+    /// after a node failure. Pods of a job that is winding down (a task has
+    /// ended) are dropped, as its pending elastic pods are.
+    fn remove_evicted(
+        &mut self,
+        j: usize,
+        epoch: u32,
+        tasks: &[(u32, i64)],
+        now: Timestamp,
+    ) -> bool {
+        if self.rt[j].epoch != epoch {
+            return false;
+        }
+        let Some(slot) = self.rt[j].slot else {
+            return false;
+        };
+        let job = &self.snapshot.jobs[slot];
+        let is_gone = |t: &Task| {
+            t.terminating
+                && !t.is_pending()
+                && task_index(&t.name).is_some_and(|i| {
+                    tasks
+                        .iter()
+                        .any(|(x, s)| *x == i && t.started.map_or(i64::MIN, |v| v.0) == *s)
+                })
+        };
+        let gone: Vec<usize> = (0..job.tasks.len())
+            .filter(|&k| is_gone(&job.tasks[k]))
+            .collect();
+        if gone.is_empty() {
+            return false;
+        }
+        let winding = self.rt[j].winding_down;
+        if !winding {
+            let stays = |t: &Task| !t.is_pending() && !is_gone(t);
+            let left = job.tasks.iter().filter(|t| stays(t)).count() as u32;
+            let groups_ok = job.subgroups.iter().all(|sg| {
+                job.tasks
+                    .iter()
+                    .filter(|t| stays(t) && t.subgroup.as_deref() == Some(sg.name.as_str()))
+                    .count() as u32
+                    >= sg.min_member
+            });
+            if left < job.min_member || !groups_ok {
+                self.restart(slot, now, Kill::Eviction);
+                return true;
+            }
+        }
+        // Kill the pods one by one; the job keeps running.
+        let model = self.rt[j].lost_work;
+        for &k in gone.iter().rev() {
+            let t = &mut self.snapshot.jobs[slot].tasks[k];
+            let elapsed = t.started.map_or(0, |s| (now.0 - s.0).max(0) as u64);
+            let lost = t.requests.gpu.saturating_mul(model.lost_ms(elapsed));
+            let req = t.requests.clone();
+            let held = std::mem::replace(&mut t.state, TaskState::Pending);
+            t.started = None;
+            t.terminating = false;
+            t.nomination = None;
+            let ti = task_index(&t.name);
+            if winding {
+                self.snapshot.jobs[slot].tasks.remove(k);
+            }
+            if let (
+                Some(lf),
+                TaskState::Bound {
+                    node,
+                    gpus: Some(g),
+                },
+            ) = (&mut self.leaf_free, &held)
+            {
+                lf.change(self.input.nodes, &self.node_up, node, g, false);
+            }
+            let rt = &mut self.rt[j];
+            rt.record.lost.evictions = rt.record.lost.evictions.saturating_add(lost);
+            if let Some(ti) = ti {
+                if winding {
+                    rt.saved.remove(&ti);
+                } else {
+                    let kept = model.saved_ms(elapsed);
+                    let s = rt.saved.entry(ti).or_default();
+                    *s = s.saturating_add(kept);
+                }
+            }
+            rt.bound = rt.bound.saturating_sub(1);
+            rt.gpu_bound = rt.gpu_bound.saturating_sub(req.gpu);
+            rt.bound_req.saturating_sub(&req);
+            if let Some(q) = rt.leaf {
+                self.leaf_alloc[q.0].saturating_sub(&req);
+            }
+            self.gpu_allocated = self.gpu_allocated.saturating_sub(req.gpu);
+        }
+        if winding && self.rt[j].bound == 0 {
+            self.complete(j, now);
+        }
+        // A running job with pending pods again may grow.
+        self.elastic_waiting = self.count_elastic_waiting();
         true
     }
 
@@ -692,10 +953,11 @@ impl Engine<'_> {
         self.slot_job = keep_slots;
     }
 
-    fn cycle(&mut self, now: Timestamp) {
+    fn cycle(&mut self, scheduler: &mut ScheduleFn<'_>, now: Timestamp) {
         self.dirty = false;
         self.compact();
-        let d = schedule(&self.snapshot, self.config, now);
+        self.expire_nominations(now);
+        let d = scheduler(&self.snapshot, self.config, now);
         self.cycles += 1;
 
         // Apply binds, grouped by job.
@@ -720,6 +982,8 @@ impl Engine<'_> {
                 node: b.node.clone(),
                 gpus: Some(b.gpus.clone()),
             };
+            task.started = Some(now);
+            task.nomination = None;
             let gpu = task.requests.gpu;
             let rt = &mut self.rt[j];
             rt.bound += 1;
@@ -749,7 +1013,7 @@ impl Engine<'_> {
                 rt.record.state = JobState::Running;
                 self.pending -= 1;
                 self.running += 1;
-                let duration = self.input.jobs[j].duration_ms;
+                let duration = rt.work_ms;
                 rt.record.topology = match (&self.opts.topology, placed.get_mut(&j)) {
                     (Some(topo), Some(pods)) if pods.len() >= 2 => Some(job_topology(
                         topo,
@@ -763,17 +1027,28 @@ impl Engine<'_> {
                 let extra = rt.record.topology.as_ref().map_or(0, |t| t.slowdown_ms);
                 rt.run_ms = duration.saturating_add(extra).min(MAX_DURATION_MS);
             }
-            let at = now.0 + rt.run_ms as i64;
+            // Each task runs `run_ms` from its start, less what an earlier
+            // run of it (an elastic pod evicted alone) kept by checkpoints.
+            let mut by_end: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
+            for ti in tasks {
+                let left = rt.run_ms - rt.saved.get(&ti).copied().unwrap_or(0).min(rt.run_ms);
+                by_end.entry(now.0 + left as i64).or_default().push(ti);
+            }
             let epoch = rt.epoch;
-            self.push(
-                at,
-                Event::Finish {
-                    job: j,
-                    epoch,
-                    tasks,
-                },
-            );
+            for (at, tasks) in by_end {
+                self.push(
+                    at,
+                    Event::Finish {
+                        job: j,
+                        epoch,
+                        since: now.0,
+                        tasks,
+                    },
+                );
+            }
         }
+        self.apply_evictions(&d, now);
+        self.apply_nominations(&d, now);
         for p in &d.pending {
             let Some(&j) = self.by_id.get(&p.job) else {
                 continue;
@@ -799,30 +1074,32 @@ impl Engine<'_> {
             }
         }
         // Running jobs that could still grow wake later changes.
-        self.elastic_waiting = self
-            .snapshot
-            .jobs
-            .iter()
-            .enumerate()
-            .filter(|(slot, job)| {
-                let rt = &self.rt[self.slot_job[*slot]];
-                rt.slot == Some(*slot)
-                    && rt.record.start.is_some()
-                    && !rt.winding_down
-                    && job.tasks.iter().any(|t| t.is_pending())
-            })
-            .count() as u32;
-        // Queue samples, only when a queue's numbers changed.
+        self.elastic_waiting = self.count_elastic_waiting();
+        // Queue samples, only when a queue's numbers changed. A cycle that
+        // evicts reports the victims' capacity as the preemptor's already;
+        // the samples keep what is held (victims hold it through their
+        // grace period, the preemptor binds later).
+        let held = (!d.evictions.is_empty()).then(|| self.queue_alloc());
         for q in &d.queues {
-            let now_vals = (q.demand.clone(), q.fair_share.clone(), q.allocated.clone());
+            let allocated = match &held {
+                Some(held) => {
+                    let name = q.queue.rsplit('/').next().unwrap_or(&q.queue);
+                    match self.snapshot.queues.get(name) {
+                        Some(id) => held[id.0].clone(),
+                        None => q.allocated.clone(),
+                    }
+                }
+                None => q.allocated.clone(),
+            };
+            let now_vals = (q.demand.clone(), q.fair_share.clone(), allocated);
             if self.last_queue.get(&q.queue) != Some(&now_vals) {
                 self.queues.push(QueueSample {
                     time: now,
                     queue: q.queue.clone(),
                     is_leaf: self.leaf_paths.contains(q.queue.as_str()),
-                    demand: q.demand.clone(),
-                    fair_share: q.fair_share.clone(),
-                    allocated: q.allocated.clone(),
+                    demand: now_vals.0.clone(),
+                    fair_share: now_vals.1.clone(),
+                    allocated: now_vals.2.clone(),
                 });
                 self.last_queue.insert(q.queue.clone(), now_vals);
             }
@@ -854,22 +1131,209 @@ impl Engine<'_> {
                 self.push(w, Event::Cycle);
             }
         }
+        // Nominations expire, and running jobs pass their queue's minimum
+        // runtime (becoming possible victims), with time alone.
+        if self.pending > 0 || self.elastic_waiting > 0 {
+            let wake = self.next_time_change(now);
+            if let Some(w) = wake {
+                self.wake_at(w);
+            }
+        }
+    }
+
+    /// Schedules a cycle at `at` (rounded up to the period) unless one is
+    /// due no later.
+    fn wake_at(&mut self, at: i64) {
+        let period = self.opts.cycle_period_ms as i64;
+        let at = if period > 0 {
+            (at + period - 1) / period * period
+        } else {
+            at
+        };
+        if self.next_cycle.is_none_or(|c| at < c) {
+            self.next_cycle = Some(at);
+            self.push(at, Event::Cycle);
+        }
+    }
+
+    /// The earliest moment after `now` when a nomination expires or a
+    /// running preemptible job passes its queue's minimum runtime (only
+    /// while reclaim or preemption is on).
+    fn next_time_change(&self, now: Timestamp) -> Option<i64> {
+        let mut next: Option<i64> = None;
+        let mut take = |w: i64| {
+            if w > now.0 && next.is_none_or(|n| w < n) {
+                next = Some(w);
+            }
+        };
+        let cfg = &self.config.preemption;
+        let timeout = (cfg.nomination_timeout_seconds.min(MAX_DURATION_MS / 1000) * 1000) as i64;
+        let victims =
+            (cfg.reclaim || cfg.preempt) && self.min_runtime_ms.iter().any(Option::is_some);
+        if !self.any_nominations && !victims {
+            return None;
+        }
+        for (slot, job) in self.snapshot.jobs.iter().enumerate() {
+            let rt = &self.rt[self.slot_job[slot]];
+            if rt.slot != Some(slot) {
+                continue;
+            }
+            if self.any_nominations {
+                for t in &job.tasks {
+                    if let Some(n) = &t.nomination {
+                        take(n.since.0.saturating_add(timeout));
+                    }
+                }
+            }
+            if victims
+                && job.preemptible
+                && rt.bound > 0
+                && let Some(min) = rt.leaf.and_then(|q| self.min_runtime_ms[q.0])
+                && let Some(last) = job.tasks.iter().filter_map(|t| t.started).max()
+            {
+                take(last.0.saturating_add(min));
+            }
+        }
+        next
+    }
+
+    /// Running jobs (not winding down) with pending elastic pods.
+    fn count_elastic_waiting(&self) -> u32 {
+        self.snapshot
+            .jobs
+            .iter()
+            .enumerate()
+            .filter(|(slot, job)| {
+                let rt = &self.rt[self.slot_job[*slot]];
+                rt.slot == Some(*slot)
+                    && rt.record.start.is_some()
+                    && !rt.winding_down
+                    && job.tasks.iter().any(|t| t.is_pending())
+            })
+            .count() as u32
+    }
+
+    /// The cycle's evictions: each evicted pod is marked terminating now
+    /// (it keeps its capacity, and the core never picks it again) and is
+    /// removed when the grace period is over.
+    fn apply_evictions(&mut self, d: &Decisions, now: Timestamp) {
+        if d.evictions.is_empty() {
+            return;
+        }
+        let mut per_job: BTreeMap<usize, Vec<(u32, i64)>> = BTreeMap::new();
+        let mut sample = EvictionSample {
+            time: now,
+            ..EvictionSample::default()
+        };
+        let mut jobs: BTreeSet<(EvictionKind, usize)> = BTreeSet::new();
+        for e in &d.evictions {
+            let (Some(&j), Some(ti)) = (self.by_id.get(&e.job), task_index(&e.task)) else {
+                continue;
+            };
+            let Some(slot) = self.rt[j].slot else {
+                continue;
+            };
+            let Some(task) = self.snapshot.jobs[slot]
+                .tasks
+                .iter_mut()
+                .find(|t| t.name == e.task)
+            else {
+                continue;
+            };
+            if task.is_pending() || task.terminating {
+                continue;
+            }
+            task.terminating = true;
+            per_job
+                .entry(j)
+                .or_default()
+                .push((ti, task.started.map_or(i64::MIN, |s| s.0)));
+            self.rt[j].record.evicted_pods += 1;
+            match e.kind {
+                EvictionKind::Reclaim => sample.reclaim_pods += 1,
+                EvictionKind::Preempt => sample.preempt_pods += 1,
+            }
+            jobs.insert((e.kind, j));
+        }
+        if per_job.is_empty() {
+            return;
+        }
+        for (kind, _) in &jobs {
+            match kind {
+                EvictionKind::Reclaim => sample.reclaim_jobs += 1,
+                EvictionKind::Preempt => sample.preempt_jobs += 1,
+            }
+        }
+        self.evictions.push(sample);
+        let at = now.0.saturating_add(self.opts.eviction.grace_ms as i64);
+        for (j, tasks) in per_job {
+            let epoch = self.rt[j].epoch;
+            self.push(
+                at,
+                Event::Evict {
+                    job: j,
+                    epoch,
+                    tasks,
+                },
+            );
+        }
+    }
+
+    /// Reserved room for the preemptors' pending pods: the nomination
+    /// keeps the time it was first made on that node.
+    fn apply_nominations(&mut self, d: &Decisions, now: Timestamp) {
+        for n in &d.nominations {
+            let Some(&j) = self.by_id.get(&n.job) else {
+                continue;
+            };
+            let Some(slot) = self.rt[j].slot else {
+                continue;
+            };
+            let Some(task) = self.snapshot.jobs[slot]
+                .tasks
+                .iter_mut()
+                .find(|t| t.name == n.task && t.is_pending())
+            else {
+                continue;
+            };
+            if task.nomination.as_ref().is_none_or(|x| x.node != n.node) {
+                task.nomination = Some(Nomination {
+                    node: n.node.clone(),
+                    since: now,
+                });
+            }
+            self.any_nominations = true;
+        }
+    }
+
+    /// Clears nominations as old as the config's `nominationTimeoutSeconds`
+    /// (the core ignores them from then on).
+    fn expire_nominations(&mut self, now: Timestamp) {
+        if !self.any_nominations {
+            return;
+        }
+        let timeout = self.config.preemption.nomination_timeout_seconds;
+        let mut any = false;
+        for job in &mut self.snapshot.jobs {
+            for t in &mut job.tasks {
+                if let Some(n) = &t.nomination {
+                    if t.is_pending() && now.secs_since(n.since) < timeout {
+                        any = true;
+                    } else {
+                        t.nomination = None;
+                    }
+                }
+            }
+        }
+        self.any_nominations = any;
     }
 
     /// Queue samples when nothing is pending: demand = fair share =
     /// allocation = running requests, per queue (inner queues sum their
     /// children). Written only for queues whose numbers changed.
     fn sample_queues_idle(&mut self, now: Timestamp) {
+        let alloc = self.queue_alloc();
         let tree = &self.snapshot.queues;
-        let mut alloc = self.leaf_alloc.clone();
-        for q in tree.top_down().into_iter().rev() {
-            if let Some(p) = tree.parent(q)
-                && p != QueueTree::ROOT
-            {
-                let a = alloc[q.0].clone();
-                alloc[p.0].add(&a);
-            }
-        }
         for q in tree.top_down().into_iter().skip(1) {
             let path = tree.path(q).to_string();
             let a = &alloc[q.0];
@@ -886,6 +1350,22 @@ impl Engine<'_> {
                 self.last_queue.insert(path, vals);
             }
         }
+    }
+
+    /// Requests of the bound tasks of each queue (inner queues sum their
+    /// children), by `QueueId`.
+    fn queue_alloc(&self) -> Vec<Resources> {
+        let tree = &self.snapshot.queues;
+        let mut alloc = self.leaf_alloc.clone();
+        for q in tree.top_down().into_iter().rev() {
+            if let Some(p) = tree.parent(q)
+                && p != QueueTree::ROOT
+            {
+                let a = alloc[q.0].clone();
+                alloc[p.0].add(&a);
+            }
+        }
+        alloc
     }
 
     fn sample_cluster(&mut self, now: Timestamp) {
@@ -961,6 +1441,8 @@ impl Engine<'_> {
                     slowdown_ppm: self.opts.slowdown.per_spine_crossing_ppm,
                 }
             }),
+            evictions: self.evictions,
+            eviction_model: self.opts.eviction,
         }
     }
 }

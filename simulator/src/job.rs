@@ -7,6 +7,8 @@ use trainyard_model::{
     PlacementConstraints, Resources, SubGroup, Task, TaskState, Timestamp, TopologyConstraint,
 };
 
+use crate::preemption::LostWork;
+
 /// One group of identical tasks of a job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SimTask {
@@ -35,6 +37,19 @@ pub struct SimJob {
     #[serde(default)]
     pub topology: TopologyConstraint,
     pub tasks: Vec<SimTask>,
+    /// May be evicted by reclaim or preemption. Workloads default to
+    /// preemptible below priority 100, as snapshots do
+    /// (`trainyard_api::preemption::default_preemptible`).
+    #[serde(default = "yes")]
+    pub preemptible: bool,
+    /// What the job loses when it is killed; `None`: the run's model
+    /// ([`crate::preemption::EvictionModel`]).
+    #[serde(default)]
+    pub lost_work: Option<LostWork>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl SimJob {
@@ -61,6 +76,18 @@ impl SimJob {
             }
         }
         tasks
+    }
+
+    /// Requests of the gang minimum: the first `min_member` tasks in order.
+    pub fn min_requests(&self) -> Resources {
+        let mut min = Resources::zero();
+        let mut left = self.min_member;
+        for t in &self.tasks {
+            let n = t.count.min(left);
+            min.add(&t.requests.scaled(n as u64));
+            left -= n;
+        }
+        min
     }
 
     /// Total GPUs (milli-GPU) of all tasks.

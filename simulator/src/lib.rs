@@ -12,15 +12,17 @@ pub mod fgd_report;
 pub mod job;
 pub mod openb;
 pub mod output;
+pub mod preemption;
 pub mod report;
 pub mod result;
 pub mod spec;
 pub mod workload;
 
-pub use engine::{Progress, SimInput, SimOptions, simulate};
+pub use engine::{Progress, ScheduleFn, SimInput, SimOptions, simulate, simulate_with};
 pub use job::{SimJob, SimTask};
+pub use preemption::{EvictionModel, LostWork};
 pub use result::{
-    ClusterSample, JobRecord, JobState, JobTopology, QueueSample, RunTopology, SimOutput, Stats,
-    Summary, TopologySummary,
+    ClusterSample, EvictionSample, JobRecord, JobState, JobTopology, LostGpu, PreemptionSummary,
+    QueueSample, RunTopology, SimOutput, Stats, Summary, TopologySummary,
 };
 pub use spec::Slowdown;

@@ -842,6 +842,11 @@ pub fn parse_pods(text: &str, source: &str, opts: &ImportOptions) -> Result<Impo
                 subgroup: None,
                 constraints,
             }],
+            // The trace says nothing about preemptibility, and its QoS
+            // priorities (100 and up) would make every pod non-preemptible
+            // by the snapshot default, which runs only within quota.
+            preemptible: true,
+            lost_work: None,
         });
         report.imported += 1;
     }

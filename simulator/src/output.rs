@@ -16,10 +16,12 @@ use comfy_table::{Cell, CellAlignment, Table, presets};
 use trainyard_model::resources::MILLI_PER_GPU;
 use trainyard_model::{ResourceName, Resources, Timestamp};
 
-use crate::result::{JobState, SimOutput, Stats, Summary, TopologySummary};
+use crate::result::{
+    JobState, MILLI_GPU_MS_PER_GPU_HOUR, SimOutput, Stats, Summary, TopologySummary,
+};
 
 /// Header of [`jobs_csv`].
-pub const JOBS_CSV_HEADER: [&str; 13] = [
+pub const JOBS_CSV_HEADER: [&str; 15] = [
     "id",
     "queue",
     "priority",
@@ -32,6 +34,8 @@ pub const JOBS_CSV_HEADER: [&str; 13] = [
     "jct_s",
     "state",
     "restarts",
+    "evicted_pods",
+    "lost_gpu_hours",
     "pending_reason",
 ];
 
@@ -64,9 +68,12 @@ pub const QUEUES_CSV_HEADER: [&str; 7] = [
 /// decimals); `tasks`; `submit_s, start_s, end_s` (seconds since the start
 /// of the run, three decimals); `wait_s` (start − submit, empty if the job
 /// never started); `jct_s` (end − submit, empty unless completed); `state`
-/// (`completed`, `running`, `pending`, `rejected`); `restarts`;
-/// `pending_reason` (the last reason the scheduler gave while the job
-/// waited, empty if none). Absent values are empty cells; cells are quoted
+/// (`completed`, `running`, `pending`, `rejected`); `restarts` (whole-job
+/// restarts after a node failure or an eviction below the gang minimum);
+/// `evicted_pods` (pods the scheduler evicted); `lost_gpu_hours` (GPUs ×
+/// lost time of its killed pods, by evictions and node failures, three
+/// decimals); `pending_reason` (the last reason the scheduler gave while
+/// the job waited, empty if none). Absent values are empty cells; cells are quoted
 /// as CSV requires.
 ///
 /// With a network topology, [`JOBS_CSV_TOPOLOGY_HEADER`] follows, filled
@@ -104,6 +111,8 @@ pub fn jobs_csv(out: &SimOutput) -> String {
             j.jct_ms().map(millis_as_secs).unwrap_or_default(),
             state_name(j.state).to_string(),
             j.restarts.to_string(),
+            j.evicted_pods.to_string(),
+            decimal(j.lost.total(), MILLI_GPU_MS_PER_GPU_HOUR),
             j.pending_reason.clone().unwrap_or_default(),
         ];
         if with_topology {
@@ -210,6 +219,28 @@ pub fn summary_table(runs: &[Summary]) -> String {
     row("JCT p95", &|r| stat(&r.jct_seconds, r.jct_seconds.p95));
     row("GPU allocation", &|r| fmt_percent(r.gpu_allocation_ratio));
     row("Jain's fairness", &|r| fmt_fixed(r.jain_fairness, 3));
+    row("reclaims (jobs)", &|r| r.preemption.reclaims.to_string());
+    row("preemptions (jobs)", &|r| {
+        r.preemption.preemptions.to_string()
+    });
+    row("evicted pods", &|r| r.preemption.evicted_pods.to_string());
+    row("lost GPU-hours", &|r| {
+        fmt_fixed(r.preemption.lost_gpu_hours, 1)
+    });
+    row("starved episodes", &|r| {
+        r.preemption.starved_episodes.to_string()
+    });
+    row("to fair share mean", &|r| {
+        let t = &r.preemption.time_to_fair_share_seconds;
+        stat(t, t.mean)
+    });
+    row("to fair share p95", &|r| {
+        let t = &r.preemption.time_to_fair_share_seconds;
+        stat(t, t.p95)
+    });
+    row("starved at end", &|r| {
+        r.preemption.starved_at_end.to_string()
+    });
     if runs.iter().any(|r| r.topology.is_some()) {
         row("gangs (2+ pods)", &|r| {
             topo_cell(r, false, |t| t.gangs.to_string())
@@ -269,6 +300,8 @@ pub fn summary_table(runs: &[Summary]) -> String {
                 "WAIT P50",
                 "WAIT P95",
                 "SHARE RATIO",
+                "EVICTED PODS",
+                "TO FAIR SHARE",
             ]
             .map(String::from)
             .to_vec(),
@@ -281,12 +314,29 @@ pub fn summary_table(runs: &[Summary]) -> String {
                 right(stat(&q.wait_seconds, q.wait_seconds.p50)),
                 right(stat(&q.wait_seconds, q.wait_seconds.p95)),
                 right(fmt_fixed(q.mean_share_ratio, 2)),
+                right(q.evicted_pods.to_string()),
+                right(to_fair_share(q)),
             ]);
         }
         out.push_str(&t.trim_fmt());
         out.push('\n');
     }
     out
+}
+
+/// Mean time to fair share of a queue, `-` without ended episodes, with
+/// the episode still open at the end, if any (`1h05m, starved 2h at end`).
+pub(crate) fn to_fair_share(q: &crate::result::QueueSummary) -> String {
+    let t = &q.time_to_fair_share_seconds;
+    let mean = stat(t, t.mean);
+    if q.starved_at_end_seconds > 0.0 {
+        format!(
+            "{mean}, starved {} at end",
+            fmt_duration(q.starved_at_end_seconds)
+        )
+    } else {
+        mean
+    }
 }
 
 /// A topology metric of a run, `-` without a topology (or, with
@@ -462,7 +512,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::result::{ClusterSample, JobRecord, QueueSample, QueueSummary};
+    use crate::result::{ClusterSample, JobRecord, LostGpu, QueueSample, QueueSummary};
 
     fn ts(ms: i64) -> Timestamp {
         Timestamp(ms)
@@ -484,6 +534,13 @@ mod tests {
                     state: JobState::Completed,
                     pending_reason: None,
                     restarts: 1,
+                    min_gpu_milli: 8000,
+                    evicted_pods: 2,
+                    // 2 GPUs × 1 h evicted, 1 GPU × 15 min node fault.
+                    lost: LostGpu {
+                        evictions: 7_200_000_000,
+                        node_faults: 900_000_000,
+                    },
                     topology: None,
                 },
                 JobRecord {
@@ -498,6 +555,9 @@ mod tests {
                     state: JobState::Pending,
                     pending_reason: Some("queue over fair share, nodes: 0/4 fit".into()),
                     restarts: 0,
+                    min_gpu_milli: 0,
+                    evicted_pods: 0,
+                    lost: Default::default(),
                     topology: None,
                 },
             ],
@@ -522,6 +582,8 @@ mod tests {
             start_time: ts(1_000_000),
             end_time: ts(1_100_000),
             topology: None,
+            evictions: vec![],
+            eviction_model: Default::default(),
         }
     }
 
@@ -529,9 +591,9 @@ mod tests {
     fn jobs_csv_exact() {
         assert_eq!(
             jobs_csv(&two_jobs()),
-            "id,queue,priority,gpus,tasks,submit_s,start_s,end_s,wait_s,jct_s,state,restarts,pending_reason\n\
-             team-a/train-1,root/a,10,8,2,0.500,3.000,63.250,2.500,62.750,completed,1,\n\
-             \"team-b/\"\"big\"\" eval\",root/b,-1,1.5,1,10.000,,,,,pending,0,\"queue over fair share, nodes: 0/4 fit\"\n"
+            "id,queue,priority,gpus,tasks,submit_s,start_s,end_s,wait_s,jct_s,state,restarts,evicted_pods,lost_gpu_hours,pending_reason\n\
+             team-a/train-1,root/a,10,8,2,0.500,3.000,63.250,2.500,62.750,completed,1,2,2.25,\n\
+             \"team-b/\"\"big\"\" eval\",root/b,-1,1.5,1,10.000,,,,,pending,0,0,0,\"queue over fair share, nodes: 0/4 fit\"\n"
         );
         let empty = SimOutput {
             jobs: vec![],

@@ -6,6 +6,9 @@
 //! 2. per leaf queue, allocated GPUs against fair share (small multiples);
 //! 3. the wait-time distribution (CDF) of each queue, one chart per policy;
 //! 4. pending jobs over time;
+//! 5. Jain's fairness index over time;
+//! 6. evicted pods over time (cumulative, reclaim and preemption);
+//! 7. with a topology, the largest gang that fits in one leaf over time;
 //!
 //! and a per-queue table. All text is HTML-escaped, all numbers have fixed
 //! precision and long series are downsampled deterministically, so the same
@@ -870,7 +873,95 @@ pub fn report_html(runs: &[(&SimOutput, &Summary)], title: &str) -> String {
     h.push_str(&chart.render());
     h.push_str("</section>\n");
 
-    // 5. Topology fragmentation.
+    // 5. Jain's index over time.
+    h.push_str("<section>\n<h2>Fairness over time</h2>\n");
+    h.push_str("<p class=\"note\">Jain's index of allocated ÷ fair share (GPU) across the leaf queues with GPU demand: 1 when every such queue has the same share of its fair share, 1/n when one queue has everything. The summary's Jain's fairness is its time-weighted mean.</p>\n");
+    let mut chart = LineChart::new("Jain's fairness index", &time_label, "index", 1100.0, 280.0);
+    chart.x_domain = Some((0.0, x_max));
+    chart.y_domain = Some((0.0, 1.0));
+    for (i, (o, _)) in runs.iter().enumerate() {
+        // Gaps (no leaf with demand) are drawn as 1, like a fair cluster.
+        chart.series.push(Series {
+            name: if several {
+                o.policy.clone()
+            } else {
+                "Jain's index".to_string()
+            },
+            points: step_points(
+                o.jain_series()
+                    .into_iter()
+                    .map(|(t, j)| (t, j.unwrap_or(1.0))),
+                o.start_time,
+                o.end_time,
+                unit_ms,
+            ),
+            dash: Dash::Solid,
+            color: style(i).0,
+            stroke: policy_stroke(i, runs.len()),
+        });
+    }
+    h.push_str(&chart.render());
+    h.push_str("</section>\n");
+
+    // 6. Evictions over time.
+    h.push_str("<section>\n<h2>Evictions</h2>\n");
+    if runs.iter().all(|(o, _)| o.evictions.is_empty()) {
+        h.push_str("<p class=\"empty\">No pods were evicted.</p>\n");
+    } else {
+        h.push_str("<p class=\"note\">Pods evicted so far (when the scheduler evicted them): solid lines reclaim (across queues), dashed lines preemption (inside a queue); a kind no run used is left out.</p>\n");
+        let mut chart = LineChart::new(
+            "Evicted pods, cumulative",
+            &time_label,
+            "pods",
+            1100.0,
+            280.0,
+        );
+        chart.x_domain = Some((0.0, x_max));
+        for (i, (o, _)) in runs.iter().enumerate() {
+            let suffix = if several {
+                format!(" ({})", o.policy)
+            } else {
+                String::new()
+            };
+            for (kind, dash, f) in [
+                (
+                    "reclaim",
+                    Dash::Solid,
+                    (|e: &crate::result::EvictionSample| e.reclaim_pods)
+                        as fn(&crate::result::EvictionSample) -> u32,
+                ),
+                (
+                    "preemption",
+                    Dash::Dashed,
+                    |e: &crate::result::EvictionSample| e.preempt_pods,
+                ),
+            ] {
+                if runs
+                    .iter()
+                    .all(|(o, _)| o.evictions.iter().all(|e| f(e) == 0))
+                {
+                    continue;
+                }
+                let mut total = 0u64;
+                let mut samples = vec![(o.start_time, 0.0)];
+                for e in &o.evictions {
+                    total += f(e) as u64;
+                    samples.push((e.time, total as f64));
+                }
+                chart.series.push(Series {
+                    name: format!("{kind}{suffix}"),
+                    points: step_points(samples.into_iter(), o.start_time, o.end_time, unit_ms),
+                    dash,
+                    color: style(i).0,
+                    stroke: policy_stroke(i, runs.len()),
+                });
+            }
+        }
+        h.push_str(&chart.render());
+    }
+    h.push_str("</section>\n");
+
+    // 7. Topology fragmentation.
     if runs
         .iter()
         .any(|(o, _)| o.cluster.iter().any(|c| c.largest_free_leaf_gpus.is_some()))
@@ -1013,12 +1104,64 @@ fn summary_html(runs: &[(&SimOutput, &Summary)]) -> String {
         ),
         ("Cycles", Better::Neither, Box::new(|s| count(s.cycles))),
         ("Events", Better::Neither, Box::new(|s| count(s.events))),
+        (
+            "Reclaims (jobs)",
+            Better::Neither,
+            Box::new(|s| count(s.preemption.reclaims)),
+        ),
+        (
+            "Preemptions (jobs)",
+            Better::Neither,
+            Box::new(|s| count(s.preemption.preemptions)),
+        ),
+        (
+            "Evicted pods",
+            Better::Neither,
+            Box::new(|s| count(s.preemption.evicted_pods)),
+        ),
+        (
+            "Lost GPU-hours",
+            Better::Lower,
+            Box::new(|s| {
+                (
+                    fmt_fixed(s.preemption.lost_gpu_hours, 1),
+                    Some(s.preemption.lost_gpu_hours),
+                )
+            }),
+        ),
+        (
+            "Starved episodes",
+            Better::Lower,
+            Box::new(|s| count(s.preemption.starved_episodes)),
+        ),
+        (
+            "Time to fair share, mean",
+            Better::Lower,
+            Box::new(|s| {
+                let t = &s.preemption.time_to_fair_share_seconds;
+                stat(t, t.mean)
+            }),
+        ),
+        (
+            "Time to fair share, p95",
+            Better::Lower,
+            Box::new(|s| {
+                let t = &s.preemption.time_to_fair_share_seconds;
+                stat(t, t.p95)
+            }),
+        ),
+        (
+            "Queues starved at end",
+            Better::Lower,
+            Box::new(|s| count(s.preemption.starved_at_end)),
+        ),
     ];
     let mut rows = rows;
     let mut groups = vec![
         ("Jobs", 0..5),
         ("Wait and completion time", 5..11),
         ("Cluster", 11..16),
+        ("Reclaim and preemption", 16..24),
     ];
     if runs.iter().any(|(_, s)| s.topology.is_some()) {
         let first = rows.len();
@@ -1176,8 +1319,16 @@ fn per_queue_html(runs: &[(&SimOutput, &Summary)]) -> String {
     if queues.is_empty() {
         return "<p class=\"empty\">No jobs.</p>\n".to_string();
     }
-    let cols = ["jobs", "completed", "wait p50", "wait p95", "share ratio"];
-    let mut h = String::from("<table class=\"cmp queues\">\n<thead>");
+    let cols = [
+        "jobs",
+        "completed",
+        "wait p50",
+        "wait p95",
+        "share ratio",
+        "evicted pods",
+        "to fair share",
+    ];
+    let mut h = String::from("<div class=\"scroll\">\n<table class=\"cmp queues\">\n<thead>");
     if runs.len() > 1 {
         h.push_str("<tr><th></th>");
         for (i, (o, _)) in runs.iter().enumerate() {
@@ -1211,13 +1362,19 @@ fn per_queue_html(runs: &[(&SimOutput, &Summary)]) -> String {
                             fmt_duration(v)
                         }
                     };
+                    let fair = match crate::output::to_fair_share(qs).as_str() {
+                        "-" => "–".to_string(),
+                        t => t.to_string(),
+                    };
                     h.push_str(&format!(
-                        "<td class=\"num{sep}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                        "<td class=\"num{sep}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
                         qs.jobs,
                         qs.completed,
                         esc(&w(qs.wait_seconds.p50)),
                         esc(&w(qs.wait_seconds.p95)),
                         fmt_fixed(qs.mean_share_ratio, 2),
+                        qs.evicted_pods,
+                        esc(&fair),
                     ));
                 }
                 None => {
@@ -1228,8 +1385,8 @@ fn per_queue_html(runs: &[(&SimOutput, &Summary)]) -> String {
         }
         h.push_str("</tr>\n");
     }
-    h.push_str("</tbody>\n</table>\n");
-    h.push_str("<p class=\"note\">Share ratio: time-weighted mean of allocated ÷ fair share (GPU) while the queue had GPU demand; 1.00 means the queue got exactly its fair share.</p>\n");
+    h.push_str("</tbody>\n</table>\n</div>\n");
+    h.push_str("<p class=\"note\">Share ratio: time-weighted mean of allocated ÷ fair share (GPU) while the queue had GPU demand; 1.00 means the queue got exactly its fair share. Evicted pods: pods of the queue's jobs evicted. To fair share: mean time from becoming starved (pending GPU demand, more than one gang below fair share) to being within one gang of it.</p>\n");
     h
 }
 
@@ -1262,6 +1419,7 @@ table.cmp .group { text-align: center; }
 table.cmp .sep { border-left: 1px solid #d5d8dd; }
 table.cmp .best { font-weight: 700; }
 table.queues { font-size: 13px; }
+.scroll { overflow-x: auto; }
 .dot { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 6px; vertical-align: baseline; }
 footer { color: #888; font-size: 12px; text-align: center; margin-top: 20px; }
 </style>
@@ -1326,6 +1484,9 @@ mod tests {
                 state,
                 pending_reason: None,
                 restarts: 0,
+                min_gpu_milli: 0,
+                evicted_pods: 0,
+                lost: Default::default(),
                 topology: None,
             });
         }
@@ -1381,6 +1542,8 @@ mod tests {
             start_time: start,
             end_time: end,
             topology: None,
+            evictions: vec![],
+            eviction_model: Default::default(),
         }
     }
 
@@ -1402,12 +1565,26 @@ mod tests {
     fn one_svg_per_plot() {
         let one = render(&[synthetic("drf", 0, 30)], "one");
         assert_clean(&one);
-        // Cluster + 3 leaf queues + 1 CDF + pending.
-        assert_eq!(one.matches("<svg").count(), 6);
+        // Cluster + 3 leaf queues + 1 CDF + pending + Jain; no evictions.
+        assert_eq!(one.matches("<svg").count(), 7);
+        assert!(one.contains("No pods were evicted."));
         let two = render(&[synthetic("drf", 0, 30), synthetic("fifo", 3, 30)], "two");
         assert_clean(&two);
-        // Cluster + 3 leaf queues + 2 CDFs + pending.
-        assert_eq!(two.matches("<svg").count(), 7);
+        // Cluster + 3 leaf queues + 2 CDFs + pending + Jain.
+        assert_eq!(two.matches("<svg").count(), 8);
+        // With evictions, their chart.
+        let mut evicting = synthetic("drf", 0, 30);
+        evicting.evictions.push(crate::result::EvictionSample {
+            time: Timestamp(evicting.start_time.0 + 3_600_000),
+            reclaim_pods: 4,
+            preempt_pods: 1,
+            reclaim_jobs: 2,
+            preempt_jobs: 1,
+        });
+        let three = render(&[evicting, synthetic("fifo", 3, 30)], "three");
+        assert_clean(&three);
+        assert_eq!(three.matches("<svg").count(), 9);
+        assert!(three.contains("Evicted pods, cumulative"));
     }
 
     #[test]
@@ -1444,11 +1621,13 @@ mod tests {
             start_time: Timestamp(0),
             end_time: Timestamp(0),
             topology: None,
+            evictions: vec![],
+            eviction_model: Default::default(),
         };
         let html = render(std::slice::from_ref(&empty), "empty");
         assert_clean(&html);
-        // Cluster, one CDF, pending; no queues.
-        assert_eq!(html.matches("<svg").count(), 3);
+        // Cluster, one CDF, pending, Jain; no queues.
+        assert_eq!(html.matches("<svg").count(), 4);
         assert!(html.contains("no data"));
 
         let mut one_point = empty.clone();
@@ -1477,6 +1656,8 @@ mod tests {
             start_time: start,
             end_time: Timestamp(100_000 * 1000),
             topology: None,
+            evictions: vec![],
+            eviction_model: Default::default(),
         };
         for i in 0..100_000i64 {
             o.cluster.push(ClusterSample {

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use trainyard_model::{Resources, Timestamp};
 
+use crate::preemption::{EvictionModel, LostWork};
+
 /// Final state of a job at the end of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -35,12 +37,57 @@ pub struct JobRecord {
     pub state: JobState,
     /// The last reason the core gave while the job waited.
     pub pending_reason: Option<String>,
-    /// Times the job was restarted because a node under it failed.
+    /// Times the job was restarted as a whole: a node under it failed, or
+    /// an eviction took it below its gang minimum.
     pub restarts: u32,
+    /// Milli-GPU of the gang minimum (the first `minMember` pods).
+    #[serde(default)]
+    pub min_gpu_milli: u64,
+    /// Pods of this job the scheduler evicted (counted when evicted).
+    #[serde(default)]
+    pub evicted_pods: u32,
+    /// Work lost to kills, in milli-GPU × ms (GPUs of the killed pods ×
+    /// lost time, per the lost-work model).
+    #[serde(default)]
+    pub lost: LostGpu,
     /// How the job sits on the network topology, for jobs that started with
     /// two or more pods on a cluster with a topology (at the last start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<JobTopology>,
+}
+
+/// Work lost to kills, in milli-GPU × ms, by cause.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LostGpu {
+    /// Pods removed after an eviction (reclaim or preemption).
+    pub evictions: u64,
+    /// Jobs killed by a node failure.
+    pub node_faults: u64,
+}
+
+impl LostGpu {
+    pub fn total(&self) -> u64 {
+        self.evictions.saturating_add(self.node_faults)
+    }
+}
+
+/// Milli-GPU × ms in one GPU-hour.
+pub const MILLI_GPU_MS_PER_GPU_HOUR: u64 = 1000 * 3_600_000;
+
+/// Evictions the scheduler decided in one cycle (only cycles with some).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictionSample {
+    pub time: Timestamp,
+    /// Pods evicted by reclaim (across queues).
+    pub reclaim_pods: u32,
+    /// Pods evicted by preemption (inside a queue).
+    pub preempt_pods: u32,
+    /// Distinct jobs with a pod evicted by reclaim.
+    pub reclaim_jobs: u32,
+    /// Distinct jobs with a pod evicted by preemption.
+    pub preempt_jobs: u32,
 }
 
 /// Where a gang sat on the fabric when it (last) started: the pods placed
@@ -142,6 +189,12 @@ pub struct SimOutput {
     /// The cluster's topology, when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<RunTopology>,
+    /// Cycles that evicted pods, in time order.
+    #[serde(default)]
+    pub evictions: Vec<EvictionSample>,
+    /// The grace period and the run's lost-work model.
+    #[serde(default)]
+    pub eviction_model: EvictionModel,
 }
 
 /// Mean and percentiles, in seconds.
@@ -193,6 +246,62 @@ pub struct QueueSummary {
     pub jct_seconds: Stats,
     /// Time-weighted mean of allocated / fair share (GPU), while it had demand.
     pub mean_share_ratio: f64,
+    /// Pods of this queue's jobs evicted (the queue as victim).
+    #[serde(default)]
+    pub evicted_pods: u64,
+    /// GPU-hours this queue's jobs lost to evictions.
+    #[serde(default)]
+    pub lost_gpu_hours: f64,
+    /// Times the queue became starved (see [`PreemptionSummary`]).
+    #[serde(default)]
+    pub starved_episodes: u64,
+    /// Time from becoming starved to being within one gang of its fair
+    /// share, over the episodes that ended.
+    #[serde(default)]
+    pub time_to_fair_share_seconds: Stats,
+    /// How long the queue had been starved when the run ended (0: not
+    /// starved then).
+    #[serde(default)]
+    pub starved_at_end_seconds: f64,
+}
+
+/// Reclaim and preemption over a run.
+///
+/// With `G` the GPUs of the largest gang minimum among a leaf queue's jobs
+/// (not rejected), the queue is *within one gang* of its fair share when
+/// `allocated ≥ fair share` or `allocated + G > fair share` (no further gang
+/// of it fits under its share), and *starved* at a queue sample when it has
+/// pending GPU demand (demand > allocated) and is not within one gang. A
+/// starved episode starts at the first starved sample and ends at the first
+/// later sample where the queue is within one gang; its length is the
+/// *time to fair share*. GPUs only.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PreemptionSummary {
+    /// Grace period between an eviction and the pod's removal.
+    pub grace_seconds: f64,
+    /// The run's lost-work model: `restart` or `checkpoint`.
+    pub lost_work: String,
+    /// Checkpoint interval, with `checkpoint`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_every_seconds: Option<f64>,
+    /// Victim jobs of reclaim: each cycle counts the distinct jobs it
+    /// evicted pods of.
+    pub reclaims: u64,
+    /// Victim jobs of preemption, counted the same way.
+    pub preemptions: u64,
+    /// Pods evicted (reclaim and preemption).
+    pub evicted_pods: u64,
+    /// GPUs × lost time of pods killed after an eviction, in GPU-hours.
+    pub lost_gpu_hours: f64,
+    /// The same for jobs killed by node failures.
+    pub node_fault_lost_gpu_hours: f64,
+    /// Starved episodes over all leaf queues.
+    pub starved_episodes: u64,
+    /// Time to fair share over all leaf queues' episodes that ended.
+    pub time_to_fair_share_seconds: Stats,
+    /// Leaf queues still starved when the run ended.
+    pub starved_at_end: u64,
 }
 
 /// `summary.json`: deterministic (no wall-clock values; see `timing.json`).
@@ -213,6 +322,9 @@ pub struct Summary {
     /// across leaf queues with GPU demand.
     pub jain_fairness: f64,
     pub per_queue: BTreeMap<String, QueueSummary>,
+    /// Evictions, lost work and time to fair share.
+    #[serde(default)]
+    pub preemption: PreemptionSummary,
     pub cycles: u64,
     pub events: u64,
     pub simulated_seconds: f64,
@@ -250,6 +362,20 @@ pub struct TopologySummary {
     /// Time-weighted mean of the largest gang (GPUs) that could still be
     /// placed in one leaf domain.
     pub mean_largest_free_leaf_gpus: f64,
+}
+
+/// Allocated / fair share (GPU) of each leaf queue (by leaf name) that
+/// has GPU demand and a GPU fair share, in path order.
+fn share_ratios<'a>(current: &BTreeMap<&'a str, &'a QueueSample>) -> Vec<(&'a str, f64)> {
+    let mut out = Vec::new();
+    for (path, s) in current {
+        if s.demand.gpu > 0 && s.fair_share.gpu > 0 {
+            // Jobs name their leaf queue; samples carry the path.
+            let leaf = path.rsplit('/').next().unwrap_or(path);
+            out.push((leaf, s.allocated.gpu as f64 / s.fair_share.gpu as f64));
+        }
+    }
+    out
 }
 
 /// Jain's fairness index of `xs`: (Σx)² / (n Σx²); 1 when all equal.
@@ -307,43 +433,24 @@ impl SimOutput {
             cap_int += last.gpu_capacity as f64 * dt;
         }
 
-        // Jain's index and share ratios, weighted by time. Samples are
-        // written only when a queue's numbers change, so each leaf's last
-        // sample is carried forward until its next one.
-        let mut times: Vec<Timestamp> = self.queues.iter().map(|s| s.time).collect();
-        times.dedup();
-        let mut current: BTreeMap<&str, &QueueSample> = BTreeMap::new();
+        // Jain's index and share ratios, weighted by time.
         let mut jain_int = 0f64;
         let mut jain_dt = 0f64;
         let mut ratio_int: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-        let mut idx = 0;
-        for (ti, t) in times.iter().enumerate() {
-            while idx < self.queues.len() && self.queues[idx].time == *t {
-                let s = &self.queues[idx];
-                idx += 1;
-                if s.is_leaf {
-                    current.insert(&s.queue, s);
-                }
-            }
-            let next = times.get(ti + 1).copied().unwrap_or(end);
+        self.walk_leaves(|t, next, current| {
             let dt = (next.0 - t.0).max(0) as f64;
-            let mut xs = Vec::new();
-            for (path, s) in &current {
-                if s.demand.gpu > 0 && s.fair_share.gpu > 0 {
-                    let x = s.allocated.gpu as f64 / s.fair_share.gpu as f64;
-                    xs.push(x);
-                    // Jobs name their leaf queue; samples carry the path.
-                    let leaf = path.rsplit('/').next().unwrap_or(path);
-                    let e = ratio_int.entry(leaf).or_default();
-                    e.0 += x * dt;
-                    e.1 += dt;
-                }
+            let ratios = share_ratios(current);
+            for (leaf, x) in &ratios {
+                let e = ratio_int.entry(leaf).or_default();
+                e.0 += x * dt;
+                e.1 += dt;
             }
+            let xs: Vec<f64> = ratios.iter().map(|r| r.1).collect();
             if let Some(j) = jain(&xs) {
                 jain_int += j * dt;
                 jain_dt += dt;
             }
-        }
+        });
         for (q, (num, den)) in ratio_int {
             if let Some(s) = per_queue.get_mut(q)
                 && den > 0.0
@@ -351,6 +458,7 @@ impl SimOutput {
                 s.mean_share_ratio = round3(num / den);
             }
         }
+        let preemption = self.preemption_summary(&mut per_queue);
         let count = |st: JobState| self.jobs.iter().filter(|j| j.state == st).count() as u64;
         let topology = self.topology.as_ref().map(|t| self.topology_summary(t));
         Summary {
@@ -373,10 +481,142 @@ impl SimOutput {
                 1.0
             },
             per_queue,
+            preemption,
             cycles: self.cycles,
             events: self.events,
             simulated_seconds: round3((end.0 - self.start_time.0) as f64 / 1000.0),
             topology,
+        }
+    }
+
+    /// Walks the queue samples in time order. Samples are written only when
+    /// a queue's numbers change, so each leaf's last sample is carried
+    /// forward until its next one: at each distinct sample time `t`, `f`
+    /// gets `t`, the next sample time (the run's end after the last) and
+    /// the latest sample of every leaf queue seen so far, by path.
+    fn walk_leaves<'a>(
+        &'a self,
+        mut f: impl FnMut(Timestamp, Timestamp, &BTreeMap<&'a str, &'a QueueSample>),
+    ) {
+        let mut times: Vec<Timestamp> = self.queues.iter().map(|s| s.time).collect();
+        times.dedup();
+        let mut current: BTreeMap<&str, &QueueSample> = BTreeMap::new();
+        let mut idx = 0;
+        for (ti, t) in times.iter().enumerate() {
+            while idx < self.queues.len() && self.queues[idx].time == *t {
+                let s = &self.queues[idx];
+                idx += 1;
+                if s.is_leaf {
+                    current.insert(&s.queue, s);
+                }
+            }
+            let next = times.get(ti + 1).copied().unwrap_or(self.end_time);
+            f(*t, next, &current);
+        }
+    }
+
+    /// Jain's index of allocated / fair share (GPU) across the leaf queues
+    /// with GPU demand and a GPU fair share, from each queue sample time on
+    /// (`None` while no leaf has both). The summary's `jainFairness` is its
+    /// time-weighted mean.
+    pub fn jain_series(&self) -> Vec<(Timestamp, Option<f64>)> {
+        let mut out = Vec::new();
+        self.walk_leaves(|t, _, current| {
+            let xs: Vec<f64> = share_ratios(current).iter().map(|r| r.1).collect();
+            out.push((t, jain(&xs)));
+        });
+        out
+    }
+
+    /// Starved episodes per leaf queue path (see [`PreemptionSummary`]):
+    /// lengths (ms) of those that ended, and the start of one still open.
+    pub fn starved_episodes(&self) -> BTreeMap<&str, (Vec<i64>, Option<Timestamp>)> {
+        // G: the largest gang minimum of each queue, by leaf name.
+        let mut gang: BTreeMap<&str, u64> = BTreeMap::new();
+        for j in self.jobs.iter().filter(|j| j.state != JobState::Rejected) {
+            let g = gang.entry(j.queue.as_str()).or_default();
+            *g = (*g).max(j.min_gpu_milli);
+        }
+        let mut out: BTreeMap<&str, (Vec<i64>, Option<Timestamp>)> = BTreeMap::new();
+        for s in self.queues.iter().filter(|s| s.is_leaf) {
+            let leaf = s.queue.rsplit('/').next().unwrap_or(&s.queue);
+            let g = gang.get(leaf).copied().unwrap_or(0);
+            let (alloc, fair, demand) = (s.allocated.gpu, s.fair_share.gpu, s.demand.gpu);
+            let e = out.entry(s.queue.as_str()).or_default();
+            // Within one gang: no further gang of the queue fits under its
+            // fair share.
+            let within = alloc >= fair || alloc.saturating_add(g) > fair;
+            match e.1 {
+                None if demand > alloc && !within => e.1 = Some(s.time),
+                Some(since) if within => {
+                    e.0.push(s.time.0 - since.0);
+                    e.1 = None;
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The run's [`PreemptionSummary`]; fills the per-queue eviction and
+    /// starvation numbers of `per_queue`.
+    fn preemption_summary(
+        &self,
+        per_queue: &mut BTreeMap<String, QueueSummary>,
+    ) -> PreemptionSummary {
+        let hours = |milli_ms: u128| round3(milli_ms as f64 / MILLI_GPU_MS_PER_GPU_HOUR as f64);
+        let mut lost_evicted = 0u128;
+        let mut lost_faults = 0u128;
+        let mut by_queue: BTreeMap<&str, (u64, u128)> = BTreeMap::new();
+        for j in &self.jobs {
+            lost_evicted += j.lost.evictions as u128;
+            lost_faults += j.lost.node_faults as u128;
+            let e = by_queue.entry(&j.queue).or_default();
+            e.0 += j.evicted_pods as u64;
+            e.1 += j.lost.evictions as u128;
+        }
+        for (q, (pods, lost)) in by_queue {
+            if let Some(s) = per_queue.get_mut(q) {
+                s.evicted_pods = pods;
+                s.lost_gpu_hours = hours(lost);
+            }
+        }
+        let mut all = Vec::new();
+        let mut episodes = 0u64;
+        let mut at_end = 0u64;
+        for (path, (ended, open)) in self.starved_episodes() {
+            let n = ended.len() as u64 + open.is_some() as u64;
+            episodes += n;
+            at_end += open.is_some() as u64;
+            all.extend_from_slice(&ended);
+            let leaf = path.rsplit('/').next().unwrap_or(path);
+            if let Some(s) = per_queue.get_mut(leaf) {
+                s.starved_episodes = n;
+                s.starved_at_end_seconds = open
+                    .map(|t| round3((self.end_time.0 - t.0).max(0) as f64 / 1000.0))
+                    .unwrap_or(0.0);
+                s.time_to_fair_share_seconds = Stats::of(ended);
+            }
+        }
+        let sum = |f: fn(&EvictionSample) -> u32| -> u64 {
+            self.evictions.iter().map(|e| f(e) as u64).sum()
+        };
+        let m = self.eviction_model;
+        PreemptionSummary {
+            grace_seconds: round3(m.grace_ms as f64 / 1000.0),
+            lost_work: m.lost_work.name().to_string(),
+            checkpoint_every_seconds: match m.lost_work {
+                LostWork::Checkpoint { every_ms } => Some(round3(every_ms as f64 / 1000.0)),
+                LostWork::Restart => None,
+            },
+            reclaims: sum(|e| e.reclaim_jobs),
+            preemptions: sum(|e| e.preempt_jobs),
+            evicted_pods: sum(|e| e.reclaim_pods) + sum(|e| e.preempt_pods),
+            lost_gpu_hours: hours(lost_evicted),
+            node_fault_lost_gpu_hours: hours(lost_faults),
+            starved_episodes: episodes,
+            time_to_fair_share_seconds: Stats::of(all),
+            starved_at_end: at_end,
         }
     }
 
@@ -492,6 +732,8 @@ mod tests {
             start_time: Timestamp(0),
             end_time: Timestamp(1_200_000),
             topology: None,
+            evictions: vec![],
+            eviction_model: Default::default(),
         };
         let s = out.summary();
         assert_eq!(s.jain_fairness, 0.625);

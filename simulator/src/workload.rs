@@ -15,8 +15,11 @@
 //!     minMember: 16             # default: all tasks
 //!     topology: {preferred: leaf, required: spineBlock, maxLeaves: 2}  # optional, level names of the cluster's topology
 //!     subGroups: [{name: workers, minMember: 16, topology: {required: leaf}}]
+//!     preemptible: true         # default: priority below 100
+//!     lostWork: {checkpoint: {every: 30m}}   # optional; default: spec.preemption.lostWork
 //!     tasks:
 //!     - {count: 16, subGroup: workers, requests: {cpu: "96", memory: 1Ti, nvidia.com/gpu: 8}}
+//!   preemption: {graceSeconds: 30, lostWork: restart}   # optional, see crate::preemption
 //! ```
 //!
 //! Generator (`kind: WorkloadGenerator`): job templates with an arrival
@@ -38,6 +41,9 @@
 //!     duration: {logNormal: {median: 30m, sigma: 1.0}}  # fixed | uniform | exponential {mean} | logNormal
 //!     priority: 0
 //!     topology: {preferred: leaf}                # optional, as in a job list
+//!     preemptible: true                          # optional, as in a job list
+//!     lostWork: restart                          # optional, as in a job list
+//!   preemption: {graceSeconds: 30, lostWork: {checkpoint: {every: 1h}}}   # optional
 //! ```
 //!
 //! Each template draws from its own random stream (derived from the seed
@@ -51,9 +57,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
 use trainyard_api::RawQuantity;
+use trainyard_api::preemption::default_preemptible;
 use trainyard_model::{PlacementConstraints, SubGroup, Timestamp, TopologyConstraint};
 
 use crate::job::{SimJob, SimTask};
+use crate::preemption::{LostWork, PreemptionSettings};
 use crate::spec::{
     MAX_DURATION_MS, MAX_JOBS_PER_TEMPLATE, MAX_TASKS_PER_JOB, SpecError, parse_doc,
     parse_duration_ms, resources,
@@ -74,6 +82,59 @@ struct Doc {
 #[serde(deny_unknown_fields)]
 struct JobListSpec {
     jobs: Vec<JobDoc>,
+    #[serde(default)]
+    preemption: Option<PreemptionDoc>,
+}
+
+/// `spec.preemption`: the grace period and the lost-work model of the
+/// workload's jobs (see [`crate::preemption`]).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PreemptionDoc {
+    #[serde(default)]
+    grace_seconds: Option<serde_json::Value>,
+    #[serde(default)]
+    lost_work: Option<serde_json::Value>,
+}
+
+impl PreemptionDoc {
+    fn settings(
+        doc: Option<&PreemptionDoc>,
+        source: &str,
+    ) -> Result<PreemptionSettings, SpecError> {
+        let Some(d) = doc else {
+            return Ok(PreemptionSettings::default());
+        };
+        let grace_ms = d
+            .grace_seconds
+            .as_ref()
+            .map(|v| {
+                parse_duration_ms(v)
+                    .map_err(|e| SpecError::new(source, "spec.preemption.graceSeconds", e))
+            })
+            .transpose()?;
+        let lost_work = d
+            .lost_work
+            .as_ref()
+            .map(|v| lost_work(v, "spec.preemption.lostWork", source))
+            .transpose()?;
+        Ok(PreemptionSettings {
+            grace_ms,
+            lost_work,
+        })
+    }
+}
+
+/// A `lostWork` value at `field`.
+fn lost_work(v: &serde_json::Value, field: &str, source: &str) -> Result<LostWork, SpecError> {
+    LostWork::parse_value(v).map_err(|(sub, e)| {
+        let at = if sub.is_empty() {
+            field.to_string()
+        } else {
+            format!("{field}.{sub}")
+        };
+        SpecError::new(source, &at, e)
+    })
 }
 
 #[derive(Debug, Deserialize)]
@@ -94,6 +155,10 @@ struct JobDoc {
     #[serde(default)]
     topology: Option<TopologyDoc>,
     tasks: Vec<TaskDoc>,
+    #[serde(default)]
+    preemptible: Option<bool>,
+    #[serde(default)]
+    lost_work: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -167,6 +232,8 @@ struct TaskDoc {
 struct GeneratorSpec {
     seed: u64,
     templates: Vec<TemplateDoc>,
+    #[serde(default)]
+    preemption: Option<PreemptionDoc>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -188,6 +255,10 @@ struct TemplateDoc {
     node_selector: BTreeMap<String, String>,
     #[serde(default)]
     topology: Option<TopologyDoc>,
+    #[serde(default)]
+    preemptible: Option<bool>,
+    #[serde(default)]
+    lost_work: Option<serde_json::Value>,
 }
 
 fn one_pod() -> IntDist {
@@ -249,9 +320,22 @@ enum DurationDist {
     },
 }
 
+/// A workload document: its jobs and its `spec.preemption` settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Workload {
+    /// Sorted by (submit, id).
+    pub jobs: Vec<SimJob>,
+    pub preemption: PreemptionSettings,
+}
+
 /// Reads a workload document: a `Workload` job list or a `WorkloadGenerator`.
 /// Jobs come back sorted by (submit, id).
 pub fn parse_workload(text: &str, source: &str) -> Result<Vec<SimJob>, SpecError> {
+    parse_workload_spec(text, source).map(|w| w.jobs)
+}
+
+/// Like [`parse_workload`], with the document's `spec.preemption`.
+pub fn parse_workload_spec(text: &str, source: &str) -> Result<Workload, SpecError> {
     let doc: Doc = parse_doc(text, source)?;
     if let Some(v) = &doc.api_version
         && v != trainyard_api::API_VERSION
@@ -263,7 +347,7 @@ pub fn parse_workload(text: &str, source: &str) -> Result<Vec<SimJob>, SpecError
         ));
     }
     let _ = &doc.metadata;
-    let mut jobs = match doc.kind.as_str() {
+    let (mut jobs, preemption) = match doc.kind.as_str() {
         "Workload" => {
             let spec: JobListSpec = serde_path_to_error::deserialize(doc.spec).map_err(|e| {
                 SpecError::new(
@@ -272,7 +356,8 @@ pub fn parse_workload(text: &str, source: &str) -> Result<Vec<SimJob>, SpecError
                     e.into_inner().to_string(),
                 )
             })?;
-            job_list(spec, source)?
+            let p = PreemptionDoc::settings(spec.preemption.as_ref(), source)?;
+            (job_list(spec, source)?, p)
         }
         "WorkloadGenerator" => {
             let spec: GeneratorSpec = serde_path_to_error::deserialize(doc.spec).map_err(|e| {
@@ -282,7 +367,8 @@ pub fn parse_workload(text: &str, source: &str) -> Result<Vec<SimJob>, SpecError
                     e.into_inner().to_string(),
                 )
             })?;
-            generate(spec, source)?
+            let p = PreemptionDoc::settings(spec.preemption.as_ref(), source)?;
+            (generate(spec, source)?, p)
         }
         k => {
             return Err(SpecError::new(
@@ -293,7 +379,7 @@ pub fn parse_workload(text: &str, source: &str) -> Result<Vec<SimJob>, SpecError
         }
     };
     jobs.sort_by(|a, b| a.submit.cmp(&b.submit).then(a.id.cmp(&b.id)));
-    Ok(jobs)
+    Ok(Workload { jobs, preemption })
 }
 
 fn constraints(
@@ -392,6 +478,11 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
                 topology,
             });
         }
+        let lost = j
+            .lost_work
+            .as_ref()
+            .map(|v| lost_work(v, &f("lostWork"), source))
+            .transpose()?;
         out.push(SimJob {
             id,
             queue: j.queue,
@@ -402,6 +493,8 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
             subgroups,
             topology,
             tasks,
+            preemptible: j.preemptible.unwrap_or(default_preemptible(j.priority)),
+            lost_work: lost,
         });
     }
     Ok(out)
@@ -572,6 +665,11 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
         };
         let constraints = constraints(&t.node_selector, &mut cache);
         let topology = TopologyDoc::constraint(t.topology.as_ref(), &f("topology"), source)?;
+        let lost = t
+            .lost_work
+            .as_ref()
+            .map(|v| lost_work(v, &f("lostWork"), source))
+            .transpose()?;
         for (k, submit) in times.into_iter().enumerate() {
             let pods = match &t.pods {
                 IntDist::Fixed(n) => *n,
@@ -601,6 +699,8 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                     subgroup: None,
                     constraints: constraints.clone(),
                 }],
+                preemptible: t.preemptible.unwrap_or(default_preemptible(t.priority)),
+                lost_work: lost,
             });
         }
     }

@@ -73,3 +73,65 @@ fn two_runs_give_the_same_bytes() {
     let (c, _) = run_once(&workload.replace("seed: 42", "seed: 43"));
     assert!(a != c);
 }
+
+#[test]
+fn reclaim_example_gives_the_same_bytes_and_evicts() {
+    let cluster = parse_cluster(&example("teams-cluster.yaml"), "teams-cluster.yaml").unwrap();
+    let queues = trainyard_snapshot::load(
+        &[Source::new(
+            "teams-queues.yaml",
+            example("teams-queues.yaml"),
+        )],
+        &LoadOptions::default(),
+    )
+    .unwrap()
+    .snapshot
+    .queues;
+    let w = trainyard_sim::workload::parse_workload_spec(
+        &example("teams-workload.yaml"),
+        "teams-workload.yaml",
+    )
+    .unwrap();
+    let run = |policy: &str| {
+        let config: Config = serde_saphyr::from_str(&example(policy)).unwrap();
+        let opts = SimOptions {
+            policy: policy.into(),
+            eviction: w.preemption.over(trainyard_sim::EvictionModel::default()),
+            ..SimOptions::default()
+        };
+        let out = simulate(
+            SimInput {
+                nodes: &cluster.nodes,
+                queues: &queues,
+                jobs: &w.jobs,
+                faults: &cluster.faults,
+            },
+            &config,
+            &opts,
+            &mut |_| {},
+        );
+        let s = out.summary();
+        let text = [
+            output::jobs_csv(&out),
+            output::queues_csv(&out),
+            output::summary_json(&s),
+            report::report_html(&[(&out, &s)], "determinism"),
+        ]
+        .join("\n=====\n");
+        (text, s)
+    };
+    let (a, on) = run("reclaim-on.yaml");
+    let (b, _) = run("reclaim-on.yaml");
+    assert!(a == b, "outputs differ between two runs");
+    let (_, off) = run("reclaim-off.yaml");
+    assert!(on.preemption.reclaims > 0, "{:?}", on.preemption);
+    assert!(on.preemption.lost_gpu_hours > 0.0);
+    assert_eq!(off.preemption.evicted_pods, 0);
+    assert_eq!(on.preemption.lost_work, "checkpoint");
+    assert_eq!(on.preemption.checkpoint_every_seconds, Some(3600.0));
+    // Reclaim gets starved teams to their share sooner.
+    assert!(
+        on.preemption.time_to_fair_share_seconds.mean
+            < off.preemption.time_to_fair_share_seconds.mean
+    );
+}

@@ -6,7 +6,9 @@ use trainyard_model::{Node, QueueSpec, QueueTree, Timestamp};
 use trainyard_sched::Config;
 use trainyard_sim::spec::Fault;
 use trainyard_sim::workload::parse_workload;
-use trainyard_sim::{JobState, SimInput, SimJob, SimOptions, SimOutput, simulate};
+use trainyard_sim::{
+    EvictionModel, JobState, LostWork, SimInput, SimJob, SimOptions, SimOutput, simulate,
+};
 
 const GI: u64 = 1 << 30;
 
@@ -17,9 +19,28 @@ fn run_with(
     faults: &[Fault],
     period_ms: u64,
 ) -> SimOutput {
+    run_model(
+        nodes,
+        queues,
+        jobs,
+        faults,
+        period_ms,
+        EvictionModel::default(),
+    )
+}
+
+fn run_model(
+    nodes: &[Node],
+    queues: &[&str],
+    jobs: &[SimJob],
+    faults: &[Fault],
+    period_ms: u64,
+    eviction: EvictionModel,
+) -> SimOutput {
     let tree = QueueTree::build(queues.iter().map(|q| QueueSpec::new(*q)).collect()).unwrap();
     let opts = SimOptions {
         cycle_period_ms: period_ms,
+        eviction,
         ..SimOptions::default()
     };
     simulate(
@@ -273,15 +294,35 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
     #[test]
-    fn gpu_seconds_are_conserved_and_runs_are_deterministic(seed in 0u64..1000, n in 5u32..60, period in prop::sample::select(vec![0u64, 10_000, 60_000])) {
+    fn gpu_seconds_are_conserved_and_runs_are_deterministic(
+        seed in 0u64..1000,
+        n in 5u32..60,
+        period in prop::sample::select(vec![0u64, 10_000, 60_000]),
+        grace in prop::sample::select(vec![0u64, 30_000, 600_000]),
+        checkpoint in prop::option::of(1u64..3_600_000),
+    ) {
         let nodes: Vec<Node> = (0..6).map(|i| Node::new(format!("n{i}"), 256_000, 2048 * GI, 8)).collect();
         let js = random_workload(seed, n);
-        let out = run_with(&nodes, &["a", "b"], &js, &[], period);
+        let model = EvictionModel {
+            grace_ms: grace,
+            lost_work: checkpoint.map_or(LostWork::Restart, |every_ms| LostWork::Checkpoint { every_ms }),
+        };
+        // Two queues without quotas: reclaim evicts whichever is above its
+        // fair share when the other waits.
+        let out = run_model(&nodes, &["a", "b"], &js, &[], period, model);
         // Every job completes (nothing is too large), and allocated
-        // GPU-time equals Σ duration × GPUs.
+        // GPU-time equals Σ duration × GPUs plus the work lost to
+        // evictions (evicted pods run on through their grace period).
         prop_assert!(out.jobs.iter().all(|j| j.state == JobState::Completed));
+        let lost: u128 = out.jobs.iter().map(|j| j.lost.total() as u128).sum();
         let expected: u128 = js.iter().map(|j| j.duration_ms as u128 * j.gpu_milli() as u128).sum();
-        prop_assert_eq!(gpu_ms(&out), expected);
+        prop_assert_eq!(gpu_ms(&out), expected + lost);
+        // Evicted pods and lost work are consistent.
+        let s = out.summary();
+        prop_assert_eq!(s.preemption.evicted_pods, out.jobs.iter().map(|j| j.evicted_pods as u64).sum::<u64>());
+        if s.preemption.evicted_pods == 0 {
+            prop_assert_eq!(lost, 0);
+        }
         // Never above capacity.
         prop_assert!(out.cluster.iter().all(|c| c.gpu_allocated <= c.gpu_capacity));
         // Queue samples (from cycles or from the idle path) agree with the
@@ -303,7 +344,7 @@ proptest! {
         }
         }
         // Same inputs, same output.
-        let again = run_with(&nodes, &["a", "b"], &js, &[], period);
+        let again = run_model(&nodes, &["a", "b"], &js, &[], period, model);
         prop_assert_eq!(out, again);
     }
 }

@@ -118,8 +118,8 @@ fn example_run_reports_topology_metrics() {
         let gang = out.jobs.iter().find(|j| j.id.starts_with("llm/")).unwrap();
         let row = csv.lines().find(|l| l.starts_with(&gang.id)).unwrap();
         let cells: Vec<&str> = row.split(',').collect();
-        assert_eq!(cells.len(), 21, "{row}");
-        assert!(cells[13..].iter().all(|c| !c.is_empty()), "{row}");
+        assert_eq!(cells.len(), 23, "{row}");
+        assert!(cells[15..].iter().all(|c| !c.is_empty()), "{row}");
         let dev = csv.lines().find(|l| l.starts_with("dev/")).unwrap();
         assert!(dev.ends_with(",,,,,,,,"), "{dev}");
         assert!(
@@ -173,7 +173,7 @@ fn no_topology_no_columns() {
     );
     let out = run(&c, &jobs, &Config::default());
     let csv = output::jobs_csv(&out);
-    assert!(csv.starts_with("id,queue,priority,gpus,tasks,submit_s,start_s,end_s,wait_s,jct_s,state,restarts,pending_reason\n"));
+    assert!(csv.starts_with("id,queue,priority,gpus,tasks,submit_s,start_s,end_s,wait_s,jct_s,state,restarts,evicted_pods,lost_gpu_hours,pending_reason\n"));
     let s = out.summary();
     assert!(s.topology.is_none());
     assert!(!output::summary_json(&s).contains("topology"));

@@ -9,6 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use trainyard_model::{QueueSpec, QueueTree, Timestamp};
 use trainyard_sched::Config;
 use trainyard_sim::openb::{ImportOptions, QueueRule};
+use trainyard_sim::preemption::{EvictionModel, LostWork, PreemptionSettings};
 use trainyard_sim::spec::{Fault, Slowdown, parse_duration_ms};
 use trainyard_sim::{SimInput, SimJob, SimOptions, SimOutput, Summary, output, report};
 use trainyard_snapshot::{LoadOptions, Source};
@@ -65,6 +66,17 @@ pub struct SimulateArgs {
     /// spec's `slowdown.perSpineCrossing`; 0 turns it off. Needs a topology.
     #[arg(long, value_name = "X", allow_hyphen_values = true)]
     slowdown_per_spine_crossing: Option<String>,
+    /// Grace period of evicted pods: they keep their GPUs this long, then
+    /// are removed (e.g. 30s, 0). Overrides the workload's
+    /// `spec.preemption.graceSeconds`; default 30s.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    eviction_grace: Option<String>,
+    /// What a killed job loses (evictions and node failures): `restart`
+    /// (all work since its start) or `checkpoint:<interval>` (the work since
+    /// its last checkpoint, e.g. checkpoint:30m). Overrides the workload's
+    /// `spec.preemption.lostWork`; jobs that set their own keep it.
+    #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
+    lost_work: Option<String>,
     /// Write jobs.csv, queues.csv, summary.json, timing.json and report.html here
     /// (one sub-directory per policy when several, plus comparison files).
     #[arg(long, value_name = "DIR")]
@@ -184,9 +196,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         );
     }
     // Workload.
+    let mut settings = PreemptionSettings::default();
     let jobs: Vec<SimJob> = match (&args.workload, &args.trace) {
         (Some(w), _) => {
-            trainyard_sim::workload::parse_workload(&read(w)?, &w.display().to_string())?
+            let spec =
+                trainyard_sim::workload::parse_workload_spec(&read(w)?, &w.display().to_string())?;
+            settings = spec.preemption;
+            spec.jobs
         }
         (None, Some(t)) => {
             let rule: QueueRule = args
@@ -237,6 +253,14 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         .as_deref()
         .map(|u| duration(u, "--until"))
         .transpose()?;
+    if let Some(g) = &args.eviction_grace {
+        settings.grace_ms = Some(duration(g, "--eviction-grace")?);
+    }
+    if let Some(l) = &args.lost_work {
+        settings.lost_work =
+            Some(LostWork::parse_str(l).map_err(|e| anyhow::anyhow!("--lost-work {l:?}: {e}"))?);
+    }
+    let eviction = settings.over(EvictionModel::default());
     let policies = policies(&args.policies)?;
 
     let input = SimInput {
@@ -279,6 +303,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                     until: until.map(|u| Timestamp(u as i64)),
                     topology: topology.clone(),
                     slowdown,
+                    eviction,
                 };
                 let config = &p.config;
                 scope.spawn(move || {

@@ -304,6 +304,147 @@ fn simulate_compares_topology_aware_and_blind() {
 }
 
 #[test]
+fn simulate_compares_reclaim_on_and_off() {
+    let dir = std::env::temp_dir().join(format!("trainyard-sim-reclaim-{}", std::process::id()));
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/teams-cluster.yaml",
+        "--queues",
+        "examples/sim/teams-queues.yaml",
+        "--workload",
+        "examples/sim/teams-workload.yaml",
+        "--policy",
+        "examples/sim/reclaim-on.yaml",
+        "--policy",
+        "examples/sim/reclaim-off.yaml",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("reclaim-on") && header.contains("reclaim-off"),
+        "{table}"
+    );
+    let cell = |row: &str| -> Vec<String> {
+        let line = table
+            .lines()
+            .find(|l| l.trim_start().starts_with(row))
+            .unwrap_or_else(|| panic!("no row {row:?}:\n{table}"));
+        line[line.find(row).unwrap() + row.len()..]
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    for row in [
+        "reclaims (jobs)",
+        "preemptions (jobs)",
+        "evicted pods",
+        "lost GPU-hours",
+        "starved episodes",
+        "to fair share mean",
+        "to fair share p95",
+        "starved at end",
+    ] {
+        assert_eq!(cell(row).len(), 2, "{row}: {table}");
+    }
+    assert_ne!(cell("evicted pods")[0], "0", "{table}");
+    assert_eq!(cell("evicted pods")[1], "0", "{table}");
+    assert!(table.contains("TO FAIR SHARE"), "{table}");
+    let jobs = std::fs::read_to_string(dir.join("reclaim-on/jobs.csv")).unwrap();
+    assert!(
+        jobs.lines()
+            .next()
+            .unwrap()
+            .contains(",restarts,evicted_pods,lost_gpu_hours,pending_reason"),
+        "{jobs}"
+    );
+    let cmp: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("comparison.json")).unwrap())
+            .unwrap();
+    let on = &cmp[0]["preemption"];
+    assert!(on["reclaims"].as_u64().unwrap() > 0, "{on}");
+    assert!(on["lostGpuHours"].as_f64().unwrap() > 0.0, "{on}");
+    assert_eq!(on["graceSeconds"], 30.0);
+    assert_eq!(on["lostWork"], "checkpoint");
+    assert_eq!(cmp[1]["preemption"]["evictedPods"], 0);
+    assert!(
+        cmp[0]["perQueue"]["team-b"]["timeToFairShareSeconds"]["count"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("Evicted pods, cumulative"));
+    assert!(html.contains("Jain&#39;s fairness index"));
+    // The flags override the workload's settings.
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/teams-cluster.yaml",
+        "--queues",
+        "examples/sim/teams-queues.yaml",
+        "--workload",
+        "examples/sim/teams-workload.yaml",
+        "--until",
+        "12h",
+        "--eviction-grace",
+        "2m",
+        "--lost-work",
+        "restart",
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v[0]["preemption"]["graceSeconds"], 120.0);
+    assert_eq!(v[0]["preemption"]["lostWork"], "restart");
+    std::fs::remove_dir_all(&dir).ok();
+
+    // Bad values name the flag.
+    for (flag, value, want) in [
+        (
+            "--lost-work",
+            "resume",
+            "--lost-work \"resume\": expected \"restart\" or \"checkpoint:<interval>\" (e.g. \"checkpoint:30m\"), got \"resume\"",
+        ),
+        (
+            "--lost-work",
+            "checkpoint:0",
+            "--lost-work \"checkpoint:0\": expected a positive checkpoint interval, got 0",
+        ),
+        (
+            "--eviction-grace",
+            "-5s",
+            "--eviction-grace \"-5s\": expected a non-negative duration, got \"-5s\"",
+        ),
+    ] {
+        let out = trainyard(&[
+            "simulate",
+            "--cluster",
+            "examples/sim/teams-cluster.yaml",
+            "--workload",
+            "examples/sim/teams-workload.yaml",
+            flag,
+            value,
+        ]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{err}");
+    }
+}
+
+#[test]
 fn simulate_bad_inputs_fail_clearly() {
     let dir = std::env::temp_dir().join(format!("trainyard-sim-bad-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

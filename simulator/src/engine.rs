@@ -965,19 +965,13 @@ impl Engine<'_> {
         // Pods placed per job: (task index, node, GPU indices).
         let mut placed: BTreeMap<usize, Vec<PlacedPod>> = BTreeMap::new();
         for b in &d.binds {
-            let (Some(&j), Some(ti)) = (self.by_id.get(&b.job), task_index(&b.task)) else {
+            let Some(ti) = task_index(&b.task) else {
                 continue;
             };
-            let Some(slot) = self.rt[j].slot else {
+            let Some((j, slot, k)) = self.live_task(&b.job, &b.task) else {
                 continue;
             };
-            let Some(task) = self.snapshot.jobs[slot]
-                .tasks
-                .iter_mut()
-                .find(|t| t.name == b.task)
-            else {
-                continue;
-            };
+            let task = &mut self.snapshot.jobs[slot].tasks[k];
             task.state = TaskState::Bound {
                 node: b.node.clone(),
                 gpus: Some(b.gpus.clone()),
@@ -1227,19 +1221,13 @@ impl Engine<'_> {
         };
         let mut jobs: BTreeSet<(EvictionKind, usize)> = BTreeSet::new();
         for e in &d.evictions {
-            let (Some(&j), Some(ti)) = (self.by_id.get(&e.job), task_index(&e.task)) else {
+            let Some(ti) = task_index(&e.task) else {
                 continue;
             };
-            let Some(slot) = self.rt[j].slot else {
+            let Some((j, slot, k)) = self.live_task(&e.job, &e.task) else {
                 continue;
             };
-            let Some(task) = self.snapshot.jobs[slot]
-                .tasks
-                .iter_mut()
-                .find(|t| t.name == e.task)
-            else {
-                continue;
-            };
+            let task = &mut self.snapshot.jobs[slot].tasks[k];
             if task.is_pending() || task.terminating {
                 continue;
             }
@@ -1279,23 +1267,29 @@ impl Engine<'_> {
         }
     }
 
+    /// Where the task named `task` of job `job` is, while the job is in the
+    /// scheduler's snapshot: (job index, snapshot slot, task position).
+    fn live_task(&self, job: &str, task: &str) -> Option<(usize, usize, usize)> {
+        let &j = self.by_id.get(job)?;
+        let slot = self.rt[j].slot?;
+        let k = self.snapshot.jobs[slot]
+            .tasks
+            .iter()
+            .position(|t| t.name == task)?;
+        Some((j, slot, k))
+    }
+
     /// Reserved room for the preemptors' pending pods: the nomination
     /// keeps the time it was first made on that node.
     fn apply_nominations(&mut self, d: &Decisions, now: Timestamp) {
         for n in &d.nominations {
-            let Some(&j) = self.by_id.get(&n.job) else {
+            let Some((_, slot, k)) = self.live_task(&n.job, &n.task) else {
                 continue;
             };
-            let Some(slot) = self.rt[j].slot else {
+            let task = &mut self.snapshot.jobs[slot].tasks[k];
+            if !task.is_pending() {
                 continue;
-            };
-            let Some(task) = self.snapshot.jobs[slot]
-                .tasks
-                .iter_mut()
-                .find(|t| t.name == n.task && t.is_pending())
-            else {
-                continue;
-            };
+            }
             if task.nomination.as_ref().is_none_or(|x| x.node != n.node) {
                 task.nomination = Some(Nomination {
                     node: n.node.clone(),

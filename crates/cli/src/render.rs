@@ -16,6 +16,15 @@ fn right(s: String) -> Cell {
     Cell::new(s).set_alignment(CellAlignment::Right)
 }
 
+/// Device indices as `0,1,2`, or `-` for none.
+fn gpu_list(gpus: &[u32]) -> String {
+    if gpus.is_empty() {
+        return "-".into();
+    }
+    let list: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
+    list.join(",")
+}
+
 /// Resources to show in the fair-share table, GPU first.
 fn shown_resources(d: &Decisions) -> Vec<ResourceName> {
     let mut all = Resources::zero();
@@ -48,16 +57,11 @@ pub fn render(d: &Decisions) -> String {
     if !d.binds.is_empty() {
         let mut t = table(&["JOB", "POD", "NODE", "GPUS"]);
         for b in &d.binds {
-            let gpus: Vec<String> = b.gpus.iter().map(|g| g.to_string()).collect();
             t.add_row(vec![
                 Cell::new(&b.job),
                 Cell::new(&b.task),
                 Cell::new(&b.node),
-                Cell::new(if gpus.is_empty() {
-                    "-".to_string()
-                } else {
-                    gpus.join(",")
-                }),
+                Cell::new(gpu_list(&b.gpus)),
             ]);
         }
         out.push_str(&t.to_string());
@@ -85,16 +89,11 @@ pub fn render(d: &Decisions) -> String {
         ));
         let mut t = table(&["JOB", "POD", "NODE", "GPUS"]);
         for n in &d.nominations {
-            let gpus: Vec<String> = n.gpus.iter().map(|g| g.to_string()).collect();
             t.add_row(vec![
                 Cell::new(&n.job),
                 Cell::new(&n.task),
                 Cell::new(&n.node),
-                Cell::new(if gpus.is_empty() {
-                    "-".to_string()
-                } else {
-                    gpus.join(",")
-                }),
+                Cell::new(gpu_list(&n.gpus)),
             ]);
         }
         out.push_str(&t.to_string());

@@ -11,14 +11,9 @@ use crate::keys::{self, KeyPlace};
 /// Jobs with at least this priority are not preemptible unless they say
 /// so. KAI-Scheduler's convention: its `build` (100) and `inference` (125)
 /// priority classes are non-preemptible, `train` (50) and
-/// `build-preemptible` (75) are preemptible.
-pub const NON_PREEMPTIBLE_PRIORITY: i32 = 100;
-
-/// The preemptibility of a job that does not state it: preemptible below
-/// [`NON_PREEMPTIBLE_PRIORITY`].
-pub fn default_preemptible(priority: i32) -> bool {
-    priority < NON_PREEMPTIBLE_PRIORITY
-}
+/// `build-preemptible` (75) are preemptible. The rule lives in the model,
+/// so that jobs built in code behave like loaded ones.
+pub use trainyard_model::job::{NON_PREEMPTIBLE_PRIORITY, default_preemptible};
 
 /// The value of a preemptibility key: exactly `true` or `false`.
 pub fn parse_preemptible(value: &str) -> Result<bool, String> {

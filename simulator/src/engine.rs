@@ -648,6 +648,7 @@ impl Engine<'_> {
             subgroups: sj.subgroups.clone(),
             topology: sj.topology.clone(),
             preemptible: sj.preemptible,
+            preempts: true,
             tasks,
             rejected: None,
         };

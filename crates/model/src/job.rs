@@ -168,6 +168,11 @@ pub struct Job {
     /// within its queues' quotas. See `docs/preemption.md` for the default.
     #[serde(default = "yes")]
     pub preemptible: bool,
+    /// May evict other jobs (reclaim or preemption) to make room. `false`
+    /// when its PriorityClass or a pod says `preemptionPolicy: Never`: it
+    /// still runs where room is free, it never makes room.
+    #[serde(default = "yes")]
+    pub preempts: bool,
     pub tasks: Vec<Task>,
     /// Set when the job can never be scheduled as submitted (e.g. its queue
     /// does not exist): the core reports it and places nothing.
@@ -229,11 +234,32 @@ impl Job {
             submit_time: Timestamp(0),
             subgroups: Vec::new(),
             topology: TopologyConstraint::default(),
-            preemptible: true,
+            preemptible: default_preemptible(0),
+            preempts: true,
             tasks,
             rejected: None,
         }
     }
+
+    /// Sets the priority and, as the snapshot loader does when nothing
+    /// says otherwise, the preemptibility that goes with it
+    /// ([`default_preemptible`]). Tests and generators build jobs this way
+    /// so that they behave like loaded ones.
+    pub fn with_priority(mut self, priority: i32) -> Job {
+        self.priority = priority;
+        self.preemptible = default_preemptible(priority);
+        self
+    }
+}
+
+/// Priority from which a job is not preemptible by default, after
+/// KAI-Scheduler's convention (its `build` class is 100, `train` 50).
+pub const NON_PREEMPTIBLE_PRIORITY: i32 = 100;
+
+/// Preemptibility of a job whose PodGroup and pods do not say: below
+/// [`NON_PREEMPTIBLE_PRIORITY`] it is preemptible.
+pub fn default_preemptible(priority: i32) -> bool {
+    priority < NON_PREEMPTIBLE_PRIORITY
 }
 
 fn yes() -> bool {

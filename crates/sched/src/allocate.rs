@@ -15,11 +15,10 @@
 //! (backfill); with `gangStarvationSeconds` set, a gang pending that long
 //! blocks the rest of its own leaf queue instead.
 
-use std::cmp::{Ordering, Reverse};
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use trainyard_model::resources::cmp_ratio;
 use trainyard_model::{
     Job, Node, PlacementConstraints, QueueId, QueueTree, Resources, Snapshot, TaskState, Timestamp,
 };
@@ -105,6 +104,13 @@ struct Cycle<'s> {
     fair: Vec<Resources>,
     demand: Vec<Resources>,
     alloc: Vec<Resources>,
+    /// Per queue, what its non-preemptible jobs hold (the quota check of
+    /// non-preemptible jobs counts only these, as KAI-Scheduler does).
+    alloc_np: Vec<Resources>,
+    /// While a victim search runs: per queue on the preemptor's path and
+    /// resource, what victims below that queue must free for the gang to
+    /// stay within the queue's limit.
+    victim_need: Vec<(QueueId, trainyard_model::ResourceName, u64)>,
     binds: Vec<Bind>,
     placements: Vec<GangPlacement>,
     evictions: Vec<Eviction>,
@@ -174,6 +180,7 @@ impl<'s> Cycle<'s> {
         }
         let mut jobs = Vec::with_capacity(jobs_sorted.len());
         let mut alloc = vec![Resources::zero(); tree.len()];
+        let mut alloc_np = vec![Resources::zero(); tree.len()];
         let mut leaf_demand = vec![Resources::zero(); tree.len()];
         for job in jobs_sorted {
             let mut order: Vec<usize> = (0..job.tasks.len()).collect();
@@ -230,6 +237,9 @@ impl<'s> Cycle<'s> {
             };
             if leaf != QueueTree::ROOT {
                 alloc[leaf.0].add(&bound_req);
+                if !job.preemptible {
+                    alloc_np[leaf.0].add(&bound_req);
+                }
                 leaf_demand[leaf.0].add(&bound_req);
                 if blocked.is_none() {
                     leaf_demand[leaf.0].add(&pending_req);
@@ -351,6 +361,8 @@ impl<'s> Cycle<'s> {
             if let Some(p) = tree.parent(q) {
                 let a = alloc[q.0].clone();
                 alloc[p.0].add(&a);
+                let a = alloc_np[q.0].clone();
+                alloc_np[p.0].add(&a);
             }
         }
         let fs = fairshare::compute(tree, &capacity, &leaf_demand);
@@ -393,6 +405,8 @@ impl<'s> Cycle<'s> {
             fair: fs.fair,
             demand: fs.demand,
             alloc,
+            alloc_np,
+            victim_need: Vec::new(),
             binds: Vec::new(),
             placements: Vec::new(),
             evictions: Vec::new(),
@@ -482,86 +496,6 @@ impl<'s> Cycle<'s> {
         None
     }
 
-    // ---- queue walk --------------------------------------------------
-
-    /// `max over resources of alloc / fair` of queue `q`, as a fraction.
-    fn usage_ratio(&self, q: QueueId) -> (u64, u64) {
-        let mut best = (0u64, 1u64);
-        for (r, a) in self.alloc[q.0].iter() {
-            let f = self.fair[q.0].get(&r);
-            if cmp_ratio(a, f, best.0, best.1) == Ordering::Greater {
-                best = (a, f);
-            }
-        }
-        best
-    }
-
-    /// Walks from the root to a leaf with work, by lowest usage ratio then name.
-    fn pick_leaf(&self, active: &[u32]) -> Option<QueueId> {
-        if active[QueueTree::ROOT.0] == 0 {
-            return None;
-        }
-        let mut q = QueueTree::ROOT;
-        loop {
-            let kids = self.tree.children(q);
-            if kids.is_empty() {
-                return Some(q);
-            }
-            let mut best: Option<(QueueId, (u64, u64))> = None;
-            // Children are in name order, so the first of equals wins.
-            for &c in kids.iter().filter(|c| active[c.0] > 0) {
-                let r = self.usage_ratio(c);
-                if best.is_none_or(|(_, b)| cmp_ratio(r.0, r.1, b.0, b.1) == Ordering::Less) {
-                    best = Some((c, r));
-                }
-            }
-            q = best?.0;
-        }
-    }
-
-    /// Per-leaf job queues (priority desc, submit asc, id asc) and active counts.
-    fn build_walk(&self, include: impl Fn(&JobWork) -> bool) -> (Vec<VecDeque<usize>>, Vec<u32>) {
-        let mut per_leaf: Vec<Vec<usize>> = vec![Vec::new(); self.tree.len()];
-        for (i, jw) in self.jobs.iter().enumerate() {
-            if jw.leaf != QueueTree::ROOT && include(jw) {
-                per_leaf[jw.leaf.0].push(i);
-            }
-        }
-        let mut active = vec![0u32; self.tree.len()];
-        let mut queues = Vec::with_capacity(per_leaf.len());
-        for (q, mut list) in per_leaf.into_iter().enumerate() {
-            list.sort_by(|&a, &b| {
-                let (ja, jb) = (self.jobs[a].job, self.jobs[b].job);
-                jb.priority
-                    .cmp(&ja.priority)
-                    .then(ja.submit_time.cmp(&jb.submit_time))
-                    .then(ja.id.cmp(&jb.id))
-            });
-            if !list.is_empty() {
-                for a in self.tree.ancestors(QueueId(q)) {
-                    active[a.0] += list.len() as u32;
-                }
-                active[QueueTree::ROOT.0] += list.len() as u32;
-            }
-            queues.push(VecDeque::from(list));
-        }
-        (queues, active)
-    }
-
-    fn pop_job(
-        &self,
-        leaf: QueueId,
-        queues: &mut [VecDeque<usize>],
-        active: &mut [u32],
-    ) -> Option<usize> {
-        let j = queues[leaf.0].pop_front()?;
-        for a in self.tree.ancestors(leaf) {
-            active[a.0] -= 1;
-        }
-        active[QueueTree::ROOT.0] -= 1;
-        Some(j)
-    }
-
     // ---- pass 1: gang minimums ----------------------------------------
 
     fn run_minimums(&mut self) {
@@ -570,10 +504,12 @@ impl<'s> Cycle<'s> {
                 self.pending.insert(i, r.clone());
             }
         }
-        let (mut queues, mut active) =
-            self.build_walk(|jw| jw.blocked.is_none() && !jw.pending.is_empty());
-        while let Some(leaf) = self.pick_leaf(&active) {
-            let Some(j) = self.pop_job(leaf, &mut queues, &mut active) else {
+        let mut walk = self.build_walk(
+            |jw| jw.blocked.is_none() && !jw.pending.is_empty(),
+            |jw| minimum_ask(jw),
+        );
+        while let Some(leaf) = self.pick_leaf(&mut walk) {
+            let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;
             };
             self.stats.jobs_considered += 1;
@@ -586,7 +522,7 @@ impl<'s> Cycle<'s> {
                 self.pending.insert(j, reason);
                 if starving {
                     let gang = self.jobs[j].job.id.clone();
-                    while let Some(k) = self.pop_job(leaf, &mut queues, &mut active) {
+                    while let Some(k) = self.pop_job(leaf, &mut walk) {
                         self.pending
                             .insert(k, PendingReason::BehindStarvingGang { gang: gang.clone() });
                     }
@@ -1016,25 +952,45 @@ impl<'s> Cycle<'s> {
             self.stats.pods_bound += 1;
         }
         let leaf = jw.leaf;
+        self.charge(leaf, &add, !job.preemptible);
+    }
+
+    /// Adds `add` to the allocation of `leaf` and every queue above it.
+    fn charge(&mut self, leaf: QueueId, add: &Resources, non_preemptible: bool) {
         for q in self.tree.ancestors(leaf) {
-            self.alloc[q.0].add(&add);
+            self.alloc[q.0].add(add);
+            if non_preemptible {
+                self.alloc_np[q.0].add(add);
+            }
         }
-        self.alloc[QueueTree::ROOT.0].add(&add);
+        self.alloc[QueueTree::ROOT.0].add(add);
+        if non_preemptible {
+            self.alloc_np[QueueTree::ROOT.0].add(add);
+        }
     }
 
     // ---- pass 2: elastic pods ----------------------------------------
 
     fn run_elastic(&mut self) {
-        let (mut queues, mut active) = self.build_walk(|jw| {
-            jw.blocked.is_none()
-                && !jw.pending.is_empty()
-                && jw.bound_total >= jw.job.min_member
-                && jw.job.subgroups.iter().all(|sg| {
-                    jw.bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0) >= sg.min_member
-                })
-        });
-        while let Some(leaf) = self.pick_leaf(&active) {
-            let Some(j) = self.pop_job(leaf, &mut queues, &mut active) else {
+        let mut walk = self.build_walk(
+            |jw| {
+                jw.blocked.is_none()
+                    && !jw.pending.is_empty()
+                    && jw.bound_total >= jw.job.min_member
+                    && jw.job.subgroups.iter().all(|sg| {
+                        jw.bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0)
+                            >= sg.min_member
+                    })
+            },
+            |jw| {
+                jw.pending
+                    .first()
+                    .map(|&t| jw.job.tasks[t].requests.clone())
+                    .unwrap_or_default()
+            },
+        );
+        while let Some(leaf) = self.pick_leaf(&mut walk) {
+            let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;
             };
             let job = self.jobs[j].job;
@@ -1162,6 +1118,18 @@ impl<'s> Cycle<'s> {
     }
 }
 
+/// What the gang minimum of a job would add to its queue (nothing when the
+/// pods for it do not exist: the job fails at once when tried).
+fn minimum_ask(jw: &JobWork) -> Resources {
+    let mut needs = Resources::zero();
+    if let Ok(chosen) = select_minimum(jw.job, &jw.pending, &jw.bound_by_sub, jw.bound_total) {
+        for t in chosen {
+            needs.add(&jw.job.tasks[t].requests);
+        }
+    }
+    needs
+}
+
 /// The tasks to place now for a gang's minimum: for each sub-group, enough
 /// of its pending tasks (in `pending` order) to reach the sub-group's
 /// `minMember`, then enough more to reach the job's. Bound tasks count
@@ -1219,6 +1187,7 @@ fn select_minimum(
 }
 
 mod evict;
+mod walk;
 #[cfg(test)]
 mod tests;
 mod topo;

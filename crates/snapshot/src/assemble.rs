@@ -132,6 +132,8 @@ struct Ctx<'a> {
     errors: Vec<LoadError>,
     warnings: Vec<String>,
     priority_classes: BTreeMap<String, i32>,
+    /// Priority classes with `preemptionPolicy: Never`.
+    never_classes: BTreeSet<String>,
     /// Unresolvable class -> who uses it (where defined, `Kind ns/name`).
     unresolved: BTreeMap<String, Vec<(Loc, String)>>,
     constraints: BTreeMap<PlacementConstraints, Arc<PlacementConstraints>>,
@@ -172,6 +174,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         mut nodes,
         mut pods,
         priority_classes,
+        never_classes,
         queues,
         pod_groups,
         topology: topology_doc,
@@ -186,6 +189,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         errors,
         warnings,
         priority_classes,
+        never_classes,
         unresolved: BTreeMap::new(),
         constraints: BTreeMap::new(),
         topology,
@@ -724,6 +728,15 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
         }
     };
 
+    // `preemptionPolicy: Never` on the PodGroup's class, a pod's class or a
+    // pod: the gang never evicts anyone (a gang cannot evict for some pods
+    // and not others).
+    let never_class = |c: &Option<String>| c.as_ref().is_some_and(|c| cx.never_classes.contains(c));
+    let preempts = !(pg.is_some_and(|(_, g)| never_class(&g.spec.priority_class_name))
+        || members
+            .iter()
+            .any(|m| m.pod.never_preempts || never_class(&m.pod.priority_class)));
+
     let preemptible = job_preemptible(
         cx,
         pg,
@@ -789,6 +802,7 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
         subgroups,
         topology,
         preemptible,
+        preempts,
         tasks,
         rejected: None,
     }

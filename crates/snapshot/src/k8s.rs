@@ -76,6 +76,23 @@ impl<'de> Deserialize<'de> for TolOp {
     }
 }
 
+/// `preemptionPolicy` of a PriorityClass or a pod: `true` for `Never`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct NeverPreempts(pub bool);
+
+impl<'de> Deserialize<'de> for NeverPreempts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = Option::<String>::deserialize(d)?.unwrap_or_default();
+        match s.as_str() {
+            "" | "PreemptLowerPriority" => Ok(NeverPreempts(false)),
+            "Never" => Ok(NeverPreempts(true)),
+            _ => Err(D::Error::custom(format!(
+                "unknown preemption policy {s:?}; expected PreemptLowerPriority or Never"
+            ))),
+        }
+    }
+}
+
 struct SelOp(LabelSelectorOperator);
 
 impl<'de> Deserialize<'de> for SelOp {
@@ -271,6 +288,8 @@ pub(crate) struct K8sPriorityClass {
     #[serde(default, deserialize_with = "null_default")]
     pub metadata: ObjectMeta,
     pub value: i32,
+    #[serde(default)]
+    pub preemption_policy: NeverPreempts,
 }
 
 // ---------------------------------------------------------------------------
@@ -298,6 +317,8 @@ struct PodSpec {
     priority: Option<i32>,
     #[serde(default)]
     priority_class_name: Option<String>,
+    #[serde(default)]
+    preemption_policy: NeverPreempts,
     #[serde(default, deserialize_with = "null_default")]
     containers: Vec<Container>,
     #[serde(default, deserialize_with = "null_default")]
@@ -497,6 +518,9 @@ pub(crate) struct PodInfo {
     pub node_name: Option<String>,
     pub priority: Option<i32>,
     pub priority_class: Option<String>,
+    /// `spec.preemptionPolicy: Never` (admission copies it from the
+    /// PriorityClass in a real cluster).
+    pub never_preempts: bool,
     pub requests: Resources,
     pub constraints: PlacementConstraints,
     /// Soft constraints Trainyard ignores (for warnings).
@@ -970,6 +994,7 @@ impl K8sPod {
             node_name,
             priority: spec.priority,
             priority_class: spec.priority_class_name.filter(|n| !n.is_empty()),
+            never_preempts: spec.preemption_policy.0,
             requests,
             constraints: PlacementConstraints {
                 node_selector: spec.node_selector,

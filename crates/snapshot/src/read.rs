@@ -1,6 +1,6 @@
 //! Parsing sources into typed objects, document by document.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 use trainyard_api::topology::TOPOLOGY_API_VERSIONS;
@@ -75,6 +75,8 @@ pub(crate) struct Reader {
     pub nodes: Vec<(Loc, Node)>,
     pub pods: Vec<(Loc, PodInfo)>,
     pub priority_classes: BTreeMap<String, i32>,
+    /// Priority classes with `preemptionPolicy: Never`.
+    pub never_classes: BTreeSet<String>,
     pub queues: Vec<(Loc, Queue)>,
     pub pod_groups: Vec<(Loc, PodGroup)>,
     /// The one `Topology` document, if any.
@@ -352,6 +354,9 @@ impl Reader {
                     ));
                 }
                 if self.claim(&object, loc) {
+                    if pc.preemption_policy.0 {
+                        self.never_classes.insert(pc.metadata.name.clone());
+                    }
                     self.priority_classes.insert(pc.metadata.name, pc.value);
                 }
             }

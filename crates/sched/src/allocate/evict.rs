@@ -93,7 +93,10 @@ impl<'s> Cycle<'s> {
     }
 
     /// Non-preemptible jobs run only within quota: GPUs always, other
-    /// resources where the queue has a quota.
+    /// resources where the queue has a quota. Only what non-preemptible
+    /// jobs hold counts against it (as in KAI-Scheduler): preemptible work
+    /// in the queue can always be evicted to make room, so it never stands
+    /// in the way, and evicting it never changes this check.
     pub(super) fn check_quota_for_non_preemptible(
         &self,
         leaf: QueueId,
@@ -105,7 +108,7 @@ impl<'s> Cycle<'s> {
                 if want == 0 || (r != ResourceName::Gpu && quota.get(&r) == 0) {
                     continue;
                 }
-                let used = self.alloc[q.0].get(&r);
+                let used = self.alloc_np[q.0].get(&r);
                 if used + want > quota.get(&r) {
                     return Err(PendingReason::NonPreemptibleOverQuota {
                         queue: self.tree.path(q).to_string(),
@@ -131,11 +134,14 @@ impl<'s> Cycle<'s> {
             .iter()
             .filter(|(j, r)| {
                 self.jobs[**j].blocked.is_none()
+                    && self.jobs[**j].job.preempts
                     && matches!(
                         r,
                         PendingReason::Unschedulable { .. }
                             | PendingReason::TopologyUnfit { .. }
                             | PendingReason::TooManyLeaves { .. }
+                            // Victims under the limited queue free the limit too.
+                            | PendingReason::QueueAtLimit { .. }
                     )
             })
             .map(|(j, _)| *j)
@@ -151,9 +157,12 @@ impl<'s> Cycle<'s> {
             .iter()
             .map(|&j| self.jobs[j].job.id.as_str())
             .collect();
-        let (mut queues, mut active) = self.build_walk(|jw| ids.contains(jw.job.id.as_str()));
-        while let Some(leaf) = self.pick_leaf(&active) {
-            let Some(j) = self.pop_job(leaf, &mut queues, &mut active) else {
+        let mut walk = self.build_walk(
+            |jw| ids.contains(jw.job.id.as_str()),
+            |jw| super::minimum_ask(jw),
+        );
+        while let Some(leaf) = self.pick_leaf(&mut walk) {
+            let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;
             };
             if self.nominated[j] {
@@ -183,6 +192,7 @@ impl<'s> Cycle<'s> {
             }
             if let Some(plan) = self.find_victims(j) {
                 self.apply_plan(j, plan);
+                Self::walk_changed(&mut walk);
             }
         }
     }
@@ -583,6 +593,19 @@ impl<'s> Cycle<'s> {
         true
     }
 
+    /// Whether `units` free what the preemptor's limits need
+    /// ([`Cycle::victim_need`]).
+    fn limits_freed(&self, units: &[&Unit]) -> bool {
+        self.victim_need.iter().all(|(q, r, need)| {
+            let freed: u64 = units
+                .iter()
+                .filter(|u| self.tree.ancestors(self.jobs[u.job].leaf).any(|a| a == *q))
+                .map(|u| u.freed.get(r))
+                .sum();
+            freed >= *need
+        })
+    }
+
     /// Whether the gang fits with exactly `units` gone (state restored after).
     fn fits_without(
         &mut self,
@@ -592,6 +615,9 @@ impl<'s> Cycle<'s> {
         topo_search: bool,
         units: &[&Unit],
     ) -> bool {
+        if !self.limits_freed(units) {
+            return false;
+        }
         let mark = self.state.begin();
         self.give_units(units);
         let ok = self.place_chosen(j, chosen, needs, topo_search).is_ok();
@@ -605,9 +631,20 @@ impl<'s> Cycle<'s> {
     fn find_victims(&mut self, j: usize) -> Option<Plan> {
         let (chosen, needs, topo_search) = self.minimum_of(j)?;
         let leaf = self.jobs[j].leaf;
-        self.check_limits(leaf, &needs).ok()?;
         if !self.jobs[j].job.preemptible {
             self.check_quota_for_non_preemptible(leaf, &needs).ok()?;
+        }
+        // Limits are checked as they would be after the victims leave:
+        // what the gang would take a queue over its limit by must be freed
+        // by victims below that queue.
+        self.victim_need.clear();
+        for q in self.tree.ancestors(leaf) {
+            for (r, cap) in self.tree.spec(q).limit.iter() {
+                let after = self.alloc[q.0].get(r) + needs.get(r);
+                if after > cap {
+                    self.victim_need.push((q, r.clone(), after - cap));
+                }
+            }
         }
         let all = self.victim_units(j, &needs);
         for kind in [EvictionKind::Reclaim, EvictionKind::Preempt] {
@@ -834,10 +871,7 @@ impl<'s> Cycle<'s> {
         }
         // The preemptor's room is held for it for the rest of the cycle and
         // counted for its queue; it binds once the victims are gone.
-        for q in self.tree.ancestors(my_leaf) {
-            self.alloc[q.0].add(&needs);
-        }
-        self.alloc[QueueTree::ROOT.0].add(&needs);
+        self.charge(my_leaf, &needs, !me.preemptible);
         let mut nodes: BTreeSet<String> = BTreeSet::new();
         for (t, n, slots) in &placed {
             let node = self.nodes[*n];

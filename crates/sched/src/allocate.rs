@@ -41,6 +41,7 @@ pub fn schedule(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Decisio
     cycle.run_minimums();
     cycle.run_elastic();
     cycle.run_evictions();
+    cycle.run_refill();
     cycle.finish()
 }
 
@@ -55,6 +56,8 @@ struct StaticFilter {
 
 /// Per-job work of this cycle.
 struct JobWork<'s> {
+    /// Position in `Cycle::jobs`.
+    index: usize,
     job: &'s Job,
     leaf: QueueId,
     /// Indices into `job.tasks` of pending tasks, in placement order.
@@ -119,8 +122,15 @@ struct Cycle<'s> {
     warnings: Vec<String>,
     stats: CycleStats,
     topo: Option<topo::TopoIndex>,
-    /// Where each job's bound tasks sit (task, node, device slots).
+    /// Where each job's bound tasks sit (task, node, device slots),
+    /// including those bound this cycle.
     bound_at: Vec<Vec<Placed>>,
+    /// (job, task) bound by this cycle. The eviction pass may take them
+    /// back for free (the bind is simply not made), so a job bound now is
+    /// never what the next cycle evicts.
+    fresh: std::collections::HashSet<(usize, usize)>,
+    /// Binds of this cycle taken back by the eviction pass.
+    yields: u32,
     /// Capacity held for each job's nominated pending tasks.
     reserved: Vec<Vec<Placed>>,
     /// Jobs with an unexpired nomination: they wait, they do not evict again.
@@ -246,6 +256,7 @@ impl<'s> Cycle<'s> {
                 }
             }
             jobs.push(JobWork {
+                index: jobs.len(),
                 job,
                 leaf,
                 pending,
@@ -416,6 +427,8 @@ impl<'s> Cycle<'s> {
             stats,
             topo,
             bound_at,
+            fresh: std::collections::HashSet::new(),
+            yields: 0,
             reserved,
             nominated,
             running: Vec::new(),
@@ -940,6 +953,8 @@ impl<'s> Cycle<'s> {
             add.add(&charged);
             jw.pending.retain(|&p| p != t);
             jw.bound_total += 1;
+            self.bound_at[j].push((t, n, slots.clone()));
+            self.fresh.insert((j, t));
             *jw.bound_by_sub
                 .entry(task.subgroup.as_deref().unwrap_or(""))
                 .or_default() += 1;
@@ -978,8 +993,7 @@ impl<'s> Cycle<'s> {
                     && !jw.pending.is_empty()
                     && jw.bound_total >= jw.job.min_member
                     && jw.job.subgroups.iter().all(|sg| {
-                        jw.bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0)
-                            >= sg.min_member
+                        jw.bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0) >= sg.min_member
                     })
             },
             |jw| {
@@ -1187,7 +1201,7 @@ fn select_minimum(
 }
 
 mod evict;
-mod walk;
 #[cfg(test)]
 mod tests;
 mod topo;
+mod walk;

@@ -232,6 +232,11 @@ pub enum PendingReason {
     /// terminate, with capacity reserved on the nominated nodes.
     #[serde(rename_all = "camelCase")]
     WaitingForVictims { victims: u32, nodes: Vec<String> },
+    /// Pods of the job were bound by this cycle, then taken back (not
+    /// evicted: they never started) to make room for a gang that reclaim
+    /// or preemption favours. Without this, the next cycle would evict them.
+    #[serde(rename_all = "camelCase")]
+    Yielded { preemptor: String, message: String },
     /// The gang runs; some elastic pods above its minimum did not fit.
     #[serde(rename_all = "camelCase")]
     ElasticPending {
@@ -375,6 +380,9 @@ impl fmt::Display for PendingReason {
                 "waiting for {victims} evicted pod(s) to terminate; room reserved on {}",
                 nodes.join(", ")
             ),
+            PendingReason::Yielded { message, .. } => {
+                write!(f, "placed, then not bound: {message}")
+            }
             PendingReason::ElasticPending {
                 placed,
                 pending,

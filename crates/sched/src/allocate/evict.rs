@@ -57,16 +57,30 @@ struct Unit {
     freed: Resources,
     /// The queue (B) whose fair share justified a reclaim, for the message.
     over: Option<QueueId>,
+    /// Every pod of the unit was bound by this cycle: taking it back only
+    /// drops the binds, nothing is evicted.
+    fresh: bool,
 }
 
 impl Unit {
-    fn key(&self) -> (i32, bool, std::cmp::Reverse<i64>, usize) {
+    fn key(&self) -> (bool, i32, bool, std::cmp::Reverse<i64>, usize) {
         (
+            !self.fresh,
             self.priority,
             !self.elastic,
             std::cmp::Reverse(self.started),
             self.tasks.len(),
         )
+    }
+
+    /// The priority a plan pays for this unit (none for a fresh one).
+    fn cost_priority(&self) -> i32 {
+        if self.fresh { i32::MIN } else { self.priority }
+    }
+
+    /// Pods really evicted (none for a fresh unit).
+    fn evicted_pods(&self) -> usize {
+        if self.fresh { 0 } else { self.tasks.len() }
     }
 }
 
@@ -299,6 +313,8 @@ impl<'s> Cycle<'s> {
                 }
             };
             let started = self.job_started(v);
+            // Minimum runtime protects pods that run; fresh binds have no
+            // start (`job_started` skips them), so they are never protected.
             if let Some(min) = self.min_runtime(vw.leaf)
                 && started != i64::MIN
                 && self.now.0.saturating_sub(started) < (min as i64).saturating_mul(1000)
@@ -310,11 +326,15 @@ impl<'s> Cycle<'s> {
             let mut bound: Vec<Placed> = self.bound_at[v].clone();
             bound.sort_by_key(|(t, _, _)| {
                 (
-                    std::cmp::Reverse(vj.tasks[*t].started.map_or(i64::MIN, |s| s.0)),
+                    std::cmp::Reverse(self.task_started(v, *t)),
                     std::cmp::Reverse(vj.tasks[*t].name.clone()),
                 )
             });
-            let mut left = bound.len() as u32;
+            // A job placed whole by this cycle is one unit: taking its
+            // binds back costs nothing, and a part of it would leave a
+            // partial gang.
+            let all_fresh = bound.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
+            let mut left = if all_fresh { 0 } else { bound.len() as u32 };
             let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
             for (t, _, _) in &bound {
                 *per_sub
@@ -339,7 +359,8 @@ impl<'s> Cycle<'s> {
                     units.push(Unit {
                         job: v,
                         freed: task.requests.clone(),
-                        started: task.started.map_or(i64::MIN, |s| s.0),
+                        started: self.task_started(v, p.0),
+                        fresh: self.fresh.contains(&(v, p.0)),
                         tasks: vec![p],
                         kind,
                         elastic: true,
@@ -355,10 +376,12 @@ impl<'s> Cycle<'s> {
                 let mut started = i64::MIN;
                 for (t, _, _) in &gang {
                     freed.add(&vj.tasks[*t].requests);
-                    started = started.max(vj.tasks[*t].started.map_or(i64::MIN, |s| s.0));
+                    started = started.max(self.task_started(v, *t));
                 }
+                let fresh = gang.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
                 units.push(Unit {
                     job: v,
+                    fresh,
                     tasks: gang,
                     kind,
                     elastic: false,
@@ -371,21 +394,32 @@ impl<'s> Cycle<'s> {
         }
         units.sort_by(|a, b| {
             a.key().cmp(&b.key()).then_with(|| {
-                (&self.jobs[a.job].job.id, a.tasks[0].0)
-                    .cmp(&(&self.jobs[b.job].job.id, b.tasks[0].0))
+                let name = |u: &Unit| &self.jobs[u.job].job.tasks[u.tasks[0].0].name;
+                (&self.jobs[a.job].job.id, name(a)).cmp(&(&self.jobs[b.job].job.id, name(b)))
             })
         });
         units
     }
 
-    /// Latest start of a job's bound pods (ms), `i64::MIN` when unknown.
+    /// Latest start of a job's running pods (ms), `i64::MIN` when unknown
+    /// (pods bound by this cycle have not started).
     fn job_started(&self, v: usize) -> i64 {
         let job = self.jobs[v].job;
         self.bound_at[v]
             .iter()
+            .filter(|(t, _, _)| !self.fresh.contains(&(v, *t)))
             .filter_map(|(t, _, _)| job.tasks[*t].started.map(|s| s.0))
             .max()
             .unwrap_or(i64::MIN)
+    }
+
+    /// When task `t` of job `v` started (ms): now for a pod bound by this
+    /// cycle (so it sorts as the most recent), `i64::MIN` when unknown.
+    fn task_started(&self, v: usize, t: usize) -> i64 {
+        if self.fresh.contains(&(v, t)) {
+            return self.now.0;
+        }
+        self.jobs[v].job.tasks[t].started.map_or(i64::MIN, |s| s.0)
     }
 
     /// Gives back every task of `units` (inside the open transaction).
@@ -516,10 +550,10 @@ impl<'s> Cycle<'s> {
             }
             let prio = used
                 .iter()
-                .map(|&i| pool[i].priority)
+                .map(|&i| pool[i].cost_priority())
                 .max()
                 .unwrap_or(i32::MIN);
-            let pods: usize = used.iter().map(|&i| pool[i].tasks.len()).sum();
+            let pods: usize = used.iter().map(|&i| pool[i].evicted_pods()).sum();
             let lost: u64 = used.iter().map(|&i| self.lost_work(pool[i])).sum();
             options.push(((prio, pods, lost), copies, n, used));
         }
@@ -750,15 +784,20 @@ impl<'s> Cycle<'s> {
             let Some(taken) = found else {
                 continue;
             };
-            let victim_jobs: BTreeSet<usize> = taken.iter().map(|u| u.job).collect();
+            let victim_jobs: BTreeSet<usize> =
+                taken.iter().filter(|u| !u.fresh).map(|u| u.job).collect();
             if victim_jobs.len() > self.config.preemption.max_victim_jobs as usize {
                 continue;
             }
             let lost: u64 = taken.iter().map(|u| self.lost_work(u)).sum();
             let cost = (
-                taken.iter().map(|u| u.priority).max().unwrap_or(i32::MIN),
+                taken
+                    .iter()
+                    .map(|u| u.cost_priority())
+                    .max()
+                    .unwrap_or(i32::MIN),
                 rank,
-                taken.iter().map(|u| u.tasks.len()).sum(),
+                taken.iter().map(|u| u.evicted_pods()).sum(),
                 lost,
             );
             if best.as_ref().is_none_or(|b| cost < b.cost) {
@@ -769,6 +808,60 @@ impl<'s> Cycle<'s> {
             }
         }
         best
+    }
+
+    /// After binds of this cycle were taken back, the room they leave
+    /// (beyond what the preemptors took) is offered once more to gangs
+    /// still pending for lack of room, in the usual walk order. No eviction
+    /// follows: what binds here is what a later pass would have bound.
+    pub(super) fn run_refill(&mut self) {
+        if self.yields == 0 {
+            return;
+        }
+        // Capacity grew: failures of this cycle no longer predict others.
+        self.failed_shapes.clear();
+        let retry: BTreeSet<usize> = self
+            .pending
+            .iter()
+            .filter(|(j, r)| {
+                self.jobs[**j].blocked.is_none()
+                    && matches!(
+                        r,
+                        PendingReason::Unschedulable { .. }
+                            | PendingReason::TopologyUnfit { .. }
+                            | PendingReason::TooManyLeaves { .. }
+                            | PendingReason::Yielded { .. }
+                    )
+            })
+            .map(|(j, _)| *j)
+            .collect();
+        let mut walk = self.build_walk(|jw| retry.contains(&jw.index), |jw| super::minimum_ask(jw));
+        while let Some(leaf) = self.pick_leaf(&mut walk) {
+            let Some(j) = self.pop_job(leaf, &mut walk) else {
+                break;
+            };
+            if self.try_gang(j).is_ok() {
+                self.pending.remove(&j);
+                self.note_elastic_left(j);
+            }
+        }
+    }
+
+    /// A gang placed after the elastic pass: its pods above the minimum
+    /// wait for the next cycle.
+    fn note_elastic_left(&mut self, j: usize) {
+        let left = self.jobs[j].pending.len() as u32;
+        if left > 0 {
+            self.pending.insert(
+                j,
+                PendingReason::ElasticPending {
+                    placed: 0,
+                    pending: left,
+                    detail: "the gang was placed after the elastic pass; they are tried next cycle"
+                        .into(),
+                },
+            );
+        }
     }
 
     /// Commits a plan: victims leave, the preemptor is placed and nominated.
@@ -848,7 +941,17 @@ impl<'s> Cycle<'s> {
         for (u, message) in plan.units.iter().zip(messages) {
             let vj = self.jobs[u.job].job;
             let vleaf = self.jobs[u.job].leaf;
+            let mut yielded = false;
             for (t, n, _) in &u.tasks {
+                if self.fresh.remove(&(u.job, *t)) {
+                    // Bound by this cycle: the bind is simply not made.
+                    let name = &vj.tasks[*t].name;
+                    self.binds.retain(|b| !(b.job == vj.id && &b.task == name));
+                    self.stats.pods_bound = self.stats.pods_bound.saturating_sub(1);
+                    self.jobs[u.job].pending.push(*t);
+                    yielded = true;
+                    continue;
+                }
                 self.evictions.push(Eviction {
                     job: vj.id.clone(),
                     task: vj.tasks[*t].name.clone(),
@@ -859,6 +962,19 @@ impl<'s> Cycle<'s> {
                 });
                 victims += 1;
             }
+            if yielded {
+                self.yields += 1;
+                if !u.elastic {
+                    self.placements.retain(|p| p.job != vj.id);
+                }
+                self.pending.insert(
+                    u.job,
+                    PendingReason::Yielded {
+                        preemptor: me.id.clone(),
+                        message: message.clone(),
+                    },
+                );
+            }
             // The victim's capacity leaves its queues now.
             for q in self.tree.ancestors(vleaf) {
                 self.alloc[q.0].saturating_sub(&u.freed);
@@ -868,6 +984,21 @@ impl<'s> Cycle<'s> {
             let vw = &mut self.jobs[u.job];
             vw.bound_total = vw.bound_total.saturating_sub(gone.len() as u32);
             self.bound_at[u.job].retain(|p| !gone.contains(&p.0));
+        }
+        if victims == 0 {
+            // Only binds of this cycle made room: the gang binds now.
+            let bound = self.jobs[j].bound_total as usize;
+            if placed.len() + bound > 1
+                && let Some(gp) = self.gang_placement(j, &placed, None)
+            {
+                self.placements.push(gp);
+            }
+            self.stats.gangs_placed += 1;
+            self.record(j, placed);
+            self.pending.remove(&j);
+            self.note_elastic_left(j);
+            self.yields += 1;
+            return;
         }
         // The preemptor's room is held for it for the rest of the cycle and
         // counted for its queue; it binds once the victims are gone.

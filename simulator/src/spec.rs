@@ -32,48 +32,426 @@
 //! each node's GPU count comes from its pool.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use trainyard_api::RawQuantity;
+use trainyard_api::{API_VERSION, RawQuantity};
 use trainyard_model::topology::generate::{self, LeafSpine, RailOptimized};
 use trainyard_model::topology::{NodeInput, Topology, TopologySpec};
 use trainyard_model::{GpuDevice, Node, ResourceName, Resources, Taint, TaintEffect, Timestamp};
+use trainyard_snapshot::{LoadError, Source};
 
-/// A problem in a simulator input document.
+/// Every problem found in a simulator input document (never empty). Each
+/// names what the snapshot loader's errors name: the file, the document,
+/// the object, the field path and what was expected, one per line.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{source_name}: {location}{message}")]
-pub struct SpecError {
-    pub source_name: String,
-    /// `field.path: ` or empty.
-    pub location: String,
-    pub message: String,
-}
+pub struct SpecError(pub Vec<LoadError>);
 
-impl SpecError {
-    pub fn new(source: &str, field: &str, message: impl Into<String>) -> Self {
-        SpecError {
-            source_name: source.to_string(),
-            location: if field.is_empty() {
-                String::new()
-            } else {
-                format!("{field}: ")
-            },
-            message: message.into(),
-        }
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        trainyard_api::write_lines(f, &self.0)
     }
 }
 
-/// Parses one YAML (or JSON) document into `T`, with the field path in errors.
-pub fn parse_doc<T: serde::de::DeserializeOwned>(text: &str, source: &str) -> Result<T, SpecError> {
-    // YAML 1.2 booleans only: a pool or node named `n` stays a string.
-    let options = serde_saphyr::options! { strict_booleans: true };
-    let value: serde_json::Value = serde_saphyr::from_str_with_options(text, options)
-        .map_err(|e| SpecError::new(source, "", format!("invalid YAML: {e}")))?;
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        SpecError::new(source, &path, e.into_inner().to_string())
+impl From<LoadError> for SpecError {
+    fn from(e: LoadError) -> Self {
+        SpecError(vec![e])
+    }
+}
+
+impl SpecError {
+    /// One problem at `field` (empty: the document as a whole) of the one
+    /// document of `source`.
+    pub fn new(source: &str, field: &str, message: impl Into<String>) -> Self {
+        SpecError(vec![LoadError {
+            source_name: source.to_string(),
+            document: Some(1),
+            object: None,
+            field: (!field.is_empty()).then(|| field.to_string()),
+            message: message.into(),
+        }])
+    }
+
+    /// One problem with the file as a whole (no document).
+    pub fn file(source: &str, message: impl Into<String>) -> Self {
+        SpecError(vec![LoadError {
+            source_name: source.to_string(),
+            document: None,
+            object: None,
+            field: None,
+            message: message.into(),
+        }])
+    }
+
+    /// Names `doc` and `object` in every problem that is inside a document
+    /// and names no object yet.
+    pub fn within(self, doc: usize, object: &str) -> Self {
+        let mut e = self.in_document(doc);
+        for p in &mut e.0 {
+            if p.document.is_some() && p.object.is_none() {
+                p.object = Some(object.to_string());
+            }
+        }
+        e
+    }
+
+    /// Names `doc` in every problem that is inside a document.
+    pub fn in_document(mut self, doc: usize) -> Self {
+        for p in &mut self.0 {
+            if p.document.is_some() {
+                p.document = Some(doc);
+            }
+        }
+        self
+    }
+}
+
+/// Most problems reported for one document; the rest are summarised.
+pub const MAX_PROBLEMS_PER_DOCUMENT: usize = 20;
+
+/// One step of a field path, in the coordinates of the original document.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn path_text(steps: &[Step]) -> String {
+    let mut s = String::new();
+    for step in steps {
+        match step {
+            Step::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Step::Index(i) => s.push_str(&format!("[{i}]")),
+        }
+    }
+    s
+}
+
+/// Deserializes `value` into `T` and, when that fails, reports every type
+/// problem of the document, not just the first: field path (`spec.jobs[3].
+/// tasks[0].count`) and a plain message ([`trainyard_api::de::plain_message`],
+/// the snapshot loader's words: no Rust type names).
+///
+/// How: after each failure the offending field is removed and the document
+/// is read again. A problem that only follows from a removal (a required
+/// field now missing) is not reported; the object holding it is removed
+/// too. Sequence elements keep their original indices in the paths. At
+/// most `max` problems are returned.
+pub fn from_value_all<T: serde::de::DeserializeOwned>(
+    value: &serde_json::Value,
+    max: usize,
+) -> Result<T, Vec<(String, String)>> {
+    let first = match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(t) => return Ok(t),
+        Err(e) => e,
+    };
+    let mut value = value.clone();
+    // Original indices removed from each sequence (keyed by its original path).
+    let mut removed: BTreeMap<Vec<Step>, Vec<usize>> = BTreeMap::new();
+    let mut reported: Vec<Vec<Step>> = Vec::new();
+    let mut problems: Vec<(Vec<Step>, String)> = Vec::new();
+    let mut next = Some(first);
+    // Every round removes one node of the (finite) tree; the bound is a
+    // second guard.
+    for _ in 0..max.saturating_mul(64).max(64) {
+        let Some(e) = next.take() else { break };
+        let segments: Vec<serde_path_to_error::Segment> = e.path().iter().cloned().collect();
+        let message = e.into_inner().to_string();
+        // Translate to original coordinates.
+        let mut orig: Vec<Step> = Vec::new();
+        for seg in &segments {
+            match seg {
+                serde_path_to_error::Segment::Seq { index } => {
+                    let gone = removed.get(&orig).map(Vec::as_slice).unwrap_or(&[]);
+                    let mut i = *index;
+                    for g in gone {
+                        if *g <= i {
+                            i += 1;
+                        }
+                    }
+                    orig.push(Step::Index(i));
+                }
+                serde_path_to_error::Segment::Map { key } => orig.push(Step::Key(key.clone())),
+                serde_path_to_error::Segment::Enum { variant } => {
+                    orig.push(Step::Key(variant.clone()))
+                }
+                serde_path_to_error::Segment::Unknown => break,
+            }
+        }
+        let consequence = reported.iter().any(|r| r.starts_with(&orig));
+        if !consequence {
+            problems.push((orig.clone(), trainyard_api::de::plain_message(&message)));
+            reported.push(orig.clone());
+            if problems.len() >= max {
+                break;
+            }
+        }
+        // An unknown field: remove just that key.
+        let unknown = message
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split_once('`'))
+            .map(|(k, _)| k.to_string());
+        let pruned = match unknown {
+            Some(k) if !consequence => {
+                let parent = lookup_mut(&mut value, &segments);
+                parent
+                    .and_then(serde_json::Value::as_object_mut)
+                    .and_then(|m| m.remove(&k))
+                    .is_some()
+                    || prune(&mut value, &segments, &orig, &mut removed)
+            }
+            _ => prune(&mut value, &segments, &orig, &mut removed),
+        };
+        if !pruned {
+            break;
+        }
+        next = serde_path_to_error::deserialize::<_, T>(&value).err();
+    }
+    // In document order as far as it is known (mappings are read sorted by key).
+    problems.sort();
+    Err(problems
+        .into_iter()
+        .map(|(steps, message)| (path_text(&steps), message))
+        .collect())
+}
+
+/// The node at `segments`, if it exists.
+fn lookup_mut<'v>(
+    mut v: &'v mut serde_json::Value,
+    segments: &[serde_path_to_error::Segment],
+) -> Option<&'v mut serde_json::Value> {
+    for seg in segments {
+        v = match seg {
+            serde_path_to_error::Segment::Seq { index } => v.as_array_mut()?.get_mut(*index)?,
+            serde_path_to_error::Segment::Map { key }
+            | serde_path_to_error::Segment::Enum { variant: key } => {
+                v.as_object_mut()?.get_mut(key)?
+            }
+            serde_path_to_error::Segment::Unknown => return None,
+        };
+    }
+    Some(v)
+}
+
+/// Removes the node at `segments` (`orig`: the same path in original
+/// coordinates); false when there is none (or it is the root).
+fn prune(
+    value: &mut serde_json::Value,
+    segments: &[serde_path_to_error::Segment],
+    orig: &[Step],
+    removed: &mut BTreeMap<Vec<Step>, Vec<usize>>,
+) -> bool {
+    let Some((last, parent)) = segments.split_last() else {
+        return false;
+    };
+    let Some(parent) = lookup_mut(value, parent) else {
+        return false;
+    };
+    match last {
+        serde_path_to_error::Segment::Seq { index } => {
+            let Some(items) = parent.as_array_mut() else {
+                return false;
+            };
+            if *index >= items.len() {
+                return false;
+            }
+            items.remove(*index);
+            if let Some((Step::Index(i), array)) = orig.split_last() {
+                let gone = removed.entry(array.to_vec()).or_default();
+                gone.push(*i);
+                gone.sort_unstable();
+            }
+            true
+        }
+        serde_path_to_error::Segment::Map { key }
+        | serde_path_to_error::Segment::Enum { variant: key } => {
+            parent.as_object_mut().and_then(|m| m.remove(key)).is_some()
+        }
+        serde_path_to_error::Segment::Unknown => false,
+    }
+}
+
+/// Turns [`from_value_all`]'s problems into errors at `prefix` (the path of
+/// `value` in the document) of `source`.
+pub fn field_errors(source: &str, prefix: &str, problems: Vec<(String, String)>) -> SpecError {
+    let n = problems.len();
+    let mut errors: Vec<LoadError> = problems
+        .into_iter()
+        .flat_map(|(path, message)| {
+            let field = match (prefix.is_empty(), path.is_empty()) {
+                (_, true) => prefix.to_string(),
+                (true, false) => path,
+                (false, false) if path.starts_with('[') => format!("{prefix}{path}"),
+                (false, false) => format!("{prefix}.{path}"),
+            };
+            SpecError::new(source, &field, message).0
+        })
+        .collect();
+    if n >= MAX_PROBLEMS_PER_DOCUMENT
+        && let Some(last) = errors.last_mut()
+    {
+        last.message.push_str(&format!(
+            " (stopped after {MAX_PROBLEMS_PER_DOCUMENT} problems)"
+        ));
+    }
+    SpecError(errors)
+}
+
+/// Deserializes `value` (at `prefix` in the document) into `T`, reporting
+/// every type problem (see [`from_value_all`]).
+pub fn typed<T: serde::de::DeserializeOwned>(
+    value: &serde_json::Value,
+    source: &str,
+    prefix: &str,
+) -> Result<T, SpecError> {
+    from_value_all(value, MAX_PROBLEMS_PER_DOCUMENT).map_err(|p| field_errors(source, prefix, p))
+}
+
+/// The one document of a simulator input file, checked the way the
+/// snapshot loader checks documents: YAML 1.2 (`no` is a string, not
+/// `false`), syntax errors with the file, line and column, a file that is
+/// empty or holds several documents named as such, a mapping with the
+/// expected `kind` and `apiVersion` (optional; `trainyard.io/v1alpha1`).
+pub struct Document {
+    pub value: serde_json::Value,
+    /// 1-based number of the document in the file.
+    pub number: usize,
+    pub kind: String,
+    /// `Kind name`, or `Kind` when the document has no `metadata.name`.
+    pub object: String,
+}
+
+/// Reads the one document of `text`, whose `kind` must be one of `kinds`.
+pub fn read_document(text: &str, source: &str, kinds: &[&str]) -> Result<Document, SpecError> {
+    let expected = match kinds {
+        [one] => format!("a {one} document (apiVersion: {API_VERSION}, kind: {one})"),
+        _ => format!(
+            "a {} document (apiVersion: {API_VERSION})",
+            kinds.join(" or ")
+        ),
+    };
+    let docs = trainyard_snapshot::parse_documents(&Source::new(source, text))?;
+    let mut present = docs
+        .into_iter()
+        .enumerate()
+        .filter(|(_, d)| !d.is_null())
+        .map(|(i, d)| (i + 1, d));
+    let Some((number, value)) = present.next() else {
+        return Err(SpecError::file(
+            source,
+            format!("is empty; expected {expected}"),
+        ));
+    };
+    if let Some((extra, _)) = present.next() {
+        return Err(SpecError::new(
+            source,
+            "",
+            format!("expected one document per file ({expected}), found a second one"),
+        )
+        .in_document(extra));
+    }
+    let at = |field: &str, message: String| SpecError::new(source, field, message);
+    if !value.is_object() {
+        let found = match &value {
+            serde_json::Value::Bool(_) => "a boolean",
+            serde_json::Value::Number(_) => "a number",
+            serde_json::Value::String(_) => "a string",
+            serde_json::Value::Array(_) => "a sequence",
+            _ => "something else",
+        };
+        return Err(at("", format!("expected {expected}, found {found}")).in_document(number));
+    }
+    let kind = match value.get("kind") {
+        Some(serde_json::Value::String(k)) if kinds.contains(&k.as_str()) => k.clone(),
+        None | Some(serde_json::Value::Null) => {
+            return Err(
+                at("kind", format!("missing; expected {}", kinds.join(" or "))).in_document(number),
+            );
+        }
+        Some(other) => {
+            return Err(at(
+                "kind",
+                format!("expected {}, found {other}", kinds.join(" or ")),
+            )
+            .in_document(number));
+        }
+    };
+    let name = value
+        .pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str)
+        .filter(|n| !n.is_empty());
+    let object = match name {
+        Some(n) => format!("{kind} {n}"),
+        None => kind.clone(),
+    };
+    match value.get("apiVersion") {
+        None | Some(serde_json::Value::Null) => {}
+        Some(serde_json::Value::String(v)) if v == API_VERSION => {}
+        Some(other) => {
+            return Err(at(
+                "apiVersion",
+                format!("expected {API_VERSION:?}, found {other}"),
+            )
+            .within(number, &object));
+        }
+    }
+    Ok(Document {
+        value,
+        number,
+        kind,
+        object,
     })
+}
+
+/// Parses the one document of `text` into `T` (a document type with
+/// `kind`), every type problem reported with the field path.
+pub fn parse_doc<T: serde::de::DeserializeOwned>(
+    text: &str,
+    source: &str,
+    kinds: &[&str],
+) -> Result<(Document, T), SpecError> {
+    let doc = read_document(text, source, kinds)?;
+    let typed: T = typed(&doc.value, source, "").map_err(|e| e.within(doc.number, &doc.object))?;
+    Ok((doc, typed))
+}
+
+/// A whole number in `MIN..=MAX`, for sizes and counts. Out-of-range values
+/// are rejected while reading, with the range in the message (`expected a
+/// whole number from 1 to 100000, found 10000000`), so sizes that would
+/// exhaust memory never reach the simulator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Bounded<const MIN: u32, const MAX: u32>(pub u32);
+
+impl<'de, const MIN: u32, const MAX: u32> serde::Deserialize<'de> for Bounded<MIN, MAX> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<const MIN: u32, const MAX: u32>;
+        impl<const MIN: u32, const MAX: u32> serde::de::Visitor<'_> for V<MIN, MAX> {
+            type Value = Bounded<MIN, MAX>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a whole number from {MIN} to {MAX}")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                if (MIN as u64..=MAX as u64).contains(&v) {
+                    Ok(Bounded(v as u32))
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                match u64::try_from(v) {
+                    Ok(u) => self.visit_u64(u),
+                    Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self)),
+                }
+            }
+        }
+        d.deserialize_u64(V::<MIN, MAX>)
+    }
 }
 
 /// A duration: a number of seconds, or a string with unit `ms`, `s`, `m`,
@@ -141,9 +519,20 @@ pub fn parse_duration_ms(v: &serde_json::Value) -> Result<u64, String> {
 /// submit times and durations can never overflow.
 pub const MAX_DURATION_MS: u64 = 100 * 365 * 86_400_000;
 
-/// Most tasks one job may have, and most jobs one template may generate.
+/// Size bounds of simulator inputs. Anything larger is rejected while
+/// reading, with the bound in the message, instead of exhausting memory.
+/// Most nodes in one pool and in a whole cluster.
+pub const MAX_NODES: u32 = 100_000;
+/// Most GPU devices on one node.
+pub const MAX_GPUS_PER_NODE: u32 = 64;
+/// Most tasks (pods) one job may have.
 pub const MAX_TASKS_PER_JOB: u32 = 100_000;
-pub const MAX_JOBS_PER_TEMPLATE: u32 = 10_000_000;
+/// Most jobs in one workload (a job list, or all templates of a generator).
+pub const MAX_JOBS: u32 = 1_000_000;
+/// Most jobs one generator template may generate.
+pub const MAX_JOBS_PER_TEMPLATE: u32 = MAX_JOBS;
+/// Most tasks (pods) in one workload, all jobs together.
+pub const MAX_WORKLOAD_TASKS: u64 = 10_000_000;
 
 /// Converts a quantity for resource `name` to its integer unit.
 pub fn quantity(name: &ResourceName, q: &RawQuantity) -> Result<u64, String> {
@@ -202,32 +591,32 @@ struct TopologyDoc {
     #[serde(default)]
     spec: Option<TopologySpec>,
     #[serde(default)]
-    nvlink_domain_size: Option<u32>,
+    nvlink_domain_size: Option<Bounded<1, { u32::MAX }>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RailDoc {
-    rails: u32,
-    nodes_per_group: u32,
-    groups_per_block: u32,
-    spines_per_block: u32,
+    rails: Bounded<1, MAX_RAILS>,
+    nodes_per_group: Bounded<1, { u32::MAX }>,
+    groups_per_block: Bounded<1, { u32::MAX }>,
+    spines_per_block: Bounded<1, MAX_SPINES_PER_BLOCK>,
     #[serde(default = "one")]
-    numa_sockets: u32,
+    numa_sockets: Bounded<1, MAX_NUMA_SOCKETS>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct LeafSpineDoc {
-    nodes_per_leaf: u32,
-    leaves_per_block: u32,
-    spines_per_block: u32,
+    nodes_per_leaf: Bounded<1, { u32::MAX }>,
+    leaves_per_block: Bounded<1, { u32::MAX }>,
+    spines_per_block: Bounded<1, MAX_SPINES_PER_BLOCK>,
     #[serde(default = "one")]
-    numa_sockets: u32,
+    numa_sockets: Bounded<1, MAX_NUMA_SOCKETS>,
 }
 
-fn one() -> u32 {
-    1
+fn one<const MAX: u32>() -> Bounded<1, MAX> {
+    Bounded(1)
 }
 
 #[derive(Debug, Deserialize)]
@@ -240,7 +629,7 @@ struct SlowdownDoc {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct PoolDoc {
     name: String,
-    count: u32,
+    count: Bounded<1, MAX_NODES>,
     #[serde(default)]
     name_pattern: Option<String>,
     cpu: RawQuantity,
@@ -262,7 +651,7 @@ struct PoolDoc {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GpuDoc {
-    count: u32,
+    count: Bounded<0, MAX_GPUS_PER_NODE>,
     #[serde(default)]
     model: String,
     #[serde(default)]
@@ -441,23 +830,12 @@ fn node_name(pattern: &str, index: u32) -> Result<String, String> {
 
 /// Parses a `ClusterSpec` document.
 pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError> {
-    let doc: ClusterDoc = parse_doc(text, source)?;
-    if doc.kind != "ClusterSpec" {
-        return Err(SpecError::new(
-            source,
-            "kind",
-            format!("expected ClusterSpec, got {:?}", doc.kind),
-        ));
-    }
-    if let Some(v) = &doc.api_version
-        && v != trainyard_api::API_VERSION
-    {
-        return Err(SpecError::new(
-            source,
-            "apiVersion",
-            format!("expected {:?}, got {v:?}", trainyard_api::API_VERSION),
-        ));
-    }
+    let (d, doc): (Document, ClusterDoc) = parse_doc(text, source, &["ClusterSpec"])?;
+    cluster(doc, source).map_err(|e| e.within(d.number, &d.object))
+}
+
+fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
+    let _ = (&doc.api_version, &doc.kind);
     let name = doc
         .metadata
         .as_ref()
@@ -465,17 +843,18 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError>
         .and_then(|n| n.as_str())
         .unwrap_or("cluster")
         .to_string();
+    let total: u64 = doc.spec.node_pools.iter().map(|p| p.count.0 as u64).sum();
+    if total > MAX_NODES as u64 {
+        return Err(SpecError::new(
+            source,
+            "spec.nodePools",
+            format!("expected at most {MAX_NODES} nodes in all pools together, found {total}"),
+        ));
+    }
     let mut nodes = Vec::new();
     let mut seen = BTreeMap::new();
     for (pi, pool) in doc.spec.node_pools.iter().enumerate() {
         let f = |field: &str| format!("spec.nodePools[{pi}].{field}");
-        if pool.count == 0 {
-            return Err(SpecError::new(
-                source,
-                &f("count"),
-                "expected at least 1 node",
-            ));
-        }
         let cpu = quantity(&ResourceName::Cpu, &pool.cpu)
             .map_err(|e| SpecError::new(source, &f("cpu"), e))?;
         let memory = quantity(&ResourceName::Memory, &pool.memory)
@@ -488,14 +867,7 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError>
                         .map_err(|e| SpecError::new(source, &f("gpu.memory"), e))?,
                     None => 0,
                 };
-                if g.count > 64 {
-                    return Err(SpecError::new(
-                        source,
-                        &f("gpu.count"),
-                        format!("expected at most 64 GPUs per node, got {}", g.count),
-                    ));
-                }
-                (g.count, g.model.clone(), mem)
+                (g.count.0, g.model.clone(), mem)
             }
         };
         let mut taints = Vec::new();
@@ -521,7 +893,7 @@ pub fn parse_cluster(text: &str, source: &str) -> Result<ClusterSpec, SpecError>
             .name_pattern
             .clone()
             .unwrap_or_else(|| format!("{}-{{index:03}}", pool.name));
-        for i in 0..pool.count {
+        for i in 0..pool.count.0 {
             let name =
                 node_name(&pattern, i).map_err(|e| SpecError::new(source, &f("namePattern"), e))?;
             if let Some(prev) = seen.insert(name.clone(), pi) {
@@ -625,20 +997,6 @@ fn build_topology(
     nodes: &[Node],
     source: &str,
 ) -> Result<(Option<Arc<Topology>>, Vec<String>), SpecError> {
-    let field = |f: &str| format!("spec.topology.{f}");
-    let range = |f: &str, v: u32, max: u32| -> Result<u32, SpecError> {
-        if v == 0 {
-            Err(SpecError::new(source, &field(f), "expected at least 1"))
-        } else if v > max {
-            Err(SpecError::new(
-                source,
-                &field(f),
-                format!("expected at most {max}, got {v}"),
-            ))
-        } else {
-            Ok(v)
-        }
-    };
     let given =
         t.rail_optimized.is_some() as u8 + t.leaf_spine.is_some() as u8 + t.spec.is_some() as u8;
     if given > 1 || (given == 0 && t.nvlink_domain_size.is_none()) {
@@ -653,20 +1011,12 @@ fn build_topology(
     let mut spec = TopologySpec::default();
     if let Some(r) = &t.rail_optimized {
         let p = RailOptimized {
-            rails: range("railOptimized.rails", r.rails, MAX_RAILS)?,
-            nodes_per_group: range("railOptimized.nodesPerGroup", r.nodes_per_group, u32::MAX)?,
-            groups_per_block: range("railOptimized.groupsPerBlock", r.groups_per_block, u32::MAX)?,
-            spines_per_block: range(
-                "railOptimized.spinesPerBlock",
-                r.spines_per_block,
-                MAX_SPINES_PER_BLOCK,
-            )?,
+            rails: r.rails.0,
+            nodes_per_group: r.nodes_per_group.0,
+            groups_per_block: r.groups_per_block.0,
+            spines_per_block: r.spines_per_block.0,
             gpus_per_node: max_gpus,
-            numa_sockets: range(
-                "railOptimized.numaSockets",
-                r.numa_sockets,
-                MAX_NUMA_SOCKETS,
-            )?,
+            numa_sockets: r.numa_sockets.0,
         };
         spec = generate::rail_optimized(&names, &p);
         fix_affinity(&mut spec, nodes, max_gpus, |name, gpus| {
@@ -680,15 +1030,11 @@ fn build_topology(
         });
     } else if let Some(l) = &t.leaf_spine {
         let p = LeafSpine {
-            nodes_per_leaf: range("leafSpine.nodesPerLeaf", l.nodes_per_leaf, u32::MAX)?,
-            leaves_per_block: range("leafSpine.leavesPerBlock", l.leaves_per_block, u32::MAX)?,
-            spines_per_block: range(
-                "leafSpine.spinesPerBlock",
-                l.spines_per_block,
-                MAX_SPINES_PER_BLOCK,
-            )?,
+            nodes_per_leaf: l.nodes_per_leaf.0,
+            leaves_per_block: l.leaves_per_block.0,
+            spines_per_block: l.spines_per_block.0,
             gpus_per_node: max_gpus,
-            numa_sockets: range("leafSpine.numaSockets", l.numa_sockets, MAX_NUMA_SOCKETS)?,
+            numa_sockets: l.numa_sockets.0,
         };
         spec = generate::leaf_spine(&names, &p);
         fix_affinity(&mut spec, nodes, max_gpus, |name, gpus| {
@@ -704,8 +1050,7 @@ fn build_topology(
         spec = s.clone();
     }
     if let Some(n) = t.nvlink_domain_size {
-        let n = range("nvlinkDomainSize", n, u32::MAX)?;
-        generate::add_nvlink_domains(&mut spec, &names, n);
+        generate::add_nvlink_domains(&mut spec, &names, n.0);
     }
     let inputs: Vec<NodeInput> = nodes
         .iter()
@@ -881,20 +1226,134 @@ spec:
         let bad = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 12x, memory: 1Gi}\n";
         let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
         assert!(
-            e.starts_with("c.yaml: spec.nodePools[0].cpu: invalid quantity"),
+            e.starts_with(
+                "c.yaml: document 1: ClusterSpec: spec.nodePools[0].cpu: invalid quantity"
+            ),
             "{e}"
         );
         let bad = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 1, memory: 1Gi, gpus: 8}\n";
         let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
-        assert!(
-            e.contains("spec.nodePools[0]") && e.contains("unknown field `gpus`"),
-            "{e}"
+        assert_eq!(
+            e,
+            "c.yaml: document 1: ClusterSpec: spec.nodePools[0].gpus: unknown field `gpus`, expected one of `name`, `count`, `namePattern`, `cpu`, `memory`, `pods`, `cpuSockets`, `gpu`, `labels`, `taints`, `extended`"
         );
-        let bad = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 1, memory: 1Gi}\n  faults: [{at: 1h, node: nope, event: down}]\n";
+        let bad = "kind: ClusterSpec\nmetadata: {name: c1}\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 1, memory: 1Gi}\n  faults: [{at: 1h, node: nope, event: down}]\n";
         let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
         assert_eq!(
             e,
-            "c.yaml: spec.faults[0].node: no node named \"nope\" in the node pools"
+            "c.yaml: document 1: ClusterSpec c1: spec.faults[0].node: no node named \"nope\" in the node pools"
+        );
+    }
+
+    #[test]
+    fn every_type_error_of_a_document_is_reported() {
+        let bad = "kind: ClusterSpec\nmetadata: {name: c1}\nspec:\n  nodePools:\n  - {name: g, count: ten, cpu: 1, memory: 1Gi, gpus: 8}\n  - {name: h, count: 0, cpu: 1, memory: 1Gi, gpu: {count: 65}}\n  - {name: i, cpu: 1, memory: 1Gi, labels: [a]}\n  - {name: j, count: 1, cpu: 1, memory: 1Gi}\n  - {name: k, count: -1, cpu: 1, memory: 1Gi}\n  faults: 3\n";
+        let e = parse_cluster(bad, "c.yaml").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "c.yaml: document 1: ClusterSpec c1: spec.faults: expected a sequence, found 3
+c.yaml: document 1: ClusterSpec c1: spec.nodePools[0].count: expected a whole number from 1 to 100000, found \"ten\"
+c.yaml: document 1: ClusterSpec c1: spec.nodePools[0].gpus: unknown field `gpus`, expected one of `name`, `count`, `namePattern`, `cpu`, `memory`, `pods`, `cpuSockets`, `gpu`, `labels`, `taints`, `extended`
+c.yaml: document 1: ClusterSpec c1: spec.nodePools[1].count: expected a whole number from 1 to 100000, found 0
+c.yaml: document 1: ClusterSpec c1: spec.nodePools[1].gpu.count: expected a whole number from 0 to 64, found 65
+c.yaml: document 1: ClusterSpec c1: spec.nodePools[2].labels: expected a mapping, found a sequence
+c.yaml: document 1: ClusterSpec c1: spec.nodePools[4].count: expected a whole number from 1 to 100000, found -1"
+        );
+        // (A missing field next to a bad one in the same object is not
+        // told apart from the removal of the bad one.)
+        assert_eq!(e.0.len(), 7);
+        assert!(
+            e.0.iter()
+                .all(|p| p.document == Some(1) && p.object.as_deref() == Some("ClusterSpec c1"))
+        );
+    }
+
+    #[test]
+    fn many_problems_stop_at_the_limit() {
+        let mut text = "kind: ClusterSpec\nspec:\n  nodePools:\n".to_string();
+        for i in 0..30 {
+            text.push_str(&format!(
+                "  - {{name: p{i}, count: x, cpu: 1, memory: 1Gi}}\n"
+            ));
+        }
+        let e = parse_cluster(&text, "c.yaml").unwrap_err();
+        assert_eq!(e.0.len(), MAX_PROBLEMS_PER_DOCUMENT);
+        assert_eq!(
+            e.0.last().map(ToString::to_string).unwrap_or_default(),
+            "c.yaml: document 1: ClusterSpec: spec.nodePools[19].count: expected a whole number from 1 to 100000, found \"x\" (stopped after 20 problems)"
+        );
+    }
+
+    #[test]
+    fn sizes_are_bounded() {
+        let pool = |count: &str| {
+            format!(
+                "kind: ClusterSpec\nspec:\n  nodePools:\n  - {{name: g, count: {count}, cpu: 1, memory: 1Gi}}\n"
+            )
+        };
+        assert_eq!(
+            parse_cluster(&pool("10000000"), "c.yaml")
+                .unwrap_err()
+                .to_string(),
+            "c.yaml: document 1: ClusterSpec: spec.nodePools[0].count: expected a whole number from 1 to 100000, found 10000000"
+        );
+        assert_eq!(
+            parse_cluster(&pool("0"), "c.yaml").unwrap_err().to_string(),
+            "c.yaml: document 1: ClusterSpec: spec.nodePools[0].count: expected a whole number from 1 to 100000, found 0"
+        );
+        let two = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 60000, cpu: 1, memory: 1Gi}\n  - {name: h, count: 60000, cpu: 1, memory: 1Gi}\n";
+        assert_eq!(
+            parse_cluster(two, "c.yaml").unwrap_err().to_string(),
+            "c.yaml: document 1: ClusterSpec: spec.nodePools: expected at most 100000 nodes in all pools together, found 120000"
+        );
+        let gpus = "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 1, memory: 1Gi, gpu: {count: 1000}}\n";
+        assert_eq!(
+            parse_cluster(gpus, "c.yaml").unwrap_err().to_string(),
+            "c.yaml: document 1: ClusterSpec: spec.nodePools[0].gpu.count: expected a whole number from 0 to 64, found 1000"
+        );
+    }
+
+    #[test]
+    fn empty_and_malformed_files_say_so() {
+        for empty in ["", "\n", "# only a comment\n", "---\n", "---\n...\n"] {
+            assert_eq!(
+                parse_cluster(empty, "c.yaml").unwrap_err().to_string(),
+                "c.yaml: is empty; expected a ClusterSpec document (apiVersion: trainyard.io/v1alpha1, kind: ClusterSpec)",
+                "{empty:?}"
+            );
+        }
+        assert_eq!(
+            parse_cluster("spec: [\n", "c.yaml")
+                .unwrap_err()
+                .to_string(),
+            "c.yaml: invalid YAML: unclosed bracket '[' at line 1, column 7"
+        );
+        let two = "kind: ClusterSpec\nspec: {nodePools: []}\n---\nkind: ClusterSpec\n";
+        assert_eq!(
+            parse_cluster(two, "c.yaml").unwrap_err().to_string(),
+            "c.yaml: document 2: expected one document per file (a ClusterSpec document (apiVersion: trainyard.io/v1alpha1, kind: ClusterSpec)), found a second one"
+        );
+        assert_eq!(
+            parse_cluster("- a\n", "c.yaml").unwrap_err().to_string(),
+            "c.yaml: document 1: expected a ClusterSpec document (apiVersion: trainyard.io/v1alpha1, kind: ClusterSpec), found a sequence"
+        );
+        assert_eq!(
+            parse_cluster("kind: Cluster\n", "c.yaml")
+                .unwrap_err()
+                .to_string(),
+            "c.yaml: document 1: kind: expected ClusterSpec, found \"Cluster\""
+        );
+        assert_eq!(
+            parse_cluster("spec: {}\n", "c.yaml")
+                .unwrap_err()
+                .to_string(),
+            "c.yaml: document 1: kind: missing; expected ClusterSpec"
+        );
+        assert_eq!(
+            parse_cluster("apiVersion: v1\nkind: ClusterSpec\n", "c.yaml")
+                .unwrap_err()
+                .to_string(),
+            "c.yaml: document 1: ClusterSpec: apiVersion: expected \"trainyard.io/v1alpha1\", found \"v1\""
         );
     }
 }

@@ -63,9 +63,12 @@ use trainyard_model::{PlacementConstraints, SubGroup, Timestamp, TopologyConstra
 use crate::job::{SimJob, SimTask};
 use crate::preemption::{LostWork, PreemptionSettings};
 use crate::spec::{
-    MAX_DURATION_MS, MAX_JOBS_PER_TEMPLATE, MAX_TASKS_PER_JOB, SpecError, parse_doc,
-    parse_duration_ms, resources,
+    Bounded, Document, MAX_DURATION_MS, MAX_JOBS, MAX_JOBS_PER_TEMPLATE, MAX_TASKS_PER_JOB,
+    MAX_WORKLOAD_TASKS, SpecError, parse_doc, parse_duration_ms, resources, typed,
 };
+
+/// A task count: 1 to [`MAX_TASKS_PER_JOB`].
+type TaskCount = Bounded<1, MAX_TASKS_PER_JOB>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -149,7 +152,7 @@ struct JobDoc {
     #[serde(default)]
     priority: i32,
     #[serde(default)]
-    min_member: Option<u32>,
+    min_member: Option<TaskCount>,
     #[serde(default)]
     sub_groups: Vec<SubGroupDoc>,
     #[serde(default)]
@@ -165,7 +168,7 @@ struct JobDoc {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SubGroupDoc {
     name: String,
-    min_member: u32,
+    min_member: TaskCount,
     #[serde(default)]
     topology: Option<TopologyDoc>,
 }
@@ -180,7 +183,7 @@ struct TopologyDoc {
     #[serde(default)]
     preferred: Option<String>,
     #[serde(default)]
-    max_leaves: Option<u32>,
+    max_leaves: Option<Bounded<1, { u32::MAX }>>,
 }
 
 impl TopologyDoc {
@@ -201,17 +204,10 @@ impl TopologyDoc {
                 ));
             }
         }
-        if d.max_leaves == Some(0) {
-            return Err(SpecError::new(
-                source,
-                &format!("{field}.maxLeaves"),
-                "expected at least 1",
-            ));
-        }
         Ok(TopologyConstraint {
             required: d.required.clone(),
             preferred: d.preferred.clone(),
-            max_leaves: d.max_leaves,
+            max_leaves: d.max_leaves.map(|m| m.0),
         })
     }
 }
@@ -219,7 +215,7 @@ impl TopologyDoc {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct TaskDoc {
-    count: u32,
+    count: TaskCount,
     requests: BTreeMap<String, RawQuantity>,
     #[serde(default)]
     sub_group: Option<String>,
@@ -241,7 +237,7 @@ struct GeneratorSpec {
 struct TemplateDoc {
     name: String,
     queue: String,
-    count: u32,
+    count: Bounded<0, MAX_JOBS_PER_TEMPLATE>,
     arrival: Arrival,
     #[serde(default)]
     start: Option<serde_json::Value>,
@@ -262,7 +258,7 @@ struct TemplateDoc {
 }
 
 fn one_pod() -> IntDist {
-    IntDist::Fixed(1)
+    IntDist::Fixed(Bounded(1))
 }
 
 #[derive(Debug, Deserialize)]
@@ -282,24 +278,24 @@ enum Arrival {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 enum IntDist {
-    Fixed(u32),
+    Fixed(TaskCount),
     Uniform {
-        min: u32,
-        max: u32,
+        min: TaskCount,
+        max: TaskCount,
     },
-    Choice(Vec<u32>),
+    Choice(Vec<TaskCount>),
     /// Rounded, at least 1, at most `max` when given.
     Exponential {
         mean: f64,
         #[serde(default)]
-        max: Option<u32>,
+        max: Option<TaskCount>,
     },
     /// Rounded, at least 1, at most `max` when given.
     LogNormal {
         median: f64,
         sigma: f64,
         #[serde(default)]
-        max: Option<u32>,
+        max: Option<TaskCount>,
     },
 }
 
@@ -336,37 +332,20 @@ pub fn parse_workload(text: &str, source: &str) -> Result<Vec<SimJob>, SpecError
 
 /// Like [`parse_workload`], with the document's `spec.preemption`.
 pub fn parse_workload_spec(text: &str, source: &str) -> Result<Workload, SpecError> {
-    let doc: Doc = parse_doc(text, source)?;
-    if let Some(v) = &doc.api_version
-        && v != trainyard_api::API_VERSION
-    {
-        return Err(SpecError::new(
-            source,
-            "apiVersion",
-            format!("expected {:?}, got {v:?}", trainyard_api::API_VERSION),
-        ));
-    }
-    let _ = &doc.metadata;
+    let (d, doc): (Document, Doc) = parse_doc(text, source, &["Workload", "WorkloadGenerator"])?;
+    workload(doc, source).map_err(|e| e.within(d.number, &d.object))
+}
+
+fn workload(doc: Doc, source: &str) -> Result<Workload, SpecError> {
+    let _ = (&doc.api_version, &doc.metadata);
     let (mut jobs, preemption) = match doc.kind.as_str() {
         "Workload" => {
-            let spec: JobListSpec = serde_path_to_error::deserialize(doc.spec).map_err(|e| {
-                SpecError::new(
-                    source,
-                    &format!("spec.{}", e.path()),
-                    e.into_inner().to_string(),
-                )
-            })?;
+            let spec: JobListSpec = typed(&doc.spec, source, "spec")?;
             let p = PreemptionDoc::settings(spec.preemption.as_ref(), source)?;
             (job_list(spec, source)?, p)
         }
         "WorkloadGenerator" => {
-            let spec: GeneratorSpec = serde_path_to_error::deserialize(doc.spec).map_err(|e| {
-                SpecError::new(
-                    source,
-                    &format!("spec.{}", e.path()),
-                    e.into_inner().to_string(),
-                )
-            })?;
+            let spec: GeneratorSpec = typed(&doc.spec, source, "spec")?;
             let p = PreemptionDoc::settings(spec.preemption.as_ref(), source)?;
             (generate(spec, source)?, p)
         }
@@ -374,7 +353,7 @@ pub fn parse_workload_spec(text: &str, source: &str) -> Result<Workload, SpecErr
             return Err(SpecError::new(
                 source,
                 "kind",
-                format!("expected Workload or WorkloadGenerator, got {k:?}"),
+                format!("expected Workload or WorkloadGenerator, found {k:?}"),
             ));
         }
     };
@@ -398,6 +377,17 @@ fn constraints(
 }
 
 fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
+    if spec.jobs.len() > MAX_JOBS as usize {
+        return Err(SpecError::new(
+            source,
+            "spec.jobs",
+            format!(
+                "expected at most {MAX_JOBS} jobs, found {}",
+                spec.jobs.len()
+            ),
+        ));
+    }
+    let mut all_tasks: u64 = 0;
     let mut out = Vec::with_capacity(spec.jobs.len());
     let mut ids = BTreeMap::new();
     let mut cache = BTreeMap::new();
@@ -424,13 +414,6 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
         }
         let mut tasks = Vec::new();
         for (ti, t) in j.tasks.iter().enumerate() {
-            if t.count == 0 {
-                return Err(SpecError::new(
-                    source,
-                    &f(&format!("tasks[{ti}].count")),
-                    "expected at least 1",
-                ));
-            }
             if let Some(sg) = &t.sub_group
                 && !j.sub_groups.iter().any(|s| &s.name == sg)
             {
@@ -441,7 +424,7 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
                 ));
             }
             tasks.push(SimTask {
-                count: t.count,
+                count: t.count.0,
                 requests: resources(&t.requests, &f(&format!("tasks[{ti}].requests")), source)?,
                 subgroup: t.sub_group.clone(),
                 constraints: constraints(&t.node_selector, &mut cache),
@@ -456,12 +439,24 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
             ));
         }
         let total = total as u32;
-        let min_member = j.min_member.unwrap_or(total);
-        if min_member == 0 || min_member > total {
+        let min_member = j.min_member.map_or(total, |m| m.0);
+        if min_member > total {
             return Err(SpecError::new(
                 source,
                 &f("minMember"),
-                format!("expected 1..={total} (the job's task count), got {min_member}"),
+                format!(
+                    "expected a whole number from 1 to {total} (the job's task count), found {min_member}"
+                ),
+            ));
+        }
+        all_tasks += u64::from(total);
+        if all_tasks > MAX_WORKLOAD_TASKS {
+            return Err(SpecError::new(
+                source,
+                &f("tasks"),
+                format!(
+                    "expected at most {MAX_WORKLOAD_TASKS} tasks in the whole workload; the jobs up to this one have {all_tasks}"
+                ),
             ));
         }
         let topology = TopologyDoc::constraint(j.topology.as_ref(), &f("topology"), source)?;
@@ -474,7 +469,7 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
             )?;
             subgroups.push(SubGroup {
                 name: s.name,
-                min_member: s.min_member,
+                min_member: s.min_member.0,
                 topology,
             });
         }
@@ -508,6 +503,7 @@ fn normal(rng: &mut ChaCha8Rng) -> f64 {
 }
 
 fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
+    let (mut all_jobs, mut all_tasks): (u64, u64) = (0, 0);
     let mut out = Vec::new();
     let mut cache = BTreeMap::new();
     let mut names = BTreeMap::new();
@@ -527,27 +523,14 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
         // One stream per template: the seed mixed with an FNV-1a hash of its name.
         let name_hash = crate::openb::fnv1a64(t.name.as_bytes());
         let mut rng = ChaCha8Rng::seed_from_u64(spec.seed ^ name_hash);
-        if t.count > MAX_JOBS_PER_TEMPLATE {
+        let count = t.count.0;
+        all_jobs += u64::from(count);
+        if all_jobs > u64::from(MAX_JOBS) {
             return Err(err(
                 "count",
                 format!(
-                    "expected at most {MAX_JOBS_PER_TEMPLATE} jobs per template, got {}",
-                    t.count
+                    "expected at most {MAX_JOBS} jobs in all templates together; the templates up to this one have {all_jobs}"
                 ),
-            ));
-        }
-        let too_many_pods = match &t.pods {
-            IntDist::Fixed(n) => *n > MAX_TASKS_PER_JOB,
-            IntDist::Uniform { max, .. } => *max > MAX_TASKS_PER_JOB,
-            IntDist::Choice(c) => c.iter().any(|n| *n > MAX_TASKS_PER_JOB),
-            IntDist::Exponential { max, .. } | IntDist::LogNormal { max, .. } => {
-                max.is_some_and(|m| m > MAX_TASKS_PER_JOB)
-            }
-        };
-        if too_many_pods {
-            return Err(err(
-                "pods",
-                format!("expected at most {MAX_TASKS_PER_JOB} pods per job"),
             ));
         }
         let requests = resources(&t.pod_requests, &f("podRequests"), source)?;
@@ -586,14 +569,13 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
             }
         };
         match &t.pods {
-            IntDist::Fixed(0) => return Err(err("pods.fixed", "expected at least 1 pod".into())),
-            IntDist::Uniform { min, max } if *min == 0 || min > max => {
+            IntDist::Uniform { min, max } if min > max => {
                 return Err(err(
                     "pods.uniform",
-                    format!("expected 1 <= min <= max, got {min}..{max}"),
+                    format!("expected min <= max, found {}..{}", min.0, max.0),
                 ));
             }
-            IntDist::Choice(c) if c.is_empty() || c.contains(&0) => {
+            IntDist::Choice(c) if c.is_empty() => {
                 return Err(err(
                     "pods.choice",
                     "expected a non-empty list of positive counts".into(),
@@ -625,7 +607,7 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                 }
                 let mean_gap = 3_600_000.0 / per_hour;
                 let mut now = start as f64;
-                (0..t.count)
+                (0..count)
                     .map(|_| {
                         let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
                         now += -mean_gap * u.ln();
@@ -636,8 +618,8 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
             }
             Arrival::Every(v) => {
                 let gap = dur(v, "arrival.every")?;
-                let mut v = Vec::with_capacity(t.count as usize);
-                for i in 0..t.count as u64 {
+                let mut v = Vec::with_capacity(count as usize);
+                for i in 0..u64::from(count) {
                     match i
                         .checked_mul(gap)
                         .and_then(|x| x.checked_add(start))
@@ -656,7 +638,7 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
             }
             Arrival::Times(ts) => {
                 let mut v = Vec::new();
-                for (k, x) in ts.iter().enumerate().take(t.count as usize) {
+                for (k, x) in ts.iter().enumerate().take(count as usize) {
                     let at = dur(x, &format!("arrival.times[{k}]"))?;
                     v.push((start + at).min(MAX_DURATION_MS));
                 }
@@ -672,17 +654,26 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
             .transpose()?;
         for (k, submit) in times.into_iter().enumerate() {
             let pods = match &t.pods {
-                IntDist::Fixed(n) => *n,
-                IntDist::Uniform { min, max } => rng.random_range(*min..=*max),
-                IntDist::Choice(c) => c[rng.random_range(0..c.len())],
+                IntDist::Fixed(n) => n.0,
+                IntDist::Uniform { min, max } => rng.random_range(min.0..=max.0),
+                IntDist::Choice(c) => c[rng.random_range(0..c.len())].0,
                 IntDist::Exponential { mean, max } => {
                     let u: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
-                    clamp_pods(-mean * u.ln(), *max)
+                    clamp_pods(-mean * u.ln(), max.map(|m| m.0))
                 }
                 IntDist::LogNormal { median, sigma, max } => {
-                    clamp_pods(median * (sigma * normal(&mut rng)).exp(), *max)
+                    clamp_pods(median * (sigma * normal(&mut rng)).exp(), max.map(|m| m.0))
                 }
             };
+            all_tasks += u64::from(pods);
+            if all_tasks > MAX_WORKLOAD_TASKS {
+                return Err(err(
+                    "pods",
+                    format!(
+                        "expected at most {MAX_WORKLOAD_TASKS} tasks (pods) in the whole workload; the jobs generated up to this template's job {k} have {all_tasks}"
+                    ),
+                ));
+            }
             let duration_ms = duration.sample(&mut rng).clamp(1, MAX_DURATION_MS);
             out.push(SimJob {
                 id: format!("{}/{}-{k:06}", t.queue, t.name),
@@ -834,21 +825,87 @@ spec:
         let bad = text.replace("duration: 1m", "duration: -1m");
         let e = parse_workload(&bad, "w.yaml").unwrap_err().to_string();
         assert!(
-            e.starts_with("w.yaml: spec.jobs[1].duration: expected a non-negative duration"),
+            e.starts_with(
+                "w.yaml: document 1: Workload: spec.jobs[1].duration: expected a non-negative duration"
+            ),
             "{e}"
         );
         let bad = text.replace("minMember: 1", "minMember: 9");
-        assert!(
-            parse_workload(&bad, "w.yaml")
-                .unwrap_err()
-                .to_string()
-                .contains("spec.jobs[1].minMember: expected 1..=3")
+        assert_eq!(
+            parse_workload(&bad, "w.yaml").unwrap_err().to_string(),
+            "w.yaml: document 1: Workload: spec.jobs[1].minMember: expected a whole number from 1 to 3 (the job's task count), found 9"
+        );
+        // Zero is refused while reading, with the range that holds.
+        let bad = text.replace("minMember: 1", "minMember: 0");
+        assert_eq!(
+            parse_workload(&bad, "w.yaml").unwrap_err().to_string(),
+            "w.yaml: document 1: Workload: spec.jobs[1].minMember: expected a whole number from 1 to 100000, found 0"
         );
         let bad = text.replace("count: 2", "cnt: 2");
         let e = parse_workload(&bad, "w.yaml").unwrap_err().to_string();
         assert!(
             e.contains("spec.jobs[0].tasks[0]") && e.contains("unknown field `cnt`"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn every_type_error_is_reported_in_plain_words() {
+        let text = "kind: Workload\nmetadata: {name: week}\nspec:\n  jobs:\n  - {name: a, queue: q, submit: 0, duration: 1m, minMember: 0, preemptible: no, priority: high, tasks: [{count: 0, requests: {cpu: 1}}]}\n  - {name: b, queue: q, submit: 0, duration: 1m, tasks: [{count: 1, requests: {cpu: 1}, extra: 1}]}\n  - {name: c, queue: q, submit: 0, duration: 1m, tasks: [{count: 1, requests: {cpu: 1}}], topology: {maxLeaves: 0}}\n";
+        assert_eq!(
+            parse_workload(text, "w.yaml").unwrap_err().to_string(),
+            "w.yaml: document 1: Workload week: spec.jobs[0].minMember: expected a whole number from 1 to 100000, found 0
+w.yaml: document 1: Workload week: spec.jobs[0].preemptible: expected true or false, found \"no\"
+w.yaml: document 1: Workload week: spec.jobs[0].priority: expected a whole number from -2147483648 to 2147483647, found \"high\"
+w.yaml: document 1: Workload week: spec.jobs[0].tasks[0].count: expected a whole number from 1 to 100000, found 0
+w.yaml: document 1: Workload week: spec.jobs[1].tasks[0].extra: unknown field `extra`, expected one of `count`, `requests`, `subGroup`, `nodeSelector`
+w.yaml: document 1: Workload week: spec.jobs[2].topology.maxLeaves: expected a whole number from 1 to 4294967295, found 0"
+        );
+    }
+
+    #[test]
+    fn generator_sizes_are_bounded() {
+        let gen_ = |count: &str, pods: &str| {
+            format!(
+                "kind: WorkloadGenerator\nspec:\n  seed: 1\n  templates:\n  - {{name: t, queue: q, count: {count}, arrival: {{every: 1s}}, pods: {{fixed: {pods}}}, podRequests: {{cpu: 1}}, duration: {{fixed: 1m}}}}\n"
+            )
+        };
+        assert_eq!(
+            parse_workload(&gen_("2000000", "1"), "g.yaml")
+                .unwrap_err()
+                .to_string(),
+            "g.yaml: document 1: WorkloadGenerator: spec.templates[0].count: expected a whole number from 0 to 1000000, found 2000000"
+        );
+        assert_eq!(
+            parse_workload(&gen_("1", "0"), "g.yaml")
+                .unwrap_err()
+                .to_string(),
+            "g.yaml: document 1: WorkloadGenerator: spec.templates[0].pods.fixed: expected a whole number from 1 to 100000, found 0"
+        );
+        assert_eq!(
+            parse_workload(&gen_("1000", "100000"), "g.yaml")
+                .unwrap_err()
+                .to_string(),
+            "g.yaml: document 1: WorkloadGenerator: spec.templates[0].pods: expected at most 10000000 tasks (pods) in the whole workload; the jobs generated up to this template's job 100 have 10100000"
+        );
+        let two = "kind: WorkloadGenerator\nspec:\n  seed: 1\n  templates:\n  - {name: t, queue: q, count: 600000, arrival: {every: 1s}, podRequests: {cpu: 1}, duration: {fixed: 1m}}\n  - {name: u, queue: q, count: 600000, arrival: {every: 1s}, podRequests: {cpu: 1}, duration: {fixed: 1m}}\n";
+        assert_eq!(
+            parse_workload(two, "g.yaml").unwrap_err().to_string(),
+            "g.yaml: document 1: WorkloadGenerator: spec.templates[1].count: expected at most 1000000 jobs in all templates together; the templates up to this one have 1200000"
+        );
+    }
+
+    #[test]
+    fn empty_workload_says_what_is_expected() {
+        assert_eq!(
+            parse_workload("", "w.yaml").unwrap_err().to_string(),
+            "w.yaml: is empty; expected a Workload or WorkloadGenerator document (apiVersion: trainyard.io/v1alpha1)"
+        );
+        assert_eq!(
+            parse_workload("kind: Workload\nspec: {jobs: [\n", "w.yaml")
+                .unwrap_err()
+                .to_string(),
+            "w.yaml: invalid YAML: unclosed bracket '[' at line 2, column 14"
         );
     }
 }

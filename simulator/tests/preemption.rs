@@ -570,23 +570,23 @@ spec:
     };
     assert_eq!(
         err("  preemption: {lostWork: {checkpoint: {every: 0}}}\n"),
-        "w.yaml: spec.preemption.lostWork.checkpoint.every: expected a positive checkpoint interval, got 0"
+        "w.yaml: document 1: Workload: spec.preemption.lostWork.checkpoint.every: expected a positive checkpoint interval, got 0"
     );
     assert_eq!(
         err("  preemption: {graceSeconds: -5}\n"),
-        "w.yaml: spec.preemption.graceSeconds: expected a non-negative duration, got -5"
+        "w.yaml: document 1: Workload: spec.preemption.graceSeconds: expected a non-negative duration, got -5"
     );
     assert_eq!(
         err("  preemption: {lostWork: resume}\n"),
-        "w.yaml: spec.preemption.lostWork: expected \"restart\" or \"checkpoint:<interval>\" (e.g. \"checkpoint:30m\"), got \"resume\""
+        "w.yaml: document 1: Workload: spec.preemption.lostWork: expected \"restart\" or \"checkpoint:<interval>\" (e.g. \"checkpoint:30m\"), got \"resume\""
     );
     assert_eq!(
         err("  preemption: {lostWork: {checkpoint: 30m}}\n"),
-        "w.yaml: spec.preemption.lostWork.checkpoint: expected {every: <interval>}, got \"30m\""
+        "w.yaml: document 1: Workload: spec.preemption.lostWork.checkpoint: expected {every: <interval>}, got \"30m\""
     );
     assert_eq!(
         err("  preemption: {grace: 30}\n"),
-        "w.yaml: spec.preemption.grace: unknown field `grace`, expected `graceSeconds` or `lostWork`"
+        "w.yaml: document 1: Workload: spec.preemption.grace: unknown field `grace`, expected `graceSeconds` or `lostWork`"
     );
     let e = parse_workload(
         "kind: Workload\nspec:\n  jobs:\n  - {name: a, queue: q, submit: 0, duration: 1, lostWork: {restart: {}, checkpoint: {every: 1m}}, tasks: [{count: 1, requests: {cpu: 1}}]}\n",
@@ -596,6 +596,6 @@ spec:
     .to_string();
     assert_eq!(
         e,
-        "w.yaml: spec.jobs[0].lostWork: expected restart or {checkpoint: {every: <interval>}}, got {\"checkpoint\":{\"every\":\"1m\"},\"restart\":{}}"
+        "w.yaml: document 1: Workload: spec.jobs[0].lostWork: expected restart or {checkpoint: {every: <interval>}}, got {\"checkpoint\":{\"every\":\"1m\"},\"restart\":{}}"
     );
 }

@@ -291,49 +291,51 @@ fn bad_topology_input_names_file_and_field() {
     };
     assert_eq!(
         err(&rail(0, 2)),
-        "c.yaml: spec.topology.railOptimized.rails: expected at least 1"
+        "c.yaml: document 1: ClusterSpec: spec.topology.railOptimized.rails: expected a whole number from 1 to 64, found 0"
     );
     assert_eq!(
         err(&rail(8, 0)),
-        "c.yaml: spec.topology.railOptimized.nodesPerGroup: expected at least 1"
+        "c.yaml: document 1: ClusterSpec: spec.topology.railOptimized.nodesPerGroup: expected a whole number from 1 to 4294967295, found 0"
     );
     assert_eq!(
         err(&rail(65, 2)),
-        "c.yaml: spec.topology.railOptimized.rails: expected at most 64, got 65"
+        "c.yaml: document 1: ClusterSpec: spec.topology.railOptimized.rails: expected a whole number from 1 to 64, found 65"
     );
     assert_eq!(
         err("  topology: {leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 0, spinesPerBlock: 1}}\n"),
-        "c.yaml: spec.topology.leafSpine.leavesPerBlock: expected at least 1"
+        "c.yaml: document 1: ClusterSpec: spec.topology.leafSpine.leavesPerBlock: expected a whole number from 1 to 4294967295, found 0"
     );
     assert_eq!(
         err(
             "  topology: {leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 1, spinesPerBlock: 1, numaSockets: 0}}\n"
         ),
-        "c.yaml: spec.topology.leafSpine.numaSockets: expected at least 1"
+        "c.yaml: document 1: ClusterSpec: spec.topology.leafSpine.numaSockets: expected a whole number from 1 to 64, found 0"
     );
     assert_eq!(
         err("  topology: {nvlinkDomainSize: 0}\n"),
-        "c.yaml: spec.topology.nvlinkDomainSize: expected at least 1"
+        "c.yaml: document 1: ClusterSpec: spec.topology.nvlinkDomainSize: expected a whole number from 1 to 4294967295, found 0"
     );
     let both = "  topology:\n    leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 1, spinesPerBlock: 1}\n    railOptimized: {rails: 8, nodesPerGroup: 2, groupsPerBlock: 1, spinesPerBlock: 2}\n";
     assert_eq!(
         err(both),
-        "c.yaml: spec.topology: give exactly one of railOptimized, leafSpine or spec (nvlinkDomainSize may be added to any, or stand alone)"
+        "c.yaml: document 1: ClusterSpec: spec.topology: give exactly one of railOptimized, leafSpine or spec (nvlinkDomainSize may be added to any, or stand alone)"
     );
     assert_eq!(
         err("  topology: {}\n"),
-        "c.yaml: spec.topology: give exactly one of railOptimized, leafSpine or spec (nvlinkDomainSize may be added to any, or stand alone)"
+        "c.yaml: document 1: ClusterSpec: spec.topology: give exactly one of railOptimized, leafSpine or spec (nvlinkDomainSize may be added to any, or stand alone)"
     );
     let e = err(
         "  topology: {leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 1, spinesPerBlock: 1, racks: 3}}\n",
     );
     assert!(
-        e.starts_with("c.yaml: spec.topology.leafSpine.racks: unknown field `racks`"),
+        e.starts_with(
+            "c.yaml: document 1: ClusterSpec: spec.topology.leafSpine.racks: unknown field `racks`"
+        ),
         "{e}"
     );
     let e = err("  topology: {railOptimized: {rails: 8}}\n");
     assert!(
-        e.starts_with("c.yaml: spec.topology.railOptimized: missing field `nodesPerGroup`"),
+        e.starts_with("c.yaml: document 1: ClusterSpec: spec.topology.railOptimized: missing field `nodesPerGroup`"),
         "{e}"
     );
     // An explicit spec: the topology's own error, under spec.topology.spec.
@@ -341,17 +343,17 @@ fn bad_topology_input_names_file_and_field() {
         err(
             "  topology:\n    spec:\n      switches: [{name: tor1, kind: leaf}]\n      links: [{from: n-000, to: tor9}]\n"
         ),
-        "c.yaml: spec.topology.spec: links[0] (n-000 → tor9): no leaf switch named \"tor9\" is declared"
+        "c.yaml: document 1: ClusterSpec: spec.topology.spec: links[0] (n-000 → tor9): no leaf switch named \"tor9\" is declared"
     );
     assert_eq!(
         err(
             "  topology:\n    spec:\n      switches: [{name: tor1, kind: leaf}, {name: tor1, kind: spine}]\n"
         ),
-        "c.yaml: spec.topology.spec: switches: switch \"tor1\" is declared twice"
+        "c.yaml: document 1: ClusterSpec: spec.topology.spec: switches: switch \"tor1\" is declared twice"
     );
     let e = err("  topology:\n    spec:\n      switches: [{name: tor1, kind: router}]\n");
     assert!(
-        e.starts_with("c.yaml: spec.topology.spec.switches[0].kind: unknown variant `router`"),
+        e.starts_with("c.yaml: document 1: ClusterSpec: spec.topology.spec.switches[0].kind: unknown variant `router`"),
         "{e}"
     );
     // The slowdown model.
@@ -361,23 +363,23 @@ fn bad_topology_input_names_file_and_field() {
         err(&format!(
             "{generated}  slowdown: {{perSpineCrossing: -0.5}}\n"
         )),
-        "c.yaml: spec.slowdown.perSpineCrossing: expected a non-negative number like 0.25, got -0.5"
+        "c.yaml: document 1: ClusterSpec: spec.slowdown.perSpineCrossing: expected a non-negative number like 0.25, got -0.5"
     );
     assert_eq!(
         err(&format!(
             "{generated}  slowdown: {{perSpineCrossing: 0.1234567}}\n"
         )),
-        "c.yaml: spec.slowdown.perSpineCrossing: expected at most six decimal places (parts per million), got 0.1234567"
+        "c.yaml: document 1: ClusterSpec: spec.slowdown.perSpineCrossing: expected at most six decimal places (parts per million), got 0.1234567"
     );
     assert_eq!(
         err(&format!(
             "{generated}  slowdown: {{perSpineCrossing: 101}}\n"
         )),
-        "c.yaml: spec.slowdown.perSpineCrossing: expected at most 100, got 101"
+        "c.yaml: document 1: ClusterSpec: spec.slowdown.perSpineCrossing: expected at most 100, got 101"
     );
     assert_eq!(
         err("  slowdown: {perSpineCrossing: 0.25}\n"),
-        "c.yaml: spec.slowdown: the slowdown model needs a network topology (spec.topology)"
+        "c.yaml: document 1: ClusterSpec: spec.slowdown: the slowdown model needs a network topology (spec.topology)"
     );
     // Zero is allowed and means off.
     let c = parse_cluster(
@@ -453,13 +455,13 @@ fn workload_topology_constraints_reach_the_scheduler() {
         err(
             "  - {name: a, queue: q, submit: 0, duration: 10, topology: {maxLeaves: 0}, tasks: [{count: 1, requests: {cpu: 1}}]}\n"
         ),
-        "w.yaml: spec.jobs[0].topology.maxLeaves: expected at least 1"
+        "w.yaml: document 1: Workload: spec.jobs[0].topology.maxLeaves: expected a whole number from 1 to 4294967295, found 0"
     );
     assert_eq!(
         err(
             "  - {name: a, queue: q, submit: 0, duration: 10, subGroups: [{name: w, minMember: 1, topology: {required: \"\"}}], tasks: [{count: 1, subGroup: w, requests: {cpu: 1}}]}\n"
         ),
-        "w.yaml: spec.jobs[0].subGroups[0].topology.required: expected a level name"
+        "w.yaml: document 1: Workload: spec.jobs[0].subGroups[0].topology.required: expected a level name"
     );
     let e = err(
         "  - {name: a, queue: q, submit: 0, duration: 10, topology: {needed: leaf}, tasks: [{count: 1, requests: {cpu: 1}}]}\n",
@@ -479,7 +481,7 @@ fn workload_topology_constraints_reach_the_scheduler() {
         .to_string();
     assert_eq!(
         e,
-        "g.yaml: spec.templates[0].topology.maxLeaves: expected at least 1"
+        "g.yaml: document 1: WorkloadGenerator: spec.templates[0].topology.maxLeaves: expected a whole number from 1 to 4294967295, found 0"
     );
 }
 

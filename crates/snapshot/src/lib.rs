@@ -20,6 +20,8 @@ use std::fmt;
 
 use trainyard_model::Snapshot;
 
+pub use read::parse_documents;
+
 /// One input text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Source {

@@ -104,15 +104,38 @@ fn yaml_budget(len: usize) -> serde_saphyr::Budget {
     b
 }
 
+/// Parses every YAML (or JSON) document of `source` into a tree, as the
+/// snapshot loader reads its input: YAML 1.2 booleans only (a node named
+/// `n` or a label value `yes` stays a string; `no` is not `false`), and
+/// parser limits that grow with the input. A syntax
+/// error names the source, the line and the column. An empty source (or
+/// one of comments only) has no documents.
+pub fn parse_documents(source: &Source) -> Result<Vec<Value>, LoadError> {
+    let options = serde_saphyr::options! {
+        strict_booleans: true,
+        budget: Some(yaml_budget(source.text.len())),
+    };
+    serde_saphyr::from_multiple_with_options::<Value>(&source.text, options).map_err(|e| {
+        let e = e.without_snippet();
+        let mut message = format!("invalid YAML: {e}");
+        if let Some(l) = e.location()
+            && !message.contains(&format!("line {}", l.line()))
+        {
+            message.push_str(&format!(" (line {}, column {})", l.line(), l.column()));
+        }
+        LoadError {
+            source_name: source.name.clone(),
+            document: None,
+            object: None,
+            field: None,
+            message,
+        }
+    })
+}
+
 impl Reader {
     pub fn read_source(&mut self, source: &Source) {
-        // YAML 1.2 booleans only: a node named `n` or a label value `yes`
-        // stays a string.
-        let options = serde_saphyr::options! {
-            strict_booleans: true,
-            budget: Some(yaml_budget(source.text.len())),
-        };
-        match serde_saphyr::from_multiple_with_options::<Value>(&source.text, options) {
+        match parse_documents(source) {
             Ok(docs) => {
                 for (i, doc) in docs.iter().enumerate() {
                     let loc = Loc {
@@ -123,22 +146,7 @@ impl Reader {
                     self.visit(doc, &loc, None);
                 }
             }
-            Err(e) => {
-                let e = e.without_snippet();
-                let mut message = format!("invalid YAML: {e}");
-                if let Some(l) = e.location()
-                    && !message.contains(&format!("line {}", l.line()))
-                {
-                    message.push_str(&format!(" (line {}, column {})", l.line(), l.column()));
-                }
-                self.errors.push(LoadError {
-                    source_name: source.name.clone(),
-                    document: None,
-                    object: None,
-                    field: None,
-                    message,
-                });
-            }
+            Err(e) => self.errors.push(e),
         }
         for ((src, doc, kind), n) in std::mem::take(&mut self.skipped) {
             let what = if n == 1 {

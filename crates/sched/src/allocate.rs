@@ -519,7 +519,7 @@ impl<'s> Cycle<'s> {
         }
         let mut walk = self.build_walk(
             |jw| jw.blocked.is_none() && !jw.pending.is_empty(),
-            |jw| minimum_ask(jw),
+            minimum_ask,
         );
         while let Some(leaf) = self.pick_leaf(&mut walk) {
             let Some(j) = self.pop_job(leaf, &mut walk) else {

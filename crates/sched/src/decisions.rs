@@ -232,6 +232,22 @@ pub enum PendingReason {
     /// terminate, with capacity reserved on the nominated nodes.
     #[serde(rename_all = "camelCase")]
     WaitingForVictims { victims: u32, nodes: Vec<String> },
+    /// The gang's queues are within quota with it, yet it has no room, and
+    /// reclaim could not make any: capacity may be free but split across
+    /// nodes. GPU amounts in milli-GPU.
+    #[serde(rename_all = "camelCase")]
+    InQuotaNoRoom {
+        needs: u64,
+        pods: u32,
+        /// Free GPUs on schedulable nodes.
+        free: u64,
+        /// Most free GPUs on one node.
+        largest: u64,
+        /// Why reclaim and preemption made no room.
+        refused: String,
+        /// The placement failure as first reported.
+        detail: String,
+    },
     /// Pods of the job were bound by this cycle, then taken back (not
     /// evicted: they never started) to make room for a gang that reclaim
     /// or preemption favours. Without this, the next cycle would evict them.
@@ -380,6 +396,34 @@ impl fmt::Display for PendingReason {
                 "waiting for {victims} evicted pod(s) to terminate; room reserved on {}",
                 nodes.join(", ")
             ),
+            PendingReason::InQuotaNoRoom {
+                needs,
+                pods,
+                free,
+                largest,
+                refused,
+                detail,
+            } => {
+                let g = |v: &u64| ResourceName::Gpu.format_amount(*v);
+                if free >= needs && *pods == 1 {
+                    write!(
+                        f,
+                        "in quota; {} GPUs free but no node has {}",
+                        g(free),
+                        g(needs)
+                    )?;
+                } else if free >= needs {
+                    write!(
+                        f,
+                        "in quota; {} GPUs free but not where its {pods} pods fit (most on one node: {})",
+                        g(free),
+                        g(largest)
+                    )?;
+                } else {
+                    write!(f, "{detail}; in quota")?;
+                }
+                write!(f, "; reclaim refused: {refused}")
+            }
             PendingReason::Yielded { message, .. } => {
                 write!(f, "placed, then not bound: {message}")
             }

@@ -148,7 +148,6 @@ impl<'s> Cycle<'s> {
             .iter()
             .filter(|(j, r)| {
                 self.jobs[**j].blocked.is_none()
-                    && self.jobs[**j].job.preempts
                     && matches!(
                         r,
                         PendingReason::Unschedulable { .. }
@@ -171,10 +170,7 @@ impl<'s> Cycle<'s> {
             .iter()
             .map(|&j| self.jobs[j].job.id.as_str())
             .collect();
-        let mut walk = self.build_walk(
-            |jw| ids.contains(jw.job.id.as_str()),
-            |jw| super::minimum_ask(jw),
-        );
+        let mut walk = self.build_walk(|jw| ids.contains(jw.job.id.as_str()), super::minimum_ask);
         while let Some(leaf) = self.pick_leaf(&mut walk) {
             let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;
@@ -204,9 +200,17 @@ impl<'s> Cycle<'s> {
                 );
                 continue;
             }
-            if let Some(plan) = self.find_victims(j) {
-                self.apply_plan(j, plan);
-                Self::walk_changed(&mut walk);
+            let found = if self.jobs[j].job.preempts {
+                self.find_victims(j)
+            } else {
+                Err("its PriorityClass says preemptionPolicy: Never".into())
+            };
+            match found {
+                Ok(plan) => {
+                    self.apply_plan(j, plan);
+                    Self::walk_changed(&mut walk);
+                }
+                Err(refused) => self.explain_in_quota(j, refused),
             }
         }
     }
@@ -264,11 +268,38 @@ impl<'s> Cycle<'s> {
                 }
             }
         }
-        // B must be above its fair share on a resource the gang needs.
+        // B must be above its fair share on a resource the gang needs. Or,
+        // when the gang keeps the preemptor's side within its quota, B may
+        // hold as little as its floor `min(quota, fair share)`: work within
+        // quota takes back over-quota room even from a queue exactly at its
+        // fair share (free capacity may be there but split across nodes).
+        // Either way the preemptor's side ends at or below its fair share,
+        // so B cannot take it back: no loop.
         let over = needs
             .iter()
             .any(|(r, want)| want > 0 && self.alloc[b.0].get(&r) > self.fair[b.0].get(&r));
-        over.then_some(b)
+        let lent = || {
+            side_q.iter().all(|x| self.within_quota(*x, needs))
+                && needs.iter().any(|(r, want)| {
+                    let floor = self.tree.spec(b).quota.get(&r).min(self.fair[b.0].get(&r));
+                    want > 0 && self.alloc[b.0].get(&r) > floor
+                })
+        };
+        (over || lent()).then_some(b)
+    }
+
+    /// Whether queue `x` stays within its quota with `needs` added: on GPUs
+    /// (which the gang must ask for) and on every resource `x` has a quota
+    /// for.
+    pub(super) fn within_quota(&self, x: QueueId, needs: &Resources) -> bool {
+        let quota = &self.tree.spec(x).quota;
+        needs.gpu > 0
+            && needs.iter().all(|(r, want)| {
+                let q = quota.get(&r);
+                want == 0
+                    || (r != ResourceName::Gpu && q == 0)
+                    || self.alloc[x.0].get(&r) + want <= q
+            })
     }
 
     /// Victim units for preemptor `j`, cheapest first.
@@ -334,6 +365,11 @@ impl<'s> Cycle<'s> {
             // binds back costs nothing, and a part of it would leave a
             // partial gang.
             let all_fresh = bound.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
+            if all_fresh && self.nominated[v] {
+                // A preemptor binding on the room its victims left: taking
+                // it back would waste their eviction.
+                continue;
+            }
             let mut left = if all_fresh { 0 } else { bound.len() as u32 };
             let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
             for (t, _, _) in &bound {
@@ -662,11 +698,15 @@ impl<'s> Cycle<'s> {
     /// The cheapest victim set that makes gang `j` fit, if any.
     /// Reclaim first (the queue gets back what it lent), and only if no
     /// reclaim works, preemption inside the queue.
-    fn find_victims(&mut self, j: usize) -> Option<Plan> {
-        let (chosen, needs, topo_search) = self.minimum_of(j)?;
+    fn find_victims(&mut self, j: usize) -> Result<Plan, String> {
+        let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
+            return Err("its minimum is already placed".into());
+        };
         let leaf = self.jobs[j].leaf;
-        if !self.jobs[j].job.preemptible {
-            self.check_quota_for_non_preemptible(leaf, &needs).ok()?;
+        if !self.jobs[j].job.preemptible
+            && let Err(e) = self.check_quota_for_non_preemptible(leaf, &needs)
+        {
+            return Err(e.to_string());
         }
         // Limits are checked as they would be after the victims leave:
         // what the gang would take a queue over its limit by must be freed
@@ -681,16 +721,114 @@ impl<'s> Cycle<'s> {
             }
         }
         let all = self.victim_units(j, &needs);
+        if all.is_empty() {
+            return Err(self.why_no_victims(j, &needs));
+        }
+        let mut why = String::new();
         for kind in [EvictionKind::Reclaim, EvictionKind::Preempt] {
             let units: Vec<Unit> = all.iter().filter(|u| u.kind == kind).cloned().collect();
             if units.is_empty() {
                 continue;
             }
-            if let Some(plan) = self.find_among(j, &chosen, &needs, topo_search, units) {
-                return Some(plan);
+            match self.find_among(j, &chosen, &needs, topo_search, units) {
+                Ok(plan) => return Ok(plan),
+                Err(e) => why = e,
             }
         }
-        None
+        Err(why)
+    }
+
+    /// A gang within its queues' quotas that still has no room gets a
+    /// reason saying so, with the free capacity and why reclaim did not
+    /// make room: quota is guaranteed only where it can be placed.
+    fn explain_in_quota(&mut self, j: usize, refused: String) {
+        let detail = match self.pending.get(&j) {
+            Some(
+                r @ (PendingReason::Unschedulable { .. }
+                | PendingReason::TopologyUnfit { .. }
+                | PendingReason::TooManyLeaves { .. }),
+            ) => r.to_string(),
+            _ => return,
+        };
+        let Some((chosen, needs, _)) = self.minimum_of(j) else {
+            return;
+        };
+        let leaf = self.jobs[j].leaf;
+        if !self
+            .tree
+            .ancestors(leaf)
+            .all(|x| self.within_quota(x, &needs))
+        {
+            return;
+        }
+        let mut free = 0u64;
+        let mut largest = 0u64;
+        for (n, st) in self.state.nodes.iter().enumerate() {
+            if !self.nodes[n].unschedulable {
+                free += st.free.gpu;
+                largest = largest.max(st.free.gpu);
+            }
+        }
+        self.pending.insert(
+            j,
+            PendingReason::InQuotaNoRoom {
+                needs: needs.gpu,
+                pods: chosen.len() as u32,
+                free,
+                largest,
+                refused,
+                detail,
+            },
+        );
+    }
+
+    /// Why no running job may be taken for gang `j`, counted by obstacle.
+    fn why_no_victims(&self, j: usize, needs: &Resources) -> String {
+        let cfg = self.config.preemption;
+        if !cfg.reclaim && !cfg.preempt {
+            return "reclaim and preemption are off".into();
+        }
+        let jw = &self.jobs[j];
+        let (mut shares, mut fixed, mut young, mut lower) = (0u32, 0u32, 0u32, 0u32);
+        for (v, vw) in self.jobs.iter().enumerate() {
+            if v == j || self.bound_at[v].is_empty() || vw.leaf == QueueTree::ROOT {
+                continue;
+            }
+            if !vw.job.preemptible {
+                fixed += 1;
+            } else if vw.leaf == jw.leaf {
+                if vw.job.priority >= jw.job.priority || !cfg.preempt {
+                    lower += 1;
+                } else {
+                    young += 1;
+                }
+            } else if !cfg.reclaim || self.reclaim_allowed(jw.leaf, vw.leaf, needs).is_none() {
+                shares += 1;
+            } else {
+                young += 1;
+            }
+        }
+        let mut parts = Vec::new();
+        if shares > 0 {
+            parts.push(format!(
+                "{shares} job(s) in queues not above their fair share or quota"
+            ));
+        }
+        if fixed > 0 {
+            parts.push(format!("{fixed} not preemptible"));
+        }
+        if lower > 0 {
+            parts.push(format!("{lower} in its own queue without lower priority"));
+        }
+        if young > 0 {
+            parts.push(format!(
+                "{young} within their minimum runtime or terminating"
+            ));
+        }
+        if parts.is_empty() {
+            return "no job runs that could be taken".into();
+        }
+        format!("no job may be taken: {}", parts.join(", "))
     }
 
     /// The cheapest working victim set among `units`, over the scopes.
@@ -701,8 +839,9 @@ impl<'s> Cycle<'s> {
         needs: &Resources,
         topo_search: bool,
         units: Vec<Unit>,
-    ) -> Option<Plan> {
+    ) -> Result<Plan, String> {
         let (chosen, needs) = (chosen.to_vec(), needs.clone());
+        let mut why = "evicting every job it may take still leaves no room where it fits";
         // Scopes: leaf domains (victims all inside one), then the cluster.
         let mut scopes: Vec<(u8, Option<BTreeSet<usize>>)> = Vec::new();
         if let Some(ti) = &self.topo
@@ -776,6 +915,7 @@ impl<'s> Cycle<'s> {
                         break;
                     }
                     Some(bad) => {
+                        why = "the victims it would need would take their queue below its quota";
                         let bad_ptr: *const Unit = taken[bad];
                         pool.retain(|u| !std::ptr::eq(*u, bad_ptr));
                     }
@@ -787,6 +927,7 @@ impl<'s> Cycle<'s> {
             let victim_jobs: BTreeSet<usize> =
                 taken.iter().filter(|u| !u.fresh).map(|u| u.job).collect();
             if victim_jobs.len() > self.config.preemption.max_victim_jobs as usize {
+                why = "it would need more victim jobs than preemption.maxVictimJobs";
                 continue;
             }
             let lost: u64 = taken.iter().map(|u| self.lost_work(u)).sum();
@@ -807,7 +948,7 @@ impl<'s> Cycle<'s> {
                 });
             }
         }
-        best
+        best.ok_or_else(|| why.to_string())
     }
 
     /// After binds of this cycle were taken back, the room they leave
@@ -835,7 +976,7 @@ impl<'s> Cycle<'s> {
             })
             .map(|(j, _)| *j)
             .collect();
-        let mut walk = self.build_walk(|jw| retry.contains(&jw.index), |jw| super::minimum_ask(jw));
+        let mut walk = self.build_walk(|jw| retry.contains(&jw.index), super::minimum_ask);
         while let Some(leaf) = self.pick_leaf(&mut walk) {
             let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;

@@ -1035,35 +1035,53 @@ impl<'s> Cycle<'s> {
             let message = match u.kind {
                 EvictionKind::Reclaim => {
                     let b = u.over.unwrap_or(vleaf);
-                    // The resource with the highest allocated / fair share.
-                    let mut shown: Option<(ResourceName, u64, u64)> = None;
-                    for (r, want) in needs.iter() {
-                        if want == 0 {
-                            continue;
-                        }
-                        let (a, f) = (self.alloc[b.0].get(&r), self.fair[b.0].get(&r));
-                        let better = match &shown {
-                            None => true,
-                            Some((_, sa, sf)) => {
-                                trainyard_model::resources::cmp_ratio(a, f, *sa, *sf)
-                                    == std::cmp::Ordering::Greater
+                    let above_fair = needs.iter().any(|(r, want)| {
+                        want > 0 && self.alloc[b.0].get(&r) > self.fair[b.0].get(&r)
+                    });
+                    if !above_fair {
+                        // Reclaimed under the in-quota rule (`reclaim_allowed`).
+                        let r = ResourceName::Gpu;
+                        let (a, quota) = (self.alloc[b.0].get(&r), self.tree.spec(b).quota.get(&r));
+                        format!(
+                            "reclaimed for {} ({}): {} above its quota ({r} {}, quota {}) and {} within its quota",
+                            me.id,
+                            self.tree.path(my_leaf),
+                            self.tree.path(b),
+                            r.format_amount(a),
+                            r.format_amount(quota),
+                            self.tree.path(my_leaf)
+                        )
+                    } else {
+                        // The resource with the highest allocated / fair share.
+                        let mut shown: Option<(ResourceName, u64, u64)> = None;
+                        for (r, want) in needs.iter() {
+                            if want == 0 {
+                                continue;
                             }
-                        };
-                        if better {
-                            shown = Some((r, a, f));
+                            let (a, f) = (self.alloc[b.0].get(&r), self.fair[b.0].get(&r));
+                            let better = match &shown {
+                                None => true,
+                                Some((_, sa, sf)) => {
+                                    trainyard_model::resources::cmp_ratio(a, f, *sa, *sf)
+                                        == std::cmp::Ordering::Greater
+                                }
+                            };
+                            if better {
+                                shown = Some((r, a, f));
+                            }
                         }
+                        let detail = shown
+                            .map(|(r, a, f)| {
+                                format!(" ({r} {}/{})", r.format_amount(a), r.format_amount(f))
+                            })
+                            .unwrap_or_default();
+                        format!(
+                            "reclaimed for {} ({}): {} above fair share{detail}",
+                            me.id,
+                            self.tree.path(my_leaf),
+                            self.tree.path(b)
+                        )
                     }
-                    let detail = shown
-                        .map(|(r, a, f)| {
-                            format!(" ({r} {}/{})", r.format_amount(a), r.format_amount(f))
-                        })
-                        .unwrap_or_default();
-                    format!(
-                        "reclaimed for {} ({}): {} above fair share{detail}",
-                        me.id,
-                        self.tree.path(my_leaf),
-                        self.tree.path(b)
-                    )
                 }
                 EvictionKind::Preempt => format!(
                     "preempted by {} (priority {} > {}) in queue {}",

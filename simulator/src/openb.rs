@@ -181,7 +181,8 @@ pub enum OpenbError {
         first_line: u64,
     },
     #[error(
-        "{input}:{line}: qos `{qos}` has no {what} and there is no `default` entry; add `{qos}` or `default` to the {what} mapping"
+        "{input}:{line}: qos `{qos}` is not in the {what} mapping `{mapping}`, which has no `default` entry; add `{qos}=<{what}>` or `default=<{what}>` to it ({})",
+        setting_of(what)
     )]
     UnmappedQos {
         input: String,
@@ -189,6 +190,9 @@ pub enum OpenbError {
         qos: String,
         /// `queue` or `priority`.
         what: String,
+        /// The mapping in use, as its option is written (`qos:LS=prod`,
+        /// `BE=100,LS=1000`).
+        mapping: String,
     },
     #[error("{input}: invalid import options: {problem}")]
     Options { input: String, problem: String },
@@ -198,6 +202,15 @@ pub enum OpenbError {
         line: u64,
         message: String,
     },
+}
+
+/// Where the mapping for `what` (`queue`, `priority`) is set: the option of
+/// `trainyard simulate`.
+fn setting_of(what: &str) -> &'static str {
+    match what {
+        "queue" => "--queue-rule qos:<qos>=<queue>,...",
+        _ => "--qos-priority <qos>=<priority>,...",
+    }
 }
 
 /// Device memory in bytes of a GPU model of the trace (see
@@ -379,6 +392,41 @@ pub struct ImportOptions {
     pub limit_rows: Option<usize>,
 }
 
+/// Parses a priority mapping written `<qos>=<priority>,...` (e.g.
+/// `LS=1000,Guaranteed=800,Burstable=500,BE=100,default=0`; priorities are
+/// whole numbers, `default` catches unlisted values).
+pub fn parse_priority_by_qos(s: &str) -> Result<BTreeMap<String, i32>, String> {
+    let mut map = BTreeMap::new();
+    for entry in s.split(',').map(str::trim) {
+        let Some((k, v)) = entry.split_once('=') else {
+            return Err(format!("entry `{entry}` is not `<qos>=<priority>`"));
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if k.is_empty() || k.contains(char::is_whitespace) {
+            return Err(format!(
+                "entry `{entry}`: the qos value must be non-empty without spaces"
+            ));
+        }
+        let p: i32 = v.parse().map_err(|_| {
+            format!(
+                "entry `{entry}`: expected a whole number from {} to {}, found `{v}`",
+                i32::MIN,
+                i32::MAX
+            )
+        })?;
+        if map.insert(k.to_string(), p).is_some() {
+            return Err(format!("qos `{k}` is mapped twice"));
+        }
+    }
+    Ok(map)
+}
+
+/// A priority mapping as [`parse_priority_by_qos`] reads it.
+pub fn format_priority_by_qos(map: &BTreeMap<String, i32>) -> String {
+    let entries: Vec<String> = map.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    entries.join(",")
+}
+
 /// LS 1000, Guaranteed 800, Burstable 500, BE 100.
 pub fn default_priority_by_qos() -> BTreeMap<String, i32> {
     [
@@ -480,14 +528,18 @@ pub(crate) fn read_csv<'t>(
         .trim(csv::Trim::All)
         .from_reader(text.as_bytes());
     let input_owned = input.to_string();
+    // Line numbers from byte offsets: the reader's own line count is one
+    // short per CRLF line ending before the record.
+    let lines = LineIndex::new(text);
+    let line_of = move |p: Option<&csv::Position>| p.map_or(0, |p| lines.line(p.byte()));
     let mut records = reader.into_records().map(move |r| match r {
         Ok(fields) => Ok(Row {
-            line: fields.position().map_or(0, csv::Position::line),
+            line: line_of(fields.position()),
             fields,
         }),
         Err(e) => Err(OpenbError::Csv {
             input: input_owned.clone(),
-            line: e.position().map_or(0, csv::Position::line),
+            line: line_of(e.position()),
             message: e.to_string(),
         }),
     });
@@ -497,6 +549,54 @@ pub(crate) fn read_csv<'t>(
             input: input.to_string(),
             expected: expected_header.to_string(),
         }),
+    }
+}
+
+/// Byte offset to 1-based line number (lines end at `\n`, so `\r\n`
+/// and `\n` files count alike).
+struct LineIndex {
+    /// Byte offset of every `\n`.
+    newlines: Vec<usize>,
+    /// Byte offset of the first byte of each run of line-end bytes (`\r`,
+    /// `\n`) → the offset just after the run.
+    ends: Vec<(usize, usize)>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let bytes = text.as_bytes();
+        let mut newlines = Vec::new();
+        let mut ends = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if matches!(bytes[i], b'\r' | b'\n') {
+                let start = i;
+                while i < bytes.len() && matches!(bytes[i], b'\r' | b'\n') {
+                    if bytes[i] == b'\n' {
+                        newlines.push(i);
+                    }
+                    i += 1;
+                }
+                ends.push((start, i));
+            } else {
+                i += 1;
+            }
+        }
+        LineIndex { newlines, ends }
+    }
+
+    /// The line of the record the reader places at byte `offset`. The
+    /// reader may place a record on the line-end bytes before it (the `\n`
+    /// of a `\r\n`, blank lines): those are skipped first.
+    fn line(&self, offset: u64) -> u64 {
+        let mut at = usize::try_from(offset).unwrap_or(usize::MAX);
+        let run = self.ends.partition_point(|&(start, _)| start <= at);
+        if let Some(&(start, end)) = run.checked_sub(1).and_then(|r| self.ends.get(r))
+            && (start..end).contains(&at)
+        {
+            at = end;
+        }
+        self.newlines.partition_point(|&n| n < at) as u64 + 1
     }
 }
 
@@ -795,21 +895,22 @@ pub fn parse_pods(text: &str, source: &str, opts: &ImportOptions) -> Result<Impo
                 continue;
             }
         };
-        let unmapped = |what: &str| OpenbError::UnmappedQos {
+        let unmapped = |what: &str, mapping: String| OpenbError::UnmappedQos {
             input: source.to_string(),
             line: row.line,
             qos: pod.qos.to_string(),
             what: what.to_string(),
+            mapping,
         };
         let queue = opts
             .queue_rule
             .queue_for(pod.name, pod.qos)
-            .ok_or_else(|| unmapped("queue"))?;
+            .ok_or_else(|| unmapped("queue", opts.queue_rule.to_string()))?;
         let priority = *opts
             .priority_by_qos
             .get(pod.qos)
             .or_else(|| opts.priority_by_qos.get(QOS_DEFAULT_KEY))
-            .ok_or_else(|| unmapped("priority"))?;
+            .ok_or_else(|| unmapped("priority", format_priority_by_qos(&opts.priority_by_qos)))?;
         let constraints = if pod.models.is_empty() {
             Arc::clone(&unconstrained)
         } else {
@@ -1139,14 +1240,15 @@ mod tests {
                 input: "s.csv".into(),
                 line: 7,
                 qos: "Burstable".into(),
-                what: "queue".into()
+                what: "queue".into(),
+                mapping: "qos:LS=prod".into(),
             }
         );
         assert_eq!(
             parse_pods(SAMPLE, "s.csv", &by_qos)
                 .unwrap_err()
                 .to_string(),
-            "s.csv:7: qos `Burstable` has no queue and there is no `default` entry; add `Burstable` or `default` to the queue mapping"
+            "s.csv:7: qos `Burstable` is not in the queue mapping `qos:LS=prod`, which has no `default` entry; add `Burstable=<queue>` or `default=<queue>` to it (--queue-rule qos:<qos>=<queue>,...)"
         );
         let no_prio = ImportOptions {
             priority_by_qos: BTreeMap::from([("LS".to_string(), 1)]),
@@ -1156,6 +1258,12 @@ mod tests {
             parse_pods(SAMPLE, "s.csv", &no_prio),
             Err(OpenbError::UnmappedQos { ref what, line: 7, .. }) if what == "priority"
         ));
+        assert_eq!(
+            parse_pods(SAMPLE, "s.csv", &no_prio)
+                .unwrap_err()
+                .to_string(),
+            "s.csv:7: qos `Burstable` is not in the priority mapping `LS=1`, which has no `default` entry; add `Burstable=<priority>` or `default=<priority>` to it (--qos-priority <qos>=<priority>,...)"
+        );
         let empty_hash = ImportOptions {
             queue_rule: QueueRule::Hash { queues: vec![] },
             ..ImportOptions::default()
@@ -1220,6 +1328,77 @@ mod tests {
         assert_eq!(
             QueueRule::Hash { queues: vec![] }.queue_for("x", "LS"),
             None
+        );
+    }
+
+    #[test]
+    fn crlf_files_report_the_lines_an_editor_shows() {
+        let h = POD_COLUMNS.join(",");
+        let ok = "p1,1000,1024,1,1000,,LS,Succeeded,0,100,10";
+        let pending = "p2,1000,1024,1,1000,,LS,Pending,0,100,";
+        let odd_qos = "p3,1000,1024,1,1000,,XX,Succeeded,0,100,10";
+        let broken = "p4,1000";
+        let opts = ImportOptions {
+            queue_rule: "single:q".parse().unwrap(),
+            ..ImportOptions::default()
+        };
+        // Lines: 1 header, 2 p1, 3 p2, 4 p4, 5 p3 (and with a blank line
+        // after each: 1, 3, 5, 7, 9).
+        for (nl, step) in [("\n", 1), ("\r\n", 1), ("\r\n\r\n", 2), ("\n\n", 2)] {
+            let text = format!("\u{feff}{h}{nl}{ok}{nl}{pending}{nl}{broken}{nl}{odd_qos}{nl}");
+            let line = |n: u64| 1 + (n - 1) * step;
+            let e = parse_pods(&text, "p.csv", &opts).unwrap_err();
+            assert!(
+                matches!(e, OpenbError::UnmappedQos { line: l, .. } if l == line(5)),
+                "{nl:?}: {e}"
+            );
+            let fine = text.replace(odd_qos, ok.replace("p1", "p5").as_str());
+            let r = parse_pods(&fine, "p.csv", &opts).unwrap().report;
+            assert_eq!(
+                (
+                    r.first_line[SKIP_NOT_SCHEDULED],
+                    r.first_line["malformed row: wrong column count (expected 11)"]
+                ),
+                (line(3), line(4)),
+                "{nl:?}"
+            );
+            let nodes = format!(
+                "sn,cpu_milli,memory_mib,gpu,model{nl}n1,1000,100,1,V100M16{nl}n2,x,100,1,V100M16{nl}"
+            );
+            assert!(
+                matches!(parse_nodes(&nodes, "n.csv"), Err(OpenbError::Field { line: l, .. }) if l == line(3)),
+                "{nl:?}"
+            );
+        }
+        // CSV syntax errors too.
+        let text = format!("{h}\r\n{ok}\r\n\"p6,1\r\n");
+        let r = parse_pods(&text, "p.csv", &opts).unwrap().report;
+        assert_eq!(
+            r.first_line.values().copied().collect::<Vec<_>>(),
+            vec![3],
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn priority_mapping_syntax() {
+        let m = parse_priority_by_qos("LS=1000, BE=-5,default=0").unwrap();
+        assert_eq!(format_priority_by_qos(&m), "BE=-5,LS=1000,default=0");
+        assert_eq!(
+            format_priority_by_qos(&default_priority_by_qos()),
+            "BE=100,Burstable=500,Guaranteed=800,LS=1000"
+        );
+        assert_eq!(
+            parse_priority_by_qos("LS").unwrap_err(),
+            "entry `LS` is not `<qos>=<priority>`"
+        );
+        assert_eq!(
+            parse_priority_by_qos("LS=high").unwrap_err(),
+            "entry `LS=high`: expected a whole number from -2147483648 to 2147483647, found `high`"
+        );
+        assert_eq!(
+            parse_priority_by_qos("LS=1,LS=2").unwrap_err(),
+            "qos `LS` is mapped twice"
         );
     }
 

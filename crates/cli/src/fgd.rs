@@ -14,7 +14,18 @@ use trainyard_sim::fgd::{
     self, Cell, Experiment, PAPER_POLICIES, Reference, RunResult, paper_label,
 };
 
-use crate::Output;
+use crate::progress;
+
+/// What `trainyard simulate fgd` prints on stdout.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum FgdFormat {
+    /// The results table (unallocated GPU % at 100% arrived, mean ± sd per
+    /// workload and policy, with the published values when --reference is given).
+    Table,
+    /// The same results as JSON, per workload and policy: the headline mean
+    /// and sd and the per-seed values (the content of summary.json).
+    Json,
+}
 
 #[derive(clap::Args, Debug)]
 pub struct FgdArgs {
@@ -48,9 +59,9 @@ pub struct FgdArgs {
     /// Worker threads. Default: all cores.
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
-    /// Terminal output format.
-    #[arg(long, short, value_enum, default_value_t = Output::Table)]
-    output: Output,
+    /// Output format on stdout.
+    #[arg(long, short, value_enum, default_value_t = FgdFormat::Table)]
+    output: FgdFormat,
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -173,6 +184,8 @@ pub fn run(args: FgdArgs) -> Result<()> {
     );
     bar.set_prefix("fgd");
     let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let lines = progress::Lines::for_stderr();
     let results: Mutex<Vec<Option<(RunResult, f64)>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|scope| {
         for _ in 0..threads {
@@ -185,6 +198,15 @@ pub fn run(args: FgdArgs) -> Result<()> {
                     let secs = t.elapsed().as_secs_f64();
                     bar.set_message(format!("{} {} seed {s}", experiments[e].0, p.as_str()));
                     bar.inc(1);
+                    let finished = done.fetch_add(1, Ordering::Relaxed) + 1;
+                    lines.tick(|| {
+                        format!(
+                            "progress: fgd: {finished}/{} runs ({}%), {:.0} s",
+                            jobs.len(),
+                            finished * 100 / jobs.len().max(1),
+                            wall.elapsed().as_secs_f64()
+                        )
+                    });
                     if let Ok(mut v) = results.lock() {
                         v[i] = Some((r, secs));
                     }
@@ -218,8 +240,8 @@ pub fn run(args: FgdArgs) -> Result<()> {
     let elapsed = wall.elapsed().as_secs_f64();
 
     match args.output {
-        Output::Json => print!("{}", fgd::summary_json(&cells, reference.as_ref())),
-        Output::Table => {
+        FgdFormat::Json => print!("{}", fgd::summary_json(&cells, reference.as_ref())),
+        FgdFormat::Table => {
             println!("{}", table(&cells, reference.as_ref()));
             if let Some(r) = &reference {
                 let checks = fgd::checks(&cells, r);

@@ -1,10 +1,11 @@
 //! The `trainyard` command.
 
 mod fgd;
+mod progress;
 mod render;
 mod simulate;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -12,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use trainyard_model::Timestamp;
 use trainyard_sched::Config;
-use trainyard_snapshot::{LoadOptions, Source};
+use trainyard_snapshot::{LoadError, LoadOptions, Source};
 
 /// Trainyard: a batch scheduler for GPU training clusters.
 ///
@@ -139,6 +140,7 @@ fn init_logging(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
 }
 
@@ -188,6 +190,18 @@ fn read_source(p: &Path) -> Result<Source> {
     Ok(Source::new(p.display().to_string(), text))
 }
 
+/// Whether a YAML text has no document: only blank lines, comments and
+/// document markers.
+pub(crate) fn is_blank_yaml(text: &str) -> bool {
+    text.trim_start_matches('\u{feff}').lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with('#') || l == "---" || l == "..."
+    })
+}
+
+/// What a snapshot file holds, for "is empty" errors.
+const SNAPSHOT_EXPECTED: &str = "Kubernetes objects (Node, Pod, List, as `kubectl get nodes,pods -A -o yaml` prints them) and Trainyard Queue/PodGroup documents";
+
 /// Reads and validates a scheduler config file.
 pub(crate) fn load_config(path: &Path) -> Result<Config> {
     let text = std::fs::read_to_string(path)
@@ -195,19 +209,40 @@ pub(crate) fn load_config(path: &Path) -> Result<Config> {
     parse_config(&text, &path.display().to_string())
 }
 
+/// A scheduler config, read like every other input: YAML 1.2 (`no` is a
+/// string, not `false`; write `false`), errors naming the file, the
+/// document, the field and what was expected, every type error at once.
+/// An empty file means the defaults.
 fn parse_config(text: &str, name: &str) -> Result<Config> {
-    let value: serde_json::Value =
-        serde_saphyr::from_str(text).map_err(|e| anyhow::anyhow!("{name}: not valid YAML: {e}"))?;
-    let value = if value.is_null() {
-        serde_json::json!({})
-    } else {
-        value
+    let docs = trainyard_snapshot::parse_documents(&Source::new(name, text))
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut present = docs
+        .into_iter()
+        .enumerate()
+        .filter(|(_, d)| !d.is_null())
+        .map(|(i, d)| (i + 1, d));
+    let Some((number, value)) = present.next() else {
+        return Ok(Config::default());
     };
-    let cfg: Config = serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        anyhow::anyhow!("{name}: field {path}: {}", e.into_inner())
+    if let Some((extra, _)) = present.next() {
+        bail!(
+            "{name}: document {extra}: expected one scheduler config per file, found a second document"
+        );
+    }
+    let cfg: Config = trainyard_sim::spec::typed(&value, name, "")
+        .map_err(|e| anyhow::anyhow!("{}", e.in_document(number)))?;
+    cfg.validate().map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            LoadError {
+                source_name: name.to_string(),
+                document: Some(number),
+                object: None,
+                field: Some(e.field.to_string()),
+                message: e.message,
+            }
+        )
     })?;
-    cfg.validate().map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
     Ok(cfg)
 }
 
@@ -238,15 +273,17 @@ fn cmd_schedule(args: ScheduleArgs) -> Result<()> {
     };
     let now = parse_now(args.now.as_deref())?;
     let sources = collect_sources(&args.files)?;
+    for s in &sources {
+        if is_blank_yaml(&s.text) {
+            bail!("{}: is empty; expected {SNAPSHOT_EXPECTED}", s.name);
+        }
+    }
     let opts = LoadOptions {
         default_queue: args.default_queue.clone(),
         scheduler_name: args.scheduler_name.clone(),
     };
     let loaded = trainyard_snapshot::load(&sources, &opts)
         .map_err(|e| anyhow::anyhow!("{} problem(s) in the snapshot:\n{e}", e.0.len()))?;
-    for w in &loaded.warnings {
-        tracing::warn!("{w}");
-    }
     let mut decisions = trainyard_sched::schedule(&loaded.snapshot, &config, now);
     let mut warnings = loaded.warnings;
     warnings.append(&mut decisions.warnings);
@@ -269,22 +306,98 @@ mod tests {
     #[test]
     fn config_errors_name_file_and_field() {
         let e = parse_config("scoring:\n  gpu: {strategy: bnpack, weight: 1}\n  cpuMemory: {strategy: spread, weight: 1}\n", "cfg.yaml").unwrap_err();
-        let msg = format!("{e:#}");
-        assert!(
-            msg.starts_with("cfg.yaml: field scoring.gpu.strategy: unknown variant `bnpack`"),
-            "{msg}"
-        );
-        let e = parse_config("gangStarvationSecs: 5\n", "cfg.yaml").unwrap_err();
-        assert!(
-            format!("{e:#}").contains("unknown field `gangStarvationSecs`"),
-            "{e:#}"
-        );
-        let e = parse_config("scoring:\n  gpu: {strategy: spread, weight: 1000}\n  cpuMemory: {strategy: spread, weight: 1}\n", "cfg.yaml").unwrap_err();
         assert_eq!(
             format!("{e:#}"),
-            "cfg.yaml: config field scoring.gpu.weight: expected 0..=100, got 1000"
+            "cfg.yaml: document 1: scoring.gpu.strategy: unknown variant `bnpack`, expected one of `binpack`, `spread`, `random`, `dotProd`, `clustering`, `packing`, `bestFit`, `fgd`, `trainyard`"
+        );
+        let e = parse_config("gangStarvationSecs: 5\n", "cfg.yaml").unwrap_err();
+        assert_eq!(
+            format!("{e:#}"),
+            "cfg.yaml: document 1: gangStarvationSecs: unknown field `gangStarvationSecs`, expected one of `scoring`, `gangStarvationSeconds`, `topology`, `preemption`"
+        );
+        // The range that holds, both for the type check and the value check.
+        for weight in ["1000", "-1", "x"] {
+            let e = parse_config(
+                &format!("scoring:\n  gpu: {{strategy: spread, weight: {weight}}}\n"),
+                "cfg.yaml",
+            )
+            .unwrap_err();
+            let found = if weight == "x" { "\"x\"" } else { weight };
+            assert_eq!(
+                format!("{e:#}"),
+                format!(
+                    "cfg.yaml: document 1: scoring.gpu.weight: expected a whole number from 0 to 100, found {found}"
+                )
+            );
+        }
+        assert_eq!(
+            format!(
+                "{:#}",
+                parse_config("scoring: {typicalPods: {coveragePercent: 0}}\n", "cfg.yaml")
+                    .unwrap_err()
+            ),
+            "cfg.yaml: document 1: scoring.typicalPods.coveragePercent: expected a whole number from 1 to 100, found 0"
         );
         assert_eq!(parse_config("", "empty.yaml").unwrap(), Config::default());
+        assert_eq!(
+            parse_config("# defaults\n", "empty.yaml").unwrap(),
+            Config::default()
+        );
+    }
+
+    #[test]
+    fn config_reports_every_type_error_in_plain_words() {
+        let text = "scoring: {gpu: {strategy: pack, weight: x}, cpuMemory: {strategy: spread, weight: 1}}\npreemption: {reclaim: maybe, maxVictimJobs: -1}\ngangStarvationSeconds: soon\n";
+        assert_eq!(
+            format!("{:#}", parse_config(text, "cfg.yaml").unwrap_err()),
+            "cfg.yaml: document 1: gangStarvationSeconds: expected a whole number from 0 to 18446744073709551615, found \"soon\"
+cfg.yaml: document 1: preemption.maxVictimJobs: expected a whole number from 0 to 4294967295, found -1
+cfg.yaml: document 1: preemption.reclaim: expected true or false, found \"maybe\"
+cfg.yaml: document 1: scoring.gpu.strategy: unknown variant `pack`, expected one of `binpack`, `spread`, `random`, `dotProd`, `clustering`, `packing`, `bestFit`, `fgd`, `trainyard`
+cfg.yaml: document 1: scoring.gpu.weight: expected a whole number from 0 to 100, found \"x\""
+        );
+        assert_eq!(
+            format!(
+                "{:#}",
+                parse_config("preemption: {reclaim: true}\n---\n{}\n", "cfg.yaml").unwrap_err()
+            ),
+            "cfg.yaml: document 2: expected one scheduler config per file, found a second document"
+        );
+        assert_eq!(
+            format!(
+                "{:#}",
+                parse_config("preemption: {reclaim: true\n", "cfg.yaml").unwrap_err()
+            ),
+            "cfg.yaml: invalid YAML: unclosed bracket '{' at line 1, column 13"
+        );
+    }
+
+    #[test]
+    fn config_takes_yaml_1_2_booleans_only() {
+        // As the snapshot, cluster and workload readers: `no`, `yes`, `on`
+        // and `off` are strings, so a boolean field refuses them.
+        for word in ["no", "yes", "off", "on", "n", "Y"] {
+            let e = parse_config(&format!("preemption: {{reclaim: {word}}}\n"), "cfg.yaml")
+                .unwrap_err();
+            assert_eq!(
+                format!("{e:#}"),
+                format!(
+                    "cfg.yaml: document 1: preemption.reclaim: expected true or false, found \"{word}\""
+                )
+            );
+        }
+        let c = parse_config("preemption: {reclaim: false, preempt: true}\n", "cfg.yaml").unwrap();
+        assert!(!c.preemption.reclaim && c.preemption.preempt);
+    }
+
+    #[test]
+    fn blank_yaml() {
+        for blank in ["", "\n", "  \n# c\n---\n...\n", "\u{feff}"] {
+            assert!(is_blank_yaml(blank), "{blank:?}");
+        }
+        for not in ["{}", "a: 1", "~", "---\nkind: Pod\n"] {
+            assert!(!is_blank_yaml(not), "{not:?}");
+        }
     }
 
     #[test]

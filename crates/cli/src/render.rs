@@ -191,10 +191,104 @@ pub fn render(d: &Decisions) -> String {
     out.push_str(&t.to_string());
     out.push('\n');
     if !d.warnings.is_empty() {
-        out.push_str(&format!("\nWARNINGS: {}\n", d.warnings.len()));
-        for w in &d.warnings {
+        let grouped = group_warnings(&d.warnings);
+        if grouped.len() == d.warnings.len() {
+            out.push_str(&format!("\nWARNINGS: {}\n", d.warnings.len()));
+        } else {
+            out.push_str(&format!(
+                "\nWARNINGS: {} ({} kinds; --output json lists each)\n",
+                d.warnings.len(),
+                grouped.len()
+            ));
+        }
+        for w in &grouped {
             out.push_str(&format!("  {w}\n"));
         }
     }
     out
+}
+
+/// Warnings with repeats folded, in order of first appearance: identical
+/// messages become one with `(×N)`, and messages that differ only in
+/// numbers (the same warning for pod `train-0` … `train-1999`, for
+/// `items[0]` … `items[1999]`) become the first one with `(and N more like
+/// it)`.
+pub fn group_warnings(warnings: &[String]) -> Vec<String> {
+    // Key: the message with every run of digits replaced by `#`.
+    fn shape(w: &str) -> String {
+        let mut s = String::with_capacity(w.len());
+        let mut in_digits = false;
+        for c in w.chars() {
+            if c.is_ascii_digit() {
+                if !in_digits {
+                    s.push('#');
+                }
+                in_digits = true;
+            } else {
+                s.push(c);
+                in_digits = false;
+            }
+        }
+        s
+    }
+    // (first message, copies of it, others of the same shape)
+    let mut groups: Vec<(&str, usize, usize)> = Vec::new();
+    let mut by_shape: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for w in warnings {
+        match by_shape.get(&shape(w)) {
+            Some(&g) => {
+                let group = &mut groups[g];
+                if group.0 == w.as_str() {
+                    group.1 += 1;
+                } else {
+                    group.2 += 1;
+                }
+            }
+            None => {
+                by_shape.insert(shape(w), groups.len());
+                groups.push((w.as_str(), 1, 0));
+            }
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(w, same, alike)| {
+            let mut line = w.to_string();
+            if same > 1 {
+                line.push_str(&format!(" (×{same})"));
+            }
+            if alike > 0 {
+                line.push_str(&format!(" (and {alike} more like it)"));
+            }
+            line
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_grouped() {
+        let mut w: Vec<String> = (0..2000)
+            .map(|i| {
+                format!("s.yaml: document 1 (items[{i}]): Pod ml/big-{i}: ignored: spec.overhead")
+            })
+            .collect();
+        w.push("node n1 appears twice; the first is used".into());
+        w.push("node n1 appears twice; the first is used".into());
+        w.push("pod x is bound to unknown node n9; its capacity is not counted".into());
+        assert_eq!(
+            group_warnings(&w),
+            [
+                "s.yaml: document 1 (items[0]): Pod ml/big-0: ignored: spec.overhead (and 1999 more like it)",
+                "node n1 appears twice; the first is used (×2)",
+                "pod x is bound to unknown node n9; its capacity is not counted",
+            ]
+        );
+        let same = vec!["a warning".to_string(); 3];
+        assert_eq!(group_warnings(&same), ["a warning (×3)"]);
+        assert!(group_warnings(&[]).is_empty());
+    }
 }

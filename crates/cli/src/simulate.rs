@@ -1,6 +1,7 @@
 //! `trainyard simulate`: file I/O, policies in parallel, progress bars,
 //! outputs. The simulation itself is `trainyard_sim::simulate`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -8,13 +9,28 @@ use anyhow::{Context, Result, bail};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use trainyard_model::{QueueSpec, QueueTree, Timestamp};
 use trainyard_sched::Config;
-use trainyard_sim::openb::{ImportOptions, QueueRule};
+use trainyard_sim::openb::{
+    ImportOptions, QueueRule, default_priority_by_qos, parse_priority_by_qos,
+};
 use trainyard_sim::preemption::{EvictionModel, LostWork, PreemptionSettings};
 use trainyard_sim::spec::{Fault, Slowdown, parse_duration_ms};
 use trainyard_sim::{SimInput, SimJob, SimOptions, SimOutput, Summary, output, report};
 use trainyard_snapshot::{LoadOptions, Source};
 
-use crate::Output;
+use crate::progress;
+use crate::render::group_warnings;
+
+/// What `trainyard simulate` prints on stdout.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum SimFormat {
+    /// The summary table (one column per policy) and each run's event count and wall time.
+    Table,
+    /// The summary metrics as a JSON array with one object per policy (jobs,
+    /// completed, rejected, wait and JCT percentiles, GPU allocation, fairness,
+    /// reclaims, preemptions, lost GPU-hours, ...): the content of
+    /// summary.json (comparison.json with several policies).
+    Json,
+}
 
 #[derive(clap::Args, Debug)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -40,13 +56,22 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "CSV")]
     trace: Option<PathBuf>,
     /// How trace pods map to queues: `single:<queue>`, `hash:<q1>,<q2>,...`
-    /// (stable hash of the pod name), or `qos:LS=<q>,Guaranteed=<q>,Burstable=<q>,BE=<q>`.
+    /// (stable hash of the pod name), or `qos:LS=<q>,Guaranteed=<q>,Burstable=<q>,BE=<q>`
+    /// (an entry `default=<q>` catches other qos values).
     #[arg(
         long,
         value_name = "RULE",
         default_value = "qos:LS=prod,Guaranteed=prod,Burstable=research,BE=dev"
     )]
     queue_rule: String,
+    /// Job priority of trace pods by their `qos`: `<qos>=<priority>,...`
+    /// (an entry `default=<priority>` catches other qos values).
+    #[arg(
+        long,
+        value_name = "MAP",
+        default_value = "LS=1000,Guaranteed=800,Burstable=500,BE=100"
+    )]
+    qos_priority: String,
     /// Only the first N rows of the trace.
     #[arg(long, value_name = "N")]
     trace_rows: Option<usize>,
@@ -81,9 +106,9 @@ pub struct SimulateArgs {
     /// (one sub-directory per policy when several, plus comparison files).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Terminal output format.
-    #[arg(long, short, value_enum, default_value_t = Output::Table)]
-    output: Output,
+    /// Output format on stdout.
+    #[arg(long, short, value_enum, default_value_t = SimFormat::Table)]
+    output: SimFormat,
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -174,7 +199,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             )
         } else {
             let c = trainyard_sim::spec::parse_cluster(&cluster_text, &cluster_name)?;
-            for w in &c.warnings {
+            for w in group_warnings(&c.warnings) {
                 eprintln!("warning: {w}");
             }
             (c.nodes, c.faults, c.topology, c.slowdown)
@@ -209,10 +234,20 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                 .queue_rule
                 .parse()
                 .map_err(|e| anyhow::anyhow!("--queue-rule: {e}"))?;
+            let priority_by_qos: BTreeMap<String, i32> = if args.qos_priority.trim().is_empty() {
+                default_priority_by_qos()
+            } else {
+                parse_priority_by_qos(&args.qos_priority).map_err(|e| {
+                    anyhow::anyhow!(
+                        "--qos-priority {:?}: {e}; expected `<qos>=<priority>,...` such as `LS=1000,BE=100,default=0`",
+                        args.qos_priority
+                    )
+                })?
+            };
             let opts = ImportOptions {
                 queue_rule: rule,
+                priority_by_qos,
                 limit_rows: args.trace_rows,
-                ..ImportOptions::default()
             };
             let import =
                 trainyard_sim::openb::parse_pods(&read(t)?, &t.display().to_string(), &opts)?;
@@ -224,12 +259,30 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     // Queues.
     let queues = match &args.queues {
         Some(q) => {
+            let text = read(q)?;
+            if crate::is_blank_yaml(&text) {
+                bail!(
+                    "{}: is empty; expected Queue documents (apiVersion: trainyard.io/v1alpha1, kind: Queue), or leave out --queues to create one top-level queue per queue the workload names",
+                    q.display()
+                );
+            }
             let loaded = trainyard_snapshot::load(
-                &[Source::new(q.display().to_string(), read(q)?)],
+                &[Source::new(q.display().to_string(), text)],
                 &LoadOptions::default(),
             )
             .map_err(|e| anyhow::anyhow!("{} problem(s) in the queues:\n{e}", e.0.len()))?;
-            loaded.snapshot.queues
+            for w in group_warnings(&loaded.warnings) {
+                eprintln!("warning: {w}");
+            }
+            let tree = loaded.snapshot.queues;
+            if tree.is_empty() {
+                bail!(
+                    "{}: has no Queue documents; expected Queue documents (apiVersion: trainyard.io/v1alpha1, kind: Queue)",
+                    q.display()
+                );
+            }
+            warn_unknown_queues(&jobs, &tree, &q.display().to_string());
+            tree
         }
         None => {
             let mut names: Vec<&str> = jobs.iter().map(|j| j.queue.as_str()).collect();
@@ -306,15 +359,23 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                     eviction,
                 };
                 let config = &p.config;
+                let lines = progress::Lines::for_stderr();
+                let name = p.name.clone();
                 scope.spawn(move || {
                     let t = Instant::now();
                     let out = trainyard_sim::simulate(input, config, &opts, &mut |pr| {
+                        let day = pr.now.0 as f64 / 86_400_000.0;
                         bar.set_position(pr.jobs_finished);
-                        bar.set_message(format!(
-                            "day {:.1}, {} events",
-                            pr.now.0 as f64 / 86_400_000.0,
-                            pr.events
-                        ));
+                        bar.set_message(format!("day {day:.1}, {} events", pr.events));
+                        lines.tick(|| {
+                            format!(
+                                "progress: {name}: {}/{total_jobs} jobs finished ({}%), simulated day {day:.1}, {} events, {:.0} s",
+                                pr.jobs_finished,
+                                pr.jobs_finished * 100 / total_jobs.max(1),
+                                pr.events,
+                                t.elapsed().as_secs_f64()
+                            )
+                        });
                     });
                     bar.finish_and_clear();
                     (out, t.elapsed().as_secs_f64())
@@ -335,7 +396,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         write_outputs(dir, &results, &summaries, &args)?;
     }
     match args.output {
-        Output::Table => {
+        SimFormat::Table => {
             print!("{}", output::summary_table(&summaries));
             for ((o, secs), _) in results.iter().zip(&summaries) {
                 println!(
@@ -351,10 +412,34 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                 println!("wrote {}", dir.join("report.html").display());
             }
         }
-        Output::Json => println!("{}", output::comparison_json(&summaries)),
+        SimFormat::Json => println!("{}", output::comparison_json(&summaries)),
     }
     tracing::info!("total wall time {:.2} s", wall.elapsed().as_secs_f64());
     Ok(())
+}
+
+/// Warns, once per queue, about jobs whose queue the queue file does not
+/// define as a leaf: the simulator rejects them at submission.
+fn warn_unknown_queues(jobs: &[SimJob], tree: &QueueTree, file: &str) {
+    let mut missing: BTreeMap<&str, usize> = BTreeMap::new();
+    for j in jobs {
+        if !tree.get(&j.queue).is_some_and(|id| tree.is_leaf(id)) {
+            *missing.entry(j.queue.as_str()).or_insert(0) += 1;
+        }
+    }
+    if missing.is_empty() {
+        return;
+    }
+    let total: usize = missing.values().sum();
+    let list: Vec<String> = missing
+        .iter()
+        .map(|(q, n)| format!("{q} ({n} job(s))"))
+        .collect();
+    eprintln!(
+        "warning: {file}: {total} of {} job(s) name a queue it does not define as a leaf queue, and will be rejected: {}",
+        jobs.len(),
+        list.join(", ")
+    );
 }
 
 fn write(path: PathBuf, text: &str) -> Result<()> {

@@ -1,6 +1,6 @@
 //! Runs the real `trainyard` binary.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repo() -> PathBuf {
@@ -13,6 +13,36 @@ fn trainyard(args: &[&str]) -> std::process::Output {
         .current_dir(repo())
         .output()
         .expect("binary runs")
+}
+
+fn trainyard_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_trainyard"))
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(repo())
+        .output()
+        .expect("binary runs")
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("trainyard-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("utf-8 temp path")
+}
+
+/// Exit code 1, nothing on stdout, and exactly `want` on stderr (one
+/// `error: ` line, then any further problems).
+fn fails_with(out: &std::process::Output, want: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err, format!("error: {want}\n"));
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
@@ -115,7 +145,7 @@ fn bad_file_names_file_object_and_field() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("cfg.yaml: field scoring.gpu.strategy: unknown variant `pack`"),
+        err.contains("cfg.yaml: document 1: scoring.gpu.strategy: unknown variant `pack`"),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).ok();
@@ -295,7 +325,7 @@ fn simulate_compares_topology_aware_and_blind() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!(
-            "{}: spec.topology.railOptimized.nodesPerGroup: expected at least 1",
+            "{}: document 1: ClusterSpec h100-rail-128: spec.topology.railOptimized.nodesPerGroup: expected a whole number from 1 to 4294967295, found 0",
             bad.display()
         )),
         "{err}"
@@ -460,7 +490,9 @@ fn simulate_bad_inputs_fail_clearly() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("w.yaml: spec.jobs[0].duration: expected a non-negative duration"),
+        err.contains(
+            "w.yaml: document 1: Workload: spec.jobs[0].duration: expected a non-negative duration"
+        ),
         "{err}"
     );
     // Unknown queue and a job larger than the cluster: counted as rejected, not a crash.
@@ -607,4 +639,299 @@ fn simulate_fgd_bad_inputs_fail_clearly() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
+}
+
+#[test]
+fn empty_inputs_fail_clearly() {
+    let dir = scratch("empty");
+    let empty = dir.join("empty.yaml");
+    std::fs::write(&empty, "# nothing yet\n").unwrap();
+    let e = path(&empty);
+    fails_with(
+        &trainyard(&["schedule", e]),
+        &format!(
+            "{e}: is empty; expected Kubernetes objects (Node, Pod, List, as `kubectl get nodes,pods -A -o yaml` prints them) and Trainyard Queue/PodGroup documents"
+        ),
+    );
+    fails_with(
+        &trainyard(&[
+            "simulate",
+            "--cluster",
+            e,
+            "--workload",
+            "examples/sim/workload.yaml",
+        ]),
+        &format!(
+            "{e}: is empty; expected a ClusterSpec document (apiVersion: trainyard.io/v1alpha1, kind: ClusterSpec)"
+        ),
+    );
+    fails_with(
+        &trainyard(&[
+            "simulate",
+            "--cluster",
+            "examples/sim/cluster.yaml",
+            "--workload",
+            e,
+        ]),
+        &format!(
+            "{e}: is empty; expected a Workload or WorkloadGenerator document (apiVersion: trainyard.io/v1alpha1)"
+        ),
+    );
+    fails_with(
+        &trainyard(&[
+            "simulate",
+            "--cluster",
+            "examples/sim/cluster.yaml",
+            "--workload",
+            "examples/sim/workload.yaml",
+            "--queues",
+            e,
+        ]),
+        &format!(
+            "{e}: is empty; expected Queue documents (apiVersion: trainyard.io/v1alpha1, kind: Queue), or leave out --queues to create one top-level queue per queue the workload names"
+        ),
+    );
+    // A queue file that defines other queues than the workload names: a
+    // warning at load, naming the file and the queues.
+    let q = dir.join("queues.yaml");
+    std::fs::write(
+        &q,
+        "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: other}\nspec: {}\n",
+    )
+    .unwrap();
+    let w = dir.join("w.yaml");
+    std::fs::write(&w, "kind: Workload\nspec:\n  jobs:\n  - {name: a, queue: llm, submit: 0, duration: 1m, tasks: [{count: 1, requests: {cpu: 1}}]}\n  - {name: b, queue: llm, submit: 0, duration: 1m, tasks: [{count: 1, requests: {cpu: 1}}]}\n  - {name: c, queue: other, submit: 0, duration: 1m, tasks: [{count: 1, requests: {cpu: 1}}]}\n").unwrap();
+    let out = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/cluster.yaml",
+        "--workload",
+        path(&w),
+        "--queues",
+        path(&q),
+        "-o",
+        "json",
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "warning: {}: 2 of 3 job(s) name a queue it does not define as a leaf queue, and will be rejected: llm (2 job(s))\n",
+            path(&q)
+        )
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn simulator_input_errors_name_file_document_and_field() {
+    let dir = scratch("sim-errors");
+    let c = dir.join("c.yaml");
+    // A node count that would exhaust memory, and a second type error.
+    std::fs::write(&c, "kind: ClusterSpec\nspec:\n  nodePools:\n  - {name: g, count: 10000000, cpu: \"8\", memory: 64Gi, gpu: {count: many}}\n").unwrap();
+    let cp = path(&c);
+    let run = |cluster: &str| {
+        trainyard(&[
+            "simulate",
+            "--cluster",
+            cluster,
+            "--workload",
+            "examples/sim/workload.yaml",
+        ])
+    };
+    fails_with(
+        &run(cp),
+        &format!(
+            "{cp}: document 1: ClusterSpec: spec.nodePools[0].count: expected a whole number from 1 to 100000, found 10000000\n{cp}: document 1: ClusterSpec: spec.nodePools[0].gpu.count: expected a whole number from 0 to 64, found \"many\""
+        ),
+    );
+    // YAML syntax errors name the file, not `<input>`.
+    std::fs::write(&c, "kind: ClusterSpec\nspec: {nodePools: [\n").unwrap();
+    fails_with(
+        &run(cp),
+        &format!("{cp}: invalid YAML: unclosed bracket '[' at line 2, column 19"),
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn config_rejects_yaml_1_1_booleans_like_every_other_input() {
+    let dir = scratch("cfg-bool");
+    let cfg = dir.join("cfg.yaml");
+    std::fs::write(&cfg, "preemption: {reclaim: no}\n").unwrap();
+    let c = path(&cfg);
+    fails_with(
+        &trainyard(&["schedule", "examples/snapshot.yaml", "--config", c]),
+        &format!("{c}: document 1: preemption.reclaim: expected true or false, found \"no\""),
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// openb trace CSV with `rows` after the header, CRLF line ends.
+fn trace(dir: &Path, rows: &[&str]) -> PathBuf {
+    let t = dir.join("t.csv");
+    let mut text = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\r\n".to_string();
+    for r in rows {
+        text.push_str(r);
+        text.push_str("\r\n");
+    }
+    std::fs::write(&t, text).unwrap();
+    t
+}
+
+#[test]
+fn trace_qos_mappings_name_their_flags_and_crlf_lines_count_right() {
+    let dir = scratch("qos");
+    let t = trace(
+        &dir,
+        &[
+            "p1,1000,1024,1,1000,,LS,Succeeded,0,100,10",
+            "p2,oops,1024,1,1000,,LS,Succeeded,0,100,10",
+            "p3,1000,1024,1,1000,,Spot,Succeeded,0,100,10",
+        ],
+    );
+    let tp = path(&t);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "simulate",
+            "--cluster",
+            "examples/sim/cluster.yaml",
+            "--trace",
+            tp,
+            "-o",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        trainyard(&args)
+    };
+    fails_with(
+        &run(&[]),
+        &format!(
+            "{tp}:4: qos `Spot` is not in the queue mapping `qos:BE=dev,Burstable=research,Guaranteed=prod,LS=prod`, which has no `default` entry; add `Spot=<queue>` or `default=<queue>` to it (--queue-rule qos:<qos>=<queue>,...)"
+        ),
+    );
+    fails_with(
+        &run(&["--queue-rule", "hash:a,b"]),
+        &format!(
+            "{tp}:4: qos `Spot` is not in the priority mapping `BE=100,Burstable=500,Guaranteed=800,LS=1000`, which has no `default` entry; add `Spot=<priority>` or `default=<priority>` to it (--qos-priority <qos>=<priority>,...)"
+        ),
+    );
+    let out = run(&[
+        "--queue-rule",
+        "hash:a,b",
+        "--qos-priority",
+        "LS=1000,default=0",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The malformed row is on line 3 of the CRLF file.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err,
+        format!(
+            "{tp}: 3 rows: 2 imported, 1 skipped\n        1  malformed row: cpu_milli is not a non-negative integer (first at line 3)\n"
+        )
+    );
+    fails_with(
+        &run(&["--qos-priority", "LS=high"]),
+        "--qos-priority \"LS=high\": entry `LS=high`: expected a whole number from -2147483648 to 2147483647, found `high`; expected `<qos>=<priority>,...` such as `LS=1000,BE=100,default=0`",
+    );
+    let help = String::from_utf8(trainyard(&["simulate", "--help"]).stdout).unwrap();
+    assert!(help.contains("--qos-priority <MAP>"), "{help}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn simulate_help_describes_its_own_json() {
+    for args in [
+        &["simulate", "--help"][..],
+        &["simulate", "fgd", "--help"][..],
+    ] {
+        let help = String::from_utf8(trainyard(args).stdout).unwrap();
+        assert!(!help.contains("binds"), "{args:?}: {help}");
+        assert!(help.contains("summary.json"), "{args:?}: {help}");
+    }
+}
+
+#[test]
+fn warnings_print_once_grouped_and_without_colour() {
+    let dir = scratch("warnings");
+    let snap = dir.join("gang.yaml");
+    let mut text = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"8\", memory: 64Gi, pods: \"110\"}}\n".to_string();
+    for i in 0..2000 {
+        text.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: big-{i}, namespace: ml, labels: {{trainyard.io/pod-group: big}}}}\nspec:\n  schedulerName: trainyard\n  affinity: {{nodeAffinity: {{preferredDuringSchedulingIgnoredDuringExecution: [{{weight: 1, preference: {{matchExpressions: [{{key: a, operator: Exists}}]}}}}]}}}}\n  containers: [{{name: c, resources: {{requests: {{cpu: 100m}}}}}}]\n"
+        ));
+    }
+    std::fs::write(&snap, text).unwrap();
+    let out = trainyard(&["schedule", path(&snap), "--now", "0"]);
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(stderr, "", "warnings only in the report");
+    assert!(!stdout.contains('\u{1b}'));
+    let warnings = &stdout[stdout.find("WARNINGS").expect("a warnings section")..];
+    assert_eq!(
+        warnings,
+        format!(
+            "WARNINGS: 2001 (2 kinds; --output json lists each)\n  {0}: document 2: Pod ml/big-0: ignored: preferred node affinity (and 1999 more like it)\n  {0}: document 2: Pod ml/big-0: PodGroup ml/big is named by pods (ml/big-0, ml/big-1, ml/big-2, ml/big-3, ml/big-4 and 1995 more) but no PodGroup document defines it; using minMember 2000 (all its pods)\n",
+            path(&snap)
+        )
+    );
+    // Log lines on a redirected stderr carry no colour codes.
+    let out = trainyard(&["-v", "schedule", path(&snap), "--now", "0", "-o", "json"]);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn redirected_runs_print_progress_lines() {
+    // stderr is a pipe here, so bars are not drawn; lines are (the
+    // interval set to 0: every progress report).
+    let out = trainyard_env(
+        &[
+            "simulate",
+            "--cluster",
+            "examples/sim/cluster.yaml",
+            "--queues",
+            "examples/sim/queues.yaml",
+            "--workload",
+            "examples/sim/workload.yaml",
+            "--until",
+            "2d",
+            "-o",
+            "json",
+        ],
+        &[("TRAINYARD_PROGRESS_SECS", "0")],
+    );
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(!lines.is_empty(), "no progress lines");
+    for l in &lines {
+        assert!(
+            l.starts_with("progress: default: ")
+                && l.contains(" jobs finished (")
+                && l.contains("simulated day"),
+            "{l}"
+        );
+    }
+    // With the default interval (10 s) a short run prints none.
+    let quiet = trainyard(&[
+        "simulate",
+        "--cluster",
+        "examples/sim/cluster.yaml",
+        "--workload",
+        "examples/sim/workload.yaml",
+        "--until",
+        "1h",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
 }

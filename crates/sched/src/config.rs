@@ -84,6 +84,7 @@ impl GpuStrategy {
 pub struct GpuScorerConfig {
     pub strategy: GpuStrategy,
     /// 0–100. Node score = Σ weight × scorer score (each scorer 0–1000).
+    #[serde(deserialize_with = "weight")]
     pub weight: u32,
 }
 
@@ -115,6 +116,7 @@ pub struct TypicalPodsConfig {
     pub pods: Vec<TypicalPodConfig>,
     /// Keep the most frequent classes until they cover this percentage of
     /// pods (1–100).
+    #[serde(deserialize_with = "percent")]
     pub coverage_percent: u32,
 }
 
@@ -133,6 +135,7 @@ impl Default for TypicalPodsConfig {
 pub struct ScorerConfig {
     pub strategy: Strategy,
     /// 0–100. Node score = Σ weight × scorer score (each scorer 0–1000).
+    #[serde(deserialize_with = "weight")]
     pub weight: u32,
 }
 
@@ -232,6 +235,41 @@ pub struct TopologyConfig {
     pub placement: TopologyPlacement,
 }
 
+/// A whole number in `min..=max`; the error says that range (not the
+/// range of the Rust type), so the file's reader sees the bound that holds.
+fn in_range<'de, D: serde::Deserializer<'de>>(d: D, min: u32, max: u32) -> Result<u32, D::Error> {
+    struct V(u32, u32);
+    impl serde::de::Visitor<'_> for V {
+        type Value = u32;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "a whole number from {} to {}", self.0, self.1)
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u32, E> {
+            u32::try_from(v)
+                .ok()
+                .filter(|v| (self.0..=self.1).contains(v))
+                .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u32, E> {
+            match u64::try_from(v) {
+                Ok(u) => self.visit_u64(u),
+                Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self)),
+            }
+        }
+    }
+    d.deserialize_u64(V(min, max))
+}
+
+/// A scorer weight, 0..=[`MAX_WEIGHT`].
+fn weight<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 0, MAX_WEIGHT)
+}
+
+/// A percentage, 1..=100.
+fn percent<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 1, 100)
+}
+
 /// A configuration value out of range.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("config field {field}: {message}")]
@@ -253,7 +291,9 @@ impl Config {
             if weight > MAX_WEIGHT {
                 return Err(ConfigError {
                     field,
-                    message: format!("expected 0..={MAX_WEIGHT}, got {weight}"),
+                    message: format!(
+                        "expected a whole number from 0 to {MAX_WEIGHT}, found {weight}"
+                    ),
                 });
             }
         }
@@ -261,7 +301,10 @@ impl Config {
         if !(1..=100).contains(&tp.coverage_percent) {
             return Err(ConfigError {
                 field: "scoring.typicalPods.coveragePercent",
-                message: format!("expected 1..=100, got {}", tp.coverage_percent),
+                message: format!(
+                    "expected a whole number from 1 to 100, found {}",
+                    tp.coverage_percent
+                ),
             });
         }
         for (i, p) in tp.pods.iter().enumerate() {
@@ -271,18 +314,20 @@ impl Config {
             };
             if p.gpu_milli > 1000 {
                 return Err(bad(format!(
-                    "gpuMilli is per device, expected 0..=1000, got {}",
+                    "gpuMilli is per device, expected a whole number from 0 to 1000, found {}",
                     p.gpu_milli
                 )));
             }
             if p.gpu_milli > 0 && p.gpu_milli < 1000 && p.gpus > 1 {
                 return Err(bad(format!(
-                    "a shared pod ({} milli-GPU) uses one device, got gpus: {}",
+                    "a shared pod ({} milli-GPU) uses one device, found gpus: {}",
                     p.gpu_milli, p.gpus
                 )));
             }
             if p.count == 0 {
-                return Err(bad("count must be at least 1".to_string()));
+                return Err(bad(
+                    "count: expected a whole number of at least 1, found 0".to_string()
+                ));
             }
         }
         Ok(())

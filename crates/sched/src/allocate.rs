@@ -131,6 +131,8 @@ struct Cycle<'s> {
     fresh: std::collections::HashSet<(usize, usize)>,
     /// Binds of this cycle taken back by the eviction pass.
     yields: u32,
+    /// Jobs the running victim search has already counted as gone.
+    set_aside: std::collections::BTreeSet<usize>,
     /// Capacity held for each job's nominated pending tasks.
     reserved: Vec<Vec<Placed>>,
     /// Jobs with an unexpired nomination: they wait, they do not evict again.
@@ -429,6 +431,7 @@ impl<'s> Cycle<'s> {
             bound_at,
             fresh: std::collections::HashSet::new(),
             yields: 0,
+            set_aside: std::collections::BTreeSet::new(),
             reserved,
             nominated,
             running: Vec::new(),

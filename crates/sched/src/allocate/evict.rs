@@ -191,14 +191,19 @@ impl<'s> Cycle<'s> {
                             && matches!(&t.state, TaskState::Bound { node, .. } if nodes.contains(node))
                     })
                     .count() as u32;
-                self.pending.insert(
-                    j,
-                    PendingReason::WaitingForVictims {
-                        victims,
-                        nodes: nodes.into_iter().collect(),
-                    },
-                );
-                continue;
+                // While its victims terminate it waits. Once they are gone
+                // and it still did not fit (a job of higher priority in its
+                // queue took the room), it is an ordinary pending gang.
+                if victims > 0 {
+                    self.pending.insert(
+                        j,
+                        PendingReason::WaitingForVictims {
+                            victims,
+                            nodes: nodes.into_iter().collect(),
+                        },
+                    );
+                    continue;
+                }
             }
             let found = if self.jobs[j].job.preempts {
                 self.find_victims(j)
@@ -323,6 +328,7 @@ impl<'s> Cycle<'s> {
             let vj = vw.job;
             if v == j
                 || vw.leaf == QueueTree::ROOT
+                || self.set_aside.contains(&v)
                 || self.bound_at[v].is_empty()
                 || !vj.preemptible
                 || vj.tasks.iter().any(|t| t.terminating)
@@ -365,9 +371,10 @@ impl<'s> Cycle<'s> {
             // binds back costs nothing, and a part of it would leave a
             // partial gang.
             let all_fresh = bound.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
-            if all_fresh && self.nominated[v] {
-                // A preemptor binding on the room its victims left: taking
-                // it back would waste their eviction.
+            if all_fresh && self.nominated[v] && kind == EvictionKind::Reclaim {
+                // A preemptor binding on the room its victims left: another
+                // queue taking it back would waste their eviction. (A job
+                // of higher priority in its own queue may still take it.)
                 continue;
             }
             let mut left = if all_fresh { 0 } else { bound.len() as u32 };
@@ -699,6 +706,83 @@ impl<'s> Cycle<'s> {
     /// Reclaim first (the queue gets back what it lent), and only if no
     /// reclaim works, preemption inside the queue.
     fn find_victims(&mut self, j: usize) -> Result<Plan, String> {
+        // Jobs of lower priority in the preemptor's own leaf that this
+        // cycle bound (backfill behind it): had the preemptor been placed
+        // first, they would not hold its queue's share or room. The search
+        // runs first with them set aside (their binds taken back); if that
+        // finds a plan, they are part of it.
+        let leaf = self.jobs[j].leaf;
+        let me = self.jobs[j].job;
+        let behind: Vec<usize> = (0..self.jobs.len())
+            .filter(|&v| {
+                v != j
+                    && self.jobs[v].leaf == leaf
+                    && self.jobs[v].job.preemptible
+                    && self.jobs[v].job.priority < me.priority
+                    && !self.bound_at[v].is_empty()
+                    && self.bound_at[v]
+                        .iter()
+                        .all(|(t, _, _)| self.fresh.contains(&(v, *t)))
+            })
+            .collect();
+        if behind.is_empty() {
+            return self.search_victims(j);
+        }
+        let units: Vec<Unit> = behind.iter().map(|&v| self.fresh_unit(v, j)).collect();
+        let mark = self.state.begin();
+        let refs: Vec<&Unit> = units.iter().collect();
+        self.give_units(&refs);
+        for u in &units {
+            self.uncharge(leaf, &u.freed);
+        }
+        self.set_aside = behind.iter().copied().collect();
+        let found = self.search_victims(j);
+        self.set_aside.clear();
+        for u in &units {
+            self.charge(leaf, &u.freed, false);
+        }
+        self.state.rollback(mark);
+        match found {
+            Ok(mut plan) => {
+                plan.units.extend(units);
+                Ok(plan)
+            }
+            Err(_) => self.search_victims(j),
+        }
+    }
+
+    /// Job `v`'s binds of this cycle as one unit, taken back for `j`.
+    fn fresh_unit(&self, v: usize, j: usize) -> Unit {
+        let vj = self.jobs[v].job;
+        let tasks = self.bound_at[v].clone();
+        let mut freed = Resources::zero();
+        for (t, _, _) in &tasks {
+            freed.add(&vj.tasks[*t].requests);
+        }
+        debug_assert!(self.jobs[v].leaf == self.jobs[j].leaf);
+        Unit {
+            job: v,
+            tasks,
+            kind: EvictionKind::Preempt,
+            elastic: false,
+            priority: vj.priority,
+            started: self.now.0,
+            freed,
+            over: None,
+            fresh: true,
+        }
+    }
+
+    /// Removes `freed` from the allocation of `leaf` and every queue above.
+    fn uncharge(&mut self, leaf: QueueId, freed: &Resources) {
+        for q in self.tree.ancestors(leaf) {
+            self.alloc[q.0].saturating_sub(freed);
+        }
+        self.alloc[QueueTree::ROOT.0].saturating_sub(freed);
+    }
+
+    /// The victim search proper (see [`Cycle::find_victims`]).
+    fn search_victims(&mut self, j: usize) -> Result<Plan, String> {
         let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
             return Err("its minimum is already placed".into());
         };
@@ -1022,6 +1106,20 @@ impl<'s> Cycle<'s> {
                 return;
             }
         };
+        self.state.rollback(mark);
+        // Evicted pods hold their room until they terminate: only taken-back
+        // binds of this cycle free theirs. The preemptor's placement is
+        // held on top, so nothing else lands on room it was promised.
+        let mark = self.state.begin();
+        let fresh: Vec<&Unit> = plan.units.iter().filter(|u| u.fresh).collect();
+        self.give_units(&fresh);
+        let me = self.jobs[j].job;
+        for (t, n, slots) in &placed {
+            let task = &me.tasks[*t];
+            let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
+            let pod = PodView::new(&task.requests, ask, &task.constraints);
+            self.state.take(*n, self.nodes[*n], &pod, slots);
+        }
         self.state.commit(mark);
         let me = self.jobs[j].job;
         let my_leaf = self.jobs[j].leaf;

@@ -1356,4 +1356,70 @@ c.yaml: document 1: ClusterSpec c1: spec.nodePools[4].count: expected a whole nu
             "c.yaml: document 1: ClusterSpec: apiVersion: expected \"trainyard.io/v1alpha1\", found \"v1\""
         );
     }
+
+    /// Random trees shaped like the documents (their field names, mixed
+    /// types): reading never panics or loops, and a failure always says
+    /// something, with at most the limit of problems.
+    fn doc_tree() -> impl proptest::strategy::Strategy<Value = serde_json::Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            (-3i64..200_000).prop_map(serde_json::Value::from),
+            "[a-z0-9]{0,3}".prop_map(serde_json::Value::from),
+        ];
+        let keys = prop_oneof![
+            Just("name"),
+            Just("count"),
+            Just("cpu"),
+            Just("memory"),
+            Just("gpu"),
+            Just("labels"),
+            Just("nodePools"),
+            Just("faults"),
+            Just("topology"),
+            Just("jobs"),
+            Just("tasks"),
+            Just("queue"),
+            Just("submit"),
+            Just("duration"),
+            Just("minMember"),
+            Just("requests"),
+            Just("templates"),
+            Just("seed"),
+            Just("arrival"),
+            Just("pods"),
+            Just("fixed"),
+            Just("poisson"),
+            Just("x"),
+        ];
+        leaf.prop_recursive(4, 48, 6, move |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(serde_json::Value::from),
+                proptest::collection::btree_map(keys.clone(), inner, 0..6).prop_map(|m| {
+                    serde_json::Value::Object(
+                        m.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn reading_arbitrary_documents_never_panics(spec in doc_tree(), kind in 0usize..3) {
+            let kind = ["ClusterSpec", "Workload", "WorkloadGenerator"][kind];
+            let text = serde_json::json!({"kind": kind, "spec": spec}).to_string();
+            let result = if kind == "ClusterSpec" {
+                parse_cluster(&text, "f.yaml").err()
+            } else {
+                crate::workload::parse_workload(&text, "f.yaml").err()
+            };
+            if let Some(e) = result {
+                proptest::prop_assert!(!e.0.is_empty());
+                proptest::prop_assert!(e.0.len() <= MAX_PROBLEMS_PER_DOCUMENT);
+                proptest::prop_assert!(e.0.iter().all(|p| p.source_name == "f.yaml" && !p.message.is_empty()));
+            }
+        }
+    }
 }

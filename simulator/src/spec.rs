@@ -186,7 +186,7 @@ pub fn from_value_all<T: serde::de::DeserializeOwned>(
         }
         let consequence = reported.iter().any(|r| r.starts_with(&orig));
         if !consequence {
-            problems.push((orig.clone(), trainyard_api::de::plain_message(&message)));
+            problems.push((orig.clone(), plain(&message)));
             reported.push(orig.clone());
             if problems.len() >= max {
                 break;
@@ -219,6 +219,19 @@ pub fn from_value_all<T: serde::de::DeserializeOwned>(
         .into_iter()
         .map(|(steps, message)| (path_text(&steps), message))
         .collect())
+}
+
+/// A serde message in the documents' words: [`trainyard_api::de::plain_message`],
+/// plus the wording of a one-key "kind" mapping (`pods: {fixed: 8}`,
+/// `arrival: {every: 10m}`), which serde describes as an enum.
+fn plain(message: &str) -> String {
+    const KIND: &str = "a mapping with one key naming the kind";
+    if message.ends_with(": map, expected map with a single key") {
+        return format!("expected {KIND}, found several keys");
+    }
+    trainyard_api::de::plain_message(
+        &message.replace("expected string or map", &format!("expected {KIND}")),
+    )
 }
 
 /// The node at `segments`, if it exists.

@@ -864,6 +864,20 @@ w.yaml: document 1: Workload week: spec.jobs[2].topology.maxLeaves: expected a w
     }
 
     #[test]
+    fn kind_mappings_say_what_they_want() {
+        let w = "kind: WorkloadGenerator\nspec:\n  seed: 1\n  templates:\n  - {name: t, queue: q, count: 1, arrival: 5, pods: 3, podRequests: {cpu: 1}, duration: 1m}\n  - {name: u, queue: q, count: 1, arrival: {poison: 1}, pods: {fixed: 1, uniform: {min: 1, max: 2}}, podRequests: [], duration: {fixed: 1m}}\n";
+        assert_eq!(
+            parse_workload(w, "w.yaml").unwrap_err().to_string(),
+            "w.yaml: document 1: WorkloadGenerator: spec.templates[0].arrival: expected a mapping with one key naming the kind, found 5
+w.yaml: document 1: WorkloadGenerator: spec.templates[0].duration: unknown variant `1m`, expected one of `fixed`, `uniform`, `exponential`, `logNormal`
+w.yaml: document 1: WorkloadGenerator: spec.templates[0].pods: expected a mapping with one key naming the kind, found 3
+w.yaml: document 1: WorkloadGenerator: spec.templates[1].arrival: unknown variant `poison`, expected one of `poisson`, `every`, `times`
+w.yaml: document 1: WorkloadGenerator: spec.templates[1].podRequests: expected a mapping, found a sequence
+w.yaml: document 1: WorkloadGenerator: spec.templates[1].pods: expected a mapping with one key naming the kind, found several keys"
+        );
+    }
+
+    #[test]
     fn generator_sizes_are_bounded() {
         let gen_ = |count: &str, pods: &str| {
             format!(

@@ -27,8 +27,8 @@ pub enum SimFormat {
     Table,
     /// The summary metrics as a JSON array with one object per policy (jobs,
     /// completed, rejected, wait and JCT percentiles, GPU allocation, fairness,
-    /// reclaims, preemptions, lost GPU-hours, ...): the content of
-    /// summary.json (comparison.json with several policies).
+    /// reclaims, preemptions, lost GPU-hours, ...), as comparison.json;
+    /// each object is that policy's summary.json.
     Json,
 }
 

@@ -921,6 +921,40 @@ fn redirected_runs_print_progress_lines() {
             "{l}"
         );
     }
+    let fgd = trainyard_env(
+        &[
+            "simulate",
+            "fgd",
+            "--nodes",
+            "examples/fgd/nodes.csv",
+            "--workload",
+            "examples/fgd/pods.csv",
+            "--policy",
+            "fgd",
+            "--seeds",
+            "1..2",
+            "--threads",
+            "1",
+            "-o",
+            "json",
+        ],
+        &[("TRAINYARD_PROGRESS_SECS", "0")],
+    );
+    assert!(fgd.status.success());
+    let err = String::from_utf8(fgd.stderr).unwrap();
+    let progress: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .map(|l| l.rsplit_once(", ").map_or(l, |(head, _secs)| head))
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            "progress: fgd: 1/2 runs (50%)",
+            "progress: fgd: 2/2 runs (100%)"
+        ],
+        "{err}"
+    );
     // With the default interval (10 s) a short run prints none.
     let quiet = trainyard(&[
         "simulate",

@@ -262,13 +262,13 @@ fn victims_that_free_one_leaf_beat_a_scattered_set() {
 #[test]
 fn preemption_inside_a_queue_by_priority_only() {
     // Same queue: a priority-10 job is evicted for a priority-100 job; an
-    // equal-priority job is never a victim.
-    let mut low = running("a/low", "a", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 100);
-    low.priority = 10;
-    let mut peer = running("a/peer", "a", &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])], 5);
-    peer.priority = 100;
-    let mut urgent = pending("a/urgent", "a", 1, 8);
-    urgent.priority = 100;
+    // equal-priority job is never a victim. Built as the loader builds them:
+    // priority 100 is not preemptible, so it runs only within quota, and
+    // only non-preemptible work counts against it (8 + 8 <= 16).
+    let low = running("a/low", "a", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 100).with_priority(10);
+    let peer = running("a/peer", "a", &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])], 5).with_priority(100);
+    let urgent = pending("a/urgent", "a", 1, 8).with_priority(100);
+    assert!(!peer.preemptible && !urgent.preemptible && low.preemptible);
     let d = run(nodes(2), vec![q("a", 16)], vec![low, peer, urgent]);
     assert_eq!(evicted(&d), ["a/low-0"]);
     assert_eq!(
@@ -293,6 +293,54 @@ fn non_preemptible_jobs_are_never_victims_and_run_within_quota() {
         d.pending[0].message,
         "not preemptible, so it runs only within quota: queue a would have nvidia.com/gpu 0 + 8 > quota 4"
     );
+}
+
+#[test]
+fn a_build_job_preempts_train_work_in_its_queue_at_quota() {
+    // The team's quota is 8 and its train job holds all 8 GPUs; a build
+    // job (priority 100, not preemptible) needs 8. Only non-preemptible
+    // work counts against the quota, so it may run, and preempts.
+    let train = running("t/train", "t", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 60).with_priority(50);
+    let build = pending("t/build", "t", 1, 8).with_priority(100);
+    let d = run(nodes(1), vec![q("t", 8)], vec![train, build.clone()]);
+    assert_eq!(evicted(&d), ["t/train-0"]);
+    // A second build job would take non-preemptible work above the quota.
+    let first = running("t/b1", "t", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 60).with_priority(100);
+    let d = run(nodes(2), vec![q("t", 8)], vec![first, build]);
+    assert!(d.binds.is_empty() && d.evictions.is_empty());
+    assert_eq!(
+        d.pending[0].message,
+        "not preemptible, so it runs only within quota: queue t would have nvidia.com/gpu 8 + 8 > quota 8"
+    );
+}
+
+#[test]
+fn preemption_policy_never_waits_for_free_room() {
+    let low = running("a/low", "a", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 100).with_priority(10);
+    let mut polite = pending("a/polite", "a", 1, 8).with_priority(50);
+    polite.preempts = false;
+    let d = run(nodes(1), vec![q("a", 8)], vec![low.clone(), polite.clone()]);
+    assert!(d.evictions.is_empty());
+    // With free room it runs as usual.
+    let d = run(nodes(2), vec![q("a", 16)], vec![low, polite]);
+    assert_eq!(d.binds.len(), 1);
+}
+
+#[test]
+fn a_queue_at_its_limit_preempts_its_own_lower_priority_job() {
+    let low = running("a/low", "a", &[("n0", &[0, 1, 2, 3])], 100).with_priority(10);
+    let high = pending("a/high", "a", 1, 4).with_priority(50);
+    let limited = QueueSpec::new("a").limit(
+        trainyard_model::Limits::unlimited().cap(trainyard_model::ResourceName::Gpu, 4000),
+    );
+    let d = run(nodes(1), vec![limited.clone()], vec![low.clone(), high.clone()]);
+    assert_eq!(evicted(&d), ["a/low-0"]);
+    // A victim outside the limited queue frees nothing of its limit.
+    let other = running("b/x", "b", &[("n0", &[4, 5, 6, 7])], 100);
+    let at_limit = running("a/peer", "a", &[("n0", &[0, 1, 2, 3])], 100).with_priority(50);
+    let d = run(nodes(1), vec![limited, q("b", 0)], vec![at_limit, other, high]);
+    assert!(d.evictions.is_empty());
+    assert!(d.pending[0].message.starts_with("queue a at limit"), "{}", d.pending[0].message);
 }
 
 #[test]
@@ -346,7 +394,7 @@ mod cycles {
                     format!("q{queue}"),
                     vec![gpus(*k); *pods],
                 );
-                j.priority = *prio;
+                j = j.with_priority(*prio);
                 j.submit_time = Timestamp(i as i64 * 1000);
                 if *elastic && *pods > 1 {
                     j.min_member = 1;

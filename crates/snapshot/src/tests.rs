@@ -2002,6 +2002,56 @@ fn preemptible_from_each_source() {
 }
 
 #[test]
+fn preemption_policy_never_from_class_or_pod() {
+    let class = |name: &str, value: i32, policy: &str| {
+        format!(
+            "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: {name}}}\nvalue: {value}\n{policy}"
+        )
+    };
+    let text = [
+        class("polite", 50, "preemptionPolicy: Never\n"),
+        class("pushy", 50, "preemptionPolicy: PreemptLowerPriority\n"),
+        plain_pod("by-class", "", "  priorityClassName: polite\n"),
+        plain_pod("by-pod", "", "  preemptionPolicy: Never\n"),
+        plain_pod("pushy", "", "  priorityClassName: pushy\n"),
+        plain_pod("plain", "", ""),
+        // One pod of a gang saying Never is enough.
+        format!("{PG_HEAD}metadata: {{name: gang, namespace: ml}}\nspec: {{minMember: 2}}\n"),
+        plain_pod("gang-0", "  labels: {trainyard.io/pod-group: gang}\n", ""),
+        plain_pod("gang-1", "  labels: {trainyard.io/pod-group: gang}\n", "  preemptionPolicy: Never\n"),
+        // The PodGroup's class counts too.
+        format!("{PG_HEAD}metadata: {{name: pg-class, namespace: ml}}\nspec: {{priorityClassName: polite}}\n"),
+        plain_pod("pg-class-0", "  labels: {trainyard.io/pod-group: pg-class}\n", ""),
+    ]
+    .join("---\n");
+    let loaded = load_one(&text).unwrap();
+    for (id, preempts) in [
+        ("ml/by-class", false),
+        ("ml/by-pod", false),
+        ("ml/pushy", true),
+        ("ml/plain", true),
+        ("ml/gang", false),
+        ("ml/pg-class", false),
+    ] {
+        assert_eq!(job(&loaded, id).preempts, preempts, "{id}");
+    }
+    let bad = [
+        class("odd", 1, "preemptionPolicy: Sometimes\n"),
+        plain_pod("odd-pod", "", "  preemptionPolicy: never\n"),
+    ]
+    .join("---\n");
+    let text = errors_of(&bad);
+    assert!(
+        text.contains("spec.preemptionPolicy: unknown preemption policy \"never\"; expected PreemptLowerPriority or Never"),
+        "{text}"
+    );
+    assert!(
+        text.contains("unknown preemption policy \"Sometimes\"; expected PreemptLowerPriority or Never"),
+        "{text}"
+    );
+}
+
+#[test]
 fn preemptible_defaults_by_priority() {
     // KAI-Scheduler's classes: train 50 and build-preemptible 75 are
     // preemptible, build 100 and inference 125 are not.

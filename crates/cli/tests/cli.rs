@@ -63,15 +63,20 @@ fn example_snapshot_schedules_and_prints_json() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
     let binds = v["binds"].as_array().expect("binds");
     assert!(!binds.is_empty());
-    // The 128-GPU gang cannot fit and says why, in structured form.
+    // The 128-GPU gang (priority 90) preempts the priority-0 pretrain-7b
+    // of its own queue and waits for it, in structured form.
     let big = v["pending"]
         .as_array()
         .expect("pending")
         .iter()
         .find(|p| p["job"] == "llm/pretrain-70b")
         .expect("pretrain-70b pending");
-    assert_eq!(big["reason"]["kind"], "unschedulable");
-    assert_eq!(big["reason"]["podsNeeded"], 16);
+    assert_eq!(big["reason"]["kind"], "waitingForVictims");
+    assert_eq!(big["reason"]["victims"], 8);
+    assert_eq!(big["reason"]["nodes"].as_array().map(Vec::len), Some(16));
+    let evictions = v["evictions"].as_array().expect("evictions");
+    assert_eq!(evictions.len(), 8);
+    assert!(evictions.iter().all(|e| e["job"] == "llm/pretrain-7b"));
     // Every queue of the tree is in the fair-share table.
     let queues: Vec<&str> = v["queues"]
         .as_array()

@@ -239,10 +239,13 @@ pub enum PendingReason {
     InQuotaNoRoom {
         needs: u64,
         pods: u32,
-        /// Free GPUs on schedulable nodes.
+        /// Free GPUs on the nodes the gang may use.
         free: u64,
-        /// Most free GPUs on one node.
+        /// Most free GPUs on one of them.
         largest: u64,
+        /// Nodes the gang may use (selectors, taints, models), of `nodes`.
+        usable: u32,
+        nodes: u32,
         /// Why reclaim and preemption made no room.
         refused: String,
         /// The placement failure as first reported.
@@ -401,23 +404,30 @@ impl fmt::Display for PendingReason {
                 pods,
                 free,
                 largest,
+                usable,
+                nodes,
                 refused,
                 detail,
             } => {
                 let g = |v: &u64| ResourceName::Gpu.format_amount(*v);
-                if free >= needs && *pods == 1 {
+                let on = if usable < nodes {
+                    format!(" on the {usable} node(s) it may use")
+                } else {
+                    String::new()
+                };
+                if *pods == 1 && free >= needs && largest < needs {
+                    // Enough in total, split across nodes.
                     write!(
                         f,
-                        "in quota; {} GPUs free but no node has {}",
+                        "in quota; {} GPUs free{on} but no node has {}",
                         g(free),
                         g(needs)
                     )?;
-                } else if free >= needs {
+                } else if *pods > 1 && free >= needs {
                     write!(
                         f,
-                        "in quota; {} GPUs free but not where its {pods} pods fit (most on one node: {})",
-                        g(free),
-                        g(largest)
+                        "in quota; {} GPUs free{on} but not where its {pods} pods fit ({detail})",
+                        g(free)
                     )?;
                 } else {
                     write!(f, "{detail}; in quota")?;

@@ -845,10 +845,18 @@ impl<'s> Cycle<'s> {
         {
             return;
         }
-        let mut free = 0u64;
-        let mut largest = 0u64;
+        // Free GPUs on the nodes the gang's first pod may use at all.
+        let head = self.jobs[j].job.tasks[chosen[0]].constraints.clone();
+        let key = self.static_filter(&head);
+        let mask = self
+            .filters
+            .get(&key)
+            .map(|f| f.mask.clone())
+            .unwrap_or_default();
+        let (mut free, mut largest, mut usable) = (0u64, 0u64, 0u32);
         for (n, st) in self.state.nodes.iter().enumerate() {
-            if !self.nodes[n].unschedulable {
+            if mask.get(n).copied().unwrap_or(false) {
+                usable += 1;
                 free += st.free.gpu;
                 largest = largest.max(st.free.gpu);
             }
@@ -860,6 +868,8 @@ impl<'s> Cycle<'s> {
                 pods: chosen.len() as u32,
                 free,
                 largest,
+                usable,
+                nodes: self.nodes.len() as u32,
                 refused,
                 detail,
             },

@@ -168,7 +168,8 @@ struct JobDoc {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct SubGroupDoc {
     name: String,
-    min_member: TaskCount,
+    /// 0 allowed, as in a PodGroup's `subGroups`.
+    min_member: Bounded<0, MAX_TASKS_PER_JOB>,
     #[serde(default)]
     topology: Option<TopologyDoc>,
 }

@@ -658,6 +658,11 @@ fn empty_inputs_fail_clearly() {
             "{e}: is empty; expected Kubernetes objects (Node, Pod, List, as `kubectl get nodes,pods -A -o yaml` prints them) and Trainyard Queue/PodGroup documents"
         ),
     );
+    // stdin is closed here: `-` reads nothing.
+    fails_with(
+        &trainyard(&["schedule", "-"]),
+        "<stdin>: is empty; expected Kubernetes objects (Node, Pod, List, as `kubectl get nodes,pods -A -o yaml` prints them) and Trainyard Queue/PodGroup documents",
+    );
     fails_with(
         &trainyard(&[
             "simulate",

@@ -1207,4 +1207,5 @@ mod evict;
 #[cfg(test)]
 mod tests;
 mod topo;
+mod victims;
 mod walk;

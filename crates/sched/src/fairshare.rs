@@ -22,18 +22,27 @@
 //!    its limit wants it.
 //! 4. Recurse into each child with its result as `F`.
 //!
-//! Everything is integer arithmetic. Step 2 finds the water level by binary
-//! search on a fixed-point scale of 10⁹ per unit of dominant share, so a
-//! child's share can fall short of the exact real-valued result by at most
-//! one unit per resource plus a 10⁻⁹ relative error; step 3 hands those
-//! crumbs back out.
+//! **Rounding.** Everything is integer arithmetic. Step 1 is an exact
+//! integer water-fill. Steps 2 and 3 keep amounts in fixed point (`ONE` =
+//! 2⁶⁰ per unit) and find the water level by binary search to 2⁻⁶⁰ of a
+//! dominant share, summing usage in fixed point *before* rounding; the
+//! result is rounded once, per resource, at the end (largest fractional
+//! parts up). The promise, checked against an exact rational
+//! implementation in the tests: each child's share of each resource is the
+//! exact real-valued result of steps 1–3 for its parent's share, rounded
+//! down or up. The fixed-point residual behind it is far below a unit for
+//! realistic amounts; it is not zero, and see docs/fair-share.md for where
+//! it can grow.
+//!
+//! The old code summed per-child amounts already rounded down when testing
+//! a level, so the level overshot by up to one unit of the scarce resource
+//! per child, and each child carried that overshoot into its other
+//! resources at its own demand ratio (a megabyte of memory per milli-GPU
+//! turns one milli-GPU of slack into a megabyte above the exact share).
 
 use std::collections::BTreeMap;
 
 use trainyard_model::{QueueTree, ResourceName, Resources};
-
-/// Fixed-point scale of dominant shares: 1.0 = `SCALE`.
-const SCALE: u128 = 1_000_000_000;
 
 /// Result of [`compute`]: per queue id (root included), its fair share and
 /// its limit-capped demand.
@@ -120,10 +129,21 @@ pub struct Child {
 pub fn split(total: &Resources, kids: &[Child]) -> Vec<Resources> {
     let dims = dimensions(total, kids);
     let k = kids.len();
-    // Step 1: quotas.
-    let mut share = vec![Resources::zero(); k];
-    for dim in &dims {
-        let t = total.get(dim);
+    let m = dims.len();
+    let totals: Vec<u64> = dims.iter().map(|d| total.get(d)).collect();
+    let demand: Vec<Vec<u64>> = kids
+        .iter()
+        .map(|c| dims.iter().map(|d| c.demand.get(d)).collect())
+        .collect();
+
+    // Step 1: quotas, exact integer water-fill. A child cut below
+    // `min(quota, demand)` in an oversubscribed resource still wants it
+    // while none is left, so step 2 cannot grow it (even if its rounded
+    // share happens to reach its demand).
+    let mut share = vec![vec![0u128; m]; k];
+    let mut cut = vec![false; k];
+    for (di, dim) in dims.iter().enumerate() {
+        let t = totals[di];
         let g: Vec<u64> = kids
             .iter()
             .map(|c| c.quota.get(dim).min(c.demand.get(dim)))
@@ -133,46 +153,64 @@ pub fn split(total: &Resources, kids: &[Child]) -> Vec<Resources> {
             g
         } else {
             let w: Vec<u64> = kids.iter().map(|c| c.quota.get(dim)).collect();
-            waterfill(t, &g, &w)
+            let (given, saturated) = waterfill_flags(t, &g, &w);
+            for i in 0..k {
+                cut[i] |= g[i] > 0 && !saturated[i];
+            }
+            given
         };
         for (s, v) in share.iter_mut().zip(given) {
-            s.set(dim, v);
+            s[di] = v as u128 * ONE;
         }
     }
-    let mut remaining = total.clone();
-    for s in &share {
-        remaining.saturating_sub(s);
-    }
+    let mut remaining: Vec<u128> = (0..m)
+        .map(|di| {
+            let used: u128 = share.iter().map(|s| s[di]).sum();
+            (totals[di] as u128 * ONE).saturating_sub(used)
+        })
+        .collect();
+    let bands = priority_bands(kids);
 
-    // Step 2: over-quota by weighted DRF, priority bands high to low.
-    for band in priority_bands(kids) {
-        let active: Vec<usize> = band.into_iter().filter(|&i| kids[i].weight > 0).collect();
-        let want: Vec<Resources> = active
+    // Step 2: over-quota by weighted DRF, priority bands high to low. A
+    // resource that a band used up stays used up for the bands below,
+    // even if fixed-point crumbs of it are left (step 3 hands those out):
+    // in exact arithmetic nothing is left, so nobody who needs it can grow.
+    let mut exhausted: Vec<bool> = remaining.iter().map(|r| *r == 0).collect();
+    for band in &bands {
+        let active: Vec<usize> = band
+            .iter()
+            .copied()
+            .filter(|&i| kids[i].weight > 0 && !cut[i])
+            .collect();
+        // Whole units: a child in this band has had only step 1 so far.
+        let want: Vec<Vec<u64>> = active
             .iter()
             .map(|&i| {
-                let mut r = kids[i].demand.clone();
-                r.saturating_sub(&share[i]);
-                r
+                (0..m)
+                    .map(|di| demand[i][di].saturating_sub((share[i][di] / ONE) as u64))
+                    .collect()
             })
             .collect();
         let weights: Vec<u64> = active.iter().map(|&i| kids[i].weight).collect();
-        let got = drf_fill(total, &remaining, &dims, &want, &weights);
+        let got = drf_fill(&totals, &remaining, &mut exhausted, &want, &weights);
         for (j, &i) in active.iter().enumerate() {
-            share[i].add(&got[j]);
-            remaining.saturating_sub(&got[j]);
+            for di in 0..m {
+                share[i][di] += got[j][di];
+                remaining[di] = remaining[di].saturating_sub(got[j][di]);
+            }
         }
     }
 
     // Step 3: leftovers per resource.
-    for dim in &dims {
-        for band in priority_bands(kids) {
-            let left = remaining.get(dim);
+    for di in 0..m {
+        for band in &bands {
+            let left = remaining[di];
             if left == 0 {
                 break;
             }
-            let caps: Vec<u64> = band
+            let caps: Vec<u128> = band
                 .iter()
-                .map(|&i| kids[i].demand.get(dim).saturating_sub(share[i].get(dim)))
+                .map(|&i| (demand[i][di] as u128 * ONE).saturating_sub(share[i][di]))
                 .collect();
             if caps.iter().all(|c| *c == 0) {
                 continue;
@@ -186,15 +224,58 @@ pub fn split(total: &Resources, kids: &[Child]) -> Vec<Resources> {
                 // Only weight-0 children want it: share equally rather than waste it.
                 w = vec![1; band.len()];
             }
-            let given = waterfill(left, &caps, &w);
+            let given = waterfill_fixed(left, &caps, &w);
             for (&i, v) in band.iter().zip(given) {
-                let cur = share[i].get(dim);
-                share[i].set(dim, cur + v);
-                remaining.set(dim, remaining.get(dim) - v);
+                share[i][di] += v;
+                remaining[di] = remaining[di].saturating_sub(v);
             }
         }
     }
-    share
+
+    // One rounding per resource, at the end.
+    let mut out = vec![Resources::zero(); k];
+    for (di, dim) in dims.iter().enumerate() {
+        let values: Vec<u128> = share.iter().map(|s| s[di]).collect();
+        let caps: Vec<u64> = demand.iter().map(|d| d[di]).collect();
+        for (o, v) in out.iter_mut().zip(round_shares(totals[di], &values, &caps)) {
+            o.set(dim, v);
+        }
+    }
+    out
+}
+
+/// Fixed point of steps 2 and 3: one unit of a resource is `ONE`. With
+/// amounts below 2⁶⁴ units, every product below fits in a `u128`.
+const ONE: u128 = 1 << 60;
+
+/// Rounds one resource's fixed-point shares to whole units: each child gets
+/// its value rounded down or up, the rounded-up ones being those with the
+/// largest fractional parts (earliest first on ties), so that the sum is
+/// the fixed-point sum rounded to the nearest unit, never above `total`,
+/// and no child goes above its demand `cap`.
+fn round_shares(total: u64, values: &[u128], cap: &[u64]) -> Vec<u64> {
+    let sum: u128 = values.iter().sum();
+    let target = ((sum + ONE / 2) / ONE).min(total as u128);
+    // Below `cap` (a u64) because every value is at most `cap · ONE`.
+    let mut out: Vec<u64> = values.iter().map(|v| (v / ONE) as u64).collect();
+    let mut extra = target.saturating_sub(out.iter().map(|v| *v as u128).sum());
+    let mut order: Vec<usize> = (0..values.len())
+        .filter(|&i| !values[i].is_multiple_of(ONE))
+        .collect();
+    order.sort_by(|&a, &b| (values[b] % ONE).cmp(&(values[a] % ONE)).then(a.cmp(&b)));
+    // Then, only if fixed-point error left more to hand out than there
+    // are fractional parts, anyone below demand.
+    order.extend(0..values.len());
+    for i in order {
+        if extra == 0 {
+            break;
+        }
+        if out[i] < cap[i] {
+            out[i] += 1;
+            extra -= 1;
+        }
+    }
+    out
 }
 
 /// Resource names present in the total or in any demand, in a fixed order.
@@ -230,7 +311,14 @@ fn priority_bands(kids: &[Child]) -> Vec<Vec<usize>> {
 /// gets more than its cap, and the sum is `min(capacity, Σ cap of weighted
 /// children)`.
 pub fn waterfill(capacity: u64, cap: &[u64], weight: &[u64]) -> Vec<u64> {
+    waterfill_flags(capacity, cap, weight).0
+}
+
+/// [`waterfill`], also telling which children reached their cap because
+/// their exact share covers it (not by a rounding unit).
+fn waterfill_flags(capacity: u64, cap: &[u64], weight: &[u64]) -> (Vec<u64>, Vec<bool>) {
     let n = cap.len();
+    let mut saturated = vec![false; n];
     let mut out = vec![0u64; n];
     let mut idx: Vec<usize> = (0..n).filter(|&i| weight[i] > 0 && cap[i] > 0).collect();
     // Ascending by cap/weight: those saturate first.
@@ -247,6 +335,7 @@ pub fn waterfill(capacity: u64, cap: &[u64], weight: &[u64]) -> Vec<u64> {
         // Saturates when its proportional share of what is left covers its cap.
         if cap[i] as u128 * wsum <= left * weight[i] as u128 {
             out[i] = cap[i];
+            saturated[i] = true;
             left -= cap[i] as u128;
             wsum -= weight[i] as u128;
             pos += 1;
@@ -256,7 +345,7 @@ pub fn waterfill(capacity: u64, cap: &[u64], weight: &[u64]) -> Vec<u64> {
     }
     let rest = &idx[pos..];
     if rest.is_empty() || wsum == 0 {
-        return out;
+        return (out, saturated);
     }
     let mut handed = 0u128;
     let mut fracs: Vec<(u128, usize)> = Vec::with_capacity(rest.len());
@@ -279,41 +368,130 @@ pub fn waterfill(capacity: u64, cap: &[u64], weight: &[u64]) -> Vec<u64> {
             extra -= 1;
         }
     }
+    (out, saturated)
+}
+
+/// Real-valued water-fill in fixed point: child `i` gets
+/// `min(cap[i], level × weight[i])` for the largest level that fits,
+/// rounded down to a fixed-point step (so at most one step short each).
+fn waterfill_fixed(capacity: u128, cap: &[u128], weight: &[u64]) -> Vec<u128> {
+    let n = cap.len();
+    let mut out = vec![0u128; n];
+    let mut idx: Vec<usize> = (0..n).filter(|&i| weight[i] > 0 && cap[i] > 0).collect();
+    idx.sort_by(|&a, &b| {
+        wide_cmp(cap[a], weight[b] as u128, cap[b], weight[a] as u128).then(a.cmp(&b))
+    });
+    let mut left = capacity;
+    let mut wsum: u128 = idx.iter().map(|&i| weight[i] as u128).sum();
+    let mut pos = 0;
+    while pos < idx.len() {
+        let i = idx[pos];
+        if wide_cmp(cap[i], wsum, left, weight[i] as u128) != std::cmp::Ordering::Greater {
+            out[i] = cap[i];
+            left -= cap[i];
+            wsum -= weight[i] as u128;
+            pos += 1;
+        } else {
+            break;
+        }
+    }
+    if wsum == 0 {
+        return out;
+    }
+    for &i in &idx[pos..] {
+        out[i] = mul_div(left, weight[i] as u128, wsum);
+    }
     out
 }
 
-/// Weighted DRF progressive filling of `remaining` among children wanting
-/// `want[j]` with weights `weight[j] > 0`; dominant shares are measured
-/// against `base`. Returns what each child gets.
+/// `a · b` as a 256-bit number (high, low).
+fn wide_mul(a: u128, b: u128) -> (u128, u128) {
+    const M: u128 = u64::MAX as u128;
+    let (a1, a0) = (a >> 64, a & M);
+    let (b1, b0) = (b >> 64, b & M);
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let p11 = a1 * b1;
+    let mid = (p00 >> 64) + (p01 & M) + (p10 & M);
+    let lo = (p00 & M) | (mid << 64);
+    let hi = p11 + (p01 >> 64) + (p10 >> 64) + (mid >> 64);
+    (hi, lo)
+}
+
+/// Compares `a · b` with `c · d` exactly.
+fn wide_cmp(a: u128, b: u128, c: u128, d: u128) -> std::cmp::Ordering {
+    wide_mul(a, b).cmp(&wide_mul(c, d))
+}
+
+/// `⌊a · b / c⌋` for `c > 0` and a result that fits in a `u128` (here
+/// always `b ≤ c`).
+fn mul_div(a: u128, b: u128, c: u128) -> u128 {
+    if let Some(p) = a.checked_mul(b) {
+        return p / c;
+    }
+    // Long division of the 256-bit product, one bit at a time; rare
+    // (weights in the billions or amounts near 2⁶⁴ units).
+    let (hi, lo) = wide_mul(a, b);
+    let (mut q, mut r) = (0u128, 0u128);
+    for bit in (0..256).rev() {
+        let b = if bit >= 128 {
+            (hi >> (bit - 128)) & 1
+        } else {
+            (lo >> bit) & 1
+        };
+        // r < c, so 2r + b < 2c; track the bit shifted out of r.
+        let top = r >> 127;
+        r = (r << 1) | b;
+        if top == 1 || r >= c {
+            r = r.wrapping_sub(c);
+            if bit < 128 {
+                q |= 1 << bit;
+            }
+        }
+    }
+    q
+}
+
+/// Weighted DRF progressive filling (step 2) of `remaining` (fixed point)
+/// among children wanting `want[j]` (whole units) with weights
+/// `weight[j] > 0`; dominant shares are measured against `base`. A child
+/// needing an `exhausted` resource cannot grow; resources this call uses
+/// up are marked exhausted. Returns what each child gets, in fixed point.
+///
+/// The water level `L` is a dominant share per unit of weight, in steps of
+/// `1/ONE`. At level `L` child `j` has the fraction
+/// `ψ = min(1, min(L·w, 1) · base_D / want_D)` of its wanted vector, where
+/// `D` is its dominant resource (a dominant share is never more than 1).
+/// Usage is summed in fixed point before any rounding, so the level found
+/// is the exact one to within one step, and no resource can run over by
+/// more than the fixed-point crumbs of the children.
 fn drf_fill(
-    base: &Resources,
-    remaining: &Resources,
-    dims: &[ResourceName],
-    want: &[Resources],
+    base: &[u64],
+    remaining: &[u128],
+    exhausted: &mut [bool],
+    want: &[Vec<u64>],
     weight: &[u64],
-) -> Vec<Resources> {
+) -> Vec<Vec<u128>> {
     let k = want.len();
-    let mut got = vec![Resources::zero(); k];
+    let m = base.len();
+    let mut got = vec![vec![0u128; m]; k];
     if k == 0 {
         return got;
     }
-    // Direction vectors, scaled so their dominant share is at most 1:
-    // a child can never get more than `base` of anything, and scaling keeps
-    // the direction (so the DRF outcome) while bounding the arithmetic.
-    let mut dir: Vec<Vec<u128>> = vec![vec![0; dims.len()]; k];
-    let mut dom: Vec<u128> = vec![0; k];
-    let mut active: Vec<bool> = vec![false; k];
-    let mut exhausted: Vec<bool> = dims.iter().map(|d| remaining.get(d) == 0).collect();
+    // Per child: (want_D, base_D) of its dominant resource, and the level
+    // at which it is done.
+    let mut dominant: Vec<Option<(u128, u128)>> = vec![None; k];
+    let mut done_at: Vec<u128> = vec![0; k];
     for j in 0..k {
-        // Dominant share of the raw demand, exactly: max r/base as a fraction.
-        let mut best: Option<(u128, u128)> = None; // (r, base) of the dominant dim
+        let mut best: Option<(u128, u128)> = None;
         let mut blocked = false;
-        for (di, d) in dims.iter().enumerate() {
-            let r = want[j].get(d) as u128;
+        for di in 0..m {
+            let r = want[j][di] as u128;
             if r == 0 {
                 continue;
             }
-            let b = base.get(d) as u128;
+            let b = base[di] as u128;
             if b == 0 || exhausted[di] {
                 blocked = true;
                 continue;
@@ -326,70 +504,56 @@ fn drf_fill(
         if blocked {
             continue;
         }
-        let over = dr > db; // dominant share above 1: scale down by db/dr
-        for (di, d) in dims.iter().enumerate() {
-            let r = want[j].get(d) as u128;
-            dir[j][di] = if over { r * db / dr } else { r };
-        }
-        dom[j] = if over {
-            SCALE
-        } else {
-            (dr * SCALE).div_ceil(db)
-        };
-        active[j] = dom[j] > 0 && dir[j].iter().any(|v| *v > 0);
+        // Dominant share of the whole want, capped at 1, rounded up so
+        // that at `done_at` the fraction `ψ` is exactly its maximum.
+        let dom = (dr * ONE).div_ceil(db).min(ONE);
+        done_at[j] = dom.div_ceil(weight[j] as u128);
+        dominant[j] = Some((dr, db));
     }
-
-    let w: Vec<u128> = weight.iter().map(|v| *v as u128).collect();
-    let alloc_at = |j: usize, lambda: u128, di: usize| -> u128 {
-        let lw = lambda * w[j];
-        if lw >= dom[j] {
-            dir[j][di]
-        } else {
-            dir[j][di] * lw / dom[j]
+    let full = |j: usize| -> u128 {
+        match dominant[j] {
+            Some((dr, db)) if dr > db => db * ONE / dr,
+            _ => ONE,
         }
     };
-    let mut frozen: Vec<Option<Vec<u128>>> = vec![None; k];
+    let psi = |j: usize, level: u128| -> u128 {
+        let Some((dr, db)) = dominant[j] else {
+            return 0;
+        };
+        let x = level.saturating_mul(weight[j] as u128).min(ONE);
+        // x ≤ 2⁶⁰ and db < 2⁶⁴: no overflow.
+        (x * db / dr).min(ONE)
+    };
+    let mut frozen: Vec<Option<u128>> = vec![None; k];
     let mut lambda_lo: u128 = 0;
     loop {
         let live: Vec<usize> = (0..k)
-            .filter(|&j| active[j] && frozen[j].is_none())
+            .filter(|&j| dominant[j].is_some() && frozen[j].is_none())
             .collect();
         if live.is_empty() {
             break;
         }
-        let usage = |lambda: u128| -> Vec<u128> {
-            (0..dims.len())
-                .map(|di| {
-                    let mut s: u128 = 0;
-                    for j in 0..k {
-                        if let Some(f) = &frozen[j] {
-                            s += f[di];
-                        } else if active[j] {
-                            s += alloc_at(j, lambda, di);
-                        }
-                    }
-                    s
-                })
-                .collect()
+        // Usage of every resource at `level`, exact in fixed point.
+        let usage = |level: u128| -> Vec<u128> {
+            let mut u = vec![0u128; m];
+            for j in 0..k {
+                let f = match frozen[j] {
+                    Some(f) => f,
+                    None if dominant[j].is_some() => psi(j, level),
+                    None => continue,
+                };
+                for (di, ud) in u.iter_mut().enumerate() {
+                    // want < 2⁶⁴ and f ≤ 2⁶⁰.
+                    *ud = ud.saturating_add(want[j][di] as u128 * f);
+                }
+            }
+            u
         };
-        let fits = |u: &[u128]| {
-            dims.iter()
-                .enumerate()
-                .all(|(di, d)| u[di] <= remaining.get(d) as u128)
-        };
-        // Level at which every live child is satisfied.
-        let lambda_hi = live
-            .iter()
-            .map(|&j| dom[j].div_ceil(w[j]))
-            .max()
-            .unwrap_or(0);
+        let fits = |u: &[u128]| u.iter().zip(remaining).all(|(a, r)| a <= r);
+        let lambda_hi = live.iter().map(|&j| done_at[j]).max().unwrap_or(0);
         if fits(&usage(lambda_hi)) {
             for &j in &live {
-                frozen[j] = Some(
-                    (0..dims.len())
-                        .map(|di| alloc_at(j, lambda_hi, di))
-                        .collect(),
-                );
+                frozen[j] = Some(full(j));
             }
             break;
         }
@@ -405,26 +569,25 @@ fn drf_fill(
         }
         let over = usage(lo + 1);
         let mut newly = false;
-        for (di, d) in dims.iter().enumerate() {
-            if !exhausted[di] && over[di] > remaining.get(d) as u128 {
+        for di in 0..m {
+            if !exhausted[di] && over[di] > remaining[di] {
                 exhausted[di] = true;
                 newly = true;
             }
         }
         for &j in &live {
-            let blocked = (0..dims.len()).any(|di| exhausted[di] && dir[j][di] > 0);
-            let satisfied = lo * w[j] >= dom[j];
+            let blocked = (0..m).any(|di| exhausted[di] && want[j][di] > 0);
+            let satisfied = lo >= done_at[j];
             if blocked || satisfied || !newly {
-                frozen[j] = Some((0..dims.len()).map(|di| alloc_at(j, lo, di)).collect());
+                frozen[j] = Some(psi(j, lo));
             }
         }
         lambda_lo = lo;
     }
     for j in 0..k {
-        if let Some(f) = &frozen[j] {
-            for (di, d) in dims.iter().enumerate() {
-                // Bounded by `remaining`, which is a u64.
-                got[j].set(d, f[di] as u64);
+        if let Some(f) = frozen[j] {
+            for di in 0..m {
+                got[j][di] = want[j][di] as u128 * f;
             }
         }
     }

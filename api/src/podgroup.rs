@@ -54,6 +54,11 @@ pub struct PodGroup {
     /// names (not part of our document).
     #[serde(skip)]
     pub topology_name: Option<String>,
+    /// `spec.minMember` as written, when it is not a whole number from 1
+    /// to 2147483647 (Kubernetes' int32); reported by `validate` with the
+    /// object's other problems (the group is read as if it said 1).
+    #[serde(skip)]
+    pub min_member_problem: Option<String>,
 }
 
 /// `spec` of a [`PodGroup`].
@@ -200,6 +205,9 @@ struct KaiTopologyConstraint {
     preferred_topology_level: Option<String>,
 }
 
+/// Largest `minMember` (Kubernetes' int32).
+const MAX_MEMBERS: u64 = 2_147_483_647;
+
 impl PodGroup {
     /// Reads a `PodGroup` document of any accepted `apiVersion`. Ours is
     /// read strictly (unknown fields are errors); foreign ones leniently.
@@ -217,10 +225,37 @@ impl PodGroup {
                 COSCHEDULING_API_VERSION,
             ],
         )?;
-        if version == API_VERSION {
-            return Ok(from_value(value, &object)?);
+        // minMember is checked here, not by serde, so that one message
+        // covers every bad value and the other fields are still read.
+        let mut value = std::borrow::Cow::Borrowed(value);
+        let mut min_member_problem = None;
+        if let Some(v) = value.get("spec").and_then(|s| s.get("minMember"))
+            && !v.is_null()
+            && !v.as_u64().is_some_and(|n| (1..=MAX_MEMBERS).contains(&n))
+        {
+            let found = match v {
+                serde_json::Value::String(s) => format!("{s:?}"),
+                serde_json::Value::Array(_) => "a sequence".to_string(),
+                serde_json::Value::Object(_) => "a mapping".to_string(),
+                other => other.to_string(),
+            };
+            min_member_problem = Some(format!(
+                "expected a whole number from 1 to {MAX_MEMBERS}, found {found}"
+            ));
+            if let Some(spec) = value
+                .to_mut()
+                .get_mut("spec")
+                .and_then(|s| s.as_object_mut())
+            {
+                spec.remove("minMember");
+            }
         }
-        let foreign: ForeignPodGroup = from_value(value, &object)?;
+        if version == API_VERSION {
+            let mut pg: PodGroup = from_value(&value, &object)?;
+            pg.min_member_problem = min_member_problem;
+            return Ok(pg);
+        }
+        let foreign: ForeignPodGroup = from_value(&value, &object)?;
         let kai = version == KAI_API_VERSION;
         let has_queue = kai || version == VOLCANO_API_VERSION;
         let constraint = foreign.spec.topology_constraint.filter(|_| kai);
@@ -251,6 +286,7 @@ impl PodGroup {
             },
             status: None,
             topology_name,
+            min_member_problem,
         })
     }
 
@@ -293,11 +329,16 @@ impl PodGroup {
         if let Some(p) = dns1123_subdomain_problem(&self.metadata.name) {
             errors.push(ApiError::new(&object, "metadata.name", p));
         }
-        if self.spec.min_member < 1 {
+        if let Some(problem) = &self.min_member_problem {
+            errors.push(ApiError::new(&object, "spec.minMember", problem.clone()));
+        } else if self.spec.min_member < 1 || u64::from(self.spec.min_member) > MAX_MEMBERS {
             errors.push(ApiError::new(
                 &object,
                 "spec.minMember",
-                "must be at least 1, found 0",
+                format!(
+                    "expected a whole number from 1 to {MAX_MEMBERS}, found {}",
+                    self.spec.min_member
+                ),
             ));
         }
         if let Some(q) = &self.spec.queue
@@ -455,6 +496,33 @@ mod tests {
     }
 
     #[test]
+    fn min_member_states_the_range_that_holds() {
+        for (v, found) in [
+            (json!(0), "0"),
+            (json!(-1), "-1"),
+            (json!(3_000_000_000u64), "3000000000"),
+            (json!("two"), "\"two\""),
+            (json!(1.5), "1.5"),
+        ] {
+            let text = parse(json!({
+                "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+                "metadata": {"name": "g", "namespace": "ml"},
+                "spec": {"minMember": v, "queue": "Bad_Queue"}
+            }))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                text.starts_with(&format!(
+                    "PodGroup ml/g: spec.minMember: expected a whole number from 1 to 2147483647, found {found}"
+                )),
+                "{text}"
+            );
+            // The other fields are still checked.
+            assert!(text.contains("spec.queue"), "{text}");
+        }
+    }
+
+    #[test]
     fn bad_input() {
         let text = parse(json!({
             "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
@@ -465,7 +533,7 @@ mod tests {
         .to_string();
         assert_eq!(
             text,
-            "PodGroup ml/g: spec.minMember: must be at least 1, found 0\n\
+            "PodGroup ml/g: spec.minMember: expected a whole number from 1 to 2147483647, found 0\n\
              PodGroup ml/g: spec.subGroups[1].name: sub-group \"a\" is defined more than once; expected unique names\n\
              PodGroup ml/g: spec.subGroups[2].name: must not be empty"
         );
@@ -487,7 +555,7 @@ mod tests {
         .to_string();
         assert!(
             text.starts_with(
-                "PodGroup default/g: spec.minMember: expected a whole number from 0 to 4294967295, found -1"
+                "PodGroup default/g: spec.minMember: expected a whole number from 1 to 2147483647, found -1"
             ),
             "{text}"
         );

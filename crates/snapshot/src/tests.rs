@@ -826,7 +826,7 @@ fn podgroup_without_pods_is_warned_about_and_still_checked() {
     );
     assert_eq!(
         errors_of(&bad),
-        "cluster.yaml: document 1: PodGroup ml/lonely: spec.minMember: must be at least 1, found 0\n\
+        "cluster.yaml: document 1: PodGroup ml/lonely: spec.minMember: expected a whole number from 1 to 2147483647, found 0\n\
          cluster.yaml: document 1: PodGroup ml/lonely: metadata.creationTimestamp: invalid timestamp \"yesterday\" (year is not a number); expected RFC 3339 such as \"2024-01-01T00:00:00Z\""
     );
 }
@@ -2046,7 +2046,9 @@ fn preemption_policy_never_from_class_or_pod() {
         "{text}"
     );
     assert!(
-        text.contains("unknown preemption policy \"Sometimes\"; expected PreemptLowerPriority or Never"),
+        text.contains(
+            "unknown preemption policy \"Sometimes\"; expected PreemptLowerPriority or Never"
+        ),
         "{text}"
     );
 }

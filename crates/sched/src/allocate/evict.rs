@@ -265,6 +265,11 @@ impl<'s> Cycle<'s> {
                 largest = largest.max(st.free.gpu);
             }
         }
+        if usable == 0 {
+            // No node may ever take it (selectors, taints, models): the
+            // first reason says so, and no reclaim could change that.
+            return;
+        }
         self.pending.insert(
             j,
             PendingReason::InQuotaNoRoom {

@@ -330,17 +330,28 @@ fn preemption_policy_never_waits_for_free_room() {
 fn a_queue_at_its_limit_preempts_its_own_lower_priority_job() {
     let low = running("a/low", "a", &[("n0", &[0, 1, 2, 3])], 100).with_priority(10);
     let high = pending("a/high", "a", 1, 4).with_priority(50);
-    let limited = QueueSpec::new("a").limit(
-        trainyard_model::Limits::unlimited().cap(trainyard_model::ResourceName::Gpu, 4000),
+    let limited = QueueSpec::new("a")
+        .limit(trainyard_model::Limits::unlimited().cap(trainyard_model::ResourceName::Gpu, 4000));
+    let d = run(
+        nodes(1),
+        vec![limited.clone()],
+        vec![low.clone(), high.clone()],
     );
-    let d = run(nodes(1), vec![limited.clone()], vec![low.clone(), high.clone()]);
     assert_eq!(evicted(&d), ["a/low-0"]);
     // A victim outside the limited queue frees nothing of its limit.
     let other = running("b/x", "b", &[("n0", &[4, 5, 6, 7])], 100);
     let at_limit = running("a/peer", "a", &[("n0", &[0, 1, 2, 3])], 100).with_priority(50);
-    let d = run(nodes(1), vec![limited, q("b", 0)], vec![at_limit, other, high]);
+    let d = run(
+        nodes(1),
+        vec![limited, q("b", 0)],
+        vec![at_limit, other, high],
+    );
     assert!(d.evictions.is_empty());
-    assert!(d.pending[0].message.starts_with("queue a at limit"), "{}", d.pending[0].message);
+    assert!(
+        d.pending[0].message.starts_with("queue a at limit"),
+        "{}",
+        d.pending[0].message
+    );
 }
 
 #[test]

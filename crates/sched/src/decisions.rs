@@ -265,6 +265,20 @@ pub enum PendingReason {
     },
 }
 
+impl PendingReason {
+    /// The gang could not be placed for lack of room (anywhere, or in one
+    /// domain of its topology level, or within its leaf cap): what reclaim,
+    /// preemption and the refill may help.
+    pub fn is_lack_of_room(&self) -> bool {
+        matches!(
+            self,
+            PendingReason::Unschedulable { .. }
+                | PendingReason::TopologyUnfit { .. }
+                | PendingReason::TooManyLeaves { .. }
+        )
+    }
+}
+
 impl fmt::Display for PendingReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

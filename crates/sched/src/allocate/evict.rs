@@ -125,28 +125,26 @@ impl<'s> Cycle<'s> {
         Ok(())
     }
 
+    /// Jobs that can be scheduled at all and are pending for a reason
+    /// `which` accepts.
+    fn pending_where(&self, which: impl Fn(&PendingReason) -> bool) -> BTreeSet<usize> {
+        self.pending
+            .iter()
+            .filter(|(j, r)| self.jobs[**j].blocked.is_none() && which(r))
+            .map(|(j, _)| *j)
+            .collect()
+    }
+
     /// The pass: see the module docs.
     pub(super) fn run_evictions(&mut self) {
         let cfg = self.config.preemption;
         if !cfg.reclaim && !cfg.preempt {
             return;
         }
-        let waiting: BTreeSet<usize> = self
-            .pending
-            .iter()
-            .filter(|(j, r)| {
-                self.jobs[**j].blocked.is_none()
-                    && matches!(
-                        r,
-                        PendingReason::Unschedulable { .. }
-                            | PendingReason::TopologyUnfit { .. }
-                            | PendingReason::TooManyLeaves { .. }
-                            // Victims under the limited queue free the limit too.
-                            | PendingReason::QueueAtLimit { .. }
-                    )
-            })
-            .map(|(j, _)| *j)
-            .collect();
+        // Victims under a limited queue free its limit too.
+        let waiting = self.pending_where(|r| {
+            r.is_lack_of_room() || matches!(r, PendingReason::QueueAtLimit { .. })
+        });
         if waiting.is_empty() {
             return;
         }
@@ -231,11 +229,7 @@ impl<'s> Cycle<'s> {
     /// make room: quota is guaranteed only where it can be placed.
     fn explain_in_quota(&mut self, j: usize, refused: String) {
         let detail = match self.pending.get(&j) {
-            Some(
-                r @ (PendingReason::Unschedulable { .. }
-                | PendingReason::TopologyUnfit { .. }
-                | PendingReason::TooManyLeaves { .. }),
-            ) => r.to_string(),
+            Some(r) if r.is_lack_of_room() => r.to_string(),
             _ => return,
         };
         let Some((chosen, needs, _)) = self.minimum_of(j) else {
@@ -344,21 +338,8 @@ impl<'s> Cycle<'s> {
         }
         // Capacity grew: failures of this cycle no longer predict others.
         self.failed_shapes.clear();
-        let retry: BTreeSet<usize> = self
-            .pending
-            .iter()
-            .filter(|(j, r)| {
-                self.jobs[**j].blocked.is_none()
-                    && matches!(
-                        r,
-                        PendingReason::Unschedulable { .. }
-                            | PendingReason::TopologyUnfit { .. }
-                            | PendingReason::TooManyLeaves { .. }
-                            | PendingReason::Yielded { .. }
-                    )
-            })
-            .map(|(j, _)| *j)
-            .collect();
+        let retry = self
+            .pending_where(|r| r.is_lack_of_room() || matches!(r, PendingReason::Yielded { .. }));
         let mut walk = self.build_walk(|jw| retry.contains(&jw.index), super::minimum_ask);
         while let Some(leaf) = self.pick_leaf(&mut walk) {
             let Some(j) = self.pop_job(leaf, &mut walk) else {

@@ -30,9 +30,8 @@
 //! parts up). The promise, checked against an exact rational
 //! implementation in the tests: each child's share of each resource is the
 //! exact real-valued result of steps 1–3 for its parent's share, rounded
-//! down or up. The fixed-point residual behind it is far below a unit for
-//! realistic amounts; it is not zero, and see docs/fair-share.md for where
-//! it can grow.
+//! down or up. The fixed-point residual behind it stays below a unit for
+//! amounts up to about 10¹⁷ units; it is not zero (docs/fair-share.md).
 //!
 //! The old code summed per-child amounts already rounded down when testing
 //! a level, so the level overshot by up to one unit of the scarce resource
@@ -510,19 +509,40 @@ fn drf_fill(
         done_at[j] = dom.div_ceil(weight[j] as u128);
         dominant[j] = Some((dr, db));
     }
-    let full = |j: usize| -> u128 {
-        match dominant[j] {
-            Some((dr, db)) if dr > db => db * ONE / dr,
-            _ => ONE,
-        }
-    };
+    // What child `j` gets at full progress, in fixed point: its want, or,
+    // if that is more than the whole base of its dominant resource, its
+    // want scaled down to a dominant share of 1 (computed once, exactly
+    // rounded, so huge wants lose no precision along the way).
+    let target: Vec<Option<Vec<u128>>> = (0..k)
+        .map(|j| match dominant[j] {
+            Some((dr, db)) if dr > db => Some(
+                (0..m)
+                    .map(|di| mul_div(want[j][di] as u128 * ONE, db, dr))
+                    .collect(),
+            ),
+            _ => None, // the want itself
+        })
+        .collect();
+    // Progress of child `j` at `level`, from 0 to `ONE`.
     let psi = |j: usize, level: u128| -> u128 {
         let Some((dr, db)) = dominant[j] else {
             return 0;
         };
         let x = level.saturating_mul(weight[j] as u128).min(ONE);
-        // x ≤ 2⁶⁰ and db < 2⁶⁴: no overflow.
-        (x * db / dr).min(ONE)
+        if dr > db {
+            x
+        } else {
+            // x ≤ 2⁶⁰ and db < 2⁶⁴: no overflow.
+            (x * db / dr).min(ONE)
+        }
+    };
+    // `target · f / ONE` without overflow: target < 2¹²⁴, f ≤ 2⁶⁰.
+    let alloc = |j: usize, f: u128, di: usize| -> u128 {
+        match &target[j] {
+            Some(t) => (t[di] / ONE) * f + (t[di] % ONE) * f / ONE,
+            // want < 2⁶⁴ and f ≤ 2⁶⁰.
+            None => want[j][di] as u128 * f,
+        }
     };
     let mut frozen: Vec<Option<u128>> = vec![None; k];
     let mut lambda_lo: u128 = 0;
@@ -543,8 +563,7 @@ fn drf_fill(
                     None => continue,
                 };
                 for (di, ud) in u.iter_mut().enumerate() {
-                    // want < 2⁶⁴ and f ≤ 2⁶⁰.
-                    *ud = ud.saturating_add(want[j][di] as u128 * f);
+                    *ud = ud.saturating_add(alloc(j, f, di));
                 }
             }
             u
@@ -553,7 +572,7 @@ fn drf_fill(
         let lambda_hi = live.iter().map(|&j| done_at[j]).max().unwrap_or(0);
         if fits(&usage(lambda_hi)) {
             for &j in &live {
-                frozen[j] = Some(full(j));
+                frozen[j] = Some(ONE);
             }
             break;
         }
@@ -567,27 +586,42 @@ fn drf_fill(
                 hi = mid;
             }
         }
+        let at = usage(lo);
         let over = usage(lo + 1);
         let mut newly = false;
+        // The exact level lies between `lo` and `lo + 1`, at the fraction
+        // `num / den` of the step where the first resource runs out.
+        let (mut num, mut den) = (0u128, 1u128);
         for di in 0..m {
             if !exhausted[di] && over[di] > remaining[di] {
                 exhausted[di] = true;
+                let (n, d) = (remaining[di] - at[di], over[di] - at[di]);
+                if !newly || wide_cmp(n, den, num, d).is_lt() {
+                    (num, den) = (n, d);
+                }
                 newly = true;
             }
         }
         for &j in &live {
             let blocked = (0..m).any(|di| exhausted[di] && want[j][di] > 0);
             let satisfied = lo >= done_at[j];
-            if blocked || satisfied || !newly {
+            if satisfied || !newly {
                 frozen[j] = Some(psi(j, lo));
+            } else if blocked {
+                // Frozen at the exact level rather than the step below it,
+                // so a fine resource's step does not show up, times the
+                // demand ratio, in a coarse one. Usage is linear within the
+                // step (up to rounding), so nothing runs over.
+                let (a, b) = (psi(j, lo), psi(j, lo + 1));
+                frozen[j] = Some(a + mul_div(b - a, num, den));
             }
         }
         lambda_lo = lo;
     }
-    for j in 0..k {
+    for (j, g) in got.iter_mut().enumerate() {
         if let Some(f) = frozen[j] {
-            for di in 0..m {
-                got[j][di] = want[j][di] as u128 * f;
+            for (di, v) in g.iter_mut().enumerate() {
+                *v = alloc(j, f, di);
             }
         }
     }

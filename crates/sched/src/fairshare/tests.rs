@@ -1130,3 +1130,53 @@ fn exact_reference_big_integers() {
     assert_eq!(w[0], Q::int(14).div(&Q::int(3)));
     assert_eq!(w[2], Q::int(7).div(&Q::int(3)));
 }
+
+/// One parent's split with amounts from a few units up to 9·10¹⁷ in any
+/// resource, so that demand vectors mix tiny and huge amounts (the case
+/// where an error in the scarce resource is magnified in the others).
+fn arb_wide_split() -> impl Strategy<Value = (Resources, Vec<Child>)> {
+    let amt = || (0u64..=9, 0u32..=17).prop_map(|(m, e)| m * 10u64.pow(e));
+    let res = move || (amt(), amt(), amt()).prop_map(|(c, m, g)| Resources::new(c, m, g));
+    (
+        res(),
+        proptest::collection::vec((res(), res(), 0u64..4, 0i32..2), 2..5),
+    )
+        .prop_map(|(total, kids)| {
+            let kids = kids
+                .into_iter()
+                .map(|(quota, demand, w, p)| child(demand, quota, w, p))
+                .collect();
+            (total, kids)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The same promise for one split with amounts up to 9·10¹⁷ units.
+    #[test]
+    fn wide_amounts_split_is_the_exact_split_rounded((total, kids) in arb_wide_split()) {
+        let s = split(&total, &kids);
+        let dims = dimensions(&total, &kids);
+        let ek: Vec<exact::Kid> = kids
+            .iter()
+            .map(|c| exact::Kid {
+                demand: dims.iter().map(|d| c.demand.get(d) as u128).collect(),
+                quota: dims.iter().map(|d| c.quota.get(d) as u128).collect(),
+                weight: c.weight,
+                priority: c.priority,
+            })
+            .collect();
+        let et: Vec<exact::Q> = dims.iter().map(|d| exact::Q::int(total.get(d) as u128)).collect();
+        let ex = exact::split(&et, &ek);
+        for (i, share) in s.iter().enumerate() {
+            for (di, d) in dims.iter().enumerate() {
+                let got = share.get(d) as u128;
+                prop_assert!(
+                    ex[i][di].floor() <= got && got <= ex[i][di].ceil(),
+                    "child {i} {d}: share {got}, exact {}", ex[i][di]
+                );
+            }
+        }
+    }
+}

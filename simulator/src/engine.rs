@@ -1295,6 +1295,7 @@ impl Engine<'_> {
                 task.nomination = Some(Nomination {
                     node: n.node.clone(),
                     since: now,
+                    gpus: Some(n.gpus.clone()),
                 });
             }
             self.any_nominations = true;

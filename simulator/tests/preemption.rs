@@ -364,6 +364,7 @@ fn nominations_are_set_kept_cleared_and_expired() {
         Some(Nomination {
             node: "n1".into(),
             since: Timestamp(since * 1000),
+            gpus: Some((0..8).collect()),
         })
     };
 

@@ -112,6 +112,12 @@ impl Task {
 pub struct Nomination {
     pub node: String,
     pub since: Timestamp,
+    /// GPU indices on `node` the preemptor was placed on, when known (from
+    /// the decisions, or the pod's `trainyard.io/gpu-indices` annotation):
+    /// the room held for it is exactly these devices, so two preemptors
+    /// nominated to one node never take each other's.
+    #[serde(default)]
+    pub gpus: Option<Vec<u32>>,
 }
 
 /// A named part of a gang with its own minimum (e.g. "workers", "ps").

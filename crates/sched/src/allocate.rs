@@ -131,6 +131,13 @@ struct Cycle<'s> {
     fresh: std::collections::HashSet<(usize, usize)>,
     /// Binds of this cycle taken back by the eviction pass.
     yields: u32,
+    /// Jobs whose binds were taken back in the current eviction round.
+    yielded: Vec<usize>,
+    /// Leaves where the current eviction round bound or took back pods.
+    changed_leaves: std::collections::BTreeSet<QueueId>,
+    /// Pods evicted by this cycle (job, task, node, device slots): their
+    /// room is free for nominations, not for binds.
+    releasing: Vec<(usize, usize, usize, Vec<usize>)>,
     /// Jobs the running victim search has already counted as gone.
     set_aside: std::collections::BTreeSet<usize>,
     /// Capacity held for each job's nominated pending tasks.
@@ -361,11 +368,28 @@ impl<'s> Cycle<'s> {
                 };
                 let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
                 let pod = PodView::new(&task.requests, ask, &task.constraints);
-                if states[n].fits(nodes[n], &pod) {
-                    let slots = states[n].best_devices(nodes[n], &pod);
-                    states[n].take(nodes[n], &pod, &slots);
-                    reserved[j].push((t, n, slots));
+                if !states[n].fits(nodes[n], &pod) {
+                    continue;
                 }
+                // The nominated devices when they are known and free, else
+                // the best free ones.
+                let devs = &nodes[n].gpus;
+                let named: Option<Vec<usize>> = nom.gpus.as_ref().and_then(|idx| {
+                    let slots: Vec<usize> = idx
+                        .iter()
+                        .filter_map(|i| devs.iter().position(|d| d.index == *i))
+                        .collect();
+                    let free = slots.len() == idx.len()
+                        && slots.iter().all(|&s| match ask {
+                            GpuAsk::None => true,
+                            GpuAsk::Whole(_) => states[n].whole_free(nodes[n], &pod, &[s]),
+                            _ => states[n].share_on(nodes[n], s, &pod).is_some(),
+                        });
+                    free.then_some(slots)
+                });
+                let slots = named.unwrap_or_else(|| states[n].best_devices(nodes[n], &pod));
+                states[n].take(nodes[n], &pod, &slots);
+                reserved[j].push((t, n, slots));
             }
         }
 
@@ -431,6 +455,9 @@ impl<'s> Cycle<'s> {
             bound_at,
             fresh: std::collections::HashSet::new(),
             yields: 0,
+            yielded: Vec::new(),
+            changed_leaves: std::collections::BTreeSet::new(),
+            releasing: Vec::new(),
             set_aside: std::collections::BTreeSet::new(),
             reserved,
             nominated,
@@ -1011,6 +1038,8 @@ impl<'s> Cycle<'s> {
                 break;
             };
             let job = self.jobs[j].job;
+            // Room held for its nominated pods is its own to use now.
+            self.release_reservations(j);
             let pending = self.jobs[j].pending.clone();
             let mut placed_total = 0u32;
             let mut failure: Option<String> = None;

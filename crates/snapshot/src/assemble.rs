@@ -767,9 +767,9 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
             };
             // Only a pending pod has a nomination (see `PodInfo`); one naming a
             // node that is not in the snapshot is dropped.
-            let nomination = m.pod.nomination.clone().and_then(|(node, since)| {
+            let nomination = m.pod.nomination.clone().and_then(|(node, since, gpus)| {
                 if cx.node_names.contains(&node) {
-                    return Some(Nomination { node, since });
+                    return Some(Nomination { node, since, gpus });
                 }
                 cx.warnings.push(format!(
                     "{}: Pod {}: status.nominatedNodeName {node:?} is not a node in the snapshot; nomination dropped",

@@ -543,8 +543,9 @@ pub(crate) struct PodInfo {
     pub terminating: bool,
     /// A pending pod's `status.nominatedNodeName` and since when: the
     /// `trainyard.io/nominated-at` annotation, else `creationTimestamp`,
-    /// else 1970-01-01T00:00:00Z. The node is checked at assembly.
-    pub nomination: Option<(String, Timestamp)>,
+    /// else 1970-01-01T00:00:00Z; and the devices held for it, from its
+    /// `trainyard.io/gpu-indices`. The node is checked at assembly.
+    pub nomination: Option<(String, Timestamp, Option<Vec<u32>>)>,
 }
 
 impl PodInfo {
@@ -976,10 +977,24 @@ impl K8sPod {
                 .filter(|v| !v.is_empty()),
             format!("metadata.annotations.{}", keys::NOMINATED_AT),
         );
+        // A nominated pod's `trainyard.io/gpu-indices` names the devices
+        // held for it (written with the nomination).
+        let nominated_gpus = meta
+            .annotations
+            .get(keys::GPU_INDICES)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+            .and_then(|v| parse_gpu_indices(v).ok());
         let nomination = status
             .nominated_node_name
             .filter(|n| !n.is_empty() && node_name.is_none() && !terminal)
-            .map(|n| (n, nominated_at.or(created).unwrap_or(Timestamp(0))));
+            .map(|n| {
+                (
+                    n,
+                    nominated_at.or(created).unwrap_or(Timestamp(0)),
+                    nominated_gpus,
+                )
+            });
         if !errors.is_empty() {
             return Err(errors);
         }

@@ -2259,7 +2259,7 @@ fn nominations_of_pending_pods() {
         NODES_N1_N2.to_string(),
         plain_pod(
             "annotated",
-            "  creationTimestamp: \"2026-11-22T09:00:00Z\"\n  annotations: {trainyard.io/nominated-at: \"2026-11-22T09:58:00Z\"}\n",
+            "  creationTimestamp: \"2026-11-22T09:00:00Z\"\n  annotations: {trainyard.io/nominated-at: \"2026-11-22T09:58:00Z\", trainyard.io/gpu-indices: \"2,3\"}\n",
             "",
         ) + "status: {nominatedNodeName: n1}\n",
         plain_pod("created", "  creationTimestamp: \"2026-11-22T09:00:00Z\"\n", "")
@@ -2288,6 +2288,15 @@ fn nominations_of_pending_pods() {
         Some(("n2", at("2026-11-22T09:00:00Z")))
     );
     assert_eq!(nomination("ml/timeless"), Some(("n2", Timestamp(0))));
+    // The devices held for a nominated pod, when it names them.
+    let gpus = |name: &str| {
+        task(&loaded, name)
+            .nomination
+            .as_ref()
+            .and_then(|n| n.gpus.clone())
+    };
+    assert_eq!(gpus("ml/annotated"), Some(vec![2, 3]));
+    assert_eq!(gpus("ml/created"), None);
     assert_eq!(nomination("ml/empty"), None);
     assert_eq!(nomination("ml/gone"), None);
     assert_eq!(nomination("ml/bound"), None);

@@ -23,13 +23,20 @@
 //!   at once when only this cycle's binds made room). The refill then
 //!   offers what taken-back binds left to gangs still pending.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use trainyard_model::{QueueId, QueueTree, ResourceName, Resources, TaskState};
 
 use super::{Cycle, Placed, select_minimum};
 use crate::decisions::{Eviction, EvictionKind, NominationDecision, PendingReason};
 use crate::state::{GpuAsk, PodView};
+
+/// What makes two victim searches alike: leaf, constraint set, pod
+/// request, and (priority, preemptible, preempts).
+type FailedSearch = (QueueId, u32, Resources, (i32, bool, bool));
+
+/// Rounds of the eviction pass in one cycle (see `run_evictions`).
+const EVICTION_ROUNDS: usize = 4;
 
 /// A set of bound tasks evicted together.
 #[derive(Clone, Debug)]
@@ -76,8 +83,9 @@ impl Unit {
 pub(super) struct Plan {
     pub(super) units: Vec<Unit>,
     /// (max victim priority, 0 = one leaf domain / 1 = cluster, pods,
-    /// work lost in pod-seconds).
-    pub(super) cost: (i32, u8, usize, u64),
+    /// work lost in pod-seconds, max priority of binds of this cycle taken
+    /// back); evicted pods only in the first four.
+    pub(super) cost: (i32, u8, usize, u64, i32),
 }
 
 impl<'s> Cycle<'s> {
@@ -145,18 +153,48 @@ impl<'s> Cycle<'s> {
         let waiting = self.pending_where(|r| {
             r.is_lack_of_room() || matches!(r, PendingReason::QueueAtLimit { .. })
         });
-        if waiting.is_empty() {
-            return;
+        // Jobs whose binds a plan takes back get their own turn in a later
+        // round of the same cycle: what they could reclaim now, the next
+        // cycle would. Rounds are few: a taken-back job cannot take back
+        // from the one that took from it (reclaim leaves the taker within
+        // its fair share; preemption needs strictly higher priority).
+        let mut round = waiting;
+        for _ in 0..EVICTION_ROUNDS {
+            if round.is_empty() {
+                break;
+            }
+            let refused = self.eviction_round(&round);
+            // A nominated preemptor that lost its bind does not evict again
+            // in the same cycle; the next cycle it is an ordinary gang. Also
+            // again: gangs that found nothing in a leaf where this round
+            // bound or took back pods (the room there changed).
+            let changed: BTreeSet<QueueId> = std::mem::take(&mut self.changed_leaves);
+            round = std::mem::take(&mut self.yielded)
+                .into_iter()
+                .filter(|j| {
+                    !self.nominated[*j]
+                        && matches!(self.pending.get(j), Some(PendingReason::Yielded { .. }))
+                })
+                .chain(
+                    refused
+                        .into_iter()
+                        .filter(|j| changed.contains(&self.jobs[*j].leaf)),
+                )
+                .collect();
         }
-        // Candidate victims: jobs with bound pods at the start of the cycle.
+    }
+
+    /// One walk of the eviction pass over the gangs `round`; returns those
+    /// that found no victims.
+    fn eviction_round(&mut self, round: &BTreeSet<usize>) -> Vec<usize> {
+        let mut refused_jobs = Vec::new();
+        // Candidate victims: jobs with bound pods (bound before this cycle,
+        // or by it).
         self.running = (0..self.jobs.len())
             .filter(|&v| !self.bound_at[v].is_empty() && self.jobs[v].job.preemptible)
             .collect();
-        let ids: BTreeSet<&str> = waiting
-            .iter()
-            .map(|&j| self.jobs[j].job.id.as_str())
-            .collect();
-        let mut walk = self.build_walk(|jw| ids.contains(jw.job.id.as_str()), super::minimum_ask);
+        let mut walk = self.build_walk(|jw| round.contains(&jw.index), super::minimum_ask);
+        let mut failed: HashMap<FailedSearch, (usize, String)> = HashMap::new();
         while let Some(leaf) = self.pick_leaf(&mut walk) {
             let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;
@@ -191,6 +229,20 @@ impl<'s> Cycle<'s> {
                     continue;
                 }
             }
+            // A gang of the same shape, leaf and priority that already
+            // found no victims this round, with no more pods, says the same
+            // for this one (more pods need more room, and a larger gang is
+            // allowed no more victims).
+            let key = self.failed_search_key(j);
+            if let Some((k, n)) = &key
+                && let Some((m, why)) = failed.get(k)
+                && n >= m
+            {
+                let why = why.clone();
+                self.explain_in_quota(j, why);
+                refused_jobs.push(j);
+                continue;
+            }
             let found = if self.jobs[j].job.preempts {
                 self.find_victims(j)
             } else {
@@ -200,10 +252,46 @@ impl<'s> Cycle<'s> {
                 Ok(plan) => {
                     self.apply_plan(j, plan);
                     Self::walk_changed(&mut walk);
+                    failed.clear();
                 }
-                Err(refused) => self.explain_in_quota(j, refused),
+                Err(refused) => {
+                    refused_jobs.push(j);
+                    if let Some((k, n)) = key {
+                        let e = failed.entry(k).or_insert((n, refused.clone()));
+                        if n < e.0 {
+                            *e = (n, refused.clone());
+                        }
+                    }
+                    self.explain_in_quota(j, refused)
+                }
             }
         }
+        refused_jobs
+    }
+
+    /// What decides a victim search for a gang of one pod shape without
+    /// topology constraints, and its pod count; `None` for other gangs.
+    fn failed_search_key(&mut self, j: usize) -> Option<(FailedSearch, usize)> {
+        let (chosen, _, _) = self.minimum_of(j)?;
+        let job = self.jobs[j].job;
+        let first = &job.tasks[chosen[0]];
+        let constrained =
+            !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
+        let single = chosen.iter().all(|&t| {
+            let task = &job.tasks[t];
+            task.requests == first.requests
+                && std::sync::Arc::ptr_eq(&task.constraints, &first.constraints)
+        });
+        if constrained || !single || self.nominated[j] || !self.reserved[j].is_empty() {
+            return None;
+        }
+        let key = (
+            self.jobs[j].leaf,
+            self.constraint_id(&first.constraints),
+            first.requests.clone(),
+            (job.priority, job.preemptible, job.preempts),
+        );
+        Some((key, chosen.len()))
     }
 
     /// The gang minimum of `j`, its needs, and whether it uses the topology search.
@@ -338,6 +426,13 @@ impl<'s> Cycle<'s> {
         }
         // Capacity grew: failures of this cycle no longer predict others.
         self.failed_shapes.clear();
+        // Evicted pods hold their room until they terminate.
+        for (v, t, n, slots) in std::mem::take(&mut self.releasing) {
+            let task = &self.jobs[v].job.tasks[t];
+            let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
+            let pod = PodView::new(&task.requests, ask, &task.constraints);
+            self.state.take(n, self.nodes[n], &pod, &slots);
+        }
         let retry = self
             .pending_where(|r| r.is_lack_of_room() || matches!(r, PendingReason::Yielded { .. }));
         let mut walk = self.build_walk(|jw| retry.contains(&jw.index), super::minimum_ask);
@@ -386,21 +481,23 @@ impl<'s> Cycle<'s> {
                 return;
             }
         };
-        self.state.rollback(mark);
-        // Evicted pods hold their room until they terminate: only taken-back
-        // binds of this cycle free theirs. The preemptor's placement is
-        // held on top, so nothing else lands on room it was promised.
-        let mark = self.state.begin();
-        let fresh: Vec<&Unit> = plan.units.iter().filter(|u| u.fresh).collect();
-        self.give_units(&fresh);
-        let me = self.jobs[j].job;
-        for (t, n, slots) in &placed {
-            let task = &me.tasks[*t];
-            let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
-            let pod = PodView::new(&task.requests, ask, &task.constraints);
-            self.state.take(*n, self.nodes[*n], &pod, slots);
-        }
         self.state.commit(mark);
+        // Room that evicted pods leave stays free for the rest of the pass,
+        // so later preemptors can be nominated onto what is left of it; but
+        // it is not free yet: whoever is placed there waits (nomination),
+        // and the refill does not see it.
+        let touches_releasing = placed.iter().any(|(_, n, _)| {
+            self.releasing.iter().any(|(_, _, m, _)| m == n)
+                || plan
+                    .units
+                    .iter()
+                    .any(|u| !u.fresh && u.tasks.iter().any(|(_, m, _)| m == n))
+        });
+        for u in plan.units.iter().filter(|u| !u.fresh) {
+            for (t, n, slots) in &u.tasks {
+                self.releasing.push((u.job, *t, *n, slots.clone()));
+            }
+        }
         let me = self.jobs[j].job;
         let my_leaf = self.jobs[j].leaf;
         let mut victims = 0u32;
@@ -500,7 +597,23 @@ impl<'s> Cycle<'s> {
                 victims += 1;
             }
             if yielded {
+                self.changed_leaves.insert(vleaf);
+                self.stats.gangs_placed = self
+                    .stats
+                    .gangs_placed
+                    .saturating_sub(u32::from(!u.elastic));
+                // Back in placement order (rank, then name), as `new` made it.
+                let vjob = self.jobs[u.job].job;
+                self.jobs[u.job].pending.sort_by(|&a, &b| {
+                    let (ta, tb) = (&vjob.tasks[a], &vjob.tasks[b]);
+                    (ta.rank.is_none(), ta.rank, &ta.name).cmp(&(
+                        tb.rank.is_none(),
+                        tb.rank,
+                        &tb.name,
+                    ))
+                });
                 self.yields += 1;
+                self.yielded.push(u.job);
                 if !u.elastic {
                     self.placements.retain(|p| p.job != vj.id);
                 }
@@ -522,7 +635,7 @@ impl<'s> Cycle<'s> {
             vw.bound_total = vw.bound_total.saturating_sub(gone.len() as u32);
             self.bound_at[u.job].retain(|p| !gone.contains(&p.0));
         }
-        if victims == 0 {
+        if victims == 0 && !touches_releasing {
             // Only binds of this cycle made room: the gang binds now.
             let bound = self.jobs[j].bound_total as usize;
             if placed.len() + bound > 1
@@ -531,6 +644,7 @@ impl<'s> Cycle<'s> {
                 self.placements.push(gp);
             }
             self.stats.gangs_placed += 1;
+            self.changed_leaves.insert(my_leaf);
             self.record(j, placed);
             self.pending.remove(&j);
             self.note_elastic_left(j);

@@ -29,7 +29,7 @@ const MINIMISE_TRIES: usize = 64;
 
 /// Freeing one node for one pod: (cost: max priority, pods, lost work),
 /// copies of the pod that then fit, node, units (indices into the pool).
-type NodeOption = ((i32, usize, u64), u32, usize, Vec<usize>);
+type NodeOption = ((i32, usize, u64, i32), u32, usize, Vec<usize>);
 
 impl<'s> Cycle<'s> {
     /// Minimum runtime of a leaf queue, inherited from the nearest ancestor.
@@ -122,6 +122,8 @@ impl<'s> Cycle<'s> {
         if !reclaim && !cfg.preempt {
             return units;
         }
+        // The reclaim rule depends on the two leaves only.
+        let mut reclaim_by_leaf: BTreeMap<QueueId, Option<QueueId>> = BTreeMap::new();
         for &v in &self.running {
             let vw = &self.jobs[v];
             let vj = vw.job;
@@ -143,7 +145,10 @@ impl<'s> Cycle<'s> {
                 if !reclaim {
                     continue;
                 }
-                match self.reclaim_allowed(jw.leaf, vw.leaf, needs) {
+                let allowed = *reclaim_by_leaf
+                    .entry(vw.leaf)
+                    .or_insert_with(|| self.reclaim_allowed(jw.leaf, vw.leaf, needs));
+                match allowed {
                     Some(b) => (EvictionKind::Reclaim, Some(b)),
                     None => continue,
                 }
@@ -170,12 +175,6 @@ impl<'s> Cycle<'s> {
             // binds back costs nothing, and a part of it would leave a
             // partial gang.
             let all_fresh = bound.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
-            if all_fresh && self.nominated[v] && kind == EvictionKind::Reclaim {
-                // A preemptor binding on the room its victims left: another
-                // queue taking it back would waste their eviction. (A job
-                // of higher priority in its own queue may still take it.)
-                continue;
-            }
             let mut left = if all_fresh { 0 } else { bound.len() as u32 };
             let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
             for (t, _, _) in &bound {
@@ -362,29 +361,55 @@ impl<'s> Cycle<'s> {
             }
         }
         let mut options: Vec<NodeOption> = Vec::new();
+        // Among binds of this cycle, lower priority goes back first.
+        let fresh_priority = |used: &[usize]| {
+            used.iter()
+                .filter(|&&i| pool[i].fresh)
+                .map(|&i| pool[i].priority)
+                .max()
+                .unwrap_or(i32::MIN)
+        };
         for (n, node) in self.nodes.iter().enumerate() {
             if !mask[n] {
                 continue;
             }
             let mut st = self.state.nodes[n].clone();
-            let mut copies = st.copies(node, &pod);
             let mut used: Vec<usize> = Vec::new();
-            if copies == 0 {
-                for &i in on_node.get(&n).map(Vec::as_slice).unwrap_or(&[]) {
-                    let u = pool[i];
-                    let vj = self.jobs[u.job].job;
-                    for (t, m, slots) in &u.tasks {
-                        if *m == n {
-                            let task = &vj.tasks[*t];
-                            let a = GpuAsk::of(&task.requests, &task.constraints)
-                                .unwrap_or(GpuAsk::None);
-                            st.give(
-                                node,
-                                &PodView::new(&task.requests, a, &task.constraints),
-                                slots,
-                            );
-                        }
+            let here = on_node.get(&n).map(Vec::as_slice).unwrap_or(&[]);
+            let give = |st: &mut crate::state::NodeState, u: &Unit| {
+                let vj = self.jobs[u.job].job;
+                for (t, m, slots) in &u.tasks {
+                    if *m == n {
+                        let task = &vj.tasks[*t];
+                        let a =
+                            GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
+                        st.give(
+                            node,
+                            &PodView::new(&task.requests, a, &task.constraints),
+                            slots,
+                        );
                     }
+                }
+            };
+            // Binds of this cycle cost nothing: their room counts as free
+            // where it lets more pods of the gang fit.
+            let mut copies = st.copies(node, &pod);
+            if here.iter().any(|&i| pool[i].fresh) {
+                let mut with = st.clone();
+                let fresh: Vec<usize> = here.iter().copied().filter(|&i| pool[i].fresh).collect();
+                for &i in &fresh {
+                    give(&mut with, pool[i]);
+                }
+                let more = with.copies(node, &pod);
+                if more > copies {
+                    st = with;
+                    copies = more;
+                    used = fresh;
+                }
+            }
+            if copies == 0 {
+                for &i in here.iter().filter(|&&i| !pool[i].fresh) {
+                    give(&mut st, pool[i]);
                     used.push(i);
                     copies = st.copies(node, &pod);
                     if copies > 0 {
@@ -402,7 +427,7 @@ impl<'s> Cycle<'s> {
                 .unwrap_or(i32::MIN);
             let pods: usize = used.iter().map(|&i| pool[i].evicted_pods()).sum();
             let lost: u64 = used.iter().map(|&i| self.lost_work(pool[i])).sum();
-            options.push(((prio, pods, lost), copies, n, used));
+            options.push(((prio, pods, lost, fresh_priority(&used)), copies, n, used));
         }
         options.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
         let mut covered = 0usize;
@@ -517,7 +542,10 @@ impl<'s> Cycle<'s> {
         // finds a plan, they are part of it.
         let leaf = self.jobs[j].leaf;
         let me = self.jobs[j].job;
-        let behind: Vec<usize> = (0..self.jobs.len())
+        let behind: Vec<usize> = self
+            .running
+            .iter()
+            .copied()
             .filter(|&v| {
                 v != j
                     && self.jobs[v].leaf == leaf
@@ -607,6 +635,14 @@ impl<'s> Cycle<'s> {
                     self.victim_need.push((q, r.clone(), after - cap));
                 }
             }
+        }
+        // With this cycle's lower-priority binds of its leaf set aside, the
+        // gang may fit as it is.
+        if !self.set_aside.is_empty() && self.fits_without(j, &chosen, &needs, topo_search, &[]) {
+            return Ok(Plan {
+                units: Vec::new(),
+                cost: (i32::MIN, 0, 0, 0, i32::MIN),
+            });
         }
         let all = self.victim_units(j, &needs);
         if all.is_empty() {
@@ -735,6 +771,12 @@ impl<'s> Cycle<'s> {
                 rank,
                 taken.iter().map(|u| u.evicted_pods()).sum(),
                 lost,
+                taken
+                    .iter()
+                    .filter(|u| u.fresh)
+                    .map(|u| u.priority)
+                    .max()
+                    .unwrap_or(i32::MIN),
             );
             if best.as_ref().is_none_or(|b| cost < b.cost) {
                 best = Some(Plan {

@@ -135,6 +135,9 @@ struct Cycle<'s> {
     yielded: Vec<usize>,
     /// Leaves where the current eviction round bound or took back pods.
     changed_leaves: std::collections::BTreeSet<QueueId>,
+    /// Free GPUs, most on one node, and usable nodes per constraint set, as
+    /// the eviction pass last counted them (cleared when a plan applies).
+    room_seen: HashMap<u32, (u64, u64, u32)>,
     /// Pods evicted by this cycle (job, task, node, device slots): their
     /// room is free for nominations, not for binds.
     releasing: Vec<(usize, usize, usize, Vec<usize>)>,
@@ -457,6 +460,7 @@ impl<'s> Cycle<'s> {
             yields: 0,
             yielded: Vec::new(),
             changed_leaves: std::collections::BTreeSet::new(),
+            room_seen: HashMap::new(),
             releasing: Vec::new(),
             set_aside: std::collections::BTreeSet::new(),
             reserved,

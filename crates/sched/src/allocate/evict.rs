@@ -253,6 +253,7 @@ impl<'s> Cycle<'s> {
                     self.apply_plan(j, plan);
                     Self::walk_changed(&mut walk);
                     failed.clear();
+                    self.room_seen.clear();
                 }
                 Err(refused) => {
                     refused_jobs.push(j);
@@ -331,22 +332,32 @@ impl<'s> Cycle<'s> {
         {
             return;
         }
-        // Free GPUs on the nodes the gang's first pod may use at all.
+        // No candidate at all: say why (counted only here, where it shows).
+        let refused = if refused.is_empty() {
+            self.why_no_victims(j, &needs)
+        } else {
+            refused
+        };
+        // Free GPUs on the nodes the gang's first pod may use at all
+        // (counted once per constraint set until a plan changes the room).
         let head = self.jobs[j].job.tasks[chosen[0]].constraints.clone();
         let key = self.static_filter(&head);
-        let mask = self
-            .filters
-            .get(&key)
-            .map(|f| f.mask.clone())
-            .unwrap_or_default();
-        let (mut free, mut largest, mut usable) = (0u64, 0u64, 0u32);
-        for (n, st) in self.state.nodes.iter().enumerate() {
-            if mask.get(n).copied().unwrap_or(false) {
-                usable += 1;
-                free += st.free.gpu;
-                largest = largest.max(st.free.gpu);
+        let (free, largest, usable) = match self.room_seen.get(&key) {
+            Some(r) => *r,
+            None => {
+                let (mut free, mut largest, mut usable) = (0u64, 0u64, 0u32);
+                if let Some(f) = self.filters.get(&key) {
+                    for &n in &f.feasible {
+                        let st = &self.state.nodes[n as usize];
+                        usable += 1;
+                        free += st.free.gpu;
+                        largest = largest.max(st.free.gpu);
+                    }
+                }
+                self.room_seen.insert(key, (free, largest, usable));
+                (free, largest, usable)
             }
-        }
+        };
         if usable == 0 {
             // No node may ever take it (selectors, taints, models): the
             // first reason says so, and no reclaim could change that.

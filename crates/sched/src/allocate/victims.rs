@@ -129,10 +129,8 @@ impl<'s> Cycle<'s> {
             let vj = vw.job;
             if v == j
                 || vw.leaf == QueueTree::ROOT
-                || self.set_aside.contains(&v)
                 || self.bound_at[v].is_empty()
                 || !vj.preemptible
-                || vj.tasks.iter().any(|t| t.terminating)
             {
                 continue;
             }
@@ -153,6 +151,9 @@ impl<'s> Cycle<'s> {
                     None => continue,
                 }
             };
+            if self.set_aside.contains(&v) || vj.tasks.iter().any(|t| t.terminating) {
+                continue;
+            }
             let started = self.job_started(v);
             // Minimum runtime protects pods that run; fresh binds have no
             // start (`job_started` skips them), so they are never protected.
@@ -294,32 +295,37 @@ impl<'s> Cycle<'s> {
         pool: &[&'u Unit],
         total_free: &Resources,
     ) -> Option<Vec<&'u Unit>> {
+        // Not even all of it together would hold the gang: nothing to try.
+        let mut all_free = total_free.clone();
+        for u in pool {
+            all_free.add(&u.freed);
+        }
+        if !needs.fits_in(&all_free) {
+            return None;
+        }
+        if !topo_search && !self.could_cover(j, chosen, pool) {
+            return None;
+        }
         let by_node = self.node_centric(j, chosen, pool);
-        let mut taken: Vec<&Unit> = if !by_node.is_empty()
-            && self.fits_without(j, chosen, needs, topo_search, &by_node)
-        {
-            by_node
-        } else {
-            let mut all_free = total_free.clone();
-            for u in pool {
-                all_free.add(&u.freed);
-            }
-            if !needs.fits_in(&all_free) || !self.fits_without(j, chosen, needs, topo_search, pool)
-            {
-                return None;
-            }
-            // Shortest prefix that works (fitting only grows with it).
-            let (mut lo, mut hi) = (1usize, pool.len());
-            while lo < hi {
-                let mid = (lo + hi) / 2;
-                if self.fits_without(j, chosen, needs, topo_search, &pool[..mid]) {
-                    hi = mid;
-                } else {
-                    lo = mid + 1;
+        let mut taken: Vec<&Unit> =
+            if !by_node.is_empty() && self.fits_without(j, chosen, needs, topo_search, &by_node) {
+                by_node
+            } else {
+                if !self.fits_without(j, chosen, needs, topo_search, pool) {
+                    return None;
                 }
-            }
-            pool[..hi].to_vec()
-        };
+                // Shortest prefix that works (fitting only grows with it).
+                let (mut lo, mut hi) = (1usize, pool.len());
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if self.fits_without(j, chosen, needs, topo_search, &pool[..mid]) {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                }
+                pool[..hi].to_vec()
+            };
         let mut i = taken.len();
         let mut tries = 0;
         while i > 0 && tries < MINIMISE_TRIES {
@@ -332,6 +338,69 @@ impl<'s> Cycle<'s> {
             }
         }
         Some(taken)
+    }
+
+    /// For a gang of one pod shape: whether the nodes could hold all its
+    /// pods with every unit of `pool` gone (an upper bound, no placement).
+    /// Gangs of several shapes always could, as far as this says.
+    fn could_cover(&mut self, j: usize, chosen: &[usize], pool: &[&Unit]) -> bool {
+        let job = self.jobs[j].job;
+        let head = &job.tasks[chosen[0]];
+        let single = chosen.iter().all(|&t| {
+            let task = &job.tasks[t];
+            task.requests == head.requests
+                && std::sync::Arc::ptr_eq(&task.constraints, &head.constraints)
+        });
+        if !single {
+            return true;
+        }
+        let ask = GpuAsk::of(&head.requests, &head.constraints).unwrap_or(GpuAsk::None);
+        let pod = PodView::new(&head.requests, ask, &head.constraints);
+        let key = self.static_filter(&head.constraints);
+        let Some(mask) = self.filters.get(&key).map(|f| f.mask.clone()) else {
+            return true;
+        };
+        let mut on_node: BTreeMap<usize, Vec<&Unit>> = BTreeMap::new();
+        for u in pool {
+            for (_, n, _) in &u.tasks {
+                let list = on_node.entry(*n).or_default();
+                if !list.last().is_some_and(|l| std::ptr::eq(*l, *u)) {
+                    list.push(u);
+                }
+            }
+        }
+        let mut total = 0usize;
+        for (n, node) in self.nodes.iter().enumerate() {
+            if !mask[n] {
+                continue;
+            }
+            total += match on_node.get(&n) {
+                None => self.state.nodes[n].copies(node, &pod) as usize,
+                Some(units) => {
+                    let mut st = self.state.nodes[n].clone();
+                    for u in units {
+                        let vj = self.jobs[u.job].job;
+                        for (t, m, slots) in &u.tasks {
+                            if *m == n {
+                                let task = &vj.tasks[*t];
+                                let a = GpuAsk::of(&task.requests, &task.constraints)
+                                    .unwrap_or(GpuAsk::None);
+                                st.give(
+                                    node,
+                                    &PodView::new(&task.requests, a, &task.constraints),
+                                    slots,
+                                );
+                            }
+                        }
+                    }
+                    st.copies(node, &pod) as usize
+                }
+            };
+            if total >= chosen.len() {
+                return true;
+            }
+        }
+        false
     }
 
     /// Node by node, the cheapest units (of `pool`, cheapest first) whose
@@ -373,9 +442,17 @@ impl<'s> Cycle<'s> {
             if !mask[n] {
                 continue;
             }
+            let here = on_node.get(&n).map(Vec::as_slice).unwrap_or(&[]);
+            if here.is_empty() {
+                // No candidate here: what fits now is all there is.
+                let copies = self.state.nodes[n].copies(node, &pod);
+                if copies > 0 {
+                    options.push(((i32::MIN, 0, 0, i32::MIN), copies, n, Vec::new()));
+                }
+                continue;
+            }
             let mut st = self.state.nodes[n].clone();
             let mut used: Vec<usize> = Vec::new();
-            let here = on_node.get(&n).map(Vec::as_slice).unwrap_or(&[]);
             let give = |st: &mut crate::state::NodeState, u: &Unit| {
                 let vj = self.jobs[u.job].job;
                 for (t, m, slots) in &u.tasks {
@@ -646,7 +723,8 @@ impl<'s> Cycle<'s> {
         }
         let all = self.victim_units(j, &needs);
         if all.is_empty() {
-            return Err(self.why_no_victims(j, &needs));
+            // Said only where it is shown (`explain_in_quota`).
+            return Err(String::new());
         }
         let mut why = String::new();
         for kind in [EvictionKind::Reclaim, EvictionKind::Preempt] {

@@ -45,6 +45,32 @@ pub fn schedule(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Decisio
     cycle.finish()
 }
 
+/// Hashing for (job, task) index pairs: a multiply-xor mix instead of
+/// SipHash (the keys are small integers the core made itself, so there is
+/// nothing to defend against). Iteration order of these sets never
+/// reaches output.
+#[derive(Clone, Copy, Default)]
+struct PairHasher(u64);
+
+impl std::hash::Hasher for PairHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type PairHash = std::hash::BuildHasherDefault<PairHasher>;
+
 /// Nodes that pass the static predicates for one constraint set, and the
 /// reason of every node that does not.
 struct StaticFilter {
@@ -128,9 +154,13 @@ struct Cycle<'s> {
     /// (job, task) bound by this cycle. The eviction pass may take them
     /// back for free (the bind is simply not made), so a job bound now is
     /// never what the next cycle evicts.
-    fresh: std::collections::HashSet<(usize, usize)>,
+    fresh: std::collections::HashSet<(usize, usize), PairHash>,
     /// Binds of this cycle taken back by the eviction pass.
     yields: u32,
+    /// Position in `binds` of each (job, task) bound by this cycle.
+    bind_index: HashMap<(usize, usize), usize, PairHash>,
+    /// Positions in `binds` of binds taken back (left out of the decisions).
+    dropped_binds: std::collections::HashSet<usize>,
     /// Jobs whose binds were taken back in the current eviction round.
     yielded: Vec<usize>,
     /// Leaves where the current eviction round bound or took back pods.
@@ -456,8 +486,10 @@ impl<'s> Cycle<'s> {
             stats,
             topo,
             bound_at,
-            fresh: std::collections::HashSet::new(),
+            fresh: std::collections::HashSet::default(),
             yields: 0,
+            bind_index: HashMap::default(),
+            dropped_binds: std::collections::HashSet::new(),
             yielded: Vec::new(),
             changed_leaves: std::collections::BTreeSet::new(),
             room_seen: HashMap::new(),
@@ -992,6 +1024,7 @@ impl<'s> Cycle<'s> {
             *jw.bound_by_sub
                 .entry(task.subgroup.as_deref().unwrap_or(""))
                 .or_default() += 1;
+            self.bind_index.insert((j, t), self.binds.len());
             self.binds.push(Bind {
                 job: job.id.clone(),
                 task: task.name.clone(),
@@ -1156,7 +1189,13 @@ impl<'s> Cycle<'s> {
             stack.extend(self.tree.children(q).iter().rev().map(|c| (*c, depth + 1)));
         }
         Decisions {
-            binds: self.binds,
+            binds: self
+                .binds
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| !self.dropped_binds.contains(i))
+                .map(|(_, b)| b)
+                .collect(),
             placements: self.placements,
             evictions: self.evictions,
             nominations: self.nominations,

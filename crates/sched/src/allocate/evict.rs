@@ -590,8 +590,9 @@ impl<'s> Cycle<'s> {
             for (t, n, _) in &u.tasks {
                 if self.fresh.remove(&(u.job, *t)) {
                     // Bound by this cycle: the bind is simply not made.
-                    let name = &vj.tasks[*t].name;
-                    self.binds.retain(|b| !(b.job == vj.id && &b.task == name));
+                    if let Some(i) = self.bind_index.remove(&(u.job, *t)) {
+                        self.dropped_binds.insert(i);
+                    }
                     self.stats.pods_bound = self.stats.pods_bound.saturating_sub(1);
                     self.jobs[u.job].pending.push(*t);
                     yielded = true;

@@ -350,11 +350,7 @@ pub fn read_document(text: &str, source: &str, kinds: &[&str]) -> Result<Documen
         ),
     };
     let docs = trainyard_snapshot::parse_documents(&Source::new(source, text))?;
-    let mut present = docs
-        .into_iter()
-        .enumerate()
-        .filter(|(_, d)| !d.is_null())
-        .map(|(i, d)| (i + 1, d));
+    let mut present = trainyard_snapshot::present_documents(docs);
     let Some((number, value)) = present.next() else {
         return Err(SpecError::file(
             source,

@@ -216,11 +216,7 @@ pub(crate) fn load_config(path: &Path) -> Result<Config> {
 fn parse_config(text: &str, name: &str) -> Result<Config> {
     let docs = trainyard_snapshot::parse_documents(&Source::new(name, text))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut present = docs
-        .into_iter()
-        .enumerate()
-        .filter(|(_, d)| !d.is_null())
-        .map(|(i, d)| (i + 1, d));
+    let mut present = trainyard_snapshot::present_documents(docs);
     let Some((number, value)) = present.next() else {
         return Ok(Config::default());
     };

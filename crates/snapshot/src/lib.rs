@@ -20,7 +20,7 @@ use std::fmt;
 
 use trainyard_model::Snapshot;
 
-pub use read::parse_documents;
+pub use read::{parse_documents, present_documents};
 
 /// One input text.
 #[derive(Clone, Debug, PartialEq, Eq)]

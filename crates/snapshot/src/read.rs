@@ -104,6 +104,16 @@ fn yaml_budget(len: usize) -> serde_saphyr::Budget {
     b
 }
 
+/// The documents of `docs` that are not empty (`---` with nothing after
+/// it, or comments only, is `null`), each with its 1-based number in the
+/// source, for inputs that hold one document of their own kind.
+pub fn present_documents(docs: Vec<Value>) -> impl Iterator<Item = (usize, Value)> {
+    docs.into_iter()
+        .enumerate()
+        .filter(|(_, d)| !d.is_null())
+        .map(|(i, d)| (i + 1, d))
+}
+
 /// Parses every YAML (or JSON) document of `source` into a tree, as the
 /// snapshot loader reads its input: YAML 1.2 booleans only (a node named
 /// `n` or a label value `yes` stays a string; `no` is not `false`), and

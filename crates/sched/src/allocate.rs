@@ -168,6 +168,9 @@ struct Cycle<'s> {
     /// Free GPUs, most on one node, and usable nodes per constraint set, as
     /// the eviction pass last counted them (cleared when a plan applies).
     room_seen: HashMap<u32, (u64, u64, u32)>,
+    /// Copies per node of a pod shape, as the eviction pass last counted
+    /// them (cleared with `room_seen`).
+    copies_seen: HashMap<(u32, Resources), std::rc::Rc<Vec<u32>>>,
     /// Pods evicted by this cycle (job, task, node, device slots): their
     /// room is free for nominations, not for binds.
     releasing: Vec<(usize, usize, usize, Vec<usize>)>,
@@ -493,6 +496,7 @@ impl<'s> Cycle<'s> {
             yielded: Vec::new(),
             changed_leaves: std::collections::BTreeSet::new(),
             room_seen: HashMap::new(),
+            copies_seen: HashMap::new(),
             releasing: Vec::new(),
             set_aside: std::collections::BTreeSet::new(),
             reserved,

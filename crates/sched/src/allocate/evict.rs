@@ -254,6 +254,7 @@ impl<'s> Cycle<'s> {
                     Self::walk_changed(&mut walk);
                     failed.clear();
                     self.room_seen.clear();
+                    self.copies_seen.clear();
                 }
                 Err(refused) => {
                     refused_jobs.push(j);

@@ -166,11 +166,11 @@ impl<'s> Cycle<'s> {
             // Elastic pods first (most recently started), respecting
             // sub-group minimums; the rest is the gang.
             let mut bound: Vec<Placed> = self.bound_at[v].clone();
-            bound.sort_by_key(|(t, _, _)| {
-                (
-                    std::cmp::Reverse(self.task_started(v, *t)),
-                    std::cmp::Reverse(vj.tasks[*t].name.clone()),
-                )
+            // Most recently started first, then name (descending).
+            bound.sort_by(|(a, _, _), (b, _, _)| {
+                self.task_started(v, *b)
+                    .cmp(&self.task_started(v, *a))
+                    .then_with(|| vj.tasks[*b].name.cmp(&vj.tasks[*a].name))
             });
             // A job placed whole by this cycle is one unit: taking its
             // binds back costs nothing, and a part of it would leave a
@@ -340,6 +340,28 @@ impl<'s> Cycle<'s> {
         Some(taken)
     }
 
+    /// Copies of a pod that fit on each node as the state is now, for one
+    /// constraint set and request; kept until the room changes (a plan is
+    /// applied), and not kept while binds are set aside.
+    fn copies_now(&mut self, key: u32, req: &Resources, pod: &PodView) -> std::rc::Rc<Vec<u32>> {
+        let cache = self.set_aside.is_empty();
+        if cache && let Some(v) = self.copies_seen.get(&(key, req.clone())) {
+            return std::rc::Rc::clone(v);
+        }
+        let v: std::rc::Rc<Vec<u32>> = std::rc::Rc::new(
+            self.nodes
+                .iter()
+                .enumerate()
+                .map(|(n, node)| self.state.nodes[n].copies(node, pod))
+                .collect(),
+        );
+        if cache {
+            self.copies_seen
+                .insert((key, req.clone()), std::rc::Rc::clone(&v));
+        }
+        v
+    }
+
     /// For a gang of one pod shape: whether the nodes could hold all its
     /// pods with every unit of `pool` gone (an upper bound, no placement).
     /// Gangs of several shapes always could, as far as this says.
@@ -369,13 +391,14 @@ impl<'s> Cycle<'s> {
                 }
             }
         }
+        let now = self.copies_now(key, &head.requests, &pod);
         let mut total = 0usize;
         for (n, node) in self.nodes.iter().enumerate() {
             if !mask[n] {
                 continue;
             }
             total += match on_node.get(&n) {
-                None => self.state.nodes[n].copies(node, &pod) as usize,
+                None => now[n] as usize,
                 Some(units) => {
                     let mut st = self.state.nodes[n].clone();
                     for u in units {
@@ -429,6 +452,7 @@ impl<'s> Cycle<'s> {
                 }
             }
         }
+        let now = self.copies_now(key, &head.requests, &pod);
         let mut options: Vec<NodeOption> = Vec::new();
         // Among binds of this cycle, lower priority goes back first.
         let fresh_priority = |used: &[usize]| {
@@ -445,7 +469,7 @@ impl<'s> Cycle<'s> {
             let here = on_node.get(&n).map(Vec::as_slice).unwrap_or(&[]);
             if here.is_empty() {
                 // No candidate here: what fits now is all there is.
-                let copies = self.state.nodes[n].copies(node, &pod);
+                let copies = now[n];
                 if copies > 0 {
                     options.push(((i32::MIN, 0, 0, i32::MIN), copies, n, Vec::new()));
                 }

@@ -452,9 +452,18 @@ impl<'s> Cycle<'s> {
             let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;
             };
-            if self.try_gang(j).is_ok() {
-                self.pending.remove(&j);
-                self.note_elastic_left(j);
+            match self.try_gang(j) {
+                Ok(()) => {
+                    self.pending.remove(&j);
+                    self.note_elastic_left(j);
+                }
+                // The obstacle now (a limit reached meanwhile, say), except
+                // for a taken-back job, whose reason says why it lost its room.
+                Err(reason) => {
+                    if !matches!(self.pending.get(&j), Some(PendingReason::Yielded { .. })) {
+                        self.pending.insert(j, reason);
+                    }
+                }
             }
         }
     }

@@ -402,8 +402,7 @@ impl<'s> Cycle<'s> {
                 let Some(&n) = index.get(nom.node.as_str()) else {
                     continue;
                 };
-                let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
-                let pod = PodView::new(&task.requests, ask, &task.constraints);
+                let pod = PodView::of_task(task);
                 if !states[n].fits(nodes[n], &pod) {
                     continue;
                 }
@@ -416,7 +415,7 @@ impl<'s> Cycle<'s> {
                         .filter_map(|i| devs.iter().position(|d| d.index == *i))
                         .collect();
                     let free = slots.len() == idx.len()
-                        && slots.iter().all(|&s| match ask {
+                        && slots.iter().all(|&s| match pod.ask {
                             GpuAsk::None => true,
                             GpuAsk::Whole(_) => states[n].whole_free(nodes[n], &pod, &[s]),
                             _ => states[n].share_on(nodes[n], s, &pod).is_some(),
@@ -634,10 +633,7 @@ impl<'s> Cycle<'s> {
 
         // Same shape throughout? Then the failed-shape cache applies.
         let first = &job.tasks[chosen[0]];
-        let single_shape = chosen.iter().all(|&t| {
-            let task = &job.tasks[t];
-            task.requests == first.requests && Arc::ptr_eq(&task.constraints, &first.constraints)
-        });
+        let single_shape = one_shape(job, &chosen);
         let shape_key = (
             self.constraint_id(&first.constraints),
             first.requests.clone(),
@@ -1016,8 +1012,7 @@ impl<'s> Cycle<'s> {
             let mut charged = task.requests.clone();
             if task.constraints.gpu_memory.is_some() {
                 // A memory share is charged what it takes on its device.
-                let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
-                let pod = PodView::new(&task.requests, ask, &task.constraints);
+                let pod = PodView::of_task(task);
                 charged.gpu = NodeState::charged_gpu(node, &pod, &slots);
             }
             add.add(&charged);
@@ -1209,6 +1204,17 @@ impl<'s> Cycle<'s> {
             stats: self.stats,
         }
     }
+}
+
+/// Whether the tasks `chosen` of `job` are all of one shape: the same
+/// request and the same constraint set (the failed-shape caches and the
+/// victim search's cover bound hold only for such gangs).
+fn one_shape(job: &Job, chosen: &[usize]) -> bool {
+    let first = &job.tasks[chosen[0]];
+    chosen.iter().all(|&t| {
+        let task = &job.tasks[t];
+        task.requests == first.requests && Arc::ptr_eq(&task.constraints, &first.constraints)
+    })
 }
 
 /// What the gang minimum of a job would add to its queue (nothing when the

@@ -2,7 +2,7 @@
 //! with an undo log so a gang's tentative placements can be rolled back.
 
 use trainyard_model::resources::MILLI_PER_GPU;
-use trainyard_model::{GpuDevice, Node, PlacementConstraints, Resources};
+use trainyard_model::{GpuDevice, Node, PlacementConstraints, Resources, Task};
 
 use crate::decisions::FilterReason;
 
@@ -102,6 +102,14 @@ pub struct PodView<'a> {
 }
 
 impl<'a> PodView<'a> {
+    /// The view of a task as its request and constraints say. A malformed
+    /// GPU request counts as none: such tasks are blocked before any
+    /// placement, so only pods already holding capacity get here with one.
+    pub fn of_task(task: &'a Task) -> Self {
+        let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
+        PodView::new(&task.requests, ask, &task.constraints)
+    }
+
     pub fn new(req: &'a Resources, ask: GpuAsk, c: &'a PlacementConstraints) -> Self {
         PodView {
             req,

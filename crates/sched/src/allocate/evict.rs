@@ -29,7 +29,11 @@ use trainyard_model::{QueueId, QueueTree, ResourceName, Resources, TaskState};
 
 use super::{Cycle, Placed, select_minimum};
 use crate::decisions::{Eviction, EvictionKind, NominationDecision, PendingReason};
-use crate::state::{GpuAsk, PodView};
+use crate::state::PodView;
+
+/// A gang's minimum: its tasks to place, their needs, and whether the
+/// topology search places them.
+pub(super) type Minimum = (Vec<usize>, Resources, bool);
 
 /// What makes two victim searches alike: leaf, constraint set, pod
 /// request, and (priority, preemptible, preempts).
@@ -96,8 +100,7 @@ impl<'s> Cycle<'s> {
         let job = self.jobs[j].job;
         for (t, n, slots) in &res {
             let task = &job.tasks[*t];
-            let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
-            let pod = PodView::new(&task.requests, ask, &task.constraints);
+            let pod = PodView::of_task(task);
             self.state.give(*n, self.nodes[*n], &pod, slots);
         }
     }
@@ -233,18 +236,22 @@ impl<'s> Cycle<'s> {
             // found no victims this round, with no more pods, says the same
             // for this one (more pods need more room, and a larger gang is
             // allowed no more victims).
-            let key = self.failed_search_key(j);
+            // The gang minimum, chosen once for everything below.
+            let Some(min) = self.minimum_of(j) else {
+                continue;
+            };
+            let key = self.failed_search_key(j, &min);
             if let Some((k, n)) = &key
                 && let Some((m, why)) = failed.get(k)
                 && n >= m
             {
                 let why = why.clone();
-                self.explain_in_quota(j, why);
+                self.explain_in_quota(j, why, &min);
                 refused_jobs.push(j);
                 continue;
             }
             let found = if self.jobs[j].job.preempts {
-                self.find_victims(j)
+                self.find_victims(j, &min)
             } else {
                 Err("its PriorityClass says preemptionPolicy: Never".into())
             };
@@ -264,7 +271,7 @@ impl<'s> Cycle<'s> {
                             *e = (n, refused.clone());
                         }
                     }
-                    self.explain_in_quota(j, refused)
+                    self.explain_in_quota(j, refused, &min)
                 }
             }
         }
@@ -273,18 +280,17 @@ impl<'s> Cycle<'s> {
 
     /// What decides a victim search for a gang of one pod shape without
     /// topology constraints, and its pod count; `None` for other gangs.
-    fn failed_search_key(&mut self, j: usize) -> Option<(FailedSearch, usize)> {
-        let (chosen, _, _) = self.minimum_of(j)?;
+    fn failed_search_key(&mut self, j: usize, min: &Minimum) -> Option<(FailedSearch, usize)> {
+        let chosen = &min.0;
         let job = self.jobs[j].job;
         let first = &job.tasks[chosen[0]];
         let constrained =
             !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
-        let single = chosen.iter().all(|&t| {
-            let task = &job.tasks[t];
-            task.requests == first.requests
-                && std::sync::Arc::ptr_eq(&task.constraints, &first.constraints)
-        });
-        if constrained || !single || self.nominated[j] || !self.reserved[j].is_empty() {
+        if constrained
+            || !super::one_shape(job, chosen)
+            || self.nominated[j]
+            || !self.reserved[j].is_empty()
+        {
             return None;
         }
         let key = (
@@ -297,7 +303,7 @@ impl<'s> Cycle<'s> {
     }
 
     /// The gang minimum of `j`, its needs, and whether it uses the topology search.
-    pub(super) fn minimum_of(&self, j: usize) -> Option<(Vec<usize>, Resources, bool)> {
+    pub(super) fn minimum_of(&self, j: usize) -> Option<Minimum> {
         let jw = &self.jobs[j];
         let job = jw.job;
         let chosen = select_minimum(job, &jw.pending, &jw.bound_by_sub, jw.bound_total).ok()?;
@@ -317,25 +323,23 @@ impl<'s> Cycle<'s> {
     /// A gang within its queues' quotas that still has no room gets a
     /// reason saying so, with the free capacity and why reclaim did not
     /// make room: quota is guaranteed only where it can be placed.
-    fn explain_in_quota(&mut self, j: usize, refused: String) {
+    fn explain_in_quota(&mut self, j: usize, refused: String, min: &Minimum) {
         let detail = match self.pending.get(&j) {
             Some(r) if r.is_lack_of_room() => r.to_string(),
             _ => return,
         };
-        let Some((chosen, needs, _)) = self.minimum_of(j) else {
-            return;
-        };
+        let (chosen, needs, _) = min;
         let leaf = self.jobs[j].leaf;
         if !self
             .tree
             .ancestors(leaf)
-            .all(|x| self.within_quota(x, &needs))
+            .all(|x| self.within_quota(x, needs))
         {
             return;
         }
         // No candidate at all: say why (counted only here, where it shows).
         let refused = if refused.is_empty() {
-            self.why_no_victims(j, &needs)
+            self.why_no_victims(j, needs)
         } else {
             refused
         };
@@ -441,8 +445,7 @@ impl<'s> Cycle<'s> {
         // Evicted pods hold their room until they terminate.
         for (v, t, n, slots) in std::mem::take(&mut self.releasing) {
             let task = &self.jobs[v].job.tasks[t];
-            let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
-            let pod = PodView::new(&task.requests, ask, &task.constraints);
+            let pod = PodView::of_task(task);
             self.state.take(n, self.nodes[n], &pod, &slots);
         }
         let retry = self

@@ -16,10 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use trainyard_model::{QueueId, QueueTree, ResourceName, Resources};
 
-use super::evict::{Plan, Unit};
+use super::evict::{Minimum, Plan, Unit};
 use super::{Cycle, Placed};
 use crate::decisions::EvictionKind;
-use crate::state::{GpuAsk, PodView};
+use crate::state::{NodeState, PodView};
 
 /// Leaf-domain scopes tried per preemptor, besides the whole cluster.
 const DOMAIN_SCOPES: usize = 8;
@@ -270,8 +270,7 @@ impl<'s> Cycle<'s> {
             let job = self.jobs[u.job].job;
             for (t, n, slots) in &u.tasks {
                 let task = &job.tasks[*t];
-                let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
-                let pod = PodView::new(&task.requests, ask, &task.constraints);
+                let pod = PodView::of_task(task);
                 self.state.give(*n, self.nodes[*n], &pod, slots);
             }
         }
@@ -362,35 +361,32 @@ impl<'s> Cycle<'s> {
         v
     }
 
+    /// Gives back into `st`, a copy of node `n`'s state, the pods of `u`
+    /// on that node.
+    fn give_on_node(&self, st: &mut NodeState, n: usize, u: &Unit) {
+        let vj = self.jobs[u.job].job;
+        for (t, m, slots) in &u.tasks {
+            if *m == n {
+                st.give(self.nodes[n], &PodView::of_task(&vj.tasks[*t]), slots);
+            }
+        }
+    }
+
     /// For a gang of one pod shape: whether the nodes could hold all its
     /// pods with every unit of `pool` gone (an upper bound, no placement).
     /// Gangs of several shapes always could, as far as this says.
     fn could_cover(&mut self, j: usize, chosen: &[usize], pool: &[&Unit]) -> bool {
         let job = self.jobs[j].job;
-        let head = &job.tasks[chosen[0]];
-        let single = chosen.iter().all(|&t| {
-            let task = &job.tasks[t];
-            task.requests == head.requests
-                && std::sync::Arc::ptr_eq(&task.constraints, &head.constraints)
-        });
-        if !single {
+        if !super::one_shape(job, chosen) {
             return true;
         }
-        let ask = GpuAsk::of(&head.requests, &head.constraints).unwrap_or(GpuAsk::None);
-        let pod = PodView::new(&head.requests, ask, &head.constraints);
+        let head = &job.tasks[chosen[0]];
+        let pod = PodView::of_task(head);
         let key = self.static_filter(&head.constraints);
         let Some(mask) = self.filters.get(&key).map(|f| f.mask.clone()) else {
             return true;
         };
-        let mut on_node: BTreeMap<usize, Vec<&Unit>> = BTreeMap::new();
-        for u in pool {
-            for (_, n, _) in &u.tasks {
-                let list = on_node.entry(*n).or_default();
-                if !list.last().is_some_and(|l| std::ptr::eq(*l, *u)) {
-                    list.push(u);
-                }
-            }
-        }
+        let on_node = units_by_node(pool);
         let now = self.copies_now(key, &head.requests, &pod);
         let mut total = 0usize;
         for (n, node) in self.nodes.iter().enumerate() {
@@ -399,22 +395,10 @@ impl<'s> Cycle<'s> {
             }
             total += match on_node.get(&n) {
                 None => now[n] as usize,
-                Some(units) => {
+                Some(here) => {
                     let mut st = self.state.nodes[n].clone();
-                    for u in units {
-                        let vj = self.jobs[u.job].job;
-                        for (t, m, slots) in &u.tasks {
-                            if *m == n {
-                                let task = &vj.tasks[*t];
-                                let a = GpuAsk::of(&task.requests, &task.constraints)
-                                    .unwrap_or(GpuAsk::None);
-                                st.give(
-                                    node,
-                                    &PodView::new(&task.requests, a, &task.constraints),
-                                    slots,
-                                );
-                            }
-                        }
+                    for &i in here {
+                        self.give_on_node(&mut st, n, pool[i]);
                     }
                     st.copies(node, &pod) as usize
                 }
@@ -437,21 +421,12 @@ impl<'s> Cycle<'s> {
     ) -> Vec<&'u Unit> {
         let job = self.jobs[j].job;
         let head = &job.tasks[chosen[0]];
-        let ask = GpuAsk::of(&head.requests, &head.constraints).unwrap_or(GpuAsk::None);
-        let pod = PodView::new(&head.requests, ask, &head.constraints);
+        let pod = PodView::of_task(head);
         let key = self.static_filter(&head.constraints);
         let Some(mask) = self.filters.get(&key).map(|f| f.mask.clone()) else {
             return Vec::new();
         };
-        let mut on_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-        for (i, u) in pool.iter().enumerate() {
-            for (_, n, _) in &u.tasks {
-                let list = on_node.entry(*n).or_default();
-                if list.last() != Some(&i) {
-                    list.push(i);
-                }
-            }
-        }
+        let on_node = units_by_node(pool);
         let now = self.copies_now(key, &head.requests, &pod);
         let mut options: Vec<NodeOption> = Vec::new();
         // Among binds of this cycle, lower priority goes back first.
@@ -477,21 +452,6 @@ impl<'s> Cycle<'s> {
             }
             let mut st = self.state.nodes[n].clone();
             let mut used: Vec<usize> = Vec::new();
-            let give = |st: &mut crate::state::NodeState, u: &Unit| {
-                let vj = self.jobs[u.job].job;
-                for (t, m, slots) in &u.tasks {
-                    if *m == n {
-                        let task = &vj.tasks[*t];
-                        let a =
-                            GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
-                        st.give(
-                            node,
-                            &PodView::new(&task.requests, a, &task.constraints),
-                            slots,
-                        );
-                    }
-                }
-            };
             // Binds of this cycle cost nothing: their room counts as free
             // where it lets more pods of the gang fit.
             let mut copies = st.copies(node, &pod);
@@ -499,7 +459,7 @@ impl<'s> Cycle<'s> {
                 let mut with = st.clone();
                 let fresh: Vec<usize> = here.iter().copied().filter(|&i| pool[i].fresh).collect();
                 for &i in &fresh {
-                    give(&mut with, pool[i]);
+                    self.give_on_node(&mut with, n, pool[i]);
                 }
                 let more = with.copies(node, &pod);
                 if more > copies {
@@ -510,7 +470,7 @@ impl<'s> Cycle<'s> {
             }
             if copies == 0 {
                 for &i in here.iter().filter(|&&i| !pool[i].fresh) {
-                    give(&mut st, pool[i]);
+                    self.give_on_node(&mut st, n, pool[i]);
                     used.push(i);
                     copies = st.copies(node, &pod);
                     if copies > 0 {
@@ -635,7 +595,7 @@ impl<'s> Cycle<'s> {
     /// The cheapest victim set that makes gang `j` fit, if any.
     /// Reclaim first (the queue gets back what it lent), and only if no
     /// reclaim works, preemption inside the queue.
-    pub(super) fn find_victims(&mut self, j: usize) -> Result<Plan, String> {
+    pub(super) fn find_victims(&mut self, j: usize, min: &Minimum) -> Result<Plan, String> {
         // Jobs of lower priority in the preemptor's own leaf that this
         // cycle bound (backfill behind it): had the preemptor been placed
         // first, they would not hold its queue's share or room. The search
@@ -659,7 +619,7 @@ impl<'s> Cycle<'s> {
             })
             .collect();
         if behind.is_empty() {
-            return self.search_victims(j);
+            return self.search_victims(j, min);
         }
         let units: Vec<Unit> = behind.iter().map(|&v| self.fresh_unit(v, j)).collect();
         let mark = self.state.begin();
@@ -669,7 +629,7 @@ impl<'s> Cycle<'s> {
             self.uncharge(leaf, &u.freed);
         }
         self.set_aside = behind.iter().copied().collect();
-        let found = self.search_victims(j);
+        let found = self.search_victims(j, min);
         self.set_aside.clear();
         for u in &units {
             self.charge(leaf, &u.freed, false);
@@ -680,7 +640,7 @@ impl<'s> Cycle<'s> {
                 plan.units.extend(units);
                 Ok(plan)
             }
-            Err(_) => self.search_victims(j),
+            Err(_) => self.search_victims(j, min),
         }
     }
 
@@ -715,13 +675,11 @@ impl<'s> Cycle<'s> {
     }
 
     /// The victim search proper (see [`Cycle::find_victims`]).
-    pub(super) fn search_victims(&mut self, j: usize) -> Result<Plan, String> {
-        let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
-            return Err("its minimum is already placed".into());
-        };
+    pub(super) fn search_victims(&mut self, j: usize, min: &Minimum) -> Result<Plan, String> {
+        let (chosen, needs, topo_search) = (&min.0, &min.1, min.2);
         let leaf = self.jobs[j].leaf;
         if !self.jobs[j].job.preemptible
-            && let Err(e) = self.check_quota_for_non_preemptible(leaf, &needs)
+            && let Err(e) = self.check_quota_for_non_preemptible(leaf, needs)
         {
             return Err(e.to_string());
         }
@@ -739,13 +697,13 @@ impl<'s> Cycle<'s> {
         }
         // With this cycle's lower-priority binds of its leaf set aside, the
         // gang may fit as it is.
-        if !self.set_aside.is_empty() && self.fits_without(j, &chosen, &needs, topo_search, &[]) {
+        if !self.set_aside.is_empty() && self.fits_without(j, chosen, needs, topo_search, &[]) {
             return Ok(Plan {
                 units: Vec::new(),
                 cost: (i32::MIN, 0, 0, 0, i32::MIN),
             });
         }
-        let all = self.victim_units(j, &needs);
+        let all = self.victim_units(j, needs);
         if all.is_empty() {
             // Said only where it is shown (`explain_in_quota`).
             return Err(String::new());
@@ -756,7 +714,7 @@ impl<'s> Cycle<'s> {
             if units.is_empty() {
                 continue;
             }
-            match self.find_among(j, &chosen, &needs, topo_search, units) {
+            match self.find_among(j, chosen, needs, topo_search, units) {
                 Ok(plan) => return Ok(plan),
                 Err(e) => why = e,
             }
@@ -889,4 +847,18 @@ impl<'s> Cycle<'s> {
         }
         best.ok_or_else(|| why.to_string())
     }
+}
+
+/// For each node, the positions in `pool` of the units with a pod there.
+fn units_by_node(pool: &[&Unit]) -> BTreeMap<usize, Vec<usize>> {
+    let mut on_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (i, u) in pool.iter().enumerate() {
+        for (_, n, _) in &u.tasks {
+            let list = on_node.entry(*n).or_default();
+            if list.last() != Some(&i) {
+                list.push(i);
+            }
+        }
+    }
+    on_node
 }

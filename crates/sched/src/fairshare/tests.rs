@@ -445,6 +445,27 @@ proptest! {
 // arithmetic, with its own small unsigned big integer so that nothing here
 // shares code or rounding with the implementation under test.
 
+/// The exact split of `total` among `kids`, per resource of
+/// [`dimensions`] (in that order), from the production inputs.
+fn exact_split(total: &Resources, kids: &[Child]) -> (Vec<ResourceName>, Vec<Vec<exact::Q>>) {
+    let dims = dimensions(total, kids);
+    let ek: Vec<exact::Kid> = kids
+        .iter()
+        .map(|c| exact::Kid {
+            demand: dims.iter().map(|d| c.demand.get(d) as u128).collect(),
+            quota: dims.iter().map(|d| c.quota.get(d) as u128).collect(),
+            weight: c.weight,
+            priority: c.priority,
+        })
+        .collect();
+    let et: Vec<exact::Q> = dims
+        .iter()
+        .map(|d| exact::Q::int(total.get(d) as u128))
+        .collect();
+    let ex = exact::split(&et, &ek);
+    (dims, ex)
+}
+
 mod exact {
     use std::cmp::Ordering;
 
@@ -1057,21 +1078,7 @@ fn against_exact(
                 }
             })
             .collect();
-        let dims = dimensions(&total, &kids);
-        let ek: Vec<exact::Kid> = kids
-            .iter()
-            .map(|c| exact::Kid {
-                demand: dims.iter().map(|d| c.demand.get(d) as u128).collect(),
-                quota: dims.iter().map(|d| c.quota.get(d) as u128).collect(),
-                weight: c.weight,
-                priority: c.priority,
-            })
-            .collect();
-        let et: Vec<exact::Q> = dims
-            .iter()
-            .map(|d| exact::Q::int(total.get(d) as u128))
-            .collect();
-        let ex = exact::split(&et, &ek);
+        let (dims, ex) = exact_split(&total, &kids);
         for (i, c) in children.iter().enumerate() {
             for (di, d) in dims.iter().enumerate() {
                 out.push((
@@ -1157,18 +1164,7 @@ proptest! {
     #[test]
     fn wide_amounts_split_is_the_exact_split_rounded((total, kids) in arb_wide_split()) {
         let s = split(&total, &kids);
-        let dims = dimensions(&total, &kids);
-        let ek: Vec<exact::Kid> = kids
-            .iter()
-            .map(|c| exact::Kid {
-                demand: dims.iter().map(|d| c.demand.get(d) as u128).collect(),
-                quota: dims.iter().map(|d| c.quota.get(d) as u128).collect(),
-                weight: c.weight,
-                priority: c.priority,
-            })
-            .collect();
-        let et: Vec<exact::Q> = dims.iter().map(|d| exact::Q::int(total.get(d) as u128)).collect();
-        let ex = exact::split(&et, &ek);
+        let (dims, ex) = exact_split(&total, &kids);
         for (i, share) in s.iter().enumerate() {
             for (di, d) in dims.iter().enumerate() {
                 let got = share.get(d) as u128;

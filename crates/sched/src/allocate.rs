@@ -129,6 +129,9 @@ struct Cycle<'s> {
     /// pod count that failed, and its reason. Capacity only shrinks within a
     /// cycle, so a gang of that shape and at least that size fails too.
     failed_shapes: HashMap<(u32, Resources), (u32, PendingReason)>,
+    /// Per (constraint id, request): the shape's ranking of nodes, built at
+    /// its second run of the cycle (`None` after the first).
+    ranked: HashMap<(u32, Resources), Option<ranked::Ranked>>,
     jobs: Vec<JobWork<'s>>,
     fair: Vec<Resources>,
     demand: Vec<Resources>,
@@ -389,42 +392,54 @@ impl<'s> Cycle<'s> {
         let mut reserved: Vec<Vec<Placed>> = vec![Vec::new(); jobs.len()];
         let mut nominated = vec![false; jobs.len()];
         let timeout = config.preemption.nomination_timeout_seconds;
-        for (j, jw) in jobs.iter().enumerate() {
-            for &t in &jw.pending {
-                let task = &jw.job.tasks[t];
-                let Some(nom) = &task.nomination else {
-                    continue;
-                };
-                if now.secs_since(nom.since) >= timeout {
-                    continue;
+        // Two passes: first every nomination whose own devices are free,
+        // then the rest on the best free devices. So a stale nomination (a
+        // job whose devices were given to others since) never takes the
+        // devices another preemptor was nominated on.
+        let mut held: std::collections::HashSet<(usize, usize)> = Default::default();
+        for exact in [true, false] {
+            for (j, jw) in jobs.iter().enumerate() {
+                for &t in &jw.pending {
+                    let task = &jw.job.tasks[t];
+                    let Some(nom) = &task.nomination else {
+                        continue;
+                    };
+                    if now.secs_since(nom.since) >= timeout || held.contains(&(j, t)) {
+                        continue;
+                    }
+                    nominated[j] = true;
+                    let Some(&n) = index.get(nom.node.as_str()) else {
+                        continue;
+                    };
+                    let pod = PodView::of_task(task);
+                    if !states[n].fits(nodes[n], &pod) {
+                        continue;
+                    }
+                    // The nominated devices when they are known and free, else
+                    // the best free ones.
+                    let devs = &nodes[n].gpus;
+                    let named: Option<Vec<usize>> = nom.gpus.as_ref().and_then(|idx| {
+                        let slots: Vec<usize> = idx
+                            .iter()
+                            .filter_map(|i| devs.iter().position(|d| d.index == *i))
+                            .collect();
+                        let free = slots.len() == idx.len()
+                            && slots.iter().all(|&s| match pod.ask {
+                                GpuAsk::None => true,
+                                GpuAsk::Whole(_) => states[n].whole_free(nodes[n], &pod, &[s]),
+                                _ => states[n].share_on(nodes[n], s, &pod).is_some(),
+                            });
+                        free.then_some(slots)
+                    });
+                    let slots = match named {
+                        Some(slots) => slots,
+                        None if exact => continue,
+                        None => states[n].best_devices(nodes[n], &pod),
+                    };
+                    states[n].take(nodes[n], &pod, &slots);
+                    held.insert((j, t));
+                    reserved[j].push((t, n, slots));
                 }
-                nominated[j] = true;
-                let Some(&n) = index.get(nom.node.as_str()) else {
-                    continue;
-                };
-                let pod = PodView::of_task(task);
-                if !states[n].fits(nodes[n], &pod) {
-                    continue;
-                }
-                // The nominated devices when they are known and free, else
-                // the best free ones.
-                let devs = &nodes[n].gpus;
-                let named: Option<Vec<usize>> = nom.gpus.as_ref().and_then(|idx| {
-                    let slots: Vec<usize> = idx
-                        .iter()
-                        .filter_map(|i| devs.iter().position(|d| d.index == *i))
-                        .collect();
-                    let free = slots.len() == idx.len()
-                        && slots.iter().all(|&s| match pod.ask {
-                            GpuAsk::None => true,
-                            GpuAsk::Whole(_) => states[n].whole_free(nodes[n], &pod, &[s]),
-                            _ => states[n].share_on(nodes[n], s, &pod).is_some(),
-                        });
-                    free.then_some(slots)
-                });
-                let slots = named.unwrap_or_else(|| states[n].best_devices(nodes[n], &pod));
-                states[n].take(nodes[n], &pod, &slots);
-                reserved[j].push((t, n, slots));
             }
         }
 
@@ -473,6 +488,7 @@ impl<'s> Cycle<'s> {
             constraint_ids,
             filters: HashMap::new(),
             failed_shapes: HashMap::new(),
+            ranked: HashMap::new(),
             jobs,
             fair: fs.fair,
             demand: fs.demand,
@@ -895,6 +911,108 @@ impl<'s> Cycle<'s> {
         let mut pod = PodView::new(req, ask, &head.constraints);
         pod.salt = crate::scoring::salt_of(&head.name);
         let key = self.static_filter(&head.constraints);
+        let feasible = self
+            .filters
+            .get_mut(&key)
+            .map(|f| std::mem::take(&mut f.feasible))
+            .unwrap_or_default();
+        // Without a per-pod salt, a scope or a rail window preference, a
+        // shape's second and later runs in the cycle use its ranking (the
+        // same choice, without scoring unchanged nodes again).
+        let rankable =
+            scope.is_none() && !rail.is_some_and(|p| p.node_pref) && !self.scoring.uses_salt();
+        if rankable {
+            let shape = (key, req.clone());
+            let ranked = match self.ranked.remove(&shape) {
+                Some(Some(r)) => Some(r),
+                Some(None) => Some(ranked::Ranked::build(
+                    &self.scoring,
+                    &self.nodes,
+                    &self.state,
+                    &feasible,
+                    &pod,
+                )),
+                None => None,
+            };
+            if let Some(f) = self.filters.get_mut(&key) {
+                f.feasible = feasible;
+            }
+            match ranked {
+                Some(mut r) => {
+                    let result = self.place_ranked(&mut r, run, &pod, placed, rail, key);
+                    self.ranked.insert(shape, Some(r));
+                    return result;
+                }
+                None => {
+                    self.ranked.insert(shape, None);
+                    return self.place_scanned(run, &pod, placed, rail, None, key);
+                }
+            }
+        }
+        if let Some(f) = self.filters.get_mut(&key) {
+            f.feasible = feasible;
+        }
+        self.place_scanned(run, &pod, placed, rail, scope, key)
+    }
+
+    /// `place_run` with a shape's ranking: the best node is the ranking's
+    /// best, brought up to date first and after each placement.
+    fn place_ranked(
+        &mut self,
+        r: &mut ranked::Ranked,
+        run: &[usize],
+        pod: &PodView,
+        placed: &mut Vec<Placed>,
+        rail: Option<&topo::RailPlan>,
+        key: u32,
+    ) -> Result<(), usize> {
+        if let Some(f) = self.filters.get(&key) {
+            r.refresh(&self.scoring, &self.nodes, &self.state, &f.mask, pod);
+        }
+        debug_assert!(r.is_current(&self.state), "ranking behind the state");
+        for (pos, &t) in run.iter().enumerate() {
+            let Some((n, devices)) = r.best() else {
+                return Err(pos);
+            };
+            let slots = self.slots_for(n, devices, pod, rail);
+            self.state.take(n, self.nodes[n], pod, &slots);
+            placed.push((t, n, slots));
+            r.changed_here(&self.scoring, &self.nodes, &self.state, n, pod);
+        }
+        Ok(())
+    }
+
+    /// The device slots a pod takes on node `n`: the rail plan's window
+    /// when one is free there, else the evaluation's choice.
+    fn slots_for(
+        &self,
+        n: usize,
+        devices: DeviceChoice,
+        pod: &PodView,
+        rail: Option<&topo::RailPlan>,
+    ) -> Vec<usize> {
+        let node = self.nodes[n];
+        let window = rail.and_then(|plan| {
+            let w = plan.window_on(node, &self.state.nodes()[n], pod)?;
+            Some(plan.windows[w].clone())
+        });
+        match window {
+            Some(w) => w,
+            None => devices.slots(node, &self.state.nodes()[n], pod),
+        }
+    }
+
+    /// `place_run` by scoring every feasible node (or those of `scope`)
+    /// once, then only the node that changed after each placement.
+    fn place_scanned(
+        &mut self,
+        run: &[usize],
+        pod: &PodView,
+        placed: &mut Vec<Placed>,
+        rail: Option<&topo::RailPlan>,
+        scope: Option<&[usize]>,
+        key: u32,
+    ) -> Result<(), usize> {
         // Taken out while the state is mutated below; put back after scoring.
         let feasible = self
             .filters
@@ -906,7 +1024,7 @@ impl<'s> Cycle<'s> {
         let window_rank = |cycle: &Self, n: usize| -> Reverse<usize> {
             match rail {
                 Some(plan) if plan.node_pref => Reverse(
-                    plan.window_on(cycle.nodes[n], &cycle.state.nodes[n], &pod)
+                    plan.window_on(cycle.nodes[n], &cycle.state.nodes()[n], pod)
                         .unwrap_or(usize::MAX),
                 ),
                 _ => Reverse(0),
@@ -916,7 +1034,7 @@ impl<'s> Cycle<'s> {
         let mut consider = |cycle: &Self, n: usize| {
             if let Some(e) = cycle
                 .scoring
-                .evaluate(cycle.nodes[n], &cycle.state.nodes[n], &pod)
+                .evaluate(cycle.nodes[n], &cycle.state.nodes()[n], pod)
             {
                 candidates.push((
                     window_rank(cycle, n),
@@ -953,17 +1071,10 @@ impl<'s> Cycle<'s> {
             };
             let n = n as usize;
             let node = self.nodes[n];
-            let window = rail.and_then(|plan| {
-                let w = plan.window_on(node, &self.state.nodes[n], &pod)?;
-                Some(plan.windows[w].clone())
-            });
-            let slots = match window {
-                Some(w) => w,
-                None => devices.slots(node, &self.state.nodes[n], &pod),
-            };
-            self.state.take(n, node, &pod, &slots);
+            let slots = self.slots_for(n, devices, pod, rail);
+            self.state.take(n, node, pod, &slots);
             placed.push((t, n, slots));
-            if let Some(e) = self.scoring.evaluate(node, &self.state.nodes[n], &pod) {
+            if let Some(e) = self.scoring.evaluate(node, &self.state.nodes()[n], pod) {
                 heap.push((
                     window_rank(self, n),
                     e.total,
@@ -993,7 +1104,7 @@ impl<'s> Cycle<'s> {
         let mut fit = 0;
         for n in feasible {
             let n = n as usize;
-            match self.state.nodes[n].fit(self.nodes[n], &pod) {
+            match self.state.nodes()[n].fit(self.nodes[n], &pod) {
                 Ok(()) => fit += 1,
                 Err(r) => *reasons.entry(r).or_default() += 1,
             }
@@ -1286,6 +1397,7 @@ fn select_minimum(
 }
 
 mod evict;
+mod ranked;
 #[cfg(test)]
 mod tests;
 mod topo;

@@ -405,11 +405,19 @@ impl NodeState {
     }
 }
 
-/// All nodes' state plus the undo log of the open transaction.
+/// All nodes' state plus the undo log of the open transaction and the log
+/// of changed nodes.
+///
+/// Every change goes through [`ClusterState::take`], [`ClusterState::give`]
+/// or [`ClusterState::rollback`], and each appends the node it touched to
+/// [`ClusterState::changes`]. A reader that remembers how much of the log it
+/// has seen (a ranking of nodes for one pod shape, say) knows exactly which
+/// nodes to look at again.
 #[derive(Debug, Default)]
 pub struct ClusterState {
-    pub nodes: Vec<NodeState>,
+    nodes: Vec<NodeState>,
     undo: Vec<(usize, NodeState)>,
+    changes: Vec<u32>,
 }
 
 /// A point to roll back to.
@@ -421,7 +429,19 @@ impl ClusterState {
         ClusterState {
             nodes,
             undo: Vec::new(),
+            changes: Vec::new(),
         }
+    }
+
+    /// Every node's current state, by node index.
+    pub fn nodes(&self) -> &[NodeState] {
+        &self.nodes
+    }
+
+    /// Indices of the nodes changed so far, in order (a node appears once
+    /// per change).
+    pub fn changes(&self) -> &[u32] {
+        &self.changes
     }
 
     pub fn begin(&self) -> Mark {
@@ -431,12 +451,14 @@ impl ClusterState {
     /// Places on node `n`, recording the previous state for rollback.
     pub fn take(&mut self, n: usize, node: &Node, pod: &PodView, slots: &[usize]) {
         self.undo.push((n, self.nodes[n].clone()));
+        self.changes.push(n as u32);
         self.nodes[n].take(node, pod, slots);
     }
 
     /// Frees on node `n`, recording the previous state for rollback.
     pub fn give(&mut self, n: usize, node: &Node, pod: &PodView, slots: &[usize]) {
         self.undo.push((n, self.nodes[n].clone()));
+        self.changes.push(n as u32);
         self.nodes[n].give(node, pod, slots);
     }
 
@@ -444,6 +466,7 @@ impl ClusterState {
     pub fn rollback(&mut self, mark: Mark) {
         while self.undo.len() > mark.0 {
             if let Some((n, prev)) = self.undo.pop() {
+                self.changes.push(n as u32);
                 self.nodes[n] = prev;
             }
         }

@@ -382,6 +382,36 @@ fn a_nominated_job_waits_and_keeps_its_room() {
     assert_eq!(d.pending[0].job, "b/sneaky");
 }
 
+#[test]
+fn a_stale_nomination_never_takes_another_preemptors_devices() {
+    // a/early was nominated on n0 devices 0-3 but its bind was taken back,
+    // and a/other now runs on devices 0-1. b/late was nominated on devices
+    // 4-7 afterwards. a/early comes first in job order; its own devices are
+    // no longer free, so it must not take 4-7: b/late binds now.
+    let nominated = |id: &str, queue: &str, devs: &[u32]| {
+        let mut j = pending(id, queue, 1, 4);
+        j.tasks[0].nomination = Some(trainyard_model::Nomination {
+            node: "n0".into(),
+            since: Timestamp(NOW.0 - MIN),
+            gpus: Some(devs.to_vec()),
+        });
+        j
+    };
+    let jobs = vec![
+        nominated("a/early", "a", &[0, 1, 2, 3]),
+        running("a/other", "a", &[("n0", &[0, 1])], 1),
+        nominated("b/late", "b", &[4, 5, 6, 7]),
+    ];
+    let d = run(nodes(1), vec![q("a", 4), q("b", 4)], jobs);
+    let b: Vec<(String, String)> = d
+        .binds
+        .iter()
+        .map(|b| (b.task.clone(), b.node.clone()))
+        .collect();
+    assert_eq!(b, [("b/late-0".to_string(), "n0".to_string())]);
+    assert_eq!(d.pending[0].job, "a/early");
+}
+
 // ---- many cycles, nothing else changing -----------------------------------
 
 mod cycles {

@@ -353,7 +353,7 @@ impl<'s> Cycle<'s> {
                 let (mut free, mut largest, mut usable) = (0u64, 0u64, 0u32);
                 if let Some(f) = self.filters.get(&key) {
                     for &n in &f.feasible {
-                        let st = &self.state.nodes[n as usize];
+                        let st = &self.state.nodes()[n as usize];
                         usable += 1;
                         free += st.free.gpu;
                         largest = largest.max(st.free.gpu);

@@ -242,7 +242,7 @@ impl<'s> Cycle<'s> {
             if let Some(f) = self.filters.get(&key) {
                 for &n in &f.feasible {
                     let n = n as usize;
-                    out[n][s] = self.state.nodes[n].copies(self.nodes[n], &pod);
+                    out[n][s] = self.state.nodes()[n].copies(self.nodes[n], &pod);
                 }
             }
         }
@@ -653,7 +653,7 @@ impl<'s> Cycle<'s> {
             .map(|(pos, w)| {
                 let free = scope
                     .iter()
-                    .filter(|&&n| self.state.nodes[n].whole_free(self.nodes[n], &pod, &w))
+                    .filter(|&&n| self.state.nodes()[n].whole_free(self.nodes[n], &pod, &w))
                     .count() as u32;
                 (free, pos, w)
             })

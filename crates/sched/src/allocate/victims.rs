@@ -351,7 +351,7 @@ impl<'s> Cycle<'s> {
             self.nodes
                 .iter()
                 .enumerate()
-                .map(|(n, node)| self.state.nodes[n].copies(node, pod))
+                .map(|(n, node)| self.state.nodes()[n].copies(node, pod))
                 .collect(),
         );
         if cache {
@@ -396,7 +396,7 @@ impl<'s> Cycle<'s> {
             total += match on_node.get(&n) {
                 None => now[n] as usize,
                 Some(here) => {
-                    let mut st = self.state.nodes[n].clone();
+                    let mut st = self.state.nodes()[n].clone();
                     for &i in here {
                         self.give_on_node(&mut st, n, pool[i]);
                     }
@@ -450,7 +450,7 @@ impl<'s> Cycle<'s> {
                 }
                 continue;
             }
-            let mut st = self.state.nodes[n].clone();
+            let mut st = self.state.nodes()[n].clone();
             let mut used: Vec<usize> = Vec::new();
             // Binds of this cycle cost nothing: their room counts as free
             // where it lets more pods of the gang fit.
@@ -743,7 +743,7 @@ impl<'s> Cycle<'s> {
             for n in 0..self.nodes.len() {
                 if let Some(d) = ti.domain_of[lf][n] {
                     let e = by_domain.entry(d).or_default();
-                    e.0 += self.state.nodes[n].free.gpu;
+                    e.0 += self.state.nodes()[n].free.gpu;
                     e.1.insert(n);
                 }
             }
@@ -774,7 +774,7 @@ impl<'s> Cycle<'s> {
 
         let total_free: Resources = {
             let mut r = Resources::zero();
-            for st in &self.state.nodes {
+            for st in self.state.nodes() {
                 r.add(&st.free);
             }
             r

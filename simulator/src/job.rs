@@ -39,7 +39,7 @@ pub struct SimJob {
     pub tasks: Vec<SimTask>,
     /// May be evicted by reclaim or preemption. Workloads default to
     /// preemptible below priority 100, as snapshots do
-    /// (`trainyard_api::preemption::default_preemptible`).
+    /// (`trainyard_crd::preemption::default_preemptible`).
     #[serde(default = "yes")]
     pub preemptible: bool,
     /// What the job loses when it is killed; `None`: the run's model

@@ -76,8 +76,8 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use trainyard_api::keys::NODE_GPU_PRODUCT;
-use trainyard_api::names::dns1123_subdomain_problem;
+use trainyard_crd::keys::NODE_GPU_PRODUCT;
+use trainyard_crd::names::dns1123_subdomain_problem;
 use trainyard_model::{
     LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm, PlacementConstraints,
     Resources, Timestamp,

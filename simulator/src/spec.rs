@@ -36,11 +36,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::Deserialize;
-use trainyard_api::{API_VERSION, RawQuantity};
+use trainyard_crd::{API_VERSION, RawQuantity};
+use trainyard_ingest::{LoadError, Source};
 use trainyard_model::topology::generate::{self, LeafSpine, RailOptimized};
 use trainyard_model::topology::{NodeInput, Topology, TopologySpec};
 use trainyard_model::{GpuDevice, Node, ResourceName, Resources, Taint, TaintEffect, Timestamp};
-use trainyard_snapshot::{LoadError, Source};
 
 /// Every problem found in a simulator input document (never empty). Each
 /// names what the snapshot loader's errors name: the file, the document,
@@ -50,7 +50,7 @@ pub struct SpecError(pub Vec<LoadError>);
 
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        trainyard_api::write_lines(f, &self.0)
+        trainyard_crd::write_lines(f, &self.0)
     }
 }
 
@@ -135,7 +135,7 @@ fn path_text(steps: &[Step]) -> String {
 
 /// Deserializes `value` into `T` and, when that fails, reports every type
 /// problem of the document, not just the first: field path (`spec.jobs[3].
-/// tasks[0].count`) and a plain message ([`trainyard_api::de::plain_message`],
+/// tasks[0].count`) and a plain message ([`trainyard_crd::de::plain_message`],
 /// the snapshot loader's words: no Rust type names).
 ///
 /// How: after each failure the offending field is removed and the document
@@ -221,7 +221,7 @@ pub fn from_value_all<T: serde::de::DeserializeOwned>(
         .collect())
 }
 
-/// A serde message in the documents' words: [`trainyard_api::de::plain_message`],
+/// A serde message in the documents' words: [`trainyard_crd::de::plain_message`],
 /// plus the wording of a one-key "kind" mapping (`pods: {fixed: 8}`,
 /// `arrival: {every: 10m}`), which serde describes as an enum.
 fn plain(message: &str) -> String {
@@ -229,7 +229,7 @@ fn plain(message: &str) -> String {
     if message.ends_with(": map, expected map with a single key") {
         return format!("expected {KIND}, found several keys");
     }
-    trainyard_api::de::plain_message(
+    trainyard_crd::de::plain_message(
         &message.replace("expected string or map", &format!("expected {KIND}")),
     )
 }
@@ -349,8 +349,8 @@ pub fn read_document(text: &str, source: &str, kinds: &[&str]) -> Result<Documen
             kinds.join(" or ")
         ),
     };
-    let docs = trainyard_snapshot::parse_documents(&Source::new(source, text))?;
-    let mut present = trainyard_snapshot::present_documents(docs);
+    let docs = trainyard_ingest::parse_documents(&Source::new(source, text))?;
+    let mut present = trainyard_ingest::present_documents(docs);
     let Some((number, value)) = present.next() else {
         return Err(SpecError::file(
             source,
@@ -927,7 +927,7 @@ fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
                 .insert("trainyard.io/node-pool".into(), pool.name.clone());
             if gpus > 0 && !model.is_empty() {
                 node.labels
-                    .insert(trainyard_api::keys::NODE_GPU_PRODUCT.into(), model.clone());
+                    .insert(trainyard_crd::keys::NODE_GPU_PRODUCT.into(), model.clone());
             }
             if let Some(s) = pool.cpu_sockets {
                 node.labels

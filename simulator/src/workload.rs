@@ -56,8 +56,8 @@ use std::sync::Arc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Deserialize;
-use trainyard_api::RawQuantity;
-use trainyard_api::preemption::default_preemptible;
+use trainyard_crd::RawQuantity;
+use trainyard_crd::preemption::default_preemptible;
 use trainyard_model::{PlacementConstraints, SubGroup, Timestamp, TopologyConstraint};
 
 use crate::job::{SimJob, SimTask};

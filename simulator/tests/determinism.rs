@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
+use trainyard_ingest::{LoadOptions, Source};
 use trainyard_sched::Config;
 use trainyard_sim::spec::parse_cluster;
 use trainyard_sim::workload::parse_workload;
 use trainyard_sim::{SimInput, SimOptions, output, report, simulate};
-use trainyard_snapshot::{LoadOptions, Source};
 
 fn example(name: &str) -> String {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,7 +18,7 @@ fn example(name: &str) -> String {
 /// All deterministic output files of one run, concatenated.
 fn run_once(workload: &str) -> (String, trainyard_sim::SimOutput) {
     let cluster = parse_cluster(&example("cluster.yaml"), "cluster.yaml").unwrap();
-    let queues = trainyard_snapshot::load(
+    let queues = trainyard_ingest::load(
         &[Source::new("queues.yaml", example("queues.yaml"))],
         &LoadOptions::default(),
     )
@@ -77,7 +77,7 @@ fn two_runs_give_the_same_bytes() {
 #[test]
 fn reclaim_example_gives_the_same_bytes_and_evicts() {
     let cluster = parse_cluster(&example("teams-cluster.yaml"), "teams-cluster.yaml").unwrap();
-    let queues = trainyard_snapshot::load(
+    let queues = trainyard_ingest::load(
         &[Source::new(
             "teams-queues.yaml",
             example("teams-queues.yaml"),

@@ -28,9 +28,9 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
+use trainyard_ingest::{LoadOptions, Source};
 use trainyard_model::{ResourceName, Resources, Timestamp};
 use trainyard_sched::{Config, Decisions};
-use trainyard_snapshot::{LoadOptions, Source};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -105,7 +105,7 @@ fn amount(name: &ResourceName, v: &serde_json::Value) -> Result<u64, String> {
         serde_json::Value::Number(n) => n.to_string(),
         other => return Err(format!("quantity expected, got {other}")),
     };
-    let q = trainyard_api::parse_quantity(&text).map_err(|e| e.to_string())?;
+    let q = trainyard_crd::parse_quantity(&text).map_err(|e| e.to_string())?;
     let r = match name {
         ResourceName::Cpu | ResourceName::Gpu => q.to_milli_ceil(),
         _ => q.to_units_ceil(),
@@ -162,11 +162,11 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
     };
     let now = match &sc.now {
         Some(t) => {
-            trainyard_api::parse_rfc3339(t).map_err(|e| vec![format!("{name}: now: {e}")])?
+            trainyard_crd::parse_rfc3339(t).map_err(|e| vec![format!("{name}: now: {e}")])?
         }
         None => Timestamp(0),
     };
-    let loaded = trainyard_snapshot::load(
+    let loaded = trainyard_ingest::load(
         &[Source::new(format!("{name}#snapshot"), sc.snapshot.clone())],
         &LoadOptions::default(),
     );

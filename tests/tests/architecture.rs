@@ -1,5 +1,5 @@
 //! The scheduling core stays pure: `trainyard-topology`, `trainyard-model`,
-//! `trainyard-sched`, `trainyard-api` and `trainyard-snapshot` must not depend, directly or
+//! `trainyard-sched`, `trainyard-crd` and `trainyard-ingest` must not depend, directly or
 //! transitively, on async runtimes, Kubernetes clients, storage engines or
 //! RPC stacks. Checked on the real dependency graph from `cargo metadata`.
 
@@ -10,8 +10,8 @@ const CORE: &[&str] = &[
     "trainyard-topology",
     "trainyard-model",
     "trainyard-sched",
-    "trainyard-api",
-    "trainyard-snapshot",
+    "trainyard-crd",
+    "trainyard-ingest",
 ];
 const FORBIDDEN: &[&str] = &[
     "tokio",
@@ -132,8 +132,8 @@ fn core_sources_do_not_touch_io_or_clock() {
         "crates/topology/src",
         "crates/model/src",
         "crates/sched/src",
-        "api/src",
-        "crates/snapshot/src",
+        "api/crd/src",
+        "crates/ingest/src",
     ] {
         let mut stack = vec![root.join(dir)];
         while let Some(d) = stack.pop() {

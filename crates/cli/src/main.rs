@@ -11,9 +11,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
+use trainyard_ingest::{LoadError, LoadOptions, Source};
 use trainyard_model::Timestamp;
 use trainyard_sched::Config;
-use trainyard_snapshot::{LoadError, LoadOptions, Source};
 
 /// Trainyard: a batch scheduler for GPU training clusters.
 ///
@@ -214,9 +214,9 @@ pub(crate) fn load_config(path: &Path) -> Result<Config> {
 /// document, the field and what was expected, every type error at once.
 /// An empty file means the defaults.
 fn parse_config(text: &str, name: &str) -> Result<Config> {
-    let docs = trainyard_snapshot::parse_documents(&Source::new(name, text))
+    let docs = trainyard_ingest::parse_documents(&Source::new(name, text))
         .map_err(|e| anyhow::anyhow!("{e}"))?;
-    let mut present = trainyard_snapshot::present_documents(docs);
+    let mut present = trainyard_ingest::present_documents(docs);
     let Some((number, value)) = present.next() else {
         return Ok(Config::default());
     };
@@ -255,7 +255,7 @@ fn parse_now(s: Option<&str>) -> Result<Timestamp> {
             if let Ok(secs) = s.parse::<i64>() {
                 return Ok(Timestamp::from_secs(secs));
             }
-            trainyard_api::parse_rfc3339(s).map_err(|e| {
+            trainyard_crd::parse_rfc3339(s).map_err(|e| {
                 anyhow::anyhow!("--now {s:?}: expected RFC 3339 time or Unix seconds: {e}")
             })
         }
@@ -278,7 +278,7 @@ fn cmd_schedule(args: ScheduleArgs) -> Result<()> {
         default_queue: args.default_queue.clone(),
         scheduler_name: args.scheduler_name.clone(),
     };
-    let loaded = trainyard_snapshot::load(&sources, &opts)
+    let loaded = trainyard_ingest::load(&sources, &opts)
         .map_err(|e| anyhow::anyhow!("{} problem(s) in the snapshot:\n{e}", e.0.len()))?;
     let mut decisions = trainyard_sched::schedule(&loaded.snapshot, &config, now);
     let mut warnings = loaded.warnings;

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use trainyard_ingest::{LoadOptions, Source};
 use trainyard_model::{QueueSpec, QueueTree, Timestamp};
 use trainyard_sched::Config;
 use trainyard_sim::openb::{
@@ -15,7 +16,6 @@ use trainyard_sim::openb::{
 use trainyard_sim::preemption::{EvictionModel, LostWork, PreemptionSettings};
 use trainyard_sim::spec::{Fault, Slowdown, parse_duration_ms};
 use trainyard_sim::{SimInput, SimJob, SimOptions, SimOutput, Summary, output, report};
-use trainyard_snapshot::{LoadOptions, Source};
 
 use crate::progress;
 use crate::render::group_warnings;
@@ -266,7 +266,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                     q.display()
                 );
             }
-            let loaded = trainyard_snapshot::load(
+            let loaded = trainyard_ingest::load(
                 &[Source::new(q.display().to_string(), text)],
                 &LoadOptions::default(),
             )

@@ -4,8 +4,8 @@
 //! nodes with their GPU devices one by one, tasks (pods) with placement
 //! constraints, jobs (gangs) with sub-groups, the queue tree, and the cluster
 //! snapshot that bundles them. This crate is pure: no I/O, no clock, no
-//! global state. Parsing user-facing documents lives in `trainyard-api` and
-//! `trainyard-snapshot`; scheduling lives in `trainyard-sched`.
+//! global state. Parsing user-facing documents lives in `trainyard-crd` and
+//! `trainyard-ingest`; scheduling lives in `trainyard-sched`.
 
 pub mod job;
 pub mod node;

@@ -2211,7 +2211,7 @@ fn start_time_from_status_or_conditions() {
     ]
     .join("---\n");
     let loaded = load_one(&text).unwrap();
-    let at = |s: &str| Some(trainyard_api::parse_rfc3339(s).unwrap());
+    let at = |s: &str| Some(trainyard_crd::parse_rfc3339(s).unwrap());
     assert_eq!(
         task(&loaded, "ml/start").started,
         at("2026-11-22T09:00:00Z")
@@ -2278,7 +2278,7 @@ fn nominations_of_pending_pods() {
             .as_ref()
             .map(|n| (n.node.as_str(), n.since))
     };
-    let at = |s: &str| trainyard_api::parse_rfc3339(s).unwrap();
+    let at = |s: &str| trainyard_crd::parse_rfc3339(s).unwrap();
     assert_eq!(
         nomination("ml/annotated"),
         Some(("n1", at("2026-11-22T09:58:00Z")))

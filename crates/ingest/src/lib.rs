@@ -112,7 +112,7 @@ pub struct LoadErrors(pub Vec<LoadError>);
 impl fmt::Display for LoadErrors {
     /// One problem per line.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        trainyard_api::write_lines(f, &self.0)
+        trainyard_crd::write_lines(f, &self.0)
     }
 }
 

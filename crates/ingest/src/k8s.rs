@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer};
-use trainyard_api::de::null_default;
-use trainyard_api::gpu::{GpuShare, GpuSharingRequest, gpu_sharing_request};
-use trainyard_api::{ObjectMeta, QuantityError, RawQuantity, keys, parse_rfc3339};
+use trainyard_crd::de::null_default;
+use trainyard_crd::gpu::{GpuShare, GpuSharingRequest, gpu_sharing_request};
+use trainyard_crd::{ObjectMeta, QuantityError, RawQuantity, keys, parse_rfc3339};
 use trainyard_model::resources::GPU_RESOURCE;
 use trainyard_model::{
     GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm,

@@ -5,11 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use trainyard_api::gpu::{GpuShare, nominal_gpu_share};
-use trainyard_api::keys::{self, KeyPlace};
-use trainyard_api::names::dns1123_subdomain_problem;
-use trainyard_api::preemption::{PreemptibleMark, default_preemptible, preemptible_marks};
-use trainyard_api::{ConstraintField, ObjectMeta, PodGroup, TopologyConstraintSpec};
+use trainyard_crd::gpu::{GpuShare, nominal_gpu_share};
+use trainyard_crd::keys::{self, KeyPlace};
+use trainyard_crd::names::dns1123_subdomain_problem;
+use trainyard_crd::preemption::{PreemptibleMark, default_preemptible, preemptible_marks};
+use trainyard_crd::{ConstraintField, ObjectMeta, PodGroup, TopologyConstraintSpec};
 use trainyard_model::{
     ExternalPod, Job, Node, Nomination, PlacementConstraints, QueueError, QueueSpec, QueueTree,
     Snapshot, SubGroup, Task, TaskState, Timestamp, TopologyConstraint,

@@ -3,8 +3,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
-use trainyard_api::topology::TOPOLOGY_API_VERSIONS;
-use trainyard_api::{
+use trainyard_crd::topology::TOPOLOGY_API_VERSIONS;
+use trainyard_crd::{
     API_VERSION, ApiError, ApiErrors, PodGroup, Queue, TopologyDocument, describe_object,
 };
 use trainyard_model::Node;
@@ -318,7 +318,7 @@ impl Reader {
                 if api != "v1" {
                     return bad_api(self);
                 }
-                let node: K8sNode = match trainyard_api::from_value(value, &object) {
+                let node: K8sNode = match trainyard_crd::from_value(value, &object) {
                     Ok(n) => n,
                     Err(e) => return self.errors.push(loc.api_error(e)),
                 };
@@ -339,7 +339,7 @@ impl Reader {
                 if api != "v1" {
                     return bad_api(self);
                 }
-                let pod: K8sPod = match trainyard_api::from_value(value, &object) {
+                let pod: K8sPod = match trainyard_crd::from_value(value, &object) {
                     Ok(p) => p,
                     Err(e) => return self.errors.push(loc.api_error(e)),
                 };
@@ -360,7 +360,7 @@ impl Reader {
                 if !api.starts_with("scheduling.k8s.io/") {
                     return bad_api(self);
                 }
-                let pc: K8sPriorityClass = match trainyard_api::from_value(value, &object) {
+                let pc: K8sPriorityClass = match trainyard_crd::from_value(value, &object) {
                     Ok(p) => p,
                     Err(e) => return self.errors.push(loc.api_error(e)),
                 };

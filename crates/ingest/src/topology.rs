@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use trainyard_api::keys::{self, KeyPlace};
-use trainyard_api::{ObjectMeta, TopologyDocument};
+use trainyard_crd::keys::{self, KeyPlace};
+use trainyard_crd::{ObjectMeta, TopologyDocument};
 use trainyard_model::Node;
 use trainyard_model::topology::{
     FabricLevel, LevelKind, NodeInput, Topology, TopologyError, labels,

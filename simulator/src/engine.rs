@@ -48,9 +48,10 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
 
+use trainyard_cluster::{Applied, Change, ClusterState};
 use trainyard_model::topology::Topology;
 use trainyard_model::{
-    Job, Node, Nomination, QueueId, QueueTree, Resources, Snapshot, Task, TaskState, Timestamp,
+    Job, Node, QueueId, QueueTree, Resources, Snapshot, Task, TaskState, Timestamp,
 };
 use trainyard_sched::{Config, Decisions, EvictionKind, GangPlacement, PendingReason, schedule};
 
@@ -164,8 +165,8 @@ impl Event {
 /// Runtime state of one job.
 struct Rt {
     record: JobRecord,
-    /// Index into `snapshot.jobs` while active.
-    slot: Option<usize>,
+    /// In the world (arrived, not yet ended or rejected).
+    live: bool,
     /// Restart counter: finish events of an older epoch are stale.
     epoch: u32,
     bound: u32,
@@ -309,11 +310,13 @@ struct Engine<'a> {
     opts: &'a SimOptions,
     heap: BinaryHeap<Reverse<(i64, u8, u64, Event)>>,
     seq: u64,
-    snapshot: Snapshot,
+    /// The simulated world, through the one incremental cluster state the
+    /// CLI and the service use: arrivals, finishes, removals and node
+    /// events are applied as changes, the core's decisions are assumed and
+    /// confirmed at once (the simulator is its own API server).
+    world: ClusterState,
     node_up: Vec<bool>,
     rt: Vec<Rt>,
-    /// SimJob index of each `snapshot.jobs` entry.
-    slot_job: Vec<usize>,
     by_id: HashMap<String, usize>,
     next_cycle: Option<i64>,
     gpu_allocated: u64,
@@ -325,7 +328,6 @@ struct Engine<'a> {
     queues: Vec<QueueSample>,
     last_queue: BTreeMap<String, (Resources, Resources, Resources)>,
     cluster: Vec<ClusterSample>,
-    needs_compaction: bool,
     end: Timestamp,
     /// Something changed since the last cycle ran.
     dirty: bool,
@@ -339,8 +341,6 @@ struct Engine<'a> {
     leaf_free: Option<LeafFree>,
     /// Cycles that evicted pods.
     evictions: Vec<EvictionSample>,
-    /// Some pending task may carry a nomination.
-    any_nominations: bool,
     /// Minimum runtime (ms) of each queue, inherited; by `QueueId`.
     min_runtime_ms: Vec<Option<i64>>,
     /// Time of the last cycle and how many ran at that time.
@@ -389,16 +389,15 @@ impl<'a> Engine<'a> {
             opts,
             heap: BinaryHeap::new(),
             seq: 0,
-            snapshot: Snapshot {
-                nodes: input.nodes.to_vec(),
-                queues: input.queues.clone(),
+            world: ClusterState::from_snapshot(Snapshot {
+                nodes: input.nodes.iter().cloned().map(Arc::new).collect(),
+                queues: Arc::new(input.queues.clone()),
                 jobs: Vec::new(),
                 external: Vec::new(),
                 topology: opts.topology.clone(),
-            },
+            }),
             node_up: vec![true; input.nodes.len()],
             rt: Vec::with_capacity(input.jobs.len()),
-            slot_job: Vec::new(),
             by_id: HashMap::with_capacity(input.jobs.len()),
             next_cycle: None,
             gpu_allocated: 0,
@@ -410,7 +409,6 @@ impl<'a> Engine<'a> {
             queues: Vec::new(),
             last_queue: BTreeMap::new(),
             cluster: Vec::new(),
-            needs_compaction: false,
             end: Timestamp(0),
             dirty: false,
             leaf_alloc: vec![Resources::zero(); input.queues.len()],
@@ -426,7 +424,6 @@ impl<'a> Engine<'a> {
                 .as_deref()
                 .and_then(|t| LeafFree::new(input.nodes, t)),
             evictions: Vec::new(),
-            any_nominations: false,
             min_runtime_ms: (0..input.queues.len())
                 .map(|q| {
                     input
@@ -479,7 +476,7 @@ impl<'a> Engine<'a> {
             }
             e.rt.push(Rt {
                 record,
-                slot: None,
+                live: false,
                 epoch: 0,
                 bound: 0,
                 gpu_bound: 0,
@@ -652,9 +649,8 @@ impl Engine<'_> {
             tasks,
             rejected: None,
         };
-        self.rt[j].slot = Some(self.snapshot.jobs.len());
-        self.snapshot.jobs.push(job);
-        self.slot_job.push(j);
+        self.rt[j].live = true;
+        self.world.apply(Change::Job(job));
         self.pending += 1;
     }
 
@@ -666,13 +662,12 @@ impl Engine<'_> {
         tasks: &[u32],
         now: Timestamp,
     ) -> bool {
-        if self.rt[j].epoch != epoch {
+        if self.rt[j].epoch != epoch || !self.rt[j].live {
             return false;
         }
-        let Some(slot) = self.rt[j].slot else {
+        let Some(job) = self.world.job(&self.rt[j].record.id) else {
             return false;
         };
-        let job = &mut self.snapshot.jobs[slot];
         // Still the tasks bound at `since`: an elastic pod evicted alone is
         // pending or bound again later, and its old finish is stale.
         let is_done = |t: &Task| {
@@ -683,6 +678,7 @@ impl Engine<'_> {
         if !job.tasks.iter().any(is_done) {
             return false;
         }
+        let mut job = job.clone();
         let mut freed = 0u64;
         let mut ended = 0u32;
         let mut freed_req = Resources::zero();
@@ -711,6 +707,7 @@ impl Engine<'_> {
         job.tasks.retain(|t| !t.is_pending());
         job.min_member = 0;
         job.subgroups.clear();
+        self.world.apply(Change::Job(job));
         let rt = &mut self.rt[j];
         for i in tasks {
             rt.saved.remove(i);
@@ -734,10 +731,10 @@ impl Engine<'_> {
         let rt = &mut self.rt[j];
         rt.record.end = Some(now);
         rt.record.state = JobState::Completed;
-        rt.slot = None;
+        rt.live = false;
+        self.world.apply(Change::JobGone(rt.record.id.clone()));
         self.running -= 1;
         self.finished += 1;
-        self.needs_compaction = true;
     }
 
     fn node_event(&mut self, index: usize, up: bool, now: Timestamp) -> bool {
@@ -750,24 +747,24 @@ impl Engine<'_> {
         }
         let name = self.input.nodes[index].name.clone();
         if up {
-            self.snapshot.nodes.push(self.input.nodes[index].clone());
-            self.snapshot.nodes.sort_by(|a, b| a.name.cmp(&b.name));
+            self.world
+                .apply(Change::Node(self.input.nodes[index].clone()));
             return true;
         }
-        self.snapshot.nodes.retain(|n| n.name != name);
+        self.world.apply(Change::NodeGone(name.clone()));
         // Every job with a task on the node restarts.
-        for slot in 0..self.snapshot.jobs.len() {
-            let j = self.slot_job[slot];
-            if self.rt[j].slot != Some(slot) {
-                continue;
-            }
-            let hit = self.snapshot.jobs[slot]
-                .tasks
-                .iter()
-                .any(|t| matches!(&t.state, TaskState::Bound { node, .. } if *node == name));
-            if hit {
-                self.restart(slot, now, Kill::NodeFault);
-            }
+        let hit: Vec<usize> = self
+            .world
+            .jobs()
+            .filter(|job| {
+                job.tasks
+                    .iter()
+                    .any(|t| matches!(&t.state, TaskState::Bound { node, .. } if *node == name))
+            })
+            .filter_map(|job| self.by_id.get(&job.id).copied())
+            .collect();
+        for j in hit {
+            self.restart(j, now, Kill::NodeFault);
         }
         true
     }
@@ -776,11 +773,14 @@ impl Engine<'_> {
     /// pending (gang semantics): its bound tasks lose work per the
     /// lost-work model, and the next start does what checkpoints did not
     /// keep.
-    fn restart(&mut self, slot: usize, now: Timestamp, why: Kill) {
-        let j = self.slot_job[slot];
+    fn restart(&mut self, j: usize, now: Timestamp, why: Kill) {
         let model = self.rt[j].lost_work;
         let mut lost = 0u64;
-        for t in &self.snapshot.jobs[slot].tasks {
+        let Some(job) = self.world.job(&self.rt[j].record.id) else {
+            return;
+        };
+        let mut job = job.clone();
+        for t in &job.tasks {
             if let TaskState::Bound { node, gpus } = &t.state {
                 let elapsed = t.started.map_or(0, |s| (now.0 - s.0).max(0) as u64);
                 lost = lost.saturating_add(t.requests.gpu.saturating_mul(model.lost_ms(elapsed)));
@@ -821,12 +821,12 @@ impl Engine<'_> {
         self.pending += 1;
         // Back to the job as submitted.
         let sj = &self.input.jobs[j];
-        let job = &mut self.snapshot.jobs[slot];
         if was_winding {
             job.min_member = sj.min_member;
             job.subgroups = sj.subgroups.clone();
         }
         job.tasks = sj.pending_tasks();
+        self.world.apply(Change::Job(job));
     }
 
     /// The grace period of evicted `tasks` (index, start) of job `j` is
@@ -842,13 +842,12 @@ impl Engine<'_> {
         tasks: &[(u32, i64)],
         now: Timestamp,
     ) -> bool {
-        if self.rt[j].epoch != epoch {
+        if self.rt[j].epoch != epoch || !self.rt[j].live {
             return false;
         }
-        let Some(slot) = self.rt[j].slot else {
+        let Some(job) = self.world.job(&self.rt[j].record.id) else {
             return false;
         };
-        let job = &self.snapshot.jobs[slot];
         let is_gone = |t: &Task| {
             t.terminating
                 && !t.is_pending()
@@ -876,14 +875,15 @@ impl Engine<'_> {
                     >= sg.min_member
             });
             if left < job.min_member || !groups_ok {
-                self.restart(slot, now, Kill::Eviction);
+                self.restart(j, now, Kill::Eviction);
                 return true;
             }
         }
         // Kill the pods one by one; the job keeps running.
+        let mut job = job.clone();
         let model = self.rt[j].lost_work;
         for &k in gone.iter().rev() {
-            let t = &mut self.snapshot.jobs[slot].tasks[k];
+            let t = &mut job.tasks[k];
             let elapsed = t.started.map_or(0, |s| (now.0 - s.0).max(0) as u64);
             let lost = t.requests.gpu.saturating_mul(model.lost_ms(elapsed));
             let req = t.requests.clone();
@@ -893,7 +893,7 @@ impl Engine<'_> {
             t.nomination = None;
             let ti = task_index(&t.name);
             if winding {
-                self.snapshot.jobs[slot].tasks.remove(k);
+                job.tasks.remove(k);
             }
             if let (
                 Some(lf),
@@ -924,6 +924,7 @@ impl Engine<'_> {
             }
             self.gpu_allocated = self.gpu_allocated.saturating_sub(req.gpu);
         }
+        self.world.apply(Change::Job(job));
         if winding && self.rt[j].bound == 0 {
             self.complete(j, now);
         }
@@ -932,53 +933,38 @@ impl Engine<'_> {
         true
     }
 
-    /// Drops completed and rejected jobs from the snapshot.
-    fn compact(&mut self) {
-        if !self.needs_compaction {
-            return;
-        }
-        self.needs_compaction = false;
-        let mut keep_jobs = Vec::with_capacity(self.snapshot.jobs.len());
-        let mut keep_slots = Vec::with_capacity(self.slot_job.len());
-        for (job, j) in std::mem::take(&mut self.snapshot.jobs)
-            .into_iter()
-            .zip(std::mem::take(&mut self.slot_job))
-        {
-            if self.rt[j].slot.is_some() {
-                self.rt[j].slot = Some(keep_jobs.len());
-                keep_jobs.push(job);
-                keep_slots.push(j);
-            }
-        }
-        self.snapshot.jobs = keep_jobs;
-        self.slot_job = keep_slots;
-    }
-
     fn cycle(&mut self, scheduler: &mut ScheduleFn<'_>, now: Timestamp) {
         self.dirty = false;
-        self.compact();
-        self.expire_nominations(now);
-        let d = scheduler(&self.snapshot, self.config, now);
+        // Nominations as old as the timeout are ignored by the core from
+        // then on; clearing them keeps the snapshot tidy.
+        self.world
+            .expire_nominations(now, self.config.preemption.nomination_timeout_seconds);
+        let snapshot = self.world.snapshot();
+        let d = scheduler(&snapshot, self.config, now);
+        // Released before the world changes, so no job is copied on write.
+        drop(snapshot);
         self.cycles += 1;
+        // The simulator is its own API server: every write the decisions
+        // owe is done at once, and the world confirms them.
+        let applied = self.world.assume(&d, now);
+        self.world.take_writes();
+        self.world.confirm_assumed();
 
-        // Apply binds, grouped by job.
+        // Binds, grouped by job.
         let mut started: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
         // Pods placed per job: (task index, node, GPU indices).
         let mut placed: BTreeMap<usize, Vec<PlacedPod>> = BTreeMap::new();
-        for b in &d.binds {
+        for &i in &applied.binds {
+            let b = &d.binds[i];
             let Some(ti) = task_index(&b.task) else {
                 continue;
             };
-            let Some((j, slot, k)) = self.live_task(&b.job, &b.task) else {
+            let Some(&j) = self.by_id.get(&b.job) else {
                 continue;
             };
-            let task = &mut self.snapshot.jobs[slot].tasks[k];
-            task.state = TaskState::Bound {
-                node: b.node.clone(),
-                gpus: Some(b.gpus.clone()),
+            let Some((_, task)) = self.world.task(&b.job, &b.task) else {
+                continue;
             };
-            task.started = Some(now);
-            task.nomination = None;
             let gpu = task.requests.gpu;
             let rt = &mut self.rt[j];
             rt.bound += 1;
@@ -1042,8 +1028,7 @@ impl Engine<'_> {
                 );
             }
         }
-        self.apply_evictions(&d, now);
-        self.apply_nominations(&d, now);
+        self.apply_evictions(&d, &applied, now);
         for p in &d.pending {
             let Some(&j) = self.by_id.get(&p.job) else {
                 continue;
@@ -1062,10 +1047,10 @@ impl Engine<'_> {
             );
             if permanent {
                 rt.record.state = JobState::Rejected;
-                rt.slot = None;
+                rt.live = false;
+                self.world.apply(Change::JobGone(p.job.clone()));
                 self.pending -= 1;
                 self.finished += 1;
-                self.needs_compaction = true;
             }
         }
         // Running jobs that could still grow wake later changes.
@@ -1079,7 +1064,7 @@ impl Engine<'_> {
             let allocated = match &held {
                 Some(held) => {
                     let name = q.queue.rsplit('/').next().unwrap_or(&q.queue);
-                    match self.snapshot.queues.get(name) {
+                    match self.world.queues().get(name) {
                         Some(id) => held[id.0].clone(),
                         None => q.allocated.clone(),
                     }
@@ -1104,9 +1089,8 @@ impl Engine<'_> {
             && self.pending > 0
         {
             let wake = self
-                .snapshot
-                .jobs
-                .iter()
+                .world
+                .jobs()
                 .filter(|j| j.tasks.iter().all(|t| t.is_pending()))
                 .map(|j| j.submit_time.0 + s as i64 * 1000)
                 .filter(|w| *w > now.0)
@@ -1165,15 +1149,15 @@ impl Engine<'_> {
         let timeout = (cfg.nomination_timeout_seconds.min(MAX_DURATION_MS / 1000) * 1000) as i64;
         let victims =
             (cfg.reclaim || cfg.preempt) && self.min_runtime_ms.iter().any(Option::is_some);
-        if !self.any_nominations && !victims {
+        let nominations = self.world.any_nominations();
+        if !nominations && !victims {
             return None;
         }
-        for (slot, job) in self.snapshot.jobs.iter().enumerate() {
-            let rt = &self.rt[self.slot_job[slot]];
-            if rt.slot != Some(slot) {
+        for job in self.world.jobs() {
+            let Some(rt) = self.by_id.get(&job.id).map(|&j| &self.rt[j]) else {
                 continue;
-            }
-            if self.any_nominations {
+            };
+            if nominations {
                 for t in &job.tasks {
                     if let Some(n) = &t.nomination {
                         take(n.since.0.saturating_add(timeout));
@@ -1194,13 +1178,13 @@ impl Engine<'_> {
 
     /// Running jobs (not winding down) with pending elastic pods.
     fn count_elastic_waiting(&self) -> u32 {
-        self.snapshot
-            .jobs
-            .iter()
-            .enumerate()
-            .filter(|(slot, job)| {
-                let rt = &self.rt[self.slot_job[*slot]];
-                rt.slot == Some(*slot)
+        self.world
+            .jobs()
+            .filter(|job| {
+                let Some(rt) = self.by_id.get(&job.id).map(|&j| &self.rt[j]) else {
+                    return false;
+                };
+                rt.live
                     && rt.record.start.is_some()
                     && !rt.winding_down
                     && job.tasks.iter().any(|t| t.is_pending())
@@ -1211,8 +1195,8 @@ impl Engine<'_> {
     /// The cycle's evictions: each evicted pod is marked terminating now
     /// (it keeps its capacity, and the core never picks it again) and is
     /// removed when the grace period is over.
-    fn apply_evictions(&mut self, d: &Decisions, now: Timestamp) {
-        if d.evictions.is_empty() {
+    fn apply_evictions(&mut self, d: &Decisions, applied: &Applied, now: Timestamp) {
+        if applied.evictions.is_empty() {
             return;
         }
         let mut per_job: BTreeMap<usize, Vec<(u32, i64)>> = BTreeMap::new();
@@ -1221,18 +1205,17 @@ impl Engine<'_> {
             ..EvictionSample::default()
         };
         let mut jobs: BTreeSet<(EvictionKind, usize)> = BTreeSet::new();
-        for e in &d.evictions {
+        for &i in &applied.evictions {
+            let e = &d.evictions[i];
             let Some(ti) = task_index(&e.task) else {
                 continue;
             };
-            let Some((j, slot, k)) = self.live_task(&e.job, &e.task) else {
+            let Some(&j) = self.by_id.get(&e.job) else {
                 continue;
             };
-            let task = &mut self.snapshot.jobs[slot].tasks[k];
-            if task.is_pending() || task.terminating {
+            let Some((_, task)) = self.world.task(&e.job, &e.task) else {
                 continue;
-            }
-            task.terminating = true;
+            };
             per_job
                 .entry(j)
                 .or_default()
@@ -1268,68 +1251,12 @@ impl Engine<'_> {
         }
     }
 
-    /// Where the task named `task` of job `job` is, while the job is in the
-    /// scheduler's snapshot: (job index, snapshot slot, task position).
-    fn live_task(&self, job: &str, task: &str) -> Option<(usize, usize, usize)> {
-        let &j = self.by_id.get(job)?;
-        let slot = self.rt[j].slot?;
-        let k = self.snapshot.jobs[slot]
-            .tasks
-            .iter()
-            .position(|t| t.name == task)?;
-        Some((j, slot, k))
-    }
-
-    /// Reserved room for the preemptors' pending pods: the nomination
-    /// keeps the time it was first made on that node.
-    fn apply_nominations(&mut self, d: &Decisions, now: Timestamp) {
-        for n in &d.nominations {
-            let Some((_, slot, k)) = self.live_task(&n.job, &n.task) else {
-                continue;
-            };
-            let task = &mut self.snapshot.jobs[slot].tasks[k];
-            if !task.is_pending() {
-                continue;
-            }
-            if task.nomination.as_ref().is_none_or(|x| x.node != n.node) {
-                task.nomination = Some(Nomination {
-                    node: n.node.clone(),
-                    since: now,
-                    gpus: Some(n.gpus.clone()),
-                });
-            }
-            self.any_nominations = true;
-        }
-    }
-
-    /// Clears nominations as old as the config's `nominationTimeoutSeconds`
-    /// (the core ignores them from then on).
-    fn expire_nominations(&mut self, now: Timestamp) {
-        if !self.any_nominations {
-            return;
-        }
-        let timeout = self.config.preemption.nomination_timeout_seconds;
-        let mut any = false;
-        for job in &mut self.snapshot.jobs {
-            for t in &mut job.tasks {
-                if let Some(n) = &t.nomination {
-                    if t.is_pending() && now.secs_since(n.since) < timeout {
-                        any = true;
-                    } else {
-                        t.nomination = None;
-                    }
-                }
-            }
-        }
-        self.any_nominations = any;
-    }
-
     /// Queue samples when nothing is pending: demand = fair share =
     /// allocation = running requests, per queue (inner queues sum their
     /// children). Written only for queues whose numbers changed.
     fn sample_queues_idle(&mut self, now: Timestamp) {
         let alloc = self.queue_alloc();
-        let tree = &self.snapshot.queues;
+        let tree = self.world.queues();
         for q in tree.top_down().into_iter().skip(1) {
             let path = tree.path(q).to_string();
             let a = &alloc[q.0];
@@ -1351,7 +1278,7 @@ impl Engine<'_> {
     /// Requests of the bound tasks of each queue (inner queues sum their
     /// children), by `QueueId`.
     fn queue_alloc(&self) -> Vec<Resources> {
-        let tree = &self.snapshot.queues;
+        let tree = self.world.queues();
         let mut alloc = self.leaf_alloc.clone();
         for q in tree.top_down().into_iter().rev() {
             if let Some(p) = tree.parent(q)

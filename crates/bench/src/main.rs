@@ -122,13 +122,11 @@ fn cluster(rng: &mut ChaCha8Rng, nodes: usize, gangs: usize) -> Snapshot {
             job
         })
         .collect();
-    Snapshot {
+    Snapshot::new(
         nodes,
-        queues: QueueTree::build(queues).expect("generated tree is valid"),
+        QueueTree::build(queues).expect("generated tree is valid"),
         jobs,
-        external: Vec::new(),
-        topology: None,
-    }
+    )
 }
 
 /// One simulation with the default config and options.
@@ -278,15 +276,15 @@ fn topology_bench(runs: usize) -> anyhow::Result<()> {
     for (i, t) in gang.tasks.iter_mut().enumerate() {
         t.rank = Some(i as u32);
     }
-    let base = Snapshot {
+    let base = Snapshot::new(
         nodes,
-        queues: QueueTree::build(vec![QueueSpec::new("q")]).expect("valid tree"),
-        jobs: Vec::new(),
-        external,
-        topology: Some(Arc::new(topo)),
-    };
+        QueueTree::build(vec![QueueSpec::new("q")]).expect("valid tree"),
+        Vec::new(),
+    )
+    .with_external(external)
+    .with_topology(Some(Arc::new(topo)));
     let mut with_gang = base.clone();
-    with_gang.jobs.push(gang);
+    with_gang.jobs.push(Arc::new(gang));
     println!("| benchmark | input | median time | result |");
     println!("|---|---|---|---|");
     println!(
@@ -373,17 +371,15 @@ fn reclaim_bench(runs: usize) -> anyhow::Result<()> {
     );
     gang.submit_time = Timestamp(36_000_000);
     jobs.push(gang);
-    let snap = Snapshot {
+    let snap = Snapshot::new(
         nodes,
-        queues: QueueTree::build(vec![
+        QueueTree::build(vec![
             QueueSpec::new("a").quota(Resources::zero().with_gpus(4000)),
             QueueSpec::new("b").quota(Resources::zero().with_gpus(4000)),
         ])
         .expect("valid tree"),
         jobs,
-        external: Vec::new(),
-        topology: None,
-    };
+    );
     let cfg = Config::default();
     let mut times = Vec::new();
     let mut last = None;

@@ -282,7 +282,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                 );
             }
             warn_unknown_queues(&jobs, &tree, &q.display().to_string());
-            tree
+            std::sync::Arc::unwrap_or_clone(tree)
         }
         None => {
             let mut names: Vec<&str> = jobs.iter().map(|j| j.queue.as_str()).collect();

@@ -519,10 +519,10 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     external.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Loaded {
         snapshot: Snapshot {
-            nodes: nodes.into_iter().map(|(_, n)| n).collect(),
-            queues: tree,
-            jobs,
-            external,
+            nodes: nodes.into_iter().map(|(_, n)| Arc::new(n)).collect(),
+            queues: Arc::new(tree),
+            jobs: jobs.into_iter().map(Arc::new).collect(),
+            external: external.into_iter().map(Arc::new).collect(),
             topology: cx.topology.topology.clone(),
         },
         warnings: cx.warnings,

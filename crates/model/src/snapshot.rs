@@ -23,14 +23,43 @@ pub struct ExternalPod {
 
 /// Everything one cycle needs. The core canonicalises order itself, so the
 /// order of the vectors does not change decisions.
+///
+/// Nodes, jobs, external pods and the queue tree are shared (`Arc`): a
+/// world state that changed one job
+/// since the last snapshot builds that job again and shares the others, so
+/// taking a snapshot costs what changed, not the cluster
+/// (`trainyard_cluster::ClusterState::snapshot`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Snapshot {
-    pub nodes: Vec<Node>,
-    pub queues: QueueTree,
-    pub jobs: Vec<Job>,
-    pub external: Vec<ExternalPod>,
+    pub nodes: Vec<Arc<Node>>,
+    pub queues: Arc<QueueTree>,
+    pub jobs: Vec<Arc<Job>>,
+    pub external: Vec<Arc<ExternalPod>>,
     /// The network topology over the nodes, when known. Built and
     /// validated at the edge (snapshot loader, simulator) once; shared.
     #[serde(default)]
     pub topology: Option<Arc<Topology>>,
+}
+
+impl Snapshot {
+    /// A snapshot of owned values, shared from now on.
+    pub fn new(nodes: Vec<Node>, queues: QueueTree, jobs: Vec<Job>) -> Self {
+        Snapshot {
+            nodes: nodes.into_iter().map(Arc::new).collect(),
+            queues: Arc::new(queues),
+            jobs: jobs.into_iter().map(Arc::new).collect(),
+            external: Vec::new(),
+            topology: None,
+        }
+    }
+
+    pub fn with_external(mut self, external: Vec<ExternalPod>) -> Self {
+        self.external = external.into_iter().map(Arc::new).collect();
+        self
+    }
+
+    pub fn with_topology(mut self, topology: Option<Arc<Topology>>) -> Self {
+        self.topology = topology;
+        self
+    }
 }

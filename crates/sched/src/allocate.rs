@@ -192,7 +192,7 @@ impl<'s> Cycle<'s> {
     fn new(snapshot: &'s Snapshot, config: &'s Config, now: Timestamp) -> Self {
         let tree = &snapshot.queues;
         let mut warnings = Vec::new();
-        let mut nodes: Vec<&Node> = snapshot.nodes.iter().collect();
+        let mut nodes: Vec<&Node> = snapshot.nodes.iter().map(|n| &**n).collect();
         nodes.sort_by(|a, b| a.name.cmp(&b.name));
         nodes.dedup_by(|b, a| {
             let dup = a.name == b.name;
@@ -232,7 +232,7 @@ impl<'s> Cycle<'s> {
         let external_count = holders.len();
 
         // Jobs in id order; tasks in name order.
-        let mut jobs_sorted: Vec<&Job> = snapshot.jobs.iter().collect();
+        let mut jobs_sorted: Vec<&Job> = snapshot.jobs.iter().map(|j| &**j).collect();
         if !jobs_sorted.is_sorted_by(|a, b| a.id <= b.id) {
             jobs_sorted.sort_by(|a, b| a.id.cmp(&b.id));
         }

@@ -56,13 +56,9 @@ fn run_with(
     external: Vec<ExternalPod>,
     topology: Option<Arc<Topology>>,
 ) -> Decisions {
-    let s = Snapshot {
-        nodes,
-        queues: QueueTree::build(queues).unwrap(),
-        jobs,
-        external,
-        topology,
-    };
+    let s = Snapshot::new(nodes, QueueTree::build(queues).unwrap(), jobs)
+        .with_external(external)
+        .with_topology(topology);
     schedule(&s, &Config::default(), NOW)
 }
 
@@ -528,13 +524,7 @@ mod cycles {
         let mut wants = Job::gang("q2/small", "q2", vec![gpus(4)]);
         wants.submit_time = Timestamp(1);
         jobs.push(wants);
-        let snap = Snapshot {
-            nodes: nodes(2),
-            queues: tree,
-            jobs,
-            external: Vec::new(),
-            topology: None,
-        };
+        let snap = Snapshot::new(nodes(2), tree, jobs);
         let d = schedule(&snap, &Config::default(), Timestamp(3_600_000));
         assert!(d.evictions.is_empty());
         let fair: Vec<u64> = d.queues.iter().map(|r| r.fair_share.gpu).collect();
@@ -597,13 +587,7 @@ mod cycles {
                         jobs.push(job.clone());
                     }
                 }
-                let snap = Snapshot {
-                    nodes: nodes(node_count),
-                    queues: tree.clone(),
-                    jobs: jobs.clone(),
-                    external: Vec::new(),
-                    topology: None,
-                };
+                let snap = Snapshot::new(nodes(node_count), tree.clone(), jobs.clone());
                 let d = schedule(&snap, &Config::default(), now);
                 if std::env::var("TRACE").is_ok() { eprintln!("cycle {cycle}: binds {:?}\n  evict {:?}\n  nom {:?}\n  pending {:?}", d.binds.iter().map(|b| format!("{}@{}{:?}", b.task, b.node, b.gpus)).collect::<Vec<_>>(), d.evictions.iter().map(|e| format!("{}@{} {}", e.task, e.node, e.message)).collect::<Vec<_>>(), d.nominations.iter().map(|e| format!("{}@{}{:?}", e.task, e.node, e.gpus)).collect::<Vec<_>>(), d.pending.iter().map(|p| format!("{} {}", p.job, p.message)).collect::<Vec<_>>()); }
                 // Every preemptor of the previous cycle binds now (its

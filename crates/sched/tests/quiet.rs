@@ -181,13 +181,7 @@ fn quiet_cluster(
             jobs.extend(all.iter().filter(|j| &j.queue != first).cloned());
         }
         let now = Timestamp(1_000_000 + cycle * 60_000);
-        let snap = Snapshot {
-            nodes: w.nodes.clone(),
-            queues: w.tree.clone(),
-            jobs: jobs.clone(),
-            external: Vec::new(),
-            topology: None,
-        };
+        let snap = Snapshot::new(w.nodes.clone(), w.tree.clone(), jobs.clone());
         let d = schedule(&snap, &Config::default(), now);
         // Checked where nothing but binds happened since the previous
         // cycle: no arrival (cycle 2 on), and no pod terminated, because

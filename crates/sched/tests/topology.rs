@@ -77,13 +77,13 @@ fn run(
     jobs: Vec<Job>,
     placement: TopologyPlacement,
 ) -> Decisions {
-    let snapshot = Snapshot {
+    let snapshot = Snapshot::new(
         nodes,
-        queues: QueueTree::build(vec![QueueSpec::new("q")]).unwrap(),
+        QueueTree::build(vec![QueueSpec::new("q")]).unwrap(),
         jobs,
-        external,
-        topology: Some(Arc::clone(topo)),
-    };
+    )
+    .with_external(external)
+    .with_topology(Some(Arc::clone(topo)));
     let mut config = Config::default();
     config.topology.placement = placement;
     schedule(&snapshot, &config, Timestamp(0))

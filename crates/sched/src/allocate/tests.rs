@@ -9,13 +9,7 @@ fn gpu_task(gpus: u64) -> Resources {
 }
 
 fn snapshot(nodes: Vec<Node>, queues: Vec<QueueSpec>, jobs: Vec<Job>) -> Snapshot {
-    Snapshot {
-        nodes,
-        queues: QueueTree::build(queues).unwrap(),
-        jobs,
-        external: Vec::new(),
-        topology: None,
-    }
+    Snapshot::new(nodes, QueueTree::build(queues).unwrap(), jobs)
 }
 
 fn run(s: &Snapshot) -> Decisions {
@@ -386,13 +380,7 @@ fn arb_snapshot() -> impl Strategy<Value = Snapshot> {
                 job
             })
             .collect();
-        Snapshot {
-            nodes,
-            queues: QueueTree::build(queues).unwrap(),
-            jobs,
-            external: Vec::new(),
-            topology: None,
-        }
+        Snapshot::new(nodes, QueueTree::build(queues).unwrap(), jobs)
     })
 }
 
@@ -476,7 +464,7 @@ proptest! {
         let mut r = s.clone();
         r.nodes.reverse();
         r.jobs.reverse();
-        for j in &mut r.jobs { j.tasks.reverse(); }
+        for j in &mut r.jobs { std::sync::Arc::make_mut(j).tasks.reverse(); }
         let d2 = run(&r);
         prop_assert_eq!(d1, d2);
     }

@@ -1,0 +1,324 @@
+//! Decisions assumed until the world confirms them, and the writes owed.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use trainyard_model::{Job, Nomination, Task, TaskState, Timestamp};
+use trainyard_sched::{Bind, Decisions, Eviction, NominationDecision};
+
+use crate::ClusterState;
+
+/// What an assumed decision does to its task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Bound to `node` on devices `gpus`, started at the assumption's time.
+    Bind { node: String, gpus: Vec<u32> },
+    /// Terminating: it keeps its capacity until it is gone.
+    Evict,
+    /// Room on `node` (and devices `gpus`) reserved for the pending task.
+    Nominate { node: String, gpus: Vec<u32> },
+}
+
+/// One decision laid over the world until confirmed or forgotten.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Assumption {
+    pub task: String,
+    /// When it was assumed.
+    pub at: Timestamp,
+    pub effect: Effect,
+}
+
+/// A write the I/O edge owes the world for an assumed decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Write {
+    Bind(Bind),
+    Evict(Eviction),
+    Nominate(NominationDecision),
+}
+
+impl Write {
+    fn is_for(&self, job: &str, a: &Assumption) -> bool {
+        match (self, &a.effect) {
+            (Write::Bind(b), Effect::Bind { .. }) => b.job == job && b.task == a.task,
+            (Write::Evict(e), Effect::Evict) => e.job == job && e.task == a.task,
+            (Write::Nominate(n), Effect::Nominate { .. }) => n.job == job && n.task == a.task,
+            _ => false,
+        }
+    }
+}
+
+/// Which decisions of one [`ClusterState::assume`] took effect, by index
+/// into the decisions' vectors. A decision about an unknown task, a bind
+/// of a task that is not pending, an eviction of a pending or terminating
+/// task, or a nomination of a task that is not pending does not.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    pub binds: Vec<usize>,
+    pub evictions: Vec<usize>,
+    pub nominations: Vec<usize>,
+}
+
+/// Sets `effect` on `t`, as of time `at`.
+fn set(t: &mut Task, effect: &Effect, at: Timestamp) {
+    match effect {
+        Effect::Bind { node, gpus } => {
+            t.state = TaskState::Bound {
+                node: node.clone(),
+                gpus: Some(gpus.clone()),
+            };
+            t.started = Some(at);
+            t.nomination = None;
+        }
+        Effect::Evict => t.terminating = true,
+        Effect::Nominate { node, gpus } => {
+            // A nomination keeps the time it was first made on its node.
+            if t.nomination.as_ref().is_none_or(|n| n.node != *node) {
+                t.nomination = Some(Nomination {
+                    node: node.clone(),
+                    since: at,
+                    gpus: Some(gpus.clone()),
+                });
+            }
+        }
+    }
+}
+
+/// Whether the world's task `t` shows the assumption's effect (confirmed)
+/// or made it moot; either way the assumption is dropped.
+fn settled(t: &Task, effect: &Effect) -> bool {
+    match effect {
+        // Bound anywhere: the world decided (on our node: confirmed).
+        Effect::Bind { .. } => !t.is_pending(),
+        Effect::Evict => t.is_pending() || t.terminating,
+        Effect::Nominate { node, .. } => {
+            !t.is_pending() || t.nomination.as_ref().is_some_and(|n| n.node == *node)
+        }
+    }
+}
+
+/// Whether the assumption still applies to the view's task `t`.
+fn applies(t: &Task, effect: &Effect) -> bool {
+    match effect {
+        Effect::Bind { .. } | Effect::Nominate { .. } => t.is_pending(),
+        Effect::Evict => !t.is_pending() && !t.terminating,
+    }
+}
+
+impl ClusterState {
+    /// Lays the cycle's decisions over the world (binds, then evictions,
+    /// then nominations) and records the writes they owe. Returns which
+    /// took effect.
+    pub fn assume(&mut self, d: &Decisions, now: Timestamp) -> Applied {
+        let mut applied = Applied::default();
+        // The touched jobs as this cycle's decisions leave them, each
+        // copied once, so a decision sees the ones before it.
+        let mut work: BTreeMap<String, (Job, Vec<Assumption>)> = BTreeMap::new();
+        let mut add = |s: &ClusterState, job: &str, task: &str, effect: Effect| -> bool {
+            let Some(&k) = s.task_pos.get(job).and_then(|p| p.get(task)) else {
+                return false;
+            };
+            if !work.contains_key(job) {
+                let Some(current) = s.job(job) else {
+                    return false;
+                };
+                work.insert(job.to_string(), (current.clone(), Vec::new()));
+            }
+            let Some((j, list)) = work.get_mut(job) else {
+                return false;
+            };
+            if !applies(&j.tasks[k], &effect) {
+                return false;
+            }
+            set(&mut j.tasks[k], &effect, now);
+            list.push(Assumption {
+                task: task.to_string(),
+                at: now,
+                effect,
+            });
+            true
+        };
+        for (i, b) in d.binds.iter().enumerate() {
+            let effect = Effect::Bind {
+                node: b.node.clone(),
+                gpus: b.gpus.clone(),
+            };
+            if add(self, &b.job, &b.task, effect) {
+                self.writes.push(Write::Bind(b.clone()));
+                applied.binds.push(i);
+            }
+        }
+        for (i, e) in d.evictions.iter().enumerate() {
+            if add(self, &e.job, &e.task, Effect::Evict) {
+                self.writes.push(Write::Evict(e.clone()));
+                applied.evictions.push(i);
+            }
+        }
+        for (i, n) in d.nominations.iter().enumerate() {
+            let effect = Effect::Nominate {
+                node: n.node.clone(),
+                gpus: n.gpus.clone(),
+            };
+            let unchanged = self
+                .task(&n.job, &n.task)
+                .is_some_and(|(_, t)| t.nomination.as_ref().is_some_and(|x| x.node == n.node));
+            if unchanged {
+                // Already reserved there: it keeps its time; nothing owed.
+                if self
+                    .task(&n.job, &n.task)
+                    .is_some_and(|(_, t)| t.is_pending())
+                {
+                    applied.nominations.push(i);
+                }
+            } else if add(self, &n.job, &n.task, effect) {
+                self.writes.push(Write::Nominate(n.clone()));
+                applied.nominations.push(i);
+            }
+        }
+        for (id, (job, list)) in work {
+            self.assumed.entry(id.clone()).or_default().extend(list);
+            self.views.insert(id.clone(), Arc::new(job));
+            self.note_nominations(&id);
+        }
+        applied
+    }
+
+    /// The writes owed, in decision order.
+    pub fn writes(&self) -> &[Write] {
+        &self.writes
+    }
+
+    /// Hands the owed writes to the I/O edge. Their assumptions stay until
+    /// the world confirms them or they are forgotten.
+    pub fn take_writes(&mut self) -> Vec<Write> {
+        std::mem::take(&mut self.writes)
+    }
+
+    /// The world did everything assumed, at once (the simulator, which is
+    /// its own API server): every view becomes the world's job.
+    pub fn confirm_assumed(&mut self) {
+        for (id, view) in std::mem::take(&mut self.views) {
+            self.jobs.insert(id, view);
+        }
+        self.assumed.clear();
+    }
+
+    /// Drops assumptions made before `older_than` that the world never
+    /// confirmed (a bind that failed, an eviction never seen), with the
+    /// writes still owed for them. Returns them, by job.
+    pub fn forget_assumed(&mut self, older_than: Timestamp) -> Vec<(String, Assumption)> {
+        let mut gone = Vec::new();
+        let ids: Vec<String> = self.assumed.keys().cloned().collect();
+        for id in ids {
+            let Some(list) = self.assumed.get_mut(&id) else {
+                continue;
+            };
+            let (old, keep): (Vec<Assumption>, Vec<Assumption>) =
+                list.drain(..).partition(|a| a.at < older_than);
+            *list = keep;
+            if old.is_empty() {
+                continue;
+            }
+            self.writes
+                .retain(|w| !old.iter().any(|a| w.is_for(&id, a)));
+            gone.extend(old.into_iter().map(|a| (id.clone(), a)));
+            self.rebuild_view(&id);
+            self.note_nominations(&id);
+        }
+        gone
+    }
+
+    /// Assumptions not yet confirmed, by job id.
+    pub fn assumed(&self) -> impl Iterator<Item = (&str, &Assumption)> {
+        self.assumed
+            .iter()
+            .flat_map(|(id, l)| l.iter().map(move |a| (id.as_str(), a)))
+    }
+
+    /// After the world's job `id` changed: drops the assumptions its new
+    /// state confirms or makes moot, and lays the rest over it again.
+    pub(crate) fn reconcile(&mut self, id: &str) {
+        if let (Some(list), Some(world)) = (self.assumed.get_mut(id), self.jobs.get(id)) {
+            let pos = self.task_pos.get(id);
+            list.retain(|a| {
+                pos.and_then(|p| p.get(&a.task))
+                    .is_some_and(|&k| !settled(&world.tasks[k], &a.effect))
+            });
+        }
+        self.rebuild_view(id);
+        self.note_nominations(id);
+    }
+
+    /// The view of job `id`: the world's job with its assumptions laid over
+    /// it in order; none when it has none.
+    fn rebuild_view(&mut self, id: &str) {
+        let list = match self.assumed.get(id) {
+            Some(l) if !l.is_empty() => l,
+            _ => {
+                self.assumed.remove(id);
+                self.views.remove(id);
+                return;
+            }
+        };
+        let (Some(world), Some(pos)) = (self.jobs.get(id), self.task_pos.get(id)) else {
+            return;
+        };
+        let mut job: Job = (**world).clone();
+        for a in list {
+            if let Some(&k) = pos.get(&a.task)
+                && applies(&job.tasks[k], &a.effect)
+            {
+                set(&mut job.tasks[k], &a.effect, a.at);
+            }
+        }
+        self.views.insert(id.to_string(), Arc::new(job));
+    }
+
+    /// Keeps the set of jobs with nominations current for job `id`.
+    fn note_nominations(&mut self, id: &str) {
+        let has = self
+            .job(id)
+            .is_some_and(|j| j.tasks.iter().any(|t| t.nomination.is_some()));
+        if has {
+            self.nominated.insert(id.to_string());
+        } else {
+            self.nominated.remove(id);
+        }
+    }
+
+    /// Clears nominations as old as `timeout_seconds`, or whose task is no
+    /// longer pending (the core ignores them from then on), in the world
+    /// and among the assumptions.
+    pub fn expire_nominations(&mut self, now: Timestamp, timeout_seconds: u64) {
+        let live = |t: &Task| {
+            t.nomination
+                .as_ref()
+                .is_some_and(|n| t.is_pending() && now.secs_since(n.since) < timeout_seconds)
+        };
+        let ids: Vec<String> = self.nominated.iter().cloned().collect();
+        for id in ids {
+            if let Some(job) = self.jobs.get_mut(&id)
+                && job.tasks.iter().any(|t| t.nomination.is_some() && !live(t))
+            {
+                for t in &mut Arc::make_mut(job).tasks {
+                    if t.nomination.is_some() && !live(t) {
+                        t.nomination = None;
+                    }
+                }
+            }
+            if let Some(list) = self.assumed.get_mut(&id) {
+                let pos = self.task_pos.get(&id);
+                let view = self.views.get(&id);
+                list.retain(|a| match &a.effect {
+                    Effect::Nominate { .. } => {
+                        let k = pos.and_then(|p| p.get(&a.task));
+                        let t = k.and_then(|&k| view.map(|v| &v.tasks[k]));
+                        t.is_some_and(&live)
+                    }
+                    _ => true,
+                });
+            }
+            self.rebuild_view(&id);
+            self.note_nominations(&id);
+        }
+    }
+}

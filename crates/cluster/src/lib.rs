@@ -1,0 +1,239 @@
+//! The one incremental world state.
+//!
+//! Every consumer that turns "what happened" into the next cycle's input
+//! goes through [`ClusterState`]: the snapshot CLI (read objects, apply
+//! each, snapshot), the simulator (its events and the core's decisions)
+//! and, later, the live service (watch events) and the store (replay).
+//!
+//! Three layers, kept apart:
+//!
+//! - the **world**: nodes, jobs, external pods, the queue tree and the
+//!   topology as the last [`Change`]s reported them;
+//! - the **assumed** decisions ([`ClusterState::assume`]): binds,
+//!   evictions and nominations the scheduler made and the world has not
+//!   yet confirmed, laid over the world's jobs so that nothing is placed
+//!   twice; a world change that shows the decision's effect confirms it,
+//!   [`ClusterState::forget_assumed`] drops what was never confirmed;
+//! - the **writes still owed** ([`ClusterState::writes`]): what the I/O
+//!   edge must still do for the assumed decisions.
+//!
+//! [`ClusterState::snapshot`] returns the world with the assumptions laid
+//! over it, in canonical order (nodes by name, jobs by id, external pods
+//! by name). Nodes, jobs and external pods are shared (`Arc`), so a
+//! snapshot after one change costs one rebuilt job and a pointer copy per
+//! object, not a rebuild of the cluster.
+//!
+//! Pure: no I/O, no clock (time is a parameter), deterministic.
+
+mod assume;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use trainyard_model::topology::Topology;
+use trainyard_model::{ExternalPod, Job, Node, QueueTree, Snapshot, Task};
+
+pub use assume::{Applied, Assumption, Effect, Write};
+
+/// One thing that happened in the world. Upserts carry the whole object as
+/// the world has it now.
+#[derive(Clone, Debug)]
+pub enum Change {
+    Node(Node),
+    NodeGone(String),
+    Job(Job),
+    JobGone(String),
+    External(ExternalPod),
+    ExternalGone(String),
+    Queues(QueueTree),
+    Topology(Option<Arc<Topology>>),
+    /// The world is exactly this (a relist, a restart): everything not in
+    /// it is gone. Assumptions on jobs still present are kept and checked
+    /// against the new state.
+    Resync(Snapshot),
+}
+
+/// A note about a change that was applied but looked wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning(pub String);
+
+/// The world, the assumed decisions over it, and the writes still owed.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterState {
+    nodes: BTreeMap<String, Arc<Node>>,
+    /// Jobs as the world reported them.
+    jobs: BTreeMap<String, Arc<Job>>,
+    /// Position of each task by name, per job (the same in the world's
+    /// job and its view: assumptions never add or remove tasks).
+    task_pos: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Jobs with assumptions: the world's job with them applied.
+    views: BTreeMap<String, Arc<Job>>,
+    assumed: BTreeMap<String, Vec<Assumption>>,
+    writes: Vec<Write>,
+    /// Jobs of which some task carries a nomination (world or view).
+    nominated: BTreeSet<String>,
+    external: BTreeMap<String, Arc<ExternalPod>>,
+    queues: Arc<QueueTree>,
+    topology: Option<Arc<Topology>>,
+}
+
+impl ClusterState {
+    pub fn new() -> Self {
+        ClusterState::default()
+    }
+
+    /// A state holding exactly `snapshot`'s world.
+    pub fn from_snapshot(snapshot: Snapshot) -> Self {
+        let mut s = ClusterState::new();
+        s.apply(Change::Resync(snapshot));
+        s
+    }
+
+    /// Applies one change. A job upsert confirms the assumptions its new
+    /// state shows (and drops those about tasks it no longer has).
+    pub fn apply(&mut self, change: Change) -> Vec<Warning> {
+        let mut warnings = Vec::new();
+        match change {
+            Change::Node(n) => {
+                self.nodes.insert(n.name.clone(), Arc::new(n));
+            }
+            Change::NodeGone(name) => {
+                if self.nodes.remove(&name).is_none() {
+                    warnings.push(Warning(format!(
+                        "node {name} is not known; nothing removed"
+                    )));
+                }
+            }
+            Change::Job(job) => self.upsert_job(Arc::new(job)),
+            Change::JobGone(id) => {
+                if self.jobs.remove(&id).is_none() {
+                    warnings.push(Warning(format!("job {id} is not known; nothing removed")));
+                }
+                self.task_pos.remove(&id);
+                self.views.remove(&id);
+                self.assumed.remove(&id);
+                self.nominated.remove(&id);
+            }
+            Change::External(p) => {
+                self.external.insert(p.name.clone(), Arc::new(p));
+            }
+            Change::ExternalGone(name) => {
+                if self.external.remove(&name).is_none() {
+                    warnings.push(Warning(format!("pod {name} is not known; nothing removed")));
+                }
+            }
+            Change::Queues(tree) => self.queues = Arc::new(tree),
+            Change::Topology(t) => self.topology = t,
+            Change::Resync(snap) => {
+                let Snapshot {
+                    nodes,
+                    queues,
+                    jobs,
+                    external,
+                    topology,
+                } = snap;
+                self.nodes.clear();
+                for n in nodes {
+                    if let Some(old) = self.nodes.insert(n.name.clone(), n) {
+                        warnings.push(Warning(format!(
+                            "node {} appears twice; the last is kept",
+                            old.name
+                        )));
+                    }
+                }
+                let keep: BTreeSet<&str> = jobs.iter().map(|j| j.id.as_str()).collect();
+                let gone: Vec<String> = self
+                    .jobs
+                    .keys()
+                    .filter(|id| !keep.contains(id.as_str()))
+                    .cloned()
+                    .collect();
+                for id in gone {
+                    self.apply(Change::JobGone(id));
+                }
+                for j in jobs {
+                    self.upsert_job(j);
+                }
+                self.external = external.into_iter().map(|p| (p.name.clone(), p)).collect();
+                self.queues = queues;
+                self.topology = topology;
+            }
+        }
+        warnings
+    }
+
+    fn upsert_job(&mut self, job: Arc<Job>) {
+        let id = job.id.clone();
+        let pos = job
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
+        self.task_pos.insert(id.clone(), pos);
+        self.jobs.insert(id.clone(), job);
+        self.reconcile(&id);
+    }
+
+    /// The job as the next snapshot has it (the world's, with assumptions).
+    pub fn job(&self, id: &str) -> Option<&Job> {
+        self.views
+            .get(id)
+            .or_else(|| self.jobs.get(id))
+            .map(|j| &**j)
+    }
+
+    /// A task of a job by name, with its position in the job's tasks.
+    pub fn task(&self, job: &str, task: &str) -> Option<(usize, &Task)> {
+        let k = *self.task_pos.get(job)?.get(task)?;
+        self.job(job).map(|j| (k, &j.tasks[k]))
+    }
+
+    /// Every job, in id order, as the next snapshot has it.
+    pub fn jobs(&self) -> impl Iterator<Item = &Job> {
+        self.jobs
+            .iter()
+            .map(|(id, j)| &**self.views.get(id).unwrap_or(j))
+    }
+
+    pub fn job_count(&self) -> usize {
+        self.jobs.len()
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Node> {
+        self.nodes.get(name).map(|n| &**n)
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.values().map(|n| &**n)
+    }
+
+    pub fn queues(&self) -> &QueueTree {
+        &self.queues
+    }
+
+    /// Whether some pending task carries a nomination.
+    pub fn any_nominations(&self) -> bool {
+        !self.nominated.is_empty()
+    }
+
+    /// The next cycle's input: the world with the assumptions laid over
+    /// it, nodes by name, jobs by id, external pods by name. Shares every
+    /// object with this state.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            nodes: self.nodes.values().cloned().collect(),
+            queues: self.queues.clone(),
+            jobs: self
+                .jobs
+                .iter()
+                .map(|(id, j)| self.views.get(id).unwrap_or(j).clone())
+                .collect(),
+            external: self.external.values().cloned().collect(),
+            topology: self.topology.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

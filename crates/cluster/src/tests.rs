@@ -1,1 +1,337 @@
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use proptest::prelude::*;
+use trainyard_model::{Job, Node, Resources, Snapshot, TaskState, Timestamp};
+use trainyard_sched::{Bind, Decisions, Eviction, EvictionKind, NominationDecision};
+
+use crate::{Change, ClusterState, Write};
+
+fn gpus(n: u64) -> Resources {
+    Resources::new(1000, 1 << 30, 0).with_gpus(n)
+}
+
+fn job(id: &str, tasks: usize) -> Job {
+    Job::gang(id, "q", vec![gpus(1); tasks])
+}
+
+fn bound(mut j: Job, task: usize, node: &str) -> Job {
+    j.tasks[task].state = TaskState::Bound {
+        node: node.to_string(),
+        gpus: Some(vec![0]),
+    };
+    j.tasks[task].started = Some(Timestamp(0));
+    j
+}
+
+fn world() -> ClusterState {
+    let mut s = ClusterState::new();
+    for n in ["n2", "n1"] {
+        s.apply(Change::Node(Node::new(n, 8000, 64 << 30, 8)));
+    }
+    s.apply(Change::Job(job("b", 2)));
+    s.apply(Change::Job(job("a", 1)));
+    s
+}
+
+fn bind(job: &str, task: &str, node: &str) -> Bind {
+    Bind {
+        job: job.into(),
+        task: task.into(),
+        node: node.into(),
+        gpus: vec![3],
+    }
+}
+
+fn state(s: &ClusterState, job: &str, task: &str) -> String {
+    let (_, t) = s.task(job, task).expect("task exists");
+    let mut out = match &t.state {
+        TaskState::Pending => "pending".to_string(),
+        TaskState::Bound { node, .. } => format!("bound@{node}"),
+    };
+    if t.terminating {
+        out.push_str(" terminating");
+    }
+    if let Some(n) = &t.nomination {
+        out.push_str(&format!(" nominated@{}since{}", n.node, n.since.0));
+    }
+    out
+}
+
+#[test]
+fn snapshot_is_canonical_and_shares_unchanged_objects() {
+    let mut s = world();
+    let first = s.snapshot();
+    let ids: Vec<&str> = first.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["a", "b"]);
+    let names: Vec<&str> = first.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["n1", "n2"]);
+
+    s.apply(Change::Job(bound(job("b", 2), 0, "n1")));
+    let second = s.snapshot();
+    assert!(Arc::ptr_eq(&first.jobs[0], &second.jobs[0]), "job a shared");
+    assert!(!Arc::ptr_eq(&first.jobs[1], &second.jobs[1]), "job b rebuilt");
+    assert!(Arc::ptr_eq(&first.nodes[0], &second.nodes[0]), "nodes shared");
+    assert!(Arc::ptr_eq(&first.queues, &second.queues), "queue tree shared");
+}
+
+#[test]
+fn an_assumed_bind_holds_until_the_world_shows_it() {
+    let mut s = world();
+    let d = Decisions {
+        binds: vec![bind("b", "b-0", "n1"), bind("zz", "zz-0", "n1")],
+        ..Decisions::default()
+    };
+    let applied = s.assume(&d, Timestamp(5));
+    assert_eq!(applied.binds, [0], "an unknown job's bind does not apply");
+    assert_eq!(state(&s, "b", "b-0"), "bound@n1");
+    assert_eq!(s.writes(), [Write::Bind(bind("b", "b-0", "n1"))]);
+    // The world's job is still pending (the watch lags): still assumed.
+    s.apply(Change::Job(job("b", 2)));
+    assert_eq!(state(&s, "b", "b-0"), "bound@n1");
+    let snap = s.snapshot();
+    assert!(!snap.jobs[1].tasks[0].is_pending());
+    // The world shows the bind: confirmed, nothing assumed any more.
+    s.apply(Change::Job(bound(job("b", 2), 0, "n1")));
+    assert_eq!(s.assumed().count(), 0);
+    assert_eq!(state(&s, "b", "b-0"), "bound@n1");
+    // The write is still owed until the edge takes it.
+    assert_eq!(s.take_writes().len(), 1);
+    assert!(s.writes().is_empty());
+}
+
+#[test]
+fn forgetting_an_unconfirmed_bind_frees_the_task_and_drops_its_write() {
+    let mut s = world();
+    let d = Decisions {
+        binds: vec![bind("b", "b-0", "n1")],
+        ..Decisions::default()
+    };
+    s.assume(&d, Timestamp(5));
+    let d = Decisions {
+        binds: vec![bind("b", "b-1", "n2")],
+        ..Decisions::default()
+    };
+    s.assume(&d, Timestamp(9));
+    let gone = s.forget_assumed(Timestamp(6));
+    assert_eq!(gone.len(), 1);
+    assert_eq!(gone[0].0, "b");
+    assert_eq!(gone[0].1.task, "b-0");
+    assert_eq!(state(&s, "b", "b-0"), "pending");
+    assert_eq!(state(&s, "b", "b-1"), "bound@n2");
+    assert_eq!(s.writes(), [Write::Bind(bind("b", "b-1", "n2"))]);
+}
+
+#[test]
+fn a_bind_of_a_task_that_is_not_pending_is_not_assumed() {
+    let mut s = world();
+    s.apply(Change::Job(bound(job("b", 2), 0, "n2")));
+    let d = Decisions {
+        binds: vec![bind("b", "b-0", "n1")],
+        ..Decisions::default()
+    };
+    assert!(s.assume(&d, Timestamp(5)).binds.is_empty());
+    assert_eq!(state(&s, "b", "b-0"), "bound@n2");
+    assert!(s.writes().is_empty());
+}
+
+fn eviction(job: &str, task: &str) -> Eviction {
+    Eviction {
+        job: job.into(),
+        task: task.into(),
+        node: "n2".into(),
+        kind: EvictionKind::Preempt,
+        preemptor: "a".into(),
+        message: "preempted".into(),
+    }
+}
+
+#[test]
+fn evictions_apply_to_running_tasks_once() {
+    let mut s = world();
+    s.apply(Change::Job(bound(job("b", 2), 0, "n2")));
+    let d = Decisions {
+        evictions: vec![eviction("b", "b-0"), eviction("b", "b-1"), eviction("b", "b-0")],
+        ..Decisions::default()
+    };
+    let applied = s.assume(&d, Timestamp(5));
+    assert_eq!(applied.evictions, [0], "pending b-1 and the repeat do not apply");
+    assert_eq!(state(&s, "b", "b-0"), "bound@n2 terminating");
+    // The pod is gone in the world: the job comes back without it running.
+    s.apply(Change::Job(job("b", 2)));
+    assert_eq!(state(&s, "b", "b-0"), "pending");
+    assert_eq!(s.assumed().count(), 0);
+}
+
+fn nomination(task: &str, node: &str) -> NominationDecision {
+    NominationDecision {
+        job: "b".into(),
+        task: task.into(),
+        node: node.into(),
+        gpus: vec![1],
+    }
+}
+
+#[test]
+fn a_nomination_keeps_its_first_time_on_a_node_and_expires() {
+    let mut s = world();
+    let d = Decisions {
+        nominations: vec![nomination("b-0", "n1")],
+        ..Decisions::default()
+    };
+    assert_eq!(s.assume(&d, Timestamp(1_000)).nominations, [0]);
+    s.confirm_assumed();
+    s.take_writes();
+    assert!(s.any_nominations());
+    // Renewed on the same node: same time, nothing owed.
+    assert_eq!(s.assume(&d, Timestamp(9_000)).nominations, [0]);
+    assert!(s.writes().is_empty());
+    assert_eq!(state(&s, "b", "b-0"), "pending nominated@n1since1000");
+    // Moved to another node: a new time and a write.
+    let moved = Decisions {
+        nominations: vec![nomination("b-0", "n2")],
+        ..Decisions::default()
+    };
+    s.assume(&moved, Timestamp(10_000));
+    assert_eq!(state(&s, "b", "b-0"), "pending nominated@n2since10000");
+    assert_eq!(s.writes().len(), 1);
+    // Ten seconds later, with a ten-second timeout: gone.
+    s.expire_nominations(Timestamp(19_999), 10);
+    assert_eq!(state(&s, "b", "b-0"), "pending nominated@n2since10000");
+    s.expire_nominations(Timestamp(20_000), 10);
+    assert_eq!(state(&s, "b", "b-0"), "pending");
+    assert!(!s.any_nominations());
+    assert_eq!(s.assumed().count(), 0);
+}
+
+#[test]
+fn confirming_makes_the_views_the_world() {
+    let mut s = world();
+    let d = Decisions {
+        binds: vec![bind("a", "a-0", "n1")],
+        ..Decisions::default()
+    };
+    s.assume(&d, Timestamp(5));
+    s.confirm_assumed();
+    assert_eq!(s.assumed().count(), 0);
+    assert_eq!(state(&s, "a", "a-0"), "bound@n1");
+    // A later world upsert of the same job replaces it as it is.
+    s.apply(Change::Job(job("a", 1)));
+    assert_eq!(state(&s, "a", "a-0"), "pending");
+}
+
+#[test]
+fn deletes_and_resync_remove_what_the_world_no_longer_has() {
+    let mut s = world();
+    let d = Decisions {
+        binds: vec![bind("b", "b-0", "n1")],
+        ..Decisions::default()
+    };
+    s.assume(&d, Timestamp(5));
+    assert!(s.apply(Change::JobGone("b".into())).is_empty());
+    assert_eq!(s.assumed().count(), 0);
+    assert_eq!(s.apply(Change::JobGone("b".into())).len(), 1, "warns");
+    s.apply(Change::Resync(Snapshot::new(
+        vec![Node::new("n9", 8000, 64 << 30, 8)],
+        Default::default(),
+        vec![job("c", 1)],
+    )));
+    let snap = s.snapshot();
+    let ids: Vec<&str> = snap.jobs.iter().map(|j| j.id.as_str()).collect();
+    assert_eq!(ids, ["c"]);
+    let names: Vec<&str> = snap.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["n9"]);
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Upsert(u8, u8, bool),
+    Gone(u8),
+    Bind(u8, u8, u8),
+    Forget(i64),
+    Confirm,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0u8..6, 1u8..4, any::<bool>()).prop_map(|(j, n, b)| Op::Upsert(j, n, b)),
+        (0u8..6).prop_map(Op::Gone),
+        (0u8..6, 0u8..4, 0u8..2).prop_map(|(j, t, n)| Op::Bind(j, t, n)),
+        (0i64..40).prop_map(Op::Forget),
+        Just(Op::Confirm),
+    ]
+}
+
+proptest! {
+    /// The snapshot equals the world rebuilt from scratch out of the
+    /// changes (the last upsert of each job not deleted since), with the
+    /// binds still assumed laid over it: recomputed here from the
+    /// operations, not read from the state.
+    #[test]
+    fn snapshot_equals_a_rebuild_from_the_changes(ops in prop::collection::vec(op(), 1..40)) {
+        let mut s = ClusterState::new();
+        let mut model: BTreeMap<String, Job> = BTreeMap::new();
+        // Assumed binds not yet confirmed or forgotten: (job, task) -> (node, at).
+        let mut assumed: BTreeMap<(String, String), (String, i64)> = BTreeMap::new();
+        for (step, op) in ops.into_iter().enumerate() {
+            let now = step as i64;
+            match op {
+                Op::Upsert(j, n, b) => {
+                    let id = format!("j{j}");
+                    let mut job = job(&id, n as usize);
+                    if b {
+                        job = bound(job, 0, "n0");
+                    }
+                    // The world decides: assumptions on tasks it bound or
+                    // no longer has are settled.
+                    let names: Vec<String> = job.tasks.iter().filter(|t| t.is_pending()).map(|t| t.name.clone()).collect();
+                    assumed.retain(|(aj, at), _| aj != &id || names.contains(at));
+                    s.apply(Change::Job(job.clone()));
+                    model.insert(id, job);
+                }
+                Op::Gone(j) => {
+                    let id = format!("j{j}");
+                    s.apply(Change::JobGone(id.clone()));
+                    model.remove(&id);
+                    assumed.retain(|(aj, _), _| aj != &id);
+                }
+                Op::Bind(j, t, n) => {
+                    let (id, task) = (format!("j{j}"), format!("j{j}-{t}"));
+                    let d = Decisions { binds: vec![bind(&id, &task, &format!("n{n}"))], ..Decisions::default() };
+                    let applied = s.assume(&d, Timestamp(now));
+                    let pending = model.get(&id).and_then(|m| m.tasks.iter().find(|x| x.name == task)).is_some_and(|x| x.is_pending())
+                        && !assumed.contains_key(&(id.clone(), task.clone()));
+                    prop_assert_eq!(applied.binds.len() == 1, pending);
+                    if pending {
+                        assumed.insert((id, task), (format!("n{n}"), now));
+                    }
+                }
+                Op::Forget(t) => {
+                    s.forget_assumed(Timestamp(t));
+                    assumed.retain(|_, (_, at)| *at >= t);
+                }
+                Op::Confirm => {
+                    s.confirm_assumed();
+                    for ((j, t), (node, at)) in std::mem::take(&mut assumed) {
+                        if let Some(m) = model.get_mut(&j) && let Some(x) = m.tasks.iter_mut().find(|x| x.name == t) {
+                            x.state = TaskState::Bound { node, gpus: Some(vec![3]) };
+                            x.started = Some(Timestamp(at));
+                        }
+                    }
+                }
+            }
+            let snap = s.snapshot();
+            let mut expect = model.clone();
+            for ((j, t), (node, at)) in &assumed {
+                if let Some(x) = expect.get_mut(j).and_then(|m| m.tasks.iter_mut().find(|x| &x.name == t)) {
+                    x.state = TaskState::Bound { node: node.clone(), gpus: Some(vec![3]) };
+                    x.started = Some(Timestamp(*at));
+                }
+            }
+            let got: Vec<Job> = snap.jobs.iter().map(|j| (**j).clone()).collect();
+            let want: Vec<Job> = expect.into_values().collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(s.assumed().count(), assumed.len());
+        }
+    }
+}

@@ -70,9 +70,18 @@ fn snapshot_is_canonical_and_shares_unchanged_objects() {
     s.apply(Change::Job(bound(job("b", 2), 0, "n1")));
     let second = s.snapshot();
     assert!(Arc::ptr_eq(&first.jobs[0], &second.jobs[0]), "job a shared");
-    assert!(!Arc::ptr_eq(&first.jobs[1], &second.jobs[1]), "job b rebuilt");
-    assert!(Arc::ptr_eq(&first.nodes[0], &second.nodes[0]), "nodes shared");
-    assert!(Arc::ptr_eq(&first.queues, &second.queues), "queue tree shared");
+    assert!(
+        !Arc::ptr_eq(&first.jobs[1], &second.jobs[1]),
+        "job b rebuilt"
+    );
+    assert!(
+        Arc::ptr_eq(&first.nodes[0], &second.nodes[0]),
+        "nodes shared"
+    );
+    assert!(
+        Arc::ptr_eq(&first.queues, &second.queues),
+        "queue tree shared"
+    );
 }
 
 #[test]
@@ -151,11 +160,19 @@ fn evictions_apply_to_running_tasks_once() {
     let mut s = world();
     s.apply(Change::Job(bound(job("b", 2), 0, "n2")));
     let d = Decisions {
-        evictions: vec![eviction("b", "b-0"), eviction("b", "b-1"), eviction("b", "b-0")],
+        evictions: vec![
+            eviction("b", "b-0"),
+            eviction("b", "b-1"),
+            eviction("b", "b-0"),
+        ],
         ..Decisions::default()
     };
     let applied = s.assume(&d, Timestamp(5));
-    assert_eq!(applied.evictions, [0], "pending b-1 and the repeat do not apply");
+    assert_eq!(
+        applied.evictions,
+        [0],
+        "pending b-1 and the repeat do not apply"
+    );
     assert_eq!(state(&s, "b", "b-0"), "bound@n2 terminating");
     // The pod is gone in the world: the job comes back without it running.
     s.apply(Change::Job(job("b", 2)));

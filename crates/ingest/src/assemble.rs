@@ -9,7 +9,7 @@ use trainyard_crd::gpu::{GpuShare, nominal_gpu_share};
 use trainyard_crd::keys::{self, KeyPlace};
 use trainyard_crd::names::dns1123_subdomain_problem;
 use trainyard_crd::preemption::{PreemptibleMark, default_preemptible, preemptible_marks};
-use trainyard_crd::{ConstraintField, ObjectMeta, PodGroup, TopologyConstraintSpec};
+use trainyard_crd::{ConstraintField, ObjectMeta, PodGroup, Queue, TopologyConstraintSpec};
 use trainyard_model::{
     ExternalPod, Job, Node, Nomination, PlacementConstraints, QueueError, QueueSpec, QueueTree,
     Snapshot, SubGroup, Task, TaskState, Timestamp, TopologyConstraint,
@@ -106,7 +106,7 @@ fn label_annotation_conflicts(meta: &ObjectMeta, key_lists: &[&[(&str, KeyPlace)
         .collect()
 }
 
-struct Member {
+pub(crate) struct Member {
     loc: Loc,
     pod: PodInfo,
     /// Queue named on the pod: (key, value).
@@ -120,29 +120,68 @@ struct Member {
     preemptible: Vec<PreemptibleMark>,
 }
 
-struct JobDraft {
-    namespace: String,
+pub(crate) struct JobDraft {
+    pub(crate) namespace: String,
     /// `None` for a pod without a group (gang of one).
-    group: Option<String>,
-    members: Vec<Member>,
+    pub(crate) group: Option<String>,
+    pub(crate) members: Vec<Member>,
 }
 
-struct Ctx<'a> {
-    opts: &'a LoadOptions,
-    errors: Vec<LoadError>,
-    warnings: Vec<String>,
-    priority_classes: BTreeMap<String, i32>,
+pub(crate) struct Ctx {
+    pub(crate) opts: LoadOptions,
+    pub(crate) errors: Vec<LoadError>,
+    pub(crate) warnings: Vec<String>,
+    pub(crate) priority_classes: BTreeMap<String, i32>,
     /// Priority classes with `preemptionPolicy: Never`.
-    never_classes: BTreeSet<String>,
+    pub(crate) never_classes: BTreeSet<String>,
     /// Unresolvable class -> who uses it (where defined, `Kind ns/name`).
-    unresolved: BTreeMap<String, Vec<(Loc, String)>>,
-    constraints: BTreeMap<PlacementConstraints, Arc<PlacementConstraints>>,
-    topology: ClusterTopology,
+    pub(crate) unresolved: BTreeMap<String, Vec<(Loc, String)>>,
+    pub(crate) constraints: BTreeMap<PlacementConstraints, Arc<PlacementConstraints>>,
+    pub(crate) topology: ClusterTopology,
     /// Names of the snapshot's nodes (for nominations).
-    node_names: BTreeSet<String>,
+    pub(crate) node_names: BTreeSet<String>,
 }
 
-impl Ctx<'_> {
+impl Ctx {
+    pub(crate) fn new(
+        opts: &LoadOptions,
+        nodes: &[(Loc, Node)],
+        priority_classes: BTreeMap<String, i32>,
+        never_classes: BTreeSet<String>,
+        topology: ClusterTopology,
+    ) -> Ctx {
+        Ctx {
+            opts: opts.clone(),
+            errors: Vec::new(),
+            warnings: Vec::new(),
+            priority_classes,
+            never_classes,
+            unresolved: BTreeMap::new(),
+            constraints: BTreeMap::new(),
+            topology,
+            node_names: nodes.iter().map(|(_, n)| n.name.clone()).collect(),
+        }
+    }
+
+    /// One warning per priority class no PriorityClass defines, at its
+    /// first user.
+    pub(crate) fn flush_unresolved(&mut self) {
+        for (class, users) in std::mem::take(&mut self.unresolved) {
+            let Some((loc, first)) = users.first() else {
+                continue;
+            };
+            let mut msg = format!(
+                "{}: {first}: priorityClassName {class:?} is not defined by any PriorityClass document; treated as unset",
+                loc.at()
+            );
+            if users.len() > 1 {
+                let others: Vec<String> = users[1..].iter().map(|(_, u)| u.clone()).collect();
+                msg.push_str(&format!(" (also used by {})", list_names(&others)));
+            }
+            self.warnings.push(msg);
+        }
+    }
+
     fn resolve(&mut self, class: &str, loc: &Loc, user: String) -> Option<i32> {
         let v = self.priority_classes.get(class).copied().or_else(|| {
             BUILTIN_PRIORITY_CLASSES
@@ -183,46 +222,19 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         ..
     } = reader;
     let topology = topology::build(&nodes, topology_doc.as_ref(), &mut errors, &mut warnings);
-    let node_names = nodes.iter().map(|(_, n)| n.name.clone()).collect();
-    let mut cx = Ctx {
-        opts,
-        errors,
-        warnings,
-        priority_classes,
-        never_classes,
-        unresolved: BTreeMap::new(),
-        constraints: BTreeMap::new(),
-        topology,
-        node_names,
-    };
+    let mut cx = Ctx::new(opts, &nodes, priority_classes, never_classes, topology);
+    cx.errors = errors;
+    cx.warnings = warnings;
 
     // Queues.
-    let mut specs: Vec<QueueSpec> = Vec::new();
-    let mut queue_locs: BTreeMap<String, Loc> = BTreeMap::new();
-    let mut failed_queues: BTreeSet<String> = BTreeSet::new();
-    for (loc, q) in &queues {
-        queue_locs.insert(q.metadata.name.clone(), loc.clone());
-        match q.to_spec() {
-            Ok(s) => specs.push(s),
-            Err(errs) => {
-                // A placeholder keeps the tree's structure checkable without
-                // cascading errors about this queue's children.
-                let mut placeholder = QueueSpec::new(q.metadata.name.clone());
-                placeholder.parent = q.spec.parent.clone();
-                specs.push(placeholder);
-                failed_queues.insert(q.metadata.name.clone());
-                cx.errors
-                    .extend(errs.0.into_iter().map(|e| loc.api_error(e)));
-            }
-        }
-    }
+    let specs = QueueSpecs::of(&queues, &mut cx.errors);
 
-    set_memory_shares(&nodes, &mut pods, opts, &mut cx.warnings);
+    GpuMemory::of(&nodes).set_shares(&mut pods, opts, &mut cx.warnings);
 
     // Pods: ours, external, or ignored.
     let mut external = Vec::new();
     let mut foreign_pending = Vec::new();
-    let mut drafts: BTreeMap<(String, bool, String), JobDraft> = BTreeMap::new();
+    let mut drafts: BTreeMap<JobKey, JobDraft> = BTreeMap::new();
     for (loc, pod) in pods {
         if pod.terminal {
             continue;
@@ -239,114 +251,16 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             }
             continue;
         }
-        let object = format!("Pod {}", pod.key());
-        if !pod.ignored.is_empty() {
-            cx.warnings.push(format!(
-                "{}: {object}: ignored: {}",
-                loc.at(),
-                pod.ignored.join(", ")
-            ));
-        }
-        // Only a pending pod is placed, so only there do unchecked fields
-        // matter; they do not stop placement.
-        if pod.node_name.is_none() {
-            for note in &pod.unchecked {
-                cx.warnings.push(format!("{}: {object}: {note}", loc.at()));
-            }
-        }
-        for conflict in label_annotation_conflicts(&pod.meta, POD_KEYS) {
-            cx.warnings
-                .push(format!("{}: {object}: {conflict}", loc.at()));
-        }
-        let group = first_of(&pod.meta, keys::POD_GROUP_KEYS).map(|(k, _, v, others)| {
-            if !others.is_empty() {
-                let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
-                cx.warnings.push(format!(
-                    "{}: {object}: group names disagree ({k}={v:?}, {}); using {v:?}",
-                    loc.at(),
-                    o.join(", ")
-                ));
-            }
-            v.to_string()
-        });
-        let queue = first_of(&pod.meta, keys::QUEUE_KEYS).and_then(|(k, place, v, others)| {
-            if !others.is_empty() {
-                let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
-                cx.warnings.push(format!(
-                    "{}: {object}: queue names disagree ({k}={v:?}, {}); using {v:?}",
-                    loc.at(),
-                    o.join(", ")
-                ));
-            }
-            // Queue names follow the rule of Queue metadata.name.
-            if let Some(problem) = dns1123_subdomain_problem(v) {
-                cx.errors.push(loc.error(
-                    Some(&object),
-                    &meta_field(&pod.meta, k, place),
-                    format!("invalid queue name: {problem}"),
-                ));
-                return None;
-            }
-            Some((k, v.to_string()))
-        });
-        let subgroup = pod
-            .meta
-            .lookup(keys::SUB_GROUP, KeyPlace::LabelOrAnnotation)
-            .map(str::to_string);
-        let rank = topology::pod_rank(&pod.meta).unwrap_or_else(|(field, message)| {
-            cx.errors
-                .push(loc.error(Some(&object), &field, format!("bad rank: {message}")));
-            None
-        });
-        let mut level_keys = |keys: &[(&'static str, KeyPlace)], what: &str| {
-            first_of(&pod.meta, keys).map(|(k, _, v, others)| {
-                if !others.is_empty() {
-                    let o: Vec<String> =
-                        others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
-                    cx.warnings.push(format!(
-                        "{}: {object}: {what} topology levels disagree ({k}={v:?}, {}); using {v:?}",
-                        loc.at(),
-                        o.join(", ")
-                    ));
-                }
-                (k, v.to_string())
-            })
-        };
-        let required = level_keys(keys::REQUIRED_TOPOLOGY_KEYS, "required");
-        let preferred = level_keys(keys::PREFERRED_TOPOLOGY_KEYS, "preferred");
-        let preemptible: Vec<PreemptibleMark> = preemptible_marks(&pod.meta)
-            .into_iter()
-            .filter(|mark| match &mark.value {
-                Ok(_) => true,
-                Err(message) => {
-                    cx.errors
-                        .push(loc.error(Some(&object), &mark.field, message.clone()));
-                    false
-                }
-            })
-            .collect();
-        let key = match &group {
-            Some(g) => (pod.namespace.clone(), true, g.clone()),
-            None => (pod.namespace.clone(), false, pod.name.clone()),
-        };
+        let (key, member) = member(&mut cx, loc, pod);
         drafts
-            .entry(key)
+            .entry(key.clone())
             .or_insert_with(|| JobDraft {
-                namespace: pod.namespace.clone(),
-                group: group.clone(),
+                namespace: key.namespace.clone(),
+                group: key.group.then(|| key.name.clone()),
                 members: Vec::new(),
             })
             .members
-            .push(Member {
-                loc,
-                pod,
-                queue,
-                subgroup,
-                rank,
-                required,
-                preferred,
-                preemptible,
-            });
+            .push(member);
     }
     if !foreign_pending.is_empty() {
         foreign_pending.sort();
@@ -360,7 +274,15 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
 
     // Job ids must be unique: a group and a group-less pod may collide.
     let mut ids: BTreeMap<String, (bool, String)> = BTreeMap::new();
-    for ((ns, is_group, name), d) in &drafts {
+    for (
+        JobKey {
+            namespace: ns,
+            group: is_group,
+            name,
+        },
+        d,
+    ) in &drafts
+    {
         let id = format!("{ns}/{name}");
         if let Some((_, first)) = ids.get(&id) {
             // Invariant: a draft is created together with its first member.
@@ -431,68 +353,13 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     }
 
     // Unresolvable priority classes: one warning each, at the first user.
-    for (class, users) in std::mem::take(&mut cx.unresolved) {
-        let Some((loc, first)) = users.first() else {
-            continue;
-        };
-        let mut msg = format!(
-            "{}: {first}: priorityClassName {class:?} is not defined by any PriorityClass document; treated as unset",
-            loc.at()
-        );
-        if users.len() > 1 {
-            let others: Vec<String> = users[1..].iter().map(|(_, u)| u.clone()).collect();
-            msg.push_str(&format!(" (also used by {})", list_names(&others)));
-        }
-        cx.warnings.push(msg);
-    }
+    cx.flush_unresolved();
 
     // Queue tree, with the implicit default queue.
-    if default_used && !queue_locs.contains_key(&opts.default_queue) {
-        specs.push(QueueSpec::new(opts.default_queue.clone()));
-    }
-    let tree = match QueueTree::build(specs) {
-        Ok(t) => Some(t),
-        Err(errs) => {
-            for e in errs {
-                if let QueueError::QuotaAboveParent { parent, .. } = &e
-                    && failed_queues.contains(parent)
-                {
-                    // The parent is a placeholder; its own errors are reported.
-                    continue;
-                }
-                let (name, field) = match &e {
-                    QueueError::Duplicate { name } => (name.clone(), String::new()),
-                    QueueError::UnknownParent { queue, .. } => {
-                        (queue.clone(), "spec.parent".to_string())
-                    }
-                    QueueError::Cycle { queues } => (
-                        queues.first().cloned().unwrap_or_default(),
-                        "spec.parent".to_string(),
-                    ),
-                    QueueError::QuotaAboveParent {
-                        parent, resource, ..
-                    } => (parent.clone(), format!("spec.quota.{resource}")),
-                    QueueError::QuotaAboveLimit {
-                        queue, resource, ..
-                    } => (queue.clone(), format!("spec.quota.{resource}")),
-                    QueueError::EmptyName => (String::new(), "metadata.name".to_string()),
-                };
-                let object = format!("Queue {name}");
-                let err = match queue_locs.get(&name) {
-                    Some(loc) => loc.error(Some(&object), &field, e.to_string()),
-                    None => LoadError {
-                        source_name: String::new(),
-                        document: None,
-                        object: Some(object),
-                        field: (!field.is_empty()).then_some(field),
-                        message: e.to_string(),
-                    },
-                };
-                cx.errors.push(err);
-            }
-            None
-        }
-    };
+    let tree = specs
+        .tree(default_used, opts)
+        .map_err(|e| cx.errors.extend(e))
+        .ok();
 
     if !cx.errors.is_empty() {
         return Err(LoadErrors(cx.errors));
@@ -500,18 +367,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     // Without errors the tree was built.
     let tree = tree.unwrap_or_default();
     for job in &mut jobs {
-        match tree.get(&job.queue) {
-            None => job.rejected = Some(format!("queue {:?} does not exist", job.queue)),
-            Some(id) if !tree.is_leaf(id) => {
-                let children: Vec<&str> = tree.children(id).iter().map(|c| tree.name(*c)).collect();
-                job.rejected = Some(format!(
-                    "queue {:?} is not a leaf queue (children: {}); submit jobs to a leaf queue",
-                    job.queue,
-                    children.join(", ")
-                ));
-            }
-            Some(_) => {}
-        }
+        reject_if_bad_queue(&tree, job);
     }
 
     nodes.sort_by(|a, b| a.1.name.cmp(&b.1.name));
@@ -529,60 +385,338 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     })
 }
 
-/// Sets `requests.gpu` of every pod with a GPU-memory share to its nominal
-/// share (docs/gpu-sharing-requests.md): measured against the largest GPU
-/// device of the pod's node when it is bound, else of the whole snapshot;
-/// one GPU, with a warning, when that memory is unknown. Needs every node,
-/// so it runs once all documents are read. Pods that are not used (finished,
-/// or pending for another scheduler) are left alone.
-fn set_memory_shares(
-    nodes: &[(Loc, Node)],
-    pods: &mut [(Loc, PodInfo)],
-    opts: &LoadOptions,
-    warnings: &mut Vec<String>,
-) {
-    let largest = |n: &Node| n.gpus.iter().map(|g| g.memory_bytes).max().unwrap_or(0);
-    let by_node: BTreeMap<&str, u64> = nodes
-        .iter()
-        .map(|(_, n)| (n.name.as_str(), largest(n)))
-        .collect();
-    let cluster = by_node.values().copied().max().unwrap_or(0);
-    for (loc, pod) in pods.iter_mut() {
-        let Some(GpuShare::Memory { key, bytes }) = pod.gpu_share else {
-            continue;
-        };
-        let ignored = pod.scheduler != opts.scheduler_name && pod.node_name.is_none();
-        if pod.terminal || ignored {
-            continue;
+/// Which job a pod of ours belongs to: its group's, or its own when it
+/// names none. The job id is `namespace/name`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct JobKey {
+    pub namespace: String,
+    /// Named by a group (label or annotation), not a group-less pod.
+    pub group: bool,
+    pub name: String,
+}
+
+impl JobKey {
+    /// The job a pod of ours joins: its group's (the first group key it
+    /// carries), else its own.
+    pub fn of(pod: &PodInfo) -> JobKey {
+        match first_of(&pod.meta, keys::POD_GROUP_KEYS) {
+            Some((_, _, v, _)) => JobKey {
+                namespace: pod.namespace.clone(),
+                group: true,
+                name: v.to_string(),
+            },
+            None => JobKey {
+                namespace: pod.namespace.clone(),
+                group: false,
+                name: pod.name.clone(),
+            },
         }
-        let device = match &pod.node_name {
-            Some(node) => by_node.get(node.as_str()).copied().unwrap_or(0),
-            None => cluster,
+    }
+
+    /// The job id, `namespace/name`.
+    pub fn id(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Interprets one pod of ours (its scheduler is Trainyard's, it is not
+/// finished): the job it joins and what the job needs of it. Problems are
+/// pushed to `cx`.
+pub(crate) fn member(cx: &mut Ctx, loc: Loc, pod: PodInfo) -> (JobKey, Member) {
+    let object = format!("Pod {}", pod.key());
+    if !pod.ignored.is_empty() {
+        cx.warnings.push(format!(
+            "{}: {object}: ignored: {}",
+            loc.at(),
+            pod.ignored.join(", ")
+        ));
+    }
+    // Only a pending pod is placed, so only there do unchecked fields
+    // matter; they do not stop placement.
+    if pod.node_name.is_none() {
+        for note in &pod.unchecked {
+            cx.warnings.push(format!("{}: {object}: {note}", loc.at()));
+        }
+    }
+    for conflict in label_annotation_conflicts(&pod.meta, POD_KEYS) {
+        cx.warnings
+            .push(format!("{}: {object}: {conflict}", loc.at()));
+    }
+    let group = first_of(&pod.meta, keys::POD_GROUP_KEYS).map(|(k, _, v, others)| {
+        if !others.is_empty() {
+            let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+            cx.warnings.push(format!(
+                "{}: {object}: group names disagree ({k}={v:?}, {}); using {v:?}",
+                loc.at(),
+                o.join(", ")
+            ));
+        }
+        v.to_string()
+    });
+    let queue = first_of(&pod.meta, keys::QUEUE_KEYS).and_then(|(k, place, v, others)| {
+        if !others.is_empty() {
+            let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+            cx.warnings.push(format!(
+                "{}: {object}: queue names disagree ({k}={v:?}, {}); using {v:?}",
+                loc.at(),
+                o.join(", ")
+            ));
+        }
+        // Queue names follow the rule of Queue metadata.name.
+        if let Some(problem) = dns1123_subdomain_problem(v) {
+            cx.errors.push(loc.error(
+                Some(&object),
+                &meta_field(&pod.meta, k, place),
+                format!("invalid queue name: {problem}"),
+            ));
+            return None;
+        }
+        Some((k, v.to_string()))
+    });
+    let subgroup = pod
+        .meta
+        .lookup(keys::SUB_GROUP, KeyPlace::LabelOrAnnotation)
+        .map(str::to_string);
+    let rank = topology::pod_rank(&pod.meta).unwrap_or_else(|(field, message)| {
+        cx.errors
+            .push(loc.error(Some(&object), &field, format!("bad rank: {message}")));
+        None
+    });
+    let mut level_keys = |keys: &[(&'static str, KeyPlace)], what: &str| {
+        first_of(&pod.meta, keys).map(|(k, _, v, others)| {
+            if !others.is_empty() {
+                let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+                cx.warnings.push(format!(
+                    "{}: {object}: {what} topology levels disagree ({k}={v:?}, {}); using {v:?}",
+                    loc.at(),
+                    o.join(", ")
+                ));
+            }
+            (k, v.to_string())
+        })
+    };
+    let required = level_keys(keys::REQUIRED_TOPOLOGY_KEYS, "required");
+    let preferred = level_keys(keys::PREFERRED_TOPOLOGY_KEYS, "preferred");
+    let preemptible: Vec<PreemptibleMark> = preemptible_marks(&pod.meta)
+        .into_iter()
+        .filter(|mark| match &mark.value {
+            Ok(_) => true,
+            Err(message) => {
+                cx.errors
+                    .push(loc.error(Some(&object), &mark.field, message.clone()));
+                false
+            }
+        })
+        .collect();
+    let key = JobKey {
+        namespace: pod.namespace.clone(),
+        group: group.is_some(),
+        name: group.unwrap_or_else(|| pod.name.clone()),
+    };
+    (
+        key,
+        Member {
+            loc,
+            pod,
+            queue,
+            subgroup,
+            rank,
+            required,
+            preferred,
+            preemptible,
+        },
+    )
+}
+
+/// The Queues read, as specs for the tree: a queue whose document is
+/// invalid is a placeholder (its name and parent), so its children are
+/// still checked without cascading errors.
+pub(crate) struct QueueSpecs {
+    specs: Vec<QueueSpec>,
+    locs: BTreeMap<String, Loc>,
+    failed: BTreeSet<String>,
+}
+
+impl QueueSpecs {
+    pub(crate) fn of(queues: &[(Loc, Queue)], errors: &mut Vec<LoadError>) -> QueueSpecs {
+        let mut out = QueueSpecs {
+            specs: Vec::new(),
+            locs: BTreeMap::new(),
+            failed: BTreeSet::new(),
         };
-        if device == 0 {
-            let why = match &pod.node_name {
-                None => format!(
-                    "no node reports its GPU memory (node label {})",
-                    keys::NODE_GPU_MEMORY_MIB
+        for (loc, q) in queues {
+            out.locs.insert(q.metadata.name.clone(), loc.clone());
+            match q.to_spec() {
+                Ok(s) => out.specs.push(s),
+                Err(errs) => {
+                    let mut placeholder = QueueSpec::new(q.metadata.name.clone());
+                    placeholder.parent = q.spec.parent.clone();
+                    out.specs.push(placeholder);
+                    out.failed.insert(q.metadata.name.clone());
+                    errors.extend(errs.0.into_iter().map(|e| loc.api_error(e)));
+                }
+            }
+        }
+        out
+    }
+
+    /// The tree, with the implicit default queue when `default_used` and
+    /// no Queue defines it; or its problems, each at its Queue.
+    pub(crate) fn tree(
+        mut self,
+        default_used: bool,
+        opts: &LoadOptions,
+    ) -> Result<QueueTree, Vec<LoadError>> {
+        if default_used && !self.locs.contains_key(&opts.default_queue) {
+            self.specs.push(QueueSpec::new(opts.default_queue.clone()));
+        }
+        let errs = match QueueTree::build(self.specs) {
+            Ok(t) => return Ok(t),
+            Err(errs) => errs,
+        };
+        let mut out = Vec::new();
+        for e in errs {
+            if let QueueError::QuotaAboveParent { parent, .. } = &e
+                && self.failed.contains(parent)
+            {
+                // The parent is a placeholder; its own errors are reported.
+                continue;
+            }
+            let (name, field) = match &e {
+                QueueError::Duplicate { name } => (name.clone(), String::new()),
+                QueueError::UnknownParent { queue, .. } => {
+                    (queue.clone(), "spec.parent".to_string())
+                }
+                QueueError::Cycle { queues } => (
+                    queues.first().cloned().unwrap_or_default(),
+                    "spec.parent".to_string(),
                 ),
-                Some(node) if by_node.contains_key(node.as_str()) => format!(
-                    "its node {node} does not report its GPU memory (node label {})",
-                    keys::NODE_GPU_MEMORY_MIB
-                ),
-                Some(node) => format!("its node {node} is not in the snapshot"),
+                QueueError::QuotaAboveParent {
+                    parent, resource, ..
+                } => (parent.clone(), format!("spec.quota.{resource}")),
+                QueueError::QuotaAboveLimit {
+                    queue, resource, ..
+                } => (queue.clone(), format!("spec.quota.{resource}")),
+                QueueError::EmptyName => (String::new(), "metadata.name".to_string()),
             };
-            let value = pod.meta.annotations.get(key).map_or("", String::as_str);
-            warnings.push(format!(
+            let object = format!("Queue {name}");
+            out.push(match self.locs.get(&name) {
+                Some(loc) => loc.error(Some(&object), &field, e.to_string()),
+                None => LoadError {
+                    source_name: String::new(),
+                    document: None,
+                    object: Some(object),
+                    field: (!field.is_empty()).then_some(field),
+                    message: e.to_string(),
+                },
+            });
+        }
+        Err(out)
+    }
+}
+
+/// The queue tree of `queues` (see [`QueueSpecs`]).
+pub(crate) fn queue_tree(
+    queues: &[(Loc, Queue)],
+    default_used: bool,
+    opts: &LoadOptions,
+) -> Result<QueueTree, Vec<LoadError>> {
+    let mut errors = Vec::new();
+    let specs = QueueSpecs::of(queues, &mut errors);
+    match specs.tree(default_used, opts) {
+        Ok(t) if errors.is_empty() => Ok(t),
+        Ok(_) => Err(errors),
+        Err(e) => {
+            errors.extend(e);
+            Err(errors)
+        }
+    }
+}
+
+/// Marks `job` rejected when its queue does not exist or is not a leaf.
+pub(crate) fn reject_if_bad_queue(tree: &QueueTree, job: &mut Job) {
+    match tree.get(&job.queue) {
+        None => job.rejected = Some(format!("queue {:?} does not exist", job.queue)),
+        Some(id) if !tree.is_leaf(id) => {
+            let children: Vec<&str> = tree.children(id).iter().map(|c| tree.name(*c)).collect();
+            job.rejected = Some(format!(
+                "queue {:?} is not a leaf queue (children: {}); submit jobs to a leaf queue",
+                job.queue,
+                children.join(", ")
+            ));
+        }
+        Some(_) => {}
+    }
+}
+
+/// The largest GPU device memory of each node and of the cluster, for
+/// nominal GPU-memory shares.
+pub(crate) struct GpuMemory {
+    by_node: BTreeMap<String, u64>,
+    cluster: u64,
+}
+
+impl GpuMemory {
+    pub(crate) fn of(nodes: &[(Loc, Node)]) -> GpuMemory {
+        let largest = |n: &Node| n.gpus.iter().map(|g| g.memory_bytes).max().unwrap_or(0);
+        let by_node: BTreeMap<String, u64> = nodes
+            .iter()
+            .map(|(_, n)| (n.name.clone(), largest(n)))
+            .collect();
+        let cluster = by_node.values().copied().max().unwrap_or(0);
+        GpuMemory { by_node, cluster }
+    }
+
+    /// Sets `requests.gpu` of every pod with a GPU-memory share to its nominal
+    /// share (docs/gpu-sharing-requests.md): measured against the largest GPU
+    /// device of the pod's node when it is bound, else of the whole snapshot;
+    /// one GPU, with a warning, when that memory is unknown. Needs every node,
+    /// so it runs once all documents are read. Pods that are not used (finished,
+    /// or pending for another scheduler) are left alone.
+    pub(crate) fn set_shares(
+        &self,
+        pods: &mut [(Loc, PodInfo)],
+        opts: &LoadOptions,
+        warnings: &mut Vec<String>,
+    ) {
+        let (by_node, cluster) = (&self.by_node, self.cluster);
+        for (loc, pod) in pods.iter_mut() {
+            let Some(GpuShare::Memory { key, bytes }) = pod.gpu_share else {
+                continue;
+            };
+            let ignored = pod.scheduler != opts.scheduler_name && pod.node_name.is_none();
+            if pod.terminal || ignored {
+                continue;
+            }
+            let device = match &pod.node_name {
+                Some(node) => by_node.get(node.as_str()).copied().unwrap_or(0),
+                None => cluster,
+            };
+            if device == 0 {
+                let why = match &pod.node_name {
+                    None => format!(
+                        "no node reports its GPU memory (node label {})",
+                        keys::NODE_GPU_MEMORY_MIB
+                    ),
+                    Some(node) if by_node.contains_key(node.as_str()) => format!(
+                        "its node {node} does not report its GPU memory (node label {})",
+                        keys::NODE_GPU_MEMORY_MIB
+                    ),
+                    Some(node) => format!("its node {node} is not in the snapshot"),
+                };
+                let value = pod.meta.annotations.get(key).map_or("", String::as_str);
+                warnings.push(format!(
                 "{}: Pod {}: annotation {key}={value:?}: {why}; the pod's nominal GPU share is taken as 1 GPU",
                 loc.at(),
                 pod.key()
             ));
+            }
+            pod.requests.gpu = nominal_gpu_share(bytes, device);
         }
-        pod.requests.gpu = nominal_gpu_share(bytes, device);
     }
 }
 
-fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) -> Job {
+pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) -> Job {
     let JobDraft {
         namespace,
         group,
@@ -815,7 +949,7 @@ fn build_job(cx: &mut Ctx<'_>, draft: JobDraft, pg: Option<&(Loc, PodGroup)>) ->
 /// `priority`. A later source that disagrees with the one used gives a
 /// warning. Bad values were reported when the objects were read.
 fn job_preemptible(
-    cx: &mut Ctx<'_>,
+    cx: &mut Ctx,
     pg: Option<&(Loc, PodGroup)>,
     members: &[Member],
     priority: i32,
@@ -890,14 +1024,14 @@ fn job_preemptible(
 /// levels resolved against the cluster's topology. Problems are reported at
 /// the field that names them.
 fn group_constraint(
-    cx: &mut Ctx<'_>,
+    cx: &mut Ctx,
     loc: &Loc,
     g: &PodGroup,
     sub_group: Option<usize>,
     c: &TopologyConstraintSpec,
 ) -> TopologyConstraint {
     let object = g.object();
-    let level = |cx: &mut Ctx<'_>, value: &Option<String>, field| {
+    let level = |cx: &mut Ctx, value: &Option<String>, field| {
         let value = value.as_deref().filter(|v| !v.is_empty())?;
         match cx.topology.resolve(value) {
             Ok(name) => name,
@@ -933,7 +1067,7 @@ fn group_constraint(
     out
 }
 
-fn warn_preferred_wider(cx: &mut Ctx<'_>, loc: &Loc, object: &str, c: &TopologyConstraint) {
+fn warn_preferred_wider(cx: &mut Ctx, loc: &Loc, object: &str, c: &TopologyConstraint) {
     if let (Some(r), Some(p)) = (&c.required, &c.preferred)
         && cx.topology.wider(p, r)
     {
@@ -948,7 +1082,7 @@ fn warn_preferred_wider(cx: &mut Ctx<'_>, loc: &Loc, object: &str, c: &TopologyC
 /// member it is first found on, with its key and value. Every pod that
 /// carries one must name the same; a pod that differs is an error.
 fn annotated_level<'m>(
-    cx: &mut Ctx<'_>,
+    cx: &mut Ctx,
     members: &'m [Member],
     pick: impl Fn(&Member) -> &Option<(&'static str, String)>,
 ) -> Option<(&'m Member, &'static str, &'m str)> {
@@ -976,7 +1110,7 @@ fn annotated_level<'m>(
 /// The whole gang's topology constraint: the PodGroup's `topology` (or
 /// KAI `topologyConstraint`), else what its pods' annotations say.
 fn job_constraint(
-    cx: &mut Ctx<'_>,
+    cx: &mut Ctx,
     pg: Option<&(Loc, PodGroup)>,
     members: &[Member],
 ) -> TopologyConstraint {

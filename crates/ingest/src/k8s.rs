@@ -509,7 +509,7 @@ struct K8sToleration {
 
 /// A pod, converted: what assembly needs.
 #[derive(Clone, Debug)]
-pub(crate) struct PodInfo {
+pub struct PodInfo {
     pub namespace: String,
     pub name: String,
     pub meta: ObjectMeta,

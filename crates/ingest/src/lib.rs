@@ -12,6 +12,7 @@
 //! the document, the object, the field path and what was expected.
 
 mod assemble;
+mod interpret;
 mod k8s;
 mod read;
 mod topology;
@@ -20,7 +21,12 @@ use std::fmt;
 
 use trainyard_model::Snapshot;
 
-pub use read::{parse_documents, present_documents};
+pub use assemble::JobKey;
+pub use interpret::{
+    Interpreted, Interpreter, Objects, PodRole, check_queue, pod_role, queue_tree, read,
+};
+pub use k8s::PodInfo;
+pub use read::{Loc, parse_documents, present_documents};
 
 /// One input text.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use crate::{LoadError, Source};
 /// Where an object came from: source, document, and the path prefix of the
 /// object inside the document (`items[3].` inside a List).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Loc {
+pub struct Loc {
     pub source: String,
     pub doc: usize,
     pub prefix: String,

@@ -26,6 +26,7 @@
 //! Pure: no I/O, no clock (time is a parameter), deterministic.
 
 mod assume;
+mod objects;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -34,6 +35,8 @@ use trainyard_model::topology::Topology;
 use trainyard_model::{ExternalPod, Job, Node, QueueTree, Snapshot, Task};
 
 pub use assume::{Applied, Assumption, Effect, Write};
+pub use objects::{ObjectChange, Problems};
+use trainyard_ingest::LoadOptions;
 
 /// One thing that happened in the world. Upserts carry the whole object as
 /// the world has it now.
@@ -47,6 +50,12 @@ pub enum Change {
     ExternalGone(String),
     Queues(QueueTree),
     Topology(Option<Arc<Topology>>),
+    /// A Kubernetes-shaped object changed: its jobs are interpreted again
+    /// (by `trainyard_ingest`) when the next snapshot is taken. A state fed
+    /// objects takes its jobs, external pods, queue tree and topology from
+    /// them; the job-level changes above are for worlds without objects
+    /// (the simulator).
+    Object(ObjectChange),
     /// The world is exactly this (a relist, a restart): everything not in
     /// it is gone. Assumptions on jobs still present are kept and checked
     /// against the new state.
@@ -58,7 +67,7 @@ pub enum Change {
 pub struct Warning(pub String);
 
 /// The world, the assumed decisions over it, and the writes still owed.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct ClusterState {
     nodes: BTreeMap<String, Arc<Node>>,
     /// Jobs as the world reported them.
@@ -75,11 +84,22 @@ pub struct ClusterState {
     external: BTreeMap<String, Arc<ExternalPod>>,
     queues: Arc<QueueTree>,
     topology: Option<Arc<Topology>>,
+    /// The objects the jobs come from, when the world is fed objects.
+    objects: Option<Box<objects::Objects>>,
 }
 
 impl ClusterState {
     pub fn new() -> Self {
         ClusterState::default()
+    }
+
+    /// A state fed Kubernetes-shaped objects ([`Change::Object`]),
+    /// interpreted with `opts`.
+    pub fn for_objects(opts: LoadOptions) -> Self {
+        ClusterState {
+            objects: Some(Box::new(objects::Objects::new(opts))),
+            ..ClusterState::default()
+        }
     }
 
     /// A state holding exactly `snapshot`'s world.
@@ -124,6 +144,29 @@ impl ClusterState {
             }
             Change::Queues(tree) => self.queues = Arc::new(tree),
             Change::Topology(t) => self.topology = t,
+            Change::Object(c) => {
+                match &c {
+                    ObjectChange::Node(_, n) => {
+                        self.nodes.insert(n.name.clone(), Arc::new((**n).clone()));
+                    }
+                    ObjectChange::NodeGone(name) => {
+                        self.nodes.remove(name);
+                    }
+                    _ => {}
+                }
+                let layer = self
+                    .objects
+                    .get_or_insert_with(|| Box::new(objects::Objects::new(LoadOptions::default())));
+                match layer.apply(c) {
+                    Some(Ok(p)) => {
+                        self.external.insert(p.name.clone(), Arc::new(p));
+                    }
+                    Some(Err(name)) => {
+                        self.external.remove(&name);
+                    }
+                    None => {}
+                }
+            }
             Change::Resync(snap) => {
                 let Snapshot {
                     nodes,
@@ -217,10 +260,47 @@ impl ClusterState {
         !self.nominated.is_empty()
     }
 
+    /// Interprets again the objects that changed since the last refresh
+    /// (nothing to do for a world without objects).
+    pub fn refresh(&mut self) {
+        let Some(layer) = self.objects.as_mut() else {
+            return;
+        };
+        let r = layer.refresh();
+        for id in r.gone {
+            self.apply(Change::JobGone(id));
+        }
+        for job in r.jobs {
+            self.upsert_job(job);
+        }
+        if let Some(tree) = r.tree {
+            self.queues = Arc::new(tree);
+        }
+        if let Some(t) = r.topology {
+            self.topology = t;
+        }
+    }
+
+    /// What is wrong with the objects fed so far (after a refresh): what a
+    /// whole-file load would refuse or warn about. Empty for a world
+    /// without objects.
+    pub fn problems(&self) -> Problems {
+        self.objects
+            .as_ref()
+            .map(|o| o.problems())
+            .unwrap_or_default()
+    }
+
+    /// The options objects are interpreted with, when fed objects.
+    pub fn load_options(&self) -> Option<&LoadOptions> {
+        self.objects.as_ref().map(|o| o.opts())
+    }
+
     /// The next cycle's input: the world with the assumptions laid over
-    /// it, nodes by name, jobs by id, external pods by name. Shares every
-    /// object with this state.
-    pub fn snapshot(&self) -> Snapshot {
+    /// it, nodes by name, jobs by id, external pods by name. Refreshes the
+    /// objects first; shares every object with this state.
+    pub fn snapshot(&mut self) -> Snapshot {
+        self.refresh();
         Snapshot {
             nodes: self.nodes.values().cloned().collect(),
             queues: self.queues.clone(),

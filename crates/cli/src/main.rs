@@ -280,7 +280,9 @@ fn cmd_schedule(args: ScheduleArgs) -> Result<()> {
     };
     let loaded = trainyard_ingest::load(&sources, &opts)
         .map_err(|e| anyhow::anyhow!("{} problem(s) in the snapshot:\n{e}", e.0.len()))?;
-    let mut decisions = trainyard_sched::schedule(&loaded.snapshot, &config, now);
+    // The loaded objects become the world; the core sees its snapshot.
+    let mut world = trainyard_cluster::ClusterState::from_snapshot(loaded.snapshot);
+    let mut decisions = trainyard_sched::schedule(&world.snapshot(), &config, now);
     let mut warnings = loaded.warnings;
     warnings.append(&mut decisions.warnings);
     decisions.warnings = warnings;

@@ -15,7 +15,12 @@
 //! 4. `--reclaim`: reclaim for a 64-GPU gang (8 pods × 8 GPUs) in a full
 //!    1,000-node cluster running 5,000 jobs of another team: one whole
 //!    cycle, median time, and the process's peak resident memory.
-//! 5. `--sim`: a simulation of 100,000 synthetic jobs on 1,000 nodes × 8
+//! 5. `--snapshot`: the one world state (`trainyard_cluster`) at 5,000
+//!    nodes and 50,000 pods (12,500 jobs of 1–7 pods, half of them bound,
+//!    PodGroups for the gangs): a full build (every object applied to a
+//!    fresh state, then a snapshot) against one pod changed (bound to a
+//!    node) and a snapshot, and against one assumed bind and a snapshot.
+//! 6. `--sim`: a simulation of 100,000 synthetic jobs on 1,000 nodes × 8
 //!    GPUs; and, when `../shared/data/openb` exists, the full openb
 //!    `default` trace on its 1,213 nodes. Reports wall time and events/s.
 
@@ -408,6 +413,194 @@ fn reclaim_bench(runs: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The `--snapshot` benchmark: see the module docs.
+fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
+    use trainyard_cluster::{Change, ClusterState, ObjectChange};
+    use trainyard_ingest::{LoadOptions, Source};
+
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut text = String::new();
+    let nodes = 5000;
+    for i in 0..nodes {
+        writeln!(
+            text,
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: node-{i:05}, labels: {{pool: p{}}}}}\nstatus: {{allocatable: {{cpu: \"192\", memory: 2048Gi, pods: \"110\", nvidia.com/gpu: \"8\"}}}}",
+            i % 10
+        )?;
+    }
+    for q in ["a", "b", "c", "d"] {
+        writeln!(
+            text,
+            "---\napiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {{name: {q}}}\nspec: {{quota: {{nvidia.com/gpu: 8000}}}}"
+        )?;
+    }
+    let mut pods = 0usize;
+    let mut job = 0usize;
+    let mut changed: Option<String> = None;
+    while pods < 50_000 {
+        let size = rng.random_range(1..=7usize).min(50_000 - pods);
+        let queue = ["a", "b", "c", "d"][job % 4];
+        let bound = job % 2 == 0;
+        let group = format!("g{job:05}");
+        if size > 1 {
+            writeln!(
+                text,
+                "---\napiVersion: trainyard.io/v1alpha1\nkind: PodGroup\nmetadata: {{name: {group}, namespace: ns{}}}\nspec: {{queue: {queue}, minMember: {size}}}",
+                job % 20
+            )?;
+        }
+        for k in 0..size {
+            let node = (pods + k) / 8 % nodes;
+            let mut pod = format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {group}-{k}, namespace: ns{}, creationTimestamp: \"2026-11-22T06:00:00Z\", labels: {{trainyard.io/queue: {queue}",
+                job % 20
+            );
+            if size > 1 {
+                write!(pod, ", trainyard.io/pod-group: {group}")?;
+            }
+            pod.push_str("}}\nspec:\n  schedulerName: trainyard\n");
+            if bound {
+                writeln!(pod, "  nodeName: node-{node:05}")?;
+            }
+            pod.push_str("  containers: [{name: c, resources: {requests: {cpu: \"8\", memory: 64Gi, nvidia.com/gpu: \"1\"}}}]");
+            if !bound && changed.is_none() && size > 4 {
+                // The pod the incremental runs bind.
+                changed = Some(pod.replace(
+                    "  schedulerName: trainyard\n",
+                    "  schedulerName: trainyard\n  nodeName: node-00000\n",
+                ));
+            }
+            writeln!(text, "{pod}")?;
+        }
+        pods += size;
+        job += 1;
+    }
+    let changed = changed.ok_or_else(|| anyhow::anyhow!("no pending gang of 5+ pods"))?;
+    let t = Instant::now();
+    let objects = trainyard_ingest::read(&[Source::new("bench", &text)]);
+    let read_time = t.elapsed();
+    anyhow::ensure!(
+        objects.errors.is_empty(),
+        "bench input: {:?}",
+        objects.errors.first()
+    );
+    let mut all: Vec<ObjectChange> = Vec::new();
+    all.extend(
+        objects
+            .nodes
+            .into_iter()
+            .map(|(l, n)| ObjectChange::Node(l, Box::new(n))),
+    );
+    all.extend(
+        objects
+            .queues
+            .into_iter()
+            .map(|(l, q)| ObjectChange::Queue(l, Box::new(q))),
+    );
+    all.extend(
+        objects
+            .pod_groups
+            .into_iter()
+            .map(|(l, g)| ObjectChange::PodGroup(l, Box::new(g))),
+    );
+    all.extend(
+        objects
+            .pods
+            .into_iter()
+            .map(|(l, p)| ObjectChange::Pod(l, Box::new(p))),
+    );
+    let one = trainyard_ingest::read(&[Source::new("change", &changed)]);
+    let (loc, pod) = one
+        .pods
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("the changed pod did not read"))?;
+    let one = ObjectChange::Pod(loc, Box::new(pod));
+
+    let build = || {
+        let mut s = ClusterState::for_objects(LoadOptions::default());
+        for c in &all {
+            s.apply(Change::Object(c.clone()));
+        }
+        let snap = s.snapshot();
+        (s, snap)
+    };
+    let mut full = Vec::new();
+    let mut world = None;
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        let (s, snap) = build();
+        full.push(t.elapsed());
+        std::hint::black_box(&snap);
+        world = Some(s);
+    }
+    let mut world = world.ok_or_else(|| anyhow::anyhow!("no run"))?;
+    let base = world.snapshot();
+    let jobs = base.jobs.len();
+    drop(base);
+    // One pod bound: its job is interpreted again, everything else shared.
+    let mut incr = Vec::new();
+    for _ in 0..runs.max(1) * 20 {
+        let t = Instant::now();
+        world.apply(Change::Object(one.clone()));
+        let snap = world.snapshot();
+        incr.push(t.elapsed());
+        std::hint::black_box(&snap);
+    }
+    // One assumed bind (the scheduler's own decision) and a snapshot.
+    let pending = world
+        .jobs()
+        .find_map(|j| {
+            j.tasks
+                .iter()
+                .find(|t| t.is_pending())
+                .map(|t| (j.id.clone(), t.name.clone()))
+        })
+        .ok_or_else(|| anyhow::anyhow!("no pending pod"))?;
+    let mut assume = Vec::new();
+    for _ in 0..runs.max(1) * 20 {
+        let d = trainyard_sched::Decisions {
+            binds: vec![trainyard_sched::Bind {
+                job: pending.0.clone(),
+                task: pending.1.clone(),
+                node: "node-00001".into(),
+                gpus: vec![0],
+            }],
+            ..trainyard_sched::Decisions::default()
+        };
+        let t = Instant::now();
+        world.assume(&d, Timestamp(0));
+        let snap = world.snapshot();
+        assume.push(t.elapsed());
+        std::hint::black_box(&snap);
+        world.forget_assumed(Timestamp(1));
+    }
+    let (full, incr, assume) = (median(full), median(incr), median(assume));
+    println!("| world state | input | median time | vs full build |");
+    println!("|---|---|---|---|");
+    println!(
+        "| read the text (not timed below) | {nodes} nodes, {pods} pods, {jobs} jobs, {} MB of YAML | {:.0} ms | |",
+        text.len() / 1_000_000,
+        read_time.as_secs_f64() * 1e3
+    );
+    println!(
+        "| full build: apply every object, snapshot | {nodes} nodes, {pods} pods, {jobs} jobs | {:.1} ms | 1× |",
+        full.as_secs_f64() * 1e3
+    );
+    println!(
+        "| one pod bound by the world, snapshot | one job of 5–7 pods interpreted again | {:.3} ms | {:.0}× cheaper |",
+        incr.as_secs_f64() * 1e3,
+        full.as_secs_f64() / incr.as_secs_f64()
+    );
+    println!(
+        "| one bind assumed, snapshot | one job's view rebuilt | {:.3} ms | {:.0}× cheaper |",
+        assume.as_secs_f64() * 1e3,
+        full.as_secs_f64() / assume.as_secs_f64()
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--sim") {
@@ -422,6 +615,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.iter().any(|a| a == "--reclaim") {
         return reclaim_bench(runs_arg);
+    }
+    if args.iter().any(|a| a == "--snapshot") {
+        return snapshot_bench(runs_arg);
     }
     let runs: usize = match args.iter().position(|a| a == "--runs") {
         Some(i) => args.get(i + 1).map(|s| s.parse()).transpose()?.unwrap_or(5),

@@ -441,7 +441,7 @@ fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
     while pods < 50_000 {
         let size = rng.random_range(1..=7usize).min(50_000 - pods);
         let queue = ["a", "b", "c", "d"][job % 4];
-        let bound = job % 2 == 0;
+        let bound = job.is_multiple_of(2);
         let group = format!("g{job:05}");
         if size > 1 {
             writeln!(

@@ -12,6 +12,7 @@ const CORE: &[&str] = &[
     "trainyard-sched",
     "trainyard-crd",
     "trainyard-ingest",
+    "trainyard-cluster",
 ];
 const FORBIDDEN: &[&str] = &[
     "tokio",
@@ -134,6 +135,7 @@ fn core_sources_do_not_touch_io_or_clock() {
         "crates/sched/src",
         "api/crd/src",
         "crates/ingest/src",
+        "crates/cluster/src",
     ] {
         let mut stack = vec![root.join(dir)];
         while let Some(d) = stack.pop() {

@@ -1,5 +1,7 @@
 use super::*;
 use proptest::prelude::*;
+use std::collections::BTreeSet;
+
 use trainyard_model::{Limits, QueueSpec, ResourceName, SubGroup, Task};
 
 const GI: u64 = 1 << 30;
@@ -430,10 +432,43 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
             job.min_member
         );
     }
-    // No queue over its limit.
-    for q in &d.queues {
-        if let Some((r, cap)) = q.limit.first_exceeded(&q.allocated) {
-            prop_assert!(false, "queue {} over limit {r} {cap}", q.queue);
+    // No queue over its limit: each queue's use recomputed from the input
+    // (bound tasks that stay), the binds and the evictions, charged to the
+    // job's leaf and every ancestor; never read from the core's own
+    // ledger or queue table.
+    let tree = &s.queues;
+    let mut use_of = vec![Resources::zero(); tree.len()];
+    let leaf_of: BTreeMap<&str, _> = s
+        .jobs
+        .iter()
+        .filter_map(|j| tree.get(&j.queue).map(|q| (j.id.as_str(), q)))
+        .collect();
+    let evicted: BTreeSet<&str> = d.evictions.iter().map(|e| e.task.as_str()).collect();
+    let mut charge = |job: &str, r: &Resources| {
+        if let Some(&leaf) = leaf_of.get(job) {
+            for q in tree.ancestors(leaf) {
+                use_of[q.0].add(r);
+            }
+        }
+    };
+    for j in &s.jobs {
+        for t in &j.tasks {
+            if !t.is_pending() && !evicted.contains(t.name.as_str()) {
+                charge(&j.id, &t.requests);
+            }
+        }
+    }
+    for b in &d.binds {
+        charge(&b.job, &tasks[b.task.as_str()].requests);
+    }
+    for q in tree.ids() {
+        if let Some((r, cap)) = tree.spec(q).limit.first_exceeded(&use_of[q.0]) {
+            prop_assert!(
+                false,
+                "queue {} over its limit: {r} {} > {cap}",
+                tree.name(q),
+                use_of[q.0].get(&r)
+            );
         }
     }
     // Every job is bound (at least its minimum) or has a reason.

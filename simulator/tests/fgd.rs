@@ -1,30 +1,24 @@
 //! The FGD experiment on the real openb traces (`../shared/data/openb`),
 //! checked against the paper's published means (`../shared/data/fgd-reference.md`).
 //! One seed per policy keeps this fast in a debug build; the full
-//! 17 × 6 × 10 table is `docs/fgd/results.md`. Without the data the tests
-//! print a notice and pass (the unit tests in `src/fgd.rs` cover the logic).
+//! 17 × 6 × 10 table is `docs/fgd/results.md`. Without the data each test
+//! prints a `SKIPPED` line to the terminal and returns (or fails, with
+//! `TRAINYARD_REQUIRE_DATA=1`, as in CI); the unit tests in `src/fgd.rs`
+//! cover the logic.
 
-use std::path::PathBuf;
+mod common;
 
 use trainyard_sched::GpuStrategy;
 use trainyard_sim::fgd::{Experiment, paper_label, parse_pods, parse_reference};
 use trainyard_sim::openb::parse_nodes;
 
 fn data(name: &str) -> Option<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/data")
-        .join(name);
-    match std::fs::read_to_string(&path) {
-        Ok(t) => Some(t),
-        Err(e) => {
-            eprintln!("notice: {} not readable ({e}); skipping", path.display());
-            None
-        }
-    }
+    common::shared_data(name, name)
 }
 
 fn experiment(workload: &str) -> Option<Experiment> {
-    let nodes = parse_nodes(&data("openb/openb_node_list_gpu_node.csv")?, "nodes").ok()?;
+    let nodes = parse_nodes(&data("openb/openb_node_list_gpu_node.csv")?, "nodes")
+        .expect("the node list parses");
     let name = format!("openb/openb_pod_list_{workload}.csv");
     let pods = parse_pods(&data(&name)?, &name).expect("the trace parses");
     Some(Experiment::new(nodes, pods))

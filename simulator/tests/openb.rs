@@ -1,32 +1,21 @@
 //! Imports the real openb trace when it is present next to the repository
 //! (`../shared/data/openb`, i.e. `/work/shared/data/openb` for a checkout
-//! at `/work/main`). Without it the tests print a notice and pass: the
-//! sample under `tests/data` covers the importer's logic in unit tests.
+//! at `/work/main`). Without it each test prints a `SKIPPED` line to the
+//! terminal and returns (or fails, with `TRAINYARD_REQUIRE_DATA=1`, as in
+//! CI); the sample under `tests/data` covers the importer's logic in unit
+//! tests.
+
+mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use trainyard_sim::openb::{
     ImportOptions, SKIP_NO_TIME_COLUMNS, SKIP_NOT_SCHEDULED, parse_nodes, parse_pods,
 };
 
-fn trace_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/openb")
-}
-
-/// The text of a trace file, or `None` (with a notice) when it is absent.
+/// The text of a trace file, or `None` (skipped visibly) when it is absent.
 fn read(name: &str) -> Option<String> {
-    let path = trace_dir().join(name);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(e) => {
-            eprintln!(
-                "notice: {} not readable ({e}); skipping this test (the tests/data sample covers the logic)",
-                path.display()
-            );
-            None
-        }
-    }
+    common::shared_data(name, &format!("openb/{name}"))
 }
 
 /// Data rows, split naively on commas (the trace has no quoting).
@@ -112,13 +101,10 @@ fn default_pod_list_matches_the_readme() {
 
 #[test]
 fn every_pod_list_accounts_for_every_row() {
-    let Ok(dir) = std::fs::read_dir(trace_dir()) else {
-        eprintln!(
-            "notice: {} absent; skipping this test",
-            trace_dir().display()
-        );
+    let Some(dir) = common::shared_path("every_pod_list_accounts_for_every_row", "openb") else {
         return;
     };
+    let dir = std::fs::read_dir(&dir).expect("the trace directory is readable");
     let mut names: Vec<String> = dir
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -127,7 +113,7 @@ fn every_pod_list_accounts_for_every_row() {
     names.sort();
     assert_eq!(names.len(), 17, "{names:?}");
     for name in names {
-        let Some(text) = read(&name) else { continue };
+        let text = read(&name).expect("a listed trace file exists");
         let import = parse_pods(&text, &name, &ImportOptions::default()).unwrap();
         let r = &import.report;
         println!("{name}: {r}");

@@ -1,10 +1,88 @@
-//! The scheduling core stays pure: `trainyard-topology`, `trainyard-model`,
-//! `trainyard-sched`, `trainyard-crd` and `trainyard-ingest` must not depend, directly or
-//! transitively, on async runtimes, Kubernetes clients, storage engines or
-//! RPC stacks. Checked on the real dependency graph from `cargo metadata`.
+//! The house's rules, checked on the real dependency graph from `cargo
+//! metadata` and on the sources:
+//!
+//! - the pure crates (`trainyard-topology`, `-model`, `-sched`, `-crd`,
+//!   `-ingest`, `-cluster`) do not depend, directly or transitively, on
+//!   async runtimes, Kubernetes clients, storage engines or RPC stacks;
+//! - their sources and the simulator's use no file, network, environment,
+//!   process or clock API, no `println!` and no global mutable state;
+//! - workspace crates depend on each other only as the allow-list says.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
+
+/// Which workspace crate may depend on which (normal dependencies, direct).
+/// Anything not listed is forbidden; every workspace crate must be listed.
+/// The rule of each crate is in ARCHITECTURE.md's code map.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("trainyard-topology", &[]),
+    ("trainyard-model", &["trainyard-topology"]),
+    (
+        "trainyard-sched",
+        &["trainyard-model", "trainyard-topology"],
+    ),
+    ("trainyard-crd", &["trainyard-model", "trainyard-topology"]),
+    (
+        "trainyard-ingest",
+        &["trainyard-crd", "trainyard-model", "trainyard-topology"],
+    ),
+    (
+        "trainyard-cluster",
+        &[
+            "trainyard-ingest",
+            "trainyard-sched",
+            "trainyard-crd",
+            "trainyard-model",
+            "trainyard-topology",
+        ],
+    ),
+    (
+        "trainyard-sim",
+        &[
+            "trainyard-cluster",
+            "trainyard-sched",
+            "trainyard-ingest",
+            "trainyard-crd",
+            "trainyard-model",
+            "trainyard-topology",
+        ],
+    ),
+    (
+        "trainyard-cli",
+        &[
+            "trainyard-sim",
+            "trainyard-cluster",
+            "trainyard-ingest",
+            "trainyard-sched",
+            "trainyard-crd",
+            "trainyard-model",
+            "trainyard-topology",
+        ],
+    ),
+    (
+        "trainyard-bench",
+        &[
+            "trainyard-sim",
+            "trainyard-cluster",
+            "trainyard-ingest",
+            "trainyard-sched",
+            "trainyard-crd",
+            "trainyard-model",
+            "trainyard-topology",
+        ],
+    ),
+    (
+        "trainyard-tests",
+        &[
+            "trainyard-cluster",
+            "trainyard-ingest",
+            "trainyard-sched",
+            "trainyard-crd",
+            "trainyard-model",
+            "trainyard-topology",
+        ],
+    ),
+];
 
 const CORE: &[&str] = &[
     "trainyard-topology",
@@ -32,48 +110,73 @@ const FORBIDDEN: &[&str] = &[
     "rayon",
 ];
 
-#[test]
-fn core_crates_have_no_io_dependencies() {
-    let out = Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--locked"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        out.status.success(),
-        "cargo metadata failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata is JSON");
-    let names: BTreeMap<&str, &str> = meta["packages"]
-        .as_array()
-        .expect("packages")
-        .iter()
-        .map(|p| {
-            (
-                p["id"].as_str().unwrap_or(""),
-                p["name"].as_str().unwrap_or(""),
-            )
-        })
-        .collect();
-    // Normal (non-dev, non-build) edges of the resolved graph.
-    let mut edges: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for node in meta["resolve"]["nodes"].as_array().expect("resolve nodes") {
-        let id = node["id"].as_str().unwrap_or("");
-        for dep in node["deps"].as_array().into_iter().flatten() {
-            let normal = dep["dep_kinds"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|k| k["kind"].is_null());
-            if normal {
-                edges
-                    .entry(id)
-                    .or_default()
-                    .push(dep["pkg"].as_str().unwrap_or(""));
-            }
+/// The workspace's resolved graph from `cargo metadata`: package id ->
+/// name, and each package's normal (non-dev, non-build) dependencies.
+struct Graph {
+    json: serde_json::Value,
+}
+
+impl Graph {
+    fn load() -> Graph {
+        let out = Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--locked"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo metadata runs");
+        assert!(
+            out.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Graph {
+            json: serde_json::from_slice(&out.stdout).expect("metadata is JSON"),
         }
     }
+
+    fn names(&self) -> BTreeMap<&str, &str> {
+        self.json["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .map(|p| {
+                (
+                    p["id"].as_str().unwrap_or(""),
+                    p["name"].as_str().unwrap_or(""),
+                )
+            })
+            .collect()
+    }
+
+    fn edges(&self) -> BTreeMap<&str, Vec<&str>> {
+        let mut edges: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for node in self.json["resolve"]["nodes"]
+            .as_array()
+            .expect("resolve nodes")
+        {
+            let id = node["id"].as_str().unwrap_or("");
+            for dep in node["deps"].as_array().into_iter().flatten() {
+                let normal = dep["dep_kinds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|k| k["kind"].is_null());
+                if normal {
+                    edges
+                        .entry(id)
+                        .or_default()
+                        .push(dep["pkg"].as_str().unwrap_or(""));
+                }
+            }
+        }
+        edges
+    }
+}
+
+#[test]
+fn core_crates_have_no_io_dependencies() {
+    let graph = Graph::load();
+    let names = graph.names();
+    let edges = graph.edges();
     let mut violations = Vec::new();
     let mut reached_serde = false;
     for core in CORE {
@@ -136,6 +239,8 @@ fn core_sources_do_not_touch_io_or_clock() {
         "api/crd/src",
         "crates/ingest/src",
         "crates/cluster/src",
+        // The simulator is text in, text out on a virtual clock.
+        "simulator/src",
     ] {
         let mut stack = vec![root.join(dir)];
         while let Some(d) = stack.pop() {
@@ -163,5 +268,44 @@ fn core_sources_do_not_touch_io_or_clock() {
         hits.is_empty(),
         "impure code in the core:\n{}",
         hits.join("\n")
+    );
+}
+
+/// Every edge between workspace crates must be on the allow-list above.
+#[test]
+fn workspace_crates_depend_only_on_allowed_crates() {
+    let graph = Graph::load();
+    let names = graph.names();
+    let edges = graph.edges();
+    let ours = |n: &str| n.starts_with("trainyard-");
+    let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();
+    let mut problems = Vec::new();
+    let mut crates = 0;
+    for (id, name) in &names {
+        if !ours(name) {
+            continue;
+        }
+        crates += 1;
+        let Some(ok) = allowed.get(name) else {
+            problems.push(format!(
+                "{name} is not on the allow-list; add it with the crates it may use"
+            ));
+            continue;
+        };
+        for dep in edges.get(id).into_iter().flatten() {
+            let dep = names.get(dep).copied().unwrap_or("?");
+            if ours(dep) && !ok.contains(&dep) {
+                problems.push(format!("{name} -> {dep} is not allowed"));
+            }
+        }
+    }
+    assert!(
+        crates >= 9,
+        "only {crates} workspace crates found; the check is broken"
+    );
+    assert!(
+        problems.is_empty(),
+        "forbidden edges:\n{}",
+        problems.join("\n")
     );
 }

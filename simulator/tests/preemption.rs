@@ -5,6 +5,7 @@
 //! timing is known exactly; `metrics_of_a_real_reclaim` lets the core
 //! decide.
 
+use expect_test::expect;
 use std::cell::RefCell;
 
 use trainyard_model::{Node, Nomination, QueueSpec, QueueTree, Resources, Snapshot, Timestamp};
@@ -569,34 +570,16 @@ spec:
         .unwrap_err()
         .to_string()
     };
-    assert_eq!(
-        err("  preemption: {lostWork: {checkpoint: {every: 0}}}\n"),
-        "w.yaml: document 1: Workload: spec.preemption.lostWork.checkpoint.every: expected a positive checkpoint interval, got 0"
-    );
-    assert_eq!(
-        err("  preemption: {graceSeconds: -5}\n"),
-        "w.yaml: document 1: Workload: spec.preemption.graceSeconds: expected a non-negative duration, got -5"
-    );
-    assert_eq!(
-        err("  preemption: {lostWork: resume}\n"),
-        "w.yaml: document 1: Workload: spec.preemption.lostWork: expected \"restart\" or \"checkpoint:<interval>\" (e.g. \"checkpoint:30m\"), got \"resume\""
-    );
-    assert_eq!(
-        err("  preemption: {lostWork: {checkpoint: 30m}}\n"),
-        "w.yaml: document 1: Workload: spec.preemption.lostWork.checkpoint: expected {every: <interval>}, got \"30m\""
-    );
-    assert_eq!(
-        err("  preemption: {grace: 30}\n"),
-        "w.yaml: document 1: Workload: spec.preemption.grace: unknown field `grace`, expected `graceSeconds` or `lostWork`"
-    );
+    expect!["w.yaml: document 1: Workload: spec.preemption.lostWork.checkpoint.every: expected a positive checkpoint interval, got 0"].assert_eq(&err("  preemption: {lostWork: {checkpoint: {every: 0}}}\n"));
+    expect!["w.yaml: document 1: Workload: spec.preemption.graceSeconds: expected a non-negative duration, got -5"].assert_eq(&err("  preemption: {graceSeconds: -5}\n"));
+    expect![[r#"w.yaml: document 1: Workload: spec.preemption.lostWork: expected "restart" or "checkpoint:<interval>" (e.g. "checkpoint:30m"), got "resume""#]].assert_eq(&err("  preemption: {lostWork: resume}\n"));
+    expect![[r#"w.yaml: document 1: Workload: spec.preemption.lostWork.checkpoint: expected {every: <interval>}, got "30m""#]].assert_eq(&err("  preemption: {lostWork: {checkpoint: 30m}}\n"));
+    expect!["w.yaml: document 1: Workload: spec.preemption.grace: unknown field `grace`, expected `graceSeconds` or `lostWork`"].assert_eq(&err("  preemption: {grace: 30}\n"));
     let e = parse_workload(
         "kind: Workload\nspec:\n  jobs:\n  - {name: a, queue: q, submit: 0, duration: 1, lostWork: {restart: {}, checkpoint: {every: 1m}}, tasks: [{count: 1, requests: {cpu: 1}}]}\n",
         "w.yaml",
     )
     .unwrap_err()
     .to_string();
-    assert_eq!(
-        e,
-        "w.yaml: document 1: Workload: spec.jobs[0].lostWork: expected restart or {checkpoint: {every: <interval>}}, got {\"checkpoint\":{\"every\":\"1m\"},\"restart\":{}}"
-    );
+    expect![[r#"w.yaml: document 1: Workload: spec.jobs[0].lostWork: expected restart or {checkpoint: {every: <interval>}}, got {"checkpoint":{"every":"1m"},"restart":{}}"#]].assert_eq(&e);
 }

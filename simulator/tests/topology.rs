@@ -2,6 +2,7 @@
 //! `slowdown:` sections, per-job placement metrics, the leaf fragmentation
 //! series and the communication slowdown model.
 
+use expect_test::expect;
 use std::path::PathBuf;
 
 use trainyard_model::{QueueSpec, QueueTree};
@@ -289,41 +290,17 @@ fn bad_topology_input_names_file_and_field() {
             "  topology: {{railOptimized: {{rails: {r}, nodesPerGroup: {g}, groupsPerBlock: 1, spinesPerBlock: 2}}}}\n"
         )
     };
-    assert_eq!(
-        err(&rail(0, 2)),
-        "c.yaml: document 1: ClusterSpec: spec.topology.railOptimized.rails: expected a whole number from 1 to 64, found 0"
-    );
-    assert_eq!(
-        err(&rail(8, 0)),
-        "c.yaml: document 1: ClusterSpec: spec.topology.railOptimized.nodesPerGroup: expected a whole number from 1 to 4294967295, found 0"
-    );
-    assert_eq!(
-        err(&rail(65, 2)),
-        "c.yaml: document 1: ClusterSpec: spec.topology.railOptimized.rails: expected a whole number from 1 to 64, found 65"
-    );
-    assert_eq!(
-        err("  topology: {leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 0, spinesPerBlock: 1}}\n"),
-        "c.yaml: document 1: ClusterSpec: spec.topology.leafSpine.leavesPerBlock: expected a whole number from 1 to 4294967295, found 0"
-    );
-    assert_eq!(
-        err(
+    expect!["c.yaml: document 1: ClusterSpec: spec.topology.railOptimized.rails: expected a whole number from 1 to 64, found 0"].assert_eq(&err(&rail(0, 2)));
+    expect!["c.yaml: document 1: ClusterSpec: spec.topology.railOptimized.nodesPerGroup: expected a whole number from 1 to 4294967295, found 0"].assert_eq(&err(&rail(8, 0)));
+    expect!["c.yaml: document 1: ClusterSpec: spec.topology.railOptimized.rails: expected a whole number from 1 to 64, found 65"].assert_eq(&err(&rail(65, 2)));
+    expect!["c.yaml: document 1: ClusterSpec: spec.topology.leafSpine.leavesPerBlock: expected a whole number from 1 to 4294967295, found 0"].assert_eq(&err("  topology: {leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 0, spinesPerBlock: 1}}\n"));
+    expect!["c.yaml: document 1: ClusterSpec: spec.topology.leafSpine.numaSockets: expected a whole number from 1 to 64, found 0"].assert_eq(&err(
             "  topology: {leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 1, spinesPerBlock: 1, numaSockets: 0}}\n"
-        ),
-        "c.yaml: document 1: ClusterSpec: spec.topology.leafSpine.numaSockets: expected a whole number from 1 to 64, found 0"
-    );
-    assert_eq!(
-        err("  topology: {nvlinkDomainSize: 0}\n"),
-        "c.yaml: document 1: ClusterSpec: spec.topology.nvlinkDomainSize: expected a whole number from 1 to 4294967295, found 0"
-    );
+        ));
+    expect!["c.yaml: document 1: ClusterSpec: spec.topology.nvlinkDomainSize: expected a whole number from 1 to 4294967295, found 0"].assert_eq(&err("  topology: {nvlinkDomainSize: 0}\n"));
     let both = "  topology:\n    leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 1, spinesPerBlock: 1}\n    railOptimized: {rails: 8, nodesPerGroup: 2, groupsPerBlock: 1, spinesPerBlock: 2}\n";
-    assert_eq!(
-        err(both),
-        "c.yaml: document 1: ClusterSpec: spec.topology: give exactly one of railOptimized, leafSpine or spec (nvlinkDomainSize may be added to any, or stand alone)"
-    );
-    assert_eq!(
-        err("  topology: {}\n"),
-        "c.yaml: document 1: ClusterSpec: spec.topology: give exactly one of railOptimized, leafSpine or spec (nvlinkDomainSize may be added to any, or stand alone)"
-    );
+    expect!["c.yaml: document 1: ClusterSpec: spec.topology: give exactly one of railOptimized, leafSpine or spec (nvlinkDomainSize may be added to any, or stand alone)"].assert_eq(&err(both));
+    expect!["c.yaml: document 1: ClusterSpec: spec.topology: give exactly one of railOptimized, leafSpine or spec (nvlinkDomainSize may be added to any, or stand alone)"].assert_eq(&err("  topology: {}\n"));
     let e = err(
         "  topology: {leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 1, spinesPerBlock: 1, racks: 3}}\n",
     );
@@ -339,18 +316,12 @@ fn bad_topology_input_names_file_and_field() {
         "{e}"
     );
     // An explicit spec: the topology's own error, under spec.topology.spec.
-    assert_eq!(
-        err(
+    expect![[r#"c.yaml: document 1: ClusterSpec: spec.topology.spec: links[0] (n-000 → tor9): no leaf switch named "tor9" is declared"#]].assert_eq(&err(
             "  topology:\n    spec:\n      switches: [{name: tor1, kind: leaf}]\n      links: [{from: n-000, to: tor9}]\n"
-        ),
-        "c.yaml: document 1: ClusterSpec: spec.topology.spec: links[0] (n-000 → tor9): no leaf switch named \"tor9\" is declared"
-    );
-    assert_eq!(
-        err(
+        ));
+    expect![[r#"c.yaml: document 1: ClusterSpec: spec.topology.spec: switches: switch "tor1" is declared twice"#]].assert_eq(&err(
             "  topology:\n    spec:\n      switches: [{name: tor1, kind: leaf}, {name: tor1, kind: spine}]\n"
-        ),
-        "c.yaml: document 1: ClusterSpec: spec.topology.spec: switches: switch \"tor1\" is declared twice"
-    );
+        ));
     let e = err("  topology:\n    spec:\n      switches: [{name: tor1, kind: router}]\n");
     assert!(
         e.starts_with("c.yaml: document 1: ClusterSpec: spec.topology.spec.switches[0].kind: unknown variant `router`"),
@@ -359,28 +330,16 @@ fn bad_topology_input_names_file_and_field() {
     // The slowdown model.
     let generated =
         "  topology: {leafSpine: {nodesPerLeaf: 2, leavesPerBlock: 1, spinesPerBlock: 1}}\n";
-    assert_eq!(
-        err(&format!(
+    expect!["c.yaml: document 1: ClusterSpec: spec.slowdown.perSpineCrossing: expected a non-negative number like 0.25, got -0.5"].assert_eq(&err(&format!(
             "{generated}  slowdown: {{perSpineCrossing: -0.5}}\n"
-        )),
-        "c.yaml: document 1: ClusterSpec: spec.slowdown.perSpineCrossing: expected a non-negative number like 0.25, got -0.5"
-    );
-    assert_eq!(
-        err(&format!(
+        )));
+    expect!["c.yaml: document 1: ClusterSpec: spec.slowdown.perSpineCrossing: expected at most six decimal places (parts per million), got 0.1234567"].assert_eq(&err(&format!(
             "{generated}  slowdown: {{perSpineCrossing: 0.1234567}}\n"
-        )),
-        "c.yaml: document 1: ClusterSpec: spec.slowdown.perSpineCrossing: expected at most six decimal places (parts per million), got 0.1234567"
-    );
-    assert_eq!(
-        err(&format!(
+        )));
+    expect!["c.yaml: document 1: ClusterSpec: spec.slowdown.perSpineCrossing: expected at most 100, got 101"].assert_eq(&err(&format!(
             "{generated}  slowdown: {{perSpineCrossing: 101}}\n"
-        )),
-        "c.yaml: document 1: ClusterSpec: spec.slowdown.perSpineCrossing: expected at most 100, got 101"
-    );
-    assert_eq!(
-        err("  slowdown: {perSpineCrossing: 0.25}\n"),
-        "c.yaml: document 1: ClusterSpec: spec.slowdown: the slowdown model needs a network topology (spec.topology)"
-    );
+        )));
+    expect!["c.yaml: document 1: ClusterSpec: spec.slowdown: the slowdown model needs a network topology (spec.topology)"].assert_eq(&err("  slowdown: {perSpineCrossing: 0.25}\n"));
     // Zero is allowed and means off.
     let c = parse_cluster(
         &cluster(
@@ -451,18 +410,12 @@ fn workload_topology_constraints_reach_the_scheduler() {
             .unwrap_err()
             .to_string()
     };
-    assert_eq!(
-        err(
+    expect!["w.yaml: document 1: Workload: spec.jobs[0].topology.maxLeaves: expected a whole number from 1 to 4294967295, found 0"].assert_eq(&err(
             "  - {name: a, queue: q, submit: 0, duration: 10, topology: {maxLeaves: 0}, tasks: [{count: 1, requests: {cpu: 1}}]}\n"
-        ),
-        "w.yaml: document 1: Workload: spec.jobs[0].topology.maxLeaves: expected a whole number from 1 to 4294967295, found 0"
-    );
-    assert_eq!(
-        err(
+        ));
+    expect!["w.yaml: document 1: Workload: spec.jobs[0].subGroups[0].topology.required: expected a level name"].assert_eq(&err(
             "  - {name: a, queue: q, submit: 0, duration: 10, subGroups: [{name: w, minMember: 1, topology: {required: \"\"}}], tasks: [{count: 1, subGroup: w, requests: {cpu: 1}}]}\n"
-        ),
-        "w.yaml: document 1: Workload: spec.jobs[0].subGroups[0].topology.required: expected a level name"
-    );
+        ));
     let e = err(
         "  - {name: a, queue: q, submit: 0, duration: 10, topology: {needed: leaf}, tasks: [{count: 1, requests: {cpu: 1}}]}\n",
     );
@@ -479,10 +432,7 @@ fn workload_topology_constraints_reach_the_scheduler() {
     let e = parse_workload(&generated.replace("maxLeaves: 2", "maxLeaves: 0"), "g.yaml")
         .unwrap_err()
         .to_string();
-    assert_eq!(
-        e,
-        "g.yaml: document 1: WorkloadGenerator: spec.templates[0].topology.maxLeaves: expected a whole number from 1 to 4294967295, found 0"
-    );
+    expect!["g.yaml: document 1: WorkloadGenerator: spec.templates[0].topology.maxLeaves: expected a whole number from 1 to 4294967295, found 0"].assert_eq(&e);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Reclaim and preemption through `schedule`: who is evicted, why, and
 //! where the preemptor is nominated. Times are milliseconds; `NOW` is 10 h.
 
+use expect_test::expect;
 use std::sync::Arc;
 
 use trainyard_model::topology::generate::{RailOptimized, rail_optimized};
@@ -89,14 +90,10 @@ fn basic_reclaim_evicts_exactly_enough() {
     assert!(d.binds.is_empty());
     assert_eq!(d.nominations.len(), 1);
     assert_eq!(d.nominations[0].node, "n1");
-    assert_eq!(
-        d.evictions[0].message,
-        "reclaimed for b/big (b): a above fair share (nvidia.com/gpu 16/8)"
-    );
-    assert_eq!(
-        d.pending[0].message,
-        "waiting for 2 evicted pod(s) to terminate; room reserved on n1"
-    );
+    expect!["reclaimed for b/big (b): a above fair share (nvidia.com/gpu 16/8)"]
+        .assert_eq(&d.evictions[0].message);
+    expect!["waiting for 2 evicted pod(s) to terminate; room reserved on n1"]
+        .assert_eq(&d.pending[0].message);
 }
 
 #[test]
@@ -201,10 +198,8 @@ fn three_level_tree_takes_only_from_the_right_cousin() {
     ];
     let d = run(nodes(2), queues, jobs);
     assert_eq!(evicted(&d), ["y/j2-0"]);
-    assert_eq!(
-        d.evictions[0].message,
-        "reclaimed for x/small (org1/x): org1/y above fair share (nvidia.com/gpu 8/4)"
-    );
+    expect!["reclaimed for x/small (org1/x): org1/y above fair share (nvidia.com/gpu 8/4)"]
+        .assert_eq(&d.evictions[0].message);
 }
 
 #[test]
@@ -267,10 +262,8 @@ fn preemption_inside_a_queue_by_priority_only() {
     assert!(!peer.preemptible && !urgent.preemptible && low.preemptible);
     let d = run(nodes(2), vec![q("a", 16)], vec![low, peer, urgent]);
     assert_eq!(evicted(&d), ["a/low-0"]);
-    assert_eq!(
-        d.evictions[0].message,
-        "preempted by a/urgent (priority 100 > 10) in queue a"
-    );
+    expect!["preempted by a/urgent (priority 100 > 10) in queue a"]
+        .assert_eq(&d.evictions[0].message);
 }
 
 #[test]
@@ -285,10 +278,7 @@ fn non_preemptible_jobs_are_never_victims_and_run_within_quota() {
     over.preemptible = false;
     let d = run(nodes(1), vec![q("a", 4)], vec![over]);
     assert!(d.binds.is_empty());
-    assert_eq!(
-        d.pending[0].message,
-        "not preemptible, so it runs only within quota: queue a would have nvidia.com/gpu 0 + 8 > quota 4"
-    );
+    expect!["not preemptible, so it runs only within quota: queue a would have nvidia.com/gpu 0 + 8 > quota 4"].assert_eq(&d.pending[0].message);
 }
 
 #[test]
@@ -304,10 +294,7 @@ fn a_build_job_preempts_train_work_in_its_queue_at_quota() {
     let first = running("t/b1", "t", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 60).with_priority(100);
     let d = run(nodes(2), vec![q("t", 8)], vec![first, build]);
     assert!(d.binds.is_empty() && d.evictions.is_empty());
-    assert_eq!(
-        d.pending[0].message,
-        "not preemptible, so it runs only within quota: queue t would have nvidia.com/gpu 8 + 8 > quota 8"
-    );
+    expect!["not preemptible, so it runs only within quota: queue t would have nvidia.com/gpu 8 + 8 > quota 8"].assert_eq(&d.pending[0].message);
 }
 
 #[test]

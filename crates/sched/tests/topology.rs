@@ -3,6 +3,7 @@
 //! checks where the gang lands, and that topology-blind placement (the
 //! baseline) does worse where it should.
 
+use expect_test::expect;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -185,10 +186,8 @@ fn required_level_pends_with_a_reason_preferred_falls_back() {
         TopologyPlacement::Aware,
     );
     assert!(d.binds.is_empty());
-    assert_eq!(
-        d.pending[0].message,
-        "gang needs 16 GPUs within one leaf; largest free leaf has 8 (g0-rail0..g0-rail7)"
-    );
+    expect!["gang needs 16 GPUs within one leaf; largest free leaf has 8 (g0-rail0..g0-rail7)"]
+        .assert_eq(&d.pending[0].message);
     let d = run(
         nodes,
         &topo,
@@ -297,10 +296,8 @@ fn max_leaves_caps_the_spread() {
         TopologyPlacement::Aware,
     );
     assert!(d.binds.is_empty());
-    assert_eq!(
-        d.pending[0].message,
-        "gang needs 24 GPUs over at least 2 leaves; maxLeaves is 1"
-    );
+    expect!["gang needs 24 GPUs over at least 2 leaves; maxLeaves is 1"]
+        .assert_eq(&d.pending[0].message);
 }
 
 #[test]
@@ -350,10 +347,7 @@ fn unknown_level_is_rejected_with_the_levels_listed() {
         vec![gang("ml/typo", 2, 8, required("rack"))],
         TopologyPlacement::Aware,
     );
-    assert_eq!(
-        d.pending[0].message,
-        "rejected: gang topology.required: no level \"rack\" in the cluster topology (levels, widest first: spineBlock, leaf)"
-    );
+    expect![[r#"rejected: gang topology.required: no level "rack" in the cluster topology (levels, widest first: spineBlock, leaf)"#]].assert_eq(&d.pending[0].message);
 }
 
 proptest! {

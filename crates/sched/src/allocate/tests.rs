@@ -1,4 +1,5 @@
 use super::*;
+use expect_test::expect;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
@@ -127,10 +128,8 @@ fn queue_at_limit_is_reported() {
     second.submit_time = Timestamp(2);
     let d = run(&snapshot(nodes, queues, vec![first, second]));
     assert_eq!(bound_jobs(&d).get("a/one"), Some(&1));
-    assert_eq!(
-        d.pending[0].message,
-        "queue team-a/nlp at limit nvidia.com/gpu 4/4 (gang needs 2 more)"
-    );
+    expect!["queue team-a/nlp at limit nvidia.com/gpu 4/4 (gang needs 2 more)"]
+        .assert_eq(&d.pending[0].message);
 }
 
 #[test]
@@ -145,10 +144,7 @@ fn gang_above_a_queue_limit_is_flagged_and_adds_no_demand() {
         Job::gang("b/x", "other", vec![gpu_task(1)]),
     ];
     let d = run(&snapshot(nodes, queues, jobs));
-    assert_eq!(
-        d.pending[0].message,
-        "gang minimum needs 4 nvidia.com/gpu, above the limit 2 of queue small; it can never run there"
-    );
+    expect!["gang minimum needs 4 nvidia.com/gpu, above the limit 2 of queue small; it can never run there"].assert_eq(&d.pending[0].message);
     let small = d.queues.iter().find(|q| q.queue == "small").unwrap();
     assert_eq!(small.demand.gpu, 0);
     assert_eq!(small.fair_share.gpu, 0);
@@ -206,10 +202,8 @@ fn subgroup_minimums_are_placed_first_and_checked() {
     job.tasks.truncate(3); // no ps pod at all
     let d = run(&snapshot(nodes, vec![QueueSpec::new("q")], vec![job]));
     assert!(d.binds.is_empty());
-    assert_eq!(
-        d.pending[0].message,
-        "sub-group ps has 0 pod(s), fewer than its minMember 1"
-    );
+    expect!["sub-group ps has 0 pod(s), fewer than its minMember 1"]
+        .assert_eq(&d.pending[0].message);
 }
 
 #[test]
@@ -269,10 +263,8 @@ fn starving_gang_blocks_its_own_queue_only_when_configured() {
     };
     let d = schedule(&s, &cfg, Timestamp::from_secs(3600));
     assert!(d.binds.is_empty());
-    assert_eq!(
-        d.pending[1].message,
-        "waiting behind starving gang a/big in the same queue"
-    );
+    expect!["waiting behind starving gang a/big in the same queue"]
+        .assert_eq(&d.pending[1].message);
 }
 
 #[test]
@@ -322,14 +314,11 @@ fn jobs_on_unknown_or_non_leaf_queues_are_rejected() {
     ];
     let d = run(&snapshot(nodes, queues, jobs));
     assert!(d.binds.is_empty());
-    assert_eq!(
-        d.pending[0].message,
-        "rejected: queue \"org\" is not a leaf queue (children: t); submit jobs to a leaf queue"
-    );
-    assert_eq!(
-        d.pending[1].message,
-        "rejected: queue \"nope\" does not exist"
-    );
+    expect![[
+        r#"rejected: queue "org" is not a leaf queue (children: t); submit jobs to a leaf queue"#
+    ]]
+    .assert_eq(&d.pending[0].message);
+    expect![[r#"rejected: queue "nope" does not exist"#]].assert_eq(&d.pending[1].message);
 }
 
 // ---- properties ---------------------------------------------------------

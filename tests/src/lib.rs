@@ -187,7 +187,10 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
         (Err(e), None) => return Err(vec![format!("snapshot did not load:\n{e}")]),
         (Ok(l), None) => l,
     };
-    let d = trainyard_sched::schedule(&loaded.snapshot, &config, now);
+    // Through the one world state, as the CLI, the simulator and the
+    // service take their snapshots.
+    let mut world = trainyard_cluster::ClusterState::from_snapshot(loaded.snapshot);
+    let d = trainyard_sched::schedule(&world.snapshot(), &config, now);
 
     if let Some(binds) = &sc.expect.binds {
         let mut got: BTreeMap<&str, &trainyard_sched::Bind> =

@@ -4,8 +4,9 @@
 
 use trainyard_sched::GpuStrategy;
 
+use crate::chart::{LineChart, Series, esc, style};
 use crate::fgd::{self, Cell, Curve, Reference, paper_label};
-use crate::report::{LineChart, STYLE, Series, esc, style};
+use crate::report::STYLE;
 
 fn chart(cells: &[&Cell], curve: Curve, title: &str, y_label: &str, from: usize) -> String {
     let mut c = LineChart::new(

@@ -6,6 +6,7 @@
 //! byte-identical outputs. The library reads and writes text only; the
 //! `trainyard simulate` command does the file I/O.
 
+pub mod chart;
 pub mod engine;
 pub mod fgd;
 pub mod fgd_report;

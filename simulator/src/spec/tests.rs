@@ -1,3 +1,4 @@
+use super::cluster::node_name;
 use super::*;
 
 #[test]

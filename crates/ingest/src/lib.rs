@@ -14,6 +14,7 @@
 mod assemble;
 mod interpret;
 mod k8s;
+mod meta;
 mod read;
 mod topology;
 

@@ -271,7 +271,7 @@ impl ClusterTopology {
 pub(crate) type MetaError = (String, String);
 
 fn meta_path(meta: &ObjectMeta, key: &str, place: KeyPlace) -> String {
-    crate::assemble::meta_field(meta, key, place)
+    crate::meta::meta_field(meta, key, place)
 }
 
 /// Reads a whole-number index from `key`; `None` when absent.

@@ -10,6 +10,7 @@ pub mod config;
 pub mod decisions;
 pub mod fairshare;
 pub mod fragmentation;
+pub mod hash;
 pub mod placer;
 pub mod plugins;
 pub mod policy;

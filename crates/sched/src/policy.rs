@@ -16,8 +16,8 @@ use trainyard_model::Node;
 
 use crate::config::GpuStrategy;
 use crate::fragmentation::{TypicalPods, sigmoid_percent};
+use crate::hash::fnv1a64;
 use crate::plugins::SCORE_MAX;
-use crate::scoring::fnv1a64;
 use crate::state::{GpuAsk, NodeState, PodView};
 
 /// Cluster-wide inputs some policies need.

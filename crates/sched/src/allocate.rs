@@ -113,14 +113,92 @@ type Holder<'a> = (
     Option<(usize, usize)>,
 );
 
+/// One cycle's data, split by how it is used (see each part).
 struct Cycle<'s> {
+    world: World<'s>,
+    ledger: Ledger<'s>,
+    outcome: Outcome,
+    memo: Memo,
+}
+
+/// What the cycle reads and never changes once built: config, time, queue
+/// tree, nodes (canonical order), predicates and scoring, the topology
+/// index, fair shares and demands, and which jobs hold a nomination.
+struct World<'s> {
     config: &'s Config,
     now: Timestamp,
     tree: &'s QueueTree,
     nodes: Vec<&'s Node>,
-    state: ClusterState,
     predicates: Vec<Box<dyn Predicate>>,
     scoring: Scoring,
+    topo: Option<topo::TopoIndex>,
+    fair: Vec<Resources>,
+    demand: Vec<Resources>,
+    /// Jobs with an unexpired nomination: they wait, they do not evict again.
+    nominated: Vec<bool>,
+}
+
+/// What placements and evictions change, and roll back together: per-job
+/// progress, free capacity per node and device (with its undo and change
+/// logs), queue allocations, where each job's pods sit, this cycle's binds
+/// by (job, task), capacity reserved for nominations and released by
+/// evictions.
+struct Ledger<'s> {
+    jobs: Vec<JobWork<'s>>,
+    state: ClusterState,
+    alloc: Vec<Resources>,
+    /// Per queue, what its non-preemptible jobs hold (the quota check of
+    /// non-preemptible jobs counts only these, as KAI-Scheduler does).
+    alloc_np: Vec<Resources>,
+    /// Where each job's bound tasks sit (task, node, device slots),
+    /// including those bound this cycle.
+    bound_at: Vec<Vec<Placed>>,
+    /// (job, task) bound by this cycle. The eviction pass may take them
+    /// back for free (the bind is simply not made), so a job bound now is
+    /// never what the next cycle evicts.
+    fresh: std::collections::HashSet<(usize, usize), PairHash>,
+    /// Position in `binds` of each (job, task) bound by this cycle.
+    bind_index: HashMap<(usize, usize), usize, PairHash>,
+    /// Capacity held for each job's nominated pending tasks.
+    reserved: Vec<Vec<Placed>>,
+    /// Pods evicted by this cycle (job, task, node, device slots): their
+    /// room is free for nominations, not for binds.
+    releasing: Vec<(usize, usize, usize, Vec<usize>)>,
+    /// Jobs the running victim search has already counted as gone.
+    set_aside: std::collections::BTreeSet<usize>,
+    /// While a victim search runs: per queue on the preemptor's path and
+    /// resource, what victims below that queue must free for the gang to
+    /// stay within the queue's limit.
+    victim_need: Vec<(QueueId, trainyard_model::ResourceName, u64)>,
+    /// Preemptible jobs with bound pods (victim candidates), set by the
+    /// eviction pass.
+    running: Vec<usize>,
+}
+
+/// What the cycle decides, becoming `Decisions`: binds, gang placements,
+/// evictions, nominations, pending reasons, warnings and counters.
+struct Outcome {
+    binds: Vec<Bind>,
+    placements: Vec<GangPlacement>,
+    evictions: Vec<Eviction>,
+    nominations: Vec<NominationDecision>,
+    pending: BTreeMap<usize, PendingReason>,
+    warnings: Vec<String>,
+    stats: CycleStats,
+    /// Binds of this cycle taken back by the eviction pass.
+    yields: u32,
+    /// Positions in `binds` of binds taken back (left out of the decisions).
+    dropped_binds: std::collections::HashSet<usize>,
+    /// Jobs whose binds were taken back in the current eviction round.
+    yielded: Vec<usize>,
+    /// Leaves where the current eviction round bound or took back pods.
+    changed_leaves: std::collections::BTreeSet<QueueId>,
+}
+
+/// Caches of the cycle: interned constraint sets and their static
+/// filters, failed shapes, per-shape node rankings, room counts of the
+/// eviction pass. Never the source of truth: each can be recomputed.
+struct Memo {
     /// Constraint sets interned by value: `Arc` pointer → dense id, so
     /// equal constraints share one filter evaluation even across jobs.
     constraint_ids: HashMap<usize, u32>,
@@ -132,60 +210,12 @@ struct Cycle<'s> {
     /// Per (constraint id, request): the shape's ranking of nodes, built at
     /// its second run of the cycle (`None` after the first).
     ranked: HashMap<(u32, Resources), Option<ranked::Ranked>>,
-    jobs: Vec<JobWork<'s>>,
-    fair: Vec<Resources>,
-    demand: Vec<Resources>,
-    alloc: Vec<Resources>,
-    /// Per queue, what its non-preemptible jobs hold (the quota check of
-    /// non-preemptible jobs counts only these, as KAI-Scheduler does).
-    alloc_np: Vec<Resources>,
-    /// While a victim search runs: per queue on the preemptor's path and
-    /// resource, what victims below that queue must free for the gang to
-    /// stay within the queue's limit.
-    victim_need: Vec<(QueueId, trainyard_model::ResourceName, u64)>,
-    binds: Vec<Bind>,
-    placements: Vec<GangPlacement>,
-    evictions: Vec<Eviction>,
-    nominations: Vec<NominationDecision>,
-    pending: BTreeMap<usize, PendingReason>,
-    warnings: Vec<String>,
-    stats: CycleStats,
-    topo: Option<topo::TopoIndex>,
-    /// Where each job's bound tasks sit (task, node, device slots),
-    /// including those bound this cycle.
-    bound_at: Vec<Vec<Placed>>,
-    /// (job, task) bound by this cycle. The eviction pass may take them
-    /// back for free (the bind is simply not made), so a job bound now is
-    /// never what the next cycle evicts.
-    fresh: std::collections::HashSet<(usize, usize), PairHash>,
-    /// Binds of this cycle taken back by the eviction pass.
-    yields: u32,
-    /// Position in `binds` of each (job, task) bound by this cycle.
-    bind_index: HashMap<(usize, usize), usize, PairHash>,
-    /// Positions in `binds` of binds taken back (left out of the decisions).
-    dropped_binds: std::collections::HashSet<usize>,
-    /// Jobs whose binds were taken back in the current eviction round.
-    yielded: Vec<usize>,
-    /// Leaves where the current eviction round bound or took back pods.
-    changed_leaves: std::collections::BTreeSet<QueueId>,
     /// Free GPUs, most on one node, and usable nodes per constraint set, as
     /// the eviction pass last counted them (cleared when a plan applies).
     room_seen: HashMap<u32, (u64, u64, u32)>,
     /// Copies per node of a pod shape, as the eviction pass last counted
     /// them (cleared with `room_seen`).
     copies_seen: HashMap<(u32, Resources), std::rc::Rc<Vec<u32>>>,
-    /// Pods evicted by this cycle (job, task, node, device slots): their
-    /// room is free for nominations, not for binds.
-    releasing: Vec<(usize, usize, usize, Vec<usize>)>,
-    /// Jobs the running victim search has already counted as gone.
-    set_aside: std::collections::BTreeSet<usize>,
-    /// Capacity held for each job's nominated pending tasks.
-    reserved: Vec<Vec<Placed>>,
-    /// Jobs with an unexpired nomination: they wait, they do not evict again.
-    nominated: Vec<bool>,
-    /// Preemptible jobs with bound pods (victim candidates), set by the
-    /// eviction pass.
-    running: Vec<usize>,
 }
 
 impl<'s> Cycle<'s> {
@@ -478,45 +508,53 @@ impl<'s> Cycle<'s> {
             topo::TopoIndex::new(Arc::clone(t), &names)
         });
         Cycle {
-            config,
-            now,
-            tree,
-            nodes,
-            state: ClusterState::new(states),
-            predicates: plugins::default_predicates(),
-            scoring,
-            constraint_ids,
-            filters: HashMap::new(),
-            failed_shapes: HashMap::new(),
-            ranked: HashMap::new(),
-            jobs,
-            fair: fs.fair,
-            demand: fs.demand,
-            alloc,
-            alloc_np,
-            victim_need: Vec::new(),
-            binds: Vec::new(),
-            placements: Vec::new(),
-            evictions: Vec::new(),
-            nominations: Vec::new(),
-            pending: BTreeMap::new(),
-            warnings,
-            stats,
-            topo,
-            bound_at,
-            fresh: std::collections::HashSet::default(),
-            yields: 0,
-            bind_index: HashMap::default(),
-            dropped_binds: std::collections::HashSet::new(),
-            yielded: Vec::new(),
-            changed_leaves: std::collections::BTreeSet::new(),
-            room_seen: HashMap::new(),
-            copies_seen: HashMap::new(),
-            releasing: Vec::new(),
-            set_aside: std::collections::BTreeSet::new(),
-            reserved,
-            nominated,
-            running: Vec::new(),
+            world: World {
+                config,
+                now,
+                tree,
+                nodes,
+                predicates: plugins::default_predicates(),
+                scoring,
+                topo,
+                fair: fs.fair,
+                demand: fs.demand,
+                nominated,
+            },
+            ledger: Ledger {
+                jobs,
+                state: ClusterState::new(states),
+                alloc,
+                alloc_np,
+                bound_at,
+                fresh: std::collections::HashSet::default(),
+                bind_index: HashMap::default(),
+                reserved,
+                releasing: Vec::new(),
+                set_aside: std::collections::BTreeSet::new(),
+                victim_need: Vec::new(),
+                running: Vec::new(),
+            },
+            outcome: Outcome {
+                binds: Vec::new(),
+                placements: Vec::new(),
+                evictions: Vec::new(),
+                nominations: Vec::new(),
+                pending: BTreeMap::new(),
+                warnings,
+                stats,
+                yields: 0,
+                dropped_binds: std::collections::HashSet::new(),
+                yielded: Vec::new(),
+                changed_leaves: std::collections::BTreeSet::new(),
+            },
+            memo: Memo {
+                constraint_ids,
+                filters: HashMap::new(),
+                failed_shapes: HashMap::new(),
+                ranked: HashMap::new(),
+                room_seen: HashMap::new(),
+                copies_seen: HashMap::new(),
+            },
         }
     }
 
@@ -597,9 +635,9 @@ impl<'s> Cycle<'s> {
     // ---- pass 1: gang minimums ----------------------------------------
 
     fn run_minimums(&mut self) {
-        for (i, jw) in self.jobs.iter().enumerate() {
+        for (i, jw) in self.ledger.jobs.iter().enumerate() {
             if let Some(r) = &jw.blocked {
-                self.pending.insert(i, r.clone());
+                self.outcome.pending.insert(i, r.clone());
             }
         }
         let mut walk = self.build_walk(
@@ -610,18 +648,20 @@ impl<'s> Cycle<'s> {
             let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;
             };
-            self.stats.jobs_considered += 1;
+            self.outcome.stats.jobs_considered += 1;
             if let Err(reason) = self.try_gang(j) {
-                let starving = self
-                    .config
-                    .gang_starvation_seconds
-                    .is_some_and(|s| self.now.secs_since(self.jobs[j].job.submit_time) >= s)
-                    && self.could_ever_fit(j, &reason);
-                self.pending.insert(j, reason);
+                let starving = self.world.config.gang_starvation_seconds.is_some_and(|s| {
+                    self.world
+                        .now
+                        .secs_since(self.ledger.jobs[j].job.submit_time)
+                        >= s
+                }) && self.could_ever_fit(j, &reason);
+                self.outcome.pending.insert(j, reason);
                 if starving {
-                    let gang = self.jobs[j].job.id.clone();
+                    let gang = self.ledger.jobs[j].job.id.clone();
                     while let Some(k) = self.pop_job(leaf, &mut walk) {
-                        self.pending
+                        self.outcome
+                            .pending
                             .insert(k, PendingReason::BehindStarvingGang { gang: gang.clone() });
                     }
                 }
@@ -631,7 +671,7 @@ impl<'s> Cycle<'s> {
 
     /// Places the gang minimum of job `j` in one transaction.
     fn try_gang(&mut self, j: usize) -> Result<(), PendingReason> {
-        let jw = &self.jobs[j];
+        let jw = &self.ledger.jobs[j];
         let job = jw.job;
         let chosen = select_minimum(job, &jw.pending, &jw.bound_by_sub, jw.bound_total)?;
         if chosen.is_empty() {
@@ -658,9 +698,10 @@ impl<'s> Cycle<'s> {
         let constrained =
             !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
         let aware = self.topology_aware();
-        if constrained && self.config.topology.placement == crate::config::TopologyPlacement::Aware
+        if constrained
+            && self.world.config.topology.placement == crate::config::TopologyPlacement::Aware
         {
-            let check = match &self.topo {
+            let check = match &self.world.topo {
                 None => Err(
                     "the job has topology constraints but the cluster has no topology".to_string(),
                 ),
@@ -678,9 +719,9 @@ impl<'s> Cycle<'s> {
         // The failed-shape cache holds for unconstrained gangs only: a
         // constrained one may fail for its own constraint.
         // Nor for a job with reserved room: releasing it adds capacity.
-        let cacheable = single_shape && !constrained && self.reserved[j].is_empty();
+        let cacheable = single_shape && !constrained && self.ledger.reserved[j].is_empty();
         if cacheable
-            && let Some((n, reason)) = self.failed_shapes.get(&shape_key)
+            && let Some((n, reason)) = self.memo.failed_shapes.get(&shape_key)
             && chosen.len() as u32 >= *n
         {
             // Same shape, at least as large, on no more capacity: it would
@@ -702,19 +743,20 @@ impl<'s> Cycle<'s> {
             return Err(reason);
         }
 
-        let tightest = if self.topo.is_some() && chosen.len() > 1 {
+        let tightest = if self.world.topo.is_some() && chosen.len() > 1 {
             self.tightest_feasible(j, &chosen)
         } else {
             None
         };
-        let mark = self.state.begin();
+        let mark = self.ledger.state.begin();
         self.release_reservations(j);
         let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
             Ok(p) => p,
             Err(reason) => {
-                self.state.rollback(mark);
+                self.ledger.state.rollback(mark);
                 if cacheable && matches!(reason, PendingReason::Unschedulable { .. }) {
                     let e = self
+                        .memo
                         .failed_shapes
                         .entry(shape_key)
                         .or_insert((chosen.len() as u32, reason.clone()));
@@ -725,13 +767,13 @@ impl<'s> Cycle<'s> {
                 return Err(reason);
             }
         };
-        self.state.commit(mark);
-        self.stats.gangs_placed += 1;
-        let bound = self.jobs[j].bound_total as usize;
+        self.ledger.state.commit(mark);
+        self.outcome.stats.gangs_placed += 1;
+        let bound = self.ledger.jobs[j].bound_total as usize;
         if chosen.len() + bound > 1
             && let Some(gp) = self.gang_placement(j, &placed, tightest)
         {
-            self.placements.push(gp);
+            self.outcome.placements.push(gp);
         }
         self.record(j, placed);
         Ok(())
@@ -750,7 +792,7 @@ impl<'s> Cycle<'s> {
         if topo_search {
             return self.place_gang_topology(j, chosen, needs);
         }
-        let job = self.jobs[j].job;
+        let job = self.ledger.jobs[j].job;
         let aware = self.topology_aware();
         let mut placed: Vec<Placed> = Vec::with_capacity(chosen.len());
         let mut start = 0;
@@ -782,7 +824,7 @@ impl<'s> Cycle<'s> {
                     pods_needed: chosen.len() as u32,
                     pods_placed: placed.len() as u32,
                     failed_pod: failed_task.name.clone(),
-                    nodes_total: self.nodes.len() as u32,
+                    nodes_total: self.world.nodes.len() as u32,
                     nodes_fit,
                     filters,
                 });
@@ -799,19 +841,19 @@ impl<'s> Cycle<'s> {
         let PendingReason::Unschedulable { needs, .. } = reason else {
             return false;
         };
-        let job = self.jobs[j].job;
-        let Some(&first) = self.jobs[j].pending.first() else {
+        let job = self.ledger.jobs[j].job;
+        let Some(&first) = self.ledger.jobs[j].pending.first() else {
             return false;
         };
         let task = &job.tasks[first];
         let key = self.static_filter(&task.constraints);
-        let Some(filter) = self.filters.get(&key) else {
+        let Some(filter) = self.memo.filters.get(&key) else {
             return false;
         };
         let mut capacity = Resources::zero();
         let mut pod_fits = false;
         for &n in &filter.feasible {
-            let alloc = &self.nodes[n as usize].allocatable;
+            let alloc = &self.world.nodes[n as usize].allocatable;
             capacity.add(alloc);
             pod_fits |= task.requests.fits_in(alloc);
         }
@@ -820,17 +862,17 @@ impl<'s> Cycle<'s> {
 
     /// Fails with the first queue on the leaf's path that `extra` would take above its limit.
     fn check_limits(&self, leaf: QueueId, extra: &Resources) -> Result<(), PendingReason> {
-        for q in self.tree.ancestors(leaf) {
-            let limit = &self.tree.spec(q).limit;
+        for q in self.world.tree.ancestors(leaf) {
+            let limit = &self.world.tree.spec(q).limit;
             if limit.is_unlimited() {
                 continue;
             }
-            let mut after = self.alloc[q.0].clone();
+            let mut after = self.ledger.alloc[q.0].clone();
             after.add(extra);
             if let Some((resource, cap)) = limit.first_exceeded(&after) {
                 return Err(PendingReason::QueueAtLimit {
-                    queue: self.tree.path(q).to_string(),
-                    used: self.alloc[q.0].get(&resource),
+                    queue: self.world.tree.path(q).to_string(),
+                    used: self.ledger.alloc[q.0].get(&resource),
                     requested: extra.get(&resource),
                     resource,
                     limit: cap,
@@ -843,9 +885,9 @@ impl<'s> Cycle<'s> {
     /// How many more copies of `req` the queues on the path allow.
     fn limit_headroom(&self, leaf: QueueId, req: &Resources) -> usize {
         let mut n = usize::MAX;
-        for q in self.tree.ancestors(leaf) {
-            for (r, cap) in self.tree.spec(q).limit.iter() {
-                let left = cap.saturating_sub(self.alloc[q.0].get(r));
+        for q in self.world.tree.ancestors(leaf) {
+            for (r, cap) in self.world.tree.spec(q).limit.iter() {
+                let left = cap.saturating_sub(self.ledger.alloc[q.0].get(r));
                 if let Some(k) = left.checked_div(req.get(r)) {
                     n = n.min(k as usize);
                 }
@@ -857,7 +899,8 @@ impl<'s> Cycle<'s> {
     /// Dense id of a constraint set (interned by value in `new`).
     fn constraint_id(&self, c: &Arc<PlacementConstraints>) -> u32 {
         // Every task's constraints were interned in `new`.
-        self.constraint_ids
+        self.memo
+            .constraint_ids
             .get(&(Arc::as_ptr(c) as usize))
             .copied()
             .unwrap_or(u32::MAX)
@@ -866,9 +909,9 @@ impl<'s> Cycle<'s> {
     /// Evaluates the static predicates for `c` once per cycle; returns the cache key.
     fn static_filter(&mut self, c: &Arc<PlacementConstraints>) -> u32 {
         let key = self.constraint_id(c);
-        let nodes = &self.nodes;
-        let predicates = &self.predicates;
-        self.filters.entry(key).or_insert_with(|| {
+        let nodes = &self.world.nodes;
+        let predicates = &self.world.predicates;
+        self.memo.filters.entry(key).or_insert_with(|| {
             let mut feasible = Vec::new();
             let mut rejected: BTreeMap<FilterReason, u32> = BTreeMap::new();
             for (i, node) in nodes.iter().enumerate() {
@@ -912,6 +955,7 @@ impl<'s> Cycle<'s> {
         pod.salt = crate::scoring::salt_of(&head.name);
         let key = self.static_filter(&head.constraints);
         let feasible = self
+            .memo
             .filters
             .get_mut(&key)
             .map(|f| std::mem::take(&mut f.feasible))
@@ -919,37 +963,38 @@ impl<'s> Cycle<'s> {
         // Without a per-pod salt, a scope or a rail window preference, a
         // shape's second and later runs in the cycle use its ranking (the
         // same choice, without scoring unchanged nodes again).
-        let rankable =
-            scope.is_none() && !rail.is_some_and(|p| p.node_pref) && !self.scoring.uses_salt();
+        let rankable = scope.is_none()
+            && !rail.is_some_and(|p| p.node_pref)
+            && !self.world.scoring.uses_salt();
         if rankable {
             let shape = (key, req.clone());
-            let ranked = match self.ranked.remove(&shape) {
+            let ranked = match self.memo.ranked.remove(&shape) {
                 Some(Some(r)) => Some(r),
                 Some(None) => Some(ranked::Ranked::build(
-                    &self.scoring,
-                    &self.nodes,
-                    &self.state,
+                    &self.world.scoring,
+                    &self.world.nodes,
+                    &self.ledger.state,
                     &feasible,
                     &pod,
                 )),
                 None => None,
             };
-            if let Some(f) = self.filters.get_mut(&key) {
+            if let Some(f) = self.memo.filters.get_mut(&key) {
                 f.feasible = feasible;
             }
             match ranked {
                 Some(mut r) => {
                     let result = self.place_ranked(&mut r, run, &pod, placed, rail, key);
-                    self.ranked.insert(shape, Some(r));
+                    self.memo.ranked.insert(shape, Some(r));
                     return result;
                 }
                 None => {
-                    self.ranked.insert(shape, None);
+                    self.memo.ranked.insert(shape, None);
                     return self.place_scanned(run, &pod, placed, rail, None, key);
                 }
             }
         }
-        if let Some(f) = self.filters.get_mut(&key) {
+        if let Some(f) = self.memo.filters.get_mut(&key) {
             f.feasible = feasible;
         }
         self.place_scanned(run, &pod, placed, rail, scope, key)
@@ -966,18 +1011,30 @@ impl<'s> Cycle<'s> {
         rail: Option<&topo::RailPlan>,
         key: u32,
     ) -> Result<(), usize> {
-        if let Some(f) = self.filters.get(&key) {
-            r.refresh(&self.scoring, &self.nodes, &self.state, &f.mask, pod);
+        if let Some(f) = self.memo.filters.get(&key) {
+            r.refresh(
+                &self.world.scoring,
+                &self.world.nodes,
+                &self.ledger.state,
+                &f.mask,
+                pod,
+            );
         }
-        debug_assert!(r.is_current(&self.state), "ranking behind the state");
+        debug_assert!(r.is_current(&self.ledger.state), "ranking behind the state");
         for (pos, &t) in run.iter().enumerate() {
             let Some((n, devices)) = r.best() else {
                 return Err(pos);
             };
             let slots = self.slots_for(n, devices, pod, rail);
-            self.state.take(n, self.nodes[n], pod, &slots);
+            self.ledger.state.take(n, self.world.nodes[n], pod, &slots);
             placed.push((t, n, slots));
-            r.changed_here(&self.scoring, &self.nodes, &self.state, n, pod);
+            r.changed_here(
+                &self.world.scoring,
+                &self.world.nodes,
+                &self.ledger.state,
+                n,
+                pod,
+            );
         }
         Ok(())
     }
@@ -991,14 +1048,14 @@ impl<'s> Cycle<'s> {
         pod: &PodView,
         rail: Option<&topo::RailPlan>,
     ) -> Vec<usize> {
-        let node = self.nodes[n];
+        let node = self.world.nodes[n];
         let window = rail.and_then(|plan| {
-            let w = plan.window_on(node, &self.state.nodes()[n], pod)?;
+            let w = plan.window_on(node, &self.ledger.state.nodes()[n], pod)?;
             Some(plan.windows[w].clone())
         });
         match window {
             Some(w) => w,
-            None => devices.slots(node, &self.state.nodes()[n], pod),
+            None => devices.slots(node, &self.ledger.state.nodes()[n], pod),
         }
     }
 
@@ -1015,6 +1072,7 @@ impl<'s> Cycle<'s> {
     ) -> Result<(), usize> {
         // Taken out while the state is mutated below; put back after scoring.
         let feasible = self
+            .memo
             .filters
             .get_mut(&key)
             .map(|f| std::mem::take(&mut f.feasible))
@@ -1024,7 +1082,7 @@ impl<'s> Cycle<'s> {
         let window_rank = |cycle: &Self, n: usize| -> Reverse<usize> {
             match rail {
                 Some(plan) if plan.node_pref => Reverse(
-                    plan.window_on(cycle.nodes[n], &cycle.state.nodes()[n], pod)
+                    plan.window_on(cycle.world.nodes[n], &cycle.ledger.state.nodes()[n], pod)
                         .unwrap_or(usize::MAX),
                 ),
                 _ => Reverse(0),
@@ -1032,10 +1090,11 @@ impl<'s> Cycle<'s> {
         };
         let mut candidates: Vec<Candidate> = Vec::with_capacity(feasible.len());
         let mut consider = |cycle: &Self, n: usize| {
-            if let Some(e) = cycle
-                .scoring
-                .evaluate(cycle.nodes[n], &cycle.state.nodes()[n], pod)
-            {
+            if let Some(e) = cycle.world.scoring.evaluate(
+                cycle.world.nodes[n],
+                &cycle.ledger.state.nodes()[n],
+                pod,
+            ) {
                 candidates.push((
                     window_rank(cycle, n),
                     e.total,
@@ -1052,7 +1111,7 @@ impl<'s> Cycle<'s> {
                 }
             }
             Some(nodes) => {
-                let mask = self.filters.get(&key).map(|f| &f.mask);
+                let mask = self.memo.filters.get(&key).map(|f| &f.mask);
                 for &n in nodes {
                     if mask.is_some_and(|m| m[n]) {
                         consider(self, n);
@@ -1062,7 +1121,7 @@ impl<'s> Cycle<'s> {
         }
         let mut heap = BinaryHeap::from(candidates);
         // Put the cached list back.
-        if let Some(f) = self.filters.get_mut(&key) {
+        if let Some(f) = self.memo.filters.get_mut(&key) {
             f.feasible = feasible;
         }
         for (pos, &t) in run.iter().enumerate() {
@@ -1070,11 +1129,15 @@ impl<'s> Cycle<'s> {
                 return Err(pos);
             };
             let n = n as usize;
-            let node = self.nodes[n];
+            let node = self.world.nodes[n];
             let slots = self.slots_for(n, devices, pod, rail);
-            self.state.take(n, node, pod, &slots);
+            self.ledger.state.take(n, node, pod, &slots);
             placed.push((t, n, slots));
-            if let Some(e) = self.scoring.evaluate(node, &self.state.nodes()[n], pod) {
+            if let Some(e) = self
+                .world
+                .scoring
+                .evaluate(node, &self.ledger.state.nodes()[n], pod)
+            {
                 heap.push((
                     window_rank(self, n),
                     e.total,
@@ -1097,14 +1160,14 @@ impl<'s> Cycle<'s> {
         let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
         let pod = PodView::new(req, ask, c);
         let key = self.static_filter(c);
-        let (feasible, mut reasons) = match self.filters.get(&key) {
+        let (feasible, mut reasons) = match self.memo.filters.get(&key) {
             Some(f) => (f.feasible.clone(), f.rejected.clone()),
             None => (Vec::new(), BTreeMap::new()),
         };
         let mut fit = 0;
         for n in feasible {
             let n = n as usize;
-            match self.state.nodes()[n].fit(self.nodes[n], &pod) {
+            match self.ledger.state.nodes()[n].fit(self.world.nodes[n], &pod) {
                 Ok(()) => fit += 1,
                 Err(r) => *reasons.entry(r).or_default() += 1,
             }
@@ -1114,12 +1177,12 @@ impl<'s> Cycle<'s> {
 
     /// Commits placements of job `j`: binds and queue allocation.
     fn record(&mut self, j: usize, placed: Vec<(usize, usize, Vec<usize>)>) {
-        let jw = &mut self.jobs[j];
+        let jw = &mut self.ledger.jobs[j];
         let job = jw.job;
         let mut add = Resources::zero();
         for (t, n, slots) in placed {
             let task = &job.tasks[t];
-            let node = self.nodes[n];
+            let node = self.world.nodes[n];
             let mut charged = task.requests.clone();
             if task.constraints.gpu_memory.is_some() {
                 // A memory share is charged what it takes on its device.
@@ -1129,19 +1192,21 @@ impl<'s> Cycle<'s> {
             add.add(&charged);
             jw.pending.retain(|&p| p != t);
             jw.bound_total += 1;
-            self.bound_at[j].push((t, n, slots.clone()));
-            self.fresh.insert((j, t));
+            self.ledger.bound_at[j].push((t, n, slots.clone()));
+            self.ledger.fresh.insert((j, t));
             *jw.bound_by_sub
                 .entry(task.subgroup.as_deref().unwrap_or(""))
                 .or_default() += 1;
-            self.bind_index.insert((j, t), self.binds.len());
-            self.binds.push(Bind {
+            self.ledger
+                .bind_index
+                .insert((j, t), self.outcome.binds.len());
+            self.outcome.binds.push(Bind {
                 job: job.id.clone(),
                 task: task.name.clone(),
                 node: node.name.clone(),
                 gpus: slots.iter().map(|&s| node.gpus[s].index).collect(),
             });
-            self.stats.pods_bound += 1;
+            self.outcome.stats.pods_bound += 1;
         }
         let leaf = jw.leaf;
         self.charge(leaf, &add, !job.preemptible);
@@ -1149,15 +1214,15 @@ impl<'s> Cycle<'s> {
 
     /// Adds `add` to the allocation of `leaf` and every queue above it.
     fn charge(&mut self, leaf: QueueId, add: &Resources, non_preemptible: bool) {
-        for q in self.tree.ancestors(leaf) {
-            self.alloc[q.0].add(add);
+        for q in self.world.tree.ancestors(leaf) {
+            self.ledger.alloc[q.0].add(add);
             if non_preemptible {
-                self.alloc_np[q.0].add(add);
+                self.ledger.alloc_np[q.0].add(add);
             }
         }
-        self.alloc[QueueTree::ROOT.0].add(add);
+        self.ledger.alloc[QueueTree::ROOT.0].add(add);
         if non_preemptible {
-            self.alloc_np[QueueTree::ROOT.0].add(add);
+            self.ledger.alloc_np[QueueTree::ROOT.0].add(add);
         }
     }
 
@@ -1184,10 +1249,10 @@ impl<'s> Cycle<'s> {
             let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;
             };
-            let job = self.jobs[j].job;
+            let job = self.ledger.jobs[j].job;
             // Room held for its nominated pods is its own to use now.
             self.release_reservations(j);
-            let pending = self.jobs[j].pending.clone();
+            let pending = self.ledger.jobs[j].pending.clone();
             let mut placed_total = 0u32;
             let mut failure: Option<String> = None;
             let mut start = 0;
@@ -1214,10 +1279,10 @@ impl<'s> Cycle<'s> {
                     );
                     break;
                 }
-                let mark = self.state.begin();
+                let mark = self.ledger.state.begin();
                 let mut placed = Vec::new();
                 let result = self.place_run(&pending[start..take_to], job, &mut placed, None, None);
-                self.state.commit(mark);
+                self.ledger.state.commit(mark);
                 placed_total += placed.len() as u32;
                 self.record(j, placed);
                 if let Err(pos) = result {
@@ -1229,7 +1294,7 @@ impl<'s> Cycle<'s> {
                         items.iter().map(|(r, n)| format!("{n} {r}")).collect();
                     failure = Some(format!(
                         "{fit}/{} nodes fit: {}",
-                        self.nodes.len(),
+                        self.world.nodes.len(),
                         parts.join(", ")
                     ));
                 } else if take_to < end {
@@ -1243,8 +1308,8 @@ impl<'s> Cycle<'s> {
                 start = end;
             }
             if let Some(detail) = failure {
-                let left = self.jobs[j].pending.len() as u32;
-                self.pending.insert(
+                let left = self.ledger.jobs[j].pending.len() as u32;
+                self.outcome.pending.insert(
                     j,
                     PendingReason::ElasticPending {
                         placed: placed_total,
@@ -1260,16 +1325,17 @@ impl<'s> Cycle<'s> {
 
     fn finish(self) -> Decisions {
         let pending = self
+            .outcome
             .pending
             .into_iter()
             .map(|(j, reason)| {
-                let jw = &self.jobs[j];
+                let jw = &self.ledger.jobs[j];
                 PendingJob {
                     job: jw.job.id.clone(),
                     queue: if jw.leaf == QueueTree::ROOT {
                         jw.job.queue.clone()
                     } else {
-                        self.tree.path(jw.leaf).to_string()
+                        self.world.tree.path(jw.leaf).to_string()
                     },
                     message: reason.to_string(),
                     reason,
@@ -1278,6 +1344,7 @@ impl<'s> Cycle<'s> {
             .collect();
         let mut queues = Vec::new();
         let mut stack: Vec<(QueueId, u32)> = self
+            .world
             .tree
             .children(QueueTree::ROOT)
             .iter()
@@ -1285,34 +1352,42 @@ impl<'s> Cycle<'s> {
             .map(|q| (*q, 0))
             .collect();
         while let Some((q, depth)) = stack.pop() {
-            let spec = self.tree.spec(q);
+            let spec = self.world.tree.spec(q);
             queues.push(QueueReport {
-                queue: self.tree.path(q).to_string(),
+                queue: self.world.tree.path(q).to_string(),
                 parent: spec.parent.clone(),
                 depth,
                 quota: spec.quota.clone(),
                 limit: spec.limit.clone(),
-                fair_share: self.fair[q.0].clone(),
-                allocated: self.alloc[q.0].clone(),
-                demand: self.demand[q.0].clone(),
+                fair_share: self.world.fair[q.0].clone(),
+                allocated: self.ledger.alloc[q.0].clone(),
+                demand: self.world.demand[q.0].clone(),
             });
-            stack.extend(self.tree.children(q).iter().rev().map(|c| (*c, depth + 1)));
+            stack.extend(
+                self.world
+                    .tree
+                    .children(q)
+                    .iter()
+                    .rev()
+                    .map(|c| (*c, depth + 1)),
+            );
         }
         Decisions {
             binds: self
+                .outcome
                 .binds
                 .into_iter()
                 .enumerate()
-                .filter(|(i, _)| !self.dropped_binds.contains(i))
+                .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
                 .map(|(_, b)| b)
                 .collect(),
-            placements: self.placements,
-            evictions: self.evictions,
-            nominations: self.nominations,
+            placements: self.outcome.placements,
+            evictions: self.outcome.evictions,
+            nominations: self.outcome.nominations,
             pending,
             queues,
-            warnings: self.warnings,
-            stats: self.stats,
+            warnings: self.outcome.warnings,
+            stats: self.outcome.stats,
         }
     }
 }

@@ -96,12 +96,14 @@ impl<'s> Cycle<'s> {
     /// Gives back the capacity reserved for job `j`'s nominated tasks (it is
     /// being placed now). Inside the caller's transaction.
     pub(super) fn release_reservations(&mut self, j: usize) {
-        let res = std::mem::take(&mut self.reserved[j]);
-        let job = self.jobs[j].job;
+        let res = std::mem::take(&mut self.ledger.reserved[j]);
+        let job = self.ledger.jobs[j].job;
         for (t, n, slots) in &res {
             let task = &job.tasks[*t];
             let pod = PodView::of_task(task);
-            self.state.give(*n, self.nodes[*n], &pod, slots);
+            self.ledger
+                .state
+                .give(*n, self.world.nodes[*n], &pod, slots);
         }
     }
 
@@ -115,16 +117,16 @@ impl<'s> Cycle<'s> {
         leaf: QueueId,
         needs: &Resources,
     ) -> Result<(), PendingReason> {
-        for q in self.tree.ancestors(leaf) {
-            let quota = &self.tree.spec(q).quota;
+        for q in self.world.tree.ancestors(leaf) {
+            let quota = &self.world.tree.spec(q).quota;
             for (r, want) in needs.iter() {
                 if want == 0 || (r != ResourceName::Gpu && quota.get(&r) == 0) {
                     continue;
                 }
-                let used = self.alloc_np[q.0].get(&r);
+                let used = self.ledger.alloc_np[q.0].get(&r);
                 if used + want > quota.get(&r) {
                     return Err(PendingReason::NonPreemptibleOverQuota {
-                        queue: self.tree.path(q).to_string(),
+                        queue: self.world.tree.path(q).to_string(),
                         used,
                         requested: want,
                         quota: quota.get(&r),
@@ -139,16 +141,17 @@ impl<'s> Cycle<'s> {
     /// Jobs that can be scheduled at all and are pending for a reason
     /// `which` accepts.
     fn pending_where(&self, which: impl Fn(&PendingReason) -> bool) -> BTreeSet<usize> {
-        self.pending
+        self.outcome
+            .pending
             .iter()
-            .filter(|(j, r)| self.jobs[**j].blocked.is_none() && which(r))
+            .filter(|(j, r)| self.ledger.jobs[**j].blocked.is_none() && which(r))
             .map(|(j, _)| *j)
             .collect()
     }
 
     /// The pass: see the module docs.
     pub(super) fn run_evictions(&mut self) {
-        let cfg = self.config.preemption;
+        let cfg = self.world.config.preemption;
         if !cfg.reclaim && !cfg.preempt {
             return;
         }
@@ -171,17 +174,20 @@ impl<'s> Cycle<'s> {
             // in the same cycle; the next cycle it is an ordinary gang. Also
             // again: gangs that found nothing in a leaf where this round
             // bound or took back pods (the room there changed).
-            let changed: BTreeSet<QueueId> = std::mem::take(&mut self.changed_leaves);
-            round = std::mem::take(&mut self.yielded)
+            let changed: BTreeSet<QueueId> = std::mem::take(&mut self.outcome.changed_leaves);
+            round = std::mem::take(&mut self.outcome.yielded)
                 .into_iter()
                 .filter(|j| {
-                    !self.nominated[*j]
-                        && matches!(self.pending.get(j), Some(PendingReason::Yielded { .. }))
+                    !self.world.nominated[*j]
+                        && matches!(
+                            self.outcome.pending.get(j),
+                            Some(PendingReason::Yielded { .. })
+                        )
                 })
                 .chain(
                     refused
                         .into_iter()
-                        .filter(|j| changed.contains(&self.jobs[*j].leaf)),
+                        .filter(|j| changed.contains(&self.ledger.jobs[*j].leaf)),
                 )
                 .collect();
         }
@@ -193,8 +199,8 @@ impl<'s> Cycle<'s> {
         let mut refused_jobs = Vec::new();
         // Candidate victims: jobs with bound pods (bound before this cycle,
         // or by it).
-        self.running = (0..self.jobs.len())
-            .filter(|&v| !self.bound_at[v].is_empty() && self.jobs[v].job.preemptible)
+        self.ledger.running = (0..self.ledger.jobs.len())
+            .filter(|&v| !self.ledger.bound_at[v].is_empty() && self.ledger.jobs[v].job.preemptible)
             .collect();
         let mut walk = self.build_walk(|jw| round.contains(&jw.index), super::minimum_ask);
         let mut failed: HashMap<FailedSearch, (usize, String)> = HashMap::new();
@@ -202,15 +208,15 @@ impl<'s> Cycle<'s> {
             let Some(j) = self.pop_job(leaf, &mut walk) else {
                 break;
             };
-            if self.nominated[j] {
-                let job = self.jobs[j].job;
+            if self.world.nominated[j] {
+                let job = self.ledger.jobs[j].job;
                 let nodes: BTreeSet<String> = job
                     .tasks
                     .iter()
                     .filter_map(|t| t.nomination.as_ref().map(|n| n.node.clone()))
                     .collect();
                 let victims = self
-                    .jobs
+                    .ledger.jobs
                     .iter()
                     .flat_map(|jw| jw.job.tasks.iter())
                     .filter(|t| {
@@ -222,7 +228,7 @@ impl<'s> Cycle<'s> {
                 // and it still did not fit (a job of higher priority in its
                 // queue took the room), it is an ordinary pending gang.
                 if victims > 0 {
-                    self.pending.insert(
+                    self.outcome.pending.insert(
                         j,
                         PendingReason::WaitingForVictims {
                             victims,
@@ -250,7 +256,7 @@ impl<'s> Cycle<'s> {
                 refused_jobs.push(j);
                 continue;
             }
-            let found = if self.jobs[j].job.preempts {
+            let found = if self.ledger.jobs[j].job.preempts {
                 self.find_victims(j, &min)
             } else {
                 Err("its PriorityClass says preemptionPolicy: Never".into())
@@ -260,8 +266,8 @@ impl<'s> Cycle<'s> {
                     self.apply_plan(j, plan);
                     Self::walk_changed(&mut walk);
                     failed.clear();
-                    self.room_seen.clear();
-                    self.copies_seen.clear();
+                    self.memo.room_seen.clear();
+                    self.memo.copies_seen.clear();
                 }
                 Err(refused) => {
                     refused_jobs.push(j);
@@ -282,19 +288,19 @@ impl<'s> Cycle<'s> {
     /// topology constraints, and its pod count; `None` for other gangs.
     fn failed_search_key(&mut self, j: usize, min: &Minimum) -> Option<(FailedSearch, usize)> {
         let chosen = &min.0;
-        let job = self.jobs[j].job;
+        let job = self.ledger.jobs[j].job;
         let first = &job.tasks[chosen[0]];
         let constrained =
             !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
         if constrained
             || !super::one_shape(job, chosen)
-            || self.nominated[j]
-            || !self.reserved[j].is_empty()
+            || self.world.nominated[j]
+            || !self.ledger.reserved[j].is_empty()
         {
             return None;
         }
         let key = (
-            self.jobs[j].leaf,
+            self.ledger.jobs[j].leaf,
             self.constraint_id(&first.constraints),
             first.requests.clone(),
             (job.priority, job.preemptible, job.preempts),
@@ -304,7 +310,7 @@ impl<'s> Cycle<'s> {
 
     /// The gang minimum of `j`, its needs, and whether it uses the topology search.
     pub(super) fn minimum_of(&self, j: usize) -> Option<Minimum> {
-        let jw = &self.jobs[j];
+        let jw = &self.ledger.jobs[j];
         let job = jw.job;
         let chosen = select_minimum(job, &jw.pending, &jw.bound_by_sub, jw.bound_total).ok()?;
         if chosen.is_empty() {
@@ -324,13 +330,14 @@ impl<'s> Cycle<'s> {
     /// reason saying so, with the free capacity and why reclaim did not
     /// make room: quota is guaranteed only where it can be placed.
     fn explain_in_quota(&mut self, j: usize, refused: String, min: &Minimum) {
-        let detail = match self.pending.get(&j) {
+        let detail = match self.outcome.pending.get(&j) {
             Some(r) if r.is_lack_of_room() => r.to_string(),
             _ => return,
         };
         let (chosen, needs, _) = min;
-        let leaf = self.jobs[j].leaf;
+        let leaf = self.ledger.jobs[j].leaf;
         if !self
+            .world
             .tree
             .ancestors(leaf)
             .all(|x| self.within_quota(x, needs))
@@ -345,21 +352,21 @@ impl<'s> Cycle<'s> {
         };
         // Free GPUs on the nodes the gang's first pod may use at all
         // (counted once per constraint set until a plan changes the room).
-        let head = self.jobs[j].job.tasks[chosen[0]].constraints.clone();
+        let head = self.ledger.jobs[j].job.tasks[chosen[0]].constraints.clone();
         let key = self.static_filter(&head);
-        let (free, largest, usable) = match self.room_seen.get(&key) {
+        let (free, largest, usable) = match self.memo.room_seen.get(&key) {
             Some(r) => *r,
             None => {
                 let (mut free, mut largest, mut usable) = (0u64, 0u64, 0u32);
-                if let Some(f) = self.filters.get(&key) {
+                if let Some(f) = self.memo.filters.get(&key) {
                     for &n in &f.feasible {
-                        let st = &self.state.nodes()[n as usize];
+                        let st = &self.ledger.state.nodes()[n as usize];
                         usable += 1;
                         free += st.free.gpu;
                         largest = largest.max(st.free.gpu);
                     }
                 }
-                self.room_seen.insert(key, (free, largest, usable));
+                self.memo.room_seen.insert(key, (free, largest, usable));
                 (free, largest, usable)
             }
         };
@@ -368,7 +375,7 @@ impl<'s> Cycle<'s> {
             // first reason says so, and no reclaim could change that.
             return;
         }
-        self.pending.insert(
+        self.outcome.pending.insert(
             j,
             PendingReason::InQuotaNoRoom {
                 needs: needs.gpu,
@@ -376,7 +383,7 @@ impl<'s> Cycle<'s> {
                 free,
                 largest,
                 usable,
-                nodes: self.nodes.len() as u32,
+                nodes: self.world.nodes.len() as u32,
                 refused,
                 detail,
             },
@@ -385,14 +392,14 @@ impl<'s> Cycle<'s> {
 
     /// Why no running job may be taken for gang `j`, counted by obstacle.
     pub(super) fn why_no_victims(&self, j: usize, needs: &Resources) -> String {
-        let cfg = self.config.preemption;
+        let cfg = self.world.config.preemption;
         if !cfg.reclaim && !cfg.preempt {
             return "reclaim and preemption are off".into();
         }
-        let jw = &self.jobs[j];
+        let jw = &self.ledger.jobs[j];
         let (mut shares, mut fixed, mut young, mut lower) = (0u32, 0u32, 0u32, 0u32);
-        for (v, vw) in self.jobs.iter().enumerate() {
-            if v == j || self.bound_at[v].is_empty() || vw.leaf == QueueTree::ROOT {
+        for (v, vw) in self.ledger.jobs.iter().enumerate() {
+            if v == j || self.ledger.bound_at[v].is_empty() || vw.leaf == QueueTree::ROOT {
                 continue;
             }
             if !vw.job.preemptible {
@@ -437,16 +444,16 @@ impl<'s> Cycle<'s> {
     /// still pending for lack of room, in the usual walk order. No eviction
     /// follows: what binds here is what a later pass would have bound.
     pub(super) fn run_refill(&mut self) {
-        if self.yields == 0 {
+        if self.outcome.yields == 0 {
             return;
         }
         // Capacity grew: failures of this cycle no longer predict others.
-        self.failed_shapes.clear();
+        self.memo.failed_shapes.clear();
         // Evicted pods hold their room until they terminate.
-        for (v, t, n, slots) in std::mem::take(&mut self.releasing) {
-            let task = &self.jobs[v].job.tasks[t];
+        for (v, t, n, slots) in std::mem::take(&mut self.ledger.releasing) {
+            let task = &self.ledger.jobs[v].job.tasks[t];
             let pod = PodView::of_task(task);
-            self.state.take(n, self.nodes[n], &pod, &slots);
+            self.ledger.state.take(n, self.world.nodes[n], &pod, &slots);
         }
         let retry = self
             .pending_where(|r| r.is_lack_of_room() || matches!(r, PendingReason::Yielded { .. }));
@@ -457,14 +464,17 @@ impl<'s> Cycle<'s> {
             };
             match self.try_gang(j) {
                 Ok(()) => {
-                    self.pending.remove(&j);
+                    self.outcome.pending.remove(&j);
                     self.note_elastic_left(j);
                 }
                 // The obstacle now (a limit reached meanwhile, say), except
                 // for a taken-back job, whose reason says why it lost its room.
                 Err(reason) => {
-                    if !matches!(self.pending.get(&j), Some(PendingReason::Yielded { .. })) {
-                        self.pending.insert(j, reason);
+                    if !matches!(
+                        self.outcome.pending.get(&j),
+                        Some(PendingReason::Yielded { .. })
+                    ) {
+                        self.outcome.pending.insert(j, reason);
                     }
                 }
             }
@@ -474,9 +484,9 @@ impl<'s> Cycle<'s> {
     /// A gang placed after the elastic pass: its pods above the minimum
     /// wait for the next cycle.
     fn note_elastic_left(&mut self, j: usize) {
-        let left = self.jobs[j].pending.len() as u32;
+        let left = self.ledger.jobs[j].pending.len() as u32;
         if left > 0 {
-            self.pending.insert(
+            self.outcome.pending.insert(
                 j,
                 PendingReason::ElasticPending {
                     placed: 0,
@@ -493,7 +503,7 @@ impl<'s> Cycle<'s> {
         let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
             return;
         };
-        let mark = self.state.begin();
+        let mark = self.ledger.state.begin();
         let refs: Vec<&Unit> = plan.units.iter().collect();
         self.give_units(&refs);
         let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
@@ -501,17 +511,17 @@ impl<'s> Cycle<'s> {
             Err(_) => {
                 // The search proved this fits; a different result means the
                 // state changed under it, so do nothing rather than evict.
-                self.state.rollback(mark);
+                self.ledger.state.rollback(mark);
                 return;
             }
         };
-        self.state.commit(mark);
+        self.ledger.state.commit(mark);
         // Room that evicted pods leave stays free for the rest of the pass,
         // so later preemptors can be nominated onto what is left of it; but
         // it is not free yet: whoever is placed there waits (nomination),
         // and the refill does not see it.
         let touches_releasing = placed.iter().any(|(_, n, _)| {
-            self.releasing.iter().any(|(_, _, m, _)| m == n)
+            self.ledger.releasing.iter().any(|(_, _, m, _)| m == n)
                 || plan
                     .units
                     .iter()
@@ -519,36 +529,39 @@ impl<'s> Cycle<'s> {
         });
         for u in plan.units.iter().filter(|u| !u.fresh) {
             for (t, n, slots) in &u.tasks {
-                self.releasing.push((u.job, *t, *n, slots.clone()));
+                self.ledger.releasing.push((u.job, *t, *n, slots.clone()));
             }
         }
-        let me = self.jobs[j].job;
-        let my_leaf = self.jobs[j].leaf;
+        let me = self.ledger.jobs[j].job;
+        let my_leaf = self.ledger.jobs[j].leaf;
         let mut victims = 0u32;
         // Messages describe the queues before any of this plan's evictions.
         let mut messages: Vec<String> = Vec::with_capacity(plan.units.len());
         for u in &plan.units {
-            let vw = &self.jobs[u.job];
+            let vw = &self.ledger.jobs[u.job];
             let vj = vw.job;
             let vleaf = vw.leaf;
             let message = match u.kind {
                 EvictionKind::Reclaim => {
                     let b = u.over.unwrap_or(vleaf);
                     let above_fair = needs.iter().any(|(r, want)| {
-                        want > 0 && self.alloc[b.0].get(&r) > self.fair[b.0].get(&r)
+                        want > 0 && self.ledger.alloc[b.0].get(&r) > self.world.fair[b.0].get(&r)
                     });
                     if !above_fair {
                         // Reclaimed under the in-quota rule (`reclaim_allowed`).
                         let r = ResourceName::Gpu;
-                        let (a, quota) = (self.alloc[b.0].get(&r), self.tree.spec(b).quota.get(&r));
+                        let (a, quota) = (
+                            self.ledger.alloc[b.0].get(&r),
+                            self.world.tree.spec(b).quota.get(&r),
+                        );
                         format!(
                             "reclaimed for {} ({}): {} above its quota ({r} {}, quota {}) and {} within its quota",
                             me.id,
-                            self.tree.path(my_leaf),
-                            self.tree.path(b),
+                            self.world.tree.path(my_leaf),
+                            self.world.tree.path(b),
                             r.format_amount(a),
                             r.format_amount(quota),
-                            self.tree.path(my_leaf)
+                            self.world.tree.path(my_leaf)
                         )
                     } else {
                         // The resource with the highest allocated / fair share.
@@ -557,7 +570,8 @@ impl<'s> Cycle<'s> {
                             if want == 0 {
                                 continue;
                             }
-                            let (a, f) = (self.alloc[b.0].get(&r), self.fair[b.0].get(&r));
+                            let (a, f) =
+                                (self.ledger.alloc[b.0].get(&r), self.world.fair[b.0].get(&r));
                             let better = match &shown {
                                 None => true,
                                 Some((_, sa, sf)) => {
@@ -577,8 +591,8 @@ impl<'s> Cycle<'s> {
                         format!(
                             "reclaimed for {} ({}): {} above fair share{detail}",
                             me.id,
-                            self.tree.path(my_leaf),
-                            self.tree.path(b)
+                            self.world.tree.path(my_leaf),
+                            self.world.tree.path(b)
                         )
                     }
                 }
@@ -587,7 +601,7 @@ impl<'s> Cycle<'s> {
                     me.id,
                     me.priority,
                     vj.priority,
-                    self.tree.path(vleaf)
+                    self.world.tree.path(vleaf)
                 ),
             };
             messages.push(if u.elastic {
@@ -597,24 +611,24 @@ impl<'s> Cycle<'s> {
             });
         }
         for (u, message) in plan.units.iter().zip(messages) {
-            let vj = self.jobs[u.job].job;
-            let vleaf = self.jobs[u.job].leaf;
+            let vj = self.ledger.jobs[u.job].job;
+            let vleaf = self.ledger.jobs[u.job].leaf;
             let mut yielded = false;
             for (t, n, _) in &u.tasks {
-                if self.fresh.remove(&(u.job, *t)) {
+                if self.ledger.fresh.remove(&(u.job, *t)) {
                     // Bound by this cycle: the bind is simply not made.
-                    if let Some(i) = self.bind_index.remove(&(u.job, *t)) {
-                        self.dropped_binds.insert(i);
+                    if let Some(i) = self.ledger.bind_index.remove(&(u.job, *t)) {
+                        self.outcome.dropped_binds.insert(i);
                     }
-                    self.stats.pods_bound = self.stats.pods_bound.saturating_sub(1);
-                    self.jobs[u.job].pending.push(*t);
+                    self.outcome.stats.pods_bound = self.outcome.stats.pods_bound.saturating_sub(1);
+                    self.ledger.jobs[u.job].pending.push(*t);
                     yielded = true;
                     continue;
                 }
-                self.evictions.push(Eviction {
+                self.outcome.evictions.push(Eviction {
                     job: vj.id.clone(),
                     task: vj.tasks[*t].name.clone(),
-                    node: self.nodes[*n].name.clone(),
+                    node: self.world.nodes[*n].name.clone(),
                     kind: u.kind,
                     preemptor: me.id.clone(),
                     message: message.clone(),
@@ -622,14 +636,15 @@ impl<'s> Cycle<'s> {
                 victims += 1;
             }
             if yielded {
-                self.changed_leaves.insert(vleaf);
-                self.stats.gangs_placed = self
+                self.outcome.changed_leaves.insert(vleaf);
+                self.outcome.stats.gangs_placed = self
+                    .outcome
                     .stats
                     .gangs_placed
                     .saturating_sub(u32::from(!u.elastic));
                 // Back in placement order (rank, then name), as `new` made it.
-                let vjob = self.jobs[u.job].job;
-                self.jobs[u.job].pending.sort_by(|&a, &b| {
+                let vjob = self.ledger.jobs[u.job].job;
+                self.ledger.jobs[u.job].pending.sort_by(|&a, &b| {
                     let (ta, tb) = (&vjob.tasks[a], &vjob.tasks[b]);
                     (ta.rank.is_none(), ta.rank, &ta.name).cmp(&(
                         tb.rank.is_none(),
@@ -637,12 +652,12 @@ impl<'s> Cycle<'s> {
                         &tb.name,
                     ))
                 });
-                self.yields += 1;
-                self.yielded.push(u.job);
+                self.outcome.yields += 1;
+                self.outcome.yielded.push(u.job);
                 if !u.elastic {
-                    self.placements.retain(|p| p.job != vj.id);
+                    self.outcome.placements.retain(|p| p.job != vj.id);
                 }
-                self.pending.insert(
+                self.outcome.pending.insert(
                     u.job,
                     PendingReason::Yielded {
                         preemptor: me.id.clone(),
@@ -651,29 +666,29 @@ impl<'s> Cycle<'s> {
                 );
             }
             // The victim's capacity leaves its queues now.
-            for q in self.tree.ancestors(vleaf) {
-                self.alloc[q.0].saturating_sub(&u.freed);
+            for q in self.world.tree.ancestors(vleaf) {
+                self.ledger.alloc[q.0].saturating_sub(&u.freed);
             }
-            self.alloc[QueueTree::ROOT.0].saturating_sub(&u.freed);
+            self.ledger.alloc[QueueTree::ROOT.0].saturating_sub(&u.freed);
             let gone: BTreeSet<usize> = u.tasks.iter().map(|p| p.0).collect();
-            let vw = &mut self.jobs[u.job];
+            let vw = &mut self.ledger.jobs[u.job];
             vw.bound_total = vw.bound_total.saturating_sub(gone.len() as u32);
-            self.bound_at[u.job].retain(|p| !gone.contains(&p.0));
+            self.ledger.bound_at[u.job].retain(|p| !gone.contains(&p.0));
         }
         if victims == 0 && !touches_releasing {
             // Only binds of this cycle made room: the gang binds now.
-            let bound = self.jobs[j].bound_total as usize;
+            let bound = self.ledger.jobs[j].bound_total as usize;
             if placed.len() + bound > 1
                 && let Some(gp) = self.gang_placement(j, &placed, None)
             {
-                self.placements.push(gp);
+                self.outcome.placements.push(gp);
             }
-            self.stats.gangs_placed += 1;
-            self.changed_leaves.insert(my_leaf);
+            self.outcome.stats.gangs_placed += 1;
+            self.outcome.changed_leaves.insert(my_leaf);
             self.record(j, placed);
-            self.pending.remove(&j);
+            self.outcome.pending.remove(&j);
             self.note_elastic_left(j);
-            self.yields += 1;
+            self.outcome.yields += 1;
             return;
         }
         // The preemptor's room is held for it for the rest of the cycle and
@@ -681,17 +696,17 @@ impl<'s> Cycle<'s> {
         self.charge(my_leaf, &needs, !me.preemptible);
         let mut nodes: BTreeSet<String> = BTreeSet::new();
         for (t, n, slots) in &placed {
-            let node = self.nodes[*n];
+            let node = self.world.nodes[*n];
             nodes.insert(node.name.clone());
-            self.nominations.push(NominationDecision {
+            self.outcome.nominations.push(NominationDecision {
                 job: me.id.clone(),
                 task: me.tasks[*t].name.clone(),
                 node: node.name.clone(),
                 gpus: slots.iter().map(|&s| node.gpus[s].index).collect(),
             });
         }
-        self.stats.evictions += victims;
-        self.pending.insert(
+        self.outcome.stats.evictions += victims;
+        self.outcome.pending.insert(
             j,
             PendingReason::WaitingForVictims {
                 victims,

@@ -122,8 +122,8 @@ struct Shape<'a> {
 impl<'s> Cycle<'s> {
     /// Whether gang placement searches the topology this cycle.
     pub(super) fn topology_aware(&self) -> bool {
-        self.topo.is_some()
-            && self.config.topology.placement == crate::config::TopologyPlacement::Aware
+        self.world.topo.is_some()
+            && self.world.config.topology.placement == crate::config::TopologyPlacement::Aware
     }
 
     /// Places the gang minimum `chosen` (task indices) domain by domain.
@@ -134,11 +134,11 @@ impl<'s> Cycle<'s> {
         chosen: &[usize],
         needs: &Resources,
     ) -> Result<Vec<Placed>, PendingReason> {
-        let job = self.jobs[j].job;
+        let job = self.ledger.jobs[j].job;
         let parts = parts_of(job, chosen);
         let all: Vec<usize> = chosen.to_vec();
         let shapes = shapes_of(job, &all);
-        let Some(ti) = self.topo.as_ref() else {
+        let Some(ti) = self.world.topo.as_ref() else {
             return Err(PendingReason::Rejected {
                 message: "the cluster has no topology".into(),
             });
@@ -151,7 +151,7 @@ impl<'s> Cycle<'s> {
             .and_then(|l| ti.topo.level_index(l));
         let top = required.unwrap_or(levels.saturating_sub(1));
         let copies = self.copies_per_node(&shapes);
-        let scope_all: Vec<usize> = (0..self.nodes.len())
+        let scope_all: Vec<usize> = (0..self.world.nodes.len())
             .filter(|&n| copies[n].iter().any(|c| *c > 0))
             .collect();
 
@@ -164,14 +164,14 @@ impl<'s> Cycle<'s> {
             // Fewest leaves first, then best fit (least room), then name.
             cands.truncate(TRIES_PER_LEVEL);
             for (_, _, _, nodes) in cands {
-                let mark = self.state.begin();
+                let mark = self.ledger.state.begin();
                 match self.place_parts(job, &parts, &nodes, Some(level)) {
                     Ok(placed) => {
-                        self.state.commit(mark);
+                        self.ledger.state.commit(mark);
                         return self.check_leaves(job, placed, needs);
                     }
                     Err(e) => {
-                        self.state.rollback(mark);
+                        self.ledger.state.rollback(mark);
                         last_err = Some(e);
                     }
                 }
@@ -187,14 +187,14 @@ impl<'s> Cycle<'s> {
             return Err(self.unfit_reason("gang", r, &scope_all, &copies, &shapes, needs));
         }
         // No single domain: the whole cluster, still split tightly.
-        let mark = self.state.begin();
+        let mark = self.ledger.state.begin();
         match self.place_parts(job, &parts, &scope_all, None) {
             Ok(placed) => {
-                self.state.commit(mark);
+                self.ledger.state.commit(mark);
                 self.check_leaves(job, placed, needs)
             }
             Err(e) => {
-                self.state.rollback(mark);
+                self.ledger.state.rollback(mark);
                 Err(e)
             }
         }
@@ -210,7 +210,7 @@ impl<'s> Cycle<'s> {
         let Some(max) = job.topology.max_leaves else {
             return Ok(placed);
         };
-        let Some(ti) = &self.topo else {
+        let Some(ti) = &self.world.topo else {
             return Ok(placed);
         };
         let Some(leaf) = ti.topo.leaf_level() else {
@@ -234,15 +234,15 @@ impl<'s> Cycle<'s> {
 
     /// Copies of each shape per node (0 where statically infeasible).
     fn copies_per_node(&mut self, shapes: &[Shape]) -> Vec<Vec<u32>> {
-        let mut out = vec![vec![0u32; shapes.len()]; self.nodes.len()];
+        let mut out = vec![vec![0u32; shapes.len()]; self.world.nodes.len()];
         for (s, shape) in shapes.iter().enumerate() {
             let key = self.static_filter(shape.constraints);
             let ask = GpuAsk::of(shape.req, shape.constraints).unwrap_or(GpuAsk::None);
             let pod = PodView::new(shape.req, ask, shape.constraints);
-            if let Some(f) = self.filters.get(&key) {
+            if let Some(f) = self.memo.filters.get(&key) {
                 for &n in &f.feasible {
                     let n = n as usize;
-                    out[n][s] = self.state.nodes()[n].copies(self.nodes[n], &pod);
+                    out[n][s] = self.ledger.state.nodes()[n].copies(self.world.nodes[n], &pod);
                 }
             }
         }
@@ -258,7 +258,7 @@ impl<'s> Cycle<'s> {
         copies: &[Vec<u32>],
         shapes: &[Shape],
     ) -> Vec<(u32, u64, u32, Vec<usize>)> {
-        let Some(ti) = &self.topo else {
+        let Some(ti) = &self.world.topo else {
             return Vec::new();
         };
         let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
@@ -318,7 +318,7 @@ impl<'s> Cycle<'s> {
         shapes: &[Shape],
         needs: &Resources,
     ) -> PendingReason {
-        let Some(ti) = &self.topo else {
+        let Some(ti) = &self.world.topo else {
             return PendingReason::Rejected {
                 message: "the cluster has no topology".into(),
             };
@@ -367,7 +367,7 @@ impl<'s> Cycle<'s> {
                 .required
                 .as_deref()
                 .or(part.constraint.preferred.as_deref())
-                .and_then(|l| self.topo.as_ref().and_then(|t| t.topo.level_index(l)));
+                .and_then(|l| self.world.topo.as_ref().and_then(|t| t.topo.level_index(l)));
             let within = match (req_level, level) {
                 (Some(r), Some(l)) if r < l => Some(r),
                 (Some(r), None) => Some(r),
@@ -378,15 +378,15 @@ impl<'s> Cycle<'s> {
                 let cands = self.candidates(scope, r, &copies, &shapes);
                 let mut done = false;
                 for (_, _, _, nodes) in cands.into_iter().take(TRIES_PER_LEVEL) {
-                    let mark = self.state.begin();
+                    let mark = self.ledger.state.begin();
                     match self.place_split(job, &part.tasks, &nodes, Some(r), &mut plans) {
                         Ok(p) => {
-                            self.state.commit(mark);
+                            self.ledger.state.commit(mark);
                             placed.extend(p);
                             done = true;
                             break;
                         }
-                        Err(()) => self.state.rollback(mark),
+                        Err(()) => self.ledger.state.rollback(mark),
                     }
                 }
                 if done {
@@ -415,7 +415,7 @@ impl<'s> Cycle<'s> {
                         pods_needed: part.tasks.len() as u32,
                         pods_placed: placed.len() as u32,
                         failed_pod: t.name.clone(),
-                        nodes_total: self.nodes.len() as u32,
+                        nodes_total: self.world.nodes.len() as u32,
                         nodes_fit,
                         filters,
                     });
@@ -443,6 +443,7 @@ impl<'s> Cycle<'s> {
             Some(0) => None,
             Some(l) => Some(l - 1),
             None => self
+                .world
                 .topo
                 .as_ref()
                 .map(|t| t.topo.levels().len())
@@ -452,10 +453,10 @@ impl<'s> Cycle<'s> {
         let shapes = shapes_of(job, tasks);
         if let Some(cl) = child_level
             && shapes.len() == 1
-            && self.topo.is_some()
+            && self.world.topo.is_some()
         {
             let copies = self.copies_per_node(&shapes);
-            let Some(ti) = &self.topo else {
+            let Some(ti) = &self.world.topo else {
                 return Err(());
             };
             let mut groups: BTreeMap<Option<u32>, Vec<usize>> = BTreeMap::new();
@@ -586,14 +587,14 @@ impl<'s> Cycle<'s> {
         // An empty scope means the whole cluster.
         let all: Vec<usize>;
         let scope = if scope.is_empty() {
-            all = (0..self.nodes.len()).collect();
+            all = (0..self.world.nodes.len()).collect();
             &all[..]
         } else {
             scope
         };
         let mut counts: BTreeMap<usize, u32> = BTreeMap::new();
         for &n in scope {
-            *counts.entry(self.nodes[n].gpus.len()).or_default() += 1;
+            *counts.entry(self.world.nodes[n].gpus.len()).or_default() += 1;
         }
         let Some((&g, _)) = counts.iter().max_by_key(|(g, c)| (**c, **g)) else {
             return RailPlan::default();
@@ -605,13 +606,13 @@ impl<'s> Cycle<'s> {
         let first = scope
             .iter()
             .copied()
-            .find(|&n| self.nodes[n].gpus.len() == g);
+            .find(|&n| self.world.nodes[n].gpus.len() == g);
         let numa: Vec<Option<u32>> = (0..g)
             .map(|i| {
                 first.and_then(|n| {
-                    let ti = self.topo.as_ref()?;
+                    let ti = self.world.topo.as_ref()?;
                     ti.topo
-                        .gpu_numa(ti.topo_of[n]?, self.nodes[n].gpus[i].index)
+                        .gpu_numa(ti.topo_of[n]?, self.world.nodes[n].gpus[i].index)
                 })
             })
             .collect();
@@ -653,7 +654,9 @@ impl<'s> Cycle<'s> {
             .map(|(pos, w)| {
                 let free = scope
                     .iter()
-                    .filter(|&&n| self.state.nodes()[n].whole_free(self.nodes[n], &pod, &w))
+                    .filter(|&&n| {
+                        self.ledger.state.nodes()[n].whole_free(self.world.nodes[n], &pod, &w)
+                    })
                     .count() as u32;
                 (free, pos, w)
             })
@@ -672,8 +675,8 @@ impl<'s> Cycle<'s> {
         placed: &[Placed],
         tightest: Option<usize>,
     ) -> Option<GangPlacement> {
-        let ti = self.topo.as_ref()?;
-        let job = self.jobs[j].job;
+        let ti = self.world.topo.as_ref()?;
+        let job = self.ledger.jobs[j].job;
         let mut pods: Vec<(Option<u32>, &str, u32, Vec<u32>)> = placed
             .iter()
             .filter_map(|(t, n, slots)| {
@@ -681,7 +684,7 @@ impl<'s> Cycle<'s> {
                 let task = &job.tasks[*t];
                 let gpus = slots
                     .iter()
-                    .map(|&s| self.nodes[*n].gpus[s].index)
+                    .map(|&s| self.world.nodes[*n].gpus[s].index)
                     .collect();
                 Some((task.rank, task.name.as_str(), id, gpus))
             })
@@ -706,11 +709,11 @@ impl<'s> Cycle<'s> {
     /// Tightest level with one domain that has room for all of `chosen`
     /// (by the copy estimate), before placing.
     pub(super) fn tightest_feasible(&mut self, j: usize, chosen: &[usize]) -> Option<usize> {
-        let levels = self.topo.as_ref()?.topo.levels().len();
-        let job = self.jobs[j].job;
+        let levels = self.world.topo.as_ref()?.topo.levels().len();
+        let job = self.ledger.jobs[j].job;
         let shapes = shapes_of(job, chosen);
         let copies = self.copies_per_node(&shapes);
-        let scope: Vec<usize> = (0..self.nodes.len()).collect();
+        let scope: Vec<usize> = (0..self.world.nodes.len()).collect();
         (0..levels).find(|&l| !self.candidates(&scope, l, &copies, &shapes).is_empty())
     }
 }

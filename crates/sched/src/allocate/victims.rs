@@ -34,14 +34,15 @@ type NodeOption = ((i32, usize, u64, i32), u32, usize, Vec<usize>);
 impl<'s> Cycle<'s> {
     /// Minimum runtime of a leaf queue, inherited from the nearest ancestor.
     pub(super) fn min_runtime(&self, leaf: QueueId) -> Option<u64> {
-        self.tree
+        self.world
+            .tree
             .ancestors(leaf)
-            .find_map(|q| self.tree.spec(q).min_runtime_seconds)
+            .find_map(|q| self.world.tree.spec(q).min_runtime_seconds)
     }
 
     /// Path from `leaf` up to (excluding) the root, leaf first.
     pub(super) fn path(&self, leaf: QueueId) -> Vec<QueueId> {
-        self.tree.ancestors(leaf).collect()
+        self.world.tree.ancestors(leaf).collect()
     }
 
     /// Reclaim check between the preemptor's leaf `q` and a victim leaf
@@ -67,7 +68,8 @@ impl<'s> Cycle<'s> {
         // The preemptor's side must end at or below its fair share.
         for x in &side_q {
             for (r, want) in needs.iter() {
-                if want > 0 && self.alloc[x.0].get(&r) + want > self.fair[x.0].get(&r) {
+                if want > 0 && self.ledger.alloc[x.0].get(&r) + want > self.world.fair[x.0].get(&r)
+                {
                     return None;
                 }
             }
@@ -79,14 +81,20 @@ impl<'s> Cycle<'s> {
         // fair share (free capacity may be there but split across nodes).
         // Either way the preemptor's side ends at or below its fair share,
         // so B cannot take it back: no loop.
-        let over = needs
-            .iter()
-            .any(|(r, want)| want > 0 && self.alloc[b.0].get(&r) > self.fair[b.0].get(&r));
+        let over = needs.iter().any(|(r, want)| {
+            want > 0 && self.ledger.alloc[b.0].get(&r) > self.world.fair[b.0].get(&r)
+        });
         let lent = || {
             side_q.iter().all(|x| self.within_quota(*x, needs))
                 && needs.iter().any(|(r, want)| {
-                    let floor = self.tree.spec(b).quota.get(&r).min(self.fair[b.0].get(&r));
-                    want > 0 && self.alloc[b.0].get(&r) > floor
+                    let floor = self
+                        .world
+                        .tree
+                        .spec(b)
+                        .quota
+                        .get(&r)
+                        .min(self.world.fair[b.0].get(&r));
+                    want > 0 && self.ledger.alloc[b.0].get(&r) > floor
                 })
         };
         (over || lent()).then_some(b)
@@ -96,27 +104,28 @@ impl<'s> Cycle<'s> {
     /// (which the gang must ask for) and on every resource `x` has a quota
     /// for.
     pub(super) fn within_quota(&self, x: QueueId, needs: &Resources) -> bool {
-        let quota = &self.tree.spec(x).quota;
+        let quota = &self.world.tree.spec(x).quota;
         needs.gpu > 0
             && needs.iter().all(|(r, want)| {
                 let q = quota.get(&r);
                 want == 0
                     || (r != ResourceName::Gpu && q == 0)
-                    || self.alloc[x.0].get(&r) + want <= q
+                    || self.ledger.alloc[x.0].get(&r) + want <= q
             })
     }
 
     /// Victim units for preemptor `j`, cheapest first.
     pub(super) fn victim_units(&self, j: usize, needs: &Resources) -> Vec<Unit> {
-        let cfg = self.config.preemption;
-        let jw = &self.jobs[j];
+        let cfg = self.world.config.preemption;
+        let jw = &self.ledger.jobs[j];
         let me = jw.job;
         let mut units = Vec::new();
         // Every reclaim needs the preemptor's own leaf to end at or below
         // its fair share: when it would not, only preemption is possible
         // (cheap exit for the many pending jobs of a full queue).
         let leaf_fits_share = needs.iter().all(|(r, want)| {
-            want == 0 || self.alloc[jw.leaf.0].get(&r) + want <= self.fair[jw.leaf.0].get(&r)
+            want == 0
+                || self.ledger.alloc[jw.leaf.0].get(&r) + want <= self.world.fair[jw.leaf.0].get(&r)
         });
         let reclaim = cfg.reclaim && leaf_fits_share;
         if !reclaim && !cfg.preempt {
@@ -124,12 +133,12 @@ impl<'s> Cycle<'s> {
         }
         // The reclaim rule depends on the two leaves only.
         let mut reclaim_by_leaf: BTreeMap<QueueId, Option<QueueId>> = BTreeMap::new();
-        for &v in &self.running {
-            let vw = &self.jobs[v];
+        for &v in &self.ledger.running {
+            let vw = &self.ledger.jobs[v];
             let vj = vw.job;
             if v == j
                 || vw.leaf == QueueTree::ROOT
-                || self.bound_at[v].is_empty()
+                || self.ledger.bound_at[v].is_empty()
                 || !vj.preemptible
             {
                 continue;
@@ -151,7 +160,7 @@ impl<'s> Cycle<'s> {
                     None => continue,
                 }
             };
-            if self.set_aside.contains(&v) || vj.tasks.iter().any(|t| t.terminating) {
+            if self.ledger.set_aside.contains(&v) || vj.tasks.iter().any(|t| t.terminating) {
                 continue;
             }
             let started = self.job_started(v);
@@ -159,13 +168,13 @@ impl<'s> Cycle<'s> {
             // start (`job_started` skips them), so they are never protected.
             if let Some(min) = self.min_runtime(vw.leaf)
                 && started != i64::MIN
-                && self.now.0.saturating_sub(started) < (min as i64).saturating_mul(1000)
+                && self.world.now.0.saturating_sub(started) < (min as i64).saturating_mul(1000)
             {
                 continue;
             }
             // Elastic pods first (most recently started), respecting
             // sub-group minimums; the rest is the gang.
-            let mut bound: Vec<Placed> = self.bound_at[v].clone();
+            let mut bound: Vec<Placed> = self.ledger.bound_at[v].clone();
             // Most recently started first, then name (descending).
             bound.sort_by(|(a, _, _), (b, _, _)| {
                 self.task_started(v, *b)
@@ -175,7 +184,9 @@ impl<'s> Cycle<'s> {
             // A job placed whole by this cycle is one unit: taking its
             // binds back costs nothing, and a part of it would leave a
             // partial gang.
-            let all_fresh = bound.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
+            let all_fresh = bound
+                .iter()
+                .all(|(t, _, _)| self.ledger.fresh.contains(&(v, *t)));
             let mut left = if all_fresh { 0 } else { bound.len() as u32 };
             let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
             for (t, _, _) in &bound {
@@ -202,7 +213,7 @@ impl<'s> Cycle<'s> {
                         job: v,
                         freed: task.requests.clone(),
                         started: self.task_started(v, p.0),
-                        fresh: self.fresh.contains(&(v, p.0)),
+                        fresh: self.ledger.fresh.contains(&(v, p.0)),
                         tasks: vec![p],
                         kind,
                         elastic: true,
@@ -220,7 +231,9 @@ impl<'s> Cycle<'s> {
                     freed.add(&vj.tasks[*t].requests);
                     started = started.max(self.task_started(v, *t));
                 }
-                let fresh = gang.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
+                let fresh = gang
+                    .iter()
+                    .all(|(t, _, _)| self.ledger.fresh.contains(&(v, *t)));
                 units.push(Unit {
                     job: v,
                     fresh,
@@ -236,8 +249,9 @@ impl<'s> Cycle<'s> {
         }
         units.sort_by(|a, b| {
             a.key().cmp(&b.key()).then_with(|| {
-                let name = |u: &Unit| &self.jobs[u.job].job.tasks[u.tasks[0].0].name;
-                (&self.jobs[a.job].job.id, name(a)).cmp(&(&self.jobs[b.job].job.id, name(b)))
+                let name = |u: &Unit| &self.ledger.jobs[u.job].job.tasks[u.tasks[0].0].name;
+                (&self.ledger.jobs[a.job].job.id, name(a))
+                    .cmp(&(&self.ledger.jobs[b.job].job.id, name(b)))
             })
         });
         units
@@ -246,10 +260,10 @@ impl<'s> Cycle<'s> {
     /// Latest start of a job's running pods (ms), `i64::MIN` when unknown
     /// (pods bound by this cycle have not started).
     pub(super) fn job_started(&self, v: usize) -> i64 {
-        let job = self.jobs[v].job;
-        self.bound_at[v]
+        let job = self.ledger.jobs[v].job;
+        self.ledger.bound_at[v]
             .iter()
-            .filter(|(t, _, _)| !self.fresh.contains(&(v, *t)))
+            .filter(|(t, _, _)| !self.ledger.fresh.contains(&(v, *t)))
             .filter_map(|(t, _, _)| job.tasks[*t].started.map(|s| s.0))
             .max()
             .unwrap_or(i64::MIN)
@@ -258,20 +272,24 @@ impl<'s> Cycle<'s> {
     /// When task `t` of job `v` started (ms): now for a pod bound by this
     /// cycle (so it sorts as the most recent), `i64::MIN` when unknown.
     pub(super) fn task_started(&self, v: usize, t: usize) -> i64 {
-        if self.fresh.contains(&(v, t)) {
-            return self.now.0;
+        if self.ledger.fresh.contains(&(v, t)) {
+            return self.world.now.0;
         }
-        self.jobs[v].job.tasks[t].started.map_or(i64::MIN, |s| s.0)
+        self.ledger.jobs[v].job.tasks[t]
+            .started
+            .map_or(i64::MIN, |s| s.0)
     }
 
     /// Gives back every task of `units` (inside the open transaction).
     pub(super) fn give_units(&mut self, units: &[&Unit]) {
         for u in units {
-            let job = self.jobs[u.job].job;
+            let job = self.ledger.jobs[u.job].job;
             for (t, n, slots) in &u.tasks {
                 let task = &job.tasks[*t];
                 let pod = PodView::of_task(task);
-                self.state.give(*n, self.nodes[*n], &pod, slots);
+                self.ledger
+                    .state
+                    .give(*n, self.world.nodes[*n], &pod, slots);
             }
         }
     }
@@ -343,19 +361,21 @@ impl<'s> Cycle<'s> {
     /// constraint set and request; kept until the room changes (a plan is
     /// applied), and not kept while binds are set aside.
     fn copies_now(&mut self, key: u32, req: &Resources, pod: &PodView) -> std::rc::Rc<Vec<u32>> {
-        let cache = self.set_aside.is_empty();
-        if cache && let Some(v) = self.copies_seen.get(&(key, req.clone())) {
+        let cache = self.ledger.set_aside.is_empty();
+        if cache && let Some(v) = self.memo.copies_seen.get(&(key, req.clone())) {
             return std::rc::Rc::clone(v);
         }
         let v: std::rc::Rc<Vec<u32>> = std::rc::Rc::new(
-            self.nodes
+            self.world
+                .nodes
                 .iter()
                 .enumerate()
-                .map(|(n, node)| self.state.nodes()[n].copies(node, pod))
+                .map(|(n, node)| self.ledger.state.nodes()[n].copies(node, pod))
                 .collect(),
         );
         if cache {
-            self.copies_seen
+            self.memo
+                .copies_seen
                 .insert((key, req.clone()), std::rc::Rc::clone(&v));
         }
         v
@@ -364,10 +384,10 @@ impl<'s> Cycle<'s> {
     /// Gives back into `st`, a copy of node `n`'s state, the pods of `u`
     /// on that node.
     fn give_on_node(&self, st: &mut NodeState, n: usize, u: &Unit) {
-        let vj = self.jobs[u.job].job;
+        let vj = self.ledger.jobs[u.job].job;
         for (t, m, slots) in &u.tasks {
             if *m == n {
-                st.give(self.nodes[n], &PodView::of_task(&vj.tasks[*t]), slots);
+                st.give(self.world.nodes[n], &PodView::of_task(&vj.tasks[*t]), slots);
             }
         }
     }
@@ -376,27 +396,27 @@ impl<'s> Cycle<'s> {
     /// pods with every unit of `pool` gone (an upper bound, no placement).
     /// Gangs of several shapes always could, as far as this says.
     fn could_cover(&mut self, j: usize, chosen: &[usize], pool: &[&Unit]) -> bool {
-        let job = self.jobs[j].job;
+        let job = self.ledger.jobs[j].job;
         if !super::one_shape(job, chosen) {
             return true;
         }
         let head = &job.tasks[chosen[0]];
         let pod = PodView::of_task(head);
         let key = self.static_filter(&head.constraints);
-        let Some(mask) = self.filters.get(&key).map(|f| f.mask.clone()) else {
+        let Some(mask) = self.memo.filters.get(&key).map(|f| f.mask.clone()) else {
             return true;
         };
         let on_node = units_by_node(pool);
         let now = self.copies_now(key, &head.requests, &pod);
         let mut total = 0usize;
-        for (n, node) in self.nodes.iter().enumerate() {
+        for (n, node) in self.world.nodes.iter().enumerate() {
             if !mask[n] {
                 continue;
             }
             total += match on_node.get(&n) {
                 None => now[n] as usize,
                 Some(here) => {
-                    let mut st = self.state.nodes()[n].clone();
+                    let mut st = self.ledger.state.nodes()[n].clone();
                     for &i in here {
                         self.give_on_node(&mut st, n, pool[i]);
                     }
@@ -419,11 +439,11 @@ impl<'s> Cycle<'s> {
         chosen: &[usize],
         pool: &[&'u Unit],
     ) -> Vec<&'u Unit> {
-        let job = self.jobs[j].job;
+        let job = self.ledger.jobs[j].job;
         let head = &job.tasks[chosen[0]];
         let pod = PodView::of_task(head);
         let key = self.static_filter(&head.constraints);
-        let Some(mask) = self.filters.get(&key).map(|f| f.mask.clone()) else {
+        let Some(mask) = self.memo.filters.get(&key).map(|f| f.mask.clone()) else {
             return Vec::new();
         };
         let on_node = units_by_node(pool);
@@ -437,7 +457,7 @@ impl<'s> Cycle<'s> {
                 .max()
                 .unwrap_or(i32::MIN)
         };
-        for (n, node) in self.nodes.iter().enumerate() {
+        for (n, node) in self.world.nodes.iter().enumerate() {
             if !mask[n] {
                 continue;
             }
@@ -450,7 +470,7 @@ impl<'s> Cycle<'s> {
                 }
                 continue;
             }
-            let mut st = self.state.nodes()[n].clone();
+            let mut st = self.ledger.state.nodes()[n].clone();
             let mut used: Vec<usize> = Vec::new();
             // Binds of this cycle cost nothing: their room counts as free
             // where it lets more pods of the gang fit.
@@ -512,7 +532,7 @@ impl<'s> Cycle<'s> {
         if u.started == i64::MIN {
             return 0;
         }
-        (self.now.0.saturating_sub(u.started).max(0) as u64 / 1000) * u.tasks.len() as u64
+        (self.world.now.0.saturating_sub(u.started).max(0) as u64 / 1000) * u.tasks.len() as u64
     }
 
     /// The position of the last unit of `set` that takes its queue side
@@ -524,7 +544,7 @@ impl<'s> Cycle<'s> {
             if !self.quota_kept(&freed, u) {
                 breaker = Some(i);
             }
-            for q in self.tree.ancestors(self.jobs[u.job].leaf) {
+            for q in self.world.tree.ancestors(self.ledger.jobs[u.job].leaf) {
                 freed
                     .entry(q.0)
                     .or_insert_with(Resources::zero)
@@ -539,17 +559,17 @@ impl<'s> Cycle<'s> {
         if unit.kind == EvictionKind::Preempt {
             return true;
         }
-        let leaf = self.jobs[unit.job].leaf;
-        for q in self.tree.ancestors(leaf) {
-            let spec = self.tree.spec(q);
+        let leaf = self.ledger.jobs[unit.job].leaf;
+        for q in self.world.tree.ancestors(leaf) {
+            let spec = self.world.tree.spec(q);
             let mut out = freed.get(&q.0).cloned().unwrap_or_else(Resources::zero);
             out.add(&unit.freed);
             for (r, gone) in out.iter() {
                 // The quota, as far as the fair share honours it (it is
                 // below the quota only where demand is, or where quotas
                 // add up to more than the cluster).
-                let floor = spec.quota.get(&r).min(self.fair[q.0].get(&r));
-                if gone > 0 && self.alloc[q.0].get(&r).saturating_sub(gone) < floor {
+                let floor = spec.quota.get(&r).min(self.world.fair[q.0].get(&r));
+                if gone > 0 && self.ledger.alloc[q.0].get(&r).saturating_sub(gone) < floor {
                     return false;
                 }
             }
@@ -563,10 +583,15 @@ impl<'s> Cycle<'s> {
     /// Whether `units` free what the preemptor's limits need
     /// ([`Cycle::victim_need`]).
     pub(super) fn limits_freed(&self, units: &[&Unit]) -> bool {
-        self.victim_need.iter().all(|(q, r, need)| {
+        self.ledger.victim_need.iter().all(|(q, r, need)| {
             let freed: u64 = units
                 .iter()
-                .filter(|u| self.tree.ancestors(self.jobs[u.job].leaf).any(|a| a == *q))
+                .filter(|u| {
+                    self.world
+                        .tree
+                        .ancestors(self.ledger.jobs[u.job].leaf)
+                        .any(|a| a == *q)
+                })
                 .map(|u| u.freed.get(r))
                 .sum();
             freed >= *need
@@ -585,10 +610,10 @@ impl<'s> Cycle<'s> {
         if !self.limits_freed(units) {
             return false;
         }
-        let mark = self.state.begin();
+        let mark = self.ledger.state.begin();
         self.give_units(units);
         let ok = self.place_chosen(j, chosen, needs, topo_search).is_ok();
-        self.state.rollback(mark);
+        self.ledger.state.rollback(mark);
         ok
     }
 
@@ -601,40 +626,41 @@ impl<'s> Cycle<'s> {
         // first, they would not hold its queue's share or room. The search
         // runs first with them set aside (their binds taken back); if that
         // finds a plan, they are part of it.
-        let leaf = self.jobs[j].leaf;
-        let me = self.jobs[j].job;
+        let leaf = self.ledger.jobs[j].leaf;
+        let me = self.ledger.jobs[j].job;
         let behind: Vec<usize> = self
+            .ledger
             .running
             .iter()
             .copied()
             .filter(|&v| {
                 v != j
-                    && self.jobs[v].leaf == leaf
-                    && self.jobs[v].job.preemptible
-                    && self.jobs[v].job.priority < me.priority
-                    && !self.bound_at[v].is_empty()
-                    && self.bound_at[v]
+                    && self.ledger.jobs[v].leaf == leaf
+                    && self.ledger.jobs[v].job.preemptible
+                    && self.ledger.jobs[v].job.priority < me.priority
+                    && !self.ledger.bound_at[v].is_empty()
+                    && self.ledger.bound_at[v]
                         .iter()
-                        .all(|(t, _, _)| self.fresh.contains(&(v, *t)))
+                        .all(|(t, _, _)| self.ledger.fresh.contains(&(v, *t)))
             })
             .collect();
         if behind.is_empty() {
             return self.search_victims(j, min);
         }
         let units: Vec<Unit> = behind.iter().map(|&v| self.fresh_unit(v, j)).collect();
-        let mark = self.state.begin();
+        let mark = self.ledger.state.begin();
         let refs: Vec<&Unit> = units.iter().collect();
         self.give_units(&refs);
         for u in &units {
             self.uncharge(leaf, &u.freed);
         }
-        self.set_aside = behind.iter().copied().collect();
+        self.ledger.set_aside = behind.iter().copied().collect();
         let found = self.search_victims(j, min);
-        self.set_aside.clear();
+        self.ledger.set_aside.clear();
         for u in &units {
             self.charge(leaf, &u.freed, false);
         }
-        self.state.rollback(mark);
+        self.ledger.state.rollback(mark);
         match found {
             Ok(mut plan) => {
                 plan.units.extend(units);
@@ -646,20 +672,20 @@ impl<'s> Cycle<'s> {
 
     /// Job `v`'s binds of this cycle as one unit, taken back for `j`.
     pub(super) fn fresh_unit(&self, v: usize, j: usize) -> Unit {
-        let vj = self.jobs[v].job;
-        let tasks = self.bound_at[v].clone();
+        let vj = self.ledger.jobs[v].job;
+        let tasks = self.ledger.bound_at[v].clone();
         let mut freed = Resources::zero();
         for (t, _, _) in &tasks {
             freed.add(&vj.tasks[*t].requests);
         }
-        debug_assert!(self.jobs[v].leaf == self.jobs[j].leaf);
+        debug_assert!(self.ledger.jobs[v].leaf == self.ledger.jobs[j].leaf);
         Unit {
             job: v,
             tasks,
             kind: EvictionKind::Preempt,
             elastic: false,
             priority: vj.priority,
-            started: self.now.0,
+            started: self.world.now.0,
             freed,
             over: None,
             fresh: true,
@@ -668,17 +694,17 @@ impl<'s> Cycle<'s> {
 
     /// Removes `freed` from the allocation of `leaf` and every queue above.
     pub(super) fn uncharge(&mut self, leaf: QueueId, freed: &Resources) {
-        for q in self.tree.ancestors(leaf) {
-            self.alloc[q.0].saturating_sub(freed);
+        for q in self.world.tree.ancestors(leaf) {
+            self.ledger.alloc[q.0].saturating_sub(freed);
         }
-        self.alloc[QueueTree::ROOT.0].saturating_sub(freed);
+        self.ledger.alloc[QueueTree::ROOT.0].saturating_sub(freed);
     }
 
     /// The victim search proper (see [`Cycle::find_victims`]).
     pub(super) fn search_victims(&mut self, j: usize, min: &Minimum) -> Result<Plan, String> {
         let (chosen, needs, topo_search) = (&min.0, &min.1, min.2);
-        let leaf = self.jobs[j].leaf;
-        if !self.jobs[j].job.preemptible
+        let leaf = self.ledger.jobs[j].leaf;
+        if !self.ledger.jobs[j].job.preemptible
             && let Err(e) = self.check_quota_for_non_preemptible(leaf, needs)
         {
             return Err(e.to_string());
@@ -686,18 +712,20 @@ impl<'s> Cycle<'s> {
         // Limits are checked as they would be after the victims leave:
         // what the gang would take a queue over its limit by must be freed
         // by victims below that queue.
-        self.victim_need.clear();
-        for q in self.tree.ancestors(leaf) {
-            for (r, cap) in self.tree.spec(q).limit.iter() {
-                let after = self.alloc[q.0].get(r) + needs.get(r);
+        self.ledger.victim_need.clear();
+        for q in self.world.tree.ancestors(leaf) {
+            for (r, cap) in self.world.tree.spec(q).limit.iter() {
+                let after = self.ledger.alloc[q.0].get(r) + needs.get(r);
                 if after > cap {
-                    self.victim_need.push((q, r.clone(), after - cap));
+                    self.ledger.victim_need.push((q, r.clone(), after - cap));
                 }
             }
         }
         // With this cycle's lower-priority binds of its leaf set aside, the
         // gang may fit as it is.
-        if !self.set_aside.is_empty() && self.fits_without(j, chosen, needs, topo_search, &[]) {
+        if !self.ledger.set_aside.is_empty()
+            && self.fits_without(j, chosen, needs, topo_search, &[])
+        {
             return Ok(Plan {
                 units: Vec::new(),
                 cost: (i32::MIN, 0, 0, 0, i32::MIN),
@@ -735,15 +763,15 @@ impl<'s> Cycle<'s> {
         let mut why = "evicting every job it may take still leaves no room where it fits";
         // Scopes: leaf domains (victims all inside one), then the cluster.
         let mut scopes: Vec<(u8, Option<BTreeSet<usize>>)> = Vec::new();
-        if let Some(ti) = &self.topo
+        if let Some(ti) = &self.world.topo
             && self.topology_aware()
             && let Some(lf) = ti.topo.leaf_level()
         {
             let mut by_domain: BTreeMap<u32, (u64, BTreeSet<usize>)> = BTreeMap::new();
-            for n in 0..self.nodes.len() {
+            for n in 0..self.world.nodes.len() {
                 if let Some(d) = ti.domain_of[lf][n] {
                     let e = by_domain.entry(d).or_default();
-                    e.0 += self.state.nodes()[n].free.gpu;
+                    e.0 += self.ledger.state.nodes()[n].free.gpu;
                     e.1.insert(n);
                 }
             }
@@ -774,7 +802,7 @@ impl<'s> Cycle<'s> {
 
         let total_free: Resources = {
             let mut r = Resources::zero();
-            for st in self.state.nodes() {
+            for st in self.ledger.state.nodes() {
                 r.add(&st.free);
             }
             r
@@ -817,7 +845,7 @@ impl<'s> Cycle<'s> {
             };
             let victim_jobs: BTreeSet<usize> =
                 taken.iter().filter(|u| !u.fresh).map(|u| u.job).collect();
-            if victim_jobs.len() > self.config.preemption.max_victim_jobs as usize {
+            if victim_jobs.len() > self.world.config.preemption.max_victim_jobs as usize {
                 why = "it would need more victim jobs than preemption.maxVictimJobs";
                 continue;
             }

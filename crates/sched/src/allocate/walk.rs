@@ -56,26 +56,26 @@ impl<'s> Cycle<'s> {
         include: impl Fn(&JobWork) -> bool,
         ask: impl Fn(&JobWork) -> Resources,
     ) -> Walk {
-        let mut per_leaf: Vec<Vec<usize>> = vec![Vec::new(); self.tree.len()];
-        let mut asks: Vec<Option<Resources>> = vec![None; self.jobs.len()];
-        for (i, jw) in self.jobs.iter().enumerate() {
+        let mut per_leaf: Vec<Vec<usize>> = vec![Vec::new(); self.world.tree.len()];
+        let mut asks: Vec<Option<Resources>> = vec![None; self.ledger.jobs.len()];
+        for (i, jw) in self.ledger.jobs.iter().enumerate() {
             if jw.leaf != QueueTree::ROOT && include(jw) {
                 per_leaf[jw.leaf.0].push(i);
                 asks[i] = Some(ask(jw));
             }
         }
-        let mut active = vec![0u32; self.tree.len()];
+        let mut active = vec![0u32; self.world.tree.len()];
         let mut queues = Vec::with_capacity(per_leaf.len());
         for (q, mut list) in per_leaf.into_iter().enumerate() {
             list.sort_by(|&a, &b| {
-                let (ja, jb) = (self.jobs[a].job, self.jobs[b].job);
+                let (ja, jb) = (self.ledger.jobs[a].job, self.ledger.jobs[b].job);
                 jb.priority
                     .cmp(&ja.priority)
                     .then(ja.submit_time.cmp(&jb.submit_time))
                     .then(ja.id.cmp(&jb.id))
             });
             if !list.is_empty() {
-                for a in self.tree.ancestors(QueueId(q)) {
+                for a in self.world.tree.ancestors(QueueId(q)) {
                     active[a.0] += list.len() as u32;
                 }
                 active[QueueTree::ROOT.0] += list.len() as u32;
@@ -86,18 +86,18 @@ impl<'s> Cycle<'s> {
             queues,
             active,
             ask: asks,
-            next: vec![None; self.tree.len()],
+            next: vec![None; self.world.tree.len()],
         }
     }
 
     /// The rank of queue `q` if it ran job `j` next.
     fn share_key(&self, q: QueueId, ask: &Resources) -> ShareKey {
-        let mut after = self.alloc[q.0].clone();
+        let mut after = self.ledger.alloc[q.0].clone();
         after.add(ask);
         let mut above_zero = false;
         let mut best = (0u64, 1u64);
         for (r, a) in after.iter() {
-            let f = self.fair[q.0].get(&r);
+            let f = self.world.fair[q.0].get(&r);
             if f == 0 {
                 above_zero |= a > 0;
                 continue;
@@ -114,7 +114,7 @@ impl<'s> Cycle<'s> {
         if let Some(cached) = w.next[q.0] {
             return cached;
         }
-        let kids = self.tree.children(q);
+        let kids = self.world.tree.children(q);
         let found = if kids.is_empty() {
             w.queues[q.0].front().copied()
         } else {
@@ -150,13 +150,13 @@ impl<'s> Cycle<'s> {
             return None;
         }
         let j = self.next_in(w, QueueTree::ROOT)?;
-        Some(self.jobs[j].leaf)
+        Some(self.ledger.jobs[j].leaf)
     }
 
     /// Takes the next job of `leaf` off the walk.
     pub(super) fn pop_job(&self, leaf: QueueId, w: &mut Walk) -> Option<usize> {
         let j = w.queues[leaf.0].pop_front()?;
-        for a in self.tree.ancestors(leaf) {
+        for a in self.world.tree.ancestors(leaf) {
             w.active[a.0] -= 1;
             w.next[a.0] = None;
         }

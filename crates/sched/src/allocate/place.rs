@@ -1,0 +1,286 @@
+//! The one node search: static filters per constraint set, then the
+//! best nodes for a run of identical pods (by the per-shape ranking or a
+//! scan), and the reason when none fits.
+
+use super::*;
+
+impl<'s> Cycle<'s> {
+    /// Dense id of a constraint set (interned by value in `new`).
+    pub(super) fn constraint_id(&self, c: &Arc<PlacementConstraints>) -> u32 {
+        // Every task's constraints were interned in `new`.
+        self.memo
+            .constraint_ids
+            .get(&(Arc::as_ptr(c) as usize))
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
+
+    /// Evaluates the static predicates for `c` once per cycle; returns the cache key.
+    pub(super) fn static_filter(&mut self, c: &Arc<PlacementConstraints>) -> u32 {
+        let key = self.constraint_id(c);
+        let nodes = &self.world.nodes;
+        let predicates = &self.world.predicates;
+        self.memo.filters.entry(key).or_insert_with(|| {
+            let mut feasible = Vec::new();
+            let mut rejected: BTreeMap<FilterReason, u32> = BTreeMap::new();
+            for (i, node) in nodes.iter().enumerate() {
+                match predicates.iter().try_for_each(|p| p.filter(c, node)) {
+                    Ok(()) => feasible.push(i as u32),
+                    Err(r) => *rejected.entry(r).or_default() += 1,
+                }
+            }
+            let mut mask = vec![false; nodes.len()];
+            for &n in &feasible {
+                mask[n as usize] = true;
+            }
+            StaticFilter {
+                feasible,
+                mask,
+                rejected,
+            }
+        });
+        key
+    }
+
+    /// Places identical tasks `run` (indices into `job.tasks`) one by one on
+    /// the best node by [`Scoring::evaluate`]. Nodes are scored once; after
+    /// each placement only the changed node is re-scored (scores depend on
+    /// the node alone). On failure returns the position in `run` that did not
+    /// fit (earlier ones stay in `placed` and in the state; the caller rolls
+    /// back or keeps them).
+    pub(super) fn place_run(
+        &mut self,
+        run: &[usize],
+        job: &Job,
+        placed: &mut Vec<Placed>,
+        scope: Option<&[usize]>,
+        rail: Option<&topo::RailPlan>,
+    ) -> Result<(), usize> {
+        let head = &job.tasks[run[0]];
+        let req = &head.requests;
+        // Checked in static_block: pending requests classify.
+        let ask = GpuAsk::of(req, &head.constraints).unwrap_or(GpuAsk::None);
+        let mut pod = PodView::new(req, ask, &head.constraints);
+        pod.salt = crate::scoring::salt_of(&head.name);
+        let key = self.static_filter(&head.constraints);
+        let feasible = self
+            .memo
+            .filters
+            .get_mut(&key)
+            .map(|f| std::mem::take(&mut f.feasible))
+            .unwrap_or_default();
+        // Without a per-pod salt, a scope or a rail window preference, a
+        // shape's second and later runs in the cycle use its ranking (the
+        // same choice, without scoring unchanged nodes again).
+        let rankable = scope.is_none()
+            && !rail.is_some_and(|p| p.node_pref)
+            && !self.world.scoring.uses_salt();
+        if rankable {
+            let shape = (key, req.clone());
+            let ranked = match self.memo.ranked.remove(&shape) {
+                Some(Some(r)) => Some(r),
+                Some(None) => Some(ranked::Ranked::build(
+                    &self.world.scoring,
+                    &self.world.nodes,
+                    &self.ledger.state,
+                    &feasible,
+                    &pod,
+                )),
+                None => None,
+            };
+            if let Some(f) = self.memo.filters.get_mut(&key) {
+                f.feasible = feasible;
+            }
+            match ranked {
+                Some(mut r) => {
+                    let result = self.place_ranked(&mut r, run, &pod, placed, rail, key);
+                    self.memo.ranked.insert(shape, Some(r));
+                    return result;
+                }
+                None => {
+                    self.memo.ranked.insert(shape, None);
+                    return self.place_scanned(run, &pod, placed, rail, None, key);
+                }
+            }
+        }
+        if let Some(f) = self.memo.filters.get_mut(&key) {
+            f.feasible = feasible;
+        }
+        self.place_scanned(run, &pod, placed, rail, scope, key)
+    }
+
+    /// `place_run` with a shape's ranking: the best node is the ranking's
+    /// best, brought up to date first and after each placement.
+    pub(super) fn place_ranked(
+        &mut self,
+        r: &mut ranked::Ranked,
+        run: &[usize],
+        pod: &PodView,
+        placed: &mut Vec<Placed>,
+        rail: Option<&topo::RailPlan>,
+        key: u32,
+    ) -> Result<(), usize> {
+        if let Some(f) = self.memo.filters.get(&key) {
+            r.refresh(
+                &self.world.scoring,
+                &self.world.nodes,
+                &self.ledger.state,
+                &f.mask,
+                pod,
+            );
+        }
+        debug_assert!(r.is_current(&self.ledger.state), "ranking behind the state");
+        for (pos, &t) in run.iter().enumerate() {
+            let Some((n, devices)) = r.best() else {
+                return Err(pos);
+            };
+            let slots = self.slots_for(n, devices, pod, rail);
+            self.ledger.state.take(n, self.world.nodes[n], pod, &slots);
+            placed.push((t, n, slots));
+            r.changed_here(
+                &self.world.scoring,
+                &self.world.nodes,
+                &self.ledger.state,
+                n,
+                pod,
+            );
+        }
+        Ok(())
+    }
+
+    /// The device slots a pod takes on node `n`: the rail plan's window
+    /// when one is free there, else the evaluation's choice.
+    pub(super) fn slots_for(
+        &self,
+        n: usize,
+        devices: DeviceChoice,
+        pod: &PodView,
+        rail: Option<&topo::RailPlan>,
+    ) -> Vec<usize> {
+        let node = self.world.nodes[n];
+        let window = rail.and_then(|plan| {
+            let w = plan.window_on(node, &self.ledger.state.nodes()[n], pod)?;
+            Some(plan.windows[w].clone())
+        });
+        match window {
+            Some(w) => w,
+            None => devices.slots(node, &self.ledger.state.nodes()[n], pod),
+        }
+    }
+
+    /// `place_run` by scoring every feasible node (or those of `scope`)
+    /// once, then only the node that changed after each placement.
+    pub(super) fn place_scanned(
+        &mut self,
+        run: &[usize],
+        pod: &PodView,
+        placed: &mut Vec<Placed>,
+        rail: Option<&topo::RailPlan>,
+        scope: Option<&[usize]>,
+        key: u32,
+    ) -> Result<(), usize> {
+        // Taken out while the state is mutated below; put back after scoring.
+        let feasible = self
+            .memo
+            .filters
+            .get_mut(&key)
+            .map(|f| std::mem::take(&mut f.feasible))
+            .unwrap_or_default();
+        // With a rail plan, nodes with a preferred device window free come
+        // first (multi-node gangs), and the window is the devices taken.
+        let window_rank = |cycle: &Self, n: usize| -> Reverse<usize> {
+            match rail {
+                Some(plan) if plan.node_pref => Reverse(
+                    plan.window_on(cycle.world.nodes[n], &cycle.ledger.state.nodes()[n], pod)
+                        .unwrap_or(usize::MAX),
+                ),
+                _ => Reverse(0),
+            }
+        };
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(feasible.len());
+        let mut consider = |cycle: &Self, n: usize| {
+            if let Some(e) = cycle.world.scoring.evaluate(
+                cycle.world.nodes[n],
+                &cycle.ledger.state.nodes()[n],
+                pod,
+            ) {
+                candidates.push((
+                    window_rank(cycle, n),
+                    e.total,
+                    e.tiebreak,
+                    Reverse(n as u32),
+                    e.devices,
+                ));
+            }
+        };
+        match scope {
+            None => {
+                for &n in &feasible {
+                    consider(self, n as usize);
+                }
+            }
+            Some(nodes) => {
+                let mask = self.memo.filters.get(&key).map(|f| &f.mask);
+                for &n in nodes {
+                    if mask.is_some_and(|m| m[n]) {
+                        consider(self, n);
+                    }
+                }
+            }
+        }
+        let mut heap = BinaryHeap::from(candidates);
+        // Put the cached list back.
+        if let Some(f) = self.memo.filters.get_mut(&key) {
+            f.feasible = feasible;
+        }
+        for (pos, &t) in run.iter().enumerate() {
+            let Some((_, _, _, Reverse(n), devices)) = heap.pop() else {
+                return Err(pos);
+            };
+            let n = n as usize;
+            let node = self.world.nodes[n];
+            let slots = self.slots_for(n, devices, pod, rail);
+            self.ledger.state.take(n, node, pod, &slots);
+            placed.push((t, n, slots));
+            if let Some(e) = self
+                .world
+                .scoring
+                .evaluate(node, &self.ledger.state.nodes()[n], pod)
+            {
+                heap.push((
+                    window_rank(self, n),
+                    e.total,
+                    e.tiebreak,
+                    Reverse(n as u32),
+                    e.devices,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// For a task that did not fit: how many nodes fit it now, and why the
+    /// others do not.
+    pub(super) fn diagnose(
+        &mut self,
+        req: &Resources,
+        c: &Arc<PlacementConstraints>,
+    ) -> (u32, BTreeMap<FilterReason, u32>) {
+        let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
+        let pod = PodView::new(req, ask, c);
+        let key = self.static_filter(c);
+        let (feasible, mut reasons) = match self.memo.filters.get(&key) {
+            Some(f) => (f.feasible.clone(), f.rejected.clone()),
+            None => (Vec::new(), BTreeMap::new()),
+        };
+        let mut fit = 0;
+        for n in feasible {
+            let n = n as usize;
+            match self.ledger.state.nodes()[n].fit(self.world.nodes[n], &pod) {
+                Ok(()) => fit += 1,
+                Err(r) => *reasons.entry(r).or_default() += 1,
+            }
+        }
+        (fit, reasons)
+    }
+}

@@ -1,0 +1,422 @@
+//! Building one cycle's data from the snapshot: canonical order, the
+//! accounting of what is bound and reserved, fair shares, and the reasons
+//! a job can never be placed as submitted.
+
+use super::*;
+
+impl<'s> Cycle<'s> {
+    pub(super) fn new(snapshot: &'s Snapshot, config: &'s Config, now: Timestamp) -> Self {
+        let tree = &snapshot.queues;
+        let mut warnings = Vec::new();
+        let mut nodes: Vec<&Node> = snapshot.nodes.iter().map(|n| &**n).collect();
+        nodes.sort_by(|a, b| a.name.cmp(&b.name));
+        nodes.dedup_by(|b, a| {
+            let dup = a.name == b.name;
+            if dup {
+                warnings.push(format!("node {} appears twice; the first is used", a.name));
+            }
+            dup
+        });
+        let index: HashMap<&str, usize> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.as_str(), i))
+            .collect();
+        let mut states: Vec<NodeState> = nodes.iter().map(|n| NodeState::new(n)).collect();
+
+        // Capacity held by pods outside Trainyard.
+        let mut external: Vec<_> = snapshot.external.iter().collect();
+        external.sort_by(|a, b| a.name.cmp(&b.name));
+        let no_constraints = PlacementConstraints::default();
+        let mut holders: Vec<Holder> = Vec::new();
+        for p in &external {
+            match index.get(p.node.as_str()) {
+                Some(&n) => holders.push((
+                    n,
+                    &p.requests,
+                    &no_constraints,
+                    p.gpus.as_ref(),
+                    p.name.as_str(),
+                    None,
+                )),
+                None => warnings.push(format!(
+                    "pod {} is bound to unknown node {}; its capacity is not counted",
+                    p.name, p.node
+                )),
+            }
+        }
+        let external_count = holders.len();
+
+        // Jobs in id order; tasks in name order.
+        let mut jobs_sorted: Vec<&Job> = snapshot.jobs.iter().map(|j| &**j).collect();
+        if !jobs_sorted.is_sorted_by(|a, b| a.id <= b.id) {
+            jobs_sorted.sort_by(|a, b| a.id.cmp(&b.id));
+        }
+        let mut jobs = Vec::with_capacity(jobs_sorted.len());
+        let mut alloc = vec![Resources::zero(); tree.len()];
+        let mut alloc_np = vec![Resources::zero(); tree.len()];
+        let mut leaf_demand = vec![Resources::zero(); tree.len()];
+        for job in jobs_sorted {
+            let mut order: Vec<usize> = (0..job.tasks.len()).collect();
+            if !job.tasks.is_sorted_by(|a, b| a.name <= b.name) {
+                order.sort_by(|&a, &b| job.tasks[a].name.cmp(&job.tasks[b].name));
+            }
+            let mut bound_by_sub: BTreeMap<&str, u32> = BTreeMap::new();
+            let mut bound_total = 0;
+            let mut pending = Vec::new();
+            let mut bound_req = Resources::zero();
+            let mut pending_req = Resources::zero();
+            for &t in &order {
+                let task = &job.tasks[t];
+                match &task.state {
+                    TaskState::Pending => {
+                        pending.push(t);
+                        pending_req.add(&task.requests);
+                    }
+                    TaskState::Bound { node, gpus } => {
+                        bound_total += 1;
+                        // Only sub-group minimums need the per-group count.
+                        if !job.subgroups.is_empty() {
+                            *bound_by_sub
+                                .entry(task.subgroup.as_deref().unwrap_or(""))
+                                .or_default() += 1;
+                        }
+                        bound_req.add(&task.requests);
+                        match index.get(node.as_str()) {
+                            Some(&n) => holders.push((
+                                n,
+                                &task.requests,
+                                &task.constraints,
+                                gpus.as_ref(),
+                                task.name.as_str(),
+                                Some((jobs.len(), t)),
+                            )),
+                            None => warnings.push(format!(
+                                "task {} is bound to unknown node {node}; it counts for its queue but holds no node capacity",
+                                task.name
+                            )),
+                        }
+                    }
+                }
+            }
+            // Ranked pods in rank order (stable: equal ranks by name).
+            if job.tasks.iter().any(|t| t.rank.is_some()) {
+                pending.sort_by_key(|&t| (job.tasks[t].rank.is_none(), job.tasks[t].rank));
+            }
+            let leaf = tree.get(&job.queue);
+            let blocked = Self::static_block(job, leaf, tree, &pending);
+            let leaf = match leaf {
+                Some(q) if tree.is_leaf(q) => q,
+                _ => QueueTree::ROOT,
+            };
+            if leaf != QueueTree::ROOT {
+                alloc[leaf.0].add(&bound_req);
+                if !job.preemptible {
+                    alloc_np[leaf.0].add(&bound_req);
+                }
+                leaf_demand[leaf.0].add(&bound_req);
+                if blocked.is_none() {
+                    leaf_demand[leaf.0].add(&pending_req);
+                }
+            }
+            jobs.push(JobWork {
+                index: jobs.len(),
+                job,
+                leaf,
+                pending,
+                bound_by_sub,
+                bound_total,
+                blocked,
+            });
+        }
+
+        // Root capacity: allocatable of schedulable nodes minus what
+        // pods outside Trainyard hold there.
+        let mut capacity = Resources::zero();
+        let mut ext_used: Vec<Resources> = vec![Resources::zero(); nodes.len()];
+        for (n, req, _, _, _, _) in &holders[..external_count] {
+            ext_used[*n].add(req);
+        }
+        for (i, node) in nodes.iter().enumerate() {
+            if !node.unschedulable {
+                let mut c = node.allocatable.clone();
+                c.saturating_sub(&ext_used[i]);
+                capacity.add(&c);
+            }
+        }
+
+        // Account held capacity: explicit device indices first, then the
+        // holders whose devices are unknown get the lowest free ones.
+        let mut implicit = Vec::new();
+        let mut bound_at: Vec<Vec<Placed>> = vec![Vec::new(); jobs.len()];
+        for (n, req, c, gpus, name, owner) in holders {
+            let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
+            let pod = PodView::new(req, ask, c);
+            match gpus {
+                Some(idx) => {
+                    // Devices are usually numbered by position: look there first.
+                    let devs = &nodes[n].gpus;
+                    let slots: Vec<usize> = idx
+                        .iter()
+                        .filter_map(|i| match devs.get(*i as usize) {
+                            Some(d) if d.index == *i => Some(*i as usize),
+                            _ => devs.iter().position(|d| d.index == *i),
+                        })
+                        .collect();
+                    if slots.len() != idx.len() {
+                        warnings.push(format!(
+                            "pod {name} holds GPU indices {idx:?} not all present on node {}",
+                            nodes[n].name
+                        ));
+                    }
+                    // Two holders on one device: whole use, or shares above one GPU.
+                    for &slot in &slots {
+                        let add = ask.milli_on(&nodes[n].gpus[slot]).unwrap_or(1000);
+                        if states[n].gpu_used[slot] + add > 1000 {
+                            warnings.push(format!(
+                                "pod {name} claims GPU {} on node {} that other pods already hold; the device is counted once",
+                                nodes[n].gpus[slot].index, nodes[n].name
+                            ));
+                        }
+                    }
+                    states[n].take(nodes[n], &pod, &slots);
+                    if let Some((j, t)) = owner {
+                        bound_at[j].push((t, n, slots));
+                    }
+                }
+                None => implicit.push((n, pod, name, owner)),
+            }
+        }
+        for (n, pod, name, owner) in implicit {
+            let req = pod.req;
+            if !req.fits_in(&states[n].free) {
+                warnings.push(format!(
+                    "node {} is overcommitted by pod {name} ({req} on {} free)",
+                    nodes[n].name, states[n].free
+                ));
+            }
+            let slots = states[n].best_devices(nodes[n], &pod);
+            states[n].take(nodes[n], &pod, &slots);
+            if let Some((j, t)) = owner {
+                bound_at[j].push((t, n, slots));
+            }
+        }
+
+        // Capacity reserved for nominated pending tasks (preemptors whose
+        // victims have gone), until the nomination times out. Released when
+        // the job itself is tried.
+        let mut reserved: Vec<Vec<Placed>> = vec![Vec::new(); jobs.len()];
+        let mut nominated = vec![false; jobs.len()];
+        let timeout = config.preemption.nomination_timeout_seconds;
+        // Two passes: first every nomination whose own devices are free,
+        // then the rest on the best free devices. So a stale nomination (a
+        // job whose devices were given to others since) never takes the
+        // devices another preemptor was nominated on.
+        let mut held: std::collections::HashSet<(usize, usize)> = Default::default();
+        for exact in [true, false] {
+            for (j, jw) in jobs.iter().enumerate() {
+                for &t in &jw.pending {
+                    let task = &jw.job.tasks[t];
+                    let Some(nom) = &task.nomination else {
+                        continue;
+                    };
+                    if now.secs_since(nom.since) >= timeout || held.contains(&(j, t)) {
+                        continue;
+                    }
+                    nominated[j] = true;
+                    let Some(&n) = index.get(nom.node.as_str()) else {
+                        continue;
+                    };
+                    let pod = PodView::of_task(task);
+                    if !states[n].fits(nodes[n], &pod) {
+                        continue;
+                    }
+                    // The nominated devices when they are known and free, else
+                    // the best free ones.
+                    let devs = &nodes[n].gpus;
+                    let named: Option<Vec<usize>> = nom.gpus.as_ref().and_then(|idx| {
+                        let slots: Vec<usize> = idx
+                            .iter()
+                            .filter_map(|i| devs.iter().position(|d| d.index == *i))
+                            .collect();
+                        let free = slots.len() == idx.len()
+                            && slots.iter().all(|&s| match pod.ask {
+                                GpuAsk::None => true,
+                                GpuAsk::Whole(_) => states[n].whole_free(nodes[n], &pod, &[s]),
+                                _ => states[n].share_on(nodes[n], s, &pod).is_some(),
+                            });
+                        free.then_some(slots)
+                    });
+                    let slots = match named {
+                        Some(slots) => slots,
+                        None if exact => continue,
+                        None => states[n].best_devices(nodes[n], &pod),
+                    };
+                    states[n].take(nodes[n], &pod, &slots);
+                    held.insert((j, t));
+                    reserved[j].push((t, n, slots));
+                }
+            }
+        }
+
+        // Bubble leaf allocations up the tree.
+        for q in tree.top_down().into_iter().rev() {
+            if let Some(p) = tree.parent(q) {
+                let a = alloc[q.0].clone();
+                alloc[p.0].add(&a);
+                let a = alloc_np[q.0].clone();
+                alloc_np[p.0].add(&a);
+            }
+        }
+        let fs = fairshare::compute(tree, &capacity, &leaf_demand);
+
+        // Intern constraint sets by value (ids in first-seen order over the
+        // canonical job/task order, so they are deterministic).
+        let mut constraint_ids: HashMap<usize, u32> = HashMap::new();
+        let mut by_value: HashMap<&PlacementConstraints, u32> = HashMap::new();
+        for jw in &jobs {
+            for t in &jw.job.tasks {
+                let ptr = Arc::as_ptr(&t.constraints) as usize;
+                if let std::collections::hash_map::Entry::Vacant(slot) = constraint_ids.entry(ptr) {
+                    let next = by_value.len() as u32;
+                    slot.insert(*by_value.entry(&*t.constraints).or_insert(next));
+                }
+            }
+        }
+
+        let stats = CycleStats {
+            nodes: nodes.len() as u32,
+            ..CycleStats::default()
+        };
+        let scoring = Scoring::new(&config.scoring, &nodes, snapshot);
+        let topo = snapshot.topology.as_ref().map(|t| {
+            let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+            topo::TopoIndex::new(Arc::clone(t), &names)
+        });
+        Cycle {
+            world: World {
+                config,
+                now,
+                tree,
+                nodes,
+                predicates: plugins::default_predicates(),
+                scoring,
+                topo,
+                fair: fs.fair,
+                demand: fs.demand,
+                nominated,
+            },
+            ledger: Ledger {
+                jobs,
+                state: ClusterState::new(states),
+                alloc,
+                alloc_np,
+                bound_at,
+                fresh: std::collections::HashSet::default(),
+                bind_index: HashMap::default(),
+                reserved,
+                releasing: Vec::new(),
+                set_aside: std::collections::BTreeSet::new(),
+                victim_need: Vec::new(),
+                running: Vec::new(),
+            },
+            outcome: Outcome {
+                binds: Vec::new(),
+                placements: Vec::new(),
+                evictions: Vec::new(),
+                nominations: Vec::new(),
+                pending: BTreeMap::new(),
+                warnings,
+                stats,
+                yields: 0,
+                dropped_binds: std::collections::HashSet::new(),
+                yielded: Vec::new(),
+                changed_leaves: std::collections::BTreeSet::new(),
+            },
+            memo: Memo {
+                constraint_ids,
+                filters: HashMap::new(),
+                failed_shapes: HashMap::new(),
+                ranked: HashMap::new(),
+                room_seen: HashMap::new(),
+                copies_seen: HashMap::new(),
+            },
+        }
+    }
+
+    /// Reasons a job can never be placed as submitted.
+    pub(super) fn static_block(
+        job: &Job,
+        leaf: Option<QueueId>,
+        tree: &QueueTree,
+        pending: &[usize],
+    ) -> Option<PendingReason> {
+        if let Some(msg) = &job.rejected {
+            return Some(PendingReason::Rejected {
+                message: msg.clone(),
+            });
+        }
+        match leaf {
+            None => {
+                return Some(PendingReason::Rejected {
+                    message: format!("queue {:?} does not exist", job.queue),
+                });
+            }
+            Some(q) if !tree.is_leaf(q) => {
+                let kids: Vec<&str> = tree.children(q).iter().map(|c| tree.name(*c)).collect();
+                return Some(PendingReason::Rejected {
+                    message: format!(
+                        "queue {:?} is not a leaf queue (children: {}); submit jobs to a leaf queue",
+                        job.queue,
+                        kids.join(", ")
+                    ),
+                });
+            }
+            _ => {}
+        }
+        if let Some(q) = leaf
+            && tree
+                .ancestors(q)
+                .any(|a| !tree.spec(a).limit.is_unlimited())
+            && !pending.is_empty()
+        {
+            // The minimum as `try_gang` would choose it, with nothing bound yet.
+            let mut all: Vec<usize> = (0..job.tasks.len()).collect();
+            all.sort_by(|&a, &b| job.tasks[a].name.cmp(&job.tasks[b].name));
+            let mut min_req = Resources::zero();
+            if let Ok(chosen) = select_minimum(job, &all, &BTreeMap::new(), 0) {
+                for t in chosen {
+                    min_req.add(&job.tasks[t].requests);
+                }
+            }
+            for a in tree.ancestors(q) {
+                if let Some((resource, limit)) = tree.spec(a).limit.first_exceeded(&min_req) {
+                    return Some(PendingReason::ExceedsQueueLimit {
+                        queue: tree.path(a).to_string(),
+                        needs: min_req.get(&resource),
+                        resource,
+                        limit,
+                    });
+                }
+            }
+        }
+        for &t in pending {
+            let task = &job.tasks[t];
+            if !task.constraints.unsupported.is_empty() {
+                return Some(PendingReason::Unsupported {
+                    pod: task.name.clone(),
+                    features: task.constraints.unsupported.clone(),
+                });
+            }
+            if let Err(message) = GpuAsk::of(&task.requests, &task.constraints) {
+                return Some(PendingReason::InvalidRequest {
+                    pod: task.name.clone(),
+                    message,
+                });
+            }
+        }
+        None
+    }
+
+    // ---- pass 1: gang minimums ----------------------------------------
+}

@@ -784,5 +784,6 @@ mod setup;
 #[cfg(test)]
 mod tests;
 mod topo;
+mod victim_rules;
 mod victims;
 mod walk;

@@ -243,14 +243,7 @@ fn topology_bench(runs: usize) -> anyhow::Result<()> {
             ..RailOptimized::default()
         },
     );
-    let inputs: Vec<NodeInput> = nodes
-        .iter()
-        .map(|n| NodeInput {
-            name: &n.name,
-            labels: &n.labels,
-            gpus: 8,
-        })
-        .collect();
+    let inputs: Vec<NodeInput> = nodes.iter().map(Node::topology_input).collect();
     let topo = Topology::build(&spec, &inputs)?.ok_or_else(|| anyhow::anyhow!("no topology"))?;
     let build = t.elapsed();
     // Load: 40% of nodes full, 20% half (a random 4-GPU window), 40% free.

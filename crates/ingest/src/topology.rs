@@ -37,15 +37,7 @@ pub(crate) fn build(
     errors: &mut Vec<LoadError>,
     warnings: &mut Vec<String>,
 ) -> ClusterTopology {
-    let inputs: Vec<NodeInput> = nodes
-        .iter()
-        .map(|(_, n)| NodeInput {
-            name: &n.name,
-            labels: &n.labels,
-            // At most MAX_NODE_GPUS devices, so this always fits.
-            gpus: u32::try_from(n.gpus.len()).unwrap_or(u32::MAX),
-        })
-        .collect();
+    let inputs: Vec<NodeInput> = nodes.iter().map(|(_, n)| n.topology_input()).collect();
     let empty = trainyard_model::topology::TopologySpec::default();
     let spec = doc.map_or(&empty, |(_, d)| &d.spec);
     let document = doc.map(|(_, d)| d.metadata.name.clone());

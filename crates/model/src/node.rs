@@ -37,6 +37,16 @@ pub struct Node {
 }
 
 impl Node {
+    /// What the topology needs of the node: its name, labels and number of
+    /// GPU devices (at most `u32::MAX`, far above any real node).
+    pub fn topology_input(&self) -> trainyard_topology::NodeInput<'_> {
+        trainyard_topology::NodeInput {
+            name: &self.name,
+            labels: &self.labels,
+            gpus: u32::try_from(self.gpus.len()).unwrap_or(u32::MAX),
+        }
+    }
+
     /// A node with `gpus` identical devices of `model` / `memory_bytes`.
     pub fn new(name: impl Into<String>, cpu_milli: u64, memory: u64, gpus: u32) -> Node {
         let devices = (0..gpus)

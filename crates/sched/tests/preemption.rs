@@ -216,14 +216,7 @@ fn victims_that_free_one_leaf_beat_a_scattered_set() {
             ..RailOptimized::default()
         },
     );
-    let inputs: Vec<NodeInput> = ns
-        .iter()
-        .map(|n| NodeInput {
-            name: &n.name,
-            labels: &n.labels,
-            gpus: 8,
-        })
-        .collect();
+    let inputs: Vec<NodeInput> = ns.iter().map(Node::topology_input).collect();
     let topo = Arc::new(Topology::build(&spec, &inputs).unwrap().unwrap());
     let all: &[u32] = &[0, 1, 2, 3, 4, 5, 6, 7];
     let jobs = vec![

@@ -40,14 +40,7 @@ fn cluster(names: &[&str], per_group: u32, nvlink: Option<u32>) -> (Vec<Node>, A
     if let Some(n) = nvlink {
         add_nvlink_domains(&mut spec, names, n);
     }
-    let inputs: Vec<NodeInput> = nodes
-        .iter()
-        .map(|n| NodeInput {
-            name: &n.name,
-            labels: &n.labels,
-            gpus: n.gpus.len() as u32,
-        })
-        .collect();
+    let inputs: Vec<NodeInput> = nodes.iter().map(Node::topology_input).collect();
     let topo = Topology::build(&spec, &inputs).unwrap().unwrap();
     (nodes, Arc::new(topo))
 }

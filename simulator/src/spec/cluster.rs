@@ -498,14 +498,7 @@ fn build_topology(
     if let Some(n) = t.nvlink_domain_size {
         generate::add_nvlink_domains(&mut spec, &names, n.0);
     }
-    let inputs: Vec<NodeInput> = nodes
-        .iter()
-        .map(|n| NodeInput {
-            name: &n.name,
-            labels: &n.labels,
-            gpus: n.gpus.len() as u32,
-        })
-        .collect();
+    let inputs: Vec<NodeInput> = nodes.iter().map(Node::topology_input).collect();
     let at = if t.spec.is_some() {
         "spec.topology.spec"
     } else {

@@ -1,6 +1,56 @@
 //! Serde helpers shared by Trainyard's document types.
 
+use std::fmt;
+
+use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
+
+/// Deserializes a scalar written as a string or a number as its text, for
+/// values parsed later so that every bad one of an object is reported at
+/// once (quantities, durations). `expecting` is what a type error says was
+/// expected; `what` names the value when a number is not finite.
+pub fn scalar_text<'de, D: Deserializer<'de>>(
+    d: D,
+    expecting: &'static str,
+    what: &'static str,
+) -> Result<String, D::Error> {
+    struct V {
+        expecting: &'static str,
+        what: &'static str,
+    }
+    impl Visitor<'_> for V {
+        type Value = String;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.expecting)
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u128<E: de::Error>(self, v: u128) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_i128<E: de::Error>(self, v: i128) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+            if !v.is_finite() {
+                return Err(E::custom(format!(
+                    "invalid {} {v}; expected a finite number",
+                    self.what
+                )));
+            }
+            // Display of f64 is the shortest exact round-trip text, without exponent.
+            Ok(v.to_string())
+        }
+    }
+    d.deserialize_any(V { expecting, what })
+}
 
 /// Deserializes an explicit `null` as `T::default()` (Kubernetes output
 /// often writes `labels: null` or `resources: {}`, and YAML `spec:` with no

@@ -8,7 +8,7 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::Deserializer;
 use serde::{Deserialize, Serialize, Serializer};
 
 /// Longest duration accepted (100 years), in milliseconds.
@@ -116,38 +116,12 @@ impl Serialize for RawDuration {
 
 impl<'de> Deserialize<'de> for RawDuration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = RawDuration;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a duration such as 90 (seconds), \"30m\" or \"2h\"")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawDuration, E> {
-                Ok(RawDuration(v.to_string()))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawDuration, E> {
-                Ok(RawDuration(v.to_string()))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawDuration, E> {
-                Ok(RawDuration(v.to_string()))
-            }
-            fn visit_u128<E: de::Error>(self, v: u128) -> Result<RawDuration, E> {
-                Ok(RawDuration(v.to_string()))
-            }
-            fn visit_i128<E: de::Error>(self, v: i128) -> Result<RawDuration, E> {
-                Ok(RawDuration(v.to_string()))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawDuration, E> {
-                if !v.is_finite() {
-                    return Err(E::custom(format!(
-                        "invalid duration {v}; expected a finite number"
-                    )));
-                }
-                // Display of f64 is the shortest exact round-trip text, without exponent.
-                Ok(RawDuration(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
+        crate::de::scalar_text(
+            d,
+            "a duration such as 90 (seconds), \"30m\" or \"2h\"",
+            "duration",
+        )
+        .map(RawDuration)
     }
 }
 

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::Deserializer;
 use serde::{Deserialize, Serialize, Serializer};
 use trainyard_model::ResourceName;
 
@@ -221,38 +221,12 @@ impl Serialize for RawQuantity {
 
 impl<'de> Deserialize<'de> for RawQuantity {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = RawQuantity;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a quantity such as \"500m\", \"8\" or \"64Gi\"")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<RawQuantity, E> {
-                Ok(RawQuantity(v.to_string()))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawQuantity, E> {
-                Ok(RawQuantity(v.to_string()))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawQuantity, E> {
-                Ok(RawQuantity(v.to_string()))
-            }
-            fn visit_u128<E: de::Error>(self, v: u128) -> Result<RawQuantity, E> {
-                Ok(RawQuantity(v.to_string()))
-            }
-            fn visit_i128<E: de::Error>(self, v: i128) -> Result<RawQuantity, E> {
-                Ok(RawQuantity(v.to_string()))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawQuantity, E> {
-                if !v.is_finite() {
-                    return Err(E::custom(format!(
-                        "invalid quantity {v}; expected a finite number"
-                    )));
-                }
-                // Display of f64 is the shortest exact round-trip text, without exponent.
-                Ok(RawQuantity(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
+        crate::de::scalar_text(
+            d,
+            "a quantity such as \"500m\", \"8\" or \"64Gi\"",
+            "quantity",
+        )
+        .map(RawQuantity)
     }
 }
 

@@ -15,9 +15,8 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::de::{self, Deserializer, Visitor};
+use serde::de::Deserializer;
 use serde::{Deserialize, Serialize, Serializer};
 use trainyard_model::{Limits, QueueSpec, ResourceName, Resources};
 
@@ -104,35 +103,16 @@ impl Serialize for LimitValue {
 
 impl<'de> Deserialize<'de> for LimitValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = LimitValue;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a quantity such as \"8\" or \"64Gi\", or \"unlimited\"")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<LimitValue, E> {
-                Ok(if v == "unlimited" {
-                    LimitValue::Unlimited
-                } else {
-                    LimitValue::Amount(RawQuantity(v.to_string()))
-                })
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<LimitValue, E> {
-                Ok(LimitValue::Amount(RawQuantity(v.to_string())))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<LimitValue, E> {
-                Ok(LimitValue::Amount(RawQuantity(v.to_string())))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<LimitValue, E> {
-                if !v.is_finite() {
-                    return Err(E::custom(format!(
-                        "invalid quantity {v}; expected a finite number"
-                    )));
-                }
-                Ok(LimitValue::Amount(RawQuantity(v.to_string())))
-            }
-        }
-        d.deserialize_any(V)
+        let text = crate::de::scalar_text(
+            d,
+            "a quantity such as \"8\" or \"64Gi\", or \"unlimited\"",
+            "quantity",
+        )?;
+        Ok(if text == "unlimited" {
+            LimitValue::Unlimited
+        } else {
+            LimitValue::Amount(RawQuantity(text))
+        })
     }
 }
 

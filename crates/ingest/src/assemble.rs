@@ -15,6 +15,7 @@ use trainyard_model::{
     Snapshot, SubGroup, Task, TaskState, Timestamp, TopologyConstraint,
 };
 
+use crate::interpret::Objects;
 use crate::k8s::PodInfo;
 use crate::meta::*;
 use crate::read::{Loc, Reader};
@@ -130,7 +131,7 @@ impl Ctx {
 }
 
 pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, LoadErrors> {
-    let Reader {
+    let Objects {
         mut nodes,
         mut pods,
         priority_classes,
@@ -140,8 +141,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         topology: topology_doc,
         mut errors,
         mut warnings,
-        ..
-    } = reader;
+    } = reader.objects;
     let topology = topology::build(&nodes, topology_doc.as_ref(), &mut errors, &mut warnings);
     let mut cx = Ctx::new(opts, &nodes, priority_classes, never_classes, topology);
     cx.errors = errors;

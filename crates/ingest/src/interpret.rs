@@ -42,29 +42,7 @@ pub fn read(sources: &[Source]) -> Objects {
     for s in sources {
         reader.read_source(s);
     }
-    let Reader {
-        nodes,
-        pods,
-        priority_classes,
-        never_classes,
-        queues,
-        pod_groups,
-        topology,
-        errors,
-        warnings,
-        ..
-    } = reader;
-    Objects {
-        nodes,
-        pods,
-        priority_classes,
-        never_classes,
-        queues,
-        pod_groups,
-        topology,
-        errors,
-        warnings,
-    }
+    reader.objects
 }
 
 /// What a pod is to the scheduler.

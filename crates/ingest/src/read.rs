@@ -1,15 +1,15 @@
 //! Parsing sources into typed objects, document by document.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde_json::Value;
 use trainyard_crd::topology::TOPOLOGY_API_VERSIONS;
 use trainyard_crd::{
     API_VERSION, ApiError, ApiErrors, PodGroup, Queue, TopologyDocument, describe_object,
 };
-use trainyard_model::Node;
 
-use crate::k8s::{FieldError, K8sNode, K8sPod, K8sPriorityClass, PodInfo};
+use crate::interpret::Objects;
+use crate::k8s::{FieldError, K8sNode, K8sPod, K8sPriorityClass};
 use crate::{LoadError, Source};
 
 /// Where an object came from: source, document, and the path prefix of the
@@ -72,21 +72,11 @@ fn json_type(v: &Value) -> &'static str {
 /// Everything read from all sources, before assembly.
 #[derive(Default)]
 pub(crate) struct Reader {
-    pub nodes: Vec<(Loc, Node)>,
-    pub pods: Vec<(Loc, PodInfo)>,
-    pub priority_classes: BTreeMap<String, i32>,
-    /// Priority classes with `preemptionPolicy: Never`.
-    pub never_classes: BTreeSet<String>,
-    pub queues: Vec<(Loc, Queue)>,
-    pub pod_groups: Vec<(Loc, PodGroup)>,
-    /// The one `Topology` document, if any.
-    pub topology: Option<(Loc, TopologyDocument)>,
+    pub objects: Objects,
     /// `Kind ns/name` -> where first defined.
     seen: BTreeMap<String, Loc>,
     /// (source, doc, kind, apiVersion note) -> count of skipped objects.
     skipped: Vec<((String, usize, String), usize)>,
-    pub errors: Vec<LoadError>,
-    pub warnings: Vec<String>,
 }
 
 /// Parser limits that grow with the input. The parser's defaults (250,000
@@ -156,7 +146,7 @@ impl Reader {
                     self.visit(doc, &loc, None);
                 }
             }
-            Err(e) => self.errors.push(e),
+            Err(e) => self.objects.errors.push(e),
         }
         for ((src, doc, kind), n) in std::mem::take(&mut self.skipped) {
             let what = if n == 1 {
@@ -164,7 +154,7 @@ impl Reader {
             } else {
                 format!("{n} objects")
             };
-            self.warnings.push(format!(
+            self.objects.warnings.push(format!(
                 "{src}: document {doc}: skipped {what} of kind {kind} (not used by Trainyard)"
             ));
         }
@@ -187,7 +177,7 @@ impl Reader {
                 first.at(),
                 loc.at()
             );
-            self.errors.push(loc.error(Some(object), "", msg));
+            self.objects.errors.push(loc.error(Some(object), "", msg));
             return false;
         }
         self.seen.insert(object.to_string(), loc.clone());
@@ -196,19 +186,21 @@ impl Reader {
 
     fn field_errors(&mut self, loc: &Loc, object: &str, errs: Vec<FieldError>) {
         for (field, msg) in errs {
-            self.errors.push(loc.error(Some(object), &field, msg));
+            self.objects
+                .errors
+                .push(loc.error(Some(object), &field, msg));
         }
     }
 
     fn api_errors(&mut self, loc: &Loc, errs: ApiErrors) {
         for e in errs.0 {
-            self.errors.push(loc.api_error(e));
+            self.objects.errors.push(loc.api_error(e));
         }
     }
 
     fn visit(&mut self, value: &Value, loc: &Loc, inherited: Option<(&str, &str)>) {
         let Some(map) = value.as_object() else {
-            self.errors.push(loc.error(
+            self.objects.errors.push(loc.error(
                 None,
                 "",
                 format!(
@@ -244,7 +236,7 @@ impl Reader {
                     .pointer("/metadata/name")
                     .and_then(Value::as_str)
                     .map(|n| format!("object {n:?}"));
-                self.errors.push(loc.error(
+                self.objects.errors.push(loc.error(
                     name.as_deref(),
                     "kind",
                     "missing; expected the object's kind, such as Node, Pod, PriorityClass, Queue, PodGroup, Topology or List",
@@ -252,7 +244,7 @@ impl Reader {
                 return;
             }
             Some(other) => {
-                self.errors.push(loc.error(
+                self.objects.errors.push(loc.error(
                     None,
                     "kind",
                     format!("expected a string such as \"Pod\", found {other}"),
@@ -270,7 +262,7 @@ impl Reader {
         let api = match value.get("apiVersion") {
             Some(Value::String(a)) if !a.is_empty() => a.clone(),
             None | Some(Value::Null) => {
-                self.errors.push(loc.error(
+                self.objects.errors.push(loc.error(
                     Some(&object),
                     "apiVersion",
                     format!("missing; expected {expected_api}"),
@@ -278,7 +270,7 @@ impl Reader {
                 return;
             }
             Some(other) => {
-                self.errors.push(loc.error(
+                self.objects.errors.push(loc.error(
                     Some(&object),
                     "apiVersion",
                     format!("expected a string such as {expected_api}, found {other}"),
@@ -287,7 +279,7 @@ impl Reader {
             }
         };
         let bad_api = |this: &mut Self| {
-            this.errors.push(loc.error(
+            this.objects.errors.push(loc.error(
                 Some(&object),
                 "apiVersion",
                 format!("expected {expected_api} for kind {kind}, found {api:?}"),
@@ -307,7 +299,7 @@ impl Reader {
                             self.visit(item, &item_loc, item_kind.map(|ik| (ik, api.as_str())));
                         }
                     }
-                    Some(other) => self.errors.push(loc.error(
+                    Some(other) => self.objects.errors.push(loc.error(
                         Some(&kind),
                         "items",
                         format!("expected a sequence of objects, found {}", json_type(other)),
@@ -320,16 +312,17 @@ impl Reader {
                 }
                 let node: K8sNode = match trainyard_crd::from_value(value, &object) {
                     Ok(n) => n,
-                    Err(e) => return self.errors.push(loc.api_error(e)),
+                    Err(e) => return self.objects.errors.push(loc.api_error(e)),
                 };
                 let mut warnings = Vec::new();
                 let converted = node.convert(&mut warnings);
-                self.warnings
+                self.objects
+                    .warnings
                     .extend(warnings.into_iter().map(|w| format!("{}: {w}", loc.at())));
                 match converted {
                     Ok(n) => {
                         if self.claim(&object, loc) {
-                            self.nodes.push((loc.clone(), n));
+                            self.objects.nodes.push((loc.clone(), n));
                         }
                     }
                     Err(errs) => self.field_errors(loc, &object, errs),
@@ -341,16 +334,17 @@ impl Reader {
                 }
                 let pod: K8sPod = match trainyard_crd::from_value(value, &object) {
                     Ok(p) => p,
-                    Err(e) => return self.errors.push(loc.api_error(e)),
+                    Err(e) => return self.objects.errors.push(loc.api_error(e)),
                 };
                 let mut warnings = Vec::new();
                 let converted = pod.convert(&mut warnings);
-                self.warnings
+                self.objects
+                    .warnings
                     .extend(warnings.into_iter().map(|w| format!("{}: {w}", loc.at())));
                 match converted {
                     Ok(p) => {
                         if self.claim(&object, loc) {
-                            self.pods.push((loc.clone(), p));
+                            self.objects.pods.push((loc.clone(), p));
                         }
                     }
                     Err(errs) => self.field_errors(loc, &object, errs),
@@ -362,10 +356,10 @@ impl Reader {
                 }
                 let pc: K8sPriorityClass = match trainyard_crd::from_value(value, &object) {
                     Ok(p) => p,
-                    Err(e) => return self.errors.push(loc.api_error(e)),
+                    Err(e) => return self.objects.errors.push(loc.api_error(e)),
                 };
                 if pc.metadata.name.is_empty() {
-                    return self.errors.push(loc.error(
+                    return self.objects.errors.push(loc.error(
                         Some(&object),
                         "metadata.name",
                         "missing; every PriorityClass needs a name",
@@ -373,9 +367,11 @@ impl Reader {
                 }
                 if self.claim(&object, loc) {
                     if pc.preemption_policy.0 {
-                        self.never_classes.insert(pc.metadata.name.clone());
+                        self.objects.never_classes.insert(pc.metadata.name.clone());
                     }
-                    self.priority_classes.insert(pc.metadata.name, pc.value);
+                    self.objects
+                        .priority_classes
+                        .insert(pc.metadata.name, pc.value);
                 }
             }
             "Queue" if api != API_VERSION => {
@@ -385,7 +381,7 @@ impl Reader {
             "Queue" => match Queue::from_value(value) {
                 Ok(q) => {
                     if self.claim(&q.object(), loc) {
-                        self.queues.push((loc.clone(), q));
+                        self.objects.queues.push((loc.clone(), q));
                     }
                 }
                 Err(errs) => self.api_errors(loc, errs),
@@ -398,14 +394,14 @@ impl Reader {
                     // Checked here, so that a PodGroup no pod names is
                     // checked too.
                     if let Err(e) = pg.metadata.creation_time() {
-                        self.errors.push(loc.error(
+                        self.objects.errors.push(loc.error(
                             Some(&pg.object()),
                             "metadata.creationTimestamp",
                             e.to_string(),
                         ));
                     }
                     if self.claim(&pg.object(), loc) {
-                        self.pod_groups.push((loc.clone(), pg));
+                        self.objects.pod_groups.push((loc.clone(), pg));
                     }
                 }
                 Err(errs) => self.api_errors(loc, errs),
@@ -419,7 +415,7 @@ impl Reader {
                     if let Err(errs) = t.validate() {
                         self.api_errors(loc, errs);
                     }
-                    if let Some((first_loc, first)) = &self.topology
+                    if let Some((first_loc, first)) = &self.objects.topology
                         && first.object() != t.object()
                     {
                         let msg = format!(
@@ -427,9 +423,11 @@ impl Reader {
                             first.object(),
                             first_loc.at()
                         );
-                        self.errors.push(loc.error(Some(&t.object()), "", msg));
+                        self.objects
+                            .errors
+                            .push(loc.error(Some(&t.object()), "", msg));
                     } else if self.claim(&t.object(), loc) {
-                        self.topology = Some((loc.clone(), t));
+                        self.objects.topology = Some((loc.clone(), t));
                     }
                 }
                 Err(errs) => self.api_errors(loc, errs),

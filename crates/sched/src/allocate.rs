@@ -383,14 +383,7 @@ impl<'s> Cycle<'s> {
         let mut start = 0;
         while start < chosen.len() {
             let head = &job.tasks[chosen[start]];
-            let mut end = start + 1;
-            while end < chosen.len() {
-                let t = &job.tasks[chosen[end]];
-                if t.requests != head.requests || !Arc::ptr_eq(&t.constraints, &head.constraints) {
-                    break;
-                }
-                end += 1;
-            }
+            let end = run_end(job, chosen, start);
             // With a topology, whole-GPU pods smaller than a node take an
             // aligned, NUMA-local window of devices when one is free.
             let plan = if aware {
@@ -564,16 +557,7 @@ impl<'s> Cycle<'s> {
             let mut start = 0;
             while start < pending.len() && failure.is_none() {
                 let head = &job.tasks[pending[start]];
-                let mut end = start + 1;
-                while end < pending.len() {
-                    let t = &job.tasks[pending[end]];
-                    if t.requests != head.requests
-                        || !Arc::ptr_eq(&t.constraints, &head.constraints)
-                    {
-                        break;
-                    }
-                    end += 1;
-                }
+                let end = run_end(job, &pending, start);
                 let room = self.limit_headroom(leaf, &head.requests);
                 let take_to = end.min(start.saturating_add(room));
                 if take_to == start {
@@ -702,11 +686,23 @@ impl<'s> Cycle<'s> {
 /// request and the same constraint set (the failed-shape caches and the
 /// victim search's cover bound hold only for such gangs).
 fn one_shape(job: &Job, chosen: &[usize]) -> bool {
-    let first = &job.tasks[chosen[0]];
-    chosen.iter().all(|&t| {
-        let task = &job.tasks[t];
-        task.requests == first.requests && Arc::ptr_eq(&task.constraints, &first.constraints)
-    })
+    run_end(job, chosen, 0) == chosen.len()
+}
+
+/// Whether two tasks are of one shape: the same request and the same
+/// (interned) constraint set, so one placement search serves both.
+fn same_shape(a: &trainyard_model::Task, b: &trainyard_model::Task) -> bool {
+    a.requests == b.requests && Arc::ptr_eq(&a.constraints, &b.constraints)
+}
+
+/// The end of the run of tasks of one shape that starts at `tasks[start]`:
+/// the first index after `start` whose task differs from it, or the end.
+pub(super) fn run_end(job: &Job, tasks: &[usize], start: usize) -> usize {
+    let head = &job.tasks[tasks[start]];
+    tasks[start + 1..]
+        .iter()
+        .position(|&t| !same_shape(&job.tasks[t], head))
+        .map_or(tasks.len(), |i| start + 1 + i)
 }
 
 /// What the gang minimum of a job would add to its queue (nothing when the

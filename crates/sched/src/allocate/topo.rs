@@ -14,6 +14,7 @@ use std::sync::Arc;
 use trainyard_model::topology::Topology;
 use trainyard_model::{Job, PlacementConstraints, Resources, TopologyConstraint};
 
+use super::run_end;
 use super::{Cycle, Placed};
 use crate::decisions::{GangPlacement, PendingReason};
 use crate::state::{GpuAsk, NodeState, PodView};
@@ -531,14 +532,7 @@ impl<'s> Cycle<'s> {
         let mut start = 0;
         while start < tasks.len() {
             let head = &job.tasks[tasks[start]];
-            let mut end = start + 1;
-            while end < tasks.len() {
-                let t = &job.tasks[tasks[end]];
-                if t.requests != head.requests || !Arc::ptr_eq(&t.constraints, &head.constraints) {
-                    break;
-                }
-                end += 1;
-            }
+            let end = run_end(job, tasks, start);
             let key = (
                 self.constraint_id(&head.constraints) as usize,
                 head.requests.gpu as u32,

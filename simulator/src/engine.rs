@@ -55,7 +55,7 @@ use trainyard_model::{
 };
 use trainyard_sched::{Config, Decisions, EvictionKind, GangPlacement, PendingReason, schedule};
 
-use crate::job::{SimJob, task_index};
+use crate::job::SimJob;
 use crate::preemption::{EvictionModel, LostWork, work_after_kill};
 use crate::result::{
     ClusterSample, EvictionSample, JobRecord, JobState, JobTopology, LostGpu, QueueSample,

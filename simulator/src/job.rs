@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use trainyard_model::{
-    PlacementConstraints, Resources, SubGroup, Task, TaskState, Timestamp, TopologyConstraint,
+    PlacementConstraints, Resources, SubGroup, Task, TaskKey, TaskState, Timestamp,
+    TopologyConstraint,
 };
 
 use crate::preemption::LostWork;
@@ -62,8 +63,10 @@ impl SimJob {
         let mut tasks = Vec::with_capacity(self.task_count() as usize);
         for group in &self.tasks {
             for _ in 0..group.count {
+                let name = task_name(&self.id, tasks.len() as u32);
                 tasks.push(Task {
-                    name: task_name(&self.id, tasks.len() as u32),
+                    key: TaskKey::named(name.clone()),
+                    name,
                     subgroup: group.subgroup.clone(),
                     requests: group.requests.clone(),
                     constraints: group.constraints.clone(),
@@ -102,9 +105,4 @@ impl SimJob {
 /// Name of task `i` of job `job`.
 pub fn task_name(job: &str, i: u32) -> String {
     format!("{job}#{i}")
-}
-
-/// The task number in a name made by [`task_name`].
-pub fn task_index(name: &str) -> Option<u32> {
-    name.rsplit_once('#').and_then(|(_, i)| i.parse().ok())
 }

@@ -8,7 +8,9 @@
 use expect_test::expect;
 use std::cell::RefCell;
 
-use trainyard_model::{Node, Nomination, QueueSpec, QueueTree, Resources, Snapshot, Timestamp};
+use trainyard_model::{
+    Node, Nomination, QueueSpec, QueueTree, Resources, Snapshot, TaskKey, Timestamp,
+};
 use trainyard_sched::{Config, Decisions, Eviction, EvictionKind, NominationDecision, schedule};
 use trainyard_sim::workload::{parse_workload, parse_workload_spec};
 use trainyard_sim::{
@@ -81,7 +83,7 @@ fn run<T>(
 fn evict(job: &str, task: &str) -> Eviction {
     Eviction {
         job: job.into(),
-        task: task.into(),
+        task: TaskKey::named(task),
         node: "n1".into(),
         kind: EvictionKind::Reclaim,
         preemptor: "sim/p".into(),
@@ -351,7 +353,7 @@ fn nominations_are_set_kept_cleared_and_expired() {
         if now.0 == 100_000 || now.0 == 120_000 {
             d.nominations.push(NominationDecision {
                 job: "sim/p".into(),
-                task: "sim/p#0".into(),
+                task: TaskKey::named("sim/p#0"),
                 node: "n1".into(),
                 gpus: (0..8).collect(),
             });

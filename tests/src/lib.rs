@@ -193,8 +193,8 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
     let d = trainyard_sched::schedule(&world.snapshot(), &config, now);
 
     if let Some(binds) = &sc.expect.binds {
-        let mut got: BTreeMap<&str, &trainyard_sched::Bind> =
-            d.binds.iter().map(|b| (b.task.as_str(), b)).collect();
+        let mut got: BTreeMap<String, &trainyard_sched::Bind> =
+            d.binds.iter().map(|b| (b.task.to_string(), b)).collect();
         for want in binds {
             match got.remove(want.pod.as_str()) {
                 None => errors.push(format!("expected {} to be bound; it was not", want.pod)),
@@ -259,8 +259,11 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
         }
     }
     {
-        let mut got: BTreeMap<&str, &trainyard_sched::Eviction> =
-            d.evictions.iter().map(|e| (e.task.as_str(), e)).collect();
+        let mut got: BTreeMap<String, &trainyard_sched::Eviction> = d
+            .evictions
+            .iter()
+            .map(|e| (e.task.to_string(), e))
+            .collect();
         for want in &sc.expect.evictions {
             match got.remove(want.pod.as_str()) {
                 None => errors.push(format!("expected {} to be evicted; it was not", want.pod)),
@@ -297,8 +300,11 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
         }
     }
     if let Some(noms) = &sc.expect.nominations {
-        let mut got: BTreeMap<&str, &trainyard_sched::NominationDecision> =
-            d.nominations.iter().map(|n| (n.task.as_str(), n)).collect();
+        let mut got: BTreeMap<String, &trainyard_sched::NominationDecision> = d
+            .nominations
+            .iter()
+            .map(|n| (n.task.to_string(), n))
+            .collect();
         for want in noms {
             match got.remove(want.pod.as_str()) {
                 None => errors.push(format!("expected {} to be nominated; it was not", want.pod)),

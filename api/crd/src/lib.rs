@@ -113,7 +113,7 @@ impl From<ApiError> for ApiErrors {
 }
 
 /// Kubernetes object metadata: the parts Trainyard reads. Unknown fields
-/// (uid, resourceVersion, managedFields, ...) are ignored, so real
+/// (resourceVersion, managedFields, ...) are ignored, so real
 /// `kubectl get -o yaml` output parses.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -122,6 +122,14 @@ pub struct ObjectMeta {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The API server's id of this object (empty when the document has
+    /// none, as in hand-written files).
+    #[serde(
+        default,
+        deserialize_with = "de::null_default",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub uid: String,
     #[serde(
         default,
         deserialize_with = "de::null_default",

@@ -548,14 +548,14 @@ fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
             j.tasks
                 .iter()
                 .find(|t| t.is_pending())
-                .map(|t| (j.id.clone(), t.name.clone()))
+                .map(|t| (j.id.clone(), t.key.clone()))
         })
         .ok_or_else(|| anyhow::anyhow!("no pending pod"))?;
     let mut assume = Vec::new();
     for _ in 0..runs.max(1) * 20 {
         let d = trainyard_sched::Decisions {
             binds: vec![trainyard_sched::Bind {
-                job: pending.0.clone(),
+                job: pending.0.clone().into(),
                 task: pending.1.clone(),
                 node: "node-00001".into(),
                 gpus: vec![0],

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use trainyard_model::{Job, Nomination, Task, TaskState, Timestamp};
+use trainyard_model::{Job, Nomination, Task, TaskKey, TaskState, Timestamp};
 use trainyard_sched::{Bind, Decisions, Eviction, NominationDecision};
 
 use crate::ClusterState;
@@ -22,7 +22,7 @@ pub enum Effect {
 /// One decision laid over the world until confirmed or forgotten.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Assumption {
-    pub task: String,
+    pub task: TaskKey,
     /// When it was assumed.
     pub at: Timestamp,
     pub effect: Effect,
@@ -113,7 +113,7 @@ impl ClusterState {
         // The touched jobs as this cycle's decisions leave them, each
         // copied once, so a decision sees the ones before it.
         let mut work: BTreeMap<String, (Job, Vec<Assumption>)> = BTreeMap::new();
-        let mut add = |s: &ClusterState, job: &str, task: &str, effect: Effect| -> bool {
+        let mut add = |s: &ClusterState, job: &str, task: &TaskKey, effect: Effect| -> bool {
             let Some(&k) = s.task_pos.get(job).and_then(|p| p.get(task)) else {
                 return false;
             };
@@ -131,7 +131,7 @@ impl ClusterState {
             }
             set(&mut j.tasks[k], &effect, now);
             list.push(Assumption {
-                task: task.to_string(),
+                task: task.clone(),
                 at: now,
                 effect,
             });
@@ -139,37 +139,39 @@ impl ClusterState {
         };
         for (i, b) in d.binds.iter().enumerate() {
             let effect = Effect::Bind {
-                node: b.node.clone(),
+                node: b.node.0.clone(),
                 gpus: b.gpus.clone(),
             };
-            if add(self, &b.job, &b.task, effect) {
+            if add(self, b.job.as_str(), &b.task, effect) {
                 self.writes.push(Write::Bind(b.clone()));
                 applied.binds.push(i);
             }
         }
         for (i, e) in d.evictions.iter().enumerate() {
-            if add(self, &e.job, &e.task, Effect::Evict) {
+            if add(self, e.job.as_str(), &e.task, Effect::Evict) {
                 self.writes.push(Write::Evict(e.clone()));
                 applied.evictions.push(i);
             }
         }
         for (i, n) in d.nominations.iter().enumerate() {
             let effect = Effect::Nominate {
-                node: n.node.clone(),
+                node: n.node.0.clone(),
                 gpus: n.gpus.clone(),
             };
-            let unchanged = self
-                .task(&n.job, &n.task)
-                .is_some_and(|(_, t)| t.nomination.as_ref().is_some_and(|x| x.node == n.node));
+            let unchanged = self.task(n.job.as_str(), &n.task).is_some_and(|(_, t)| {
+                t.nomination
+                    .as_ref()
+                    .is_some_and(|x| x.node == n.node.as_str())
+            });
             if unchanged {
                 // Already reserved there: it keeps its time; nothing owed.
                 if self
-                    .task(&n.job, &n.task)
+                    .task(n.job.as_str(), &n.task)
                     .is_some_and(|(_, t)| t.is_pending())
                 {
                     applied.nominations.push(i);
                 }
-            } else if add(self, &n.job, &n.task, effect) {
+            } else if add(self, n.job.as_str(), &n.task, effect) {
                 self.writes.push(Write::Nominate(n.clone()));
                 applied.nominations.push(i);
             }

@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use trainyard_model::topology::Topology;
-use trainyard_model::{ExternalPod, Job, Node, QueueTree, Snapshot, Task};
+use trainyard_model::{ExternalPod, Job, Node, QueueTree, Snapshot, Task, TaskKey};
 
 pub use assume::{Applied, Assumption, Effect, Write};
 pub use objects::{ObjectChange, Problems};
@@ -72,9 +72,9 @@ pub struct ClusterState {
     nodes: BTreeMap<String, Arc<Node>>,
     /// Jobs as the world reported them.
     jobs: BTreeMap<String, Arc<Job>>,
-    /// Position of each task by name, per job (the same in the world's
-    /// job and its view: assumptions never add or remove tasks).
-    task_pos: BTreeMap<String, BTreeMap<String, usize>>,
+    /// Position of each task by key, per job (the same in the world's job
+    /// and its view: assumptions never add or remove tasks).
+    task_pos: BTreeMap<String, BTreeMap<TaskKey, usize>>,
     /// Jobs with assumptions: the world's job with them applied.
     views: BTreeMap<String, Arc<Job>>,
     assumed: BTreeMap<String, Vec<Assumption>>,
@@ -211,7 +211,7 @@ impl ClusterState {
             .tasks
             .iter()
             .enumerate()
-            .map(|(i, t)| (t.name.clone(), i))
+            .map(|(i, t)| (t.key.clone(), i))
             .collect();
         self.task_pos.insert(id.clone(), pos);
         self.jobs.insert(id.clone(), job);
@@ -226,8 +226,8 @@ impl ClusterState {
             .map(|j| &**j)
     }
 
-    /// A task of a job by name, with its position in the job's tasks.
-    pub fn task(&self, job: &str, task: &str) -> Option<(usize, &Task)> {
+    /// A task of a job by key, with its position in the job's tasks.
+    pub fn task(&self, job: &str, task: &TaskKey) -> Option<(usize, &Task)> {
         let k = *self.task_pos.get(job)?.get(task)?;
         self.job(job).map(|j| (k, &j.tasks[k]))
     }

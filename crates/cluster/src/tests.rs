@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use trainyard_model::{Job, Node, Resources, Snapshot, TaskState, Timestamp};
+use trainyard_model::{Job, Node, Resources, Snapshot, TaskKey, TaskState, Timestamp};
 use trainyard_sched::{Bind, Decisions, Eviction, EvictionKind, NominationDecision};
 
 use crate::{Change, ClusterState, Write};
@@ -37,14 +37,14 @@ fn world() -> ClusterState {
 fn bind(job: &str, task: &str, node: &str) -> Bind {
     Bind {
         job: job.into(),
-        task: task.into(),
+        task: TaskKey::named(task),
         node: node.into(),
         gpus: vec![3],
     }
 }
 
 fn state(s: &ClusterState, job: &str, task: &str) -> String {
-    let (_, t) = s.task(job, task).expect("task exists");
+    let (_, t) = s.task(job, &TaskKey::named(task)).expect("task exists");
     let mut out = match &t.state {
         TaskState::Pending => "pending".to_string(),
         TaskState::Bound { node, .. } => format!("bound@{node}"),
@@ -147,7 +147,7 @@ fn a_bind_of_a_task_that_is_not_pending_is_not_assumed() {
 fn eviction(job: &str, task: &str) -> Eviction {
     Eviction {
         job: job.into(),
-        task: task.into(),
+        task: TaskKey::named(task),
         node: "n2".into(),
         kind: EvictionKind::Preempt,
         preemptor: "a".into(),
@@ -183,7 +183,7 @@ fn evictions_apply_to_running_tasks_once() {
 fn nomination(task: &str, node: &str) -> NominationDecision {
     NominationDecision {
         job: "b".into(),
-        task: task.into(),
+        task: TaskKey::named(task),
         node: node.into(),
         gpus: vec![1],
     }

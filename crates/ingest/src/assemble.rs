@@ -12,7 +12,7 @@ use trainyard_crd::preemption::{PreemptibleMark, default_preemptible, preemptibl
 use trainyard_crd::{ConstraintField, PodGroup, Queue, TopologyConstraintSpec};
 use trainyard_model::{
     ExternalPod, Job, Node, Nomination, PlacementConstraints, QueueError, QueueSpec, QueueTree,
-    Snapshot, SubGroup, Task, TaskState, Timestamp, TopologyConstraint,
+    Snapshot, SubGroup, Task, TaskKey, TaskState, Timestamp, TopologyConstraint,
 };
 
 use crate::interpret::Objects;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ids::TaskKey;
 use crate::node::{Node, NodeSelectorTerm, Taint, TaintEffect, Toleration};
 use crate::resources::Resources;
 use crate::time::Timestamp;
@@ -76,8 +77,12 @@ pub enum TaskState {
 /// One pod of a job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {
-    /// Unique name, `namespace/pod`.
+    /// Unique name, `namespace/pod`: the key as displayed, used for order
+    /// and in messages.
     pub name: String,
+    /// The pod's typed identity, carried into the decisions.
+    #[serde(default)]
+    pub key: TaskKey,
     /// Sub-group this task belongs to, if the job has sub-groups.
     pub subgroup: Option<String>,
     /// Effective requests (what Kubernetes would account for the pod).
@@ -222,6 +227,7 @@ impl Job {
             .enumerate()
             .map(|(i, requests)| Task {
                 name: format!("{id}-{i}"),
+                key: TaskKey::named(format!("{id}-{i}")),
                 subgroup: None,
                 requests,
                 constraints: Arc::clone(&constraints),

@@ -7,6 +7,7 @@
 //! global state. Parsing user-facing documents lives in `trainyard-crd` and
 //! `trainyard-ingest`; scheduling lives in `trainyard-sched`.
 
+pub mod ids;
 pub mod job;
 pub mod node;
 pub mod queue;
@@ -14,6 +15,7 @@ pub mod resources;
 pub mod snapshot;
 pub mod time;
 
+pub use ids::{JobId, NodeName, TaskKey};
 pub use job::{
     Job, Nomination, PlacementConstraints, SubGroup, Task, TaskState, TopologyConstraint,
 };

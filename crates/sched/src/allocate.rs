@@ -20,7 +20,8 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use trainyard_model::{
-    Job, Node, PlacementConstraints, QueueId, QueueTree, Resources, Snapshot, TaskState, Timestamp,
+    Job, JobId, Node, NodeName, PlacementConstraints, QueueId, QueueTree, Resources, Snapshot,
+    TaskState, Timestamp,
 };
 
 use crate::config::Config;
@@ -500,9 +501,9 @@ impl<'s> Cycle<'s> {
                 .bind_index
                 .insert((j, t), self.outcome.binds.len());
             self.outcome.binds.push(Bind {
-                job: job.id.clone(),
-                task: task.name.clone(),
-                node: node.name.clone(),
+                job: JobId(job.id.clone()),
+                task: task.key.clone(),
+                node: NodeName(node.name.clone()),
                 gpus: slots.iter().map(|&s| node.gpus[s].index).collect(),
             });
             self.outcome.stats.pods_bound += 1;
@@ -621,12 +622,13 @@ impl<'s> Cycle<'s> {
             .map(|(j, reason)| {
                 let jw = &self.ledger.jobs[j];
                 PendingJob {
-                    job: jw.job.id.clone(),
+                    job: JobId(jw.job.id.clone()),
                     queue: if jw.leaf == QueueTree::ROOT {
                         jw.job.queue.clone()
                     } else {
                         self.world.tree.path(jw.leaf).to_string()
                     },
+                    queue_id: (jw.leaf != QueueTree::ROOT).then_some(jw.leaf),
                     message: reason.to_string(),
                     reason,
                 }
@@ -644,6 +646,8 @@ impl<'s> Cycle<'s> {
         while let Some((q, depth)) = stack.pop() {
             let spec = self.world.tree.spec(q);
             queues.push(QueueReport {
+                id: q,
+                name: self.world.tree.name(q).to_string(),
                 queue: self.world.tree.path(q).to_string(),
                 parent: spec.parent.clone(),
                 depth,

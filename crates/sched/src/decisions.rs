@@ -4,14 +4,14 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use trainyard_model::{Limits, ResourceName, Resources};
+use trainyard_model::{JobId, Limits, NodeName, QueueId, ResourceName, Resources, TaskKey};
 
 /// Put task `task` of job `job` on `node`, holding GPU devices `gpus`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bind {
-    pub job: String,
-    pub task: String,
-    pub node: String,
+    pub job: JobId,
+    pub task: TaskKey,
+    pub node: NodeName,
     /// GPU device indices on the node (empty when the task asks for no GPU).
     pub gpus: Vec<u32>,
 }
@@ -30,12 +30,12 @@ pub enum EvictionKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Eviction {
-    pub job: String,
-    pub task: String,
-    pub node: String,
+    pub job: JobId,
+    pub task: TaskKey,
+    pub node: NodeName,
     pub kind: EvictionKind,
     /// The job the room is made for.
-    pub preemptor: String,
+    pub preemptor: JobId,
     /// For people, e.g. `reclaimed for team-b/llm-70b: team-a above fair
     /// share (nvidia.com/gpu 48/32)`.
     pub message: String,
@@ -45,9 +45,9 @@ pub struct Eviction {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NominationDecision {
-    pub job: String,
-    pub task: String,
-    pub node: String,
+    pub job: JobId,
+    pub task: TaskKey,
+    pub node: NodeName,
     pub gpus: Vec<u32>,
 }
 
@@ -55,7 +55,7 @@ pub struct NominationDecision {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GangPlacement {
-    pub job: String,
+    pub job: JobId,
     /// Leaves, spine crossings and rail alignment of the pods placed now
     /// (together with the gang's pods already running), in rank order.
     pub span: trainyard_model::topology::Span,
@@ -466,9 +466,13 @@ impl fmt::Display for PendingReason {
 /// A job left pending, with its reason.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PendingJob {
-    pub job: String,
+    pub job: JobId,
     /// Queue path (`org/team`).
     pub queue: String,
+    /// The queue's id in this snapshot's tree; `None` when the job names a
+    /// queue that does not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_id: Option<QueueId>,
     pub reason: PendingReason,
     /// `reason` as a sentence.
     pub message: String,
@@ -478,6 +482,10 @@ pub struct PendingJob {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueReport {
+    /// The queue's id in this snapshot's tree.
+    pub id: QueueId,
+    /// Its own name (the last part of the path).
+    pub name: String,
     /// `org/team` path.
     pub queue: String,
     pub parent: Option<String>,

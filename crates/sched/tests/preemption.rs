@@ -64,7 +64,7 @@ fn run_with(
 }
 
 fn evicted(d: &Decisions) -> Vec<String> {
-    let mut v: Vec<String> = d.evictions.iter().map(|e| e.task.clone()).collect();
+    let mut v: Vec<String> = d.evictions.iter().map(|e| e.task.to_string()).collect();
     v.sort();
     v
 }
@@ -352,7 +352,7 @@ fn a_nominated_job_waits_and_keeps_its_room() {
     let b: Vec<(String, String)> = d
         .binds
         .iter()
-        .map(|b| (b.task.clone(), b.node.clone()))
+        .map(|b| (b.task.to_string(), b.node.to_string()))
         .collect();
     assert_eq!(b, [("b/big-0".to_string(), "n1".to_string())]);
     assert_eq!(d.pending[0].job, "b/sneaky");
@@ -382,7 +382,7 @@ fn a_stale_nomination_never_takes_another_preemptors_devices() {
     let b: Vec<(String, String)> = d
         .binds
         .iter()
-        .map(|b| (b.task.clone(), b.node.clone()))
+        .map(|b| (b.task.to_string(), b.node.to_string()))
         .collect();
     assert_eq!(b, [("b/late-0".to_string(), "n0".to_string())]);
     assert_eq!(d.pending[0].job, "a/early");
@@ -430,9 +430,9 @@ mod cycles {
                 by_task.insert(Box::leak(task.name.clone().into_boxed_str()), (j, t));
             }
         }
-        let evicted: BTreeSet<&str> = d.evictions.iter().map(|e| e.task.as_str()).collect();
+        let evicted: BTreeSet<&str> = d.evictions.iter().map(|e| e.task.name.as_str()).collect();
         for e in &d.evictions {
-            let (j, t) = by_task[e.task.as_str()];
+            let (j, t) = by_task[e.task.name.as_str()];
             let job = &mut jobs[j];
             // A gang that drops below its minimum restarts whole.
             let left = job
@@ -451,19 +451,19 @@ mod cycles {
             }
         }
         for b in &d.binds {
-            let (j, t) = by_task[b.task.as_str()];
+            let (j, t) = by_task[b.task.name.as_str()];
             let task = &mut jobs[j].tasks[t];
             task.state = TaskState::Bound {
-                node: b.node.clone(),
+                node: b.node.to_string(),
                 gpus: Some(b.gpus.clone()),
             };
             task.started = Some(now);
             task.nomination = None;
         }
         for n in &d.nominations {
-            let (j, t) = by_task[n.task.as_str()];
+            let (j, t) = by_task[n.task.name.as_str()];
             jobs[j].tasks[t].nomination = Some(Nomination {
-                node: n.node.clone(),
+                node: n.node.to_string(),
                 since: now,
                 gpus: Some(n.gpus.clone()),
             });
@@ -575,8 +575,8 @@ mod cycles {
                 // cycle takes that bind back for a gang with a better claim
                 // (reason `yielded`; a bind of this cycle is never evicted).
                 if let Some(prev) = &last {
-                    let nominated: BTreeSet<&str> = prev.nominations.iter().map(|n| n.task.as_str()).collect();
-                    let bound: BTreeSet<&str> = d.binds.iter().map(|b| b.task.as_str()).collect();
+                    let nominated: BTreeSet<&str> = prev.nominations.iter().map(|n| n.task.name.as_str()).collect();
+                    let bound: BTreeSet<&str> = d.binds.iter().map(|b| b.task.name.as_str()).collect();
                     for t in &nominated {
                         let yielded = d.pending.iter().any(|p| {
                             t.starts_with(p.job.as_str())

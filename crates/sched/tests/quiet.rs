@@ -97,7 +97,7 @@ fn jobs_of(w: &World, specs: &[JobSpec]) -> Vec<Job> {
 
 /// Applies decisions as a cluster with instant evictions would.
 fn apply(jobs: &mut [Job], d: &Decisions, now: Timestamp) {
-    let evicted: BTreeSet<&str> = d.evictions.iter().map(|e| e.task.as_str()).collect();
+    let evicted: BTreeSet<&str> = d.evictions.iter().map(|e| e.task.name.as_str()).collect();
     for job in jobs.iter_mut() {
         let hit = job.tasks.iter().any(|t| evicted.contains(t.name.as_str()));
         let left = job
@@ -113,12 +113,16 @@ fn apply(jobs: &mut [Job], d: &Decisions, now: Timestamp) {
             }
         }
     }
-    let binds: BTreeMap<&str, _> = d.binds.iter().map(|b| (b.task.as_str(), b)).collect();
-    let noms: BTreeMap<&str, _> = d.nominations.iter().map(|n| (n.task.as_str(), n)).collect();
+    let binds: BTreeMap<&str, _> = d.binds.iter().map(|b| (b.task.name.as_str(), b)).collect();
+    let noms: BTreeMap<&str, _> = d
+        .nominations
+        .iter()
+        .map(|n| (n.task.name.as_str(), n))
+        .collect();
     for t in jobs.iter_mut().flat_map(|j| j.tasks.iter_mut()) {
         if let Some(b) = binds.get(t.name.as_str()) {
             t.state = TaskState::Bound {
-                node: b.node.clone(),
+                node: b.node.to_string(),
                 gpus: Some(b.gpus.clone()),
             };
             t.started = Some(now);
@@ -126,7 +130,7 @@ fn apply(jobs: &mut [Job], d: &Decisions, now: Timestamp) {
         }
         if let Some(n) = noms.get(t.name.as_str()) {
             t.nomination = Some(Nomination {
-                node: n.node.clone(),
+                node: n.node.to_string(),
                 since: now,
                 gpus: Some(n.gpus.clone()),
             });
@@ -189,7 +193,7 @@ fn quiet_cluster(
         // would be (see docs/preemption.md, "Known limits").
         let quiet = cycle >= 2 && !evicted_before;
         for e in &d.evictions {
-            if let Some(&k) = bound_in.get(&e.task) {
+            if let Some(&k) = bound_in.get(&e.task.name) {
                 prop_assert!(
                     !(quiet && k == cycle - 1),
                     "cycle {cycle}: {} was bound in cycle {k} and is evicted now ({})",
@@ -197,7 +201,7 @@ fn quiet_cluster(
                     e.message
                 );
             }
-            bound_in.remove(&e.task);
+            bound_in.remove(&e.task.name);
         }
         if quiet && bound_before > 0 {
             // Pods bound by the previous cycle were at stake here.
@@ -207,7 +211,7 @@ fn quiet_cluster(
         evicted_before = !d.evictions.is_empty();
         bound_before = d.binds.len();
         for b in &d.binds {
-            bound_in.insert(b.task.clone(), cycle);
+            bound_in.insert(b.task.to_string(), cycle);
         }
         EVICTIONS.fetch_add(d.evictions.len(), Ordering::Relaxed);
         settled = cycle >= 2 && d.binds.is_empty() && d.evictions.is_empty();

@@ -88,14 +88,14 @@ fn binds(d: &Decisions) -> Vec<(String, String, Vec<u32>)> {
     let mut v: Vec<_> = d
         .binds
         .iter()
-        .map(|b| (b.task.clone(), b.node.clone(), b.gpus.clone()))
+        .map(|b| (b.task.to_string(), b.node.to_string(), b.gpus.clone()))
         .collect();
     v.sort();
     v
 }
 
 fn nodes_of(d: &Decisions) -> BTreeSet<String> {
-    d.binds.iter().map(|b| b.node.clone()).collect()
+    d.binds.iter().map(|b| b.node.to_string()).collect()
 }
 
 fn required(level: &str) -> TopologyConstraint {
@@ -217,7 +217,7 @@ fn gang_larger_than_a_leaf_spans_two_with_neighbouring_ranks_together() {
     let by_task: BTreeMap<String, String> = d
         .binds
         .iter()
-        .map(|b| (b.task.clone(), b.node.clone()))
+        .map(|b| (b.task.to_string(), b.node.to_string()))
         .collect();
     let group = |n: &str| n.chars().next();
     // Ranks 0 and 1 (tasks -2 and -1) share a leaf group; rank 2 is alone.
@@ -380,13 +380,13 @@ proptest! {
         let mut used: BTreeSet<(String, u32)> = BTreeSet::new();
         for e in &ext {
             for g in e.gpus.iter().flatten() {
-                used.insert((e.node.clone(), *g));
+                used.insert((e.node.to_string(), *g));
             }
         }
         for b in &d.binds {
             for g in &b.gpus {
                 prop_assert!(*g < 8);
-                prop_assert!(used.insert((b.node.clone(), *g)), "GPU {g} of {} twice", b.node);
+                prop_assert!(used.insert((b.node.to_string(), *g)), "GPU {g} of {} twice", b.node);
             }
         }
         for (job, (pods, _, req)) in jobs.iter().zip(&gangs) {

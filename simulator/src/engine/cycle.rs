@@ -27,13 +27,14 @@ impl Engine<'_> {
         let mut placed: BTreeMap<usize, Vec<PlacedPod>> = BTreeMap::new();
         for &i in &applied.binds {
             let b = &d.binds[i];
-            let Some(ti) = task_index(&b.task) else {
+            let Some(&j) = self.by_id.get(b.job.as_str()) else {
                 continue;
             };
-            let Some(&j) = self.by_id.get(&b.job) else {
+            let Some((_, task)) = self.world.task(b.job.as_str(), &b.task) else {
                 continue;
             };
-            let Some((_, task)) = self.world.task(&b.job, &b.task) else {
+            // The simulator ranks a job's tasks by their index.
+            let Some(ti) = task.rank else {
                 continue;
             };
             let gpu = task.requests.gpu;
@@ -46,7 +47,13 @@ impl Engine<'_> {
             }
             self.gpu_allocated += gpu;
             if let Some(lf) = &mut self.leaf_free {
-                lf.change(self.input.nodes, &self.node_up, &b.node, &b.gpus, true);
+                lf.change(
+                    self.input.nodes,
+                    &self.node_up,
+                    b.node.as_str(),
+                    &b.gpus,
+                    true,
+                );
             }
             started.entry(j).or_default().push(ti);
             if self.opts.topology.is_some() {
@@ -101,7 +108,7 @@ impl Engine<'_> {
         }
         self.apply_evictions(&d, &applied, now);
         for p in &d.pending {
-            let Some(&j) = self.by_id.get(&p.job) else {
+            let Some(&j) = self.by_id.get(p.job.as_str()) else {
                 continue;
             };
             let rt = &mut self.rt[j];
@@ -119,7 +126,7 @@ impl Engine<'_> {
             if permanent {
                 rt.record.state = JobState::Rejected;
                 rt.live = false;
-                self.world.apply(Change::JobGone(p.job.clone()));
+                self.world.apply(Change::JobGone(p.job.0.clone()));
                 self.pending -= 1;
                 self.finished += 1;
             }
@@ -133,13 +140,10 @@ impl Engine<'_> {
         let held = (!d.evictions.is_empty()).then(|| self.queue_alloc());
         for q in &d.queues {
             let allocated = match &held {
-                Some(held) => {
-                    let name = q.queue.rsplit('/').next().unwrap_or(&q.queue);
-                    match self.world.queues().get(name) {
-                        Some(id) => held[id.0].clone(),
-                        None => q.allocated.clone(),
-                    }
-                }
+                Some(held) => held
+                    .get(q.id.0)
+                    .cloned()
+                    .unwrap_or_else(|| q.allocated.clone()),
                 None => q.allocated.clone(),
             };
             let now_vals = (q.demand.clone(), q.fair_share.clone(), allocated);
@@ -278,13 +282,13 @@ impl Engine<'_> {
         let mut jobs: BTreeSet<(EvictionKind, usize)> = BTreeSet::new();
         for &i in &applied.evictions {
             let e = &d.evictions[i];
-            let Some(ti) = task_index(&e.task) else {
+            let Some(&j) = self.by_id.get(e.job.as_str()) else {
                 continue;
             };
-            let Some(&j) = self.by_id.get(&e.job) else {
+            let Some((_, task)) = self.world.task(e.job.as_str(), &e.task) else {
                 continue;
             };
-            let Some((_, task)) = self.world.task(&e.job, &e.task) else {
+            let Some(ti) = task.rank else {
                 continue;
             };
             per_job

@@ -44,7 +44,7 @@ impl Engine<'_> {
         let is_done = |t: &Task| {
             !t.is_pending()
                 && t.started == Some(Timestamp(since))
-                && task_index(&t.name).is_some_and(|i| tasks.contains(&i))
+                && t.rank.is_some_and(|i| tasks.contains(&i))
         };
         if !job.tasks.iter().any(is_done) {
             return false;
@@ -222,7 +222,7 @@ impl Engine<'_> {
         let is_gone = |t: &Task| {
             t.terminating
                 && !t.is_pending()
-                && task_index(&t.name).is_some_and(|i| {
+                && t.rank.is_some_and(|i| {
                     tasks
                         .iter()
                         .any(|(x, s)| *x == i && t.started.map_or(i64::MIN, |v| v.0) == *s)
@@ -262,7 +262,7 @@ impl Engine<'_> {
             t.started = None;
             t.terminating = false;
             t.nomination = None;
-            let ti = task_index(&t.name);
+            let ti = t.rank;
             if winding {
                 job.tasks.remove(k);
             }

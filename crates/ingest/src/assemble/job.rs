@@ -201,6 +201,11 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
             });
             Task {
                 name: m.pod.key(),
+                key: TaskKey {
+                    namespace: m.pod.namespace.clone(),
+                    name: m.pod.name.clone(),
+                    uid: m.pod.meta.uid.clone(),
+                },
                 subgroup: m.subgroup,
                 requests: m.pod.requests,
                 constraints: cx.intern(m.pod.constraints),

@@ -25,7 +25,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use trainyard_model::{QueueId, QueueTree, ResourceName, Resources, TaskState};
+use trainyard_model::{JobId, NodeName, QueueId, QueueTree, ResourceName, Resources, TaskState};
 
 use super::{Cycle, Placed, select_minimum};
 use crate::decisions::{Eviction, EvictionKind, NominationDecision, PendingReason};
@@ -626,11 +626,11 @@ impl<'s> Cycle<'s> {
                     continue;
                 }
                 self.outcome.evictions.push(Eviction {
-                    job: vj.id.clone(),
-                    task: vj.tasks[*t].name.clone(),
-                    node: self.world.nodes[*n].name.clone(),
+                    job: JobId(vj.id.clone()),
+                    task: vj.tasks[*t].key.clone(),
+                    node: NodeName(self.world.nodes[*n].name.clone()),
                     kind: u.kind,
-                    preemptor: me.id.clone(),
+                    preemptor: JobId(me.id.clone()),
                     message: message.clone(),
                 });
                 victims += 1;
@@ -699,9 +699,9 @@ impl<'s> Cycle<'s> {
             let node = self.world.nodes[*n];
             nodes.insert(node.name.clone());
             self.outcome.nominations.push(NominationDecision {
-                job: me.id.clone(),
-                task: me.tasks[*t].name.clone(),
-                node: node.name.clone(),
+                job: JobId(me.id.clone()),
+                task: me.tasks[*t].key.clone(),
+                node: NodeName(node.name.clone()),
                 gpus: slots.iter().map(|&s| node.gpus[s].index).collect(),
             });
         }

@@ -22,7 +22,7 @@ fn run(s: &Snapshot) -> Decisions {
 fn bound_jobs(d: &Decisions) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for b in &d.binds {
-        *m.entry(b.job.clone()).or_default() += 1;
+        *m.entry(b.job.to_string()).or_default() += 1;
     }
     m
 }
@@ -94,7 +94,7 @@ fn whole_gpu_tasks_get_specific_devices() {
     let gpus: Vec<_> = d
         .binds
         .iter()
-        .map(|b| (b.task.as_str(), b.gpus.clone()))
+        .map(|b| (b.task.name.as_str(), b.gpus.clone()))
         .collect();
     assert_eq!(gpus, vec![("a/x-0", vec![0, 1, 2]), ("a/y-0", vec![3, 4])]);
 }
@@ -196,7 +196,7 @@ fn subgroup_minimums_are_placed_first_and_checked() {
         vec![job.clone()],
     ));
     // 3 for the minimum (ps-3 first, then two workers), then the 4th elastically.
-    let order: Vec<_> = d.binds.iter().map(|b| b.task.as_str()).collect();
+    let order: Vec<_> = d.binds.iter().map(|b| b.task.name.as_str()).collect();
     assert_eq!(order, ["a/ps-3", "a/ps-0", "a/ps-1", "a/ps-2"]);
 
     job.tasks.truncate(3); // no ps pod at all
@@ -290,7 +290,9 @@ fn limit_check_uses_the_same_minimum_as_placement() {
     let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
     let mut job = Job::gang("a/sg", "q", vec![gpu_task(16), gpu_task(1)]);
     job.tasks[0].name = "a/sg-a-elastic".into();
+    job.tasks[0].key = trainyard_model::TaskKey::named("a/sg-a-elastic");
     job.tasks[1].name = "a/sg-z-min".into();
+    job.tasks[1].key = trainyard_model::TaskKey::named("a/sg-z-min");
     job.tasks[1].subgroup = Some("s".into());
     job.subgroups = vec![SubGroup {
         name: "s".into(),
@@ -386,7 +388,7 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
         .map(|t| (t.name.as_str(), t))
         .collect();
     for b in &d.binds {
-        let t = tasks[b.task.as_str()];
+        let t = tasks[b.task.name.as_str()];
         used.entry(b.node.as_str()).or_default().add(&t.requests);
         for g in &b.gpus {
             *devices.entry((b.node.as_str(), *g)).or_default() += if t.requests.gpu >= 1000 {
@@ -432,7 +434,7 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
         .iter()
         .filter_map(|j| tree.get(&j.queue).map(|q| (j.id.as_str(), q)))
         .collect();
-    let evicted: BTreeSet<&str> = d.evictions.iter().map(|e| e.task.as_str()).collect();
+    let evicted: BTreeSet<&str> = d.evictions.iter().map(|e| e.task.name.as_str()).collect();
     let mut charge = |job: &str, r: &Resources| {
         if let Some(&leaf) = leaf_of.get(job) {
             for q in tree.ancestors(leaf) {
@@ -448,7 +450,7 @@ fn check_invariants(s: &Snapshot, d: &Decisions) -> Result<(), TestCaseError> {
         }
     }
     for b in &d.binds {
-        charge(&b.job, &tasks[b.task.as_str()].requests);
+        charge(&b.job, &tasks[b.task.name.as_str()].requests);
     }
     for q in tree.ids() {
         if let Some((r, cap)) = tree.spec(q).limit.first_exceeded(&use_of[q.0]) {
@@ -502,7 +504,7 @@ proptest! {
         let mut used: BTreeMap<&str, (Resources, std::collections::BTreeSet<u32>)> = BTreeMap::new();
         for b in &d.binds {
             let e = used.entry(b.node.as_str()).or_default();
-            e.0.add(&tasks[b.task.as_str()].requests);
+            e.0.add(&tasks[b.task.name.as_str()].requests);
             e.1.extend(b.gpus.iter().copied());
         }
         for p in &d.pending {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use trainyard_model::topology::Topology;
-use trainyard_model::{Job, PlacementConstraints, Resources, TopologyConstraint};
+use trainyard_model::{Job, JobId, PlacementConstraints, Resources, TopologyConstraint};
 
 use super::run_end;
 use super::{Cycle, Placed};
@@ -688,7 +688,7 @@ impl<'s> Cycle<'s> {
         let span = ti.topo.span(&list);
         let level = span.level.map(|l| ti.level_name(l as usize).to_string());
         Some(GangPlacement {
-            job: job.id.clone(),
+            job: JobId(job.id.clone()),
             in_tightest: match (span.level, tightest) {
                 (_, None) => true,
                 (Some(l), Some(t)) => l as usize <= t,

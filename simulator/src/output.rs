@@ -564,6 +564,7 @@ mod tests {
             queues: vec![QueueSample {
                 time: ts(1_002_000),
                 queue: "root/a".into(),
+                name: "a".into(),
                 is_leaf: true,
                 demand: Resources::new(4000, 3 << 29, 8000),
                 fair_share: Resources::new(2500, 1 << 30, 4000),

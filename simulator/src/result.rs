@@ -132,12 +132,18 @@ impl JobRecord {
     }
 }
 
+/// A queue's starved episodes: lengths (ms) of those that ended, and the
+/// start of one still open.
+pub type Episodes = (Vec<i64>, Option<Timestamp>);
+
 /// One queue at one cycle.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueSample {
     pub time: Timestamp,
     /// Queue path.
     pub queue: String,
+    /// The queue's own name (the name jobs use for a leaf).
+    pub name: String,
     pub is_leaf: bool,
     pub demand: Resources,
     pub fair_share: Resources,
@@ -368,11 +374,13 @@ pub struct TopologySummary {
 /// has GPU demand and a GPU fair share, in path order.
 fn share_ratios<'a>(current: &BTreeMap<&'a str, &'a QueueSample>) -> Vec<(&'a str, f64)> {
     let mut out = Vec::new();
-    for (path, s) in current {
+    for s in current.values() {
         if s.demand.gpu > 0 && s.fair_share.gpu > 0 {
-            // Jobs name their leaf queue; samples carry the path.
-            let leaf = path.rsplit('/').next().unwrap_or(path);
-            out.push((leaf, s.allocated.gpu as f64 / s.fair_share.gpu as f64));
+            // Jobs name their leaf queue; samples carry it beside the path.
+            out.push((
+                s.name.as_str(),
+                s.allocated.gpu as f64 / s.fair_share.gpu as f64,
+            ));
         }
     }
     out
@@ -528,21 +536,20 @@ impl SimOutput {
         out
     }
 
-    /// Starved episodes per leaf queue path (see [`PreemptionSummary`]):
+    /// Starved episodes per leaf queue (path, name) (see [`PreemptionSummary`]):
     /// lengths (ms) of those that ended, and the start of one still open.
-    pub fn starved_episodes(&self) -> BTreeMap<&str, (Vec<i64>, Option<Timestamp>)> {
+    pub fn starved_episodes(&self) -> BTreeMap<(&str, &str), Episodes> {
         // G: the largest gang minimum of each queue, by leaf name.
         let mut gang: BTreeMap<&str, u64> = BTreeMap::new();
         for j in self.jobs.iter().filter(|j| j.state != JobState::Rejected) {
             let g = gang.entry(j.queue.as_str()).or_default();
             *g = (*g).max(j.min_gpu_milli);
         }
-        let mut out: BTreeMap<&str, (Vec<i64>, Option<Timestamp>)> = BTreeMap::new();
+        let mut out: BTreeMap<(&str, &str), Episodes> = BTreeMap::new();
         for s in self.queues.iter().filter(|s| s.is_leaf) {
-            let leaf = s.queue.rsplit('/').next().unwrap_or(&s.queue);
-            let g = gang.get(leaf).copied().unwrap_or(0);
+            let g = gang.get(s.name.as_str()).copied().unwrap_or(0);
             let (alloc, fair, demand) = (s.allocated.gpu, s.fair_share.gpu, s.demand.gpu);
-            let e = out.entry(s.queue.as_str()).or_default();
+            let e = out.entry((s.queue.as_str(), s.name.as_str())).or_default();
             // Within one gang: no further gang of the queue fits under its
             // fair share.
             let within = alloc >= fair || alloc.saturating_add(g) > fair;
@@ -584,12 +591,11 @@ impl SimOutput {
         let mut all = Vec::new();
         let mut episodes = 0u64;
         let mut at_end = 0u64;
-        for (path, (ended, open)) in self.starved_episodes() {
+        for ((_, leaf), (ended, open)) in self.starved_episodes() {
             let n = ended.len() as u64 + open.is_some() as u64;
             episodes += n;
             at_end += open.is_some() as u64;
             all.extend_from_slice(&ended);
-            let leaf = path.rsplit('/').next().unwrap_or(path);
             if let Some(s) = per_queue.get_mut(leaf) {
                 s.starved_episodes = n;
                 s.starved_at_end_seconds = open
@@ -703,6 +709,7 @@ mod tests {
         QueueSample {
             time: Timestamp(t),
             queue: q.into(),
+            name: q.rsplit('/').next().unwrap_or(q).into(),
             is_leaf: true,
             demand: Resources::new(0, 0, demand),
             fair_share: Resources::new(0, 0, fair),

@@ -124,7 +124,7 @@ fn check_resources(
         let Some(row) = d
             .queues
             .iter()
-            .find(|q| q.queue == *queue || q.queue.rsplit('/').next() == Some(queue))
+            .find(|q| q.queue == *queue || q.name == *queue)
         else {
             errors.push(format!("{what}: no queue {queue} in decisions"));
             continue;

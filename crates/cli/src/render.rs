@@ -160,11 +160,7 @@ pub fn render(d: &Decisions) -> String {
     ]);
     let names = shown_resources(d);
     for q in &d.queues {
-        let label = format!(
-            "{}{}",
-            "  ".repeat(q.depth as usize),
-            q.queue.rsplit('/').next().unwrap_or(&q.queue)
-        );
+        let label = format!("{}{}", "  ".repeat(q.depth as usize), q.name);
         let mut first = true;
         for r in &names {
             let vals = [&q.quota, &q.fair_share, &q.allocated, &q.demand].map(|v| v.get(r));

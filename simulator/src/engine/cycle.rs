@@ -151,6 +151,7 @@ impl Engine<'_> {
                 self.queues.push(QueueSample {
                     time: now,
                     queue: q.queue.clone(),
+                    name: q.name.clone(),
                     is_leaf: self.leaf_paths.contains(q.queue.as_str()),
                     demand: now_vals.0.clone(),
                     fair_share: now_vals.1.clone(),

@@ -17,6 +17,7 @@ impl Engine<'_> {
                 self.queues.push(QueueSample {
                     time: now,
                     queue: path.clone(),
+                    name: tree.name(q).to_string(),
                     is_leaf: tree.is_leaf(q),
                     demand: a.clone(),
                     fair_share: a.clone(),

@@ -75,6 +75,7 @@ fn synthetic(policy: &str, skew: u64, hours: i64) -> SimOutput {
             qs.push(QueueSample {
                 time: t,
                 queue: q.to_string(),
+                name: q.to_string(),
                 is_leaf: true,
                 demand: Resources::new(0, 0, alloc + 8000),
                 fair_share: Resources::new(0, 0, cap / 3),
@@ -84,6 +85,7 @@ fn synthetic(policy: &str, skew: u64, hours: i64) -> SimOutput {
         qs.push(QueueSample {
             time: t,
             queue: "research".into(),
+            name: "research".into(),
             is_leaf: false,
             demand: Resources::zero(),
             fair_share: Resources::zero(),

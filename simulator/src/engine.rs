@@ -218,6 +218,9 @@ struct Engine<'a> {
     node_up: Vec<bool>,
     rt: Vec<Rt>,
     by_id: HashMap<String, usize>,
+    /// The jobs in the world, by id (the world's order), each with its
+    /// index into `rt`: walking both together needs no lookup.
+    live: BTreeMap<String, usize>,
     next_cycle: Option<i64>,
     gpu_allocated: u64,
     running: u32,
@@ -299,6 +302,7 @@ impl<'a> Engine<'a> {
             node_up: vec![true; input.nodes.len()],
             rt: Vec::with_capacity(input.jobs.len()),
             by_id: HashMap::with_capacity(input.jobs.len()),
+            live: BTreeMap::new(),
             next_cycle: None,
             gpu_allocated: 0,
             running: 0,
@@ -409,6 +413,14 @@ impl<'a> Engine<'a> {
             }
         }
         e
+    }
+
+    /// The world's jobs with their runtime state, in id order.
+    fn live_jobs(&self) -> impl Iterator<Item = (&Job, &Rt)> {
+        self.world.jobs().zip(self.live.values()).map(|(job, &j)| {
+            debug_assert_eq!(job.id, self.rt[j].record.id, "world and live agree");
+            (job, &self.rt[j])
+        })
     }
 
     fn push(&mut self, at: i64, ev: Event) {

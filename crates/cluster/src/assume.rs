@@ -96,6 +96,14 @@ fn settled(t: &Task, effect: &Effect) -> bool {
     }
 }
 
+/// Whether `t` already shows the effect: a nomination on the same node.
+fn already(t: &Task, effect: &Effect) -> bool {
+    match effect {
+        Effect::Nominate { node, .. } => t.nomination.as_ref().is_some_and(|n| n.node == *node),
+        _ => false,
+    }
+}
+
 /// Whether the assumption still applies to the view's task `t`.
 fn applies(t: &Task, effect: &Effect) -> bool {
     match effect {
@@ -113,42 +121,44 @@ impl ClusterState {
         // The touched jobs as this cycle's decisions leave them, each
         // copied once, so a decision sees the ones before it.
         let mut work: BTreeMap<String, (Job, Vec<Assumption>)> = BTreeMap::new();
-        let mut add = |s: &ClusterState, job: &str, task: &TaskKey, effect: Effect| -> bool {
-            let Some(&k) = s.task_pos.get(job).and_then(|p| p.get(task)) else {
-                return false;
+        // `Some(owed)` when the decision takes effect: `owed` when it is
+        // assumed (and owes a write), not when the task already shows it.
+        let mut add =
+            |s: &ClusterState, job: &str, task: &TaskKey, effect: Effect| -> Option<bool> {
+                let (k, _) = s.task(job, task)?;
+                if !work.contains_key(job) {
+                    let current = s.job(job)?;
+                    work.insert(job.to_string(), (current.clone(), Vec::new()));
+                }
+                let (j, list) = work.get_mut(job)?;
+                if !applies(&j.tasks[k], &effect) {
+                    return None;
+                }
+                if already(&j.tasks[k], &effect) {
+                    // A nomination already on that node keeps its time: nothing
+                    // to assume, nothing owed, but it counts as taken.
+                    return Some(false);
+                }
+                set(&mut j.tasks[k], &effect, now);
+                list.push(Assumption {
+                    task: task.clone(),
+                    at: now,
+                    effect,
+                });
+                Some(true)
             };
-            if !work.contains_key(job) {
-                let Some(current) = s.job(job) else {
-                    return false;
-                };
-                work.insert(job.to_string(), (current.clone(), Vec::new()));
-            }
-            let Some((j, list)) = work.get_mut(job) else {
-                return false;
-            };
-            if !applies(&j.tasks[k], &effect) {
-                return false;
-            }
-            set(&mut j.tasks[k], &effect, now);
-            list.push(Assumption {
-                task: task.clone(),
-                at: now,
-                effect,
-            });
-            true
-        };
         for (i, b) in d.binds.iter().enumerate() {
             let effect = Effect::Bind {
                 node: b.node.0.clone(),
                 gpus: b.gpus.clone(),
             };
-            if add(self, b.job.as_str(), &b.task, effect) {
+            if add(self, b.job.as_str(), &b.task, effect).is_some() {
                 self.writes.push(Write::Bind(b.clone()));
                 applied.binds.push(i);
             }
         }
         for (i, e) in d.evictions.iter().enumerate() {
-            if add(self, e.job.as_str(), &e.task, Effect::Evict) {
+            if add(self, e.job.as_str(), &e.task, Effect::Evict).is_some() {
                 self.writes.push(Write::Evict(e.clone()));
                 applied.evictions.push(i);
             }
@@ -158,28 +168,74 @@ impl ClusterState {
                 node: n.node.0.clone(),
                 gpus: n.gpus.clone(),
             };
-            let unchanged = self.task(n.job.as_str(), &n.task).is_some_and(|(_, t)| {
-                t.nomination
-                    .as_ref()
-                    .is_some_and(|x| x.node == n.node.as_str())
-            });
-            if unchanged {
-                // Already reserved there: it keeps its time; nothing owed.
-                if self
-                    .task(n.job.as_str(), &n.task)
-                    .is_some_and(|(_, t)| t.is_pending())
-                {
-                    applied.nominations.push(i);
+            if let Some(owed) = add(self, n.job.as_str(), &n.task, effect) {
+                if owed {
+                    self.writes.push(Write::Nominate(n.clone()));
                 }
-            } else if add(self, n.job.as_str(), &n.task, effect) {
-                self.writes.push(Write::Nominate(n.clone()));
                 applied.nominations.push(i);
             }
         }
         for (id, (job, list)) in work {
             self.assumed.entry(id.clone()).or_default().extend(list);
             self.views.insert(id.clone(), Arc::new(job));
+            self.stale.jobs.insert(id.clone());
             self.note_nominations(&id);
+        }
+        applied
+    }
+
+    /// The decisions done at once by a world that is its own API server
+    /// (the simulator): each takes effect on the world's job by the rules of
+    /// [`ClusterState::assume`] (binds, then evictions, then nominations),
+    /// with nothing assumed and no write owed. Returns which took effect.
+    pub fn apply_decisions(&mut self, d: &Decisions, now: Timestamp) -> Applied {
+        let mut applied = Applied::default();
+        let mut touched: Vec<&str> = Vec::new();
+        let take = |s: &mut ClusterState, job: &str, task: &TaskKey, effect: &Effect| {
+            let (Some(world), Some(pos)) = (s.jobs.get_mut(job), s.task_pos.get(job)) else {
+                return false;
+            };
+            let Some(k) = pos.get(world, task) else {
+                return false;
+            };
+            if !applies(&world.tasks[k], effect) {
+                return false;
+            }
+            set(&mut Arc::make_mut(world).tasks[k], effect, now);
+            true
+        };
+        for (i, b) in d.binds.iter().enumerate() {
+            let effect = Effect::Bind {
+                node: b.node.0.clone(),
+                gpus: b.gpus.clone(),
+            };
+            if take(self, b.job.as_str(), &b.task, &effect) {
+                applied.binds.push(i);
+                touched.push(b.job.as_str());
+            }
+        }
+        for (i, e) in d.evictions.iter().enumerate() {
+            if take(self, e.job.as_str(), &e.task, &Effect::Evict) {
+                applied.evictions.push(i);
+                touched.push(e.job.as_str());
+            }
+        }
+        for (i, n) in d.nominations.iter().enumerate() {
+            let effect = Effect::Nominate {
+                node: n.node.0.clone(),
+                gpus: n.gpus.clone(),
+            };
+            // A pending task keeps the time of a nomination already on
+            // that node (`set` leaves it); it counts as taken either way.
+            if take(self, n.job.as_str(), &n.task, &effect) {
+                applied.nominations.push(i);
+                touched.push(n.job.as_str());
+            }
+        }
+        touched.sort_unstable();
+        touched.dedup();
+        for id in touched {
+            self.reconcile(id);
         }
         applied
     }
@@ -199,6 +255,7 @@ impl ClusterState {
     /// its own API server): every view becomes the world's job.
     pub fn confirm_assumed(&mut self) {
         for (id, view) in std::mem::take(&mut self.views) {
+            self.stale.jobs.insert(id.clone());
             self.jobs.insert(id, view);
         }
         self.assumed.clear();
@@ -242,8 +299,8 @@ impl ClusterState {
         if let (Some(list), Some(world)) = (self.assumed.get_mut(id), self.jobs.get(id)) {
             let pos = self.task_pos.get(id);
             list.retain(|a| {
-                pos.and_then(|p| p.get(&a.task))
-                    .is_some_and(|&k| !settled(&world.tasks[k], &a.effect))
+                pos.and_then(|p| p.get(world, &a.task))
+                    .is_some_and(|k| !settled(&world.tasks[k], &a.effect))
             });
         }
         self.rebuild_view(id);
@@ -253,6 +310,8 @@ impl ClusterState {
     /// The view of job `id`: the world's job with its assumptions laid over
     /// it in order; none when it has none.
     fn rebuild_view(&mut self, id: &str) {
+        // Every change of a job's world state or view ends here.
+        self.stale.jobs.insert(id.to_string());
         let list = match self.assumed.get(id) {
             Some(l) if !l.is_empty() => l,
             _ => {
@@ -266,7 +325,7 @@ impl ClusterState {
         };
         let mut job: Job = (**world).clone();
         for a in list {
-            if let Some(&k) = pos.get(&a.task)
+            if let Some(k) = pos.get(world, &a.task)
                 && applies(&job.tasks[k], &a.effect)
             {
                 set(&mut job.tasks[k], &a.effect, a.at);
@@ -312,8 +371,8 @@ impl ClusterState {
                 let view = self.views.get(&id);
                 list.retain(|a| match &a.effect {
                     Effect::Nominate { .. } => {
-                        let k = pos.and_then(|p| p.get(&a.task));
-                        let t = k.and_then(|&k| view.map(|v| &v.tasks[k]));
+                        let t = view
+                            .and_then(|v| pos.and_then(|p| p.get(v, &a.task)).map(|k| &v.tasks[k]));
                         t.is_some_and(&live)
                     }
                     _ => true,

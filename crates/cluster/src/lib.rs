@@ -26,6 +26,7 @@
 //! Pure: no I/O, no clock (time is a parameter), deterministic.
 
 mod assume;
+mod index;
 mod objects;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -74,7 +75,7 @@ pub struct ClusterState {
     jobs: BTreeMap<String, Arc<Job>>,
     /// Position of each task by key, per job (the same in the world's job
     /// and its view: assumptions never add or remove tasks).
-    task_pos: BTreeMap<String, BTreeMap<TaskKey, usize>>,
+    task_pos: BTreeMap<String, index::TaskIndex>,
     /// Jobs with assumptions: the world's job with them applied.
     views: BTreeMap<String, Arc<Job>>,
     assumed: BTreeMap<String, Vec<Assumption>>,
@@ -86,6 +87,19 @@ pub struct ClusterState {
     topology: Option<Arc<Topology>>,
     /// The objects the jobs come from, when the world is fed objects.
     objects: Option<Box<objects::Objects>>,
+    /// The last snapshot, and what changed since: the next one is this one
+    /// patched (a job replaced, inserted or removed by id), not rebuilt.
+    cache: Option<Arc<Snapshot>>,
+    stale: Stale,
+}
+
+/// What changed since the cached snapshot.
+#[derive(Debug, Default)]
+struct Stale {
+    jobs: BTreeSet<String>,
+    nodes: bool,
+    external: bool,
+    meta: bool,
 }
 
 impl ClusterState {
@@ -115,9 +129,11 @@ impl ClusterState {
         let mut warnings = Vec::new();
         match change {
             Change::Node(n) => {
+                self.stale.nodes = true;
                 self.nodes.insert(n.name.clone(), Arc::new(n));
             }
             Change::NodeGone(name) => {
+                self.stale.nodes = true;
                 if self.nodes.remove(&name).is_none() {
                     warnings.push(Warning(format!(
                         "node {name} is not known; nothing removed"
@@ -126,6 +142,7 @@ impl ClusterState {
             }
             Change::Job(job) => self.upsert_job(Arc::new(job)),
             Change::JobGone(id) => {
+                self.stale.jobs.insert(id.clone());
                 if self.jobs.remove(&id).is_none() {
                     warnings.push(Warning(format!("job {id} is not known; nothing removed")));
                 }
@@ -135,21 +152,31 @@ impl ClusterState {
                 self.nominated.remove(&id);
             }
             Change::External(p) => {
+                self.stale.external = true;
                 self.external.insert(p.name.clone(), Arc::new(p));
             }
             Change::ExternalGone(name) => {
+                self.stale.external = true;
                 if self.external.remove(&name).is_none() {
                     warnings.push(Warning(format!("pod {name} is not known; nothing removed")));
                 }
             }
-            Change::Queues(tree) => self.queues = Arc::new(tree),
-            Change::Topology(t) => self.topology = t,
+            Change::Queues(tree) => {
+                self.stale.meta = true;
+                self.queues = Arc::new(tree);
+            }
+            Change::Topology(t) => {
+                self.stale.meta = true;
+                self.topology = t;
+            }
             Change::Object(c) => {
                 match &c {
                     ObjectChange::Node(_, n) => {
+                        self.stale.nodes = true;
                         self.nodes.insert(n.name.clone(), Arc::new((**n).clone()));
                     }
                     ObjectChange::NodeGone(name) => {
+                        self.stale.nodes = true;
                         self.nodes.remove(name);
                     }
                     _ => {}
@@ -159,15 +186,18 @@ impl ClusterState {
                     .get_or_insert_with(|| Box::new(objects::Objects::new(LoadOptions::default())));
                 match layer.apply(c) {
                     Some(Ok(p)) => {
+                        self.stale.external = true;
                         self.external.insert(p.name.clone(), Arc::new(p));
                     }
                     Some(Err(name)) => {
+                        self.stale.external = true;
                         self.external.remove(&name);
                     }
                     None => {}
                 }
             }
             Change::Resync(snap) => {
+                self.cache = None;
                 let Snapshot {
                     nodes,
                     queues,
@@ -207,15 +237,25 @@ impl ClusterState {
 
     fn upsert_job(&mut self, job: Arc<Job>) {
         let id = job.id.clone();
-        let pos = job
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.key.clone(), i))
-            .collect();
-        self.task_pos.insert(id.clone(), pos);
+        self.task_pos.insert(id.clone(), index::TaskIndex::of(&job));
         self.jobs.insert(id.clone(), job);
         self.reconcile(&id);
+    }
+
+    /// Changes the world's job `id` in place (a world that is its own API
+    /// server, such as the simulator, changes what it owns without copying
+    /// the job); assumptions are checked against the result as after a
+    /// [`Change::Job`]. Returns whether the job exists.
+    pub fn update_job(&mut self, id: &str, f: impl FnOnce(&mut Job)) -> bool {
+        let Some(job) = self.jobs.get_mut(id) else {
+            return false;
+        };
+        let job = Arc::make_mut(job);
+        f(job);
+        let index = index::TaskIndex::of(job);
+        self.task_pos.insert(id.to_string(), index);
+        self.reconcile(id);
+        true
     }
 
     /// The job as the next snapshot has it (the world's, with assumptions).
@@ -228,8 +268,9 @@ impl ClusterState {
 
     /// A task of a job by key, with its position in the job's tasks.
     pub fn task(&self, job: &str, task: &TaskKey) -> Option<(usize, &Task)> {
-        let k = *self.task_pos.get(job)?.get(task)?;
-        self.job(job).map(|j| (k, &j.tasks[k]))
+        let j = self.job(job)?;
+        let k = self.task_pos.get(job)?.get(j, task)?;
+        Some((k, &j.tasks[k]))
     }
 
     /// Every job, in id order, as the next snapshot has it.
@@ -274,9 +315,11 @@ impl ClusterState {
             self.upsert_job(job);
         }
         if let Some(tree) = r.tree {
+            self.stale.meta = true;
             self.queues = Arc::new(tree);
         }
         if let Some(t) = r.topology {
+            self.stale.meta = true;
             self.topology = t;
         }
     }
@@ -298,20 +341,56 @@ impl ClusterState {
 
     /// The next cycle's input: the world with the assumptions laid over
     /// it, nodes by name, jobs by id, external pods by name. Refreshes the
-    /// objects first; shares every object with this state.
-    pub fn snapshot(&mut self) -> Snapshot {
+    /// objects first; shares every object with this state. The last
+    /// snapshot is kept and patched where something changed since (a job
+    /// replaced, inserted or removed by id), so a caller that drops it
+    /// before the next change pays for the changes only.
+    pub fn snapshot(&mut self) -> Arc<Snapshot> {
         self.refresh();
-        Snapshot {
-            nodes: self.nodes.values().cloned().collect(),
-            queues: self.queues.clone(),
-            jobs: self
-                .jobs
-                .iter()
-                .map(|(id, j)| self.views.get(id).unwrap_or(j).clone())
-                .collect(),
-            external: self.external.values().cloned().collect(),
-            topology: self.topology.clone(),
+        let stale = std::mem::take(&mut self.stale);
+        let Some(mut cache) = self.cache.take() else {
+            let snap = Arc::new(Snapshot {
+                nodes: self.nodes.values().cloned().collect(),
+                queues: self.queues.clone(),
+                jobs: self
+                    .jobs
+                    .iter()
+                    .map(|(id, j)| self.views.get(id).unwrap_or(j).clone())
+                    .collect(),
+                external: self.external.values().cloned().collect(),
+                topology: self.topology.clone(),
+            });
+            self.cache = Some(Arc::clone(&snap));
+            return snap;
+        };
+        let changed = stale.nodes || stale.external || stale.meta || !stale.jobs.is_empty();
+        if changed {
+            // Copied only if the last snapshot is still held elsewhere.
+            let s = Arc::make_mut(&mut cache);
+            if stale.nodes {
+                s.nodes = self.nodes.values().cloned().collect();
+            }
+            if stale.external {
+                s.external = self.external.values().cloned().collect();
+            }
+            if stale.meta {
+                s.queues = self.queues.clone();
+                s.topology = self.topology.clone();
+            }
+            for id in &stale.jobs {
+                let now = self.views.get(id).or_else(|| self.jobs.get(id));
+                match (now, s.jobs.binary_search_by(|j| j.id.as_str().cmp(id))) {
+                    (Some(j), Ok(p)) => s.jobs[p] = Arc::clone(j),
+                    (Some(j), Err(p)) => s.jobs.insert(p, Arc::clone(j)),
+                    (None, Ok(p)) => {
+                        s.jobs.remove(p);
+                    }
+                    (None, Err(_)) => {}
+                }
+            }
         }
+        self.cache = Some(Arc::clone(&cache));
+        cache
     }
 }
 

@@ -352,3 +352,48 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// The simulator's path (`apply_decisions`) and the service's
+    /// (`assume`, then the world confirms all) end in the same world.
+    #[test]
+    fn applying_decisions_equals_assuming_and_confirming(
+        steps in prop::collection::vec(
+            (prop::collection::vec((0u8..3, 0u8..3, 0u8..3, 0u8..2), 0..6), 0i64..5),
+            1..8,
+        )
+    ) {
+        let mut a = world();
+        let mut b = world();
+        a.apply(Change::Job(job("c", 3)));
+        b.apply(Change::Job(job("c", 3)));
+        for (k, (decisions, gap)) in steps.into_iter().enumerate() {
+            let now = Timestamp(k as i64 * 10 + gap);
+            let mut d = Decisions::default();
+            for (kind, j, t, n) in decisions {
+                let id = ["a", "b", "c"][j as usize];
+                let task = format!("{id}-{t}");
+                let node = format!("n{}", n + 1);
+                match kind {
+                    0 => d.binds.push(bind(id, &task, &node)),
+                    1 => d.evictions.push(Eviction { job: id.into(), ..eviction(id, &task) }),
+                    _ => d.nominations.push(NominationDecision {
+                        job: id.into(),
+                        ..nomination(&task, &node)
+                    }),
+                }
+            }
+            let applied_a = a.apply_decisions(&d, now);
+            let applied_b = b.assume(&d, now);
+            b.take_writes();
+            b.confirm_assumed();
+            prop_assert_eq!(&applied_a.binds, &applied_b.binds);
+            prop_assert_eq!(&applied_a.evictions, &applied_b.evictions);
+            let (sa, sb) = (a.snapshot(), b.snapshot());
+            let ja: Vec<Job> = sa.jobs.iter().map(|j| (**j).clone()).collect();
+            let jb: Vec<Job> = sb.jobs.iter().map(|j| (**j).clone()).collect();
+            prop_assert_eq!(ja, jb);
+            prop_assert_eq!(a.any_nominations(), b.any_nominations());
+        }
+    }
+}

@@ -15,11 +15,10 @@ impl Engine<'_> {
         // Released before the world changes, so no job is copied on write.
         drop(snapshot);
         self.cycles += 1;
-        // The simulator is its own API server: every write the decisions
-        // owe is done at once, and the world confirms them.
-        let applied = self.world.assume(&d, now);
-        self.world.take_writes();
-        self.world.confirm_assumed();
+        // The simulator is its own API server: the decisions are done at
+        // once (what `assume` and a confirming world would leave; a test in
+        // the cluster crate checks the two agree).
+        let applied = self.world.apply_decisions(&d, now);
 
         // Binds, grouped by job.
         let mut started: BTreeMap<usize, Vec<u32>> = BTreeMap::new();
@@ -126,6 +125,7 @@ impl Engine<'_> {
             if permanent {
                 rt.record.state = JobState::Rejected;
                 rt.live = false;
+                self.live.remove(p.job.as_str());
                 self.world.apply(Change::JobGone(p.job.0.clone()));
                 self.pending -= 1;
                 self.finished += 1;
@@ -229,10 +229,7 @@ impl Engine<'_> {
         if !nominations && !victims {
             return None;
         }
-        for job in self.world.jobs() {
-            let Some(rt) = self.by_id.get(&job.id).map(|&j| &self.rt[j]) else {
-                continue;
-            };
+        for (job, rt) in self.live_jobs() {
             if nominations {
                 for t in &job.tasks {
                     if let Some(n) = &t.nomination {
@@ -254,12 +251,8 @@ impl Engine<'_> {
 
     /// Running jobs (not winding down) with pending elastic pods.
     pub(super) fn count_elastic_waiting(&self) -> u32 {
-        self.world
-            .jobs()
-            .filter(|job| {
-                let Some(rt) = self.by_id.get(&job.id).map(|&j| &self.rt[j]) else {
-                    return false;
-                };
+        self.live_jobs()
+            .filter(|(job, rt)| {
                 rt.live
                     && rt.record.start.is_some()
                     && !rt.winding_down

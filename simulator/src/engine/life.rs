@@ -21,6 +21,7 @@ impl Engine<'_> {
             rejected: None,
         };
         self.rt[j].live = true;
+        self.live.insert(job.id.clone(), j);
         self.world.apply(Change::Job(job));
         self.pending += 1;
     }
@@ -36,9 +37,6 @@ impl Engine<'_> {
         if self.rt[j].epoch != epoch || !self.rt[j].live {
             return false;
         }
-        let Some(job) = self.world.job(&self.rt[j].record.id) else {
-            return false;
-        };
         // Still the tasks bound at `since`: an elastic pod evicted alone is
         // pending or bound again later, and its old finish is stale.
         let is_done = |t: &Task| {
@@ -46,39 +44,44 @@ impl Engine<'_> {
                 && t.started == Some(Timestamp(since))
                 && t.rank.is_some_and(|i| tasks.contains(&i))
         };
-        if !job.tasks.iter().any(is_done) {
+        let id = self.rt[j].record.id.clone();
+        if !self
+            .world
+            .job(&id)
+            .is_some_and(|job| job.tasks.iter().any(is_done))
+        {
             return false;
         }
-        let mut job = job.clone();
         let mut freed = 0u64;
         let mut ended = 0u32;
         let mut freed_req = Resources::zero();
         let leaf_free = &mut self.leaf_free;
         let (nodes, up) = (self.input.nodes, &self.node_up);
-        job.tasks.retain(|t| {
-            let done = is_done(t);
-            if done {
-                freed += t.requests.gpu;
-                freed_req.add(&t.requests);
-                ended += 1;
-                if let (
-                    Some(lf),
-                    TaskState::Bound {
-                        node,
-                        gpus: Some(g),
-                    },
-                ) = (leaf_free.as_mut(), &t.state)
-                {
-                    lf.change(nodes, up, node, g, false);
+        self.world.update_job(&id, |job| {
+            job.tasks.retain(|t| {
+                let done = is_done(t);
+                if done {
+                    freed += t.requests.gpu;
+                    freed_req.add(&t.requests);
+                    ended += 1;
+                    if let (
+                        Some(lf),
+                        TaskState::Bound {
+                            node,
+                            gpus: Some(g),
+                        },
+                    ) = (leaf_free.as_mut(), &t.state)
+                    {
+                        lf.change(nodes, up, node, g, false);
+                    }
                 }
-            }
-            !done
+                !done
+            });
+            // The job stops growing: drop pending elastic pods, no minimum left.
+            job.tasks.retain(|t| !t.is_pending());
+            job.min_member = 0;
+            job.subgroups.clear();
         });
-        // The job stops growing: drop pending elastic pods, no minimum left.
-        job.tasks.retain(|t| !t.is_pending());
-        job.min_member = 0;
-        job.subgroups.clear();
-        self.world.apply(Change::Job(job));
         let rt = &mut self.rt[j];
         for i in tasks {
             rt.saved.remove(i);
@@ -103,6 +106,7 @@ impl Engine<'_> {
         rt.record.end = Some(now);
         rt.record.state = JobState::Completed;
         rt.live = false;
+        self.live.remove(&rt.record.id);
         self.world.apply(Change::JobGone(rt.record.id.clone()));
         self.running -= 1;
         self.finished += 1;
@@ -147,10 +151,10 @@ impl Engine<'_> {
     pub(super) fn restart(&mut self, j: usize, now: Timestamp, why: Kill) {
         let model = self.rt[j].lost_work;
         let mut lost = 0u64;
-        let Some(job) = self.world.job(&self.rt[j].record.id) else {
+        let id = self.rt[j].record.id.clone();
+        let Some(job) = self.world.job(&id) else {
             return;
         };
-        let mut job = job.clone();
         for t in &job.tasks {
             if let TaskState::Bound { node, gpus } = &t.state {
                 let elapsed = t.started.map_or(0, |s| (now.0 - s.0).max(0) as u64);
@@ -192,12 +196,13 @@ impl Engine<'_> {
         self.pending += 1;
         // Back to the job as submitted.
         let sj = &self.input.jobs[j];
-        if was_winding {
-            job.min_member = sj.min_member;
-            job.subgroups = sj.subgroups.clone();
-        }
-        job.tasks = sj.pending_tasks();
-        self.world.apply(Change::Job(job));
+        self.world.update_job(&id, |job| {
+            if was_winding {
+                job.min_member = sj.min_member;
+                job.subgroups = sj.subgroups.clone();
+            }
+            job.tasks = sj.pending_tasks();
+        });
     }
 
     /// The grace period of evicted `tasks` (index, start) of job `j` is

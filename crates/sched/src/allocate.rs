@@ -114,6 +114,17 @@ type Holder<'a> = (
     Option<(usize, usize)>,
 );
 
+impl World<'_> {
+    /// The GPU ask of a shape: classified in `Cycle::new` for every task's
+    /// shape; others (pods outside Trainyard) are classified here.
+    fn ask(&self, constraint_id: u32, req: &Resources, c: &PlacementConstraints) -> GpuAsk {
+        match self.asks.get(&(constraint_id, req.clone())) {
+            Some(a) => *a,
+            None => GpuAsk::of(req, c).unwrap_or(GpuAsk::None),
+        }
+    }
+}
+
 /// One cycle's data, split by how it is used (see each part).
 struct Cycle<'s> {
     world: World<'s>,
@@ -137,6 +148,12 @@ struct World<'s> {
     demand: Vec<Resources>,
     /// Jobs with an unexpired nomination: they wait, they do not evict again.
     nominated: Vec<bool>,
+    /// Constraint sets interned by value: `Arc` pointer → dense id, so
+    /// equal constraints share one filter evaluation even across jobs.
+    constraint_ids: HashMap<usize, u32>,
+    /// The GPU ask of every task's shape (constraint id, request),
+    /// classified once.
+    asks: HashMap<(u32, Resources), GpuAsk>,
 }
 
 /// What placements and evictions change, and roll back together: per-job
@@ -200,9 +217,6 @@ struct Outcome {
 /// filters, failed shapes, per-shape node rankings, room counts of the
 /// eviction pass. Never the source of truth: each can be recomputed.
 struct Memo {
-    /// Constraint sets interned by value: `Arc` pointer → dense id, so
-    /// equal constraints share one filter evaluation even across jobs.
-    constraint_ids: HashMap<usize, u32>,
     filters: HashMap<u32, StaticFilter>,
     /// Single-shape gangs that failed: (constraint id, request) → smallest
     /// pod count that failed, and its reason. Capacity only shrinks within a

@@ -8,7 +8,7 @@ impl<'s> Cycle<'s> {
     /// Dense id of a constraint set (interned by value in `new`).
     pub(super) fn constraint_id(&self, c: &Arc<PlacementConstraints>) -> u32 {
         // Every task's constraints were interned in `new`.
-        self.memo
+        self.world
             .constraint_ids
             .get(&(Arc::as_ptr(c) as usize))
             .copied()
@@ -58,11 +58,11 @@ impl<'s> Cycle<'s> {
     ) -> Result<(), usize> {
         let head = &job.tasks[run[0]];
         let req = &head.requests;
+        let key = self.static_filter(&head.constraints);
         // Checked in static_block: pending requests classify.
-        let ask = GpuAsk::of(req, &head.constraints).unwrap_or(GpuAsk::None);
+        let ask = self.world.ask(key, req, &head.constraints);
         let mut pod = PodView::new(req, ask, &head.constraints);
         pod.salt = crate::scoring::salt_of(&head.name);
-        let key = self.static_filter(&head.constraints);
         let feasible = self
             .memo
             .filters
@@ -266,9 +266,9 @@ impl<'s> Cycle<'s> {
         req: &Resources,
         c: &Arc<PlacementConstraints>,
     ) -> (u32, BTreeMap<FilterReason, u32>) {
-        let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
-        let pod = PodView::new(req, ask, c);
         let key = self.static_filter(c);
+        let ask = self.world.ask(key, req, c);
+        let pod = PodView::new(req, ask, c);
         let (feasible, mut reasons) = match self.memo.filters.get(&key) {
             Some(f) => (f.feasible.clone(), f.rejected.clone()),
             None => (Vec::new(), BTreeMap::new()),

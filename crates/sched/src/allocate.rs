@@ -114,17 +114,6 @@ type Holder<'a> = (
     Option<(usize, usize)>,
 );
 
-impl World<'_> {
-    /// The GPU ask of a shape: classified in `Cycle::new` for every task's
-    /// shape; others (pods outside Trainyard) are classified here.
-    fn ask(&self, constraint_id: u32, req: &Resources, c: &PlacementConstraints) -> GpuAsk {
-        match self.asks.get(&(constraint_id, req.clone())) {
-            Some(a) => *a,
-            None => GpuAsk::of(req, c).unwrap_or(GpuAsk::None),
-        }
-    }
-}
-
 /// One cycle's data, split by how it is used (see each part).
 struct Cycle<'s> {
     world: World<'s>,
@@ -151,9 +140,6 @@ struct World<'s> {
     /// Constraint sets interned by value: `Arc` pointer → dense id, so
     /// equal constraints share one filter evaluation even across jobs.
     constraint_ids: HashMap<usize, u32>,
-    /// The GPU ask of every task's shape (constraint id, request),
-    /// classified once.
-    asks: HashMap<(u32, Resources), GpuAsk>,
 }
 
 /// What placements and evictions change, and roll back together: per-job

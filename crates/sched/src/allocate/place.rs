@@ -60,7 +60,7 @@ impl<'s> Cycle<'s> {
         let req = &head.requests;
         let key = self.static_filter(&head.constraints);
         // Checked in static_block: pending requests classify.
-        let ask = self.world.ask(key, req, &head.constraints);
+        let ask = GpuAsk::of(req, &head.constraints).unwrap_or(GpuAsk::None);
         let mut pod = PodView::new(req, ask, &head.constraints);
         pod.salt = crate::scoring::salt_of(&head.name);
         let feasible = self
@@ -267,7 +267,7 @@ impl<'s> Cycle<'s> {
         c: &Arc<PlacementConstraints>,
     ) -> (u32, BTreeMap<FilterReason, u32>) {
         let key = self.static_filter(c);
-        let ask = self.world.ask(key, req, c);
+        let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
         let pod = PodView::new(req, ask, c);
         let (feasible, mut reasons) = match self.memo.filters.get(&key) {
             Some(f) => (f.feasible.clone(), f.rejected.clone()),

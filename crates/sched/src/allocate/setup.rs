@@ -283,19 +283,6 @@ impl<'s> Cycle<'s> {
                 }
             }
         }
-        // Request shapes with their GPU ask, classified once (requests that
-        // do not classify are blocked by `static_block` and never placed).
-        let mut asks: HashMap<(u32, Resources), GpuAsk> = HashMap::new();
-        for jw in &jobs {
-            for t in &jw.job.tasks {
-                let cid = constraint_ids[&(Arc::as_ptr(&t.constraints) as usize)];
-                if let std::collections::hash_map::Entry::Vacant(slot) =
-                    asks.entry((cid, t.requests.clone()))
-                {
-                    slot.insert(GpuAsk::of(&t.requests, &t.constraints).unwrap_or(GpuAsk::None));
-                }
-            }
-        }
 
         let stats = CycleStats {
             nodes: nodes.len() as u32,
@@ -319,7 +306,6 @@ impl<'s> Cycle<'s> {
                 demand: fs.demand,
                 nominated,
                 constraint_ids,
-                asks,
             },
             ledger: Ledger {
                 jobs,

@@ -238,7 +238,7 @@ impl<'s> Cycle<'s> {
         let mut out = vec![vec![0u32; shapes.len()]; self.world.nodes.len()];
         for (s, shape) in shapes.iter().enumerate() {
             let key = self.static_filter(shape.constraints);
-            let ask = self.world.ask(key, shape.req, shape.constraints);
+            let ask = GpuAsk::of(shape.req, shape.constraints).unwrap_or(GpuAsk::None);
             let pod = PodView::new(shape.req, ask, shape.constraints);
             if let Some(f) = self.memo.filters.get(&key) {
                 for &n in &f.feasible {

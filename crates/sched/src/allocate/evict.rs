@@ -340,7 +340,7 @@ impl<'s> Cycle<'s> {
             .world
             .tree
             .ancestors(leaf)
-            .all(|x| self.within_quota(x, needs))
+            .all(|x| self.ledger.within_quota(&self.world, x, needs))
         {
             return;
         }
@@ -410,7 +410,12 @@ impl<'s> Cycle<'s> {
                 } else {
                     young += 1;
                 }
-            } else if !cfg.reclaim || self.reclaim_allowed(jw.leaf, vw.leaf, needs).is_none() {
+            } else if !cfg.reclaim
+                || self
+                    .ledger
+                    .reclaim_allowed(&self.world, jw.leaf, vw.leaf, needs)
+                    .is_none()
+            {
                 shares += 1;
             } else {
                 young += 1;

@@ -70,9 +70,10 @@ impl<'s> Cycle<'s> {
                 if !reclaim {
                     continue;
                 }
-                let allowed = *reclaim_by_leaf
-                    .entry(vw.leaf)
-                    .or_insert_with(|| self.reclaim_allowed(jw.leaf, vw.leaf, needs));
+                let allowed = *reclaim_by_leaf.entry(vw.leaf).or_insert_with(|| {
+                    self.ledger
+                        .reclaim_allowed(&self.world, jw.leaf, vw.leaf, needs)
+                });
                 match allowed {
                     Some(b) => (EvictionKind::Reclaim, Some(b)),
                     None => continue,
@@ -84,7 +85,7 @@ impl<'s> Cycle<'s> {
             let started = self.job_started(v);
             // Minimum runtime protects pods that run; fresh binds have no
             // start (`job_started` skips them), so they are never protected.
-            if let Some(min) = self.min_runtime(vw.leaf)
+            if let Some(min) = self.world.min_runtime(vw.leaf)
                 && started != i64::MIN
                 && self.world.now.0.saturating_sub(started) < (min as i64).saturating_mul(1000)
             {
@@ -425,7 +426,7 @@ impl<'s> Cycle<'s> {
                 .max()
                 .unwrap_or(i32::MIN);
             let pods: usize = used.iter().map(|&i| pool[i].evicted_pods()).sum();
-            let lost: u64 = used.iter().map(|&i| self.lost_work(pool[i])).sum();
+            let lost: u64 = used.iter().map(|&i| self.world.lost_work(pool[i])).sum();
             options.push(((prio, pods, lost, fresh_priority(&used)), copies, n, used));
         }
         options.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
@@ -454,7 +455,7 @@ impl<'s> Cycle<'s> {
         topo_search: bool,
         units: &[&Unit],
     ) -> bool {
-        if !self.limits_freed(units) {
+        if !self.ledger.limits_freed(&self.world, units) {
             return false;
         }
         let mark = self.ledger.state.begin();
@@ -675,7 +676,7 @@ impl<'s> Cycle<'s> {
                 else {
                     break;
                 };
-                match self.first_floor_breaker(&taken) {
+                match self.ledger.first_floor_breaker(&self.world, &taken) {
                     None => {
                         found = Some(taken);
                         break;
@@ -696,7 +697,7 @@ impl<'s> Cycle<'s> {
                 why = "it would need more victim jobs than preemption.maxVictimJobs";
                 continue;
             }
-            let lost: u64 = taken.iter().map(|u| self.lost_work(u)).sum();
+            let lost: u64 = taken.iter().map(|u| self.world.lost_work(u)).sum();
             let cost = (
                 taken
                     .iter()

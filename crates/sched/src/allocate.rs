@@ -268,7 +268,7 @@ impl<'s> Cycle<'s> {
         for &t in &chosen {
             needs.add(&job.tasks[t].requests);
         }
-        self.check_limits(jw.leaf, &needs)?;
+        self.ledger.check_limits(&self.world, jw.leaf, &needs)?;
         if !job.preemptible {
             self.check_quota_for_non_preemptible(jw.leaf, &needs)?;
         }
@@ -277,7 +277,7 @@ impl<'s> Cycle<'s> {
         let first = &job.tasks[chosen[0]];
         let single_shape = one_shape(job, &chosen);
         let shape_key = (
-            self.constraint_id(&first.constraints),
+            self.world.constraint_id(&first.constraints),
             first.requests.clone(),
         );
         // Topology constraints: checked here, where the topology is known.
@@ -439,42 +439,6 @@ impl<'s> Cycle<'s> {
         pod_fits && needs.fits_in(&capacity)
     }
 
-    /// Fails with the first queue on the leaf's path that `extra` would take above its limit.
-    fn check_limits(&self, leaf: QueueId, extra: &Resources) -> Result<(), PendingReason> {
-        for q in self.world.tree.ancestors(leaf) {
-            let limit = &self.world.tree.spec(q).limit;
-            if limit.is_unlimited() {
-                continue;
-            }
-            let mut after = self.ledger.alloc[q.0].clone();
-            after.add(extra);
-            if let Some((resource, cap)) = limit.first_exceeded(&after) {
-                return Err(PendingReason::QueueAtLimit {
-                    queue: self.world.tree.path(q).to_string(),
-                    used: self.ledger.alloc[q.0].get(&resource),
-                    requested: extra.get(&resource),
-                    resource,
-                    limit: cap,
-                });
-            }
-        }
-        Ok(())
-    }
-
-    /// How many more copies of `req` the queues on the path allow.
-    fn limit_headroom(&self, leaf: QueueId, req: &Resources) -> usize {
-        let mut n = usize::MAX;
-        for q in self.world.tree.ancestors(leaf) {
-            for (r, cap) in self.world.tree.spec(q).limit.iter() {
-                let left = cap.saturating_sub(self.ledger.alloc[q.0].get(r));
-                if let Some(k) = left.checked_div(req.get(r)) {
-                    n = n.min(k as usize);
-                }
-            }
-        }
-        n
-    }
-
     /// Commits placements of job `j`: binds and queue allocation.
     fn record(&mut self, j: usize, placed: Vec<(usize, usize, Vec<usize>)>) {
         let jw = &mut self.ledger.jobs[j];
@@ -509,21 +473,8 @@ impl<'s> Cycle<'s> {
             self.outcome.stats.pods_bound += 1;
         }
         let leaf = jw.leaf;
-        self.charge(leaf, &add, !job.preemptible);
-    }
-
-    /// Adds `add` to the allocation of `leaf` and every queue above it.
-    fn charge(&mut self, leaf: QueueId, add: &Resources, non_preemptible: bool) {
-        for q in self.world.tree.ancestors(leaf) {
-            self.ledger.alloc[q.0].add(add);
-            if non_preemptible {
-                self.ledger.alloc_np[q.0].add(add);
-            }
-        }
-        self.ledger.alloc[QueueTree::ROOT.0].add(add);
-        if non_preemptible {
-            self.ledger.alloc_np[QueueTree::ROOT.0].add(add);
-        }
+        self.ledger
+            .charge(&self.world, leaf, &add, !job.preemptible);
     }
 
     // ---- pass 2: elastic pods ----------------------------------------
@@ -559,10 +510,15 @@ impl<'s> Cycle<'s> {
             while start < pending.len() && failure.is_none() {
                 let head = &job.tasks[pending[start]];
                 let end = run_end(job, &pending, start);
-                let room = self.limit_headroom(leaf, &head.requests);
+                let room = self
+                    .ledger
+                    .limit_headroom(&self.world, leaf, &head.requests);
                 let take_to = end.min(start.saturating_add(room));
                 if take_to == start {
-                    let reason = self.check_limits(leaf, &head.requests).err();
+                    let reason = self
+                        .ledger
+                        .check_limits(&self.world, leaf, &head.requests)
+                        .err();
                     failure = Some(
                         reason
                             .map(|r| r.to_string())
@@ -589,7 +545,10 @@ impl<'s> Cycle<'s> {
                         parts.join(", ")
                     ));
                 } else if take_to < end {
-                    let reason = self.check_limits(leaf, &head.requests).err();
+                    let reason = self
+                        .ledger
+                        .check_limits(&self.world, leaf, &head.requests)
+                        .err();
                     failure = Some(
                         reason
                             .map(|r| r.to_string())
@@ -777,6 +736,7 @@ fn select_minimum(
     Ok(chosen)
 }
 
+mod accounts;
 mod evict;
 mod place;
 mod ranked;

@@ -301,7 +301,7 @@ impl<'s> Cycle<'s> {
         }
         let key = (
             self.ledger.jobs[j].leaf,
-            self.constraint_id(&first.constraints),
+            self.world.constraint_id(&first.constraints),
             first.requests.clone(),
             (job.priority, job.preemptible, job.preempts),
         );
@@ -698,7 +698,8 @@ impl<'s> Cycle<'s> {
         }
         // The preemptor's room is held for it for the rest of the cycle and
         // counted for its queue; it binds once the victims are gone.
-        self.charge(my_leaf, &needs, !me.preemptible);
+        self.ledger
+            .charge(&self.world, my_leaf, &needs, !me.preemptible);
         let mut nodes: BTreeSet<String> = BTreeSet::new();
         for (t, n, slots) in &placed {
             let node = self.world.nodes[*n];

@@ -5,19 +5,9 @@
 use super::*;
 
 impl<'s> Cycle<'s> {
-    /// Dense id of a constraint set (interned by value in `new`).
-    pub(super) fn constraint_id(&self, c: &Arc<PlacementConstraints>) -> u32 {
-        // Every task's constraints were interned in `new`.
-        self.world
-            .constraint_ids
-            .get(&(Arc::as_ptr(c) as usize))
-            .copied()
-            .unwrap_or(u32::MAX)
-    }
-
     /// Evaluates the static predicates for `c` once per cycle; returns the cache key.
     pub(super) fn static_filter(&mut self, c: &Arc<PlacementConstraints>) -> u32 {
-        let key = self.constraint_id(c);
+        let key = self.world.constraint_id(c);
         let nodes = &self.world.nodes;
         let predicates = &self.world.predicates;
         self.memo.filters.entry(key).or_insert_with(|| {

@@ -534,7 +534,7 @@ impl<'s> Cycle<'s> {
             let head = &job.tasks[tasks[start]];
             let end = run_end(job, tasks, start);
             let key = (
-                self.constraint_id(&head.constraints) as usize,
+                self.world.constraint_id(&head.constraints) as usize,
                 head.requests.gpu as u32,
             );
             let plan = match plans.get(&key) {

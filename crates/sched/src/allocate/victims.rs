@@ -500,13 +500,13 @@ impl<'s> Cycle<'s> {
         let refs: Vec<&Unit> = units.iter().collect();
         self.give_units(&refs);
         for u in &units {
-            self.uncharge(leaf, &u.freed);
+            self.ledger.uncharge(&self.world, leaf, &u.freed);
         }
         self.ledger.set_aside = behind.iter().copied().collect();
         let found = self.search_victims(j, min);
         self.ledger.set_aside.clear();
         for u in &units {
-            self.charge(leaf, &u.freed, false);
+            self.ledger.charge(&self.world, leaf, &u.freed, false);
         }
         self.ledger.state.rollback(mark);
         match found {
@@ -538,14 +538,6 @@ impl<'s> Cycle<'s> {
             over: None,
             fresh: true,
         }
-    }
-
-    /// Removes `freed` from the allocation of `leaf` and every queue above.
-    pub(super) fn uncharge(&mut self, leaf: QueueId, freed: &Resources) {
-        for q in self.world.tree.ancestors(leaf) {
-            self.ledger.alloc[q.0].saturating_sub(freed);
-        }
-        self.ledger.alloc[QueueTree::ROOT.0].saturating_sub(freed);
     }
 
     /// The victim search proper (see [`Cycle::find_victims`]).

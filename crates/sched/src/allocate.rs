@@ -226,12 +226,13 @@ impl<'s> Cycle<'s> {
                 self.outcome.pending.insert(i, r.clone());
             }
         }
-        let mut walk = self.build_walk(
+        let mut walk = self.ledger.build_walk(
+            &self.world,
             |jw| jw.blocked.is_none() && !jw.pending.is_empty(),
             minimum_ask,
         );
         while let Some(leaf) = self.pick_leaf(&mut walk) {
-            let Some(j) = self.pop_job(leaf, &mut walk) else {
+            let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
             self.outcome.stats.jobs_considered += 1;
@@ -245,7 +246,7 @@ impl<'s> Cycle<'s> {
                 self.outcome.pending.insert(j, reason);
                 if starving {
                     let gang = self.ledger.jobs[j].job.id.clone();
-                    while let Some(k) = self.pop_job(leaf, &mut walk) {
+                    while let Some(k) = self.world.pop_job(leaf, &mut walk) {
                         self.outcome
                             .pending
                             .insert(k, PendingReason::BehindStarvingGang { gang: gang.clone() });
@@ -270,7 +271,8 @@ impl<'s> Cycle<'s> {
         }
         self.ledger.check_limits(&self.world, jw.leaf, &needs)?;
         if !job.preemptible {
-            self.check_quota_for_non_preemptible(jw.leaf, &needs)?;
+            self.ledger
+                .check_quota_for_non_preemptible(&self.world, jw.leaf, &needs)?;
         }
 
         // Same shape throughout? Then the failed-shape cache applies.
@@ -283,7 +285,7 @@ impl<'s> Cycle<'s> {
         // Topology constraints: checked here, where the topology is known.
         let constrained =
             !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
-        let aware = self.topology_aware();
+        let aware = self.world.topology_aware();
         if constrained
             && self.world.config.topology.placement == crate::config::TopologyPlacement::Aware
         {
@@ -335,7 +337,7 @@ impl<'s> Cycle<'s> {
             None
         };
         let mark = self.ledger.state.begin();
-        self.release_reservations(j);
+        self.ledger.release_reservations(&self.world, j);
         let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
             Ok(p) => p,
             Err(reason) => {
@@ -357,7 +359,9 @@ impl<'s> Cycle<'s> {
         self.outcome.stats.gangs_placed += 1;
         let bound = self.ledger.jobs[j].bound_total as usize;
         if chosen.len() + bound > 1
-            && let Some(gp) = self.gang_placement(j, &placed, tightest)
+            && let Some(gp) = self
+                .ledger
+                .gang_placement(&self.world, j, &placed, tightest)
         {
             self.outcome.placements.push(gp);
         }
@@ -379,7 +383,7 @@ impl<'s> Cycle<'s> {
             return self.place_gang_topology(j, chosen, needs);
         }
         let job = self.ledger.jobs[j].job;
-        let aware = self.topology_aware();
+        let aware = self.world.topology_aware();
         let mut placed: Vec<Placed> = Vec::with_capacity(chosen.len());
         let mut start = 0;
         while start < chosen.len() {
@@ -388,7 +392,13 @@ impl<'s> Cycle<'s> {
             // With a topology, whole-GPU pods smaller than a node take an
             // aligned, NUMA-local window of devices when one is free.
             let plan = if aware {
-                Some(self.rail_plan(head.requests.clone(), &head.constraints, &[], false))
+                Some(self.ledger.rail_plan(
+                    &self.world,
+                    head.requests.clone(),
+                    &head.constraints,
+                    &[],
+                    false,
+                ))
             } else {
                 None
             };
@@ -480,7 +490,8 @@ impl<'s> Cycle<'s> {
     // ---- pass 2: elastic pods ----------------------------------------
 
     fn run_elastic(&mut self) {
-        let mut walk = self.build_walk(
+        let mut walk = self.ledger.build_walk(
+            &self.world,
             |jw| {
                 jw.blocked.is_none()
                     && !jw.pending.is_empty()
@@ -497,12 +508,12 @@ impl<'s> Cycle<'s> {
             },
         );
         while let Some(leaf) = self.pick_leaf(&mut walk) {
-            let Some(j) = self.pop_job(leaf, &mut walk) else {
+            let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
             let job = self.ledger.jobs[j].job;
             // Room held for its nominated pods is its own to use now.
-            self.release_reservations(j);
+            self.ledger.release_reservations(&self.world, j);
             let pending = self.ledger.jobs[j].pending.clone();
             let mut placed_total = 0u32;
             let mut failure: Option<String> = None;

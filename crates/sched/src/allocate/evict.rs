@@ -27,7 +27,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use trainyard_model::{JobId, NodeName, QueueId, QueueTree, ResourceName, Resources, TaskState};
 
-use super::{Cycle, Placed, select_minimum};
+use super::{Cycle, Ledger, Placed, World, select_minimum};
 use crate::decisions::{Eviction, EvictionKind, NominationDecision, PendingReason};
 use crate::state::PodView;
 
@@ -93,51 +93,6 @@ pub(super) struct Plan {
 }
 
 impl<'s> Cycle<'s> {
-    /// Gives back the capacity reserved for job `j`'s nominated tasks (it is
-    /// being placed now). Inside the caller's transaction.
-    pub(super) fn release_reservations(&mut self, j: usize) {
-        let res = std::mem::take(&mut self.ledger.reserved[j]);
-        let job = self.ledger.jobs[j].job;
-        for (t, n, slots) in &res {
-            let task = &job.tasks[*t];
-            let pod = PodView::of_task(task);
-            self.ledger
-                .state
-                .give(*n, self.world.nodes[*n], &pod, slots);
-        }
-    }
-
-    /// Non-preemptible jobs run only within quota: GPUs always, other
-    /// resources where the queue has a quota. Only what non-preemptible
-    /// jobs hold counts against it (as in KAI-Scheduler): preemptible work
-    /// in the queue can always be evicted to make room, so it never stands
-    /// in the way, and evicting it never changes this check.
-    pub(super) fn check_quota_for_non_preemptible(
-        &self,
-        leaf: QueueId,
-        needs: &Resources,
-    ) -> Result<(), PendingReason> {
-        for q in self.world.tree.ancestors(leaf) {
-            let quota = &self.world.tree.spec(q).quota;
-            for (r, want) in needs.iter() {
-                if want == 0 || (r != ResourceName::Gpu && quota.get(&r) == 0) {
-                    continue;
-                }
-                let used = self.ledger.alloc_np[q.0].get(&r);
-                if used + want > quota.get(&r) {
-                    return Err(PendingReason::NonPreemptibleOverQuota {
-                        queue: self.world.tree.path(q).to_string(),
-                        used,
-                        requested: want,
-                        quota: quota.get(&r),
-                        resource: r,
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Jobs that can be scheduled at all and are pending for a reason
     /// `which` accepts.
     fn pending_where(&self, which: impl Fn(&PendingReason) -> bool) -> BTreeSet<usize> {
@@ -202,10 +157,14 @@ impl<'s> Cycle<'s> {
         self.ledger.running = (0..self.ledger.jobs.len())
             .filter(|&v| !self.ledger.bound_at[v].is_empty() && self.ledger.jobs[v].job.preemptible)
             .collect();
-        let mut walk = self.build_walk(|jw| round.contains(&jw.index), super::minimum_ask);
+        let mut walk = self.ledger.build_walk(
+            &self.world,
+            |jw| round.contains(&jw.index),
+            super::minimum_ask,
+        );
         let mut failed: HashMap<FailedSearch, (usize, String)> = HashMap::new();
         while let Some(leaf) = self.pick_leaf(&mut walk) {
-            let Some(j) = self.pop_job(leaf, &mut walk) else {
+            let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
             if self.world.nominated[j] {
@@ -246,7 +205,7 @@ impl<'s> Cycle<'s> {
             let Some(min) = self.minimum_of(j) else {
                 continue;
             };
-            let key = self.failed_search_key(j, &min);
+            let key = self.ledger.failed_search_key(&self.world, j, &min);
             if let Some((k, n)) = &key
                 && let Some((m, why)) = failed.get(k)
                 && n >= m
@@ -284,30 +243,6 @@ impl<'s> Cycle<'s> {
         refused_jobs
     }
 
-    /// What decides a victim search for a gang of one pod shape without
-    /// topology constraints, and its pod count; `None` for other gangs.
-    fn failed_search_key(&mut self, j: usize, min: &Minimum) -> Option<(FailedSearch, usize)> {
-        let chosen = &min.0;
-        let job = self.ledger.jobs[j].job;
-        let first = &job.tasks[chosen[0]];
-        let constrained =
-            !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
-        if constrained
-            || !super::one_shape(job, chosen)
-            || self.world.nominated[j]
-            || !self.ledger.reserved[j].is_empty()
-        {
-            return None;
-        }
-        let key = (
-            self.ledger.jobs[j].leaf,
-            self.world.constraint_id(&first.constraints),
-            first.requests.clone(),
-            (job.priority, job.preemptible, job.preempts),
-        );
-        Some((key, chosen.len()))
-    }
-
     /// The gang minimum of `j`, its needs, and whether it uses the topology search.
     pub(super) fn minimum_of(&self, j: usize) -> Option<Minimum> {
         let jw = &self.ledger.jobs[j];
@@ -322,7 +257,7 @@ impl<'s> Cycle<'s> {
         }
         let constrained =
             !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
-        let topo_search = self.topology_aware() && (chosen.len() > 1 || constrained);
+        let topo_search = self.world.topology_aware() && (chosen.len() > 1 || constrained);
         Some((chosen, needs, topo_search))
     }
 
@@ -346,7 +281,7 @@ impl<'s> Cycle<'s> {
         }
         // No candidate at all: say why (counted only here, where it shows).
         let refused = if refused.is_empty() {
-            self.why_no_victims(j, needs)
+            self.ledger.why_no_victims(&self.world, j, needs)
         } else {
             refused
         };
@@ -390,60 +325,6 @@ impl<'s> Cycle<'s> {
         );
     }
 
-    /// Why no running job may be taken for gang `j`, counted by obstacle.
-    pub(super) fn why_no_victims(&self, j: usize, needs: &Resources) -> String {
-        let cfg = self.world.config.preemption;
-        if !cfg.reclaim && !cfg.preempt {
-            return "reclaim and preemption are off".into();
-        }
-        let jw = &self.ledger.jobs[j];
-        let (mut shares, mut fixed, mut young, mut lower) = (0u32, 0u32, 0u32, 0u32);
-        for (v, vw) in self.ledger.jobs.iter().enumerate() {
-            if v == j || self.ledger.bound_at[v].is_empty() || vw.leaf == QueueTree::ROOT {
-                continue;
-            }
-            if !vw.job.preemptible {
-                fixed += 1;
-            } else if vw.leaf == jw.leaf {
-                if vw.job.priority >= jw.job.priority || !cfg.preempt {
-                    lower += 1;
-                } else {
-                    young += 1;
-                }
-            } else if !cfg.reclaim
-                || self
-                    .ledger
-                    .reclaim_allowed(&self.world, jw.leaf, vw.leaf, needs)
-                    .is_none()
-            {
-                shares += 1;
-            } else {
-                young += 1;
-            }
-        }
-        let mut parts = Vec::new();
-        if shares > 0 {
-            parts.push(format!(
-                "{shares} job(s) in queues not above their fair share or quota"
-            ));
-        }
-        if fixed > 0 {
-            parts.push(format!("{fixed} not preemptible"));
-        }
-        if lower > 0 {
-            parts.push(format!("{lower} in its own queue without lower priority"));
-        }
-        if young > 0 {
-            parts.push(format!(
-                "{young} within their minimum runtime or terminating"
-            ));
-        }
-        if parts.is_empty() {
-            return "no job runs that could be taken".into();
-        }
-        format!("no job may be taken: {}", parts.join(", "))
-    }
-
     /// After binds of this cycle were taken back, the room they leave
     /// (beyond what the preemptors took) is offered once more to gangs
     /// still pending for lack of room, in the usual walk order. No eviction
@@ -462,9 +343,13 @@ impl<'s> Cycle<'s> {
         }
         let retry = self
             .pending_where(|r| r.is_lack_of_room() || matches!(r, PendingReason::Yielded { .. }));
-        let mut walk = self.build_walk(|jw| retry.contains(&jw.index), super::minimum_ask);
+        let mut walk = self.ledger.build_walk(
+            &self.world,
+            |jw| retry.contains(&jw.index),
+            super::minimum_ask,
+        );
         while let Some(leaf) = self.pick_leaf(&mut walk) {
-            let Some(j) = self.pop_job(leaf, &mut walk) else {
+            let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
             match self.try_gang(j) {
@@ -510,7 +395,7 @@ impl<'s> Cycle<'s> {
         };
         let mark = self.ledger.state.begin();
         let refs: Vec<&Unit> = plan.units.iter().collect();
-        self.give_units(&refs);
+        self.ledger.give_units(&self.world, &refs);
         let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
             Ok(p) => p,
             Err(_) => {
@@ -684,7 +569,7 @@ impl<'s> Cycle<'s> {
             // Only binds of this cycle made room: the gang binds now.
             let bound = self.ledger.jobs[j].bound_total as usize;
             if placed.len() + bound > 1
-                && let Some(gp) = self.gang_placement(j, &placed, None)
+                && let Some(gp) = self.ledger.gang_placement(&self.world, j, &placed, None)
             {
                 self.outcome.placements.push(gp);
             }
@@ -719,5 +604,129 @@ impl<'s> Cycle<'s> {
                 nodes: nodes.into_iter().collect(),
             },
         );
+    }
+}
+
+impl<'s> Ledger<'s> {
+    /// Non-preemptible jobs run only within quota: GPUs always, other
+    /// resources where the queue has a quota. Only what non-preemptible
+    /// jobs hold counts against it (as in KAI-Scheduler): preemptible work
+    /// in the queue can always be evicted to make room, so it never stands
+    /// in the way, and evicting it never changes this check.
+    pub(super) fn check_quota_for_non_preemptible(
+        &self,
+        w: &World<'_>,
+        leaf: QueueId,
+        needs: &Resources,
+    ) -> Result<(), PendingReason> {
+        for q in w.tree.ancestors(leaf) {
+            let quota = &w.tree.spec(q).quota;
+            for (r, want) in needs.iter() {
+                if want == 0 || (r != ResourceName::Gpu && quota.get(&r) == 0) {
+                    continue;
+                }
+                let used = self.alloc_np[q.0].get(&r);
+                if used + want > quota.get(&r) {
+                    return Err(PendingReason::NonPreemptibleOverQuota {
+                        queue: w.tree.path(q).to_string(),
+                        used,
+                        requested: want,
+                        quota: quota.get(&r),
+                        resource: r,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Why no running job may be taken for gang `j`, counted by obstacle.
+    pub(super) fn why_no_victims(&self, w: &World<'_>, j: usize, needs: &Resources) -> String {
+        let cfg = w.config.preemption;
+        if !cfg.reclaim && !cfg.preempt {
+            return "reclaim and preemption are off".into();
+        }
+        let jw = &self.jobs[j];
+        let (mut shares, mut fixed, mut young, mut lower) = (0u32, 0u32, 0u32, 0u32);
+        for (v, vw) in self.jobs.iter().enumerate() {
+            if v == j || self.bound_at[v].is_empty() || vw.leaf == QueueTree::ROOT {
+                continue;
+            }
+            if !vw.job.preemptible {
+                fixed += 1;
+            } else if vw.leaf == jw.leaf {
+                if vw.job.priority >= jw.job.priority || !cfg.preempt {
+                    lower += 1;
+                } else {
+                    young += 1;
+                }
+            } else if !cfg.reclaim || self.reclaim_allowed(w, jw.leaf, vw.leaf, needs).is_none() {
+                shares += 1;
+            } else {
+                young += 1;
+            }
+        }
+        let mut parts = Vec::new();
+        if shares > 0 {
+            parts.push(format!(
+                "{shares} job(s) in queues not above their fair share or quota"
+            ));
+        }
+        if fixed > 0 {
+            parts.push(format!("{fixed} not preemptible"));
+        }
+        if lower > 0 {
+            parts.push(format!("{lower} in its own queue without lower priority"));
+        }
+        if young > 0 {
+            parts.push(format!(
+                "{young} within their minimum runtime or terminating"
+            ));
+        }
+        if parts.is_empty() {
+            return "no job runs that could be taken".into();
+        }
+        format!("no job may be taken: {}", parts.join(", "))
+    }
+
+    /// Gives back the capacity reserved for job `j`'s nominated tasks (it is
+    /// being placed now). Inside the caller's transaction.
+    pub(super) fn release_reservations(&mut self, w: &World<'_>, j: usize) {
+        let res = std::mem::take(&mut self.reserved[j]);
+        let job = self.jobs[j].job;
+        for (t, n, slots) in &res {
+            let task = &job.tasks[*t];
+            let pod = PodView::of_task(task);
+            self.state.give(*n, w.nodes[*n], &pod, slots);
+        }
+    }
+
+    /// What decides a victim search for a gang of one pod shape without
+    /// topology constraints, and its pod count; `None` for other gangs.
+    pub(super) fn failed_search_key(
+        &mut self,
+        w: &World<'_>,
+        j: usize,
+        min: &Minimum,
+    ) -> Option<(FailedSearch, usize)> {
+        let chosen = &min.0;
+        let job = self.jobs[j].job;
+        let first = &job.tasks[chosen[0]];
+        let constrained =
+            !job.topology.is_empty() || job.subgroups.iter().any(|sg| !sg.topology.is_empty());
+        if constrained
+            || !super::one_shape(job, chosen)
+            || w.nominated[j]
+            || !self.reserved[j].is_empty()
+        {
+            return None;
+        }
+        let key = (
+            self.jobs[j].leaf,
+            w.constraint_id(&first.constraints),
+            first.requests.clone(),
+            (job.priority, job.preemptible, job.preempts),
+        );
+        Some((key, chosen.len()))
     }
 }

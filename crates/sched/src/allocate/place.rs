@@ -124,7 +124,7 @@ impl<'s> Cycle<'s> {
             let Some((n, devices)) = r.best() else {
                 return Err(pos);
             };
-            let slots = self.slots_for(n, devices, pod, rail);
+            let slots = self.ledger.slots_for(&self.world, n, devices, pod, rail);
             self.ledger.state.take(n, self.world.nodes[n], pod, &slots);
             placed.push((t, n, slots));
             r.changed_here(
@@ -136,26 +136,6 @@ impl<'s> Cycle<'s> {
             );
         }
         Ok(())
-    }
-
-    /// The device slots a pod takes on node `n`: the rail plan's window
-    /// when one is free there, else the evaluation's choice.
-    pub(super) fn slots_for(
-        &self,
-        n: usize,
-        devices: DeviceChoice,
-        pod: &PodView,
-        rail: Option<&topo::RailPlan>,
-    ) -> Vec<usize> {
-        let node = self.world.nodes[n];
-        let window = rail.and_then(|plan| {
-            let w = plan.window_on(node, &self.ledger.state.nodes()[n], pod)?;
-            Some(plan.windows[w].clone())
-        });
-        match window {
-            Some(w) => w,
-            None => devices.slots(node, &self.ledger.state.nodes()[n], pod),
-        }
     }
 
     /// `place_run` by scoring every feasible node (or those of `scope`)
@@ -229,7 +209,7 @@ impl<'s> Cycle<'s> {
             };
             let n = n as usize;
             let node = self.world.nodes[n];
-            let slots = self.slots_for(n, devices, pod, rail);
+            let slots = self.ledger.slots_for(&self.world, n, devices, pod, rail);
             self.ledger.state.take(n, node, pod, &slots);
             placed.push((t, n, slots));
             if let Some(e) = self
@@ -272,5 +252,28 @@ impl<'s> Cycle<'s> {
             }
         }
         (fit, reasons)
+    }
+}
+
+impl<'s> Ledger<'s> {
+    /// The device slots a pod takes on node `n`: the rail plan's window
+    /// when one is free there, else the evaluation's choice.
+    pub(super) fn slots_for(
+        &self,
+        w: &World<'_>,
+        n: usize,
+        devices: DeviceChoice,
+        pod: &PodView,
+        rail: Option<&topo::RailPlan>,
+    ) -> Vec<usize> {
+        let node = w.nodes[n];
+        let window = rail.and_then(|plan| {
+            let w = plan.window_on(node, &self.state.nodes()[n], pod)?;
+            Some(plan.windows[w].clone())
+        });
+        match window {
+            Some(w) => w,
+            None => devices.slots(node, &self.state.nodes()[n], pod),
+        }
     }
 }

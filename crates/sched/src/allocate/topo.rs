@@ -15,7 +15,7 @@ use trainyard_model::topology::Topology;
 use trainyard_model::{Job, JobId, PlacementConstraints, Resources, TopologyConstraint};
 
 use super::run_end;
-use super::{Cycle, Placed};
+use super::{Cycle, Ledger, Placed, World};
 use crate::decisions::{GangPlacement, PendingReason};
 use crate::state::{GpuAsk, NodeState, PodView};
 
@@ -121,12 +121,6 @@ struct Shape<'a> {
 }
 
 impl<'s> Cycle<'s> {
-    /// Whether gang placement searches the topology this cycle.
-    pub(super) fn topology_aware(&self) -> bool {
-        self.world.topo.is_some()
-            && self.world.config.topology.placement == crate::config::TopologyPlacement::Aware
-    }
-
     /// Places the gang minimum `chosen` (task indices) domain by domain.
     /// Runs inside the caller's transaction; on error the caller rolls back.
     pub(super) fn place_gang_topology(
@@ -158,7 +152,7 @@ impl<'s> Cycle<'s> {
 
         let mut last_err: Option<PendingReason> = None;
         for level in 0..levels.min(top + 1) {
-            let mut cands = self.candidates(&scope_all, level, &copies, &shapes);
+            let mut cands = self.world.candidates(&scope_all, level, &copies, &shapes);
             if cands.is_empty() {
                 continue;
             }
@@ -169,7 +163,7 @@ impl<'s> Cycle<'s> {
                 match self.place_parts(job, &parts, &nodes, Some(level)) {
                     Ok(placed) => {
                         self.ledger.state.commit(mark);
-                        return self.check_leaves(job, placed, needs);
+                        return self.world.check_leaves(job, placed, needs);
                     }
                     Err(e) => {
                         self.ledger.state.rollback(mark);
@@ -185,52 +179,22 @@ impl<'s> Cycle<'s> {
             {
                 return Err(e.clone());
             }
-            return Err(self.unfit_reason("gang", r, &scope_all, &copies, &shapes, needs));
+            return Err(self
+                .world
+                .unfit_reason("gang", r, &scope_all, &copies, &shapes, needs));
         }
         // No single domain: the whole cluster, still split tightly.
         let mark = self.ledger.state.begin();
         match self.place_parts(job, &parts, &scope_all, None) {
             Ok(placed) => {
                 self.ledger.state.commit(mark);
-                self.check_leaves(job, placed, needs)
+                self.world.check_leaves(job, placed, needs)
             }
             Err(e) => {
                 self.ledger.state.rollback(mark);
                 Err(e)
             }
         }
-    }
-
-    /// Enforces `maxLeaves` on a placement (rolled back by the caller).
-    fn check_leaves(
-        &self,
-        job: &Job,
-        placed: Vec<Placed>,
-        needs: &Resources,
-    ) -> Result<Vec<Placed>, PendingReason> {
-        let Some(max) = job.topology.max_leaves else {
-            return Ok(placed);
-        };
-        let Some(ti) = &self.world.topo else {
-            return Ok(placed);
-        };
-        let Some(leaf) = ti.topo.leaf_level() else {
-            return Ok(placed);
-        };
-        let mut leaves: Vec<Option<u32>> = placed.iter().map(|p| ti.domain_of[leaf][p.1]).collect();
-        leaves.sort();
-        leaves.dedup();
-        if leaves.len() as u32 > max {
-            let (needs_n, unit) = amount(needs, job.tasks.len() as u64);
-            return Err(PendingReason::TooManyLeaves {
-                scope: "gang".into(),
-                needs_leaves: leaves.len() as u32,
-                max_leaves: max,
-                needs: needs_n,
-                unit,
-            });
-        }
-        Ok(placed)
     }
 
     /// Copies of each shape per node (0 where statically infeasible).
@@ -248,106 +212,6 @@ impl<'s> Cycle<'s> {
             }
         }
         out
-    }
-
-    /// Domains of `level` among `scope` that can hold every shape, sorted
-    /// by (leaves needed, room, name): (leaves, room, domain, nodes).
-    fn candidates(
-        &self,
-        scope: &[usize],
-        level: usize,
-        copies: &[Vec<u32>],
-        shapes: &[Shape],
-    ) -> Vec<(u32, u64, u32, Vec<usize>)> {
-        let Some(ti) = &self.world.topo else {
-            return Vec::new();
-        };
-        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for &n in scope {
-            if let Some(d) = ti.domain_of[level][n] {
-                groups.entry(d).or_default().push(n);
-            }
-        }
-        let leaf = ti.topo.leaf_level();
-        let mut out = Vec::new();
-        for (d, nodes) in groups {
-            let room = room_of(&nodes, copies);
-            if !shapes
-                .iter()
-                .enumerate()
-                .all(|(s, sh)| room[s] >= u64::from(sh.count))
-            {
-                continue;
-            }
-            // Leaves needed: greedy over leaf domains, main shape.
-            let leaves = match leaf {
-                Some(lf) if lf < level => {
-                    let mut per: BTreeMap<Option<u32>, u64> = BTreeMap::new();
-                    for &n in &nodes {
-                        *per.entry(ti.domain_of[lf][n]).or_default() += u64::from(copies[n][0]);
-                    }
-                    let mut caps: Vec<u64> = per.into_values().collect();
-                    caps.sort_unstable_by(|a, b| b.cmp(a));
-                    let mut left = u64::from(shapes[0].count);
-                    let mut k = 0;
-                    for c in caps {
-                        if left == 0 {
-                            break;
-                        }
-                        left = left.saturating_sub(c);
-                        k += 1;
-                    }
-                    k
-                }
-                _ => 1,
-            };
-            out.push((leaves, room[0], d, nodes));
-        }
-        out.sort_by(|a, b| {
-            (a.0, a.1, ti.domain_name(level, a.2)).cmp(&(b.0, b.1, ti.domain_name(level, b.2)))
-        });
-        out
-    }
-
-    /// The reason a gang (or sub-group) fits in no domain of `level`.
-    fn unfit_reason(
-        &self,
-        scope: &str,
-        level: usize,
-        nodes: &[usize],
-        copies: &[Vec<u32>],
-        shapes: &[Shape],
-        needs: &Resources,
-    ) -> PendingReason {
-        let Some(ti) = &self.world.topo else {
-            return PendingReason::Rejected {
-                message: "the cluster has no topology".into(),
-            };
-        };
-        let pods: u64 = shapes.iter().map(|s| u64::from(s.count)).sum();
-        let (needs_n, unit) = amount(needs, pods);
-        let per_pod = needs_n / pods.max(1);
-        let mut best: Option<(u64, u32)> = None;
-        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for &n in nodes {
-            if let Some(d) = ti.domain_of[level][n] {
-                groups.entry(d).or_default().push(n);
-            }
-        }
-        for (d, ns) in &groups {
-            let room = room_of(ns, copies)[0] * per_pod;
-            if best.is_none_or(|(b, _)| room > b) {
-                best = Some((room, *d));
-            }
-        }
-        PendingReason::TopologyUnfit {
-            scope: scope.to_string(),
-            needs: needs_n,
-            unit,
-            level: ti.level_name(level).to_string(),
-            largest: best.map_or(0, |b| b.0),
-            domain: best.map(|(_, d)| ti.domain_name(level, d).to_string()),
-        }
     }
 
     /// Places every part inside `scope` (a domain of `level`, or the
@@ -376,7 +240,7 @@ impl<'s> Cycle<'s> {
             };
             if let Some(r) = within {
                 let copies = self.copies_per_node(&shapes);
-                let cands = self.candidates(scope, r, &copies, &shapes);
+                let cands = self.world.candidates(scope, r, &copies, &shapes);
                 let mut done = false;
                 for (_, _, _, nodes) in cands.into_iter().take(TRIES_PER_LEVEL) {
                     let mark = self.ledger.state.begin();
@@ -398,7 +262,14 @@ impl<'s> Cycle<'s> {
                     for &t in &part.tasks {
                         needs.add(&job.tasks[t].requests);
                     }
-                    return Err(self.unfit_reason(&part.label, r, scope, &copies, &shapes, &needs));
+                    return Err(self.world.unfit_reason(
+                        &part.label,
+                        r,
+                        scope,
+                        &copies,
+                        &shapes,
+                        &needs,
+                    ));
                 }
             }
             match self.place_split(job, &part.tasks, scope, level, &mut plans) {
@@ -540,7 +411,8 @@ impl<'s> Cycle<'s> {
             let plan = match plans.get(&key) {
                 Some(p) => p.clone(),
                 None => {
-                    let p = self.rail_plan(
+                    let p = self.ledger.rail_plan(
+                        &self.world,
                         head.requests.clone(),
                         &head.constraints,
                         scope,
@@ -563,143 +435,6 @@ impl<'s> Cycle<'s> {
         Ok(placed)
     }
 
-    /// Device windows for whole-GPU pods smaller than the nodes in `scope`.
-    pub(super) fn rail_plan(
-        &self,
-        req: Resources,
-        c: &PlacementConstraints,
-        scope: &[usize],
-        multi: bool,
-    ) -> RailPlan {
-        let ask = GpuAsk::of(&req, c).unwrap_or(GpuAsk::None);
-        let GpuAsk::Whole(k) = ask else {
-            return RailPlan::default();
-        };
-        let k = k as usize;
-        let pod = PodView::new(&req, ask, c);
-        // Device count of the scope's nodes (the most common one).
-        // An empty scope means the whole cluster.
-        let all: Vec<usize>;
-        let scope = if scope.is_empty() {
-            all = (0..self.world.nodes.len()).collect();
-            &all[..]
-        } else {
-            scope
-        };
-        let mut counts: BTreeMap<usize, u32> = BTreeMap::new();
-        for &n in scope {
-            *counts.entry(self.world.nodes[n].gpus.len()).or_default() += 1;
-        }
-        let Some((&g, _)) = counts.iter().max_by_key(|(g, c)| (**c, **g)) else {
-            return RailPlan::default();
-        };
-        if k == 0 || k >= g {
-            return RailPlan::default();
-        }
-        // Aligned blocks of k inside each NUMA socket (if known), else overall.
-        let first = scope
-            .iter()
-            .copied()
-            .find(|&n| self.world.nodes[n].gpus.len() == g);
-        let numa: Vec<Option<u32>> = (0..g)
-            .map(|i| {
-                first.and_then(|n| {
-                    let ti = self.world.topo.as_ref()?;
-                    ti.topo
-                        .gpu_numa(ti.topo_of[n]?, self.world.nodes[n].gpus[i].index)
-                })
-            })
-            .collect();
-        let mut windows: Vec<Vec<usize>> = Vec::new();
-        let mut i = 0;
-        while i < g {
-            let mut j = i;
-            while j < g && numa[j] == numa[i] {
-                j += 1;
-            }
-            // Socket [i, j): blocks of k; if k exceeds the socket, plain blocks.
-            if j - i >= k {
-                let mut s = i;
-                while s + k <= j {
-                    windows.push((s..s + k).collect());
-                    s += k;
-                }
-                i = j;
-            } else {
-                windows.clear();
-                let mut s = 0;
-                while s + k <= g {
-                    windows.push((s..s + k).collect());
-                    s += k;
-                }
-                break;
-            }
-        }
-        if !multi {
-            return RailPlan {
-                windows,
-                node_pref: false,
-            };
-        }
-        // Most commonly free first, so the gang's pods agree on indices.
-        let mut scored: Vec<(u32, usize, Vec<usize>)> = windows
-            .into_iter()
-            .enumerate()
-            .map(|(pos, w)| {
-                let free = scope
-                    .iter()
-                    .filter(|&&n| {
-                        self.ledger.state.nodes()[n].whole_free(self.world.nodes[n], &pod, &w)
-                    })
-                    .count() as u32;
-                (free, pos, w)
-            })
-            .collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        RailPlan {
-            windows: scored.into_iter().map(|s| s.2).collect(),
-            node_pref: multi,
-        }
-    }
-
-    /// Where gang `j` sits after placing `placed` (only with a topology).
-    pub(super) fn gang_placement(
-        &self,
-        j: usize,
-        placed: &[Placed],
-        tightest: Option<usize>,
-    ) -> Option<GangPlacement> {
-        let ti = self.world.topo.as_ref()?;
-        let job = self.ledger.jobs[j].job;
-        let mut pods: Vec<(Option<u32>, &str, u32, Vec<u32>)> = placed
-            .iter()
-            .filter_map(|(t, n, slots)| {
-                let id = ti.topo_of[*n]?;
-                let task = &job.tasks[*t];
-                let gpus = slots
-                    .iter()
-                    .map(|&s| self.world.nodes[*n].gpus[s].index)
-                    .collect();
-                Some((task.rank, task.name.as_str(), id, gpus))
-            })
-            .collect();
-        pods.sort_by(|a, b| (a.0.is_none(), a.0, a.1).cmp(&(b.0.is_none(), b.0, b.1)));
-        let list: Vec<(u32, Vec<u32>)> = pods.into_iter().map(|p| (p.2, p.3)).collect();
-        let span = ti.topo.span(&list);
-        let level = span.level.map(|l| ti.level_name(l as usize).to_string());
-        Some(GangPlacement {
-            job: JobId(job.id.clone()),
-            in_tightest: match (span.level, tightest) {
-                (_, None) => true,
-                (Some(l), Some(t)) => l as usize <= t,
-                (None, Some(_)) => false,
-            },
-            tightest_feasible: tightest.map(|l| ti.level_name(l).to_string()),
-            level,
-            span,
-        })
-    }
-
     /// Tightest level with one domain that has room for all of `chosen`
     /// (by the copy estimate), before placing.
     pub(super) fn tightest_feasible(&mut self, j: usize, chosen: &[usize]) -> Option<usize> {
@@ -708,7 +443,12 @@ impl<'s> Cycle<'s> {
         let shapes = shapes_of(job, chosen);
         let copies = self.copies_per_node(&shapes);
         let scope: Vec<usize> = (0..self.world.nodes.len()).collect();
-        (0..levels).find(|&l| !self.candidates(&scope, l, &copies, &shapes).is_empty())
+        (0..levels).find(|&l| {
+            !self
+                .world
+                .candidates(&scope, l, &copies, &shapes)
+                .is_empty()
+        })
     }
 }
 
@@ -790,4 +530,276 @@ fn parts_of(job: &Job, chosen: &[usize]) -> Vec<Part> {
         });
     }
     parts
+}
+
+impl World<'_> {
+    /// Whether gang placement searches the topology this cycle.
+    pub(super) fn topology_aware(&self) -> bool {
+        self.topo.is_some()
+            && self.config.topology.placement == crate::config::TopologyPlacement::Aware
+    }
+
+    /// Enforces `maxLeaves` on a placement (rolled back by the caller).
+    pub(super) fn check_leaves(
+        &self,
+        job: &Job,
+        placed: Vec<Placed>,
+        needs: &Resources,
+    ) -> Result<Vec<Placed>, PendingReason> {
+        let Some(max) = job.topology.max_leaves else {
+            return Ok(placed);
+        };
+        let Some(ti) = &self.topo else {
+            return Ok(placed);
+        };
+        let Some(leaf) = ti.topo.leaf_level() else {
+            return Ok(placed);
+        };
+        let mut leaves: Vec<Option<u32>> = placed.iter().map(|p| ti.domain_of[leaf][p.1]).collect();
+        leaves.sort();
+        leaves.dedup();
+        if leaves.len() as u32 > max {
+            let (needs_n, unit) = amount(needs, job.tasks.len() as u64);
+            return Err(PendingReason::TooManyLeaves {
+                scope: "gang".into(),
+                needs_leaves: leaves.len() as u32,
+                max_leaves: max,
+                needs: needs_n,
+                unit,
+            });
+        }
+        Ok(placed)
+    }
+
+    /// Domains of `level` among `scope` that can hold every shape, sorted
+    /// by (leaves needed, room, name): (leaves, room, domain, nodes).
+    fn candidates(
+        &self,
+        scope: &[usize],
+        level: usize,
+        copies: &[Vec<u32>],
+        shapes: &[Shape],
+    ) -> Vec<(u32, u64, u32, Vec<usize>)> {
+        let Some(ti) = &self.topo else {
+            return Vec::new();
+        };
+        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for &n in scope {
+            if let Some(d) = ti.domain_of[level][n] {
+                groups.entry(d).or_default().push(n);
+            }
+        }
+        let leaf = ti.topo.leaf_level();
+        let mut out = Vec::new();
+        for (d, nodes) in groups {
+            let room = room_of(&nodes, copies);
+            if !shapes
+                .iter()
+                .enumerate()
+                .all(|(s, sh)| room[s] >= u64::from(sh.count))
+            {
+                continue;
+            }
+            // Leaves needed: greedy over leaf domains, main shape.
+            let leaves = match leaf {
+                Some(lf) if lf < level => {
+                    let mut per: BTreeMap<Option<u32>, u64> = BTreeMap::new();
+                    for &n in &nodes {
+                        *per.entry(ti.domain_of[lf][n]).or_default() += u64::from(copies[n][0]);
+                    }
+                    let mut caps: Vec<u64> = per.into_values().collect();
+                    caps.sort_unstable_by(|a, b| b.cmp(a));
+                    let mut left = u64::from(shapes[0].count);
+                    let mut k = 0;
+                    for c in caps {
+                        if left == 0 {
+                            break;
+                        }
+                        left = left.saturating_sub(c);
+                        k += 1;
+                    }
+                    k
+                }
+                _ => 1,
+            };
+            out.push((leaves, room[0], d, nodes));
+        }
+        out.sort_by(|a, b| {
+            (a.0, a.1, ti.domain_name(level, a.2)).cmp(&(b.0, b.1, ti.domain_name(level, b.2)))
+        });
+        out
+    }
+
+    /// The reason a gang (or sub-group) fits in no domain of `level`.
+    fn unfit_reason(
+        &self,
+        scope: &str,
+        level: usize,
+        nodes: &[usize],
+        copies: &[Vec<u32>],
+        shapes: &[Shape],
+        needs: &Resources,
+    ) -> PendingReason {
+        let Some(ti) = &self.topo else {
+            return PendingReason::Rejected {
+                message: "the cluster has no topology".into(),
+            };
+        };
+        let pods: u64 = shapes.iter().map(|s| u64::from(s.count)).sum();
+        let (needs_n, unit) = amount(needs, pods);
+        let per_pod = needs_n / pods.max(1);
+        let mut best: Option<(u64, u32)> = None;
+        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for &n in nodes {
+            if let Some(d) = ti.domain_of[level][n] {
+                groups.entry(d).or_default().push(n);
+            }
+        }
+        for (d, ns) in &groups {
+            let room = room_of(ns, copies)[0] * per_pod;
+            if best.is_none_or(|(b, _)| room > b) {
+                best = Some((room, *d));
+            }
+        }
+        PendingReason::TopologyUnfit {
+            scope: scope.to_string(),
+            needs: needs_n,
+            unit,
+            level: ti.level_name(level).to_string(),
+            largest: best.map_or(0, |b| b.0),
+            domain: best.map(|(_, d)| ti.domain_name(level, d).to_string()),
+        }
+    }
+}
+
+impl<'s> Ledger<'s> {
+    /// Device windows for whole-GPU pods smaller than the nodes in `scope`.
+    pub(super) fn rail_plan(
+        &self,
+        w: &World<'_>,
+        req: Resources,
+        c: &PlacementConstraints,
+        scope: &[usize],
+        multi: bool,
+    ) -> RailPlan {
+        let ask = GpuAsk::of(&req, c).unwrap_or(GpuAsk::None);
+        let GpuAsk::Whole(k) = ask else {
+            return RailPlan::default();
+        };
+        let k = k as usize;
+        let pod = PodView::new(&req, ask, c);
+        // Device count of the scope's nodes (the most common one).
+        // An empty scope means the whole cluster.
+        let all: Vec<usize>;
+        let scope = if scope.is_empty() {
+            all = (0..w.nodes.len()).collect();
+            &all[..]
+        } else {
+            scope
+        };
+        let mut counts: BTreeMap<usize, u32> = BTreeMap::new();
+        for &n in scope {
+            *counts.entry(w.nodes[n].gpus.len()).or_default() += 1;
+        }
+        let Some((&g, _)) = counts.iter().max_by_key(|(g, c)| (**c, **g)) else {
+            return RailPlan::default();
+        };
+        if k == 0 || k >= g {
+            return RailPlan::default();
+        }
+        // Aligned blocks of k inside each NUMA socket (if known), else overall.
+        let first = scope.iter().copied().find(|&n| w.nodes[n].gpus.len() == g);
+        let numa: Vec<Option<u32>> = (0..g)
+            .map(|i| {
+                first.and_then(|n| {
+                    let ti = w.topo.as_ref()?;
+                    ti.topo.gpu_numa(ti.topo_of[n]?, w.nodes[n].gpus[i].index)
+                })
+            })
+            .collect();
+        let mut windows: Vec<Vec<usize>> = Vec::new();
+        let mut i = 0;
+        while i < g {
+            let mut j = i;
+            while j < g && numa[j] == numa[i] {
+                j += 1;
+            }
+            // Socket [i, j): blocks of k; if k exceeds the socket, plain blocks.
+            if j - i >= k {
+                let mut s = i;
+                while s + k <= j {
+                    windows.push((s..s + k).collect());
+                    s += k;
+                }
+                i = j;
+            } else {
+                windows.clear();
+                let mut s = 0;
+                while s + k <= g {
+                    windows.push((s..s + k).collect());
+                    s += k;
+                }
+                break;
+            }
+        }
+        if !multi {
+            return RailPlan {
+                windows,
+                node_pref: false,
+            };
+        }
+        // Most commonly free first, so the gang's pods agree on indices.
+        let mut scored: Vec<(u32, usize, Vec<usize>)> = windows
+            .into_iter()
+            .enumerate()
+            .map(|(pos, win)| {
+                let free = scope
+                    .iter()
+                    .filter(|&&n| self.state.nodes()[n].whole_free(w.nodes[n], &pod, &win))
+                    .count() as u32;
+                (free, pos, win)
+            })
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        RailPlan {
+            windows: scored.into_iter().map(|s| s.2).collect(),
+            node_pref: multi,
+        }
+    }
+
+    /// Where gang `j` sits after placing `placed` (only with a topology).
+    pub(super) fn gang_placement(
+        &self,
+        w: &World<'_>,
+        j: usize,
+        placed: &[Placed],
+        tightest: Option<usize>,
+    ) -> Option<GangPlacement> {
+        let ti = w.topo.as_ref()?;
+        let job = self.jobs[j].job;
+        let mut pods: Vec<(Option<u32>, &str, u32, Vec<u32>)> = placed
+            .iter()
+            .filter_map(|(t, n, slots)| {
+                let id = ti.topo_of[*n]?;
+                let task = &job.tasks[*t];
+                let gpus = slots.iter().map(|&s| w.nodes[*n].gpus[s].index).collect();
+                Some((task.rank, task.name.as_str(), id, gpus))
+            })
+            .collect();
+        pods.sort_by(|a, b| (a.0.is_none(), a.0, a.1).cmp(&(b.0.is_none(), b.0, b.1)));
+        let list: Vec<(u32, Vec<u32>)> = pods.into_iter().map(|p| (p.2, p.3)).collect();
+        let span = ti.topo.span(&list);
+        let level = span.level.map(|l| ti.level_name(l as usize).to_string());
+        Some(GangPlacement {
+            job: JobId(job.id.clone()),
+            in_tightest: match (span.level, tightest) {
+                (_, None) => true,
+                (Some(l), Some(t)) => l as usize <= t,
+                (None, Some(_)) => false,
+            },
+            tightest_feasible: tightest.map(|l| ti.level_name(l).to_string()),
+            level,
+            span,
+        })
+    }
 }

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use trainyard_model::{QueueId, QueueTree, Resources};
 
 use super::evict::{Minimum, Plan, Unit};
-use super::{Cycle, Placed};
+use super::{Cycle, Ledger, Placed, World};
 use crate::decisions::EvictionKind;
 use crate::state::{NodeState, PodView};
 
@@ -82,7 +82,7 @@ impl<'s> Cycle<'s> {
             if self.ledger.set_aside.contains(&v) || vj.tasks.iter().any(|t| t.terminating) {
                 continue;
             }
-            let started = self.job_started(v);
+            let started = self.ledger.job_started(v);
             // Minimum runtime protects pods that run; fresh binds have no
             // start (`job_started` skips them), so they are never protected.
             if let Some(min) = self.world.min_runtime(vw.leaf)
@@ -96,8 +96,9 @@ impl<'s> Cycle<'s> {
             let mut bound: Vec<Placed> = self.ledger.bound_at[v].clone();
             // Most recently started first, then name (descending).
             bound.sort_by(|(a, _, _), (b, _, _)| {
-                self.task_started(v, *b)
-                    .cmp(&self.task_started(v, *a))
+                self.ledger
+                    .task_started(&self.world, v, *b)
+                    .cmp(&self.ledger.task_started(&self.world, v, *a))
                     .then_with(|| vj.tasks[*b].name.cmp(&vj.tasks[*a].name))
             });
             // A job placed whole by this cycle is one unit: taking its
@@ -131,7 +132,7 @@ impl<'s> Cycle<'s> {
                     units.push(Unit {
                         job: v,
                         freed: task.requests.clone(),
-                        started: self.task_started(v, p.0),
+                        started: self.ledger.task_started(&self.world, v, p.0),
                         fresh: self.ledger.fresh.contains(&(v, p.0)),
                         tasks: vec![p],
                         kind,
@@ -148,7 +149,7 @@ impl<'s> Cycle<'s> {
                 let mut started = i64::MIN;
                 for (t, _, _) in &gang {
                     freed.add(&vj.tasks[*t].requests);
-                    started = started.max(self.task_started(v, *t));
+                    started = started.max(self.ledger.task_started(&self.world, v, *t));
                 }
                 let fresh = gang
                     .iter()
@@ -174,43 +175,6 @@ impl<'s> Cycle<'s> {
             })
         });
         units
-    }
-
-    /// Latest start of a job's running pods (ms), `i64::MIN` when unknown
-    /// (pods bound by this cycle have not started).
-    pub(super) fn job_started(&self, v: usize) -> i64 {
-        let job = self.ledger.jobs[v].job;
-        self.ledger.bound_at[v]
-            .iter()
-            .filter(|(t, _, _)| !self.ledger.fresh.contains(&(v, *t)))
-            .filter_map(|(t, _, _)| job.tasks[*t].started.map(|s| s.0))
-            .max()
-            .unwrap_or(i64::MIN)
-    }
-
-    /// When task `t` of job `v` started (ms): now for a pod bound by this
-    /// cycle (so it sorts as the most recent), `i64::MIN` when unknown.
-    pub(super) fn task_started(&self, v: usize, t: usize) -> i64 {
-        if self.ledger.fresh.contains(&(v, t)) {
-            return self.world.now.0;
-        }
-        self.ledger.jobs[v].job.tasks[t]
-            .started
-            .map_or(i64::MIN, |s| s.0)
-    }
-
-    /// Gives back every task of `units` (inside the open transaction).
-    pub(super) fn give_units(&mut self, units: &[&Unit]) {
-        for u in units {
-            let job = self.ledger.jobs[u.job].job;
-            for (t, n, slots) in &u.tasks {
-                let task = &job.tasks[*t];
-                let pod = PodView::of_task(task);
-                self.ledger
-                    .state
-                    .give(*n, self.world.nodes[*n], &pod, slots);
-            }
-        }
     }
 
     /// A working victim set from `pool` (cheapest first), minimised: every
@@ -300,17 +264,6 @@ impl<'s> Cycle<'s> {
         v
     }
 
-    /// Gives back into `st`, a copy of node `n`'s state, the pods of `u`
-    /// on that node.
-    fn give_on_node(&self, st: &mut NodeState, n: usize, u: &Unit) {
-        let vj = self.ledger.jobs[u.job].job;
-        for (t, m, slots) in &u.tasks {
-            if *m == n {
-                st.give(self.world.nodes[n], &PodView::of_task(&vj.tasks[*t]), slots);
-            }
-        }
-    }
-
     /// For a gang of one pod shape: whether the nodes could hold all its
     /// pods with every unit of `pool` gone (an upper bound, no placement).
     /// Gangs of several shapes always could, as far as this says.
@@ -337,7 +290,7 @@ impl<'s> Cycle<'s> {
                 Some(here) => {
                     let mut st = self.ledger.state.nodes()[n].clone();
                     for &i in here {
-                        self.give_on_node(&mut st, n, pool[i]);
+                        self.ledger.give_on_node(&self.world, &mut st, n, pool[i]);
                     }
                     st.copies(node, &pod) as usize
                 }
@@ -398,7 +351,7 @@ impl<'s> Cycle<'s> {
                 let mut with = st.clone();
                 let fresh: Vec<usize> = here.iter().copied().filter(|&i| pool[i].fresh).collect();
                 for &i in &fresh {
-                    self.give_on_node(&mut with, n, pool[i]);
+                    self.ledger.give_on_node(&self.world, &mut with, n, pool[i]);
                 }
                 let more = with.copies(node, &pod);
                 if more > copies {
@@ -409,7 +362,7 @@ impl<'s> Cycle<'s> {
             }
             if copies == 0 {
                 for &i in here.iter().filter(|&&i| !pool[i].fresh) {
-                    self.give_on_node(&mut st, n, pool[i]);
+                    self.ledger.give_on_node(&self.world, &mut st, n, pool[i]);
                     used.push(i);
                     copies = st.copies(node, &pod);
                     if copies > 0 {
@@ -459,7 +412,7 @@ impl<'s> Cycle<'s> {
             return false;
         }
         let mark = self.ledger.state.begin();
-        self.give_units(units);
+        self.ledger.give_units(&self.world, units);
         let ok = self.place_chosen(j, chosen, needs, topo_search).is_ok();
         self.ledger.state.rollback(mark);
         ok
@@ -495,10 +448,13 @@ impl<'s> Cycle<'s> {
         if behind.is_empty() {
             return self.search_victims(j, min);
         }
-        let units: Vec<Unit> = behind.iter().map(|&v| self.fresh_unit(v, j)).collect();
+        let units: Vec<Unit> = behind
+            .iter()
+            .map(|&v| self.ledger.fresh_unit(&self.world, v, j))
+            .collect();
         let mark = self.ledger.state.begin();
         let refs: Vec<&Unit> = units.iter().collect();
-        self.give_units(&refs);
+        self.ledger.give_units(&self.world, &refs);
         for u in &units {
             self.ledger.uncharge(&self.world, leaf, &u.freed);
         }
@@ -518,34 +474,14 @@ impl<'s> Cycle<'s> {
         }
     }
 
-    /// Job `v`'s binds of this cycle as one unit, taken back for `j`.
-    pub(super) fn fresh_unit(&self, v: usize, j: usize) -> Unit {
-        let vj = self.ledger.jobs[v].job;
-        let tasks = self.ledger.bound_at[v].clone();
-        let mut freed = Resources::zero();
-        for (t, _, _) in &tasks {
-            freed.add(&vj.tasks[*t].requests);
-        }
-        debug_assert!(self.ledger.jobs[v].leaf == self.ledger.jobs[j].leaf);
-        Unit {
-            job: v,
-            tasks,
-            kind: EvictionKind::Preempt,
-            elastic: false,
-            priority: vj.priority,
-            started: self.world.now.0,
-            freed,
-            over: None,
-            fresh: true,
-        }
-    }
-
     /// The victim search proper (see [`Cycle::find_victims`]).
     pub(super) fn search_victims(&mut self, j: usize, min: &Minimum) -> Result<Plan, String> {
         let (chosen, needs, topo_search) = (&min.0, &min.1, min.2);
         let leaf = self.ledger.jobs[j].leaf;
         if !self.ledger.jobs[j].job.preemptible
-            && let Err(e) = self.check_quota_for_non_preemptible(leaf, needs)
+            && let Err(e) = self
+                .ledger
+                .check_quota_for_non_preemptible(&self.world, leaf, needs)
         {
             return Err(e.to_string());
         }
@@ -604,7 +540,7 @@ impl<'s> Cycle<'s> {
         // Scopes: leaf domains (victims all inside one), then the cluster.
         let mut scopes: Vec<(u8, Option<BTreeSet<usize>>)> = Vec::new();
         if let Some(ti) = &self.world.topo
-            && self.topology_aware()
+            && self.world.topology_aware()
             && let Some(lf) = ti.topo.leaf_level()
         {
             let mut by_domain: BTreeMap<u32, (u64, BTreeSet<usize>)> = BTreeMap::new();
@@ -729,4 +665,72 @@ fn units_by_node(pool: &[&Unit]) -> BTreeMap<usize, Vec<usize>> {
         }
     }
     on_node
+}
+
+impl<'s> Ledger<'s> {
+    /// When task `t` of job `v` started (ms): now for a pod bound by this
+    /// cycle (so it sorts as the most recent), `i64::MIN` when unknown.
+    pub(super) fn task_started(&self, w: &World<'_>, v: usize, t: usize) -> i64 {
+        if self.fresh.contains(&(v, t)) {
+            return w.now.0;
+        }
+        self.jobs[v].job.tasks[t].started.map_or(i64::MIN, |s| s.0)
+    }
+
+    /// Gives back into `st`, a copy of node `n`'s state, the pods of `u`
+    /// on that node.
+    pub(super) fn give_on_node(&self, w: &World<'_>, st: &mut NodeState, n: usize, u: &Unit) {
+        let vj = self.jobs[u.job].job;
+        for (t, m, slots) in &u.tasks {
+            if *m == n {
+                st.give(w.nodes[n], &PodView::of_task(&vj.tasks[*t]), slots);
+            }
+        }
+    }
+
+    /// Job `v`'s binds of this cycle as one unit, taken back for `j`.
+    pub(super) fn fresh_unit(&self, w: &World<'_>, v: usize, j: usize) -> Unit {
+        let vj = self.jobs[v].job;
+        let tasks = self.bound_at[v].clone();
+        let mut freed = Resources::zero();
+        for (t, _, _) in &tasks {
+            freed.add(&vj.tasks[*t].requests);
+        }
+        debug_assert!(self.jobs[v].leaf == self.jobs[j].leaf);
+        Unit {
+            job: v,
+            tasks,
+            kind: EvictionKind::Preempt,
+            elastic: false,
+            priority: vj.priority,
+            started: w.now.0,
+            freed,
+            over: None,
+            fresh: true,
+        }
+    }
+
+    /// Gives back every task of `units` (inside the open transaction).
+    pub(super) fn give_units(&mut self, w: &World<'_>, units: &[&Unit]) {
+        for u in units {
+            let job = self.jobs[u.job].job;
+            for (t, n, slots) in &u.tasks {
+                let task = &job.tasks[*t];
+                let pod = PodView::of_task(task);
+                self.state.give(*n, w.nodes[*n], &pod, slots);
+            }
+        }
+    }
+
+    /// Latest start of a job's running pods (ms), `i64::MIN` when unknown
+    /// (pods bound by this cycle have not started).
+    pub(super) fn job_started(&self, v: usize) -> i64 {
+        let job = self.jobs[v].job;
+        self.bound_at[v]
+            .iter()
+            .filter(|(t, _, _)| !self.fresh.contains(&(v, *t)))
+            .filter_map(|(t, _, _)| job.tasks[*t].started.map(|s| s.0))
+            .max()
+            .unwrap_or(i64::MIN)
+    }
 }

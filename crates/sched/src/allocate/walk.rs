@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use trainyard_model::resources::cmp_ratio;
 use trainyard_model::{QueueId, QueueTree, Resources};
 
-use super::{Cycle, JobWork};
+use super::{Cycle, JobWork, Ledger, World};
 
 /// One walk over a set of jobs (one pass of the cycle).
 pub(super) struct Walk {
@@ -49,66 +49,6 @@ fn cmp_key(a: &ShareKey, b: &ShareKey) -> Ordering {
 }
 
 impl<'s> Cycle<'s> {
-    /// The walk over the jobs `include` selects; `ask` is what a job's next
-    /// placement requests (its gang minimum, or its next elastic pod).
-    pub(super) fn build_walk(
-        &self,
-        include: impl Fn(&JobWork) -> bool,
-        ask: impl Fn(&JobWork) -> Resources,
-    ) -> Walk {
-        let mut per_leaf: Vec<Vec<usize>> = vec![Vec::new(); self.world.tree.len()];
-        let mut asks: Vec<Option<Resources>> = vec![None; self.ledger.jobs.len()];
-        for (i, jw) in self.ledger.jobs.iter().enumerate() {
-            if jw.leaf != QueueTree::ROOT && include(jw) {
-                per_leaf[jw.leaf.0].push(i);
-                asks[i] = Some(ask(jw));
-            }
-        }
-        let mut active = vec![0u32; self.world.tree.len()];
-        let mut queues = Vec::with_capacity(per_leaf.len());
-        for (q, mut list) in per_leaf.into_iter().enumerate() {
-            list.sort_by(|&a, &b| {
-                let (ja, jb) = (self.ledger.jobs[a].job, self.ledger.jobs[b].job);
-                jb.priority
-                    .cmp(&ja.priority)
-                    .then(ja.submit_time.cmp(&jb.submit_time))
-                    .then(ja.id.cmp(&jb.id))
-            });
-            if !list.is_empty() {
-                for a in self.world.tree.ancestors(QueueId(q)) {
-                    active[a.0] += list.len() as u32;
-                }
-                active[QueueTree::ROOT.0] += list.len() as u32;
-            }
-            queues.push(VecDeque::from(list));
-        }
-        Walk {
-            queues,
-            active,
-            ask: asks,
-            next: vec![None; self.world.tree.len()],
-        }
-    }
-
-    /// The rank of queue `q` if it ran job `j` next.
-    fn share_key(&self, q: QueueId, ask: &Resources) -> ShareKey {
-        let mut after = self.ledger.alloc[q.0].clone();
-        after.add(ask);
-        let mut above_zero = false;
-        let mut best = (0u64, 1u64);
-        for (r, a) in after.iter() {
-            let f = self.world.fair[q.0].get(&r);
-            if f == 0 {
-                above_zero |= a > 0;
-                continue;
-            }
-            if cmp_ratio(a, f, best.0, best.1) == Ordering::Greater {
-                best = (a, f);
-            }
-        }
-        (above_zero, best)
-    }
-
     /// The job the walk would take next inside queue `q` (cached).
     fn next_in(&self, w: &mut Walk, q: QueueId) -> Option<usize> {
         if let Some(cached) = w.next[q.0] {
@@ -128,8 +68,8 @@ impl<'s> Cycle<'s> {
                     continue;
                 };
                 let key = match &w.ask[j] {
-                    Some(ask) => self.share_key(c, ask),
-                    None => self.share_key(c, &Resources::zero()),
+                    Some(ask) => self.ledger.share_key(&self.world, c, ask),
+                    None => self.ledger.share_key(&self.world, c, &Resources::zero()),
                 };
                 if best
                     .as_ref()
@@ -153,10 +93,17 @@ impl<'s> Cycle<'s> {
         Some(self.ledger.jobs[j].leaf)
     }
 
+    /// Allocations changed outside the served leaf's path (evictions).
+    pub(super) fn walk_changed(w: &mut Walk) {
+        w.next.iter_mut().for_each(|n| *n = None);
+    }
+}
+
+impl World<'_> {
     /// Takes the next job of `leaf` off the walk.
     pub(super) fn pop_job(&self, leaf: QueueId, w: &mut Walk) -> Option<usize> {
         let j = w.queues[leaf.0].pop_front()?;
-        for a in self.world.tree.ancestors(leaf) {
+        for a in self.tree.ancestors(leaf) {
             w.active[a.0] -= 1;
             w.next[a.0] = None;
         }
@@ -164,9 +111,67 @@ impl<'s> Cycle<'s> {
         w.next[QueueTree::ROOT.0] = None;
         Some(j)
     }
+}
 
-    /// Allocations changed outside the served leaf's path (evictions).
-    pub(super) fn walk_changed(w: &mut Walk) {
-        w.next.iter_mut().for_each(|n| *n = None);
+impl<'s> Ledger<'s> {
+    /// The walk over the jobs `include` selects; `ask` is what a job's next
+    /// placement requests (its gang minimum, or its next elastic pod).
+    pub(super) fn build_walk(
+        &self,
+        w: &World<'_>,
+        include: impl Fn(&JobWork) -> bool,
+        ask: impl Fn(&JobWork) -> Resources,
+    ) -> Walk {
+        let mut per_leaf: Vec<Vec<usize>> = vec![Vec::new(); w.tree.len()];
+        let mut asks: Vec<Option<Resources>> = vec![None; self.jobs.len()];
+        for (i, jw) in self.jobs.iter().enumerate() {
+            if jw.leaf != QueueTree::ROOT && include(jw) {
+                per_leaf[jw.leaf.0].push(i);
+                asks[i] = Some(ask(jw));
+            }
+        }
+        let mut active = vec![0u32; w.tree.len()];
+        let mut queues = Vec::with_capacity(per_leaf.len());
+        for (q, mut list) in per_leaf.into_iter().enumerate() {
+            list.sort_by(|&a, &b| {
+                let (ja, jb) = (self.jobs[a].job, self.jobs[b].job);
+                jb.priority
+                    .cmp(&ja.priority)
+                    .then(ja.submit_time.cmp(&jb.submit_time))
+                    .then(ja.id.cmp(&jb.id))
+            });
+            if !list.is_empty() {
+                for a in w.tree.ancestors(QueueId(q)) {
+                    active[a.0] += list.len() as u32;
+                }
+                active[QueueTree::ROOT.0] += list.len() as u32;
+            }
+            queues.push(VecDeque::from(list));
+        }
+        Walk {
+            queues,
+            active,
+            ask: asks,
+            next: vec![None; w.tree.len()],
+        }
+    }
+
+    /// The rank of queue `q` if it ran job `j` next.
+    pub(super) fn share_key(&self, w: &World<'_>, q: QueueId, ask: &Resources) -> ShareKey {
+        let mut after = self.alloc[q.0].clone();
+        after.add(ask);
+        let mut above_zero = false;
+        let mut best = (0u64, 1u64);
+        for (r, a) in after.iter() {
+            let f = w.fair[q.0].get(&r);
+            if f == 0 {
+                above_zero |= a > 0;
+                continue;
+            }
+            if cmp_ratio(a, f, best.0, best.1) == Ordering::Greater {
+                best = (a, f);
+            }
+        }
+        (above_zero, best)
     }
 }

@@ -403,11 +403,13 @@ impl<'s> Cycle<'s> {
                 None
             };
             if let Err(fail_at) =
-                self.place_run(&chosen[start..end], job, &mut placed, None, plan.as_ref())
+                self.search()
+                    .place_run(&chosen[start..end], job, &mut placed, None, plan.as_ref())
             {
                 let failed_task = &job.tasks[chosen[start + fail_at]];
-                let (nodes_fit, filters) =
-                    self.diagnose(&failed_task.requests, &failed_task.constraints);
+                let (nodes_fit, filters) = self
+                    .search()
+                    .diagnose(&failed_task.requests, &failed_task.constraints);
                 return Err(PendingReason::Unschedulable {
                     needs: needs.clone(),
                     pods_needed: chosen.len() as u32,
@@ -435,7 +437,7 @@ impl<'s> Cycle<'s> {
             return false;
         };
         let task = &job.tasks[first];
-        let key = self.static_filter(&task.constraints);
+        let key = self.memo.static_filter(&self.world, &task.constraints);
         let Some(filter) = self.memo.filters.get(&key) else {
             return false;
         };
@@ -539,13 +541,15 @@ impl<'s> Cycle<'s> {
                 }
                 let mark = self.ledger.state.begin();
                 let mut placed = Vec::new();
-                let result = self.place_run(&pending[start..take_to], job, &mut placed, None, None);
+                let result =
+                    self.search()
+                        .place_run(&pending[start..take_to], job, &mut placed, None, None);
                 self.ledger.state.commit(mark);
                 placed_total += placed.len() as u32;
                 self.record(j, placed);
                 if let Err(pos) = result {
                     let t = &job.tasks[pending[start + pos]];
-                    let (fit, filters) = self.diagnose(&t.requests, &t.constraints);
+                    let (fit, filters) = self.search().diagnose(&t.requests, &t.constraints);
                     let mut items: Vec<_> = filters.into_iter().collect();
                     items.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
                     let parts: Vec<String> =

@@ -288,7 +288,7 @@ impl<'s> Cycle<'s> {
         // Free GPUs on the nodes the gang's first pod may use at all
         // (counted once per constraint set until a plan changes the room).
         let head = self.ledger.jobs[j].job.tasks[chosen[0]].constraints.clone();
-        let key = self.static_filter(&head);
+        let key = self.memo.static_filter(&self.world, &head);
         let (free, largest, usable) = match self.memo.room_seen.get(&key) {
             Some(r) => *r,
             None => {

@@ -4,34 +4,26 @@
 
 use super::*;
 
-impl<'s> Cycle<'s> {
-    /// Evaluates the static predicates for `c` once per cycle; returns the cache key.
-    pub(super) fn static_filter(&mut self, c: &Arc<PlacementConstraints>) -> u32 {
-        let key = self.world.constraint_id(c);
-        let nodes = &self.world.nodes;
-        let predicates = &self.world.predicates;
-        self.memo.filters.entry(key).or_insert_with(|| {
-            let mut feasible = Vec::new();
-            let mut rejected: BTreeMap<FilterReason, u32> = BTreeMap::new();
-            for (i, node) in nodes.iter().enumerate() {
-                match predicates.iter().try_for_each(|p| p.filter(c, node)) {
-                    Ok(()) => feasible.push(i as u32),
-                    Err(r) => *rejected.entry(r).or_default() += 1,
-                }
-            }
-            let mut mask = vec![false; nodes.len()];
-            for &n in &feasible {
-                mask[n as usize] = true;
-            }
-            StaticFilter {
-                feasible,
-                mask,
-                rejected,
-            }
-        });
-        key
-    }
+/// The node search's view of the cycle: what it reads (the world) and
+/// what it changes (the ledger and the caches), borrowed for one search.
+pub(super) struct Search<'a, 's> {
+    pub(super) w: &'a World<'s>,
+    pub(super) l: &'a mut Ledger<'s>,
+    pub(super) m: &'a mut Memo,
+}
 
+impl<'s> Cycle<'s> {
+    /// The node search over this cycle's parts.
+    pub(super) fn search(&mut self) -> Search<'_, 's> {
+        Search {
+            w: &self.world,
+            l: &mut self.ledger,
+            m: &mut self.memo,
+        }
+    }
+}
+
+impl Search<'_, '_> {
     /// Places identical tasks `run` (indices into `job.tasks`) one by one on
     /// the best node by [`Scoring::evaluate`]. Nodes are scored once; after
     /// each placement only the changed node is re-scored (scores depend on
@@ -48,13 +40,13 @@ impl<'s> Cycle<'s> {
     ) -> Result<(), usize> {
         let head = &job.tasks[run[0]];
         let req = &head.requests;
-        let key = self.static_filter(&head.constraints);
+        let key = self.m.static_filter(self.w, &head.constraints);
         // Checked in static_block: pending requests classify.
         let ask = GpuAsk::of(req, &head.constraints).unwrap_or(GpuAsk::None);
         let mut pod = PodView::new(req, ask, &head.constraints);
         pod.salt = crate::scoring::salt_of(&head.name);
         let feasible = self
-            .memo
+            .m
             .filters
             .get_mut(&key)
             .map(|f| std::mem::take(&mut f.feasible))
@@ -62,38 +54,37 @@ impl<'s> Cycle<'s> {
         // Without a per-pod salt, a scope or a rail window preference, a
         // shape's second and later runs in the cycle use its ranking (the
         // same choice, without scoring unchanged nodes again).
-        let rankable = scope.is_none()
-            && !rail.is_some_and(|p| p.node_pref)
-            && !self.world.scoring.uses_salt();
+        let rankable =
+            scope.is_none() && !rail.is_some_and(|p| p.node_pref) && !self.w.scoring.uses_salt();
         if rankable {
             let shape = (key, req.clone());
-            let ranked = match self.memo.ranked.remove(&shape) {
+            let ranked = match self.m.ranked.remove(&shape) {
                 Some(Some(r)) => Some(r),
                 Some(None) => Some(ranked::Ranked::build(
-                    &self.world.scoring,
-                    &self.world.nodes,
-                    &self.ledger.state,
+                    &self.w.scoring,
+                    &self.w.nodes,
+                    &self.l.state,
                     &feasible,
                     &pod,
                 )),
                 None => None,
             };
-            if let Some(f) = self.memo.filters.get_mut(&key) {
+            if let Some(f) = self.m.filters.get_mut(&key) {
                 f.feasible = feasible;
             }
             match ranked {
                 Some(mut r) => {
                     let result = self.place_ranked(&mut r, run, &pod, placed, rail, key);
-                    self.memo.ranked.insert(shape, Some(r));
+                    self.m.ranked.insert(shape, Some(r));
                     return result;
                 }
                 None => {
-                    self.memo.ranked.insert(shape, None);
+                    self.m.ranked.insert(shape, None);
                     return self.place_scanned(run, &pod, placed, rail, None, key);
                 }
             }
         }
-        if let Some(f) = self.memo.filters.get_mut(&key) {
+        if let Some(f) = self.m.filters.get_mut(&key) {
             f.feasible = feasible;
         }
         self.place_scanned(run, &pod, placed, rail, scope, key)
@@ -110,30 +101,18 @@ impl<'s> Cycle<'s> {
         rail: Option<&topo::RailPlan>,
         key: u32,
     ) -> Result<(), usize> {
-        if let Some(f) = self.memo.filters.get(&key) {
-            r.refresh(
-                &self.world.scoring,
-                &self.world.nodes,
-                &self.ledger.state,
-                &f.mask,
-                pod,
-            );
+        if let Some(f) = self.m.filters.get(&key) {
+            r.refresh(&self.w.scoring, &self.w.nodes, &self.l.state, &f.mask, pod);
         }
-        debug_assert!(r.is_current(&self.ledger.state), "ranking behind the state");
+        debug_assert!(r.is_current(&self.l.state), "ranking behind the state");
         for (pos, &t) in run.iter().enumerate() {
             let Some((n, devices)) = r.best() else {
                 return Err(pos);
             };
-            let slots = self.ledger.slots_for(&self.world, n, devices, pod, rail);
-            self.ledger.state.take(n, self.world.nodes[n], pod, &slots);
+            let slots = self.l.slots_for(self.w, n, devices, pod, rail);
+            self.l.state.take(n, self.w.nodes[n], pod, &slots);
             placed.push((t, n, slots));
-            r.changed_here(
-                &self.world.scoring,
-                &self.world.nodes,
-                &self.ledger.state,
-                n,
-                pod,
-            );
+            r.changed_here(&self.w.scoring, &self.w.nodes, &self.l.state, n, pod);
         }
         Ok(())
     }
@@ -151,7 +130,7 @@ impl<'s> Cycle<'s> {
     ) -> Result<(), usize> {
         // Taken out while the state is mutated below; put back after scoring.
         let feasible = self
-            .memo
+            .m
             .filters
             .get_mut(&key)
             .map(|f| std::mem::take(&mut f.feasible))
@@ -161,7 +140,7 @@ impl<'s> Cycle<'s> {
         let window_rank = |cycle: &Self, n: usize| -> Reverse<usize> {
             match rail {
                 Some(plan) if plan.node_pref => Reverse(
-                    plan.window_on(cycle.world.nodes[n], &cycle.ledger.state.nodes()[n], pod)
+                    plan.window_on(cycle.w.nodes[n], &cycle.l.state.nodes()[n], pod)
                         .unwrap_or(usize::MAX),
                 ),
                 _ => Reverse(0),
@@ -169,11 +148,12 @@ impl<'s> Cycle<'s> {
         };
         let mut candidates: Vec<Candidate> = Vec::with_capacity(feasible.len());
         let mut consider = |cycle: &Self, n: usize| {
-            if let Some(e) = cycle.world.scoring.evaluate(
-                cycle.world.nodes[n],
-                &cycle.ledger.state.nodes()[n],
-                pod,
-            ) {
+            if let Some(e) =
+                cycle
+                    .w
+                    .scoring
+                    .evaluate(cycle.w.nodes[n], &cycle.l.state.nodes()[n], pod)
+            {
                 candidates.push((
                     window_rank(cycle, n),
                     e.total,
@@ -190,7 +170,7 @@ impl<'s> Cycle<'s> {
                 }
             }
             Some(nodes) => {
-                let mask = self.memo.filters.get(&key).map(|f| &f.mask);
+                let mask = self.m.filters.get(&key).map(|f| &f.mask);
                 for &n in nodes {
                     if mask.is_some_and(|m| m[n]) {
                         consider(self, n);
@@ -200,7 +180,7 @@ impl<'s> Cycle<'s> {
         }
         let mut heap = BinaryHeap::from(candidates);
         // Put the cached list back.
-        if let Some(f) = self.memo.filters.get_mut(&key) {
+        if let Some(f) = self.m.filters.get_mut(&key) {
             f.feasible = feasible;
         }
         for (pos, &t) in run.iter().enumerate() {
@@ -208,15 +188,11 @@ impl<'s> Cycle<'s> {
                 return Err(pos);
             };
             let n = n as usize;
-            let node = self.world.nodes[n];
-            let slots = self.ledger.slots_for(&self.world, n, devices, pod, rail);
-            self.ledger.state.take(n, node, pod, &slots);
+            let node = self.w.nodes[n];
+            let slots = self.l.slots_for(self.w, n, devices, pod, rail);
+            self.l.state.take(n, node, pod, &slots);
             placed.push((t, n, slots));
-            if let Some(e) = self
-                .world
-                .scoring
-                .evaluate(node, &self.ledger.state.nodes()[n], pod)
-            {
+            if let Some(e) = self.w.scoring.evaluate(node, &self.l.state.nodes()[n], pod) {
                 heap.push((
                     window_rank(self, n),
                     e.total,
@@ -236,22 +212,51 @@ impl<'s> Cycle<'s> {
         req: &Resources,
         c: &Arc<PlacementConstraints>,
     ) -> (u32, BTreeMap<FilterReason, u32>) {
-        let key = self.static_filter(c);
+        let key = self.m.static_filter(self.w, c);
         let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
         let pod = PodView::new(req, ask, c);
-        let (feasible, mut reasons) = match self.memo.filters.get(&key) {
+        let (feasible, mut reasons) = match self.m.filters.get(&key) {
             Some(f) => (f.feasible.clone(), f.rejected.clone()),
             None => (Vec::new(), BTreeMap::new()),
         };
         let mut fit = 0;
         for n in feasible {
             let n = n as usize;
-            match self.ledger.state.nodes()[n].fit(self.world.nodes[n], &pod) {
+            match self.l.state.nodes()[n].fit(self.w.nodes[n], &pod) {
                 Ok(()) => fit += 1,
                 Err(r) => *reasons.entry(r).or_default() += 1,
             }
         }
         (fit, reasons)
+    }
+}
+
+impl Memo {
+    /// Evaluates the static predicates for `c` once per cycle; returns the cache key.
+    pub(super) fn static_filter(&mut self, w: &World<'_>, c: &Arc<PlacementConstraints>) -> u32 {
+        let key = w.constraint_id(c);
+        let nodes = &w.nodes;
+        let predicates = &w.predicates;
+        self.filters.entry(key).or_insert_with(|| {
+            let mut feasible = Vec::new();
+            let mut rejected: BTreeMap<FilterReason, u32> = BTreeMap::new();
+            for (i, node) in nodes.iter().enumerate() {
+                match predicates.iter().try_for_each(|p| p.filter(c, node)) {
+                    Ok(()) => feasible.push(i as u32),
+                    Err(r) => *rejected.entry(r).or_default() += 1,
+                }
+            }
+            let mut mask = vec![false; nodes.len()];
+            for &n in &feasible {
+                mask[n as usize] = true;
+            }
+            StaticFilter {
+                feasible,
+                mask,
+                rejected,
+            }
+        });
+        key
     }
 }
 

@@ -201,7 +201,7 @@ impl<'s> Cycle<'s> {
     fn copies_per_node(&mut self, shapes: &[Shape]) -> Vec<Vec<u32>> {
         let mut out = vec![vec![0u32; shapes.len()]; self.world.nodes.len()];
         for (s, shape) in shapes.iter().enumerate() {
-            let key = self.static_filter(shape.constraints);
+            let key = self.memo.static_filter(&self.world, shape.constraints);
             let ask = GpuAsk::of(shape.req, shape.constraints).unwrap_or(GpuAsk::None);
             let pod = PodView::new(shape.req, ask, shape.constraints);
             if let Some(f) = self.memo.filters.get(&key) {
@@ -281,7 +281,7 @@ impl<'s> Cycle<'s> {
                     for &t in &part.tasks {
                         needs.add(&job.tasks[t].requests);
                     }
-                    let (nodes_fit, filters) = self.diagnose(&t.requests, &t.constraints);
+                    let (nodes_fit, filters) = self.search().diagnose(&t.requests, &t.constraints);
                     return Err(PendingReason::Unschedulable {
                         needs,
                         pods_needed: part.tasks.len() as u32,
@@ -422,14 +422,15 @@ impl<'s> Cycle<'s> {
                     p
                 }
             };
-            self.place_run(
-                &tasks[start..end],
-                job,
-                &mut placed,
-                Some(scope),
-                Some(&plan),
-            )
-            .map_err(|_| ())?;
+            self.search()
+                .place_run(
+                    &tasks[start..end],
+                    job,
+                    &mut placed,
+                    Some(scope),
+                    Some(&plan),
+                )
+                .map_err(|_| ())?;
             start = end;
         }
         Ok(placed)

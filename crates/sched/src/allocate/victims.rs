@@ -274,7 +274,7 @@ impl<'s> Cycle<'s> {
         }
         let head = &job.tasks[chosen[0]];
         let pod = PodView::of_task(head);
-        let key = self.static_filter(&head.constraints);
+        let key = self.memo.static_filter(&self.world, &head.constraints);
         let Some(mask) = self.memo.filters.get(&key).map(|f| f.mask.clone()) else {
             return true;
         };
@@ -314,7 +314,7 @@ impl<'s> Cycle<'s> {
         let job = self.ledger.jobs[j].job;
         let head = &job.tasks[chosen[0]];
         let pod = PodView::of_task(head);
-        let key = self.static_filter(&head.constraints);
+        let key = self.memo.static_filter(&self.world, &head.constraints);
         let Some(mask) = self.memo.filters.get(&key).map(|f| f.mask.clone()) else {
             return Vec::new();
         };

@@ -208,9 +208,12 @@ struct Memo {
     /// pod count that failed, and its reason. Capacity only shrinks within a
     /// cycle, so a gang of that shape and at least that size fails too.
     failed_shapes: HashMap<(u32, Resources), (u32, PendingReason)>,
-    /// Per (constraint id, request): the shape's ranking of nodes, built at
-    /// its second run of the cycle (`None` after the first).
-    ranked: HashMap<(u32, Resources), Option<ranked::Ranked>>,
+    /// Request shapes (constraint id, request) interned as they are met,
+    /// each with its dense id and its GPU ask, classified once per cycle.
+    shapes: HashMap<(u32, Resources), (u32, GpuAsk)>,
+    /// Per shape id: the shape's ranking of nodes, built at its second run
+    /// of the cycle (`None` after the first).
+    ranked: HashMap<u32, Option<ranked::Ranked>, PairHash>,
     /// Free GPUs, most on one node, and usable nodes per constraint set, as
     /// the eviction pass last counted them (cleared when a plan applies).
     room_seen: HashMap<u32, (u64, u64, u32)>,

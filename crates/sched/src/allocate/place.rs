@@ -41,8 +41,7 @@ impl Search<'_, '_> {
         let head = &job.tasks[run[0]];
         let req = &head.requests;
         let key = self.m.static_filter(self.w, &head.constraints);
-        // Checked in static_block: pending requests classify.
-        let ask = GpuAsk::of(req, &head.constraints).unwrap_or(GpuAsk::None);
+        let (shape, ask) = self.m.shape(key, req, &head.constraints);
         let mut pod = PodView::new(req, ask, &head.constraints);
         pod.salt = crate::scoring::salt_of(&head.name);
         let feasible = self
@@ -57,7 +56,6 @@ impl Search<'_, '_> {
         let rankable =
             scope.is_none() && !rail.is_some_and(|p| p.node_pref) && !self.w.scoring.uses_salt();
         if rankable {
-            let shape = (key, req.clone());
             let ranked = match self.m.ranked.remove(&shape) {
                 Some(Some(r)) => Some(r),
                 Some(None) => Some(ranked::Ranked::build(
@@ -232,6 +230,22 @@ impl Search<'_, '_> {
 }
 
 impl Memo {
+    /// The shape of a run of identical pods (constraint id, request):
+    /// its dense id and GPU ask, interned and classified the first time
+    /// the cycle meets it (pending requests classify: `static_block`).
+    pub(super) fn shape(
+        &mut self,
+        cid: u32,
+        req: &Resources,
+        c: &PlacementConstraints,
+    ) -> (u32, GpuAsk) {
+        let next = self.shapes.len() as u32;
+        *self
+            .shapes
+            .entry((cid, req.clone()))
+            .or_insert_with(|| (next, GpuAsk::of(req, c).unwrap_or(GpuAsk::None)))
+    }
+
     /// Evaluates the static predicates for `c` once per cycle; returns the cache key.
     pub(super) fn static_filter(&mut self, w: &World<'_>, c: &Arc<PlacementConstraints>) -> u32 {
         let key = w.constraint_id(c);

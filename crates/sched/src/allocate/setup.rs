@@ -337,7 +337,8 @@ impl<'s> Cycle<'s> {
             memo: Memo {
                 filters: HashMap::new(),
                 failed_shapes: HashMap::new(),
-                ranked: HashMap::new(),
+                shapes: HashMap::new(),
+                ranked: HashMap::default(),
                 room_seen: HashMap::new(),
                 copies_seen: HashMap::new(),
             },

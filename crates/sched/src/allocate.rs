@@ -234,7 +234,7 @@ impl<'s> Cycle<'s> {
             |jw| jw.blocked.is_none() && !jw.pending.is_empty(),
             minimum_ask,
         );
-        while let Some(leaf) = self.pick_leaf(&mut walk) {
+        while let Some(leaf) = self.ledger.pick_leaf(&self.world, &mut walk) {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
@@ -512,7 +512,7 @@ impl<'s> Cycle<'s> {
                     .unwrap_or_default()
             },
         );
-        while let Some(leaf) = self.pick_leaf(&mut walk) {
+        while let Some(leaf) = self.ledger.pick_leaf(&self.world, &mut walk) {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };

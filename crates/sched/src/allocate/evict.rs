@@ -163,7 +163,7 @@ impl<'s> Cycle<'s> {
             super::minimum_ask,
         );
         let mut failed: HashMap<FailedSearch, (usize, String)> = HashMap::new();
-        while let Some(leaf) = self.pick_leaf(&mut walk) {
+        while let Some(leaf) = self.ledger.pick_leaf(&self.world, &mut walk) {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
@@ -223,7 +223,7 @@ impl<'s> Cycle<'s> {
             match found {
                 Ok(plan) => {
                     self.apply_plan(j, plan);
-                    Self::walk_changed(&mut walk);
+                    walk.changed();
                     failed.clear();
                     self.memo.room_seen.clear();
                     self.memo.copies_seen.clear();
@@ -348,7 +348,7 @@ impl<'s> Cycle<'s> {
             |jw| retry.contains(&jw.index),
             super::minimum_ask,
         );
-        while let Some(leaf) = self.pick_leaf(&mut walk) {
+        while let Some(leaf) = self.ledger.pick_leaf(&self.world, &mut walk) {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };

@@ -25,7 +25,7 @@ use std::collections::VecDeque;
 use trainyard_model::resources::cmp_ratio;
 use trainyard_model::{QueueId, QueueTree, Resources};
 
-use super::{Cycle, JobWork, Ledger, World};
+use super::{JobWork, Ledger, World};
 
 /// One walk over a set of jobs (one pass of the cycle).
 pub(super) struct Walk {
@@ -48,13 +48,13 @@ fn cmp_key(a: &ShareKey, b: &ShareKey) -> Ordering {
         .then_with(|| cmp_ratio(a.1.0, a.1.1, b.1.0, b.1.1))
 }
 
-impl<'s> Cycle<'s> {
+impl<'s> Ledger<'s> {
     /// The job the walk would take next inside queue `q` (cached).
-    fn next_in(&self, w: &mut Walk, q: QueueId) -> Option<usize> {
+    fn next_in(&self, world: &World<'_>, w: &mut Walk, q: QueueId) -> Option<usize> {
         if let Some(cached) = w.next[q.0] {
             return cached;
         }
-        let kids = self.world.tree.children(q);
+        let kids = world.tree.children(q);
         let found = if kids.is_empty() {
             w.queues[q.0].front().copied()
         } else {
@@ -64,12 +64,12 @@ impl<'s> Cycle<'s> {
                 if w.active[c.0] == 0 {
                     continue;
                 }
-                let Some(j) = self.next_in(w, c) else {
+                let Some(j) = self.next_in(world, w, c) else {
                     continue;
                 };
                 let key = match &w.ask[j] {
-                    Some(ask) => self.ledger.share_key(&self.world, c, ask),
-                    None => self.ledger.share_key(&self.world, c, &Resources::zero()),
+                    Some(ask) => self.share_key(world, c, ask),
+                    None => self.share_key(world, c, &Resources::zero()),
                 };
                 if best
                     .as_ref()
@@ -85,17 +85,20 @@ impl<'s> Cycle<'s> {
     }
 
     /// The leaf queue to serve next, or `None` when no job is left.
-    pub(super) fn pick_leaf(&self, w: &mut Walk) -> Option<QueueId> {
+    pub(super) fn pick_leaf(&self, world: &World<'_>, w: &mut Walk) -> Option<QueueId> {
         if w.active[QueueTree::ROOT.0] == 0 {
             return None;
         }
-        let j = self.next_in(w, QueueTree::ROOT)?;
-        Some(self.ledger.jobs[j].leaf)
+        let j = self.next_in(world, w, QueueTree::ROOT)?;
+        Some(self.jobs[j].leaf)
     }
+}
 
-    /// Allocations changed outside the served leaf's path (evictions).
-    pub(super) fn walk_changed(w: &mut Walk) {
-        w.next.iter_mut().for_each(|n| *n = None);
+impl Walk {
+    /// Allocations changed outside the served leaf's path (evictions):
+    /// every cached next job is recomputed.
+    pub(super) fn changed(&mut self) {
+        self.next.iter_mut().for_each(|n| *n = None);
     }
 }
 

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use trainyard_model::{QueueId, QueueTree, Resources};
 
 use super::evict::{Minimum, Plan, Unit};
+use super::place::Search;
 use super::{Cycle, Ledger, Placed, World};
 use crate::decisions::EvictionKind;
 use crate::state::{NodeState, PodView};
@@ -32,151 +33,6 @@ const MINIMISE_TRIES: usize = 64;
 type NodeOption = ((i32, usize, u64, i32), u32, usize, Vec<usize>);
 
 impl<'s> Cycle<'s> {
-    /// Victim units for preemptor `j`, cheapest first.
-    pub(super) fn victim_units(&self, j: usize, needs: &Resources) -> Vec<Unit> {
-        let cfg = self.world.config.preemption;
-        let jw = &self.ledger.jobs[j];
-        let me = jw.job;
-        let mut units = Vec::new();
-        // Every reclaim needs the preemptor's own leaf to end at or below
-        // its fair share: when it would not, only preemption is possible
-        // (cheap exit for the many pending jobs of a full queue).
-        let leaf_fits_share = needs.iter().all(|(r, want)| {
-            want == 0
-                || self.ledger.alloc[jw.leaf.0].get(&r) + want <= self.world.fair[jw.leaf.0].get(&r)
-        });
-        let reclaim = cfg.reclaim && leaf_fits_share;
-        if !reclaim && !cfg.preempt {
-            return units;
-        }
-        // The reclaim rule depends on the two leaves only.
-        let mut reclaim_by_leaf: BTreeMap<QueueId, Option<QueueId>> = BTreeMap::new();
-        for &v in &self.ledger.running {
-            let vw = &self.ledger.jobs[v];
-            let vj = vw.job;
-            if v == j
-                || vw.leaf == QueueTree::ROOT
-                || self.ledger.bound_at[v].is_empty()
-                || !vj.preemptible
-            {
-                continue;
-            }
-            let (kind, over) = if vw.leaf == jw.leaf {
-                if !cfg.preempt || vj.priority >= me.priority {
-                    continue;
-                }
-                (EvictionKind::Preempt, None)
-            } else {
-                if !reclaim {
-                    continue;
-                }
-                let allowed = *reclaim_by_leaf.entry(vw.leaf).or_insert_with(|| {
-                    self.ledger
-                        .reclaim_allowed(&self.world, jw.leaf, vw.leaf, needs)
-                });
-                match allowed {
-                    Some(b) => (EvictionKind::Reclaim, Some(b)),
-                    None => continue,
-                }
-            };
-            if self.ledger.set_aside.contains(&v) || vj.tasks.iter().any(|t| t.terminating) {
-                continue;
-            }
-            let started = self.ledger.job_started(v);
-            // Minimum runtime protects pods that run; fresh binds have no
-            // start (`job_started` skips them), so they are never protected.
-            if let Some(min) = self.world.min_runtime(vw.leaf)
-                && started != i64::MIN
-                && self.world.now.0.saturating_sub(started) < (min as i64).saturating_mul(1000)
-            {
-                continue;
-            }
-            // Elastic pods first (most recently started), respecting
-            // sub-group minimums; the rest is the gang.
-            let mut bound: Vec<Placed> = self.ledger.bound_at[v].clone();
-            // Most recently started first, then name (descending).
-            bound.sort_by(|(a, _, _), (b, _, _)| {
-                self.ledger
-                    .task_started(&self.world, v, *b)
-                    .cmp(&self.ledger.task_started(&self.world, v, *a))
-                    .then_with(|| vj.tasks[*b].name.cmp(&vj.tasks[*a].name))
-            });
-            // A job placed whole by this cycle is one unit: taking its
-            // binds back costs nothing, and a part of it would leave a
-            // partial gang.
-            let all_fresh = bound
-                .iter()
-                .all(|(t, _, _)| self.ledger.fresh.contains(&(v, *t)));
-            let mut left = if all_fresh { 0 } else { bound.len() as u32 };
-            let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
-            for (t, _, _) in &bound {
-                *per_sub
-                    .entry(vj.tasks[*t].subgroup.as_deref().unwrap_or(""))
-                    .or_default() += 1;
-            }
-            let mut gang = Vec::new();
-            for p in bound {
-                let task = &vj.tasks[p.0];
-                let sub = task.subgroup.as_deref().unwrap_or("");
-                let sub_min = vj
-                    .subgroups
-                    .iter()
-                    .find(|s| s.name == sub)
-                    .map_or(0, |s| s.min_member);
-                let have = per_sub.get(sub).copied().unwrap_or(0);
-                if left > vj.min_member && have > sub_min {
-                    left -= 1;
-                    if let Some(h) = per_sub.get_mut(sub) {
-                        *h -= 1;
-                    }
-                    units.push(Unit {
-                        job: v,
-                        freed: task.requests.clone(),
-                        started: self.ledger.task_started(&self.world, v, p.0),
-                        fresh: self.ledger.fresh.contains(&(v, p.0)),
-                        tasks: vec![p],
-                        kind,
-                        elastic: true,
-                        priority: vj.priority,
-                        over,
-                    });
-                } else {
-                    gang.push(p);
-                }
-            }
-            if !gang.is_empty() {
-                let mut freed = Resources::zero();
-                let mut started = i64::MIN;
-                for (t, _, _) in &gang {
-                    freed.add(&vj.tasks[*t].requests);
-                    started = started.max(self.ledger.task_started(&self.world, v, *t));
-                }
-                let fresh = gang
-                    .iter()
-                    .all(|(t, _, _)| self.ledger.fresh.contains(&(v, *t)));
-                units.push(Unit {
-                    job: v,
-                    fresh,
-                    tasks: gang,
-                    kind,
-                    elastic: false,
-                    priority: vj.priority,
-                    started,
-                    freed,
-                    over,
-                });
-            }
-        }
-        units.sort_by(|a, b| {
-            a.key().cmp(&b.key()).then_with(|| {
-                let name = |u: &Unit| &self.ledger.jobs[u.job].job.tasks[u.tasks[0].0].name;
-                (&self.ledger.jobs[a.job].job.id, name(a))
-                    .cmp(&(&self.ledger.jobs[b.job].job.id, name(b)))
-            })
-        });
-        units
-    }
-
     /// A working victim set from `pool` (cheapest first), minimised: every
     /// unit the gang does not need is dropped, most expensive first (at most
     /// [`MINIMISE_TRIES`] tries, so huge sets are minimised from the top).
@@ -203,10 +59,10 @@ impl<'s> Cycle<'s> {
         if !needs.fits_in(&all_free) {
             return None;
         }
-        if !topo_search && !self.could_cover(j, chosen, pool) {
+        if !topo_search && !self.search().could_cover(j, chosen, pool) {
             return None;
         }
-        let by_node = self.node_centric(j, chosen, pool);
+        let by_node = self.search().node_centric(j, chosen, pool);
         let mut taken: Vec<&Unit> =
             if !by_node.is_empty() && self.fits_without(j, chosen, needs, topo_search, &by_node) {
                 by_node
@@ -238,165 +94,6 @@ impl<'s> Cycle<'s> {
             }
         }
         Some(taken)
-    }
-
-    /// Copies of a pod that fit on each node as the state is now, for one
-    /// constraint set and request; kept until the room changes (a plan is
-    /// applied), and not kept while binds are set aside.
-    fn copies_now(&mut self, key: u32, req: &Resources, pod: &PodView) -> std::rc::Rc<Vec<u32>> {
-        let cache = self.ledger.set_aside.is_empty();
-        if cache && let Some(v) = self.memo.copies_seen.get(&(key, req.clone())) {
-            return std::rc::Rc::clone(v);
-        }
-        let v: std::rc::Rc<Vec<u32>> = std::rc::Rc::new(
-            self.world
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(n, node)| self.ledger.state.nodes()[n].copies(node, pod))
-                .collect(),
-        );
-        if cache {
-            self.memo
-                .copies_seen
-                .insert((key, req.clone()), std::rc::Rc::clone(&v));
-        }
-        v
-    }
-
-    /// For a gang of one pod shape: whether the nodes could hold all its
-    /// pods with every unit of `pool` gone (an upper bound, no placement).
-    /// Gangs of several shapes always could, as far as this says.
-    fn could_cover(&mut self, j: usize, chosen: &[usize], pool: &[&Unit]) -> bool {
-        let job = self.ledger.jobs[j].job;
-        if !super::one_shape(job, chosen) {
-            return true;
-        }
-        let head = &job.tasks[chosen[0]];
-        let pod = PodView::of_task(head);
-        let key = self.memo.static_filter(&self.world, &head.constraints);
-        let Some(mask) = self.memo.filters.get(&key).map(|f| f.mask.clone()) else {
-            return true;
-        };
-        let on_node = units_by_node(pool);
-        let now = self.copies_now(key, &head.requests, &pod);
-        let mut total = 0usize;
-        for (n, node) in self.world.nodes.iter().enumerate() {
-            if !mask[n] {
-                continue;
-            }
-            total += match on_node.get(&n) {
-                None => now[n] as usize,
-                Some(here) => {
-                    let mut st = self.ledger.state.nodes()[n].clone();
-                    for &i in here {
-                        self.ledger.give_on_node(&self.world, &mut st, n, pool[i]);
-                    }
-                    st.copies(node, &pod) as usize
-                }
-            };
-            if total >= chosen.len() {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Node by node, the cheapest units (of `pool`, cheapest first) whose
-    /// departure lets one pod of the gang's main shape fit; the cheapest
-    /// nodes until the gang's pods are covered. Empty when no cover exists.
-    pub(super) fn node_centric<'u>(
-        &mut self,
-        j: usize,
-        chosen: &[usize],
-        pool: &[&'u Unit],
-    ) -> Vec<&'u Unit> {
-        let job = self.ledger.jobs[j].job;
-        let head = &job.tasks[chosen[0]];
-        let pod = PodView::of_task(head);
-        let key = self.memo.static_filter(&self.world, &head.constraints);
-        let Some(mask) = self.memo.filters.get(&key).map(|f| f.mask.clone()) else {
-            return Vec::new();
-        };
-        let on_node = units_by_node(pool);
-        let now = self.copies_now(key, &head.requests, &pod);
-        let mut options: Vec<NodeOption> = Vec::new();
-        // Among binds of this cycle, lower priority goes back first.
-        let fresh_priority = |used: &[usize]| {
-            used.iter()
-                .filter(|&&i| pool[i].fresh)
-                .map(|&i| pool[i].priority)
-                .max()
-                .unwrap_or(i32::MIN)
-        };
-        for (n, node) in self.world.nodes.iter().enumerate() {
-            if !mask[n] {
-                continue;
-            }
-            let here = on_node.get(&n).map(Vec::as_slice).unwrap_or(&[]);
-            if here.is_empty() {
-                // No candidate here: what fits now is all there is.
-                let copies = now[n];
-                if copies > 0 {
-                    options.push(((i32::MIN, 0, 0, i32::MIN), copies, n, Vec::new()));
-                }
-                continue;
-            }
-            let mut st = self.ledger.state.nodes()[n].clone();
-            let mut used: Vec<usize> = Vec::new();
-            // Binds of this cycle cost nothing: their room counts as free
-            // where it lets more pods of the gang fit.
-            let mut copies = st.copies(node, &pod);
-            if here.iter().any(|&i| pool[i].fresh) {
-                let mut with = st.clone();
-                let fresh: Vec<usize> = here.iter().copied().filter(|&i| pool[i].fresh).collect();
-                for &i in &fresh {
-                    self.ledger.give_on_node(&self.world, &mut with, n, pool[i]);
-                }
-                let more = with.copies(node, &pod);
-                if more > copies {
-                    st = with;
-                    copies = more;
-                    used = fresh;
-                }
-            }
-            if copies == 0 {
-                for &i in here.iter().filter(|&&i| !pool[i].fresh) {
-                    self.ledger.give_on_node(&self.world, &mut st, n, pool[i]);
-                    used.push(i);
-                    copies = st.copies(node, &pod);
-                    if copies > 0 {
-                        break;
-                    }
-                }
-            }
-            if copies == 0 {
-                continue;
-            }
-            let prio = used
-                .iter()
-                .map(|&i| pool[i].cost_priority())
-                .max()
-                .unwrap_or(i32::MIN);
-            let pods: usize = used.iter().map(|&i| pool[i].evicted_pods()).sum();
-            let lost: u64 = used.iter().map(|&i| self.world.lost_work(pool[i])).sum();
-            options.push(((prio, pods, lost, fresh_priority(&used)), copies, n, used));
-        }
-        options.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-        let mut covered = 0usize;
-        let mut picked: BTreeSet<usize> = BTreeSet::new();
-        for (_, copies, _, used) in options {
-            if covered >= chosen.len() {
-                break;
-            }
-            covered += copies as usize;
-            picked.extend(used);
-        }
-        if covered < chosen.len() {
-            return Vec::new();
-        }
-        // Pool order is cost order.
-        picked.into_iter().map(|i| pool[i]).collect()
     }
 
     /// Whether the gang fits with exactly `units` gone (state restored after).
@@ -507,7 +204,7 @@ impl<'s> Cycle<'s> {
                 cost: (i32::MIN, 0, 0, 0, i32::MIN),
             });
         }
-        let all = self.victim_units(j, needs);
+        let all = self.ledger.victim_units(&self.world, j, needs);
         if all.is_empty() {
             // Said only where it is shown (`explain_in_quota`).
             return Err(String::new());
@@ -732,5 +429,310 @@ impl<'s> Ledger<'s> {
             .filter_map(|(t, _, _)| job.tasks[*t].started.map(|s| s.0))
             .max()
             .unwrap_or(i64::MIN)
+    }
+}
+
+impl<'s> Ledger<'s> {
+    /// Victim units for preemptor `j`, cheapest first.
+    pub(super) fn victim_units(&self, w: &World<'_>, j: usize, needs: &Resources) -> Vec<Unit> {
+        let cfg = w.config.preemption;
+        let jw = &self.jobs[j];
+        let me = jw.job;
+        let mut units = Vec::new();
+        // Every reclaim needs the preemptor's own leaf to end at or below
+        // its fair share: when it would not, only preemption is possible
+        // (cheap exit for the many pending jobs of a full queue).
+        let leaf_fits_share = needs.iter().all(|(r, want)| {
+            want == 0 || self.alloc[jw.leaf.0].get(&r) + want <= w.fair[jw.leaf.0].get(&r)
+        });
+        let reclaim = cfg.reclaim && leaf_fits_share;
+        if !reclaim && !cfg.preempt {
+            return units;
+        }
+        // The reclaim rule depends on the two leaves only.
+        let mut reclaim_by_leaf: BTreeMap<QueueId, Option<QueueId>> = BTreeMap::new();
+        for &v in &self.running {
+            let vw = &self.jobs[v];
+            let vj = vw.job;
+            if v == j
+                || vw.leaf == QueueTree::ROOT
+                || self.bound_at[v].is_empty()
+                || !vj.preemptible
+            {
+                continue;
+            }
+            let (kind, over) = if vw.leaf == jw.leaf {
+                if !cfg.preempt || vj.priority >= me.priority {
+                    continue;
+                }
+                (EvictionKind::Preempt, None)
+            } else {
+                if !reclaim {
+                    continue;
+                }
+                let allowed = *reclaim_by_leaf
+                    .entry(vw.leaf)
+                    .or_insert_with(|| self.reclaim_allowed(w, jw.leaf, vw.leaf, needs));
+                match allowed {
+                    Some(b) => (EvictionKind::Reclaim, Some(b)),
+                    None => continue,
+                }
+            };
+            if self.set_aside.contains(&v) || vj.tasks.iter().any(|t| t.terminating) {
+                continue;
+            }
+            let started = self.job_started(v);
+            // Minimum runtime protects pods that run; fresh binds have no
+            // start (`job_started` skips them), so they are never protected.
+            if let Some(min) = w.min_runtime(vw.leaf)
+                && started != i64::MIN
+                && w.now.0.saturating_sub(started) < (min as i64).saturating_mul(1000)
+            {
+                continue;
+            }
+            // Elastic pods first (most recently started), respecting
+            // sub-group minimums; the rest is the gang.
+            let mut bound: Vec<Placed> = self.bound_at[v].clone();
+            // Most recently started first, then name (descending).
+            bound.sort_by(|(a, _, _), (b, _, _)| {
+                self.task_started(w, v, *b)
+                    .cmp(&self.task_started(w, v, *a))
+                    .then_with(|| vj.tasks[*b].name.cmp(&vj.tasks[*a].name))
+            });
+            // A job placed whole by this cycle is one unit: taking its
+            // binds back costs nothing, and a part of it would leave a
+            // partial gang.
+            let all_fresh = bound.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
+            let mut left = if all_fresh { 0 } else { bound.len() as u32 };
+            let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
+            for (t, _, _) in &bound {
+                *per_sub
+                    .entry(vj.tasks[*t].subgroup.as_deref().unwrap_or(""))
+                    .or_default() += 1;
+            }
+            let mut gang = Vec::new();
+            for p in bound {
+                let task = &vj.tasks[p.0];
+                let sub = task.subgroup.as_deref().unwrap_or("");
+                let sub_min = vj
+                    .subgroups
+                    .iter()
+                    .find(|s| s.name == sub)
+                    .map_or(0, |s| s.min_member);
+                let have = per_sub.get(sub).copied().unwrap_or(0);
+                if left > vj.min_member && have > sub_min {
+                    left -= 1;
+                    if let Some(h) = per_sub.get_mut(sub) {
+                        *h -= 1;
+                    }
+                    units.push(Unit {
+                        job: v,
+                        freed: task.requests.clone(),
+                        started: self.task_started(w, v, p.0),
+                        fresh: self.fresh.contains(&(v, p.0)),
+                        tasks: vec![p],
+                        kind,
+                        elastic: true,
+                        priority: vj.priority,
+                        over,
+                    });
+                } else {
+                    gang.push(p);
+                }
+            }
+            if !gang.is_empty() {
+                let mut freed = Resources::zero();
+                let mut started = i64::MIN;
+                for (t, _, _) in &gang {
+                    freed.add(&vj.tasks[*t].requests);
+                    started = started.max(self.task_started(w, v, *t));
+                }
+                let fresh = gang.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
+                units.push(Unit {
+                    job: v,
+                    fresh,
+                    tasks: gang,
+                    kind,
+                    elastic: false,
+                    priority: vj.priority,
+                    started,
+                    freed,
+                    over,
+                });
+            }
+        }
+        units.sort_by(|a, b| {
+            a.key().cmp(&b.key()).then_with(|| {
+                let name = |u: &Unit| &self.jobs[u.job].job.tasks[u.tasks[0].0].name;
+                (&self.jobs[a.job].job.id, name(a)).cmp(&(&self.jobs[b.job].job.id, name(b)))
+            })
+        });
+        units
+    }
+}
+
+impl Search<'_, '_> {
+    /// Copies of a pod that fit on each node as the state is now, for one
+    /// constraint set and request; kept until the room changes (a plan is
+    /// applied), and not kept while binds are set aside.
+    pub(super) fn copies_now(
+        &mut self,
+        key: u32,
+        req: &Resources,
+        pod: &PodView,
+    ) -> std::rc::Rc<Vec<u32>> {
+        let cache = self.l.set_aside.is_empty();
+        if cache && let Some(v) = self.m.copies_seen.get(&(key, req.clone())) {
+            return std::rc::Rc::clone(v);
+        }
+        let v: std::rc::Rc<Vec<u32>> = std::rc::Rc::new(
+            self.w
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(n, node)| self.l.state.nodes()[n].copies(node, pod))
+                .collect(),
+        );
+        if cache {
+            self.m
+                .copies_seen
+                .insert((key, req.clone()), std::rc::Rc::clone(&v));
+        }
+        v
+    }
+
+    /// For a gang of one pod shape: whether the nodes could hold all its
+    /// pods with every unit of `pool` gone (an upper bound, no placement).
+    /// Gangs of several shapes always could, as far as this says.
+    pub(super) fn could_cover(&mut self, j: usize, chosen: &[usize], pool: &[&Unit]) -> bool {
+        let job = self.l.jobs[j].job;
+        if !super::one_shape(job, chosen) {
+            return true;
+        }
+        let head = &job.tasks[chosen[0]];
+        let pod = PodView::of_task(head);
+        let key = self.m.static_filter(self.w, &head.constraints);
+        let Some(mask) = self.m.filters.get(&key).map(|f| f.mask.clone()) else {
+            return true;
+        };
+        let on_node = units_by_node(pool);
+        let now = self.copies_now(key, &head.requests, &pod);
+        let mut total = 0usize;
+        for (n, node) in self.w.nodes.iter().enumerate() {
+            if !mask[n] {
+                continue;
+            }
+            total += match on_node.get(&n) {
+                None => now[n] as usize,
+                Some(here) => {
+                    let mut st = self.l.state.nodes()[n].clone();
+                    for &i in here {
+                        self.l.give_on_node(self.w, &mut st, n, pool[i]);
+                    }
+                    st.copies(node, &pod) as usize
+                }
+            };
+            if total >= chosen.len() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Node by node, the cheapest units (of `pool`, cheapest first) whose
+    /// departure lets one pod of the gang's main shape fit; the cheapest
+    /// nodes until the gang's pods are covered. Empty when no cover exists.
+    pub(super) fn node_centric<'u>(
+        &mut self,
+        j: usize,
+        chosen: &[usize],
+        pool: &[&'u Unit],
+    ) -> Vec<&'u Unit> {
+        let job = self.l.jobs[j].job;
+        let head = &job.tasks[chosen[0]];
+        let pod = PodView::of_task(head);
+        let key = self.m.static_filter(self.w, &head.constraints);
+        let Some(mask) = self.m.filters.get(&key).map(|f| f.mask.clone()) else {
+            return Vec::new();
+        };
+        let on_node = units_by_node(pool);
+        let now = self.copies_now(key, &head.requests, &pod);
+        let mut options: Vec<NodeOption> = Vec::new();
+        // Among binds of this cycle, lower priority goes back first.
+        let fresh_priority = |used: &[usize]| {
+            used.iter()
+                .filter(|&&i| pool[i].fresh)
+                .map(|&i| pool[i].priority)
+                .max()
+                .unwrap_or(i32::MIN)
+        };
+        for (n, node) in self.w.nodes.iter().enumerate() {
+            if !mask[n] {
+                continue;
+            }
+            let here = on_node.get(&n).map(Vec::as_slice).unwrap_or(&[]);
+            if here.is_empty() {
+                // No candidate here: what fits now is all there is.
+                let copies = now[n];
+                if copies > 0 {
+                    options.push(((i32::MIN, 0, 0, i32::MIN), copies, n, Vec::new()));
+                }
+                continue;
+            }
+            let mut st = self.l.state.nodes()[n].clone();
+            let mut used: Vec<usize> = Vec::new();
+            // Binds of this cycle cost nothing: their room counts as free
+            // where it lets more pods of the gang fit.
+            let mut copies = st.copies(node, &pod);
+            if here.iter().any(|&i| pool[i].fresh) {
+                let mut with = st.clone();
+                let fresh: Vec<usize> = here.iter().copied().filter(|&i| pool[i].fresh).collect();
+                for &i in &fresh {
+                    self.l.give_on_node(self.w, &mut with, n, pool[i]);
+                }
+                let more = with.copies(node, &pod);
+                if more > copies {
+                    st = with;
+                    copies = more;
+                    used = fresh;
+                }
+            }
+            if copies == 0 {
+                for &i in here.iter().filter(|&&i| !pool[i].fresh) {
+                    self.l.give_on_node(self.w, &mut st, n, pool[i]);
+                    used.push(i);
+                    copies = st.copies(node, &pod);
+                    if copies > 0 {
+                        break;
+                    }
+                }
+            }
+            if copies == 0 {
+                continue;
+            }
+            let prio = used
+                .iter()
+                .map(|&i| pool[i].cost_priority())
+                .max()
+                .unwrap_or(i32::MIN);
+            let pods: usize = used.iter().map(|&i| pool[i].evicted_pods()).sum();
+            let lost: u64 = used.iter().map(|&i| self.w.lost_work(pool[i])).sum();
+            options.push(((prio, pods, lost, fresh_priority(&used)), copies, n, used));
+        }
+        options.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        let mut covered = 0usize;
+        let mut picked: BTreeSet<usize> = BTreeSet::new();
+        for (_, copies, _, used) in options {
+            if covered >= chosen.len() {
+                break;
+            }
+            covered += copies as usize;
+            picked.extend(used);
+        }
+        if covered < chosen.len() {
+            return Vec::new();
+        }
+        // Pool order is cost order.
+        picked.into_iter().map(|i| pool[i]).collect()
     }
 }

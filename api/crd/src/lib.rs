@@ -21,6 +21,9 @@ pub mod podgroup;
 pub mod preemption;
 pub mod quantity;
 pub mod queue;
+pub mod resources;
+pub mod schema;
+pub mod status;
 pub mod time;
 pub mod topology;
 
@@ -32,11 +35,15 @@ use serde::{Deserialize, Serialize};
 
 pub use duration::{DurationError, RawDuration, parse_duration_ms, parse_duration_seconds};
 pub use gpu::{GpuAnnotationError, GpuAnnotationProblem, GpuShare, GpuSharingRequest};
-pub use podgroup::{ConstraintField, PodGroup, PodGroupSpec, SubGroupSpec, TopologyConstraintSpec};
+pub use podgroup::{
+    ConstraintField, PodGroup, PodGroupResource, PodGroupSpec, SubGroupSpec, TopologyConstraintSpec,
+};
 pub use quantity::{Quantity, QuantityError, RawQuantity, parse_quantity};
-pub use queue::{LimitValue, Queue, QueueSpecDoc};
+pub use queue::{LimitValue, Queue, QueueResource, QueueSpecDoc};
+pub use resources::{crd_yaml, crds, crds_yaml};
+pub use status::{PodGroupPhase, PodGroupStatus, QueueStatus, TopologyStatus};
 pub use time::{TimestampError, parse_rfc3339};
-pub use topology::TopologyDocument;
+pub use topology::{TopologyDocument, TopologyResource, TopologyResourceSpec};
 
 /// `apiVersion` of Trainyard's own documents.
 pub const API_VERSION: &str = "trainyard.io/v1alpha1";

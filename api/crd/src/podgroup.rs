@@ -27,10 +27,13 @@
 
 use std::collections::BTreeSet;
 
+use kube::CustomResource;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::names::dns1123_subdomain_problem;
 use crate::preemption::preemptible_marks;
+use crate::status::PodGroupStatus;
 use crate::{
     API_VERSION, ApiError, ApiErrors, COSCHEDULING_API_VERSION, KAI_API_VERSION, ObjectMeta,
     VOLCANO_API_VERSION, check_type, describe_object, from_value,
@@ -61,28 +64,76 @@ pub struct PodGroup {
     pub min_member_problem: Option<String>,
 }
 
-/// `spec` of a [`PodGroup`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `spec` of a [`PodGroup`]; also the spec of [`PodGroupResource`], the
+/// object as the API serves it, from which the CRD is generated.
+// The derive takes one `printcolumn(...)` per column, whose keys repeat.
+#[allow(clippy::duplicated_attributes)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, CustomResource, JsonSchema)]
+#[kube(
+    group = "trainyard.io",
+    version = "v1alpha1",
+    kind = "PodGroup",
+    root = "PodGroupResource",
+    namespaced,
+    status = "PodGroupStatus",
+    shortname = "typg",
+    category = "trainyard",
+    doc = "A gang: pods scheduled all or nothing, at least minMember at once, in a queue.",
+    printcolumn(name = "Queue", type_ = "string", json_path = ".spec.queue"),
+    printcolumn(name = "Min member", type_ = "integer", json_path = ".spec.minMember"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Scheduled", type_ = "integer", json_path = ".status.scheduled"),
+    printcolumn(
+        name = "Running",
+        type_ = "integer",
+        json_path = ".status.running",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(
+    description = "The gang: its queue, its minimum, its priority, its sub-groups and topology constraints."
+)]
 pub struct PodGroupSpec {
+    /// The queue (a leaf `Queue`); absent: the pods' queue label, else the
+    /// default queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
     pub queue: Option<String>,
+    /// Pods that must be placed together before any is bound.
     #[serde(default = "one")]
+    #[schemars(range(min = 1))]
     pub min_member: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority_class_name: Option<String>,
+    /// Overrides the priority class's value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i32>,
     /// Whether reclaim and preemption may evict the job; absent: the
     /// PodGroup's or its pods' keys decide, else the priority
     /// ([`crate::preemption`]).
+    #[schemars(
+        description = "Whether reclaim and preemption may evict the job; absent: the trainyard.io/preemptible label or annotation decides, else the priority."
+    )]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptible: Option<bool>,
+    /// Parts of the gang with their own minimum and topology (for example
+    /// the workers and the parameter servers). Names are unique.
     #[serde(
         default,
         deserialize_with = "crate::de::null_default",
         skip_serializing_if = "Vec::is_empty"
     )]
+    #[schemars(extend(
+        "x-kubernetes-list-type" = "map",
+        "x-kubernetes-list-map-keys" = ["name"],
+        "maxItems" = 64
+    ))]
     pub sub_groups: Vec<SubGroupSpec>,
     /// Topology constraints of the whole gang.
     #[serde(
@@ -108,12 +159,15 @@ impl Default for PodGroupSpec {
 }
 
 /// One entry of `spec.subGroups`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubGroupSpec {
+    /// Pods join a sub-group by the `trainyard.io/sub-group` label.
+    #[schemars(length(min = 1, max = 63))]
     pub name: String,
     /// Defaults to 1.
     #[serde(default = "one")]
+    #[schemars(range(min = 1))]
     pub min_member: u32,
     /// Topology constraints of this sub-group's pods.
     #[serde(
@@ -127,17 +181,20 @@ pub struct SubGroupSpec {
 /// `topology:` of a PodGroup or of one of its sub-groups. Levels are named
 /// as written (a level name or a label level's node label key) and resolved
 /// against the cluster's topology when the snapshot is assembled.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TopologyConstraintSpec {
     /// Never cross this level: all pods in one domain of it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 317))]
     pub required: Option<String>,
     /// Try one domain of this level first, then wider ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 317))]
     pub preferred: Option<String>,
     /// At most this many leaf domains (like Slurm's `--switches`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
     pub max_leaves: Option<u32>,
 }
 

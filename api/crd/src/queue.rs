@@ -16,6 +16,8 @@
 
 use std::collections::BTreeMap;
 
+use kube::CustomResource;
+use schemars::JsonSchema;
 use serde::de::Deserializer;
 use serde::{Deserialize, Serialize, Serializer};
 use trainyard_model::{Limits, QueueSpec, ResourceName, Resources};
@@ -23,6 +25,7 @@ use trainyard_model::{Limits, QueueSpec, ResourceName, Resources};
 use crate::duration::RawDuration;
 use crate::names::dns1123_subdomain_problem;
 use crate::quantity::RawQuantity;
+use crate::status::QueueStatus;
 use crate::{
     API_VERSION, ApiError, ApiErrors, ObjectMeta, check_type, describe_object, from_value,
 };
@@ -43,22 +46,83 @@ pub struct Queue {
     pub status: Option<serde_json::Value>,
 }
 
-/// `spec` of a [`Queue`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `spec` of a [`Queue`]; also the spec of [`QueueResource`], the object
+/// as the API serves it, from which the CRD is generated.
+// The derive takes one `printcolumn(...)` per column, whose keys repeat.
+#[allow(clippy::duplicated_attributes)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, CustomResource, JsonSchema)]
+#[kube(
+    group = "trainyard.io",
+    version = "v1alpha1",
+    kind = "Queue",
+    root = "QueueResource",
+    status = "QueueStatus",
+    shortname = "tyq",
+    category = "trainyard",
+    doc = "A team's queue: quota, limit, over-quota weight and priority, in a tree of any depth.",
+    printcolumn(name = "Parent", type_ = "string", json_path = ".spec.parent"),
+    printcolumn(
+        name = "Weight",
+        type_ = "integer",
+        json_path = ".spec.overQuotaWeight"
+    ),
+    printcolumn(
+        name = "Quota GPUs",
+        type_ = "string",
+        json_path = ".spec.quota.nvidia\\.com/gpu"
+    ),
+    printcolumn(
+        name = "Allocated GPUs",
+        type_ = "string",
+        json_path = ".status.allocated.nvidia\\.com/gpu"
+    ),
+    printcolumn(
+        name = "Fair share GPUs",
+        type_ = "string",
+        json_path = ".status.fairShare.nvidia\\.com/gpu"
+    ),
+    printcolumn(name = "Pending", type_ = "integer", json_path = ".status.pendingJobs"),
+    printcolumn(
+        name = "Running",
+        type_ = "integer",
+        json_path = ".status.runningJobs",
+        priority = 1
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(description = "What the queue is owed and may use, and where it sits in the tree.")]
+#[schemars(extend("x-kubernetes-validations" = [
+    {
+        "rule": "!has(self.quota) || !has(self.limit) || self.quota.all(r, !(r in self.limit) || string(self.limit[r]) == 'unlimited' || quantity(string(self.limit[r])).compareTo(quantity(string(self.quota[r]))) >= 0)",
+        "message": "each limit must be at least the quota of the same resource (or \"unlimited\")",
+        "fieldPath": ".limit",
+    }
+]))]
 pub struct QueueSpecDoc {
     /// Parent queue; absent for a top-level queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
     pub parent: Option<String>,
+    /// Higher-priority queues are served first among siblings, and may
+    /// reclaim from lower ones.
     #[serde(default)]
     pub priority: i32,
+    /// Share of the capacity left over after quotas, relative to siblings.
     #[serde(default = "one")]
     pub over_quota_weight: u32,
-    /// Resource name -> quantity.
+    /// Guaranteed resources: resource name -> quantity.
     #[serde(default, deserialize_with = "crate::de::null_default")]
+    #[schemars(extend("maxProperties" = crate::schema::MAX_RESOURCES))]
     pub quota: BTreeMap<String, RawQuantity>,
-    /// Resource name -> quantity or `unlimited`. Absent resources are unlimited.
+    /// Most the queue may use: resource name -> quantity or `unlimited`.
+    /// Absent resources are unlimited.
     #[serde(default, deserialize_with = "crate::de::null_default")]
+    #[schemars(extend("maxProperties" = crate::schema::MAX_RESOURCES))]
     pub limit: BTreeMap<String, LimitValue>,
     /// How long a job must have run before reclaim or preemption may evict
     /// it: seconds (`90`) or a duration (`"30m"`, `"2h"`). Absent: inherited

@@ -24,8 +24,12 @@
 //! cluster's nodes when the snapshot is assembled
 //! ([`trainyard_model::topology::Topology::build`]).
 
+use kube::CustomResource;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use trainyard_model::topology::{LevelSpec, TopologySpec};
+
+use crate::status::TopologyStatus;
 
 use crate::names::dns1123_subdomain_problem;
 use crate::{
@@ -61,6 +65,33 @@ pub struct TopologyDocument {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<serde_json::Value>,
 }
+
+/// The `spec` of [`TopologyResource`], the object as the API serves it,
+/// from which the CRD is generated: a [`TopologySpec`].
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, CustomResource, JsonSchema,
+)]
+#[kube(
+    group = "trainyard.io",
+    version = "v1alpha1",
+    kind = "Topology",
+    root = "TopologyResource",
+    status = "TopologyStatus",
+    shortname = "tytopo",
+    category = "trainyard",
+    doc = "The cluster's network topology: levels (widest first), switches, links, NVLink domains and GPU affinity.",
+    printcolumn(name = "Nodes", type_ = "integer", json_path = ".status.nodes"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(transparent)]
+#[schemars(
+    description = "Levels (widest first) and the fabric: switches, links, NVLink domains, GPU affinity per node. Merged with the nodes' topology.trainyard.io/ labels."
+)]
+pub struct TopologyResourceSpec(pub TopologySpec);
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -77,6 +77,39 @@ enum Command {
     ///       --trace ../shared/data/openb/openb_pod_list_default.csv --queue-rule hash:a,b,c --out out/openb
     #[command(verbatim_doc_comment)]
     Simulate(Box<simulate::SimulateArgs>),
+    /// Print the CustomResourceDefinitions of Trainyard's API.
+    ///
+    /// Queue, PodGroup and Topology (trainyard.io/v1alpha1), generated from
+    /// the same types the scheduler reads, with status subresources, short
+    /// names (tyq, typg, tytopo), printer columns and validation. The files
+    /// in deploy/crds/ are exactly this output (a test checks it).
+    ///
+    /// Examples:
+    ///
+    ///   trainyard crds | kubectl apply -f -
+    ///
+    ///   trainyard crds --out-dir deploy/crds     # one file per CRD
+    #[command(verbatim_doc_comment)]
+    Crds(CrdsArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct CrdsArgs {
+    /// Write one file per CRD (`<plural>.<group>.yaml`) into this directory
+    /// instead of printing them all.
+    #[arg(long, value_name = "DIR")]
+    out_dir: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = CrdFormat::Yaml)]
+    output: CrdFormat,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum CrdFormat {
+    /// Multi-document YAML, as kubectl apply reads it.
+    Yaml,
+    /// A Kubernetes `List` in JSON.
+    Json,
 }
 
 #[derive(clap::Args, Debug)]
@@ -115,6 +148,7 @@ fn main() {
     let result = match cli.command {
         Command::Schedule(args) => cmd_schedule(args),
         Command::Simulate(args) => simulate::run(*args),
+        Command::Crds(args) => cmd_crds(args),
     };
     if let Err(e) = result {
         // `trainyard ... | head`: the reader went away; that is not an error.
@@ -142,6 +176,46 @@ fn init_logging(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+}
+
+fn cmd_crds(args: CrdsArgs) -> Result<()> {
+    use std::io::Write;
+    let crds = trainyard_crd::crds();
+    match (&args.out_dir, args.output) {
+        (Some(dir), format) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+            for crd in &crds {
+                let (name, text) = match format {
+                    CrdFormat::Yaml => (
+                        trainyard_crd::resources::file_name(crd),
+                        trainyard_crd::crd_yaml(crd).context("rendering a CRD as YAML")?,
+                    ),
+                    CrdFormat::Json => (
+                        trainyard_crd::resources::file_name(crd).replace(".yaml", ".json"),
+                        serde_json::to_string_pretty(crd)? + "\n",
+                    ),
+                };
+                let path = dir.join(name);
+                std::fs::write(&path, text)
+                    .with_context(|| format!("{}: cannot write", path.display()))?;
+                eprintln!("wrote {}", path.display());
+            }
+        }
+        (None, CrdFormat::Yaml) => {
+            let text = trainyard_crd::crds_yaml().context("rendering the CRDs as YAML")?;
+            std::io::stdout().write_all(text.as_bytes())?;
+        }
+        (None, CrdFormat::Json) => {
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": crds});
+            writeln!(
+                std::io::stdout(),
+                "{}",
+                serde_json::to_string_pretty(&list)?
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Expands directories into their YAML/JSON files, sorted by name.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Everything known about the fabric. All fields are optional; an empty
 /// spec (and no topology labels on nodes) means "no topology".
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TopologySpec {
     /// Named levels, **widest first** (e.g. block, leaf, nvlink). Gangs name
@@ -29,6 +30,7 @@ pub struct TopologySpec {
 /// One named level. Exactly one of `nodeLabel`, `fabric`, `domains` says
 /// how nodes map to its domains.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LevelSpec {
     pub name: String,
@@ -46,6 +48,7 @@ pub struct LevelSpec {
 
 /// A level computed from the switch graph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum FabricLevel {
     /// Nodes whose leaves hang under the same spine block(s).
@@ -69,6 +72,7 @@ impl FabricLevel {
 
 /// A named set of nodes (an NVLink domain, or a domain of an explicit level).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct DomainSpec {
     pub name: String,
@@ -76,6 +80,7 @@ pub struct DomainSpec {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum SwitchKind {
     /// A leaf (top-of-rack, or rail) switch that nodes' NICs link to.
@@ -85,6 +90,7 @@ pub enum SwitchKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SwitchSpec {
     pub name: String,
@@ -98,6 +104,7 @@ pub struct SwitchSpec {
 /// of a node (`node-1/nic3`), or a leaf; `to` is a leaf (for nodes and NICs)
 /// or a spine (for leaves).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LinkSpec {
     pub from: String,
@@ -106,6 +113,7 @@ pub struct LinkSpec {
 
 /// GPU affinity inside one node.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NodeFabricSpec {
     pub node: String,
@@ -113,6 +121,7 @@ pub struct NodeFabricSpec {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GpuAffinitySpec {
     /// Device index (as `nvidia-smi` numbers it).

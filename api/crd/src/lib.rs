@@ -14,6 +14,7 @@
 
 pub mod de;
 pub mod duration;
+pub mod foreign_queue;
 pub mod gpu;
 pub mod keys;
 pub mod names;

@@ -30,6 +30,13 @@ use crate::{
     API_VERSION, ApiError, ApiErrors, ObjectMeta, check_type, describe_object, from_value,
 };
 
+/// Every `apiVersion` a `Queue` may have: ours, KAI's, Volcano's.
+pub const QUEUE_API_VERSIONS: &[&str] = &[
+    API_VERSION,
+    crate::foreign_queue::KAI_QUEUE_API_VERSION,
+    crate::foreign_queue::VOLCANO_QUEUE_API_VERSION,
+];
+
 /// A `Queue` document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -44,6 +51,10 @@ pub struct Queue {
     /// Ignored (present in `kubectl get -o yaml` output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<serde_json::Value>,
+    /// For a KAI or Volcano Queue read as ours: each field that did not
+    /// map, and how it was read ([`crate::foreign_queue`]).
+    #[serde(skip)]
+    pub warnings: Vec<String>,
 }
 
 /// `spec` of a [`Queue`]; also the spec of [`QueueResource`], the object
@@ -181,12 +192,36 @@ impl<'de> Deserialize<'de> for LimitValue {
 }
 
 impl Queue {
-    /// Reads a `Queue` document. Checks `kind`/`apiVersion` and field names
-    /// and types; values are checked by [`Queue::to_spec`].
+    /// Reads a `Queue` document of Trainyard's `apiVersion`. Checks
+    /// `kind`/`apiVersion` and field names and types; values are checked by
+    /// [`Queue::to_spec`].
     pub fn from_value(value: &serde_json::Value) -> Result<Queue, ApiErrors> {
         let object = describe_object("Queue", value);
         check_type(value, &object, "Queue", &[API_VERSION])?;
         Ok(from_value(value, &object)?)
+    }
+
+    /// Reads a `Queue` of any accepted `apiVersion`: ours strictly, KAI's
+    /// and Volcano's leniently and mapped ([`crate::foreign_queue`], with
+    /// [`Queue::warnings`]). `None` for Volcano's `root` queue, which is
+    /// the top of its tree and no queue of Trainyard's.
+    pub fn from_any(value: &serde_json::Value) -> Result<Option<Queue>, ApiErrors> {
+        let object = describe_object("Queue", value);
+        let version = check_type(value, &object, "Queue", QUEUE_API_VERSIONS)?;
+        if version == API_VERSION {
+            return Ok(Some(from_value(value, &object)?));
+        }
+        Ok(
+            crate::foreign_queue::read(value, &object, &version)?.map(|(mut q, warnings)| {
+                q.warnings = warnings;
+                q
+            }),
+        )
+    }
+
+    /// Whether this is a KAI or Volcano Queue read as ours.
+    pub fn is_foreign(&self) -> bool {
+        self.api_version != API_VERSION
     }
 
     /// How errors name this queue: `Queue <name>`.

@@ -3,10 +3,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
+use trainyard_crd::queue::QUEUE_API_VERSIONS;
 use trainyard_crd::topology::TOPOLOGY_API_VERSIONS;
-use trainyard_crd::{
-    API_VERSION, ApiError, ApiErrors, PodGroup, Queue, TopologyDocument, describe_object,
-};
+use trainyard_crd::{ApiError, ApiErrors, PodGroup, Queue, TopologyDocument, describe_object};
 
 use crate::interpret::Objects;
 use crate::k8s::{FieldError, K8sNode, K8sPod, K8sPriorityClass};
@@ -374,16 +373,27 @@ impl Reader {
                         .insert(pc.metadata.name, pc.value);
                 }
             }
-            "Queue" if api != API_VERSION => {
-                // Another scheduler's Queue (Volcano, KAI): not ours.
+            "Queue" if !QUEUE_API_VERSIONS.contains(&api.as_str()) => {
+                // Someone else's Queue kind (Kueue's is LocalQueue): not ours.
                 self.skip(loc, format!("Queue ({api})"));
             }
-            "Queue" => match Queue::from_value(value) {
-                Ok(q) => {
+            "Queue" => match Queue::from_any(value) {
+                Ok(Some(q)) => {
+                    for w in &q.warnings {
+                        self.objects.warnings.push(format!(
+                            "{}: {} ({api}): {w}",
+                            loc.at(),
+                            q.object()
+                        ));
+                    }
                     if self.claim(&q.object(), loc) {
                         self.objects.queues.push((loc.clone(), q));
                     }
                 }
+                Ok(None) => self.objects.warnings.push(format!(
+                    "{}: {object} ({api}) is Volcano's root queue: not a queue in Trainyard's tree; its children are top-level queues",
+                    loc.at()
+                )),
                 Err(errs) => self.api_errors(loc, errs),
             },
             "PodGroup" => match PodGroup::from_value(value) {

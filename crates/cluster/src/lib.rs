@@ -26,6 +26,7 @@
 //! Pure: no I/O, no clock (time is a parameter), deterministic.
 
 mod assume;
+mod decode;
 mod index;
 mod objects;
 
@@ -36,6 +37,7 @@ use trainyard_model::topology::Topology;
 use trainyard_model::{ExternalPod, Job, Node, QueueTree, Snapshot, Task, TaskKey};
 
 pub use assume::{Applied, Assumption, Effect, Write};
+pub use decode::Decoded;
 pub use objects::{ObjectChange, Problems};
 use trainyard_ingest::LoadOptions;
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};
-use trainyard_cluster::{Change, ClusterState, ObjectChange};
+use trainyard_cluster::{Change, ClusterState, Decoded, ObjectChange};
 use trainyard_ingest::{LoadOptions, Source};
 use trainyard_model::Snapshot;
 
@@ -40,31 +40,35 @@ fn inputs() -> Vec<(String, String)> {
     out
 }
 
-/// The changes that build the objects of `text`.
+/// The changes that build the objects of `text`, read as a file.
 fn changes(name: &str, text: &str) -> Vec<ObjectChange> {
-    let objects = trainyard_ingest::read(&[Source::new(name, text)]);
+    let decoded = Decoded::of(trainyard_ingest::read(&[Source::new(name, text)]));
+    decoded.changes
+}
+
+/// Every object of `text` alone, as JSON, the way an API server lists them:
+/// documents, and the items of `List`s (typed list items get the kind and
+/// apiVersion the list implies, as the API server's items carry them).
+fn api_objects(name: &str, text: &str) -> Vec<serde_json::Value> {
+    let docs = trainyard_ingest::parse_documents(&Source::new(name, text)).expect("parses");
     let mut out = Vec::new();
-    for (loc, n) in objects.nodes {
-        out.push(ObjectChange::Node(loc, Box::new(n)));
-    }
-    for (name, value) in &objects.priority_classes {
-        out.push(ObjectChange::PriorityClass {
-            name: name.clone(),
-            value: *value,
-            never: objects.never_classes.contains(name),
-        });
-    }
-    for (loc, q) in objects.queues {
-        out.push(ObjectChange::Queue(loc, Box::new(q)));
-    }
-    for (loc, g) in objects.pod_groups {
-        out.push(ObjectChange::PodGroup(loc, Box::new(g)));
-    }
-    for (loc, p) in objects.pods {
-        out.push(ObjectChange::Pod(loc, Box::new(p)));
-    }
-    if objects.topology.is_some() {
-        out.push(ObjectChange::Topology(objects.topology.map(Box::new)));
+    for doc in docs.into_iter().filter(|d| !d.is_null()) {
+        let kind = doc["kind"].as_str().unwrap_or("").to_string();
+        if kind.ends_with("List") && doc.get("items").is_some() {
+            let api = doc["apiVersion"].clone();
+            let item_kind = kind.strip_suffix("List").unwrap_or("").to_string();
+            for mut item in doc["items"].as_array().cloned().unwrap_or_default() {
+                if item.get("kind").is_none_or(|k| k.is_null()) {
+                    item["kind"] = item_kind.clone().into();
+                }
+                if item.get("apiVersion").is_none_or(|k| k.is_null()) {
+                    item["apiVersion"] = api.clone();
+                }
+                out.push(item);
+            }
+        } else {
+            out.push(doc);
+        }
     }
     out
 }
@@ -99,19 +103,15 @@ fn same(name: &str, want: &Snapshot, got: &Snapshot) -> Result<(), String> {
 }
 
 fn delete_of(c: &ObjectChange) -> Option<ObjectChange> {
-    Some(match c {
-        ObjectChange::Pod(_, p) => ObjectChange::PodGone {
-            namespace: p.namespace.clone(),
-            name: p.name.clone(),
-        },
-        ObjectChange::PodGroup(_, g) => ObjectChange::PodGroupGone {
-            namespace: g.namespace().to_string(),
-            name: g.metadata.name.clone(),
-        },
-        ObjectChange::Node(_, n) => ObjectChange::NodeGone(n.name.clone()),
-        ObjectChange::Queue(_, q) => ObjectChange::QueueGone(q.metadata.name.clone()),
-        _ => return None,
-    })
+    match c {
+        ObjectChange::Pod(_, p) => ObjectChange::gone("Pod", Some(&p.namespace), &p.name),
+        ObjectChange::PodGroup(_, g) => {
+            ObjectChange::gone("PodGroup", Some(g.namespace()), &g.metadata.name)
+        }
+        ObjectChange::Node(_, n) => ObjectChange::gone("Node", None, &n.name),
+        ObjectChange::Queue(_, q) => ObjectChange::gone("Queue", None, &q.metadata.name),
+        _ => None,
+    }
 }
 
 #[test]
@@ -164,4 +164,54 @@ fn objects_in_any_order_give_the_loaded_snapshot() {
         checked += 1;
     }
     assert!(checked >= 30, "only {checked} inputs loaded");
+}
+
+#[test]
+fn objects_read_one_by_one_as_an_api_serves_them_give_the_loaded_snapshot() {
+    let mut checked = 0;
+    for (name, text) in inputs() {
+        let opts = LoadOptions::default();
+        let Ok(loaded) = trainyard_ingest::load(&[Source::new(&name, &text)], &opts) else {
+            continue; // scenarios of bad input: nothing to compare
+        };
+        let mut s = ClusterState::for_objects(opts);
+        for (i, object) in api_objects(&name, &text).iter().enumerate() {
+            let decoded = Decoded::object(object, &format!("{name} object {i}"));
+            assert!(decoded.errors.is_empty(), "{name}: {:?}", decoded.errors);
+            for c in decoded.changes {
+                s.apply(Change::Object(c));
+            }
+        }
+        let got = s.snapshot();
+        assert!(
+            s.problems().errors.is_empty(),
+            "{name}: {:?}",
+            s.problems().errors
+        );
+        if let Err(e) = same(&name, &loaded.snapshot, &got) {
+            panic!("{e}");
+        }
+        checked += 1;
+    }
+    assert!(checked >= 30, "only {checked} inputs loaded");
+}
+
+#[test]
+fn one_bad_object_names_itself_and_changes_nothing() {
+    let pod = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {"schedulerName": "trainyard", "containers": [
+            {"name": "c", "resources": {"requests": {"cpu": "lots"}}}
+        ]}
+    });
+    let decoded = Decoded::object(&pod, "watch pods");
+    assert!(decoded.changes.is_empty());
+    let messages: Vec<String> = decoded.errors.iter().map(ToString::to_string).collect();
+    expect_test::expect![[r#"
+        [
+            "watch pods: Pod ml/p: spec.containers[0].resources.requests.cpu: invalid quantity \"lots\"; expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e.g. 1e3), such as \"500m\", \"8\" or \"64Gi\"",
+        ]
+    "#]]
+    .assert_debug_eq(&messages);
 }

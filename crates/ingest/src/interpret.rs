@@ -45,6 +45,17 @@ pub fn read(sources: &[Source]) -> Objects {
     reader.objects
 }
 
+/// Reads one object that came alone, not from a file: an item of an API
+/// list or the object of a watch event, as JSON. The same reader as
+/// [`read`]'s, object for object, so a cluster read through the API and the
+/// same objects in a file give the same values; messages name `origin`
+/// (e.g. `watch pods`) where a file's name its source and document.
+pub fn read_object(value: &serde_json::Value, origin: &str) -> Objects {
+    let mut reader = Reader::default();
+    reader.read_object(value, origin);
+    reader.objects
+}
+
 /// What a pod is to the scheduler.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PodRole {

@@ -25,6 +25,7 @@ use trainyard_model::Snapshot;
 pub use assemble::JobKey;
 pub use interpret::{
     Interpreted, Interpreter, Objects, PodRole, check_queue, pod_role, queue_tree, read,
+    read_object,
 };
 pub use k8s::PodInfo;
 pub use read::{Loc, parse_documents, present_documents};

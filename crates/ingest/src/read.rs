@@ -16,6 +16,8 @@ use crate::{LoadError, Source};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loc {
     pub source: String,
+    /// 1-based document number in the source; 0 for an object that came
+    /// alone, not from a file (a watch event names its object instead).
     pub doc: usize,
     pub prefix: String,
 }
@@ -36,7 +38,7 @@ impl Loc {
         };
         LoadError {
             source_name: self.source.clone(),
-            document: Some(self.doc),
+            document: (self.doc > 0).then_some(self.doc),
             object: object.map(str::to_string),
             field,
             message: message.into(),
@@ -49,7 +51,11 @@ impl Loc {
 
     /// `file: document N` (for warnings and cross-references).
     pub fn at(&self) -> String {
-        let mut s = format!("{}: document {}", self.source, self.doc);
+        let mut s = if self.doc > 0 {
+            format!("{}: document {}", self.source, self.doc)
+        } else {
+            self.source.clone()
+        };
         if !self.prefix.is_empty() {
             s.push_str(&format!(" ({})", self.prefix.trim_end_matches('.')));
         }
@@ -133,6 +139,19 @@ pub fn parse_documents(source: &Source) -> Result<Vec<Value>, LoadError> {
 }
 
 impl Reader {
+    /// Reads one object that came alone (an item of an API list or a watch
+    /// event), named `origin` in messages (e.g. `watch pods`), exactly as
+    /// an object of a file is read.
+    pub fn read_object(&mut self, value: &Value, origin: &str) {
+        let loc = Loc {
+            source: origin.to_string(),
+            doc: 0,
+            prefix: String::new(),
+        };
+        self.visit(value, &loc, None);
+        self.flush_skipped();
+    }
+
     pub fn read_source(&mut self, source: &Source) {
         match parse_documents(source) {
             Ok(docs) => {
@@ -147,14 +166,23 @@ impl Reader {
             }
             Err(e) => self.objects.errors.push(e),
         }
+        self.flush_skipped();
+    }
+
+    fn flush_skipped(&mut self) {
         for ((src, doc, kind), n) in std::mem::take(&mut self.skipped) {
             let what = if n == 1 {
                 "object".to_string()
             } else {
                 format!("{n} objects")
             };
+            let at = if doc > 0 {
+                format!("{src}: document {doc}")
+            } else {
+                src
+            };
             self.objects.warnings.push(format!(
-                "{src}: document {doc}: skipped {what} of kind {kind} (not used by Trainyard)"
+                "{at}: skipped {what} of kind {kind} (not used by Trainyard)"
             ));
         }
     }

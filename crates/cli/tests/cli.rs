@@ -979,3 +979,52 @@ fn redirected_runs_print_progress_lines() {
     ]);
     assert_eq!(String::from_utf8_lossy(&quiet.stderr), "");
 }
+
+#[test]
+fn crds_prints_the_committed_files_and_writes_them() {
+    let out = trainyard(&["crds"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let printed = String::from_utf8(out.stdout).expect("utf-8");
+    let mut committed = String::new();
+    for f in [
+        "queues.trainyard.io.yaml",
+        "podgroups.trainyard.io.yaml",
+        "topologies.trainyard.io.yaml",
+    ] {
+        committed.push_str("---\n");
+        committed.push_str(
+            &std::fs::read_to_string(repo().join("deploy/crds").join(f)).expect("committed CRD"),
+        );
+    }
+    assert_eq!(printed, committed);
+
+    let dir = scratch("crds");
+    let out = trainyard(&["crds", "--out-dir", path(&dir)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut written: Vec<String> = std::fs::read_dir(&dir)
+        .expect("written")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    assert_eq!(
+        written,
+        [
+            "podgroups.trainyard.io.yaml",
+            "queues.trainyard.io.yaml",
+            "topologies.trainyard.io.yaml"
+        ]
+    );
+
+    let out = trainyard(&["crds", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(list["kind"], "List");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(3));
+}

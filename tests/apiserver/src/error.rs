@@ -163,7 +163,13 @@ impl ApiError {
             let causes: Vec<Value> = self
                 .causes
                 .iter()
-                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .map(|c| {
+                    let mut o = json!({"reason": c.reason, "message": c.message});
+                    if !c.field.is_empty() {
+                        o["field"] = json!(c.field);
+                    }
+                    o
+                })
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }

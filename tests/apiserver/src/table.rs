@@ -216,7 +216,9 @@ fn node_roles(n: &Value) -> String {
 }
 
 /// Column definitions and a cell builder for a resource at a version.
-fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Box<dyn Fn(&Value, i64) -> Vec<Value> + '_>) {
+type Cells = Box<dyn Fn(&Value, i64) -> Vec<Value>>;
+
+fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
     let name_col = col("Name", "string", "name", 0, "Name must be unique within a namespace.");
     let age_col = col("Age", "string", "", 0, "CreationTimestamp is a timestamp representing the server time when this object was created.");
     match def.builtin {

@@ -121,6 +121,8 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
             }
         }
         Value::String(st) => {
+            let st = st.clone();
+            let v = &Value::String(st.clone());
             let len = st.chars().count() as u64;
             if let Some(min) = s["minLength"].as_u64() {
                 if len < min {
@@ -138,7 +140,7 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
             }
             if let Some(p) = s["pattern"].as_str() {
                 match regex::Regex::new(p) {
-                    Ok(re) if !re.is_match(st) => invalid(out, path, v, format!("{path} in body should match '{p}'")),
+                    Ok(re) if !re.is_match(&st) => invalid(out, path, v, format!("{path} in body should match '{p}'")),
                     _ => {}
                 }
             }

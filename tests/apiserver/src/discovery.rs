@@ -77,7 +77,56 @@ pub fn discover(reg: &Registry, segs: &[&str]) -> ApiResult<Value> {
     }
 }
 
-/// `/openapi/...`: not served yet.
-pub fn openapi(_reg: &Registry, _rest: &[&str], _r: &Req) -> ApiResult<Value> {
-    Err(ApiError::new(404, "NotFound", "the server could not find the requested resource"))
+/// `/openapi/v3` (the index) and `/openapi/v3/{api/v1|apis/g/v}` (per group-version
+/// documents). The documents list each resource's item path with its operations,
+/// the `x-kubernetes-group-version-kind` extension and the `fieldValidation` query
+/// parameter, which is what kubectl reads to leave field validation to the server.
+/// They carry no component schemas, so `kubectl explain` has nothing to show and
+/// `kubectl apply` computes strategic merge patches from its compiled-in types
+/// (merge patches for custom resources). `/openapi/v2` is not served.
+pub fn openapi(reg: &Registry, rest: &[&str], _r: &Req) -> ApiResult<Value> {
+    let nf = || ApiError::new(404, "NotFound", "the server could not find the requested resource");
+    match rest {
+        ["v3"] => {
+            let mut paths = serde_json::Map::new();
+            for (g, vs) in reg.groups() {
+                for v in vs {
+                    let key = if g.is_empty() { format!("api/{v}") } else { format!("apis/{g}/{v}") };
+                    let hash = format!("{:016X}", fnv(&gv_doc(reg, &g, &v).to_string()));
+                    paths.insert(key.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}));
+                }
+            }
+            Ok(json!({"paths": paths}))
+        }
+        ["v3", "api", v] => Some(gv_doc(reg, "", v)).filter(|d| !d["paths"].as_object().is_none_or(|m| m.is_empty())).ok_or_else(nf),
+        ["v3", "apis", g, v] => Some(gv_doc(reg, g, v)).filter(|d| !d["paths"].as_object().is_none_or(|m| m.is_empty())).ok_or_else(nf),
+        _ => Err(nf()),
+    }
+}
+
+fn fnv(s: &str) -> u64 {
+    s.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3))
+}
+
+fn gv_doc(reg: &Registry, group: &str, version: &str) -> Value {
+    let prefix = if group.is_empty() { format!("/api/{version}") } else { format!("/apis/{group}/{version}") };
+    let mut paths = serde_json::Map::new();
+    for d in reg.all().filter(|d| d.group == group && d.version(version).is_some()) {
+        let gvk = json!({"group": d.group, "version": version, "kind": d.kind});
+        let params = json!([
+            {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+            {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+            {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        ]);
+        let op = |verb: &str| json!({"operationId": format!("{verb}{}", d.kind), "x-kubernetes-action": verb, "x-kubernetes-group-version-kind": gvk, "parameters": params, "responses": {"200": {"description": "OK"}}});
+        let item = if d.namespaced {
+            format!("{prefix}/namespaces/{{namespace}}/{}/{{name}}", d.plural)
+        } else {
+            format!("{prefix}/{}/{{name}}", d.plural)
+        };
+        paths.insert(item, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
+        let coll = if d.namespaced { format!("{prefix}/namespaces/{{namespace}}/{}", d.plural) } else { format!("{prefix}/{}", d.plural) };
+        paths.insert(coll, json!({"get": op("list"), "post": op("post")}));
+    }
+    json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.35.0"}, "paths": paths, "components": {"schemas": {}}})
 }

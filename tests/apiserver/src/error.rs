@@ -13,10 +13,28 @@ pub struct Cause {
     pub field: String,
 }
 
-/// An error the API answers with: an HTTP code, a `Status` reason and details.
+/// An error the API answers with: an HTTP code, a `Status` reason and details
+/// (boxed, so results that carry it stay small).
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("{code} {reason}: {message}")]
-pub struct ApiError {
+#[error("{} {}: {}", .0.code, .0.reason, .0.message)]
+pub struct ApiError(Box<ApiErrorData>);
+
+impl std::ops::Deref for ApiError {
+    type Target = ApiErrorData;
+    fn deref(&self) -> &ApiErrorData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for ApiError {
+    fn deref_mut(&mut self) -> &mut ApiErrorData {
+        &mut self.0
+    }
+}
+
+/// The fields of an [`ApiError`].
+#[derive(Debug, Clone)]
+pub struct ApiErrorData {
     /// HTTP status code.
     pub code: u16,
     /// `Status.reason`, e.g. `NotFound`.
@@ -38,7 +56,7 @@ pub struct ApiError {
 impl ApiError {
     /// A bare error with code, reason and message.
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError {
+        ApiError(Box::new(ApiErrorData {
             code,
             reason,
             message: message.into(),
@@ -47,11 +65,15 @@ impl ApiError {
             kind: None,
             causes: Vec::new(),
             retry_after: None,
-        }
+        }))
     }
 
     fn qualified(group: &str, plural: &str) -> String {
-        if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
+        if group.is_empty() {
+            plural.to_string()
+        } else {
+            format!("{plural}.{group}")
+        }
     }
 
     fn with_details(mut self, group: &str, plural: &str, name: &str) -> Self {
@@ -66,20 +88,30 @@ impl ApiError {
     /// 404 `pods "x" not found`.
     pub fn not_found(group: &str, plural: &str, name: &str) -> Self {
         let q = Self::qualified(group, plural);
-        Self::new(404, "NotFound", format!("{q} \"{name}\" not found")).with_details(group, plural, name)
+        Self::new(404, "NotFound", format!("{q} \"{name}\" not found"))
+            .with_details(group, plural, name)
     }
 
     /// 409 `pods "x" already exists`.
     pub fn already_exists(group: &str, plural: &str, name: &str) -> Self {
         let q = Self::qualified(group, plural);
-        Self::new(409, "AlreadyExists", format!("{q} \"{name}\" already exists")).with_details(group, plural, name)
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{q} \"{name}\" already exists"),
+        )
+        .with_details(group, plural, name)
     }
 
     /// 409 Conflict with the optimistic-concurrency message.
     pub fn conflict(group: &str, plural: &str, name: &str, why: &str) -> Self {
         let q = Self::qualified(group, plural);
-        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {q} \"{name}\": {why}"))
-            .with_details(group, plural, name)
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {q} \"{name}\": {why}"),
+        )
+        .with_details(group, plural, name)
     }
 
     /// The stale-resourceVersion conflict.
@@ -94,9 +126,20 @@ impl ApiError {
 
     /// 422 Invalid with field causes; `kind_q` is e.g. `Widget.example.com`.
     pub fn invalid(kind_q: &str, group: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let parts: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
-        let joined = if parts.len() == 1 { parts[0].clone() } else { format!("[{}]", parts.join(", ")) };
-        let mut e = Self::new(422, "Invalid", format!("{kind_q} \"{name}\" is invalid: {joined}"));
+        let parts: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        let joined = if parts.len() == 1 {
+            parts[0].clone()
+        } else {
+            format!("[{}]", parts.join(", "))
+        };
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{kind_q} \"{name}\" is invalid: {joined}"),
+        );
         e.group = Some(group.to_string());
         e.kind = Some(kind_q.split('.').next().unwrap_or(kind_q).to_string());
         e.name = Some(name.to_string());
@@ -111,7 +154,11 @@ impl ApiError {
 
     /// 405 MethodNotAllowed.
     pub fn method_not_allowed() -> Self {
-        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
     }
 
     /// 410 Gone / Expired.
@@ -133,7 +180,13 @@ impl ApiError {
 
     /// 415 UnsupportedMediaType.
     pub fn unsupported_media(ct: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {ct}"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml; got {ct}"
+            ),
+        )
     }
 
     /// The `Status` object for this error.
@@ -151,10 +204,8 @@ impl ApiError {
         if let Some(n) = &self.name {
             details.insert("name".into(), json!(n));
         }
-        if let Some(g) = &self.group {
-            if !g.is_empty() {
-                details.insert("group".into(), json!(g));
-            }
+        if let Some(g) = self.group.as_ref().filter(|g| !g.is_empty()) {
+            details.insert("group".into(), json!(g));
         }
         if let Some(k) = &self.kind {
             details.insert("kind".into(), json!(k));

@@ -31,7 +31,10 @@ impl Body for ResBody {
     type Data = Bytes;
     type Error = Infallible;
 
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             ResBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             ResBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
@@ -84,7 +87,8 @@ impl Req {
         if self.body.is_empty() {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&self.body).map_err(|e| ApiError::bad_request(format!("error decoding body: {e}")))
+        serde_json::from_slice(&self.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding body: {e}")))
     }
 }
 
@@ -109,7 +113,8 @@ fn decode(s: &str) -> String {
     while i < b.len() {
         match b[i] {
             b'%' if i + 2 < b.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16) {
+                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
+                {
                     Ok(v) => {
                         out.push(v);
                         i += 3;
@@ -160,7 +165,10 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 let shared = shared.clone();
                 async move { Ok::<_, Infallible>(handle(shared, req).await) }
             });
-            if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(io, svc).await {
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, svc)
+                .await
+            {
                 tracing::debug!(error = %e, "connection ended");
             }
         });
@@ -171,13 +179,28 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ResBody
     let (parts, body) = req.into_parts();
     let body = match http_body_collect(body).await {
         Ok(b) => b,
-        Err(e) => return respond(Reply::from(ApiError::bad_request(format!("reading body: {e}")))),
+        Err(e) => {
+            return respond(Reply::from(ApiError::bad_request(format!(
+                "reading body: {e}"
+            ))));
+        }
     };
-    let header = |h: hyper::header::HeaderName| parts.headers.get(h).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let header = |h: hyper::header::HeaderName| {
+        parts
+            .headers
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
     let path = parts.uri.path().to_string();
     let r = Req {
         method: parts.method.clone(),
-        segs: path.split('/').filter(|s| !s.is_empty()).map(decode).collect(),
+        segs: path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(decode)
+            .collect(),
         query: parse_query(parts.uri.query().unwrap_or("")),
         accept: header(hyper::header::ACCEPT),
         content_type: header(hyper::header::CONTENT_TYPE),
@@ -215,9 +238,14 @@ async fn inject_faults(shared: &Shared) -> Option<ApiError> {
         let f = st.faults.clone();
         let roll: f64 = st.rng.random();
         let err = if roll < f.rate_429 {
-            Some(ApiError::too_many_requests("the server has received too many requests and has asked us to try again later (injected)", 1))
+            Some(ApiError::too_many_requests(
+                "the server has received too many requests and has asked us to try again later (injected)",
+                1,
+            ))
         } else if roll < f.rate_429 + f.rate_500 {
-            Some(ApiError::internal("an error on the server (\"injected fault\") has prevented the request from succeeding"))
+            Some(ApiError::internal(
+                "an error on the server (\"injected fault\") has prevented the request from succeeding",
+            ))
         } else {
             None
         };
@@ -252,7 +280,10 @@ fn control(shared: &Arc<Shared>, r: &Req) -> Reply {
         (Method::POST, "advance") => {
             let secs: i64 = r.q("seconds").and_then(|s| s.parse().ok()).unwrap_or(0);
             let changed = shared.advance(secs);
-            Reply::Json(200, json!({"now": crate::time::format_rfc3339(shared.lock().now()), "changed": changed}))
+            Reply::Json(
+                200,
+                json!({"now": crate::time::format_rfc3339(shared.lock().now()), "changed": changed}),
+            )
         }
         (Method::POST, "tick") => {
             let changed = shared.tick();
@@ -273,7 +304,12 @@ pub fn respond(reply: Reply) -> Response<ResBody> {
             let retry = v["details"]["retryAfterSeconds"].as_u64();
             let mut s = serde_json::to_vec(&v).unwrap_or_default();
             s.push(b'\n');
-            (code, ResBody::Full(Some(Bytes::from(s))), "application/json", retry)
+            (
+                code,
+                ResBody::Full(Some(Bytes::from(s))),
+                "application/json",
+                retry,
+            )
         }
         Reply::Stream(rx) => (200, ResBody::Stream(rx), "application/json", None),
     };

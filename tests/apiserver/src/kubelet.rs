@@ -35,7 +35,11 @@ pub struct KubeletConfig {
 
 impl Default for KubeletConfig {
     fn default() -> Self {
-        KubeletConfig { enabled: true, start_delay: 0, stop_delay: 0 }
+        KubeletConfig {
+            enabled: true,
+            start_delay: 0,
+            stop_delay: 0,
+        }
     }
 }
 
@@ -52,25 +56,37 @@ pub fn step(state: &mut State) -> usize {
     if !state.kubelet.enabled {
         return 0;
     }
-    let Some(def) = state.registry.by_key("/pods").cloned() else { return 0 };
+    let Some(def) = state.registry.by_key("/pods").cloned() else {
+        return 0;
+    };
     let now = state.now();
     let mut changed = 0;
     for pod in state.store.list("/pods", None) {
-        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default().to_string();
+        let node = pod["spec"]["nodeName"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if node.is_empty() || state.store.get("/nodes", "", &node).is_none() {
             continue;
         }
         if let Some(del) = ts(&pod["metadata"]["deletionTimestamp"]) {
-            let grace = pod["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0);
+            let grace = pod["metadata"]["deletionGracePeriodSeconds"]
+                .as_i64()
+                .unwrap_or(0);
             let asked = del - grace;
-            let finalizers = pod["metadata"]["finalizers"].as_array().is_some_and(|f| !f.is_empty());
+            let finalizers = pod["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty());
             if now >= asked + grace.min(state.kubelet.stop_delay) && !finalizers {
                 state.store.commit("/pods", EventType::Deleted, pod);
                 changed += 1;
             }
             continue;
         }
-        let phase = pod["status"]["phase"].as_str().unwrap_or("Pending").to_string();
+        let phase = pod["status"]["phase"]
+            .as_str()
+            .unwrap_or("Pending")
+            .to_string();
         let next = match phase.as_str() {
             "Pending" => start(state, &pod, &node, now),
             "Running" => finish(&pod, now),
@@ -96,7 +112,9 @@ fn start(state: &State, pod: &Value, node: &str, now: i64) -> Option<Value> {
     let at = format_rfc3339(now);
     let mut p = pod.clone();
     let uid = pod["metadata"]["uid"].as_str().unwrap_or_default();
-    let ip_tail: u32 = uid.bytes().fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
+    let ip_tail: u32 = uid
+        .bytes()
+        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
     let statuses: Vec<Value> = pod["spec"]["containers"]
         .as_array()
         .map(|cs| {
@@ -110,7 +128,10 @@ fn start(state: &State, pod: &Value, node: &str, now: i64) -> Option<Value> {
         })
         .unwrap_or_default();
     let host_ip = state.store.get("/nodes", "", node).and_then(|n| {
-        n["status"]["addresses"].as_array().and_then(|a| a.iter().find(|x| x["type"] == "InternalIP")).map(|x| x["address"].clone())
+        n["status"]["addresses"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
+            .map(|x| x["address"].clone())
     });
     let sched_at = pod["status"]["conditions"]
         .as_array()
@@ -118,7 +139,12 @@ fn start(state: &State, pod: &Value, node: &str, now: i64) -> Option<Value> {
         .map_or(json!(at), |c| c["lastTransitionTime"].clone());
     p["status"]["phase"] = json!("Running");
     p["status"]["startTime"] = json!(at);
-    p["status"]["podIP"] = json!(format!("10.{}.{}.{}", (ip_tail >> 16) & 0xff, (ip_tail >> 8) & 0xff, (ip_tail & 0xfe) + 1));
+    p["status"]["podIP"] = json!(format!(
+        "10.{}.{}.{}",
+        (ip_tail >> 16) & 0xff,
+        (ip_tail >> 8) & 0xff,
+        (ip_tail & 0xfe) + 1
+    ));
     p["status"]["hostIP"] = host_ip.unwrap_or(json!("192.0.2.1"));
     p["status"]["containerStatuses"] = json!(statuses);
     let mut sched = cond("PodScheduled", "True", "");
@@ -134,12 +160,19 @@ fn start(state: &State, pod: &Value, node: &str, now: i64) -> Option<Value> {
 }
 
 fn finish(pod: &Value, now: i64) -> Option<Value> {
-    let secs: i64 = pod["metadata"]["annotations"][RUN_SECONDS].as_str()?.trim().parse().ok()?;
+    let secs: i64 = pod["metadata"]["annotations"][RUN_SECONDS]
+        .as_str()?
+        .trim()
+        .parse()
+        .ok()?;
     let started = ts(&pod["status"]["startTime"])?;
     if now < started + secs {
         return None;
     }
-    let code: i64 = pod["metadata"]["annotations"][EXIT_CODE].as_str().and_then(|s| s.trim().parse().ok()).unwrap_or(0);
+    let code: i64 = pod["metadata"]["annotations"][EXIT_CODE]
+        .as_str()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
     let at = format_rfc3339(now);
     let mut p = pod.clone();
     p["status"]["phase"] = json!(if code == 0 { "Succeeded" } else { "Failed" });
@@ -169,7 +202,10 @@ pub fn bind(state: &mut State, def: &ResourceDef, pod: &Value, node: &str) -> Va
     let at = format_rfc3339(state.now());
     let mut p = pod.clone();
     p["spec"]["nodeName"] = json!(node);
-    let mut conds: Vec<Value> = p["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let mut conds: Vec<Value> = p["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     conds.retain(|c| c["type"] != "PodScheduled");
     conds.push(cond("PodScheduled", "True", &at));
     p["status"]["conditions"] = json!(conds);

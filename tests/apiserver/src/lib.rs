@@ -162,9 +162,18 @@ impl TestApiServer {
     pub async fn start(config: Config) -> Result<Self, Error> {
         let listener = TcpListener::bind(("127.0.0.1", config.port)).await?;
         let addr = listener.local_addr()?;
-        let clock = if config.manual_clock { time::Clock::Manual(time::wall_now()) } else { time::Clock::Real };
+        let clock = if config.manual_clock {
+            time::Clock::Manual(time::wall_now())
+        } else {
+            time::Clock::Real
+        };
         let shared = Arc::new(Shared {
-            state: Mutex::new(state::State::new(config.window, clock, config.kubelet.clone(), config.seed)),
+            state: Mutex::new(state::State::new(
+                config.window,
+                clock,
+                config.kubelet.clone(),
+                config.seed,
+            )),
             drop_watches: tokio::sync::watch::channel(0).0,
             paused: tokio::sync::watch::channel(false).0,
             bookmark_interval: config.bookmark_interval,
@@ -182,7 +191,11 @@ impl TestApiServer {
             }));
         }
         tracing::info!(%addr, "test API server listening");
-        Ok(TestApiServer { shared, addr, tasks })
+        Ok(TestApiServer {
+            shared,
+            addr,
+            tasks,
+        })
     }
 
     /// The socket address.
@@ -265,8 +278,17 @@ impl TestApiServer {
         let av = obj["apiVersion"].as_str().unwrap_or_default().to_string();
         let kind = obj["kind"].as_str().unwrap_or_default().to_string();
         let (def, version) = st.def_for(&av, &kind).ok_or(Error::UnknownKind(av, kind))?;
-        let ns = obj["metadata"]["namespace"].as_str().map(String::from).or_else(|| def.namespaced.then(|| "default".to_string()));
-        Ok(st.create(&def, &version, ns.as_deref(), obj, &state::WriteOpts::default())?)
+        let ns = obj["metadata"]["namespace"]
+            .as_str()
+            .map(String::from)
+            .or_else(|| def.namespaced.then(|| "default".to_string()));
+        Ok(st.create(
+            &def,
+            &version,
+            ns.as_deref(),
+            obj,
+            &state::WriteOpts::default(),
+        )?)
     }
 
     /// Reads an object (`None` if absent).

@@ -28,16 +28,31 @@ struct Args {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into())).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
     let args = Args::parse();
-    let mut config = trainyard_testapi::Config { port: args.port, window: args.window, manual_clock: args.manual_clock, ..Default::default() };
+    let mut config = trainyard_testapi::Config {
+        port: args.port,
+        window: args.window,
+        manual_clock: args.manual_clock,
+        ..Default::default()
+    };
     config.kubelet.start_delay = args.start_delay;
-    let server = trainyard_testapi::TestApiServer::start(config).await.context("starting the server")?;
+    let server = trainyard_testapi::TestApiServer::start(config)
+        .await
+        .context("starting the server")?;
     if let Some(p) = &args.kubeconfig {
-        server.write_kubeconfig(p).with_context(|| format!("writing {}", p.display()))?;
+        server
+            .write_kubeconfig(p)
+            .with_context(|| format!("writing {}", p.display()))?;
         tracing::info!(path = %p.display(), "kubeconfig written");
     }
     println!("{}", server.url());
-    tokio::signal::ctrl_c().await.context("waiting for ctrl-c")?;
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for ctrl-c")?;
     Ok(())
 }

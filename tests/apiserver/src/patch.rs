@@ -35,8 +35,14 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 
 fn merge_key(field: &str) -> Option<&'static str> {
     Some(match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets"
-        | "resourceClaims" | "hostAliases" => {
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
+        | "resourceClaims"
+        | "hostAliases" => {
             if field == "hostAliases" {
                 "ip"
             } else {
@@ -70,7 +76,9 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), ApiError
     if !target.is_object() {
         *target = Value::Object(Map::new());
     }
-    let Value::Object(t) = target else { return Ok(()) };
+    let Value::Object(t) = target else {
+        return Ok(());
+    };
     for (k, v) in p {
         if k == "$patch" || k == "$retainKeys" || k.starts_with("$setElementOrder/") {
             continue;
@@ -91,7 +99,9 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), ApiError
                 let cur = t.entry(k.clone()).or_insert(Value::Array(Vec::new()));
                 if let (Some(key), Value::Array(existing)) = (merge_key(k), &mut *cur) {
                     merge_list(existing, items, key)?;
-                } else if let (true, Value::Array(existing)) = (SET_LISTS.contains(&k.as_str()), &mut *cur) {
+                } else if let (true, Value::Array(existing)) =
+                    (SET_LISTS.contains(&k.as_str()), &mut *cur)
+                {
                     for i in items {
                         if !existing.contains(i) {
                             existing.push(i.clone());
@@ -110,13 +120,22 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), ApiError
 }
 
 fn merge_list(existing: &mut Vec<Value>, items: &[Value], key: &str) -> Result<(), ApiError> {
-    if items.iter().any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace")) {
-        *existing = items.iter().filter(|i| i.get("$patch").is_none()).cloned().collect();
+    if items
+        .iter()
+        .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"))
+    {
+        *existing = items
+            .iter()
+            .filter(|i| i.get("$patch").is_none())
+            .cloned()
+            .collect();
         return Ok(());
     }
     for item in items {
         let Some(kv) = item.get(key) else {
-            return Err(ApiError::bad_request(format!("map: {item} does not contain declared merge key: {key}")));
+            return Err(ApiError::bad_request(format!(
+                "map: {item} does not contain declared merge key: {key}"
+            )));
         };
         let pos = existing.iter().position(|e| e.get(key) == Some(kv));
         let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
@@ -141,7 +160,15 @@ fn unescape(tok: &str) -> String {
 }
 
 fn pointer_parent<'a>(doc: &'a mut Value, path: &str) -> Result<(&'a mut Value, String), ApiError> {
-    let bad = || ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: doc is missing path: \"{path}\""));
+    let bad = || {
+        ApiError::new(
+            422,
+            "Invalid",
+            format!(
+                "the server rejected our request due to an error in our request: doc is missing path: \"{path}\""
+            ),
+        )
+    };
     let (parent, last) = path.rsplit_once('/').ok_or_else(bad)?;
     let p = doc.pointer_mut(parent).ok_or_else(bad)?;
     Ok((p, unescape(last)))
@@ -159,7 +186,12 @@ fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), ApiError> {
             Ok(())
         }
         Value::Array(a) => {
-            let idx = if last == "-" { a.len() } else { last.parse::<usize>().map_err(|_| ApiError::bad_request(format!("invalid index {last}")))? };
+            let idx = if last == "-" {
+                a.len()
+            } else {
+                last.parse::<usize>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid index {last}")))?
+            };
             if idx > a.len() {
                 return Err(ApiError::bad_request(format!("index {idx} out of bounds")));
             }
@@ -172,7 +204,15 @@ fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), ApiError> {
 
 fn remove(doc: &mut Value, path: &str) -> Result<Value, ApiError> {
     let (parent, last) = pointer_parent(doc, path)?;
-    let missing = || ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: doc is missing path: \"{path}\""));
+    let missing = || {
+        ApiError::new(
+            422,
+            "Invalid",
+            format!(
+                "the server rejected our request due to an error in our request: doc is missing path: \"{path}\""
+            ),
+        )
+    };
     match parent {
         Value::Object(m) => m.remove(&last).ok_or_else(missing),
         Value::Array(a) => {
@@ -188,7 +228,9 @@ fn remove(doc: &mut Value, path: &str) -> Result<Value, ApiError> {
 
 /// RFC 6902 JSON patch.
 pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), ApiError> {
-    let ops = ops.as_array().ok_or_else(|| ApiError::bad_request("json patch must be an array"))?;
+    let ops = ops
+        .as_array()
+        .ok_or_else(|| ApiError::bad_request("json patch must be an array"))?;
     for op in ops {
         let path = op["path"].as_str().unwrap_or_default();
         match op["op"].as_str().unwrap_or_default() {
@@ -205,16 +247,28 @@ pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), ApiError> {
                 let v = if op["op"] == "move" {
                     remove(doc, from)?
                 } else {
-                    doc.pointer(from).cloned().ok_or_else(|| ApiError::bad_request(format!("missing path {from}")))?
+                    doc.pointer(from)
+                        .cloned()
+                        .ok_or_else(|| ApiError::bad_request(format!("missing path {from}")))?
                 };
                 add(doc, path, v)?;
             }
             "test" => {
                 if doc.pointer(path) != Some(&op["value"]) {
-                    return Err(ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: testing value {path} failed")));
+                    return Err(ApiError::new(
+                        422,
+                        "Invalid",
+                        format!(
+                            "the server rejected our request due to an error in our request: testing value {path} failed"
+                        ),
+                    ));
                 }
             }
-            other => return Err(ApiError::bad_request(format!("unexpected json patch op {other:?}"))),
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unexpected json patch op {other:?}"
+                )));
+            }
         }
     }
     Ok(())
@@ -232,7 +286,10 @@ mod tests {
         assert!(strategic_merge(&mut pod, &patch).is_ok());
         assert_eq!(pod["metadata"]["labels"], json!({"b": "2"}));
         assert_eq!(pod["metadata"]["finalizers"], json!(["x", "y"]));
-        assert_eq!(pod["spec"]["containers"], json!([{"name": "c", "image": "i2"}]));
+        assert_eq!(
+            pod["spec"]["containers"],
+            json!([{"name": "c", "image": "i2"}])
+        );
     }
 
     #[test]
@@ -242,6 +299,12 @@ mod tests {
         assert_eq!(o, json!({"a": {"c": [3]}}));
         assert!(json_patch(&mut o, &json!([{"op": "add", "path": "/a/c/-", "value": 4}, {"op": "replace", "path": "/a/c/0", "value": 0}])).is_ok());
         assert_eq!(o, json!({"a": {"c": [0, 4]}}));
-        assert!(json_patch(&mut o, &json!([{"op": "test", "path": "/a/c/0", "value": 9}])).is_err());
+        assert!(
+            json_patch(
+                &mut o,
+                &json!([{"op": "test", "path": "/a/c/0", "value": 9}])
+            )
+            .is_err()
+        );
     }
 }

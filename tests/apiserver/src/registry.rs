@@ -95,7 +95,11 @@ impl ResourceDef {
 
     /// `Kind.group` (or `Kind` for core), used in Invalid messages.
     pub fn kind_qualified(&self) -> String {
-        if self.group.is_empty() { self.kind.clone() } else { format!("{}.{}", self.kind, self.group) }
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
     }
 
     /// The version definition, if served.
@@ -105,7 +109,11 @@ impl ResourceDef {
 
     /// `group/version` or `version` for core.
     pub fn api_version(&self, v: &str) -> String {
-        if self.group.is_empty() { v.to_string() } else { format!("{}/{v}", self.group) }
+        if self.group.is_empty() {
+            v.to_string()
+        } else {
+            format!("{}/{v}", self.group)
+        }
     }
 
     /// Whether `version` has a status subresource.
@@ -186,7 +194,11 @@ fn builtin(
         list_kind: format!("{kind}List"),
         namespaced,
         short_names: short.iter().map(|s| s.to_string()).collect(),
-        categories: if matches!(b, Builtin::Pod) { vec!["all".into()] } else { Vec::new() },
+        categories: if matches!(b, Builtin::Pod) {
+            vec!["all".into()]
+        } else {
+            Vec::new()
+        },
         builtin: b,
     }
 }
@@ -203,13 +215,76 @@ impl Registry {
         let mut r = Registry::default();
         for d in [
             builtin("", "v1", "pods", "Pod", true, &["po"], true, Builtin::Pod),
-            builtin("", "v1", "nodes", "Node", false, &["no"], true, Builtin::Node),
-            builtin("", "v1", "namespaces", "Namespace", false, &["ns"], true, Builtin::Namespace),
-            builtin("", "v1", "events", "Event", true, &["ev"], false, Builtin::Event),
-            builtin("", "v1", "configmaps", "ConfigMap", true, &["cm"], false, Builtin::ConfigMap),
-            builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", false, &["pc"], false, Builtin::PriorityClass),
-            builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", true, &["pdb"], true, Builtin::Pdb),
-            builtin("coordination.k8s.io", "v1", "leases", "Lease", true, &[], false, Builtin::Lease),
+            builtin(
+                "",
+                "v1",
+                "nodes",
+                "Node",
+                false,
+                &["no"],
+                true,
+                Builtin::Node,
+            ),
+            builtin(
+                "",
+                "v1",
+                "namespaces",
+                "Namespace",
+                false,
+                &["ns"],
+                true,
+                Builtin::Namespace,
+            ),
+            builtin(
+                "",
+                "v1",
+                "events",
+                "Event",
+                true,
+                &["ev"],
+                false,
+                Builtin::Event,
+            ),
+            builtin(
+                "",
+                "v1",
+                "configmaps",
+                "ConfigMap",
+                true,
+                &["cm"],
+                false,
+                Builtin::ConfigMap,
+            ),
+            builtin(
+                "scheduling.k8s.io",
+                "v1",
+                "priorityclasses",
+                "PriorityClass",
+                false,
+                &["pc"],
+                false,
+                Builtin::PriorityClass,
+            ),
+            builtin(
+                "policy",
+                "v1",
+                "poddisruptionbudgets",
+                "PodDisruptionBudget",
+                true,
+                &["pdb"],
+                true,
+                Builtin::Pdb,
+            ),
+            builtin(
+                "coordination.k8s.io",
+                "v1",
+                "leases",
+                "Lease",
+                true,
+                &[],
+                false,
+                Builtin::Lease,
+            ),
             builtin(
                 "apiextensions.k8s.io",
                 "v1",
@@ -233,7 +308,9 @@ impl Registry {
 
     /// Finds the resource served at `group/version/plural`.
     pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceDef> {
-        self.defs.get(&format!("{group}/{plural}")).filter(|d| d.version(version).is_some())
+        self.defs
+            .get(&format!("{group}/{plural}"))
+            .filter(|d| d.version(version).is_some())
     }
 
     /// Finds a resource by storage key.
@@ -259,7 +336,11 @@ impl Registry {
     pub fn apply_crd(&mut self, crd: &Value) -> Option<String> {
         let def = crd_to_def(crd)?;
         let key = def.key();
-        if self.defs.get(&key).is_some_and(|d| d.builtin != Builtin::Custom) {
+        if self
+            .defs
+            .get(&key)
+            .is_some_and(|d| d.builtin != Builtin::Custom)
+        {
             return None;
         }
         self.defs.insert(key.clone(), def);
@@ -268,14 +349,24 @@ impl Registry {
 
     /// Removes a custom resource by key.
     pub fn remove(&mut self, key: &str) {
-        if self.defs.get(key).is_some_and(|d| d.builtin == Builtin::Custom) {
+        if self
+            .defs
+            .get(key)
+            .is_some_and(|d| d.builtin == Builtin::Custom)
+        {
             self.defs.remove(key);
         }
     }
 }
 
 fn strings(v: &Value) -> Vec<String> {
-    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Builds the resource definition of a CRD object (`None` if it is malformed).
@@ -306,7 +397,11 @@ pub fn crd_to_def(crd: &Value) -> Option<ResourceDef> {
             .unwrap_or_default();
         let selectable = v["selectableFields"]
             .as_array()
-            .map(|a| a.iter().filter_map(|f| f["jsonPath"].as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f["jsonPath"].as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default();
         versions.push(VersionDef {
             name: v["name"].as_str()?.into(),
@@ -331,8 +426,14 @@ pub fn crd_to_def(crd: &Value) -> Option<ResourceDef> {
     Some(ResourceDef {
         group: spec["group"].as_str()?.into(),
         versions,
-        singular: names["singular"].as_str().map(String::from).unwrap_or_else(|| kind.to_lowercase()),
-        list_kind: names["listKind"].as_str().map(String::from).unwrap_or_else(|| format!("{kind}List")),
+        singular: names["singular"]
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| kind.to_lowercase()),
+        list_kind: names["listKind"]
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| format!("{kind}List")),
         plural,
         kind,
         namespaced: spec["scope"].as_str() != Some("Cluster"),

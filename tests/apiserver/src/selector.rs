@@ -47,16 +47,27 @@ fn split_top(s: &str) -> Vec<String> {
         }
     }
     out.push(cur);
-    out.into_iter().map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
+    out.into_iter()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect()
 }
 
 fn valid_key(k: &str) -> bool {
-    !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
 }
 
 fn set_of(s: &str) -> Option<BTreeSet<String>> {
     let inner = s.trim().strip_prefix('(')?.strip_suffix(')')?;
-    Some(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+    Some(
+        inner
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+            .collect(),
+    )
 }
 
 impl LabelSelector {
@@ -101,7 +112,10 @@ impl LabelSelector {
         let mut reqs = Vec::new();
         if let Some(m) = sel["matchLabels"].as_object() {
             for (k, v) in m {
-                reqs.push(LabelReq::Eq(k.clone(), v.as_str().unwrap_or_default().into()));
+                reqs.push(LabelReq::Eq(
+                    k.clone(),
+                    v.as_str().unwrap_or_default().into(),
+                ));
             }
         }
         if let Some(exprs) = sel["matchExpressions"].as_array() {
@@ -109,7 +123,11 @@ impl LabelSelector {
                 let k = e["key"].as_str().unwrap_or_default().to_string();
                 let vals: BTreeSet<String> = e["values"]
                     .as_array()
-                    .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(String::from))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 reqs.push(match e["operator"].as_str().unwrap_or_default() {
                     "In" => LabelReq::In(k, vals),
@@ -153,11 +171,16 @@ impl FieldSelector {
             } else if let Some((k, v)) = part.split_once('=') {
                 (k, true, v)
             } else {
-                return Err(ApiError::bad_request(format!("invalid selector: '{s}'; can't understand '{part}'")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid selector: '{s}'; can't understand '{part}'"
+                )));
             };
             let k = k.trim();
-            if k != "metadata.name" && k != "metadata.namespace" && !allowed.iter().any(|a| a == k) {
-                return Err(ApiError::bad_request(format!("field label not supported: {k}")));
+            if k != "metadata.name" && k != "metadata.namespace" && !allowed.iter().any(|a| a == k)
+            {
+                return Err(ApiError::bad_request(format!(
+                    "field label not supported: {k}"
+                )));
             }
             reqs.push((k.to_string(), eq, v.trim().to_string()));
         }
@@ -195,7 +218,11 @@ mod tests {
     #[test]
     fn label_operators() {
         let o = json!({"metadata": {"labels": {"app": "a", "tier": "gpu"}}});
-        let m = |s: &str| LabelSelector::parse(s).map(|l| l.matches(&o)).unwrap_or(false);
+        let m = |s: &str| {
+            LabelSelector::parse(s)
+                .map(|l| l.matches(&o))
+                .unwrap_or(false)
+        };
         assert!(m("app=a,tier in (gpu, cpu)"));
         assert!(m("app==a,!missing,tier"));
         assert!(!m("app!=a"));
@@ -208,7 +235,8 @@ mod tests {
     fn field_labels_checked() {
         let allowed = vec!["spec.nodeName".to_string()];
         let o = json!({"metadata": {"name": "p"}, "spec": {}});
-        let f = FieldSelector::parse("spec.nodeName=,metadata.name=p", &allowed).unwrap_or_default();
+        let f =
+            FieldSelector::parse("spec.nodeName=,metadata.name=p", &allowed).unwrap_or_default();
         assert!(f.matches(&o));
         assert!(FieldSelector::parse("spec.foo=x", &allowed).is_err());
     }

@@ -52,7 +52,13 @@ impl State {
         if let Some(def) = s.registry.by_key("/namespaces").cloned() {
             for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
                 // Creating the fixed namespaces cannot fail on an empty store.
-                let _ = s.create(&def, "v1", None, json!({"metadata": {"name": ns}}), &WriteOpts::default());
+                let _ = s.create(
+                    &def,
+                    "v1",
+                    None,
+                    json!({"metadata": {"name": ns}}),
+                    &WriteOpts::default(),
+                );
             }
         }
         s
@@ -66,11 +72,20 @@ impl State {
     fn uid(&mut self) -> String {
         let b: [u8; 16] = self.rng.random();
         let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-        format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+        format!(
+            "{}-{}-4{}-a{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[13..16],
+            &h[17..20],
+            &h[20..32]
+        )
     }
 
     fn suffix(&mut self) -> String {
-        (0..5).map(|_| NAME_CHARS[self.rng.random_range(0..NAME_CHARS.len())] as char).collect()
+        (0..5)
+            .map(|_| NAME_CHARS[self.rng.random_range(0..NAME_CHARS.len())] as char)
+            .collect()
     }
 
     /// Sets `apiVersion`/`kind` for the version a client asked for.
@@ -84,52 +99,101 @@ impl State {
         if !def.namespaced {
             return Ok(String::new());
         }
-        let ns = ns.filter(|n| !n.is_empty()).ok_or_else(|| ApiError::bad_request("the namespace of the object must be set"))?;
+        let ns = ns
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| ApiError::bad_request("the namespace of the object must be set"))?;
         if self.store.get("/namespaces", "", ns).is_none() {
             return Err(ApiError::not_found("", "namespaces", ns));
         }
         Ok(ns.to_string())
     }
 
-    fn validate(&self, def: &ResourceDef, version: &str, obj: &mut Value, opts: &WriteOpts) -> ApiResult<()> {
-        let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    fn validate(
+        &self,
+        def: &ResourceDef,
+        version: &str,
+        obj: &mut Value,
+        opts: &WriteOpts,
+    ) -> ApiResult<()> {
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         let mut causes = validation::name_causes(&name);
         if def.builtin == Builtin::Pod {
             causes.extend(validation::pod_causes(obj));
         }
         if def.builtin == Builtin::Crd {
-            let want = format!("{}.{}", obj["spec"]["names"]["plural"].as_str().unwrap_or(""), obj["spec"]["group"].as_str().unwrap_or(""));
+            let want = format!(
+                "{}.{}",
+                obj["spec"]["names"]["plural"].as_str().unwrap_or(""),
+                obj["spec"]["group"].as_str().unwrap_or("")
+            );
             if want != name {
                 causes.push(Cause {
                     reason: "FieldValueInvalid".into(),
-                    message: format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
+                    message: format!(
+                        "Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"
+                    ),
                     field: "metadata.name".into(),
                 });
             }
             if crate::registry::crd_to_def(obj).is_none() {
-                causes.push(Cause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: "spec".into() });
+                causes.push(Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value".into(),
+                    field: "spec".into(),
+                });
             }
         }
         if let Some(schema) = def.version(version).and_then(|v| v.schema.as_ref()) {
             let out = validation::check(obj, schema);
             causes.extend(out.causes);
             if opts.strict && !out.pruned.is_empty() {
-                let list: Vec<String> = out.pruned.iter().map(|p| format!("unknown field \"{p}\"")).collect();
-                return Err(ApiError::bad_request(format!("{} in body: {}", def.kind_qualified(), list.join(", "))));
+                let list: Vec<String> = out
+                    .pruned
+                    .iter()
+                    .map(|p| format!("unknown field \"{p}\""))
+                    .collect();
+                return Err(ApiError::bad_request(format!(
+                    "{} in body: {}",
+                    def.kind_qualified(),
+                    list.join(", ")
+                )));
             }
         }
-        if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&def.kind_qualified(), &def.group, &name, causes)) }
+        if causes.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::invalid(
+                &def.kind_qualified(),
+                &def.group,
+                &name,
+                causes,
+            ))
+        }
     }
 
     /// Creates an object (POST).
-    pub fn create(&mut self, def: &ResourceDef, version: &str, ns: Option<&str>, mut obj: Value, opts: &WriteOpts) -> ApiResult<Value> {
+    pub fn create(
+        &mut self,
+        def: &ResourceDef,
+        version: &str,
+        ns: Option<&str>,
+        mut obj: Value,
+        opts: &WriteOpts,
+    ) -> ApiResult<Value> {
         if !obj.is_object() {
-            return Err(ApiError::bad_request("the body of the request must be an object"));
+            return Err(ApiError::bad_request(
+                "the body of the request must be an object",
+            ));
         }
         let body_ns = obj["metadata"]["namespace"].as_str().map(String::from);
         if let (Some(b), Some(u)) = (&body_ns, ns) {
             if def.namespaced && b != u {
-                return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
             }
         }
         let ns = self.check_ns(def, ns.or(body_ns.as_deref()))?;
@@ -140,15 +204,23 @@ impl State {
                     obj["metadata"]["name"] = json!(n);
                 }
                 _ => {
-                    return Err(ApiError::invalid(&def.kind_qualified(), &def.group, "", vec![Cause {
-                        reason: "FieldValueRequired".into(),
-                        message: "Required value: name or generateName is required".into(),
-                        field: "metadata.name".into(),
-                    }]));
+                    return Err(ApiError::invalid(
+                        &def.kind_qualified(),
+                        &def.group,
+                        "",
+                        vec![Cause {
+                            reason: "FieldValueRequired".into(),
+                            message: "Required value: name or generateName is required".into(),
+                            field: "metadata.name".into(),
+                        }],
+                    ));
                 }
             }
         }
-        let name = obj["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        let name = obj["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if self.store.get(&def.key(), &ns, &name).is_some() {
             return Err(ApiError::already_exists(&def.group, &def.plural, &name));
         }
@@ -181,17 +253,30 @@ impl State {
         Ok(stored)
     }
 
-    fn prepare_create(&mut self, def: &ResourceDef, version: &str, obj: &mut Value) -> ApiResult<()> {
+    fn prepare_create(
+        &mut self,
+        def: &ResourceDef,
+        version: &str,
+        obj: &mut Value,
+    ) -> ApiResult<()> {
         match def.builtin {
             Builtin::Pod => {
                 let spec = &mut obj["spec"];
-                for (k, v) in [("schedulerName", json!("default-scheduler")), ("restartPolicy", json!("Always")), ("terminationGracePeriodSeconds", json!(30)), ("dnsPolicy", json!("ClusterFirst"))] {
+                for (k, v) in [
+                    ("schedulerName", json!("default-scheduler")),
+                    ("restartPolicy", json!("Always")),
+                    ("terminationGracePeriodSeconds", json!(30)),
+                    ("dnsPolicy", json!("ClusterFirst")),
+                ] {
                     if spec.get(k).is_none() {
                         spec[k] = v;
                     }
                 }
                 if let Some(pc) = spec["priorityClassName"].as_str().map(String::from) {
-                    let found = self.store.get("scheduling.k8s.io/priorityclasses", "", &pc).cloned();
+                    let found = self
+                        .store
+                        .get("scheduling.k8s.io/priorityclasses", "", &pc)
+                        .cloned();
                     match found {
                         Some(p) => {
                             obj["spec"]["priority"] = p["value"].clone();
@@ -199,7 +284,16 @@ impl State {
                                 obj["spec"]["preemptionPolicy"] = pp.clone();
                             }
                         }
-                        None => return Err(ApiError::new(403, "Forbidden", format!("pods \"{}\" is forbidden: no PriorityClass with name {pc} was found", obj["metadata"]["name"].as_str().unwrap_or("")))),
+                        None => {
+                            return Err(ApiError::new(
+                                403,
+                                "Forbidden",
+                                format!(
+                                    "pods \"{}\" is forbidden: no PriorityClass with name {pc} was found",
+                                    obj["metadata"]["name"].as_str().unwrap_or("")
+                                ),
+                            ));
+                        }
                     }
                 } else if obj["spec"].get("priority").is_none() {
                     obj["spec"]["priority"] = json!(0);
@@ -218,7 +312,12 @@ impl State {
                 let names = obj["spec"]["names"].clone();
                 let stored: Vec<Value> = obj["spec"]["versions"]
                     .as_array()
-                    .map(|a| a.iter().filter(|v| v["storage"] == json!(true)).map(|v| v["name"].clone()).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter(|v| v["storage"] == json!(true))
+                            .map(|v| v["name"].clone())
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let t = format_rfc3339(self.now());
                 obj["status"] = json!({
@@ -237,19 +336,45 @@ impl State {
                     }
                 }
             }
-            Builtin::Node | Builtin::Event | Builtin::ConfigMap | Builtin::PriorityClass | Builtin::Lease => {}
+            Builtin::Node
+            | Builtin::Event
+            | Builtin::ConfigMap
+            | Builtin::PriorityClass
+            | Builtin::Lease => {}
         }
         Ok(())
     }
 
     /// Updates an object (PUT), the main resource or its `status` subresource.
-    pub fn update(&mut self, def: &ResourceDef, version: &str, ns: &str, name: &str, mut obj: Value, status: bool, opts: &WriteOpts) -> ApiResult<Value> {
-        let old = self.store.get(&def.key(), ns, name).cloned().ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+    pub fn update(
+        &mut self,
+        def: &ResourceDef,
+        version: &str,
+        ns: &str,
+        name: &str,
+        mut obj: Value,
+        status: bool,
+        opts: &WriteOpts,
+    ) -> ApiResult<Value> {
+        let old = self
+            .store
+            .get(&def.key(), ns, name)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
         if obj["metadata"]["name"].as_str().is_some_and(|n| n != name) {
-            return Err(ApiError::bad_request("the name of the object does not match the name on the URL"));
+            return Err(ApiError::bad_request(
+                "the name of the object does not match the name on the URL",
+            ));
         }
-        if let Some(want) = obj["metadata"]["resourceVersion"].as_str().filter(|s| !s.is_empty()) {
-            if Some(want.to_string()) != old["metadata"]["resourceVersion"].as_str().map(String::from) {
+        if let Some(want) = obj["metadata"]["resourceVersion"]
+            .as_str()
+            .filter(|s| !s.is_empty())
+        {
+            if Some(want.to_string())
+                != old["metadata"]["resourceVersion"]
+                    .as_str()
+                    .map(String::from)
+            {
                 return Err(ApiError::stale(&def.group, &def.plural, name));
             }
         }
@@ -260,7 +385,14 @@ impl State {
             obj = next;
         } else {
             obj["metadata"]["name"] = json!(name);
-            for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "namespace"] {
+            for k in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "namespace",
+            ] {
                 match old["metadata"].get(k) {
                     Some(v) => obj["metadata"][k] = v.clone(),
                     None => {
@@ -283,8 +415,20 @@ impl State {
             if def.builtin == Builtin::Pod {
                 check_pod_spec_update(&old, &obj, name)?;
             }
-            if def.builtin == Builtin::Crd && (old["spec"]["group"] != obj["spec"]["group"] || old["spec"]["names"]["plural"] != obj["spec"]["names"]["plural"]) {
-                return Err(ApiError::invalid(&def.kind_qualified(), &def.group, name, vec![Cause { reason: "FieldValueInvalid".into(), message: "Invalid value: field is immutable".into(), field: "spec.group".into() }]));
+            if def.builtin == Builtin::Crd
+                && (old["spec"]["group"] != obj["spec"]["group"]
+                    || old["spec"]["names"]["plural"] != obj["spec"]["names"]["plural"])
+            {
+                return Err(ApiError::invalid(
+                    &def.kind_qualified(),
+                    &def.group,
+                    name,
+                    vec![Cause {
+                        reason: "FieldValueInvalid".into(),
+                        message: "Invalid value: field is immutable".into(),
+                        field: "spec.group".into(),
+                    }],
+                ));
             }
             if def.builtin == Builtin::Crd {
                 obj["status"] = old["status"].clone();
@@ -300,9 +444,16 @@ impl State {
             return Ok(old);
         }
         let deleting = obj["metadata"]["deletionTimestamp"].is_string();
-        let had_finalizers = old["metadata"]["finalizers"].as_array().is_some_and(|f| !f.is_empty());
-        let no_finalizers = obj["metadata"]["finalizers"].as_array().is_none_or(Vec::is_empty);
-        let graceful = obj["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) > 0;
+        let had_finalizers = old["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty());
+        let no_finalizers = obj["metadata"]["finalizers"]
+            .as_array()
+            .is_none_or(Vec::is_empty);
+        let graceful = obj["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .unwrap_or(0)
+            > 0;
         if deleting && had_finalizers && no_finalizers && !graceful {
             return Ok(self.remove(def, obj));
         }
@@ -324,8 +475,16 @@ impl State {
             }
         }
         if def.builtin == Builtin::Namespace {
-            let ns = out["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            let defs: Vec<ResourceDef> = self.registry.all().filter(|d| d.namespaced).cloned().collect();
+            let ns = out["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let defs: Vec<ResourceDef> = self
+                .registry
+                .all()
+                .filter(|d| d.namespaced)
+                .cloned()
+                .collect();
             for d in defs {
                 for o in self.store.list(&d.key(), Some(&ns)) {
                     self.store.commit(&d.key(), EventType::Deleted, o);
@@ -336,28 +495,65 @@ impl State {
     }
 
     /// Deletes an object: graceful for bound pods, deferred while finalizers remain.
-    pub fn delete(&mut self, def: &ResourceDef, ns: &str, name: &str, grace: Option<i64>, pre_uid: Option<&str>, pre_rv: Option<&str>) -> ApiResult<Value> {
-        let old = self.store.get(&def.key(), ns, name).cloned().ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
+    pub fn delete(
+        &mut self,
+        def: &ResourceDef,
+        ns: &str,
+        name: &str,
+        grace: Option<i64>,
+        pre_uid: Option<&str>,
+        pre_rv: Option<&str>,
+    ) -> ApiResult<Value> {
+        let old = self
+            .store
+            .get(&def.key(), ns, name)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, name))?;
         if pre_uid.is_some_and(|u| Some(u) != old["metadata"]["uid"].as_str()) {
-            return Err(ApiError::conflict(&def.group, &def.plural, name, "Precondition failed: UID in precondition does not match the UID of the object"));
+            return Err(ApiError::conflict(
+                &def.group,
+                &def.plural,
+                name,
+                "Precondition failed: UID in precondition does not match the UID of the object",
+            ));
         }
         if pre_rv.is_some_and(|r| Some(r) != old["metadata"]["resourceVersion"].as_str()) {
-            return Err(ApiError::conflict(&def.group, &def.plural, name, "Precondition failed: ResourceVersion in precondition does not match the ResourceVersion of the object"));
+            return Err(ApiError::conflict(
+                &def.group,
+                &def.plural,
+                name,
+                "Precondition failed: ResourceVersion in precondition does not match the ResourceVersion of the object",
+            ));
         }
         let now = self.now();
-        let has_finalizers = old["metadata"]["finalizers"].as_array().is_some_and(|f| !f.is_empty());
+        let has_finalizers = old["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty());
         let pod_grace = if def.builtin == Builtin::Pod {
-            let bound = old["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty());
-            let terminal = matches!(old["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
-            let g = grace.or(old["spec"]["terminationGracePeriodSeconds"].as_i64()).unwrap_or(30);
-            if bound && !terminal && g > 0 { Some(g) } else { None }
+            let bound = old["spec"]["nodeName"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty());
+            let terminal = matches!(
+                old["status"]["phase"].as_str(),
+                Some("Succeeded" | "Failed")
+            );
+            let g = grace
+                .or(old["spec"]["terminationGracePeriodSeconds"].as_i64())
+                .unwrap_or(30);
+            if bound && !terminal && g > 0 {
+                Some(g)
+            } else {
+                None
+            }
         } else {
             None
         };
         if has_finalizers || pod_grace.is_some() {
             let mut obj = old.clone();
             let g = pod_grace.unwrap_or(0);
-            let existing = old["metadata"]["deletionTimestamp"].as_str().and_then(crate::time::parse_rfc3339);
+            let existing = old["metadata"]["deletionTimestamp"]
+                .as_str()
+                .and_then(crate::time::parse_rfc3339);
             let at = existing.map_or(now + g, |e| e.min(now + g));
             obj["metadata"]["deletionTimestamp"] = json!(format_rfc3339(at));
             obj["metadata"]["deletionGracePeriodSeconds"] = json!(g);
@@ -429,7 +625,12 @@ fn check_pod_spec_update(old: &Value, new: &Value, name: &str) -> ApiResult<()> 
             }
         }
         if let Some(m) = s.as_object_mut() {
-            for k in ["activeDeadlineSeconds", "tolerations", "schedulingGates", "terminationGracePeriodSeconds"] {
+            for k in [
+                "activeDeadlineSeconds",
+                "tolerations",
+                "schedulingGates",
+                "terminationGracePeriodSeconds",
+            ] {
                 m.remove(k);
             }
         }

@@ -74,14 +74,23 @@ pub fn obj_key(obj: &Value) -> ObjKey {
 
 /// The `metadata.resourceVersion` of an object parsed as a number.
 pub fn obj_rv(obj: &Value) -> Option<u64> {
-    obj["metadata"]["resourceVersion"].as_str().and_then(|s| s.parse().ok())
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
 }
 
 impl Store {
     /// An empty store retaining `window` events of history.
     pub fn new(window: usize) -> Self {
         let (tx, _) = broadcast::channel(4096);
-        Store { rv: 1, objects: BTreeMap::new(), history: VecDeque::new(), window: window.max(1), compacted: 0, tx }
+        Store {
+            rv: 1,
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            window: window.max(1),
+            compacted: 0,
+            tx,
+        }
     }
 
     /// The current revision.
@@ -121,22 +130,35 @@ impl Store {
 
     /// One object.
     pub fn get(&self, resource: &str, ns: &str, name: &str) -> Option<&Value> {
-        self.objects.get(resource)?.get(&(ns.to_string(), name.to_string()))
+        self.objects
+            .get(resource)?
+            .get(&(ns.to_string(), name.to_string()))
     }
 
     /// All objects of a resource, optionally in one namespace, in key order.
     pub fn list(&self, resource: &str, ns: Option<&str>) -> Vec<Value> {
-        let Some(m) = self.objects.get(resource) else { return Vec::new() };
-        m.iter().filter(|((n, _), _)| ns.is_none_or(|want| want == n)).map(|(_, v)| v.clone()).collect()
+        let Some(m) = self.objects.get(resource) else {
+            return Vec::new();
+        };
+        m.iter()
+            .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
+            .map(|(_, v)| v.clone())
+            .collect()
     }
 
     /// The objects of a resource as they stood at revision `at`, rebuilt by undoing the
     /// retained history after it. 410 if `at` is older than the compaction point.
-    pub fn list_at(&self, resource: &str, ns: Option<&str>, at: u64) -> Result<Vec<Value>, ApiError> {
+    pub fn list_at(
+        &self,
+        resource: &str,
+        ns: Option<&str>,
+        at: u64,
+    ) -> Result<Vec<Value>, ApiError> {
         if at < self.compacted {
             return Err(too_old(at, self.compacted));
         }
-        let mut m: BTreeMap<ObjKey, Value> = self.objects.get(resource).cloned().unwrap_or_default();
+        let mut m: BTreeMap<ObjKey, Value> =
+            self.objects.get(resource).cloned().unwrap_or_default();
         for e in self.history.iter().rev() {
             if e.rv <= at {
                 break;
@@ -155,7 +177,10 @@ impl Store {
                 (_, None) => {}
             }
         }
-        Ok(m.into_iter().filter(|((n, _), _)| ns.is_none_or(|want| want == n)).map(|(_, v)| v).collect())
+        Ok(m.into_iter()
+            .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
+            .map(|(_, v)| v)
+            .collect())
     }
 
     /// Retained events after revision `after`, or 410 if some were compacted away.
@@ -163,7 +188,12 @@ impl Store {
         if after < self.compacted {
             return Err(too_old(after, self.compacted));
         }
-        Ok(self.history.iter().filter(|e| e.rv > after).cloned().collect())
+        Ok(self
+            .history
+            .iter()
+            .filter(|e| e.rv > after)
+            .cloned()
+            .collect())
     }
 
     /// Records a change: stamps the next revision into `object`, stores or removes it,
@@ -180,7 +210,13 @@ impl Store {
             EventType::Deleted => map.remove(&key),
             _ => map.insert(key, object.clone()),
         };
-        let ev = Arc::new(Event { rv, resource: resource.to_string(), ty, object: object.clone(), prev });
+        let ev = Arc::new(Event {
+            rv,
+            resource: resource.to_string(),
+            ty,
+            object: object.clone(),
+            prev,
+        });
         self.history.push_back(ev.clone());
         self.trim();
         // No receivers is fine: nobody is watching.

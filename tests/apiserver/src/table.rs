@@ -16,7 +16,10 @@ enum Step {
 
 fn parse_path(path: &str) -> Option<Vec<Step>> {
     let p = path.trim();
-    let p = p.strip_prefix('{').and_then(|x| x.strip_suffix('}')).unwrap_or(p);
+    let p = p
+        .strip_prefix('{')
+        .and_then(|x| x.strip_suffix('}'))
+        .unwrap_or(p);
     let p = p.strip_prefix('$').unwrap_or(p);
     let chars: Vec<char> = p.chars().collect();
     let mut i = 0;
@@ -31,11 +34,16 @@ fn parse_path(path: &str) -> Option<Vec<Step>> {
                 }
                 let name: String = chars[start..i].iter().collect();
                 if !name.is_empty() {
-                    steps.push(if name == "*" { Step::All } else { Step::Field(name) });
+                    steps.push(if name == "*" {
+                        Step::All
+                    } else {
+                        Step::Field(name)
+                    });
                 }
             }
             '[' => {
-                let close = (i..chars.len()).find(|&j| chars[j] == ']' && !in_quotes(&chars[i..j]))?;
+                let close =
+                    (i..chars.len()).find(|&j| chars[j] == ']' && !in_quotes(&chars[i..j]))?;
                 let inner: String = chars[i + 1..close].iter().collect();
                 i = close + 1;
                 let inner = inner.trim();
@@ -50,16 +58,25 @@ fn parse_path(path: &str) -> Option<Vec<Step>> {
                     };
                     let lhs = lhs.trim().strip_prefix("@.")?;
                     let rhs = rhs.trim();
-                    let val = if let Some(s) = rhs.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
-                        Value::String(s.into())
-                    } else if let Some(s) = rhs.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')) {
-                        Value::String(s.into())
-                    } else {
-                        serde_json::from_str(rhs).ok()?
-                    };
-                    steps.push(Step::Filter(lhs.split('.').map(String::from).collect(), eq, val));
-                } else if let Some(s) =
-                    inner.strip_prefix('\'').and_then(|x| x.strip_suffix('\'')).or_else(|| inner.strip_prefix('"').and_then(|x| x.strip_suffix('"')))
+                    let val =
+                        if let Some(s) = rhs.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
+                            Value::String(s.into())
+                        } else if let Some(s) =
+                            rhs.strip_prefix('\'').and_then(|x| x.strip_suffix('\''))
+                        {
+                            Value::String(s.into())
+                        } else {
+                            serde_json::from_str(rhs).ok()?
+                        };
+                    steps.push(Step::Filter(
+                        lhs.split('.').map(String::from).collect(),
+                        eq,
+                        val,
+                    ));
+                } else if let Some(s) = inner
+                    .strip_prefix('\'')
+                    .and_then(|x| x.strip_suffix('\''))
+                    .or_else(|| inner.strip_prefix('"').and_then(|x| x.strip_suffix('"')))
                 {
                     steps.push(Step::Field(s.replace("\\.", ".")));
                 } else {
@@ -84,7 +101,9 @@ fn in_quotes(s: &[char]) -> bool {
 
 /// Every value the JSONPath selects (empty if none or if the path does not parse).
 pub fn jsonpath_all(obj: &Value, path: &str) -> Vec<Value> {
-    let Some(steps) = parse_path(path) else { return Vec::new() };
+    let Some(steps) = parse_path(path) else {
+        return Vec::new();
+    };
     let mut cur = vec![obj.clone()];
     for step in steps {
         let mut next = Vec::new();
@@ -138,7 +157,10 @@ fn col(name: &str, ty: &str, format: &str, priority: i64, description: &str) -> 
 }
 
 fn age(obj: &Value, now: i64) -> Value {
-    match obj["metadata"]["creationTimestamp"].as_str().and_then(parse_rfc3339) {
+    match obj["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(parse_rfc3339)
+    {
         Some(t) => json!(human_duration(now - t)),
         None => json!("<unknown>"),
     }
@@ -159,7 +181,10 @@ fn pod_status(p: &Value) -> String {
     if let Some(r) = p["status"]["reason"].as_str() {
         return r.into();
     }
-    let mut reason = p["status"]["phase"].as_str().unwrap_or("Pending").to_string();
+    let mut reason = p["status"]["phase"]
+        .as_str()
+        .unwrap_or("Pending")
+        .to_string();
     if let Some(cs) = p["status"]["containerStatuses"].as_array() {
         for c in cs {
             if let Some(r) = c["state"]["waiting"]["reason"].as_str() {
@@ -174,9 +199,18 @@ fn pod_status(p: &Value) -> String {
 
 fn pod_row(p: &Value) -> Vec<Value> {
     let total = p["spec"]["containers"].as_array().map_or(0, Vec::len);
-    let statuses = p["status"]["containerStatuses"].as_array().cloned().unwrap_or_default();
-    let ready = statuses.iter().filter(|c| c["ready"] == json!(true)).count();
-    let restarts: i64 = statuses.iter().filter_map(|c| c["restartCount"].as_i64()).sum();
+    let statuses = p["status"]["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ready = statuses
+        .iter()
+        .filter(|c| c["ready"] == json!(true))
+        .count();
+    let restarts: i64 = statuses
+        .iter()
+        .filter_map(|c| c["restartCount"].as_i64())
+        .sum();
     let gates = p["spec"]["readinessGates"].as_array().map_or(0, Vec::len);
     vec![
         json!(format!("{ready}/{total}")),
@@ -186,7 +220,11 @@ fn pod_row(p: &Value) -> Vec<Value> {
         s(&p["status"]["podIP"]),
         s(&p["spec"]["nodeName"]),
         s(&p["status"]["nominatedNodeName"]),
-        if gates == 0 { json!("<none>") } else { json!(format!("0/{gates}")) },
+        if gates == 0 {
+            json!("<none>")
+        } else {
+            json!(format!("0/{gates}"))
+        },
     ]
 }
 
@@ -209,29 +247,79 @@ fn node_status(n: &Value) -> String {
 fn node_roles(n: &Value) -> String {
     let mut roles: Vec<&str> = n["metadata"]["labels"]
         .as_object()
-        .map(|m| m.keys().filter_map(|k| k.strip_prefix("node-role.kubernetes.io/")).collect())
+        .map(|m| {
+            m.keys()
+                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                .collect()
+        })
         .unwrap_or_default();
     roles.sort();
-    if roles.is_empty() { "<none>".into() } else { roles.join(",") }
+    if roles.is_empty() {
+        "<none>".into()
+    } else {
+        roles.join(",")
+    }
 }
 
 /// Column definitions and a cell builder for a resource at a version.
 type Cells = Box<dyn Fn(&Value, i64) -> Vec<Value>>;
 
 fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
-    let name_col = col("Name", "string", "name", 0, "Name must be unique within a namespace.");
-    let age_col = col("Age", "string", "", 0, "CreationTimestamp is a timestamp representing the server time when this object was created.");
+    let name_col = col(
+        "Name",
+        "string",
+        "name",
+        0,
+        "Name must be unique within a namespace.",
+    );
+    let age_col = col(
+        "Age",
+        "string",
+        "",
+        0,
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    );
     match def.builtin {
         Builtin::Pod => (
             vec![
                 name_col,
-                col("Ready", "string", "", 0, "The aggregate readiness state of this pod for accepting traffic."),
-                col("Status", "string", "", 0, "The aggregate status of the containers in this pod."),
-                col("Restarts", "string", "", 0, "The number of times the containers in this pod have been restarted."),
+                col(
+                    "Ready",
+                    "string",
+                    "",
+                    0,
+                    "The aggregate readiness state of this pod for accepting traffic.",
+                ),
+                col(
+                    "Status",
+                    "string",
+                    "",
+                    0,
+                    "The aggregate status of the containers in this pod.",
+                ),
+                col(
+                    "Restarts",
+                    "string",
+                    "",
+                    0,
+                    "The number of times the containers in this pod have been restarted.",
+                ),
                 age_col,
                 col("IP", "string", "", 1, "IP address allocated to the pod."),
-                col("Node", "string", "", 1, "Name of the node assigned to the pod."),
-                col("Nominated Node", "string", "", 1, "Name of the node nominated by the scheduler."),
+                col(
+                    "Node",
+                    "string",
+                    "",
+                    1,
+                    "Name of the node assigned to the pod.",
+                ),
+                col(
+                    "Nominated Node",
+                    "string",
+                    "",
+                    1,
+                    "Name of the node nominated by the scheduler.",
+                ),
                 col("Readiness Gates", "string", "", 1, "Pod readiness gates."),
             ],
             Box::new(|o, now| {
@@ -246,23 +334,66 @@ fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
                 col("Status", "string", "", 0, "The status of the node"),
                 col("Roles", "string", "", 0, "The roles of the node"),
                 age_col,
-                col("Version", "string", "", 0, "Kubelet Version reported by the node."),
+                col(
+                    "Version",
+                    "string",
+                    "",
+                    0,
+                    "Kubelet Version reported by the node.",
+                ),
             ],
             Box::new(|o, now| {
-                vec![json!(node_status(o)), json!(node_roles(o)), age(o, now), json!(o["status"]["nodeInfo"]["kubeletVersion"].as_str().unwrap_or(""))]
+                vec![
+                    json!(node_status(o)),
+                    json!(node_roles(o)),
+                    age(o, now),
+                    json!(
+                        o["status"]["nodeInfo"]["kubeletVersion"]
+                            .as_str()
+                            .unwrap_or("")
+                    ),
+                ]
             }),
         ),
         Builtin::Namespace => (
-            vec![name_col, col("Status", "string", "", 0, "The status of the namespace"), age_col],
+            vec![
+                name_col,
+                col("Status", "string", "", 0, "The status of the namespace"),
+                age_col,
+            ],
             Box::new(|o, now| vec![s(&o["status"]["phase"]), age(o, now)]),
         ),
         Builtin::Event => (
             vec![
-                col("Last Seen", "string", "", 0, "Time when last this event was seen."),
+                col(
+                    "Last Seen",
+                    "string",
+                    "",
+                    0,
+                    "Time when last this event was seen.",
+                ),
                 col("Type", "string", "", 0, "Type of this event."),
-                col("Reason", "string", "", 0, "Reason is why the action was taken."),
-                col("Object", "string", "", 0, "The object that this event is about."),
-                col("Message", "string", "", 0, "A human-readable description of the status of this operation."),
+                col(
+                    "Reason",
+                    "string",
+                    "",
+                    0,
+                    "Reason is why the action was taken.",
+                ),
+                col(
+                    "Object",
+                    "string",
+                    "",
+                    0,
+                    "The object that this event is about.",
+                ),
+                col(
+                    "Message",
+                    "string",
+                    "",
+                    0,
+                    "A human-readable description of the status of this operation.",
+                ),
                 col("Name", "string", "name", 1, "Name of the event."),
             ],
             Box::new(|o, now| {
@@ -272,63 +403,149 @@ fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
                     .or(o["metadata"]["creationTimestamp"].as_str())
                     .and_then(parse_rfc3339)
                     .map_or("<unknown>".to_string(), |t| human_duration(now - t));
-                let kind = o["involvedObject"]["kind"].as_str().unwrap_or_default().to_lowercase();
+                let kind = o["involvedObject"]["kind"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_lowercase();
                 let name = o["involvedObject"]["name"].as_str().unwrap_or_default();
-                vec![json!(seen), s(&o["type"]), s(&o["reason"]), json!(format!("{kind}/{name}")), s(&o["message"])]
+                vec![
+                    json!(seen),
+                    s(&o["type"]),
+                    s(&o["reason"]),
+                    json!(format!("{kind}/{name}")),
+                    s(&o["message"]),
+                ]
             }),
         ),
         Builtin::ConfigMap => (
-            vec![name_col, col("Data", "integer", "", 0, "Number of data entries."), age_col],
+            vec![
+                name_col,
+                col("Data", "integer", "", 0, "Number of data entries."),
+                age_col,
+            ],
             Box::new(|o, now| {
-                let n = o["data"].as_object().map_or(0, |m| m.len()) + o["binaryData"].as_object().map_or(0, |m| m.len());
+                let n = o["data"].as_object().map_or(0, |m| m.len())
+                    + o["binaryData"].as_object().map_or(0, |m| m.len());
                 vec![json!(n), age(o, now)]
             }),
         ),
         Builtin::PriorityClass => (
             vec![
                 name_col,
-                col("Value", "integer", "", 0, "The value of this priority class."),
-                col("Global-Default", "boolean", "", 0, "Whether this is the default priority class."),
+                col(
+                    "Value",
+                    "integer",
+                    "",
+                    0,
+                    "The value of this priority class.",
+                ),
+                col(
+                    "Global-Default",
+                    "boolean",
+                    "",
+                    0,
+                    "Whether this is the default priority class.",
+                ),
                 age_col,
-                col("PreemptionPolicy", "string", "", 0, "The preemption policy."),
+                col(
+                    "PreemptionPolicy",
+                    "string",
+                    "",
+                    0,
+                    "The preemption policy.",
+                ),
             ],
             Box::new(|o, now| {
                 vec![
                     o["value"].clone(),
                     json!(o["globalDefault"].as_bool().unwrap_or(false)),
                     age(o, now),
-                    json!(o["preemptionPolicy"].as_str().unwrap_or("PreemptLowerPriority")),
+                    json!(
+                        o["preemptionPolicy"]
+                            .as_str()
+                            .unwrap_or("PreemptLowerPriority")
+                    ),
                 ]
             }),
         ),
         Builtin::Pdb => (
             vec![
                 name_col,
-                col("Min Available", "string", "", 0, "The minimum number of pods that must be available."),
-                col("Max Unavailable", "string", "", 0, "The maximum number of pods that may be unavailable."),
-                col("Allowed Disruptions", "integer", "", 0, "Calculated number of pods that may be disrupted at this time."),
+                col(
+                    "Min Available",
+                    "string",
+                    "",
+                    0,
+                    "The minimum number of pods that must be available.",
+                ),
+                col(
+                    "Max Unavailable",
+                    "string",
+                    "",
+                    0,
+                    "The maximum number of pods that may be unavailable.",
+                ),
+                col(
+                    "Allowed Disruptions",
+                    "integer",
+                    "",
+                    0,
+                    "Calculated number of pods that may be disrupted at this time.",
+                ),
                 age_col,
             ],
             Box::new(|o, now| {
-                let na = |v: &Value| if v.is_null() { json!("N/A") } else { json!(v.to_string().trim_matches('"')) };
-                vec![na(&o["spec"]["minAvailable"]), na(&o["spec"]["maxUnavailable"]), json!(o["status"]["disruptionsAllowed"].as_i64().unwrap_or(0)), age(o, now)]
+                let na = |v: &Value| {
+                    if v.is_null() {
+                        json!("N/A")
+                    } else {
+                        json!(v.to_string().trim_matches('"'))
+                    }
+                };
+                vec![
+                    na(&o["spec"]["minAvailable"]),
+                    na(&o["spec"]["maxUnavailable"]),
+                    json!(o["status"]["disruptionsAllowed"].as_i64().unwrap_or(0)),
+                    age(o, now),
+                ]
             }),
         ),
         Builtin::Lease => (
-            vec![name_col, col("Holder", "string", "", 0, "Holder identity."), age_col],
-            Box::new(|o, now| vec![json!(o["spec"]["holderIdentity"].as_str().unwrap_or("")), age(o, now)]),
+            vec![
+                name_col,
+                col("Holder", "string", "", 0, "Holder identity."),
+                age_col,
+            ],
+            Box::new(|o, now| {
+                vec![
+                    json!(o["spec"]["holderIdentity"].as_str().unwrap_or("")),
+                    age(o, now),
+                ]
+            }),
         ),
         Builtin::Crd => (
-            vec![name_col, col("Created At", "date", "", 0, "The time the CRD was created.")],
+            vec![
+                name_col,
+                col("Created At", "date", "", 0, "The time the CRD was created."),
+            ],
             Box::new(|o, _| vec![o["metadata"]["creationTimestamp"].clone()]),
         ),
         Builtin::Custom => {
-            let cols = def.version(version).map(|v| v.columns.clone()).unwrap_or_default();
+            let cols = def
+                .version(version)
+                .map(|v| v.columns.clone())
+                .unwrap_or_default();
             if cols.is_empty() {
-                (vec![name_col, age_col], Box::new(|o, now| vec![age(o, now)]))
+                (
+                    vec![name_col, age_col],
+                    Box::new(|o, now| vec![age(o, now)]),
+                )
             } else {
                 let mut defs = vec![name_col];
-                defs.extend(cols.iter().map(|c| col(&c.name, &c.ty, &c.format, c.priority, &c.description)));
+                defs.extend(
+                    cols.iter()
+                        .map(|c| col(&c.name, &c.ty, &c.format, c.priority, &c.description)),
+                );
                 (
                     defs,
                     Box::new(move |o, now| {
@@ -336,7 +553,8 @@ fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
                             .map(|c| {
                                 let v = jsonpath_first(o, &c.json_path).unwrap_or(Value::Null);
                                 match (c.ty.as_str(), &v) {
-                                    ("date", Value::String(t)) => parse_rfc3339(t).map_or(v.clone(), |t| json!(human_duration(now - t))),
+                                    ("date", Value::String(t)) => parse_rfc3339(t)
+                                        .map_or(v.clone(), |t| json!(human_duration(now - t))),
                                     _ => v,
                                 }
                             })
@@ -360,7 +578,15 @@ pub enum IncludeObject {
 }
 
 /// Renders objects as a Table.
-pub fn to_table(def: &ResourceDef, version: &str, objs: &[Value], rv: &str, cont: Option<&str>, include: IncludeObject, now: i64) -> Value {
+pub fn to_table(
+    def: &ResourceDef,
+    version: &str,
+    objs: &[Value],
+    rv: &str,
+    cont: Option<&str>,
+    include: IncludeObject,
+    now: i64,
+) -> Value {
     let (defs, cells) = columns(def, version);
     let name_first = def.builtin != Builtin::Event;
     let rows: Vec<Value> = objs
@@ -399,11 +625,23 @@ mod tests {
     #[test]
     fn jsonpath_filters_and_indexes() {
         let o = json!({"status": {"conditions": [{"type": "A", "status": "False"}, {"type": "Ready", "status": "True"}]}, "metadata": {"labels": {"a.b/c": "x"}}});
-        assert_eq!(jsonpath_first(&o, r#".status.conditions[?(@.type=="Ready")].status"#), Some(json!("True")));
-        assert_eq!(jsonpath_first(&o, ".status.conditions[0].type"), Some(json!("A")));
-        assert_eq!(jsonpath_first(&o, ".status.conditions[-1].type"), Some(json!("Ready")));
+        assert_eq!(
+            jsonpath_first(&o, r#".status.conditions[?(@.type=="Ready")].status"#),
+            Some(json!("True"))
+        );
+        assert_eq!(
+            jsonpath_first(&o, ".status.conditions[0].type"),
+            Some(json!("A"))
+        );
+        assert_eq!(
+            jsonpath_first(&o, ".status.conditions[-1].type"),
+            Some(json!("Ready"))
+        );
         assert_eq!(jsonpath_all(&o, ".status.conditions[*].type").len(), 2);
-        assert_eq!(jsonpath_first(&o, ".metadata.labels['a.b/c']"), Some(json!("x")));
+        assert_eq!(
+            jsonpath_first(&o, ".metadata.labels['a.b/c']"),
+            Some(json!("x"))
+        );
         assert_eq!(jsonpath_first(&o, ".spec.missing"), None);
     }
 }

@@ -20,7 +20,11 @@ pub struct Outcome {
 }
 
 fn join(path: &str, seg: &str) -> String {
-    if path.is_empty() { seg.to_string() } else { format!("{path}.{seg}") }
+    if path.is_empty() {
+        seg.to_string()
+    } else {
+        format!("{path}.{seg}")
+    }
 }
 
 fn invalid(out: &mut Outcome, path: &str, value: &Value, msg: String) {
@@ -79,10 +83,17 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
         }
     };
     if !type_ok {
-        let want = if int_or_string { "integer or string".to_string() } else { format!("\"{ty}\"") };
+        let want = if int_or_string {
+            "integer or string".to_string()
+        } else {
+            format!("\"{ty}\"")
+        };
         out.causes.push(Cause {
             reason: "FieldValueTypeInvalid".into(),
-            message: format!("Invalid value: \"{got}\": {path} in body must be of type {}", want.trim_matches('"')),
+            message: format!(
+                "Invalid value: \"{got}\": {path} in body must be of type {}",
+                want.trim_matches('"')
+            ),
             field: path.into(),
         });
         return;
@@ -92,7 +103,11 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
             let list: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
             out.causes.push(Cause {
                 reason: "FieldValueNotSupported".into(),
-                message: format!("Unsupported value: {}: supported values: {}", short(v), list.join(", ")),
+                message: format!(
+                    "Unsupported value: {}: supported values: {}",
+                    short(v),
+                    list.join(", ")
+                ),
                 field: path.into(),
             });
         }
@@ -103,20 +118,43 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
             if let Some(min) = s["minimum"].as_f64() {
                 let excl = s["exclusiveMinimum"] == Value::Bool(true);
                 if x < min || (excl && x == min) {
-                    let rel = if excl { "greater than" } else { "greater than or equal to" };
-                    invalid(out, path, v, format!("{path} in body should be {rel} {}", s["minimum"]));
+                    let rel = if excl {
+                        "greater than"
+                    } else {
+                        "greater than or equal to"
+                    };
+                    invalid(
+                        out,
+                        path,
+                        v,
+                        format!("{path} in body should be {rel} {}", s["minimum"]),
+                    );
                 }
             }
             if let Some(max) = s["maximum"].as_f64() {
                 let excl = s["exclusiveMaximum"] == Value::Bool(true);
                 if x > max || (excl && x == max) {
-                    let rel = if excl { "less than" } else { "less than or equal to" };
-                    invalid(out, path, v, format!("{path} in body should be {rel} {}", s["maximum"]));
+                    let rel = if excl {
+                        "less than"
+                    } else {
+                        "less than or equal to"
+                    };
+                    invalid(
+                        out,
+                        path,
+                        v,
+                        format!("{path} in body should be {rel} {}", s["maximum"]),
+                    );
                 }
             }
             if let Some(m) = s["multipleOf"].as_f64() {
                 if m > 0.0 && (x / m).fract() != 0.0 {
-                    invalid(out, path, v, format!("{path} in body should be a multiple of {m}"));
+                    invalid(
+                        out,
+                        path,
+                        v,
+                        format!("{path} in body should be a multiple of {m}"),
+                    );
                 }
             }
         }
@@ -126,7 +164,12 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
             let len = st.chars().count() as u64;
             if let Some(min) = s["minLength"].as_u64() {
                 if len < min {
-                    invalid(out, path, v, format!("{path} in body should be at least {min} chars long"));
+                    invalid(
+                        out,
+                        path,
+                        v,
+                        format!("{path} in body should be at least {min} chars long"),
+                    );
                 }
             }
             if let Some(max) = s["maxLength"].as_u64() {
@@ -140,7 +183,9 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
             }
             if let Some(p) = s["pattern"].as_str() {
                 match regex::Regex::new(p) {
-                    Ok(re) if !re.is_match(&st) => invalid(out, path, v, format!("{path} in body should match '{p}'")),
+                    Ok(re) if !re.is_match(&st) => {
+                        invalid(out, path, v, format!("{path} in body should match '{p}'"))
+                    }
                     _ => {}
                 }
             }
@@ -148,14 +193,22 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
         Value::Array(items) => {
             if let Some(min) = s["minItems"].as_u64() {
                 if (items.len() as u64) < min {
-                    invalid(out, path, &Value::Null, format!("{path} in body should have at least {min} items"));
+                    invalid(
+                        out,
+                        path,
+                        &Value::Null,
+                        format!("{path} in body should have at least {min} items"),
+                    );
                 }
             }
             if let Some(max) = s["maxItems"].as_u64() {
                 if items.len() as u64 > max {
                     out.causes.push(Cause {
                         reason: "FieldValueTooMany".into(),
-                        message: format!("Too many: {}: must have at most {max} items", items.len()),
+                        message: format!(
+                            "Too many: {}: must have at most {max} items",
+                            items.len()
+                        ),
                         field: path.into(),
                     });
                 }
@@ -203,7 +256,9 @@ fn object(m: &mut Map<String, Value>, s: &Value, path: &str, root: bool, out: &m
             continue;
         }
         let child_schema = props.and_then(|p| p.get(&k)).or(match additional {
-            Some(Value::Object(a)) => Some(additional.unwrap_or(&Value::Null)).filter(|_| !a.is_empty()),
+            Some(Value::Object(a)) => {
+                Some(additional.unwrap_or(&Value::Null)).filter(|_| !a.is_empty())
+            }
             _ => None,
         });
         match child_schema {
@@ -221,12 +276,22 @@ fn object(m: &mut Map<String, Value>, s: &Value, path: &str, root: bool, out: &m
     }
     if let Some(min) = s["minProperties"].as_u64() {
         if (m.len() as u64) < min {
-            invalid(out, path, &Value::Null, format!("{path} in body should have at least {min} properties"));
+            invalid(
+                out,
+                path,
+                &Value::Null,
+                format!("{path} in body should have at least {min} properties"),
+            );
         }
     }
     if let Some(max) = s["maxProperties"].as_u64() {
         if m.len() as u64 > max {
-            invalid(out, path, &Value::Null, format!("{path} in body should have at most {max} properties"));
+            invalid(
+                out,
+                path,
+                &Value::Null,
+                format!("{path} in body should have at most {max} properties"),
+            );
         }
     }
 }
@@ -246,7 +311,8 @@ pub fn name_causes(name: &str) -> Vec<Cause> {
         && name.len() <= 253
         && name.split('.').all(|l| {
             !l.is_empty()
-                && l.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && l.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
                 && !l.starts_with('-')
                 && !l.ends_with('-')
         });
@@ -255,7 +321,9 @@ pub fn name_causes(name: &str) -> Vec<Cause> {
     } else {
         vec![Cause {
             reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"),
+            message: format!(
+                "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+            ),
             field: "metadata.name".into(),
         }]
     }
@@ -268,14 +336,26 @@ pub fn pod_causes(pod: &Value) -> Vec<Cause> {
         Some(cs) if !cs.is_empty() => {
             for (i, ct) in cs.iter().enumerate() {
                 if ct["name"].as_str().is_none_or(str::is_empty) {
-                    c.push(Cause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: format!("spec.containers[{i}].name") });
+                    c.push(Cause {
+                        reason: "FieldValueRequired".into(),
+                        message: "Required value".into(),
+                        field: format!("spec.containers[{i}].name"),
+                    });
                 }
                 if ct["image"].as_str().is_none_or(str::is_empty) {
-                    c.push(Cause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: format!("spec.containers[{i}].image") });
+                    c.push(Cause {
+                        reason: "FieldValueRequired".into(),
+                        message: "Required value".into(),
+                        field: format!("spec.containers[{i}].image"),
+                    });
                 }
             }
         }
-        _ => c.push(Cause { reason: "FieldValueRequired".into(), message: "Required value".into(), field: "spec.containers".into() }),
+        _ => c.push(Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value".into(),
+            field: "spec.containers".into(),
+        }),
     }
     c
 }
@@ -310,7 +390,10 @@ mod tests {
         let mut o = json!({"spec": {"size": "huge", "weight": -1, "port": 1.5, "mode": "A"}});
         let out = check(&mut o, &schema());
         let fields: Vec<&str> = out.causes.iter().map(|c| c.field.as_str()).collect();
-        assert_eq!(fields, vec!["spec.mode", "spec.port", "spec.size", "spec.weight"]);
+        assert_eq!(
+            fields,
+            vec!["spec.mode", "spec.port", "spec.size", "spec.weight"]
+        );
         let mut missing = json!({"spec": {}});
         assert_eq!(check(&mut missing, &schema()).causes[0].field, "spec.size");
     }

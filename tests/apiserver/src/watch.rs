@@ -41,7 +41,10 @@ impl WatchParams {
     pub fn from_req(r: &Req, t: &Target) -> ApiResult<Self> {
         let (label, field) = selectors(t, r)?;
         let rv = match r.q("resourceVersion").filter(|s| !s.is_empty()) {
-            Some(s) => Some(s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?),
+            Some(s) => Some(
+                s.parse::<u64>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?,
+            ),
             None => None,
         };
         let initial_events = r.flag("sendInitialEvents");
@@ -53,12 +56,25 @@ impl WatchParams {
                 field: "sendInitialEvents".into(),
             }]));
         }
-        let timeout = r.q("timeoutSeconds").and_then(|s| s.parse::<u64>().ok()).filter(|s| *s > 0).map(Duration::from_secs);
-        Ok(WatchParams { label, field, rv, bookmarks, initial_events, timeout })
+        let timeout = r
+            .q("timeoutSeconds")
+            .and_then(|s| s.parse::<u64>().ok())
+            .filter(|s| *s > 0)
+            .map(Duration::from_secs);
+        Ok(WatchParams {
+            label,
+            field,
+            rv,
+            bookmarks,
+            initial_events,
+            timeout,
+        })
     }
 
     fn matches(&self, ns: Option<&str>, o: &Value) -> bool {
-        ns.is_none_or(|n| o["metadata"]["namespace"].as_str() == Some(n)) && self.label.matches(o) && self.field.matches(o)
+        ns.is_none_or(|n| o["metadata"]["namespace"].as_str() == Some(n))
+            && self.label.matches(o)
+            && self.field.matches(o)
     }
 }
 
@@ -73,10 +89,15 @@ impl Sink {
     async fn send(&self, ty: &str, obj: Value) -> bool {
         let obj = match (ty, self.out) {
             ("ERROR" | "BOOKMARK", _) | (_, Output::Json) => obj,
-            (_, Output::Meta) => json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]}),
+            (_, Output::Meta) => {
+                json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]})
+            }
             (_, Output::Table(inc)) => {
                 let now = self.shared.lock().now();
-                let rv = obj["metadata"]["resourceVersion"].as_str().unwrap_or("").to_string();
+                let rv = obj["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
                 to_table(&self.t.def, &self.t.version, &[obj], &rv, None, inc, now)
             }
         };
@@ -121,9 +142,19 @@ fn translate(p: &WatchParams, t: &Target, e: &Event) -> Option<(&'static str, Va
 }
 
 /// Starts a watch; the receiver is the response body.
-pub fn start(shared: Arc<Shared>, t: Target, p: WatchParams, out: Output) -> ApiResult<mpsc::Receiver<Bytes>> {
+pub fn start(
+    shared: Arc<Shared>,
+    t: Target,
+    p: WatchParams,
+    out: Output,
+) -> ApiResult<mpsc::Receiver<Bytes>> {
     let (tx, rx) = mpsc::channel::<Bytes>(256);
-    let sink = Sink { tx, out, t: t.clone(), shared: shared.clone() };
+    let sink = Sink {
+        tx,
+        out,
+        t: t.clone(),
+        shared: shared.clone(),
+    };
     // Snapshot and subscription under one lock: no change falls between them.
     let (initial, replay, start_rv, live, forced) = {
         let mut st = shared.lock();
@@ -136,7 +167,12 @@ pub fn start(shared: Arc<Shared>, t: Target, p: WatchParams, out: Output) -> Api
         let current = st.store.rv();
         let (initial, replay) = match (p.initial_events, p.rv) {
             (true, _) | (false, None | Some(0)) => {
-                let objs: Vec<Value> = st.store.list(&t.def.key(), t.ns.as_deref()).into_iter().filter(|o| p.matches(t.ns.as_deref(), o)).collect();
+                let objs: Vec<Value> = st
+                    .store
+                    .list(&t.def.key(), t.ns.as_deref())
+                    .into_iter()
+                    .filter(|o| p.matches(t.ns.as_deref(), o))
+                    .collect();
                 (objs, Ok(Vec::new()))
             }
             (false, Some(rv)) => (Vec::new(), st.store.events_after(rv)),
@@ -160,7 +196,10 @@ pub fn start(shared: Arc<Shared>, t: Target, p: WatchParams, out: Output) -> Api
         };
         let mut last_rv = start_rv;
         for o in initial {
-            if !sink.send("ADDED", State::present(&sink.t.def, &sink.t.version, o)).await {
+            if !sink
+                .send("ADDED", State::present(&sink.t.def, &sink.t.version, o))
+                .await
+            {
                 return;
             }
         }

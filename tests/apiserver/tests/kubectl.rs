@@ -14,44 +14,113 @@ fn f(name: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_apply_crd_objects_printer_columns_and_validation() {
-    let Some(bin) = kubectl_or_skip("kubectl_apply_crd_objects_printer_columns_and_validation") else { return };
+    let Some(bin) = kubectl_or_skip("kubectl_apply_crd_objects_printer_columns_and_validation")
+    else {
+        return;
+    };
     let server = manual_server().await;
     let k = Kubectl::new(bin, &server, "crd");
     let out = k.ok(&["apply", "-f", &f("widget-crd.yaml")]).await;
-    assert!(out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.testapi.trainyard.io created"), "{out}");
-    k.ok(&["wait", "--for", "condition=Established", "crd/widgets.testapi.trainyard.io", "--timeout=10s"]).await;
+    assert!(
+        out.contains(
+            "customresourcedefinition.apiextensions.k8s.io/widgets.testapi.trainyard.io created"
+        ),
+        "{out}"
+    );
+    k.ok(&[
+        "wait",
+        "--for",
+        "condition=Established",
+        "crd/widgets.testapi.trainyard.io",
+        "--timeout=10s",
+    ])
+    .await;
     let out = k.ok(&["apply", "-f", &f("widgets.yaml")]).await;
-    assert!(out.contains("widget.testapi.trainyard.io/alpha created") && out.contains("widget.testapi.trainyard.io/beta created"), "{out}");
+    assert!(
+        out.contains("widget.testapi.trainyard.io/alpha created")
+            && out.contains("widget.testapi.trainyard.io/beta created"),
+        "{out}"
+    );
 
     let table = k.ok(&["get", "widgets"]).await;
-    let header: Vec<&str> = table.lines().next().unwrap_or_default().split_whitespace().collect();
-    assert_eq!(header, ["NAME", "SIZE", "WEIGHT", "PHASE", "AGE"], "{table}");
-    let beta = table.lines().find(|l| l.starts_with("beta")).unwrap_or_default().split_whitespace().collect::<Vec<_>>();
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "SIZE", "WEIGHT", "PHASE", "AGE"],
+        "{table}"
+    );
+    let beta = table
+        .lines()
+        .find(|l| l.starts_with("beta"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>();
     assert_eq!(&beta[..3], ["beta", "large", "70"], "{table}");
     // Short name and category resolve through discovery.
-    assert!(k.ok(&["get", "wg", "alpha", "-o", "name"]).await.contains("widget.testapi.trainyard.io/alpha"));
+    assert!(
+        k.ok(&["get", "wg", "alpha", "-o", "name"])
+            .await
+            .contains("widget.testapi.trainyard.io/alpha")
+    );
     assert!(k.ok(&["get", "trainyard"]).await.contains("alpha"));
     // Defaulting from the schema.
-    assert_eq!(k.ok(&["get", "widget", "alpha", "-o", "jsonpath={.spec.mode}"]).await, "fast");
+    assert_eq!(
+        k.ok(&["get", "widget", "alpha", "-o", "jsonpath={.spec.mode}"])
+            .await,
+        "fast"
+    );
 
     // Schema validation: 422 naming the field.
     let bad = k.run(&["apply", "-f", &f("bad-widget.yaml")]).await;
     assert!(!bad.ok, "invalid widget accepted: {bad:?}");
-    assert!(bad.stderr.contains("spec.weight") && bad.stderr.contains("greater than or equal to 0"), "{}", bad.stderr);
+    assert!(
+        bad.stderr.contains("spec.weight") && bad.stderr.contains("greater than or equal to 0"),
+        "{}",
+        bad.stderr
+    );
 
     // Re-apply with a change: client-side apply computes a merge patch for custom resources.
-    let changed = std::fs::read_to_string(fixture("widgets.yaml")).expect("fixture").replace("weight: 5", "weight: 9");
+    let changed = std::fs::read_to_string(fixture("widgets.yaml"))
+        .expect("fixture")
+        .replace("weight: 5", "weight: 9");
     let path = k.dir.join("widgets-changed.yaml");
     std::fs::write(&path, changed).expect("write");
     let out = k.ok(&["apply", "-f", &path.display().to_string()]).await;
-    assert!(out.contains("alpha configured") && out.contains("beta unchanged"), "{out}");
-    assert_eq!(k.ok(&["get", "widget", "alpha", "-o", "jsonpath={.spec.weight}"]).await, "9");
+    assert!(
+        out.contains("alpha configured") && out.contains("beta unchanged"),
+        "{out}"
+    );
+    assert_eq!(
+        k.ok(&["get", "widget", "alpha", "-o", "jsonpath={.spec.weight}"])
+            .await,
+        "9"
+    );
 
     // label / annotate (merge patches on custom resources).
     k.ok(&["label", "widget", "alpha", "team=gpu"]).await;
     k.ok(&["annotate", "widget", "alpha", "note=hello"]).await;
-    assert!(k.ok(&["get", "widgets", "-l", "team=gpu", "-o", "name"]).await.trim().ends_with("widget.testapi.trainyard.io/alpha"));
-    assert_eq!(k.ok(&["get", "widget", "alpha", "-o", "jsonpath={.metadata.annotations.note}"]).await, "hello");
+    assert!(
+        k.ok(&["get", "widgets", "-l", "team=gpu", "-o", "name"])
+            .await
+            .trim()
+            .ends_with("widget.testapi.trainyard.io/alpha")
+    );
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "widget",
+            "alpha",
+            "-o",
+            "jsonpath={.metadata.annotations.note}"
+        ])
+        .await,
+        "hello"
+    );
 
     let out = k.ok(&["delete", "widget", "beta"]).await;
     assert!(out.contains("\"beta\" deleted"), "{out}");
@@ -61,7 +130,10 @@ async fn kubectl_apply_crd_objects_printer_columns_and_validation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_get_pods_watch_sees_bind_and_describe_shows_events() {
-    let Some(bin) = kubectl_or_skip("kubectl_get_pods_watch_sees_bind_and_describe_shows_events") else { return };
+    let Some(bin) = kubectl_or_skip("kubectl_get_pods_watch_sees_bind_and_describe_shows_events")
+    else {
+        return;
+    };
     let server = manual_server().await;
     let k = Kubectl::new(bin, &server, "watch");
     k.ok(&["apply", "-f", &f("node.yaml")]).await;
@@ -69,13 +141,27 @@ async fn kubectl_get_pods_watch_sees_bind_and_describe_shows_events() {
     let nodes = k.ok(&["get", "nodes"]).await;
     assert!(nodes.lines().any(|l| l.split_whitespace().collect::<Vec<_>>()[..3] == ["node-a", "Ready", "worker"]), "{nodes}");
 
-    let mut child = k.command(&["get", "pods", "-w", "-o", "wide"]).stdout(std::process::Stdio::piped()).spawn().expect("kubectl -w");
+    let mut child = k
+        .command(&["get", "pods", "-w", "-o", "wide"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl -w");
     let stdout = child.stdout.take().expect("piped");
     let mut lines = BufReader::new(stdout).lines();
-    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.expect("header in time").expect("read");
+    let first = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("header in time")
+        .expect("read");
     assert!(first.unwrap_or_default().starts_with("NAME"));
-    let row = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await.expect("row in time").expect("read").unwrap_or_default();
-    assert!(row.starts_with("web") && row.contains("Pending") && row.contains("<none>"), "{row}");
+    let row = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("row in time")
+        .expect("read")
+        .unwrap_or_default();
+    assert!(
+        row.starts_with("web") && row.contains("Pending") && row.contains("<none>"),
+        "{row}"
+    );
 
     // Bind through the binding subresource, as a scheduler does.
     let body = serde_json::json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"}, "target": {"kind": "Node", "name": "node-a"}});
@@ -95,7 +181,10 @@ async fn kubectl_get_pods_watch_sees_bind_and_describe_shows_events() {
     })
     .await
     .expect("watch shows the bind in time");
-    assert!(seen.starts_with("web") && seen.contains("Pending"), "{seen}");
+    assert!(
+        seen.starts_with("web") && seen.contains("Pending"),
+        "{seen}"
+    );
     // The kubelet starts it once the clock moves.
     server.advance(1);
     let running = tokio::time::timeout(Duration::from_secs(20), async {
@@ -108,7 +197,10 @@ async fn kubectl_get_pods_watch_sees_bind_and_describe_shows_events() {
     })
     .await
     .expect("watch shows Running in time");
-    assert!(running.contains("1/1") && running.contains("node-a"), "{running}");
+    assert!(
+        running.contains("1/1") && running.contains("node-a"),
+        "{running}"
+    );
     child.kill().await.expect("kill kubectl -w");
 
     // Events about the pod show in describe (field selector on involvedObject.*).
@@ -124,16 +216,33 @@ async fn kubectl_get_pods_watch_sees_bind_and_describe_shows_events() {
             "involvedObject": {"kind": "Pod", "name": "other", "namespace": "default"}, "reason": "Elsewhere", "message": "not this pod", "type": "Warning"}))
         .expect("event");
     let d = k.ok(&["describe", "pod", "web"]).await;
-    assert!(d.contains("Node:") && d.contains("node-a/192.0.2.10"), "{d}");
+    assert!(
+        d.contains("Node:") && d.contains("node-a/192.0.2.10"),
+        "{d}"
+    );
     assert!(d.contains("Status:       Running"), "{d}");
-    assert!(d.contains("Successfully assigned default/web to node-a") && !d.contains("not this pod"), "{d}");
+    assert!(
+        d.contains("Successfully assigned default/web to node-a") && !d.contains("not this pod"),
+        "{d}"
+    );
 
     // label / annotate are strategic merge patches on pods.
     k.ok(&["label", "pod", "web", "tier=gpu"]).await;
     k.ok(&["annotate", "pod", "web", "owner=me"]).await;
-    let labels = k.ok(&["get", "pods", "-l", "tier in (gpu),app", "--show-labels"]).await;
+    let labels = k
+        .ok(&["get", "pods", "-l", "tier in (gpu),app", "--show-labels"])
+        .await;
     assert!(labels.contains("app=web,tier=gpu"), "{labels}");
-    let by_field = k.ok(&["get", "pods", "--field-selector", "spec.nodeName=node-a,status.phase=Running", "-o", "name"]).await;
+    let by_field = k
+        .ok(&[
+            "get",
+            "pods",
+            "--field-selector",
+            "spec.nodeName=node-a,status.phase=Running",
+            "-o",
+            "name",
+        ])
+        .await;
     assert_eq!(by_field.trim(), "pod/web");
 
     // Graceful delete: kubectl waits until the kubelet has removed the pod.
@@ -143,5 +252,8 @@ async fn kubectl_get_pods_watch_sees_bind_and_describe_shows_events() {
     assert!(terminating.contains("Terminating"), "{terminating}");
     server.tick();
     let gone = k.run(&["get", "pod", "web"]).await;
-    assert!(!gone.ok && gone.stderr.contains("pods \"web\" not found"), "{gone:?}");
+    assert!(
+        !gone.ok && gone.stderr.contains("pods \"web\" not found"),
+        "{gone:?}"
+    );
 }

@@ -14,7 +14,11 @@ static N: AtomicUsize = AtomicUsize::new(0);
 
 /// A fresh scratch directory under the system temp dir.
 pub fn scratch(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("trainyard-testapi-{}-{tag}-{}", std::process::id(), N.fetch_add(1, Ordering::SeqCst)));
+    let d = std::env::temp_dir().join(format!(
+        "trainyard-testapi-{}-{tag}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("scratch dir");
     d
@@ -22,23 +26,33 @@ pub fn scratch(tag: &str) -> PathBuf {
 
 /// A server with a manual clock (nothing moves until the test advances it).
 pub async fn manual_server() -> TestApiServer {
-    TestApiServer::start(Config { manual_clock: true, bookmark_interval: Duration::from_millis(200), ..Config::default() })
-        .await
-        .expect("server starts")
+    TestApiServer::start(Config {
+        manual_clock: true,
+        bookmark_interval: Duration::from_millis(200),
+        ..Config::default()
+    })
+    .await
+    .expect("server starts")
 }
 
 /// The path of a fixture file.
 pub fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 /// Finds kubectl on PATH or where `scripts/install-test-tools.sh` puts it.
 pub fn find_kubectl() -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect()).unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
     if let Some(home) = std::env::var_os("HOME") {
         dirs.push(PathBuf::from(home).join(".local/bin"));
     }
-    dirs.into_iter().map(|d| d.join("kubectl")).find(|p| p.is_file())
+    dirs.into_iter()
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file())
 }
 
 /// kubectl, or `None` after printing SKIPPED (panics instead under TRAINYARD_REQUIRE_TOOLS=1).
@@ -47,7 +61,9 @@ pub fn kubectl_or_skip(test: &str) -> Option<PathBuf> {
         Some(p) => Some(p),
         None => {
             if std::env::var("TRAINYARD_REQUIRE_TOOLS").as_deref() == Ok("1") {
-                panic!("{test}: kubectl not found and TRAINYARD_REQUIRE_TOOLS=1 (run scripts/install-test-tools.sh)");
+                panic!(
+                    "{test}: kubectl not found and TRAINYARD_REQUIRE_TOOLS=1 (run scripts/install-test-tools.sh)"
+                );
             }
             println!("SKIPPED: kubectl not found ({test}; run scripts/install-test-tools.sh)");
             None
@@ -75,14 +91,22 @@ impl Kubectl {
         let dir = scratch(tag);
         let kubeconfig = dir.join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).expect("kubeconfig");
-        Kubectl { bin, kubeconfig, dir }
+        Kubectl {
+            bin,
+            kubeconfig,
+            dir,
+        }
     }
 
     pub fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut c = tokio::process::Command::new(&self.bin);
         // A fresh discovery cache per call: CRDs applied by one call are seen by the next.
         let cache = scratch("cache");
-        c.arg("--kubeconfig").arg(&self.kubeconfig).arg("--cache-dir").arg(cache).args(args);
+        c.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(cache)
+            .args(args);
         c.stdin(Stdio::null()).kill_on_drop(true);
         c
     }
@@ -90,14 +114,25 @@ impl Kubectl {
     /// Runs to completion (30 s deadline).
     pub async fn run(&self, args: &[&str]) -> Out {
         let fut = self.command(args).output();
-        let out = tokio::time::timeout(Duration::from_secs(30), fut).await.expect("kubectl finished in time").expect("kubectl runs");
-        Out { ok: out.status.success(), stdout: String::from_utf8_lossy(&out.stdout).into(), stderr: String::from_utf8_lossy(&out.stderr).into() }
+        let out = tokio::time::timeout(Duration::from_secs(30), fut)
+            .await
+            .expect("kubectl finished in time")
+            .expect("kubectl runs");
+        Out {
+            ok: out.status.success(),
+            stdout: String::from_utf8_lossy(&out.stdout).into(),
+            stderr: String::from_utf8_lossy(&out.stderr).into(),
+        }
     }
 
     /// Runs and asserts success.
     pub async fn ok(&self, args: &[&str]) -> String {
         let o = self.run(args).await;
-        assert!(o.ok, "kubectl {args:?} failed:\nstdout: {}\nstderr: {}", o.stdout, o.stderr);
+        assert!(
+            o.ok,
+            "kubectl {args:?} failed:\nstdout: {}\nstderr: {}",
+            o.stdout, o.stderr
+        );
         o.stdout
     }
 }

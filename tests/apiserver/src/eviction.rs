@@ -127,15 +127,15 @@ pub fn binding(
                 }],
             )
         })?;
-    if let Some(uid) = body["metadata"]["uid"].as_str() {
-        if Some(uid) != pod["metadata"]["uid"].as_str() {
-            return Err(ApiError::conflict(
-                "",
-                "pods",
-                name,
-                "Precondition failed: UID in precondition does not match the UID of the object",
-            ));
-        }
+    if let Some(uid) = body["metadata"]["uid"].as_str()
+        && Some(uid) != pod["metadata"]["uid"].as_str()
+    {
+        return Err(ApiError::conflict(
+            "",
+            "pods",
+            name,
+            "Precondition failed: UID in precondition does not match the UID of the object",
+        ));
     }
     if pod["metadata"]["deletionTimestamp"].is_string() {
         return Err(ApiError::conflict(

@@ -170,8 +170,7 @@ impl ResourceDef {
 }
 
 fn builtin(
-    group: &str,
-    version: &str,
+    api_version: &str,
     plural: &str,
     kind: &str,
     namespaced: bool,
@@ -179,6 +178,7 @@ fn builtin(
     status: bool,
     b: Builtin,
 ) -> ResourceDef {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     ResourceDef {
         group: group.into(),
         versions: vec![VersionDef {
@@ -214,19 +214,9 @@ impl Registry {
     pub fn with_builtins() -> Self {
         let mut r = Registry::default();
         for d in [
-            builtin("", "v1", "pods", "Pod", true, &["po"], true, Builtin::Pod),
+            builtin("v1", "pods", "Pod", true, &["po"], true, Builtin::Pod),
+            builtin("v1", "nodes", "Node", false, &["no"], true, Builtin::Node),
             builtin(
-                "",
-                "v1",
-                "nodes",
-                "Node",
-                false,
-                &["no"],
-                true,
-                Builtin::Node,
-            ),
-            builtin(
-                "",
                 "v1",
                 "namespaces",
                 "Namespace",
@@ -236,7 +226,6 @@ impl Registry {
                 Builtin::Namespace,
             ),
             builtin(
-                "",
                 "v1",
                 "events",
                 "Event",
@@ -246,7 +235,6 @@ impl Registry {
                 Builtin::Event,
             ),
             builtin(
-                "",
                 "v1",
                 "configmaps",
                 "ConfigMap",
@@ -256,8 +244,7 @@ impl Registry {
                 Builtin::ConfigMap,
             ),
             builtin(
-                "scheduling.k8s.io",
-                "v1",
+                "scheduling.k8s.io/v1",
                 "priorityclasses",
                 "PriorityClass",
                 false,
@@ -266,8 +253,7 @@ impl Registry {
                 Builtin::PriorityClass,
             ),
             builtin(
-                "policy",
-                "v1",
+                "policy/v1",
                 "poddisruptionbudgets",
                 "PodDisruptionBudget",
                 true,
@@ -276,8 +262,7 @@ impl Registry {
                 Builtin::Pdb,
             ),
             builtin(
-                "coordination.k8s.io",
-                "v1",
+                "coordination.k8s.io/v1",
                 "leases",
                 "Lease",
                 true,
@@ -286,8 +271,7 @@ impl Registry {
                 Builtin::Lease,
             ),
             builtin(
-                "apiextensions.k8s.io",
-                "v1",
+                "apiextensions.k8s.io/v1",
                 "customresourcedefinitions",
                 "CustomResourceDefinition",
                 false,

@@ -197,7 +197,7 @@ async fn resource(
         (&Method::PUT, Some(name), sub) => {
             let body = r.json()?;
             let mut st = shared.lock();
-            let v = st.update(&t.def, &t.version, &ns, name, body, sub.is_some(), &opts)?;
+            let v = st.update(&t.def, &t.version, (&ns, name), body, sub.is_some(), &opts)?;
             Ok(Reply::Json(200, render(&st, v)))
         }
         (&Method::PATCH, Some(name), sub) => {
@@ -464,7 +464,7 @@ fn patch(
         ));
     }
     Ok((
-        st.update(&t.def, &t.version, &ns, name, obj, status, opts)?,
+        st.update(&t.def, &t.version, (&ns, name), obj, status, opts)?,
         200,
     ))
 }

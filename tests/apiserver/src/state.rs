@@ -189,12 +189,13 @@ impl State {
             ));
         }
         let body_ns = obj["metadata"]["namespace"].as_str().map(String::from);
-        if let (Some(b), Some(u)) = (&body_ns, ns) {
-            if def.namespaced && b != u {
-                return Err(ApiError::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ));
-            }
+        if let (Some(b), Some(u)) = (&body_ns, ns)
+            && def.namespaced
+            && b != u
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
         }
         let ns = self.check_ns(def, ns.or(body_ns.as_deref()))?;
         if obj["metadata"]["name"].as_str().is_none_or(str::is_empty) {
@@ -330,10 +331,10 @@ impl State {
                 });
             }
             Builtin::Custom => {
-                if def.has_status(version) {
-                    if let Some(m) = obj.as_object_mut() {
-                        m.remove("status");
-                    }
+                if def.has_status(version)
+                    && let Some(m) = obj.as_object_mut()
+                {
+                    m.remove("status");
                 }
             }
             Builtin::Node
@@ -350,8 +351,7 @@ impl State {
         &mut self,
         def: &ResourceDef,
         version: &str,
-        ns: &str,
-        name: &str,
+        (ns, name): (&str, &str),
         mut obj: Value,
         status: bool,
         opts: &WriteOpts,
@@ -369,14 +369,12 @@ impl State {
         if let Some(want) = obj["metadata"]["resourceVersion"]
             .as_str()
             .filter(|s| !s.is_empty())
-        {
-            if Some(want.to_string())
+            && Some(want.to_string())
                 != old["metadata"]["resourceVersion"]
                     .as_str()
                     .map(String::from)
-            {
-                return Err(ApiError::stale(&def.group, &def.plural, name));
-            }
+        {
+            return Err(ApiError::stale(&def.group, &def.plural, name));
         }
         let has_status = def.has_status(version);
         if status {
@@ -467,12 +465,12 @@ impl State {
     /// Removes an object for good (emits DELETED).
     pub fn remove(&mut self, def: &ResourceDef, obj: Value) -> Value {
         let out = self.store.commit(&def.key(), EventType::Deleted, obj);
-        if def.builtin == Builtin::Crd {
-            if let Some(d) = crate::registry::crd_to_def(&out) {
-                let key = d.key();
-                self.store.drop_resource(&key);
-                self.registry.remove(&key);
-            }
+        if def.builtin == Builtin::Crd
+            && let Some(d) = crate::registry::crd_to_def(&out)
+        {
+            let key = d.key();
+            self.store.drop_resource(&key);
+            self.registry.remove(&key);
         }
         if def.builtin == Builtin::Namespace {
             let ns = out["metadata"]["name"]
@@ -566,12 +564,12 @@ impl State {
     }
 
     fn crd_changed(&mut self, crd: &Value) {
-        if let Some(key) = self.registry.apply_crd(crd) {
-            if let Some(d) = self.registry.by_key(&key) {
-                for v in &d.versions {
-                    if v.schema.as_ref().is_some_and(validation::has_cel) {
-                        tracing::warn!(crd = %key, version = %v.name, "x-kubernetes-validations (CEL) rules are not enforced by the test server");
-                    }
+        if let Some(key) = self.registry.apply_crd(crd)
+            && let Some(d) = self.registry.by_key(&key)
+        {
+            for v in &d.versions {
+                if v.schema.as_ref().is_some_and(validation::has_cel) {
+                    tracing::warn!(crd = %key, version = %v.name, "x-kubernetes-validations (CEL) rules are not enforced by the test server");
                 }
             }
         }
@@ -604,10 +602,10 @@ fn spec_of(o: &Value) -> Value {
 fn old_without_rv(old: &Value, new: &Value) -> Value {
     let mut o = old.clone();
     o["metadata"]["resourceVersion"] = new["metadata"]["resourceVersion"].clone();
-    if new["metadata"].get("resourceVersion").is_none() {
-        if let Some(m) = o["metadata"].as_object_mut() {
-            m.remove("resourceVersion");
-        }
+    if new["metadata"].get("resourceVersion").is_none()
+        && let Some(m) = o["metadata"].as_object_mut()
+    {
+        m.remove("resourceVersion");
     }
     o
 }

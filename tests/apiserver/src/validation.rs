@@ -98,19 +98,19 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
         });
         return;
     }
-    if let Some(allowed) = s["enum"].as_array() {
-        if !allowed.contains(v) {
-            let list: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
-            out.causes.push(Cause {
-                reason: "FieldValueNotSupported".into(),
-                message: format!(
-                    "Unsupported value: {}: supported values: {}",
-                    short(v),
-                    list.join(", ")
-                ),
-                field: path.into(),
-            });
-        }
+    if let Some(allowed) = s["enum"].as_array()
+        && !allowed.contains(v)
+    {
+        let list: Vec<String> = allowed.iter().map(|a| a.to_string()).collect();
+        out.causes.push(Cause {
+            reason: "FieldValueNotSupported".into(),
+            message: format!(
+                "Unsupported value: {}: supported values: {}",
+                short(v),
+                list.join(", ")
+            ),
+            field: path.into(),
+        });
     }
     match v {
         Value::Number(n) => {
@@ -147,39 +147,40 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
                     );
                 }
             }
-            if let Some(m) = s["multipleOf"].as_f64() {
-                if m > 0.0 && (x / m).fract() != 0.0 {
-                    invalid(
-                        out,
-                        path,
-                        v,
-                        format!("{path} in body should be a multiple of {m}"),
-                    );
-                }
+            if let Some(m) = s["multipleOf"].as_f64()
+                && m > 0.0
+                && (x / m).fract() != 0.0
+            {
+                invalid(
+                    out,
+                    path,
+                    v,
+                    format!("{path} in body should be a multiple of {m}"),
+                );
             }
         }
         Value::String(st) => {
             let st = st.clone();
             let v = &Value::String(st.clone());
             let len = st.chars().count() as u64;
-            if let Some(min) = s["minLength"].as_u64() {
-                if len < min {
-                    invalid(
-                        out,
-                        path,
-                        v,
-                        format!("{path} in body should be at least {min} chars long"),
-                    );
-                }
+            if let Some(min) = s["minLength"].as_u64()
+                && len < min
+            {
+                invalid(
+                    out,
+                    path,
+                    v,
+                    format!("{path} in body should be at least {min} chars long"),
+                );
             }
-            if let Some(max) = s["maxLength"].as_u64() {
-                if len > max {
-                    out.causes.push(Cause {
-                        reason: "FieldValueTooLong".into(),
-                        message: format!("Too long: may not be more than {max} bytes"),
-                        field: path.into(),
-                    });
-                }
+            if let Some(max) = s["maxLength"].as_u64()
+                && len > max
+            {
+                out.causes.push(Cause {
+                    reason: "FieldValueTooLong".into(),
+                    message: format!("Too long: may not be more than {max} bytes"),
+                    field: path.into(),
+                });
             }
             if let Some(p) = s["pattern"].as_str() {
                 match regex::Regex::new(p) {
@@ -191,27 +192,24 @@ fn walk(v: &mut Value, s: &Value, path: &str, root: bool, out: &mut Outcome) {
             }
         }
         Value::Array(items) => {
-            if let Some(min) = s["minItems"].as_u64() {
-                if (items.len() as u64) < min {
-                    invalid(
-                        out,
-                        path,
-                        &Value::Null,
-                        format!("{path} in body should have at least {min} items"),
-                    );
-                }
+            if let Some(min) = s["minItems"].as_u64()
+                && (items.len() as u64) < min
+            {
+                invalid(
+                    out,
+                    path,
+                    &Value::Null,
+                    format!("{path} in body should have at least {min} items"),
+                );
             }
-            if let Some(max) = s["maxItems"].as_u64() {
-                if items.len() as u64 > max {
-                    out.causes.push(Cause {
-                        reason: "FieldValueTooMany".into(),
-                        message: format!(
-                            "Too many: {}: must have at most {max} items",
-                            items.len()
-                        ),
-                        field: path.into(),
-                    });
-                }
+            if let Some(max) = s["maxItems"].as_u64()
+                && items.len() as u64 > max
+            {
+                out.causes.push(Cause {
+                    reason: "FieldValueTooMany".into(),
+                    message: format!("Too many: {}: must have at most {max} items", items.len()),
+                    field: path.into(),
+                });
             }
             if let Some(is) = s.get("items") {
                 for (i, item) in items.iter_mut().enumerate() {
@@ -229,10 +227,10 @@ fn object(m: &mut Map<String, Value>, s: &Value, path: &str, root: bool, out: &m
     // Defaults first, as the real server defaults before validating.
     if let Some(props) = props {
         for (k, ps) in props {
-            if !m.contains_key(k) {
-                if let Some(d) = ps.get("default") {
-                    m.insert(k.clone(), d.clone());
-                }
+            if !m.contains_key(k)
+                && let Some(d) = ps.get("default")
+            {
+                m.insert(k.clone(), d.clone());
             }
         }
     }
@@ -274,25 +272,25 @@ fn object(m: &mut Map<String, Value>, s: &Value, path: &str, root: bool, out: &m
             }
         }
     }
-    if let Some(min) = s["minProperties"].as_u64() {
-        if (m.len() as u64) < min {
-            invalid(
-                out,
-                path,
-                &Value::Null,
-                format!("{path} in body should have at least {min} properties"),
-            );
-        }
+    if let Some(min) = s["minProperties"].as_u64()
+        && (m.len() as u64) < min
+    {
+        invalid(
+            out,
+            path,
+            &Value::Null,
+            format!("{path} in body should have at least {min} properties"),
+        );
     }
-    if let Some(max) = s["maxProperties"].as_u64() {
-        if m.len() as u64 > max {
-            invalid(
-                out,
-                path,
-                &Value::Null,
-                format!("{path} in body should have at most {max} properties"),
-            );
-        }
+    if let Some(max) = s["maxProperties"].as_u64()
+        && m.len() as u64 > max
+    {
+        invalid(
+            out,
+            path,
+            &Value::Null,
+            format!("{path} in body should have at most {max} properties"),
+        );
     }
 }
 

@@ -207,10 +207,10 @@ pub fn start(
             return;
         }
         for e in replay {
-            if let Some((ty, o)) = translate(&p, &sink.t, &e) {
-                if !sink.send(ty, o).await {
-                    return;
-                }
+            if let Some((ty, o)) = translate(&p, &sink.t, &e)
+                && !sink.send(ty, o).await
+            {
+                return;
             }
         }
         run_live(&sink, &p, live, &mut drops, interval, &mut last_rv).await;
@@ -240,11 +240,10 @@ async fn run_live(
             ev = live.recv() => match ev {
                 Ok(e) => {
                     *last_rv = e.rv;
-                    if let Some((ty, o)) = translate(p, &sink.t, &e) {
-                        if !sink.send(ty, o).await {
+                    if let Some((ty, o)) = translate(p, &sink.t, &e)
+                        && !sink.send(ty, o).await {
                             return;
                         }
-                    }
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     sink.error(&ApiError::expired(format!("too old resource version: {last_rv}"))).await;

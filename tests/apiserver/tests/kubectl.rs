@@ -257,3 +257,148 @@ async fn kubectl_get_pods_watch_sees_bind_and_describe_shows_events() {
         "{gone:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_drives_control_endpoints_and_sees_faults() {
+    let Some(bin) = kubectl_or_skip("kubectl_drives_control_endpoints_and_sees_faults") else {
+        return;
+    };
+    let server = manual_server().await;
+    let k = Kubectl::new(bin, &server, "faults");
+    let faults = k.ok(&["get", "--raw", "/testapi/faults"]).await;
+    let v: serde_json::Value = serde_json::from_str(&faults).expect("faults json");
+    assert_eq!(v["rate500"], 0.0);
+    let body = k.dir.join("faults.json");
+    std::fs::write(&body, r#"{"rate500": 1.0}"#).expect("write");
+    k.ok(&[
+        "create",
+        "--raw",
+        "/testapi/faults",
+        "-f",
+        &body.display().to_string(),
+    ])
+    .await;
+    let failed = k.run(&["get", "namespaces"]).await;
+    assert!(
+        !failed.ok && failed.stderr.contains("InternalError"),
+        "{failed:?}"
+    );
+    assert_eq!(server.faults().rate_500, 1.0);
+    std::fs::write(&body, r#"{"rate500": 0.0}"#).expect("write");
+    k.ok(&[
+        "create",
+        "--raw",
+        "/testapi/faults",
+        "-f",
+        &body.display().to_string(),
+    ])
+    .await;
+    let ns = k.ok(&["get", "namespaces", "-o", "name"]).await;
+    assert_eq!(ns.lines().count(), 4, "{ns}");
+
+    // The kubelet through the control endpoint: bind, advance, Running.
+    k.ok(&["apply", "-f", &f("node.yaml")]).await;
+    k.ok(&["apply", "-f", &f("pod.yaml")]).await;
+    let binding = k.dir.join("binding.json");
+    std::fs::write(&binding, r#"{"apiVersion":"v1","kind":"Binding","metadata":{"name":"web"},"target":{"kind":"Node","name":"node-a"}}"#).expect("write");
+    k.ok(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/pods/web/binding",
+        "-f",
+        &binding.display().to_string(),
+    ])
+    .await;
+    let again = k
+        .run(&[
+            "create",
+            "--raw",
+            "/api/v1/namespaces/default/pods/web/binding",
+            "-f",
+            &binding.display().to_string(),
+        ])
+        .await;
+    assert!(
+        !again.ok && again.stderr.contains("already assigned"),
+        "{again:?}"
+    );
+    assert_eq!(
+        k.ok(&["get", "pod", "web", "-o", "jsonpath={.status.phase}"])
+            .await,
+        "Pending"
+    );
+    std::fs::write(&body, "{}").expect("write");
+    k.ok(&[
+        "create",
+        "--raw",
+        "/testapi/advance?seconds=1",
+        "-f",
+        &body.display().to_string(),
+    ])
+    .await;
+    assert_eq!(
+        k.ok(&["get", "pod", "web", "-o", "jsonpath={.status.phase}"])
+            .await,
+        "Running"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_writes_a_kubeconfig_kubectl_can_use() {
+    let Some(bin) = kubectl_or_skip("binary_writes_a_kubeconfig_kubectl_can_use") else {
+        return;
+    };
+    let dir = common::scratch("binary");
+    let kubeconfig = dir.join("kubeconfig");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("free port")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_trainyard-testapi"))
+        .args([
+            "--port",
+            &port.to_string(),
+            "--kubeconfig",
+            &kubeconfig.display().to_string(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("server binary");
+    let mut lines = BufReader::new(server.stdout.take().expect("stdout")).lines();
+    let url = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+        .await
+        .expect("url in time")
+        .expect("read")
+        .unwrap_or_default();
+    assert_eq!(url, format!("http://127.0.0.1:{port}"));
+    let text = std::fs::read_to_string(&kubeconfig).expect("kubeconfig written");
+    assert!(
+        text.contains(&format!("server: http://127.0.0.1:{port}")),
+        "{text}"
+    );
+    let out = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(bin)
+            .args([
+                "--kubeconfig",
+                &kubeconfig.display().to_string(),
+                "--cache-dir",
+                &dir.join("cache").display().to_string(),
+                "get",
+                "namespaces",
+            ])
+            .output(),
+    )
+    .await
+    .expect("kubectl in time")
+    .expect("kubectl runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("kube-system") && stdout.contains("Active"),
+        "{stdout}"
+    );
+    server.kill().await.expect("stop server");
+}

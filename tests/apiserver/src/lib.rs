@@ -14,12 +14,13 @@
 //!   finalizers, merge / strategic-merge / JSON patches, status subresources;
 //! * `pods/binding`, `pods/eviction` checked against PodDisruptionBudgets (429);
 //! * CRD `openAPIV3Schema` validation with defaulting and pruning (422 naming the
-//!   field), printer columns and `meta.k8s.io/v1` Table output for `kubectl get`;
+//!   field), CEL `x-kubernetes-validations` (via `kube-cel`), printer columns and
+//!   `meta.k8s.io/v1` Table output for `kubectl get`;
 //! * a simulated kubelet (see [`kubelet`]) on a real or manual clock, and fault
 //!   injection (see [`faults`]).
 //!
 //! Not implemented: authentication and RBAC (every request is allowed), admission
-//! webhooks, CEL `x-kubernetes-validations`, protobuf, aggregated discovery (the
+//! webhooks, protobuf, aggregated discovery (the
 //! legacy documents are served and clients fall back to them), full server-side apply
 //! (an apply patch is a merge patch without managed fields or conflicts), garbage
 //! collection of owned objects, `dryRun`. `docs/testing-against-kubernetes.md` has

@@ -114,6 +114,7 @@ impl State {
         version: &str,
         obj: &mut Value,
         opts: &WriteOpts,
+        old: Option<&Value>,
     ) -> ApiResult<()> {
         let name = obj["metadata"]["name"]
             .as_str()
@@ -138,6 +139,14 @@ impl State {
                     field: "metadata.name".into(),
                 });
             }
+            if let Some(vs) = obj["spec"]["versions"].as_array() {
+                for (i, v) in vs.iter().enumerate() {
+                    if let Some(schema) = v["schema"].get("openAPIV3Schema") {
+                        let field = format!("spec.versions[{i}].schema.openAPIV3Schema");
+                        causes.extend(validation::cel_compile_causes(schema, &field));
+                    }
+                }
+            }
             if crate::registry::crd_to_def(obj).is_none() {
                 causes.push(Cause {
                     reason: "FieldValueRequired".into(),
@@ -149,6 +158,9 @@ impl State {
         if let Some(schema) = def.version(version).and_then(|v| v.schema.as_ref()) {
             let out = validation::check(obj, schema);
             causes.extend(out.causes);
+            if causes.is_empty() {
+                causes.extend(validation::cel_causes(schema, obj, old));
+            }
             if opts.strict && !out.pruned.is_empty() {
                 let list: Vec<String> = out
                     .pruned
@@ -246,7 +258,7 @@ impl State {
         }
         obj = Self::present(def, &def.versions[0].name, obj);
         self.prepare_create(def, version, &mut obj)?;
-        self.validate(def, version, &mut obj, opts)?;
+        self.validate(def, version, &mut obj, opts, None)?;
         let stored = self.store.commit(&def.key(), EventType::Added, obj);
         if def.builtin == Builtin::Crd {
             self.crd_changed(&stored);
@@ -433,7 +445,7 @@ impl State {
             }
         }
         obj = Self::present(def, &def.versions[0].name, obj);
-        self.validate(def, version, &mut obj, opts)?;
+        self.validate(def, version, &mut obj, opts, Some(&old))?;
         if spec_of(&obj) != spec_of(&old) {
             let g = old["metadata"]["generation"].as_i64().unwrap_or(1) + 1;
             obj["metadata"]["generation"] = json!(g);
@@ -564,14 +576,8 @@ impl State {
     }
 
     fn crd_changed(&mut self, crd: &Value) {
-        if let Some(key) = self.registry.apply_crd(crd)
-            && let Some(d) = self.registry.by_key(&key)
-        {
-            for v in &d.versions {
-                if v.schema.as_ref().is_some_and(validation::has_cel) {
-                    tracing::warn!(crd = %key, version = %v.name, "x-kubernetes-validations (CEL) rules are not enforced by the test server");
-                }
-            }
+        if self.registry.apply_crd(crd).is_none() {
+            tracing::warn!(crd = ?crd["metadata"]["name"], "CRD not served (malformed or shadows a built-in)");
         }
     }
 

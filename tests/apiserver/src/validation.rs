@@ -2,7 +2,8 @@
 //! types, `required`, `enum`, numeric bounds, string/array/map lengths, `pattern`,
 //! `x-kubernetes-int-or-string`, `x-kubernetes-preserve-unknown-fields`, `nullable`,
 //! defaulting (`default`) and pruning of unknown fields, as the real server does.
-//! CEL rules (`x-kubernetes-validations`) are not evaluated.
+//! CEL rules (`x-kubernetes-validations`, transition rules included) are evaluated
+//! with `kube-cel` once the structural checks pass.
 //!
 //! Also the few checks of built-in objects the server performs (names, pod containers).
 
@@ -294,7 +295,45 @@ fn object(m: &mut Map<String, Value>, s: &Value, path: &str, root: bool, out: &m
     }
 }
 
-/// Whether a CRD schema uses CEL rules anywhere (they are not enforced).
+/// Evaluates a schema's CEL rules on `obj` (`old` for transition rules on updates).
+pub fn cel_causes(schema: &Value, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    if !has_cel(schema) {
+        return Vec::new();
+    }
+    match kube_cel::Validator::new().validate(schema, obj, old) {
+        Ok(()) => Vec::new(),
+        Err(errs) => errs
+            .into_vec()
+            .into_iter()
+            .map(|e| Cause {
+                reason: e
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "FieldValueInvalid".into()),
+                message: format!("Invalid value: \"object\": {}", e.message),
+                field: e.field_path.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// CEL rules of a CRD version schema that do not compile (the CRD is rejected).
+pub fn cel_compile_causes(schema: &Value, field: &str) -> Vec<Cause> {
+    if !has_cel(schema) {
+        return Vec::new();
+    }
+    kube_cel::compile_schema(schema)
+        .compilation_errors()
+        .into_iter()
+        .map(|e| Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: \"string\": compilation failed: {e}"),
+            field: field.into(),
+        })
+        .collect()
+}
+
+/// Whether a CRD schema uses CEL rules anywhere.
 pub fn has_cel(schema: &Value) -> bool {
     match schema {
         Value::Object(m) => m.contains_key("x-kubernetes-validations") || m.values().any(has_cel),
@@ -381,6 +420,38 @@ mod tests {
         assert_eq!(out.pruned, vec!["spec.junk".to_string()]);
         assert_eq!(o["spec"]["mode"], "fast");
         assert_eq!(o["spec"]["extra"]["any"], 1);
+    }
+
+    #[test]
+    fn cel_rules_and_transition_rules() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.min <= self.max", "message": "min must not exceed max"}],
+            "properties": {"min": {"type": "integer"}, "max": {"type": "integer"},
+                "name": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "immutable"}]}}}}});
+        let ok = json!({"spec": {"min": 1, "max": 2, "name": "a"}});
+        assert!(cel_causes(&schema, &ok, None).is_empty());
+        let bad = json!({"spec": {"min": 3, "max": 2, "name": "a"}});
+        let causes = cel_causes(&schema, &bad, None);
+        assert_eq!(causes.len(), 1);
+        assert!(
+            causes[0].message.contains("min must not exceed max"),
+            "{causes:?}"
+        );
+        assert_eq!(causes[0].field, "spec");
+        let renamed = json!({"spec": {"min": 1, "max": 2, "name": "b"}});
+        let causes = cel_causes(&schema, &renamed, Some(&ok));
+        assert!(
+            causes.iter().any(|c| c.message.contains("immutable")),
+            "{causes:?}"
+        );
+        assert!(
+            cel_compile_causes(
+                &json!({"x-kubernetes-validations": [{"rule": "self.("}]}),
+                "f"
+            )
+            .len()
+                == 1
+        );
     }
 
     #[test]

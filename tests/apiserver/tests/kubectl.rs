@@ -84,6 +84,29 @@ async fn kubectl_apply_crd_objects_printer_columns_and_validation() {
         bad.stderr
     );
 
+    // CEL rules (x-kubernetes-validations), including a transition rule.
+    let heavy = k.dir.join("heavy.yaml");
+    std::fs::write(&heavy, "apiVersion: testapi.trainyard.io/v1\nkind: Widget\nmetadata:\n  name: heavy\nspec:\n  size: small\n  weight: 70\n").expect("write");
+    let cel = k.run(&["apply", "-f", &heavy.display().to_string()]).await;
+    assert!(
+        !cel.ok && cel.stderr.contains("small widgets weigh at most 50"),
+        "{cel:?}"
+    );
+    let resize = k
+        .run(&[
+            "patch",
+            "widget",
+            "alpha",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"size":"large"}}"#,
+        ])
+        .await;
+    assert!(
+        !resize.ok && resize.stderr.contains("size is immutable"),
+        "{resize:?}"
+    );
+
     // Re-apply with a change: client-side apply computes a merge patch for custom resources.
     let changed = std::fs::read_to_string(fixture("widgets.yaml"))
         .expect("fixture")

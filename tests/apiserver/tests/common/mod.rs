@@ -66,7 +66,8 @@ pub fn kubectl_or_skip(test: &str) -> Option<PathBuf> {
                     "{test}: kubectl not found and TRAINYARD_REQUIRE_TOOLS=1 (run scripts/install-test-tools.sh)"
                 );
             }
-            let msg = format!("SKIPPED: kubectl not found ({test}; run scripts/install-test-tools.sh)");
+            let msg =
+                format!("SKIPPED: kubectl not found ({test}; run scripts/install-test-tools.sh)");
             println!("{msg}");
             // Straight to the stderr handle, past the test harness's capture, so a skip is never silent.
             let _ = writeln!(std::io::stderr(), "{msg}");

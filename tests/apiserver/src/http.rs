@@ -1,0 +1,327 @@
+//! The HTTP layer: hyper 1 over plain TCP, request parsing, the response body type
+//! (whole or streamed), fault injection and the `/testapi/*` control endpoints.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use rand::Rng;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::Shared;
+use crate::error::ApiError;
+
+/// A response body: whole, or a stream of chunks (watches).
+pub enum ResBody {
+    /// All at once.
+    Full(Option<Bytes>),
+    /// Chunks until the sender is dropped.
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl Body for ResBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            ResBody::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            ResBody::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|b| Ok(Frame::data(b)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, ResBody::Full(None))
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        match self {
+            ResBody::Full(Some(b)) => hyper::body::SizeHint::with_exact(b.len() as u64),
+            ResBody::Full(None) => hyper::body::SizeHint::with_exact(0),
+            ResBody::Stream(_) => hyper::body::SizeHint::default(),
+        }
+    }
+}
+
+/// A parsed request.
+#[derive(Debug, Clone)]
+pub struct Req {
+    /// Method.
+    pub method: Method,
+    /// Path segments (percent-decoded).
+    pub segs: Vec<String>,
+    /// Query parameters (last wins).
+    pub query: BTreeMap<String, String>,
+    /// `Accept` header.
+    pub accept: String,
+    /// `Content-Type` header.
+    pub content_type: String,
+    /// Body.
+    pub body: Bytes,
+}
+
+impl Req {
+    /// A query parameter.
+    pub fn q(&self, k: &str) -> Option<&str> {
+        self.query.get(k).map(String::as_str)
+    }
+
+    /// A boolean query parameter (`true`/`1`).
+    pub fn flag(&self, k: &str) -> bool {
+        matches!(self.q(k), Some("true" | "1"))
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> Result<Value, ApiError> {
+        if self.body.is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&self.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding body: {e}")))
+    }
+}
+
+/// What a handler answers.
+pub enum Reply {
+    /// JSON with a status code.
+    Json(u16, Value),
+    /// A watch stream.
+    Stream(mpsc::Receiver<Bytes>),
+}
+
+impl From<ApiError> for Reply {
+    fn from(e: ApiError) -> Self {
+        Reply::Json(e.code, e.to_status())
+    }
+}
+
+fn decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => {
+                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
+                {
+                    Ok(v) => {
+                        out.push(v);
+                        i += 3;
+                    }
+                    Err(_) => {
+                        out.push(b'%');
+                        i += 1;
+                    }
+                }
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_query(q: &str) -> BTreeMap<String, String> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode(k), decode(v))
+        })
+        .collect()
+}
+
+/// Serves until the listener fails. Each connection is its own task.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let svc = hyper::service::service_fn(move |req| {
+                let shared = shared.clone();
+                async move { Ok::<_, Infallible>(handle(shared, req).await) }
+            });
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(io, svc)
+                .await
+            {
+                tracing::debug!(error = %e, "connection ended");
+            }
+        });
+    }
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ResBody> {
+    let (parts, body) = req.into_parts();
+    let body = match http_body_collect(body).await {
+        Ok(b) => b,
+        Err(e) => {
+            return respond(Reply::from(ApiError::bad_request(format!(
+                "reading body: {e}"
+            ))));
+        }
+    };
+    let header = |h: hyper::header::HeaderName| {
+        parts
+            .headers
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string()
+    };
+    let path = parts.uri.path().to_string();
+    let r = Req {
+        method: parts.method.clone(),
+        segs: path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(decode)
+            .collect(),
+        query: parse_query(parts.uri.query().unwrap_or("")),
+        accept: header(hyper::header::ACCEPT),
+        content_type: header(hyper::header::CONTENT_TYPE),
+        body,
+    };
+    tracing::debug!(method = %r.method, path = %path, query = ?r.query, "request");
+    if r.segs.first().map(String::as_str) == Some("testapi") {
+        return respond(control(&shared, &r));
+    }
+    if let Some(e) = inject_faults(&shared).await {
+        return respond(Reply::from(e));
+    }
+    respond(crate::routes::route(shared, r).await)
+}
+
+async fn http_body_collect(mut body: Incoming) -> Result<Bytes, hyper::Error> {
+    let mut buf = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        if let Ok(d) = frame?.into_data() {
+            buf.extend_from_slice(&d);
+        }
+    }
+    Ok(Bytes::from(buf))
+}
+
+async fn inject_faults(shared: &Shared) -> Option<ApiError> {
+    let mut paused = shared.paused.subscribe();
+    while *paused.borrow_and_update() {
+        if paused.changed().await.is_err() {
+            break;
+        }
+    }
+    let (latency, err) = {
+        let mut st = shared.lock();
+        let f = st.faults.clone();
+        let roll: f64 = st.rng.random();
+        let err = if roll < f.rate_429 {
+            Some(ApiError::too_many_requests(
+                "the server has received too many requests and has asked us to try again later (injected)",
+                1,
+            ))
+        } else if roll < f.rate_429 + f.rate_500 {
+            Some(ApiError::internal(
+                "an error on the server (\"injected fault\") has prevented the request from succeeding",
+            ))
+        } else {
+            None
+        };
+        (f.latency_ms, err)
+    };
+    if latency > 0 {
+        tokio::time::sleep(Duration::from_millis(latency)).await;
+    }
+    err
+}
+
+fn control(shared: &Arc<Shared>, r: &Req) -> Reply {
+    let what = r.segs.get(1).map(String::as_str).unwrap_or("");
+    match (r.method.clone(), what) {
+        (Method::GET, "faults") => Reply::Json(200, shared.lock().faults.to_json()),
+        (Method::PUT | Method::POST | Method::PATCH, "faults") => match r.json() {
+            Ok(v) => {
+                let f = {
+                    let mut st = shared.lock();
+                    st.faults.merge_json(&v);
+                    st.faults.clone()
+                };
+                shared.paused.send_replace(f.paused);
+                Reply::Json(200, f.to_json())
+            }
+            Err(e) => e.into(),
+        },
+        (Method::POST, "drop-watches") => {
+            shared.drop_watches.send_modify(|g| *g += 1);
+            Reply::Json(200, json!({"dropped": true}))
+        }
+        (Method::POST, "advance") => {
+            let secs: i64 = r.q("seconds").and_then(|s| s.parse().ok()).unwrap_or(0);
+            let changed = shared.advance(secs);
+            Reply::Json(
+                200,
+                json!({"now": crate::time::format_rfc3339(shared.lock().now()), "changed": changed}),
+            )
+        }
+        (Method::POST, "tick") => {
+            let changed = shared.tick();
+            Reply::Json(200, json!({"changed": changed}))
+        }
+        (Method::POST, "compact") => {
+            shared.lock().store.compact_all();
+            Reply::Json(200, json!({"compacted": shared.lock().store.compacted()}))
+        }
+        _ => ApiError::new(404, "NotFound", "unknown control endpoint").into(),
+    }
+}
+
+/// Turns a reply into a hyper response.
+pub fn respond(reply: Reply) -> Response<ResBody> {
+    let (code, body, ct, retry) = match reply {
+        Reply::Json(code, v) => {
+            let retry = v["details"]["retryAfterSeconds"].as_u64();
+            let mut s = serde_json::to_vec(&v).unwrap_or_default();
+            s.push(b'\n');
+            (
+                code,
+                ResBody::Full(Some(Bytes::from(s))),
+                "application/json",
+                retry,
+            )
+        }
+        Reply::Stream(rx) => (200, ResBody::Stream(rx), "application/json", None),
+    };
+    let mut b = Response::builder()
+        .status(StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(hyper::header::CONTENT_TYPE, ct)
+        .header("Cache-Control", "no-cache, private");
+    if let Some(r) = retry {
+        b = b.header(hyper::header::RETRY_AFTER, r.to_string());
+    }
+    match b.body(body) {
+        Ok(resp) => resp,
+        Err(_) => Response::new(ResBody::Full(None)),
+    }
+}

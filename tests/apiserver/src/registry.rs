@@ -1,0 +1,428 @@
+//! The resource registry: built-in kinds and the custom resources that CRD objects
+//! declare. Discovery, routing, tables and validation all read it.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+/// Which built-in behaviour a resource has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Builtin {
+    /// core/v1 Pod.
+    Pod,
+    /// core/v1 Node.
+    Node,
+    /// core/v1 Namespace.
+    Namespace,
+    /// core/v1 Event.
+    Event,
+    /// core/v1 ConfigMap.
+    ConfigMap,
+    /// scheduling.k8s.io/v1 PriorityClass.
+    PriorityClass,
+    /// policy/v1 PodDisruptionBudget.
+    Pdb,
+    /// coordination.k8s.io/v1 Lease.
+    Lease,
+    /// apiextensions.k8s.io/v1 CustomResourceDefinition.
+    Crd,
+    /// A custom resource served from a CRD.
+    Custom,
+}
+
+/// One additional printer column of a CRD version.
+#[derive(Debug, Clone)]
+pub struct PrinterColumn {
+    /// Column header.
+    pub name: String,
+    /// `integer`, `number`, `string`, `boolean` or `date`.
+    pub ty: String,
+    /// `format` (e.g. `name`).
+    pub format: String,
+    /// Description.
+    pub description: String,
+    /// 0 = shown by default; >0 only with `-o wide`.
+    pub priority: i64,
+    /// JSONPath into the object.
+    pub json_path: String,
+}
+
+/// A served version of a resource.
+#[derive(Debug, Clone)]
+pub struct VersionDef {
+    /// Version name.
+    pub name: String,
+    /// The CRD's `openAPIV3Schema` for this version (custom resources only).
+    pub schema: Option<Value>,
+    /// Additional printer columns (custom resources only).
+    pub columns: Vec<PrinterColumn>,
+    /// Whether this version has a `status` subresource.
+    pub status: bool,
+    /// JSONPaths of the CRD's `selectableFields`.
+    pub selectable: Vec<String>,
+}
+
+/// A resource kind the server serves.
+#[derive(Debug, Clone)]
+pub struct ResourceDef {
+    /// API group; empty for core.
+    pub group: String,
+    /// Served versions, preferred first.
+    pub versions: Vec<VersionDef>,
+    /// Plural (the URL segment).
+    pub plural: String,
+    /// Singular name.
+    pub singular: String,
+    /// Kind.
+    pub kind: String,
+    /// List kind.
+    pub list_kind: String,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Short names (`po`, `no`, ...).
+    pub short_names: Vec<String>,
+    /// Categories (`all`, ...).
+    pub categories: Vec<String>,
+    /// Built-in behaviour.
+    pub builtin: Builtin,
+}
+
+impl ResourceDef {
+    /// Storage key: `group/plural`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.group, self.plural)
+    }
+
+    /// `Kind.group` (or `Kind` for core), used in Invalid messages.
+    pub fn kind_qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.kind.clone()
+        } else {
+            format!("{}.{}", self.kind, self.group)
+        }
+    }
+
+    /// The version definition, if served.
+    pub fn version(&self, v: &str) -> Option<&VersionDef> {
+        self.versions.iter().find(|x| x.name == v)
+    }
+
+    /// `group/version` or `version` for core.
+    pub fn api_version(&self, v: &str) -> String {
+        if self.group.is_empty() {
+            v.to_string()
+        } else {
+            format!("{}/{v}", self.group)
+        }
+    }
+
+    /// Whether `version` has a status subresource.
+    pub fn has_status(&self, version: &str) -> bool {
+        self.version(version).is_some_and(|v| v.status)
+    }
+
+    /// Subresources besides `status`.
+    pub fn extra_subresources(&self) -> &'static [&'static str] {
+        match self.builtin {
+            Builtin::Pod => &["binding", "eviction"],
+            _ => &[],
+        }
+    }
+
+    /// Field selector labels this resource accepts (besides metadata.name/namespace).
+    pub fn field_labels(&self) -> Vec<String> {
+        let fixed: &[&str] = match self.builtin {
+            Builtin::Pod => &[
+                "spec.nodeName",
+                "spec.schedulerName",
+                "spec.restartPolicy",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.nominatedNodeName",
+            ],
+            Builtin::Event => &[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+            ],
+            Builtin::Node => &["spec.unschedulable"],
+            Builtin::Namespace => &["status.phase"],
+            _ => &[],
+        };
+        let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
+        for v in &self.versions {
+            for s in &v.selectable {
+                out.push(s.trim_start_matches('.').to_string());
+            }
+        }
+        out
+    }
+}
+
+fn builtin(
+    api_version: &str,
+    plural: &str,
+    kind: &str,
+    namespaced: bool,
+    short: &[&str],
+    status: bool,
+    b: Builtin,
+) -> ResourceDef {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    ResourceDef {
+        group: group.into(),
+        versions: vec![VersionDef {
+            name: version.into(),
+            schema: None,
+            columns: Vec::new(),
+            status,
+            selectable: Vec::new(),
+        }],
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        kind: kind.into(),
+        list_kind: format!("{kind}List"),
+        namespaced,
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        categories: if matches!(b, Builtin::Pod) {
+            vec!["all".into()]
+        } else {
+            Vec::new()
+        },
+        builtin: b,
+    }
+}
+
+/// The registry: storage key → resource.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    defs: BTreeMap<String, ResourceDef>,
+}
+
+impl Registry {
+    /// The built-in kinds.
+    pub fn with_builtins() -> Self {
+        let mut r = Registry::default();
+        for d in [
+            builtin("v1", "pods", "Pod", true, &["po"], true, Builtin::Pod),
+            builtin("v1", "nodes", "Node", false, &["no"], true, Builtin::Node),
+            builtin(
+                "v1",
+                "namespaces",
+                "Namespace",
+                false,
+                &["ns"],
+                true,
+                Builtin::Namespace,
+            ),
+            builtin(
+                "v1",
+                "events",
+                "Event",
+                true,
+                &["ev"],
+                false,
+                Builtin::Event,
+            ),
+            builtin(
+                "v1",
+                "configmaps",
+                "ConfigMap",
+                true,
+                &["cm"],
+                false,
+                Builtin::ConfigMap,
+            ),
+            builtin(
+                "scheduling.k8s.io/v1",
+                "priorityclasses",
+                "PriorityClass",
+                false,
+                &["pc"],
+                false,
+                Builtin::PriorityClass,
+            ),
+            builtin(
+                "policy/v1",
+                "poddisruptionbudgets",
+                "PodDisruptionBudget",
+                true,
+                &["pdb"],
+                true,
+                Builtin::Pdb,
+            ),
+            builtin(
+                "coordination.k8s.io/v1",
+                "leases",
+                "Lease",
+                true,
+                &[],
+                false,
+                Builtin::Lease,
+            ),
+            builtin(
+                "apiextensions.k8s.io/v1",
+                "customresourcedefinitions",
+                "CustomResourceDefinition",
+                false,
+                &["crd", "crds"],
+                true,
+                Builtin::Crd,
+            ),
+        ] {
+            r.defs.insert(d.key(), d);
+        }
+        r
+    }
+
+    /// All resources in key order.
+    pub fn all(&self) -> impl Iterator<Item = &ResourceDef> {
+        self.defs.values()
+    }
+
+    /// Finds the resource served at `group/version/plural`.
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceDef> {
+        self.defs
+            .get(&format!("{group}/{plural}"))
+            .filter(|d| d.version(version).is_some())
+    }
+
+    /// Finds a resource by storage key.
+    pub fn by_key(&self, key: &str) -> Option<&ResourceDef> {
+        self.defs.get(key)
+    }
+
+    /// Groups in order (core first is handled by callers), each with its versions.
+    pub fn groups(&self) -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for d in self.defs.values() {
+            let e = out.entry(d.group.clone()).or_default();
+            for v in &d.versions {
+                if !e.contains(&v.name) {
+                    e.push(v.name.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Adds or replaces the custom resource a CRD object declares. Returns its key.
+    pub fn apply_crd(&mut self, crd: &Value) -> Option<String> {
+        let def = crd_to_def(crd)?;
+        let key = def.key();
+        if self
+            .defs
+            .get(&key)
+            .is_some_and(|d| d.builtin != Builtin::Custom)
+        {
+            return None;
+        }
+        self.defs.insert(key.clone(), def);
+        Some(key)
+    }
+
+    /// Removes a custom resource by key.
+    pub fn remove(&mut self, key: &str) {
+        if self
+            .defs
+            .get(key)
+            .is_some_and(|d| d.builtin == Builtin::Custom)
+        {
+            self.defs.remove(key);
+        }
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Builds the resource definition of a CRD object (`None` if it is malformed).
+pub fn crd_to_def(crd: &Value) -> Option<ResourceDef> {
+    let spec = &crd["spec"];
+    let names = &spec["names"];
+    let plural = names["plural"].as_str()?.to_string();
+    let kind = names["kind"].as_str()?.to_string();
+    let mut versions: Vec<VersionDef> = Vec::new();
+    for v in spec["versions"].as_array()? {
+        if v["served"].as_bool() == Some(false) {
+            continue;
+        }
+        let columns = v["additionalPrinterColumns"]
+            .as_array()
+            .map(|cols| {
+                cols.iter()
+                    .map(|c| PrinterColumn {
+                        name: c["name"].as_str().unwrap_or_default().into(),
+                        ty: c["type"].as_str().unwrap_or("string").into(),
+                        format: c["format"].as_str().unwrap_or_default().into(),
+                        description: c["description"].as_str().unwrap_or_default().into(),
+                        priority: c["priority"].as_i64().unwrap_or(0),
+                        json_path: c["jsonPath"].as_str().unwrap_or_default().into(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let selectable = v["selectableFields"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f["jsonPath"].as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        versions.push(VersionDef {
+            name: v["name"].as_str()?.into(),
+            schema: v["schema"].get("openAPIV3Schema").cloned(),
+            columns,
+            status: v["subresources"].get("status").is_some(),
+            selectable,
+        });
+    }
+    if versions.is_empty() {
+        return None;
+    }
+    // Storage version first, as kube-apiserver prefers it in discovery.
+    let storage = spec["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["storage"].as_bool() == Some(true))
+        .and_then(|v| v["name"].as_str());
+    if let Some(s) = storage {
+        versions.sort_by_key(|v| v.name != s);
+    }
+    Some(ResourceDef {
+        group: spec["group"].as_str()?.into(),
+        versions,
+        singular: names["singular"]
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| kind.to_lowercase()),
+        list_kind: names["listKind"]
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| format!("{kind}List")),
+        plural,
+        kind,
+        namespaced: spec["scope"].as_str() != Some("Cluster"),
+        short_names: strings(&names["shortNames"]),
+        categories: strings(&names["categories"]),
+        builtin: Builtin::Custom,
+    })
+}

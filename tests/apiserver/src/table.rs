@@ -1,0 +1,647 @@
+//! `meta.k8s.io/v1` Table responses (what `kubectl get` asks for) and the small
+//! JSONPath evaluator that CRD printer columns and field selectors use.
+
+use serde_json::{Value, json};
+
+use crate::registry::{Builtin, ResourceDef};
+use crate::time::{human_duration, parse_rfc3339};
+
+#[derive(Debug, Clone, PartialEq)]
+enum Step {
+    Field(String),
+    Index(i64),
+    All,
+    Filter(Vec<String>, bool, Value),
+}
+
+fn parse_path(path: &str) -> Option<Vec<Step>> {
+    let p = path.trim();
+    let p = p
+        .strip_prefix('{')
+        .and_then(|x| x.strip_suffix('}'))
+        .unwrap_or(p);
+    let p = p.strip_prefix('$').unwrap_or(p);
+    let chars: Vec<char> = p.chars().collect();
+    let mut i = 0;
+    let mut steps = Vec::new();
+    while i < chars.len() {
+        match chars[i] {
+            '.' => {
+                i += 1;
+                let start = i;
+                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
+                    i += 1;
+                }
+                let name: String = chars[start..i].iter().collect();
+                if !name.is_empty() {
+                    steps.push(if name == "*" {
+                        Step::All
+                    } else {
+                        Step::Field(name)
+                    });
+                }
+            }
+            '[' => {
+                let close =
+                    (i..chars.len()).find(|&j| chars[j] == ']' && !in_quotes(&chars[i..j]))?;
+                let inner: String = chars[i + 1..close].iter().collect();
+                i = close + 1;
+                let inner = inner.trim();
+                if inner == "*" {
+                    steps.push(Step::All);
+                } else if let Some(f) = inner.strip_prefix("?(").and_then(|x| x.strip_suffix(')')) {
+                    let (lhs, eq, rhs) = if let Some((l, r)) = f.split_once("!=") {
+                        (l, false, r)
+                    } else {
+                        let (l, r) = f.split_once("==")?;
+                        (l, true, r)
+                    };
+                    let lhs = lhs.trim().strip_prefix("@.")?;
+                    let rhs = rhs.trim();
+                    let val =
+                        if let Some(s) = rhs.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
+                            Value::String(s.into())
+                        } else if let Some(s) =
+                            rhs.strip_prefix('\'').and_then(|x| x.strip_suffix('\''))
+                        {
+                            Value::String(s.into())
+                        } else {
+                            serde_json::from_str(rhs).ok()?
+                        };
+                    steps.push(Step::Filter(
+                        lhs.split('.').map(String::from).collect(),
+                        eq,
+                        val,
+                    ));
+                } else if let Some(s) = inner
+                    .strip_prefix('\'')
+                    .and_then(|x| x.strip_suffix('\''))
+                    .or_else(|| inner.strip_prefix('"').and_then(|x| x.strip_suffix('"')))
+                {
+                    steps.push(Step::Field(s.replace("\\.", ".")));
+                } else {
+                    steps.push(Step::Index(inner.parse().ok()?));
+                }
+            }
+            _ => {
+                let start = i;
+                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
+                    i += 1;
+                }
+                steps.push(Step::Field(chars[start..i].iter().collect()));
+            }
+        }
+    }
+    Some(steps)
+}
+
+fn in_quotes(s: &[char]) -> bool {
+    s.iter().filter(|c| **c == '"' || **c == '\'').count() % 2 == 1
+}
+
+/// Every value the JSONPath selects (empty if none or if the path does not parse).
+pub fn jsonpath_all(obj: &Value, path: &str) -> Vec<Value> {
+    let Some(steps) = parse_path(path) else {
+        return Vec::new();
+    };
+    let mut cur = vec![obj.clone()];
+    for step in steps {
+        let mut next = Vec::new();
+        for v in cur {
+            match &step {
+                Step::Field(f) => {
+                    if let Some(x) = v.get(f.as_str()) {
+                        next.push(x.clone());
+                    }
+                }
+                Step::Index(n) => {
+                    if let Some(a) = v.as_array() {
+                        let idx = if *n < 0 { a.len() as i64 + n } else { *n };
+                        if let Some(x) = usize::try_from(idx).ok().and_then(|i| a.get(i)) {
+                            next.push(x.clone());
+                        }
+                    }
+                }
+                Step::All => match v {
+                    Value::Array(a) => next.extend(a),
+                    Value::Object(m) => next.extend(m.into_iter().map(|(_, x)| x)),
+                    _ => {}
+                },
+                Step::Filter(path, eq, want) => {
+                    if let Some(a) = v.as_array() {
+                        for item in a {
+                            let mut got = item;
+                            for p in path {
+                                got = &got[p.as_str()];
+                            }
+                            if (got == want) == *eq {
+                                next.push(item.clone());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        cur = next;
+    }
+    cur
+}
+
+/// The first value the JSONPath selects.
+pub fn jsonpath_first(obj: &Value, path: &str) -> Option<Value> {
+    jsonpath_all(obj, path).into_iter().next()
+}
+
+fn col(name: &str, ty: &str, format: &str, priority: i64, description: &str) -> Value {
+    json!({"name": name, "type": ty, "format": format, "description": description, "priority": priority})
+}
+
+fn age(obj: &Value, now: i64) -> Value {
+    match obj["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(parse_rfc3339)
+    {
+        Some(t) => json!(human_duration(now - t)),
+        None => json!("<unknown>"),
+    }
+}
+
+fn s(v: &Value) -> Value {
+    match v {
+        Value::Null => json!("<none>"),
+        Value::String(x) if x.is_empty() => json!("<none>"),
+        other => other.clone(),
+    }
+}
+
+fn pod_status(p: &Value) -> String {
+    if p["metadata"]["deletionTimestamp"].is_string() {
+        return "Terminating".into();
+    }
+    if let Some(r) = p["status"]["reason"].as_str() {
+        return r.into();
+    }
+    let mut reason = p["status"]["phase"]
+        .as_str()
+        .unwrap_or("Pending")
+        .to_string();
+    if let Some(cs) = p["status"]["containerStatuses"].as_array() {
+        for c in cs {
+            if let Some(r) = c["state"]["waiting"]["reason"].as_str() {
+                reason = r.into();
+            } else if let Some(r) = c["state"]["terminated"]["reason"].as_str() {
+                reason = r.into();
+            }
+        }
+    }
+    reason
+}
+
+fn pod_row(p: &Value) -> Vec<Value> {
+    let total = p["spec"]["containers"].as_array().map_or(0, Vec::len);
+    let statuses = p["status"]["containerStatuses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ready = statuses
+        .iter()
+        .filter(|c| c["ready"] == json!(true))
+        .count();
+    let restarts: i64 = statuses
+        .iter()
+        .filter_map(|c| c["restartCount"].as_i64())
+        .sum();
+    let gates = p["spec"]["readinessGates"].as_array().map_or(0, Vec::len);
+    vec![
+        json!(format!("{ready}/{total}")),
+        json!(pod_status(p)),
+        json!(restarts),
+        Value::Null,
+        s(&p["status"]["podIP"]),
+        s(&p["spec"]["nodeName"]),
+        s(&p["status"]["nominatedNodeName"]),
+        if gates == 0 {
+            json!("<none>")
+        } else {
+            json!(format!("0/{gates}"))
+        },
+    ]
+}
+
+fn node_status(n: &Value) -> String {
+    let ready = n["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+        .map(|c| c["status"] == "True");
+    let mut st = match ready {
+        Some(true) => "Ready".to_string(),
+        Some(false) => "NotReady".to_string(),
+        None => "Unknown".to_string(),
+    };
+    if n["spec"]["unschedulable"] == json!(true) {
+        st.push_str(",SchedulingDisabled");
+    }
+    st
+}
+
+fn node_roles(n: &Value) -> String {
+    let mut roles: Vec<&str> = n["metadata"]["labels"]
+        .as_object()
+        .map(|m| {
+            m.keys()
+                .filter_map(|k| k.strip_prefix("node-role.kubernetes.io/"))
+                .collect()
+        })
+        .unwrap_or_default();
+    roles.sort();
+    if roles.is_empty() {
+        "<none>".into()
+    } else {
+        roles.join(",")
+    }
+}
+
+/// Column definitions and a cell builder for a resource at a version.
+type Cells = Box<dyn Fn(&Value, i64) -> Vec<Value>>;
+
+fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
+    let name_col = col(
+        "Name",
+        "string",
+        "name",
+        0,
+        "Name must be unique within a namespace.",
+    );
+    let age_col = col(
+        "Age",
+        "string",
+        "",
+        0,
+        "CreationTimestamp is a timestamp representing the server time when this object was created.",
+    );
+    match def.builtin {
+        Builtin::Pod => (
+            vec![
+                name_col,
+                col(
+                    "Ready",
+                    "string",
+                    "",
+                    0,
+                    "The aggregate readiness state of this pod for accepting traffic.",
+                ),
+                col(
+                    "Status",
+                    "string",
+                    "",
+                    0,
+                    "The aggregate status of the containers in this pod.",
+                ),
+                col(
+                    "Restarts",
+                    "string",
+                    "",
+                    0,
+                    "The number of times the containers in this pod have been restarted.",
+                ),
+                age_col,
+                col("IP", "string", "", 1, "IP address allocated to the pod."),
+                col(
+                    "Node",
+                    "string",
+                    "",
+                    1,
+                    "Name of the node assigned to the pod.",
+                ),
+                col(
+                    "Nominated Node",
+                    "string",
+                    "",
+                    1,
+                    "Name of the node nominated by the scheduler.",
+                ),
+                col("Readiness Gates", "string", "", 1, "Pod readiness gates."),
+            ],
+            Box::new(|o, now| {
+                let mut r = pod_row(o);
+                r[3] = age(o, now);
+                r
+            }),
+        ),
+        Builtin::Node => (
+            vec![
+                name_col,
+                col("Status", "string", "", 0, "The status of the node"),
+                col("Roles", "string", "", 0, "The roles of the node"),
+                age_col,
+                col(
+                    "Version",
+                    "string",
+                    "",
+                    0,
+                    "Kubelet Version reported by the node.",
+                ),
+            ],
+            Box::new(|o, now| {
+                vec![
+                    json!(node_status(o)),
+                    json!(node_roles(o)),
+                    age(o, now),
+                    json!(
+                        o["status"]["nodeInfo"]["kubeletVersion"]
+                            .as_str()
+                            .unwrap_or("")
+                    ),
+                ]
+            }),
+        ),
+        Builtin::Namespace => (
+            vec![
+                name_col,
+                col("Status", "string", "", 0, "The status of the namespace"),
+                age_col,
+            ],
+            Box::new(|o, now| vec![s(&o["status"]["phase"]), age(o, now)]),
+        ),
+        Builtin::Event => (
+            vec![
+                col(
+                    "Last Seen",
+                    "string",
+                    "",
+                    0,
+                    "Time when last this event was seen.",
+                ),
+                col("Type", "string", "", 0, "Type of this event."),
+                col(
+                    "Reason",
+                    "string",
+                    "",
+                    0,
+                    "Reason is why the action was taken.",
+                ),
+                col(
+                    "Object",
+                    "string",
+                    "",
+                    0,
+                    "The object that this event is about.",
+                ),
+                col(
+                    "Message",
+                    "string",
+                    "",
+                    0,
+                    "A human-readable description of the status of this operation.",
+                ),
+                col("Name", "string", "name", 1, "Name of the event."),
+            ],
+            Box::new(|o, now| {
+                let seen = o["lastTimestamp"]
+                    .as_str()
+                    .or(o["eventTime"].as_str())
+                    .or(o["metadata"]["creationTimestamp"].as_str())
+                    .and_then(parse_rfc3339)
+                    .map_or("<unknown>".to_string(), |t| human_duration(now - t));
+                let kind = o["involvedObject"]["kind"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_lowercase();
+                let name = o["involvedObject"]["name"].as_str().unwrap_or_default();
+                vec![
+                    json!(seen),
+                    s(&o["type"]),
+                    s(&o["reason"]),
+                    json!(format!("{kind}/{name}")),
+                    s(&o["message"]),
+                ]
+            }),
+        ),
+        Builtin::ConfigMap => (
+            vec![
+                name_col,
+                col("Data", "integer", "", 0, "Number of data entries."),
+                age_col,
+            ],
+            Box::new(|o, now| {
+                let n = o["data"].as_object().map_or(0, |m| m.len())
+                    + o["binaryData"].as_object().map_or(0, |m| m.len());
+                vec![json!(n), age(o, now)]
+            }),
+        ),
+        Builtin::PriorityClass => (
+            vec![
+                name_col,
+                col(
+                    "Value",
+                    "integer",
+                    "",
+                    0,
+                    "The value of this priority class.",
+                ),
+                col(
+                    "Global-Default",
+                    "boolean",
+                    "",
+                    0,
+                    "Whether this is the default priority class.",
+                ),
+                age_col,
+                col(
+                    "PreemptionPolicy",
+                    "string",
+                    "",
+                    0,
+                    "The preemption policy.",
+                ),
+            ],
+            Box::new(|o, now| {
+                vec![
+                    o["value"].clone(),
+                    json!(o["globalDefault"].as_bool().unwrap_or(false)),
+                    age(o, now),
+                    json!(
+                        o["preemptionPolicy"]
+                            .as_str()
+                            .unwrap_or("PreemptLowerPriority")
+                    ),
+                ]
+            }),
+        ),
+        Builtin::Pdb => (
+            vec![
+                name_col,
+                col(
+                    "Min Available",
+                    "string",
+                    "",
+                    0,
+                    "The minimum number of pods that must be available.",
+                ),
+                col(
+                    "Max Unavailable",
+                    "string",
+                    "",
+                    0,
+                    "The maximum number of pods that may be unavailable.",
+                ),
+                col(
+                    "Allowed Disruptions",
+                    "integer",
+                    "",
+                    0,
+                    "Calculated number of pods that may be disrupted at this time.",
+                ),
+                age_col,
+            ],
+            Box::new(|o, now| {
+                let na = |v: &Value| {
+                    if v.is_null() {
+                        json!("N/A")
+                    } else {
+                        json!(v.to_string().trim_matches('"'))
+                    }
+                };
+                vec![
+                    na(&o["spec"]["minAvailable"]),
+                    na(&o["spec"]["maxUnavailable"]),
+                    json!(o["status"]["disruptionsAllowed"].as_i64().unwrap_or(0)),
+                    age(o, now),
+                ]
+            }),
+        ),
+        Builtin::Lease => (
+            vec![
+                name_col,
+                col("Holder", "string", "", 0, "Holder identity."),
+                age_col,
+            ],
+            Box::new(|o, now| {
+                vec![
+                    json!(o["spec"]["holderIdentity"].as_str().unwrap_or("")),
+                    age(o, now),
+                ]
+            }),
+        ),
+        Builtin::Crd => (
+            vec![
+                name_col,
+                col("Created At", "date", "", 0, "The time the CRD was created."),
+            ],
+            Box::new(|o, _| vec![o["metadata"]["creationTimestamp"].clone()]),
+        ),
+        Builtin::Custom => {
+            let cols = def
+                .version(version)
+                .map(|v| v.columns.clone())
+                .unwrap_or_default();
+            if cols.is_empty() {
+                (
+                    vec![name_col, age_col],
+                    Box::new(|o, now| vec![age(o, now)]),
+                )
+            } else {
+                let mut defs = vec![name_col];
+                defs.extend(
+                    cols.iter()
+                        .map(|c| col(&c.name, &c.ty, &c.format, c.priority, &c.description)),
+                );
+                (
+                    defs,
+                    Box::new(move |o, now| {
+                        cols.iter()
+                            .map(|c| {
+                                let v = jsonpath_first(o, &c.json_path).unwrap_or(Value::Null);
+                                match (c.ty.as_str(), &v) {
+                                    ("date", Value::String(t)) => parse_rfc3339(t)
+                                        .map_or(v.clone(), |t| json!(human_duration(now - t))),
+                                    _ => v,
+                                }
+                            })
+                            .collect()
+                    }),
+                )
+            }
+        }
+    }
+}
+
+/// What each row's `object` holds (`includeObject`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IncludeObject {
+    /// Nothing.
+    None,
+    /// `PartialObjectMetadata` (the default).
+    Metadata,
+    /// The whole object.
+    Object,
+}
+
+/// Renders objects as a Table.
+pub fn to_table(
+    def: &ResourceDef,
+    version: &str,
+    objs: &[Value],
+    rv: &str,
+    cont: Option<&str>,
+    include: IncludeObject,
+    now: i64,
+) -> Value {
+    let (defs, cells) = columns(def, version);
+    let name_first = def.builtin != Builtin::Event;
+    let rows: Vec<Value> = objs
+        .iter()
+        .map(|o| {
+            let mut c = Vec::new();
+            if name_first {
+                c.push(o["metadata"]["name"].clone());
+            }
+            c.extend(cells(o, now));
+            if !name_first {
+                c.push(o["metadata"]["name"].clone());
+            }
+            let mut row = json!({"cells": c});
+            match include {
+                IncludeObject::None => {}
+                IncludeObject::Object => row["object"] = o.clone(),
+                IncludeObject::Metadata => {
+                    row["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": o["metadata"]})
+                }
+            }
+            row
+        })
+        .collect();
+    let mut md = json!({"resourceVersion": rv});
+    if let Some(c) = cont {
+        md["continue"] = json!(c);
+    }
+    json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": md, "columnDefinitions": defs, "rows": rows})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonpath_filters_and_indexes() {
+        let o = json!({"status": {"conditions": [{"type": "A", "status": "False"}, {"type": "Ready", "status": "True"}]}, "metadata": {"labels": {"a.b/c": "x"}}});
+        assert_eq!(
+            jsonpath_first(&o, r#".status.conditions[?(@.type=="Ready")].status"#),
+            Some(json!("True"))
+        );
+        assert_eq!(
+            jsonpath_first(&o, ".status.conditions[0].type"),
+            Some(json!("A"))
+        );
+        assert_eq!(
+            jsonpath_first(&o, ".status.conditions[-1].type"),
+            Some(json!("Ready"))
+        );
+        assert_eq!(jsonpath_all(&o, ".status.conditions[*].type").len(), 2);
+        assert_eq!(
+            jsonpath_first(&o, ".metadata.labels['a.b/c']"),
+            Some(json!("x"))
+        );
+        assert_eq!(jsonpath_first(&o, ".spec.missing"), None);
+    }
+}

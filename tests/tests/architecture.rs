@@ -84,6 +84,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trainyard-topology",
         ],
     ),
+    // The test API server: an I/O tool for tests, generic over kinds; it
+    // knows nothing of Trainyard (its tests may use anything, as dev-deps).
+    ("trainyard-testapi", &[]),
 ];
 
 const CORE: &[&str] = &[

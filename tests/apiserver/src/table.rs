@@ -28,11 +28,7 @@ fn parse_path(path: &str) -> Option<Vec<Step>> {
         match chars[i] {
             '.' => {
                 i += 1;
-                let start = i;
-                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
-                    i += 1;
-                }
-                let name: String = chars[start..i].iter().collect();
+                let name = field_name(&chars, &mut i);
                 if !name.is_empty() {
                     steps.push(if name == "*" {
                         Step::All
@@ -83,16 +79,25 @@ fn parse_path(path: &str) -> Option<Vec<Step>> {
                     steps.push(Step::Index(inner.parse().ok()?));
                 }
             }
-            _ => {
-                let start = i;
-                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
-                    i += 1;
-                }
-                steps.push(Step::Field(chars[start..i].iter().collect()));
-            }
+            _ => steps.push(Step::Field(field_name(&chars, &mut i))),
         }
     }
     Some(steps)
+}
+
+/// A field name from `chars[*i]` up to the next unescaped `.` or `[`; a
+/// backslash escapes the next character, as in
+/// `.metadata.labels.kubernetes\.io/hostname` (client-go's JSONPath).
+fn field_name(chars: &[char], i: &mut usize) -> String {
+    let mut name = String::new();
+    while *i < chars.len() && chars[*i] != '.' && chars[*i] != '[' {
+        if chars[*i] == '\\' && *i + 1 < chars.len() {
+            *i += 1;
+        }
+        name.push(chars[*i]);
+        *i += 1;
+    }
+    name
 }
 
 fn in_quotes(s: &[char]) -> bool {
@@ -640,6 +645,10 @@ mod tests {
         assert_eq!(jsonpath_all(&o, ".status.conditions[*].type").len(), 2);
         assert_eq!(
             jsonpath_first(&o, ".metadata.labels['a.b/c']"),
+            Some(json!("x"))
+        );
+        assert_eq!(
+            jsonpath_first(&o, r".metadata.labels.a\.b/c"),
             Some(json!("x"))
         );
         assert_eq!(jsonpath_first(&o, ".spec.missing"), None);

@@ -71,7 +71,11 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
 
     let table = k.ok(&["get", "tyq"]).await;
     let header = table.lines().next().unwrap_or("");
-    let columns: Vec<&str> = header.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+    let columns: Vec<&str> = header
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
     assert_eq!(
         columns,
         [
@@ -86,15 +90,24 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
         ],
         "{table}"
     );
-    let nlp = table.lines().find(|l| l.starts_with("nlp")).expect("nlp listed");
+    let nlp = table
+        .lines()
+        .find(|l| l.starts_with("nlp"))
+        .expect("nlp listed");
     let cells: Vec<&str> = nlp.split_whitespace().collect();
     assert_eq!(&cells[..4], ["nlp", "research", "2", "16"], "{table}");
     // The defaults the schema declares are filled in by the server.
-    let research = table.lines().find(|l| l.starts_with("research")).expect("listed");
+    let research = table
+        .lines()
+        .find(|l| l.starts_with("research"))
+        .expect("listed");
     assert!(research.split_whitespace().nth(1) == Some("1"), "{table}");
 
     let wide = k.ok(&["get", "queues.trainyard.io", "-o", "wide"]).await;
-    assert!(wide.lines().next().unwrap_or("").contains("RUNNING"), "{wide}");
+    assert!(
+        wide.lines().next().unwrap_or("").contains("RUNNING"),
+        "{wide}"
+    );
 
     let groups = k.ok(&["get", "typg", "-n", "ml"]).await;
     let header: Vec<&str> = groups
@@ -110,7 +123,10 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
         ["NAME", "QUEUE", "MIN MEMBER", "PHASE", "SCHEDULED", "AGE"],
         "{groups}"
     );
-    assert!(groups.contains("train") && groups.contains("nlp"), "{groups}");
+    assert!(
+        groups.contains("train") && groups.contains("nlp"),
+        "{groups}"
+    );
 
     // The category lists all three kinds.
     let all = k.ok(&["get", "trainyard", "-A"]).await;
@@ -123,9 +139,12 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
 async fn refused(k: &Kubectl, name: &str, object: serde_json::Value) -> (String, String) {
     let file = k.dir.join(format!("{name}.json"));
     std::fs::write(&file, object.to_string()).expect("write");
-    let out = k.run(&["create", "-f", file.to_str().expect("utf-8")]).await;
+    let out = k
+        .run(&["create", "-f", file.to_str().expect("utf-8")])
+        .await;
     assert!(!out.ok, "{name} was accepted: {}", out.stdout);
-    let reader = match trainyard_crd::Queue::from_value(&object).and_then(|q| q.to_spec()) {
+    let source = trainyard_ingest::Source::new(format!("{name}.json"), object.to_string());
+    let reader = match trainyard_ingest::load(&[source], &Default::default()) {
         Ok(_) => "accepted".to_string(),
         Err(e) => e.to_string(),
     };
@@ -145,9 +164,17 @@ async fn bad_queues_get_the_api_servers_answer_and_the_readers() {
                "metadata": {"name": name}, "spec": spec})
     };
 
-    let (api, reader) = refused(&k, "weight", queue("weight", json!({"overQuotaWeight": "heavy"}))).await;
+    let (api, reader) = refused(
+        &k,
+        "weight",
+        queue("weight", json!({"overQuotaWeight": "heavy"})),
+    )
+    .await;
     assert!(api.contains("spec.overQuotaWeight"), "{api}");
-    assert!(reader.contains("Queue weight: spec.overQuotaWeight"), "{reader}");
+    assert!(
+        reader.contains("Queue weight: spec.overQuotaWeight"),
+        "{reader}"
+    );
 
     let (api, reader) = refused(
         &k,
@@ -156,7 +183,10 @@ async fn bad_queues_get_the_api_servers_answer_and_the_readers() {
     )
     .await;
     assert!(api.contains("spec.quota"), "{api}");
-    assert!(reader.contains("Queue quantity: spec.quota.nvidia.com/gpu"), "{reader}");
+    assert!(
+        reader.contains("Queue quantity: spec.quota.nvidia.com/gpu"),
+        "{reader}"
+    );
 
     let (api, reader) = refused(
         &k,
@@ -172,20 +202,27 @@ async fn bad_queues_get_the_api_servers_answer_and_the_readers() {
         "{api}"
     );
     assert!(api.contains("spec.limit"), "{api}");
-    assert!(reader.contains("Queue limit"), "{reader}");
+    assert!(
+        reader.contains("quota 8 nvidia.com/gpu is above its own limit 4"),
+        "{reader}"
+    );
 
     let pg = json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
         "metadata": {"name": "zero", "namespace": "default"}, "spec": {"minMember": 0}});
     let file = k.dir.join("zero.json");
     std::fs::write(&file, pg.to_string()).expect("write");
-    let out = k.run(&["create", "-f", file.to_str().expect("utf-8")]).await;
+    let out = k
+        .run(&["create", "-f", file.to_str().expect("utf-8")])
+        .await;
     assert!(!out.ok, "{}", out.stdout);
     assert!(out.stderr.contains("spec.minMember"), "{}", out.stderr);
     let reader = trainyard_crd::PodGroup::from_value(&pg)
         .and_then(|g| g.validate())
         .expect_err("refused");
     assert!(
-        reader.to_string().contains("PodGroup default/zero: spec.minMember"),
+        reader
+            .to_string()
+            .contains("PodGroup default/zero: spec.minMember"),
         "{reader}"
     );
 }

@@ -264,6 +264,7 @@ fn topology_bench(runs: usize) -> anyhow::Result<()> {
             requests: Resources::new(8_000 * devs.len() as u64, 100 * GI, 0)
                 .with_gpus(devs.len() as u64),
             gpus: Some(devs),
+            ..Default::default()
         });
     }
     let mut gang = Job::gang(

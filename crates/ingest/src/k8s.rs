@@ -300,7 +300,7 @@ struct ContainerPort {
     host_port: Option<i64>,
     #[serde(default)]
     protocol: Option<String>,
-    #[serde(default)]
+    #[serde(default, rename = "hostIP")]
     host_ip: Option<String>,
 }
 

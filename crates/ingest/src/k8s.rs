@@ -509,11 +509,11 @@ impl PodInfo {
             gpus: self.gpus.clone(),
             namespace: self.namespace.clone(),
             labels: self.meta.labels.clone(),
-            pod_rules: PodRules {
+            pod_rules: std::sync::Arc::new(PodRules {
                 anti_affinity: rules.anti_affinity.clone(),
                 host_ports: rules.host_ports.clone(),
                 ..PodRules::default()
-            },
+            }),
         }
     }
 }

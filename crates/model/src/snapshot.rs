@@ -31,7 +31,7 @@ pub struct ExternalPod {
     /// Its own rules that bind others: required anti-affinity (symmetry)
     /// and host ports.
     #[serde(default, skip_serializing_if = "PodRules::is_empty")]
-    pub pod_rules: PodRules,
+    pub pod_rules: Arc<PodRules>,
 }
 
 /// Everything one cycle needs. The core canonicalises order itself, so the

@@ -144,7 +144,7 @@ proptest! {
                 requests: Resources::new(1000, GI, 0),
                 namespace: "ml".into(),
                 labels: labels(APPS[*app]),
-                pod_rules: rules_of(&(*app, Some((*set, 0)), None)),
+                pod_rules: Arc::new(rules_of(&(*app, Some((*set, 0)), None))),
                 ..Default::default()
             })
             .collect();
@@ -157,7 +157,7 @@ proptest! {
         let evicted: Vec<String> = d.evictions.iter().map(|e| e.task.to_string()).collect();
         let mut placed: Vec<Placed> = Vec::new();
         for e in &ext {
-            placed.push(Placed { node: e.node[1..].parse().unwrap(), labels: e.labels.clone(), rules: e.pod_rules.clone(), new: false });
+            placed.push(Placed { node: e.node[1..].parse().unwrap(), labels: e.labels.clone(), rules: (*e.pod_rules).clone(), new: false });
         }
         let by_key: BTreeMap<String, &trainyard_model::Task> = jobs.iter().flat_map(|j| &j.tasks).map(|t| (t.key.to_string(), t)).collect();
         for t in by_key.values() {

@@ -79,53 +79,49 @@ impl K8sPod {
         let mut unsupported = Vec::new();
         let mut ignored = Vec::new();
         let mut required_affinity = Vec::new();
-        if let Some(aff) = &spec.affinity {
-            if let Some(na) = &aff.node_affinity {
-                if let Some(sel) = &na.required_during_scheduling_ignored_during_execution {
-                    if sel.node_selector_terms.is_empty() {
-                        errors.push((
+        if let Some(aff) = &spec.affinity
+            && let Some(na) = &aff.node_affinity
+        {
+            if let Some(sel) = &na.required_during_scheduling_ignored_during_execution {
+                if sel.node_selector_terms.is_empty() {
+                    errors.push((
                             REQUIRED_TERMS.to_string(),
                             "must not be empty: the Kubernetes API rejects a required node affinity without terms; expected at least one term (or leave out requiredDuringSchedulingIgnoredDuringExecution)".to_string(),
                         ));
-                    }
-                    for (i, t) in sel.node_selector_terms.iter().enumerate() {
-                        let term = format!("{REQUIRED_TERMS}[{i}]");
-                        for (j, r) in t.match_expressions.iter().enumerate() {
-                            check_requirement(
-                                r,
-                                &format!("{term}.matchExpressions[{j}]"),
-                                false,
-                                &mut errors,
-                            );
-                        }
-                        for (j, r) in t.match_fields.iter().enumerate() {
-                            check_requirement(
-                                r,
-                                &format!("{term}.matchFields[{j}]"),
-                                true,
-                                &mut errors,
-                            );
-                        }
-                    }
-                    required_affinity = sel
-                        .node_selector_terms
-                        .iter()
-                        .map(|t| NodeSelectorTerm {
-                            match_expressions: t
-                                .match_expressions
-                                .iter()
-                                .map(requirement)
-                                .collect(),
-                            match_fields: t.match_fields.iter().map(requirement).collect(),
-                        })
-                        .collect();
                 }
-                if !na
-                    .preferred_during_scheduling_ignored_during_execution
-                    .is_empty()
-                {
-                    ignored.push("preferred node affinity".to_string());
+                for (i, t) in sel.node_selector_terms.iter().enumerate() {
+                    let term = format!("{REQUIRED_TERMS}[{i}]");
+                    for (j, r) in t.match_expressions.iter().enumerate() {
+                        check_requirement(
+                            r,
+                            &format!("{term}.matchExpressions[{j}]"),
+                            false,
+                            &mut errors,
+                        );
+                    }
+                    for (j, r) in t.match_fields.iter().enumerate() {
+                        check_requirement(
+                            r,
+                            &format!("{term}.matchFields[{j}]"),
+                            true,
+                            &mut errors,
+                        );
+                    }
                 }
+                required_affinity = sel
+                    .node_selector_terms
+                    .iter()
+                    .map(|t| NodeSelectorTerm {
+                        match_expressions: t.match_expressions.iter().map(requirement).collect(),
+                        match_fields: t.match_fields.iter().map(requirement).collect(),
+                    })
+                    .collect();
+            }
+            if !na
+                .preferred_during_scheduling_ignored_during_execution
+                .is_empty()
+            {
+                ignored.push("preferred node affinity".to_string());
             }
         }
         let pod_rules = rules::pod_rules(

@@ -45,7 +45,7 @@ impl Search<'_, '_> {
         let (shape, ask) = self.m.shape(key, req, &head.constraints);
         // Rules between pods: one pod at a time, every node scored again.
         if self.run_is_ruled(run, j) {
-            return self.place_ruled(run, j, placed, scope, rail, key, ask);
+            return self.place_ruled((run, j), placed, scope, rail, key, ask);
         }
         let mut pod = PodView::new(req, ask, &head.constraints);
         pod.salt = crate::scoring::salt_of(&head.name);
@@ -77,20 +77,20 @@ impl Search<'_, '_> {
             }
             match ranked {
                 Some(mut r) => {
-                    let result = self.place_ranked(&mut r, run, j, &pod, placed, rail, key);
+                    let result = self.place_ranked(&mut r, (run, j), &pod, placed, rail, key);
                     self.m.ranked.insert(shape, Some(r));
                     return result;
                 }
                 None => {
                     self.m.ranked.insert(shape, None);
-                    return self.place_scanned(run, j, &pod, placed, rail, None, key);
+                    return self.place_scanned((run, j), &pod, placed, rail, None, key);
                 }
             }
         }
         if let Some(f) = self.m.filters.get_mut(&key) {
             f.feasible = feasible;
         }
-        self.place_scanned(run, j, &pod, placed, rail, scope, key)
+        self.place_scanned((run, j), &pod, placed, rail, scope, key)
     }
 
     /// `place_run` with a shape's ranking: the best node is the ranking's
@@ -98,8 +98,7 @@ impl Search<'_, '_> {
     pub(super) fn place_ranked(
         &mut self,
         r: &mut ranked::Ranked,
-        run: &[usize],
-        j: usize,
+        (run, j): (&[usize], usize),
         pod: &PodView,
         placed: &mut Vec<Placed>,
         rail: Option<&topo::RailPlan>,
@@ -128,8 +127,7 @@ impl Search<'_, '_> {
     /// once, then only the node that changed after each placement.
     pub(super) fn place_scanned(
         &mut self,
-        run: &[usize],
-        j: usize,
+        (run, j): (&[usize], usize),
         pod: &PodView,
         placed: &mut Vec<Placed>,
         rail: Option<&topo::RailPlan>,

@@ -81,8 +81,7 @@ impl Search<'_, '_> {
     /// the pod. On failure returns the position in `run` that did not fit.
     pub(super) fn place_ruled(
         &mut self,
-        run: &[usize],
-        j: usize,
+        (run, j): (&[usize], usize),
         placed: &mut Vec<Placed>,
         scope: Option<&[usize]>,
         rail: Option<&topo::RailPlan>,

@@ -17,12 +17,28 @@
 //!
 //! [`NodeState`]: crate::state::NodeState
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use trainyard_model::{
-    InclusionPolicy, Node, PlacementConstraints, PodAffinityTerm, PodRules, SpreadConstraint,
-    WhenUnsatisfiable,
+    InclusionPolicy, LabelSelector, Node, PlacementConstraints, PodAffinityTerm, PodRules,
+    SpreadConstraint, WhenUnsatisfiable,
 };
+
+/// Member ids a selector may match.
+enum Candidates<'a> {
+    Some(std::slice::Iter<'a, u32>),
+    All(std::ops::Range<u32>),
+}
+
+impl Iterator for Candidates<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        match self {
+            Candidates::Some(it) => it.next().copied(),
+            Candidates::All(r) => r.next(),
+        }
+    }
+}
 
 use crate::state::ClusterState;
 
@@ -53,6 +69,11 @@ struct Domains {
 pub struct RuleIndex<'s> {
     members: Vec<Member<'s>>,
     domains: BTreeMap<&'s str, Domains>,
+    /// Members whose terms bind or weigh other pods (symmetry).
+    binding: Vec<u32>,
+    /// Members by each of their labels (a cache for selectors; the order
+    /// of its iteration never matters).
+    by_label: HashMap<&'s str, HashMap<&'s str, Vec<u32>>>,
     /// Per member: its placement must be checked (own rules, or another
     /// member's term selects it).
     affected: Vec<bool>,
@@ -110,30 +131,56 @@ impl<'s> RuleIndex<'s> {
             );
         }
         let binding: Vec<u32> = (0..members.len() as u32)
-            .filter(|&m| {
-                let r = members[m as usize].rules;
-                !(r.affinity.is_empty()
-                    && r.anti_affinity.is_empty()
-                    && r.preferred_affinity.is_empty()
-                    && r.preferred_anti_affinity.is_empty())
-            })
+            .filter(|&m| terms(members[m as usize].rules).next().is_some())
             .collect();
-        let affected = (0..members.len())
-            .map(|m| {
-                let me = &members[m];
-                !me.rules.is_empty()
-                    || binding.iter().any(|&h| {
-                        h as usize != m
-                            && terms(members[h as usize].rules)
-                                .any(|t| t.selects(me.namespace, me.labels))
-                    })
-            })
-            .collect();
-        Some(RuleIndex {
+        let mut by_label: HashMap<&'s str, HashMap<&'s str, Vec<u32>>> = HashMap::new();
+        for (i, m) in members.iter().enumerate() {
+            for (k, v) in m.labels {
+                by_label
+                    .entry(k.as_str())
+                    .or_default()
+                    .entry(v.as_str())
+                    .or_default()
+                    .push(i as u32);
+            }
+        }
+        let mut ix = RuleIndex {
             members,
             domains,
-            affected,
-        })
+            binding,
+            by_label,
+            affected: Vec::new(),
+        };
+        // Affected: own rules, or selected by another member's term.
+        let mut affected: Vec<bool> = ix.members.iter().map(|m| !m.rules.is_empty()).collect();
+        for &h in &ix.binding {
+            for t in terms(ix.members[h as usize].rules) {
+                for m in ix.candidates(t.selector.as_ref()) {
+                    let q = &ix.members[m as usize];
+                    if m != h && !affected[m as usize] && t.selects(q.namespace, q.labels) {
+                        affected[m as usize] = true;
+                    }
+                }
+            }
+        }
+        ix.affected = affected;
+        Some(ix)
+    }
+
+    /// The members a selector may match: those carrying its first
+    /// `matchLabels` pair, or every member.
+    fn candidates(&self, sel: Option<&LabelSelector>) -> Candidates<'_> {
+        match sel.and_then(|s| s.match_labels.iter().next()) {
+            Some((k, v)) => Candidates::Some(
+                self.by_label
+                    .get(k.as_str())
+                    .and_then(|vals| vals.get(v.as_str()))
+                    .map_or(&[][..], |v| v.as_slice())
+                    .iter(),
+            ),
+            None if sel.is_none() => Candidates::Some([].iter()),
+            None => Candidates::All(0..self.members.len() as u32),
+        }
     }
 
     /// Whether member `m`'s placement must be checked against the rules.
@@ -201,12 +248,102 @@ impl<'r, 's> PodCheck<'r, 's> {
         state: &ClusterState,
     ) -> PodCheck<'r, 's> {
         let r = pod.rules;
-        let sized = |t: &PodAffinityTerm| vec![0u32; ix.domain_count(&t.topology_key)];
-        let mut affinity: Vec<Vec<u32>> = r.affinity.iter().map(sized).collect();
-        let mut anti: Vec<Vec<u32>> = r.anti_affinity.iter().map(sized).collect();
+        // Where each member is now (u32::MAX: not placed).
+        let mut node_of = vec![u32::MAX; ix.members.len()];
+        for (n, st) in state.nodes().iter().enumerate() {
+            for &m in &st.members {
+                if let Some(x) = node_of.get_mut(m as usize) {
+                    *x = n as u32;
+                }
+            }
+        }
+        let placed = |m: u32| -> Option<(usize, Member<'s>)> {
+            let n = *node_of.get(m as usize)?;
+            (n != u32::MAX).then(|| (n as usize, ix.members[m as usize]))
+        };
+        // Per term: selected placed pods per domain of its key.
+        let count = |t: &PodAffinityTerm| -> (Vec<u32>, bool) {
+            let mut counts = vec![0u32; ix.domain_count(&t.topology_key)];
+            let mut any = false;
+            for m in ix.candidates(t.selector.as_ref()) {
+                if let Some((n, q)) = placed(m)
+                    && let Some(d) = ix.domain(&t.topology_key, n)
+                    && t.selects(q.namespace, q.labels)
+                {
+                    counts[d as usize] += 1;
+                    any = true;
+                }
+            }
+            (counts, any)
+        };
         let mut affinity_any = false;
-        let mut closed = Vec::new();
+        let affinity: Vec<Vec<u32>> = r
+            .affinity
+            .iter()
+            .map(|t| {
+                let (c, any) = count(t);
+                affinity_any |= any;
+                c
+            })
+            .collect();
+        let anti: Vec<Vec<u32>> = r.anti_affinity.iter().map(|t| count(t).0).collect();
         let mut weighted = Vec::new();
+        for (w, sign) in r
+            .preferred_affinity
+            .iter()
+            .map(|w| (w, 1))
+            .chain(r.preferred_anti_affinity.iter().map(|w| (w, -1)))
+        {
+            let (counts, _) = count(&w.term);
+            for (d, k) in counts.iter().enumerate() {
+                if *k > 0 {
+                    weighted.push((
+                        w.term.topology_key.as_str(),
+                        d as u32,
+                        sign * w.weight as i64 * i64::from(*k),
+                    ));
+                }
+            }
+        }
+        // Symmetry: placed pods' terms that select this pod.
+        let mut closed = Vec::new();
+        for &h in &ix.binding {
+            let Some((n, q)) = placed(h) else { continue };
+            let hr = q.rules;
+            for t in &hr.anti_affinity {
+                if let Some(d) = ix.domain(&t.topology_key, n)
+                    && t.selects(pod.namespace, pod.labels)
+                {
+                    closed.push((t.topology_key.as_str(), d));
+                }
+            }
+            // kube-scheduler weighs a placed pod's required affinity with
+            // hardPodAffinityWeight (1), its preferred terms with their
+            // weights.
+            for (t, w) in hr
+                .affinity
+                .iter()
+                .map(|t| (t, 1))
+                .chain(
+                    hr.preferred_affinity
+                        .iter()
+                        .map(|w| (&w.term, w.weight as i64)),
+                )
+                .chain(
+                    hr.preferred_anti_affinity
+                        .iter()
+                        .map(|w| (&w.term, -(w.weight as i64))),
+                )
+            {
+                if let Some(d) = ix.domain(&t.topology_key, n)
+                    && t.selects(pod.namespace, pod.labels)
+                {
+                    weighted.push((t.topology_key.as_str(), d, w));
+                }
+            }
+        }
+        // Spread: matching pods of the pod's namespace per domain, over
+        // the nodes eligible for each constraint.
         let keys_of = |w: WhenUnsatisfiable| -> Vec<&'s str> {
             let mut k: Vec<&'s str> = r
                 .spread
@@ -220,132 +357,63 @@ impl<'r, 's> PodCheck<'r, 's> {
         };
         let hard_keys = keys_of(WhenUnsatisfiable::DoNotSchedule);
         let soft_keys = keys_of(WhenUnsatisfiable::ScheduleAnyway);
-        let mut spread: Vec<Spread<'s>> = r
-            .spread
-            .iter()
-            .map(|s| Spread {
-                c: s,
-                counts: vec![0; ix.domain_count(&s.topology_key)],
-                min: 0,
-                self_match: u32::from(s.selector.as_ref().is_some_and(|x| x.matches(pod.labels))),
-            })
-            .collect();
-        let mut seen: Vec<Vec<bool>> = spread.iter().map(|s| vec![false; s.counts.len()]).collect();
-        for (n, node) in nodes.iter().enumerate() {
-            let members = &state.nodes()[n].members;
-            // Spread eligibility of this node, per constraint.
-            let eligible: Vec<bool> = spread
+        let mut spread = Vec::with_capacity(r.spread.len());
+        for sc in &r.spread {
+            let keys = match sc.when_unsatisfiable {
+                WhenUnsatisfiable::DoNotSchedule => &hard_keys,
+                WhenUnsatisfiable::ScheduleAnyway => &soft_keys,
+            };
+            let eligible: Vec<bool> = nodes
                 .iter()
-                .map(|s| {
-                    let keys = match s.c.when_unsatisfiable {
-                        WhenUnsatisfiable::DoNotSchedule => &hard_keys,
-                        WhenUnsatisfiable::ScheduleAnyway => &soft_keys,
-                    };
+                .enumerate()
+                .map(|(n, node)| {
                     keys.iter().all(|k| ix.domain(k, n).is_some())
-                        && (s.c.node_affinity_policy == InclusionPolicy::Ignore
+                        && (sc.node_affinity_policy == InclusionPolicy::Ignore
                             || (c.selector_matches(node) && c.affinity_matches(node)))
-                        && (s.c.node_taints_policy == InclusionPolicy::Ignore
+                        && (sc.node_taints_policy == InclusionPolicy::Ignore
                             || c.untolerated_taint(node).is_none())
                 })
                 .collect();
-            for (i, s) in spread.iter().enumerate() {
-                if eligible[i]
-                    && let Some(d) = ix.domain(&s.c.topology_key, n)
-                {
-                    seen[i][d as usize] = true;
+            let len = ix.domain_count(&sc.topology_key);
+            let mut seen = vec![false; len];
+            for (n, e) in eligible.iter().enumerate() {
+                if *e && let Some(d) = ix.domain(&sc.topology_key, n) {
+                    seen[d as usize] = true;
                 }
             }
-            for &m in members {
-                let Some(q) = ix.member(m) else { continue };
-                for (i, t) in r.affinity.iter().enumerate() {
-                    if let Some(d) = ix.domain(&t.topology_key, n)
-                        && t.selects(q.namespace, q.labels)
-                    {
-                        affinity[i][d as usize] += 1;
-                        affinity_any = true;
-                    }
-                }
-                for (i, t) in r.anti_affinity.iter().enumerate() {
-                    if let Some(d) = ix.domain(&t.topology_key, n)
-                        && t.selects(q.namespace, q.labels)
-                    {
-                        anti[i][d as usize] += 1;
-                    }
-                }
-                for (w, sign) in r
-                    .preferred_affinity
-                    .iter()
-                    .map(|w| (w, 1))
-                    .chain(r.preferred_anti_affinity.iter().map(|w| (w, -1)))
+            let mut counts = vec![0u32; len];
+            for m in ix.candidates(sc.selector.as_ref()) {
+                if let Some((n, q)) = placed(m)
+                    && eligible[n]
+                    && q.namespace == pod.namespace
+                    && let Some(d) = ix.domain(&sc.topology_key, n)
+                    && sc.selector.as_ref().is_some_and(|x| x.matches(q.labels))
                 {
-                    if let Some(d) = ix.domain(&w.term.topology_key, n)
-                        && w.term.selects(q.namespace, q.labels)
-                    {
-                        weighted.push((w.term.topology_key.as_str(), d, sign * w.weight as i64));
-                    }
-                }
-                // Symmetry: this placed pod's terms that select the pod.
-                let hr = q.rules;
-                for t in &hr.anti_affinity {
-                    if let Some(d) = ix.domain(&t.topology_key, n)
-                        && t.selects(pod.namespace, pod.labels)
-                    {
-                        closed.push((t.topology_key.as_str(), d));
-                    }
-                }
-                // kube-scheduler weighs a placed pod's required affinity
-                // with hardPodAffinityWeight (1), its preferred terms with
-                // their weights.
-                for (t, w) in hr
-                    .affinity
-                    .iter()
-                    .map(|t| (t, 1))
-                    .chain(
-                        hr.preferred_affinity
-                            .iter()
-                            .map(|w| (&w.term, w.weight as i64)),
-                    )
-                    .chain(
-                        hr.preferred_anti_affinity
-                            .iter()
-                            .map(|w| (&w.term, -(w.weight as i64))),
-                    )
-                {
-                    if let Some(d) = ix.domain(&t.topology_key, n)
-                        && t.selects(pod.namespace, pod.labels)
-                    {
-                        weighted.push((t.topology_key.as_str(), d, w));
-                    }
-                }
-                for (i, s) in spread.iter_mut().enumerate() {
-                    if eligible[i]
-                        && q.namespace == pod.namespace
-                        && let Some(d) = ix.domain(&s.c.topology_key, n)
-                        && s.c.selector.as_ref().is_some_and(|x| x.matches(q.labels))
-                    {
-                        s.counts[d as usize] += 1;
-                    }
+                    counts[d as usize] += 1;
                 }
             }
+            let domains = seen.iter().filter(|x| **x).count();
+            let min = (0..len)
+                .filter(|&d| seen[d])
+                .map(|d| counts[d])
+                .min()
+                .unwrap_or(0);
+            spread.push(Spread {
+                c: sc,
+                min: if sc.min_domains.is_some_and(|m| (domains as u32) < m) {
+                    0
+                } else {
+                    min
+                },
+                counts,
+                self_match: u32::from(sc.selector.as_ref().is_some_and(|x| x.matches(pod.labels))),
+            });
         }
         let affinity_waived = !r.affinity.is_empty()
             && !affinity_any
             && r.affinity
                 .iter()
                 .all(|t| t.selects(pod.namespace, pod.labels));
-        for (s, seen) in spread.iter_mut().zip(&seen) {
-            let domains = seen.iter().filter(|x| **x).count();
-            let min = (0..s.counts.len())
-                .filter(|&d| seen[d])
-                .map(|d| s.counts[d])
-                .min()
-                .unwrap_or(0);
-            s.min = if s.c.min_domains.is_some_and(|m| (domains as u32) < m) {
-                0
-            } else {
-                min
-            };
-        }
         PodCheck {
             ix,
             pod,

@@ -190,3 +190,45 @@ proptest! {
         }
     }
 }
+
+/// Preemption places the preemptor only where the rules allow: a guard
+/// pod's required anti-affinity closes n0 to app=a, so the victim is
+/// taken on n1 even though n0 sorts first (and is where the preemptor
+/// lands without the guard's rule).
+#[test]
+fn preemption_respects_anti_affinity_of_a_pod_already_there() {
+    let run = |guarded: bool| {
+        let nodes: Vec<Node> = (0..2)
+            .map(|i| Node::new(format!("n{i}"), 16_000, 64 * GI, 4))
+            .collect();
+        let mut low = job("low", &[(1, None, None); 4], 0, 1, Some(&[0, 1]));
+        for t in &mut low.tasks {
+            t.requests = Resources::new(1000, GI, 0).with_gpus(2);
+        }
+        let mut hi = job("hi", &[(0, None, None)], 50, 1, None);
+        hi.tasks[0].requests = Resources::new(1000, GI, 0).with_gpus(2);
+        let guard = ExternalPod {
+            name: "other/guard".into(),
+            node: "n0".into(),
+            requests: Resources::new(100, GI, 0),
+            namespace: "ml".into(),
+            labels: labels("c"),
+            pod_rules: Arc::new(if guarded {
+                rules_of(&(2, Some((0b001, 0)), None))
+            } else {
+                PodRules::default()
+            }),
+            ..Default::default()
+        };
+        let tree = QueueTree::build(vec![QueueSpec::new("q")]).unwrap();
+        let snap = Snapshot::new(nodes, tree, vec![low, hi]).with_external(vec![guard]);
+        schedule(&snap, &Config::default(), Timestamp(1000))
+    };
+    let d = run(true);
+    let nominated: Vec<&str> = d.nominations.iter().map(|n| n.node.0.as_str()).collect();
+    let evicted: Vec<&str> = d.evictions.iter().map(|e| e.node.0.as_str()).collect();
+    assert_eq!((nominated, evicted), (vec!["n1"], vec!["n1"]), "{d:#?}");
+    let d = run(false);
+    let nominated: Vec<&str> = d.nominations.iter().map(|n| n.node.0.as_str()).collect();
+    assert_eq!(nominated, vec!["n0"], "{d:#?}");
+}

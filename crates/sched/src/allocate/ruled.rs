@@ -30,7 +30,8 @@ impl World<'_> {
     }
 
     /// The placement view of task `t` of job `j`, listed on its node when
-    /// taken (every take and give of a task in the ledger goes through it).
+    /// taken (the ledger's gives and takes of placed tasks use it; the node
+    /// search sets the member itself).
     pub(super) fn pod_of<'t>(&self, job: &'t Job, j: usize, t: usize) -> PodView<'t> {
         let mut pod = PodView::of_task(&job.tasks[t]);
         pod.member = self.member_of(j, t);

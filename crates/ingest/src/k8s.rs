@@ -256,7 +256,8 @@ struct ContainerStatus {
 }
 
 /// One entry of `status.conditions`: only `type` and `lastTransitionTime`
-/// are read, and only for the types in [`START_CONDITIONS`].
+/// are read, and only for the types in [`START_CONDITIONS`]; and the
+/// `reason` of `PodResizePending`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PodCondition {
@@ -264,6 +265,9 @@ struct PodCondition {
     kind: String,
     #[serde(default)]
     last_transition_time: Option<String>,
+    /// Read for `PodResizePending` (`Infeasible` or `Deferred`).
+    #[serde(default)]
+    reason: Option<String>,
 }
 
 /// Conditions whose `lastTransitionTime` stands in for a bound pod's start

@@ -482,8 +482,15 @@ impl Resize {
                 allocated.insert((init, cs.name.clone()), r);
             }
         }
+        // `status.resize` until Kubernetes 1.32, the `PodResizePending`
+        // condition's reason since 1.33.
+        let infeasible = status.resize.as_deref() == Some("Infeasible")
+            || status
+                .conditions
+                .iter()
+                .any(|c| c.kind == "PodResizePending" && c.reason.as_deref() == Some("Infeasible"));
         Resize {
-            infeasible: status.resize.as_deref() == Some("Infeasible"),
+            infeasible,
             allocated,
         }
     }

@@ -199,4 +199,12 @@ status: {allocatable: {cpu: "64", memory: 64Gi}}
     // Infeasible: only what was allocated (b's allocation names cpu only).
     let r = &task(&loaded, "ml/rs").requests;
     assert_eq!((r.cpu, r.memory), (8_000, 3 * gi));
+    // The same from the condition that replaced `status.resize` (1.33).
+    let condition = text.replace(
+        "  phase: Running\n",
+        "  phase: Running\n  conditions: [{type: PodResizePending, reason: Infeasible}]\n",
+    );
+    let loaded = load_one(&condition).unwrap();
+    let r = &task(&loaded, "ml/rs").requests;
+    assert_eq!((r.cpu, r.memory), (8_000, 3 * gi));
 }

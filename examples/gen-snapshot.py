@@ -167,7 +167,7 @@ pod("speech", "asr-eval", gpus=2, cpu="16", mem="128Gi",
       value: inference
       effect: NoSchedule""")
 # Pending: a notebook in the default queue, and a pod with required
-# anti-affinity (not supported yet: reported, never ignored).
+# anti-affinity (no app=ray pod runs, so any node will do).
 pod("dev", "notebook-alice", gpus=1, cpu="8", mem="64Gi", created="2026-11-22T09:30:00Z")
 pod("dev", "ray-head", gpus=1, cpu="8", mem="64Gi", created="2026-11-22T09:31:00Z",
     extra_spec="""

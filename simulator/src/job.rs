@@ -75,6 +75,7 @@ impl SimJob {
                     terminating: false,
                     nomination: None,
                     rank: Some(tasks.len() as u32),
+                    labels: Default::default(),
                 });
             }
         }

@@ -20,7 +20,11 @@
 //!    PodGroups for the gangs): a full build (every object applied to a
 //!    fresh state, then a snapshot) against one pod changed (bound to a
 //!    node) and a snapshot, and against one assumed bind and a snapshot.
-//! 6. `--sim`: a simulation of 100,000 synthetic jobs on 1,000 nodes × 8
+//! 6. `--pod-rules`: the 2,000-gang allocate cycle of (2), with every
+//!    tenth gang asking for one pod per node (required pod anti-affinity
+//!    on its own label, topology key `kubernetes.io/hostname`): what pods
+//!    with rules between pods pay, and that the others do not.
+//! 7. `--sim`: a simulation of 100,000 synthetic jobs on 1,000 nodes × 8
 //!    GPUs; and, when `../shared/data/openb` exists, the full openb
 //!    `default` trace on its 1,213 nodes. Reports wall time and events/s.
 
@@ -132,6 +136,74 @@ fn cluster(rng: &mut ChaCha8Rng, nodes: usize, gangs: usize) -> Snapshot {
         QueueTree::build(queues).expect("generated tree is valid"),
         jobs,
     )
+}
+
+/// The `--pod-rules` benchmark: see the module docs.
+fn pod_rules_bench(runs: usize) -> anyhow::Result<()> {
+    use std::sync::Arc;
+    use trainyard_model::{LabelSelector, NamespaceFilter, PodAffinityTerm, PodRules};
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    // The same draws as the main benchmark, so the cluster is the same.
+    let _ = fairshare_tree(&mut rng);
+    println!("| benchmark | input | median time | throughput |");
+    println!("|---|---|---|---|");
+    for every in [0usize, 10] {
+        let mut snap = cluster(&mut ChaCha8Rng::seed_from_u64(7), 5000, 2000);
+        let mut ruled = 0;
+        if every > 0 {
+            for (i, job) in snap.jobs.iter_mut().enumerate() {
+                if i % every != 0 {
+                    continue;
+                }
+                ruled += 1;
+                let job = Arc::make_mut(job);
+                let app = format!("job-{i}");
+                let c = Arc::new(trainyard_model::PlacementConstraints {
+                    pod_rules: PodRules {
+                        anti_affinity: vec![PodAffinityTerm {
+                            selector: Some(LabelSelector {
+                                match_labels: [("app".to_string(), app.clone())].into(),
+                                ..Default::default()
+                            }),
+                            namespaces: NamespaceFilter {
+                                all: true,
+                                ..Default::default()
+                            },
+                            topology_key: "kubernetes.io/hostname".into(),
+                        }],
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                });
+                for t in &mut job.tasks {
+                    t.labels.insert("app".into(), app.clone());
+                    t.constraints = Arc::clone(&c);
+                }
+            }
+        }
+        let pods: usize = snap.jobs.iter().map(|j| j.tasks.len()).sum();
+        let cfg = Config::default();
+        let mut times = Vec::new();
+        let mut last = None;
+        for _ in 0..runs.max(1) {
+            let t = Instant::now();
+            let d = schedule(&snap, &cfg, Timestamp(0));
+            times.push(t.elapsed());
+            last = Some(d);
+        }
+        let time = median(times);
+        let d = last.expect("at least one run");
+        println!(
+            "| allocate cycle, {ruled} gangs one pod per node | 5,000 nodes × 8 GPUs, {} gangs, {} pods ({} bound, {} pending) | {:.1} ms | {:.0} pods placed/s |",
+            snap.jobs.len(),
+            pods,
+            d.stats.pods_bound,
+            d.pending.len(),
+            time.as_secs_f64() * 1e3,
+            d.stats.pods_bound as f64 / time.as_secs_f64()
+        );
+    }
+    Ok(())
 }
 
 /// One simulation with the default config and options.
@@ -264,6 +336,7 @@ fn topology_bench(runs: usize) -> anyhow::Result<()> {
             requests: Resources::new(8_000 * devs.len() as u64, 100 * GI, 0)
                 .with_gpus(devs.len() as u64),
             gpus: Some(devs),
+            ..Default::default()
         });
     }
     let mut gang = Job::gang(
@@ -611,6 +684,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.iter().any(|a| a == "--snapshot") {
         return snapshot_bench(runs_arg);
+    }
+    if args.iter().any(|a| a == "--pod-rules") {
+        return pod_rules_bench(runs_arg);
     }
     let runs: usize = match args.iter().position(|a| a == "--runs") {
         Some(i) => args.get(i + 1).map(|s| s.parse()).transpose()?.unwrap_or(5),

@@ -11,8 +11,8 @@ use trainyard_crd::names::dns1123_subdomain_problem;
 use trainyard_crd::preemption::{PreemptibleMark, default_preemptible, preemptible_marks};
 use trainyard_crd::{ConstraintField, PodGroup, Queue, TopologyConstraintSpec};
 use trainyard_model::{
-    ExternalPod, Job, Node, Nomination, PlacementConstraints, QueueError, QueueSpec, QueueTree,
-    Snapshot, SubGroup, Task, TaskKey, TaskState, Timestamp, TopologyConstraint,
+    Job, Node, Nomination, PlacementConstraints, QueueError, QueueSpec, QueueTree, Snapshot,
+    SubGroup, Task, TaskKey, TaskState, Timestamp, TopologyConstraint,
 };
 
 use crate::interpret::Objects;
@@ -162,12 +162,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         }
         if pod.scheduler != opts.scheduler_name {
             match &pod.node_name {
-                Some(node) => external.push(ExternalPod {
-                    name: pod.key(),
-                    node: node.clone(),
-                    requests: pod.requests.clone(),
-                    gpus: pod.gpus.clone(),
-                }),
+                Some(node) => external.push(pod.external(node)),
                 None => foreign_pending.push(pod.key()),
             }
             continue;

@@ -74,12 +74,7 @@ pub fn pod_role(pod: &PodInfo, opts: &LoadOptions) -> PodRole {
     }
     if pod.scheduler != opts.scheduler_name {
         return match &pod.node_name {
-            Some(node) => PodRole::External(ExternalPod {
-                name: pod.key(),
-                node: node.clone(),
-                requests: pod.requests.clone(),
-                gpus: pod.gpus.clone(),
-            }),
+            Some(node) => PodRole::External(pod.external(node)),
             None => PodRole::Ignored,
         };
     }

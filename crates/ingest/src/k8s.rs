@@ -10,9 +10,9 @@ use trainyard_crd::gpu::{GpuShare, GpuSharingRequest, gpu_sharing_request};
 use trainyard_crd::{ObjectMeta, QuantityError, RawQuantity, keys, parse_rfc3339};
 use trainyard_model::resources::GPU_RESOURCE;
 use trainyard_model::{
-    GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm,
-    PlacementConstraints, ResourceName, Resources, Taint, TaintEffect, Timestamp, Toleration,
-    TolerationOperator,
+    ExternalPod, GpuDevice, InclusionPolicy, LabelSelectorOperator, Node, NodeSelectorRequirement,
+    NodeSelectorTerm, PlacementConstraints, PodRules, ResourceName, Resources, Taint, TaintEffect,
+    Timestamp, Toleration, TolerationOperator,
 };
 
 /// A problem found while converting a typed object: field path (relative to
@@ -173,6 +173,10 @@ struct PodSpec {
     init_containers: Vec<Container>,
     #[serde(default, deserialize_with = "null_default")]
     overhead: BTreeMap<String, RawQuantity>,
+    /// Pod-level resources (`PodLevelResources`): override the containers'
+    /// sum per resource.
+    #[serde(default)]
+    resources: Option<ResourceRequirements>,
     #[serde(default, deserialize_with = "null_default")]
     node_selector: BTreeMap<String, String>,
     #[serde(default)]
@@ -229,10 +233,31 @@ struct PodStatus {
     nominated_node_name: Option<String>,
     #[serde(default, deserialize_with = "null_default")]
     conditions: Vec<PodCondition>,
+    /// In-place resize: `Proposed`, `InProgress`, `Deferred`, `Infeasible`.
+    #[serde(default)]
+    resize: Option<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    container_statuses: Vec<ContainerStatus>,
+    #[serde(default, deserialize_with = "null_default")]
+    init_container_statuses: Vec<ContainerStatus>,
+}
+
+/// One entry of `status.containerStatuses`: what the node allocated to the
+/// container (in-place resize).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerStatus {
+    #[serde(default, deserialize_with = "null_default")]
+    name: String,
+    #[serde(default, deserialize_with = "null_default")]
+    allocated_resources: BTreeMap<String, RawQuantity>,
+    #[serde(default)]
+    resources: Option<ResourceRequirements>,
 }
 
 /// One entry of `status.conditions`: only `type` and `lastTransitionTime`
-/// are read, and only for the types in [`START_CONDITIONS`].
+/// are read, and only for the types in [`START_CONDITIONS`]; and the
+/// `reason` of `PodResizePending`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct PodCondition {
@@ -240,6 +265,9 @@ struct PodCondition {
     kind: String,
     #[serde(default)]
     last_transition_time: Option<String>,
+    /// Read for `PodResizePending` (`Infeasible` or `Deferred`).
+    #[serde(default)]
+    reason: Option<String>,
 }
 
 /// Conditions whose `lastTransitionTime` stands in for a bound pod's start
@@ -249,6 +277,8 @@ const START_CONDITIONS: &[&str] = &["Ready", "PodScheduled"];
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Container {
+    #[serde(default, deserialize_with = "null_default")]
+    name: String,
     #[serde(default, deserialize_with = "null_default")]
     resources: ResourceRequirements,
     #[serde(default, deserialize_with = "null_default")]
@@ -272,6 +302,10 @@ struct ResourceRequirements {
 struct ContainerPort {
     #[serde(default)]
     host_port: Option<i64>,
+    #[serde(default)]
+    protocol: Option<String>,
+    #[serde(default, rename = "hostIP")]
+    host_ip: Option<String>,
 }
 
 #[derive(Default, Deserialize)]
@@ -323,9 +357,60 @@ struct K8sRequirement {
 #[serde(rename_all = "camelCase")]
 struct PodAffinity {
     #[serde(default, deserialize_with = "null_default")]
-    required_during_scheduling_ignored_during_execution: Vec<serde_json::Value>,
+    required_during_scheduling_ignored_during_execution: Vec<K8sPodAffinityTerm>,
     #[serde(default, deserialize_with = "null_default")]
-    preferred_during_scheduling_ignored_during_execution: Vec<serde_json::Value>,
+    preferred_during_scheduling_ignored_during_execution: Vec<K8sWeightedTerm>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sPodAffinityTerm {
+    #[serde(default)]
+    label_selector: Option<K8sLabelSelector>,
+    #[serde(default)]
+    namespace_selector: Option<K8sLabelSelector>,
+    #[serde(default, deserialize_with = "null_default")]
+    namespaces: Vec<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    topology_key: String,
+    #[serde(default, deserialize_with = "null_default")]
+    match_label_keys: Vec<String>,
+    #[serde(default, deserialize_with = "null_default")]
+    mismatch_label_keys: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sWeightedTerm {
+    #[serde(default)]
+    weight: Option<i64>,
+    #[serde(default)]
+    pod_affinity_term: Option<K8sPodAffinityTerm>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sLabelSelector {
+    #[serde(default, deserialize_with = "null_default")]
+    match_labels: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "null_default")]
+    match_expressions: Vec<K8sRequirement>,
+}
+
+/// `nodeAffinityPolicy` / `nodeTaintsPolicy`.
+struct Policy(InclusionPolicy);
+
+impl<'de> Deserialize<'de> for Policy {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        match s.as_str() {
+            "Honor" => Ok(Policy(InclusionPolicy::Honor)),
+            "Ignore" => Ok(Policy(InclusionPolicy::Ignore)),
+            _ => Err(D::Error::custom(format!(
+                "unknown policy {s:?}; expected Honor or Ignore"
+            ))),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -333,6 +418,20 @@ struct PodAffinity {
 struct SpreadConstraint {
     #[serde(default)]
     when_unsatisfiable: Option<WhenUnsatisfiable>,
+    #[serde(default)]
+    max_skew: Option<i64>,
+    #[serde(default, deserialize_with = "null_default")]
+    topology_key: String,
+    #[serde(default)]
+    label_selector: Option<K8sLabelSelector>,
+    #[serde(default)]
+    min_domains: Option<i64>,
+    #[serde(default)]
+    node_affinity_policy: Option<Policy>,
+    #[serde(default)]
+    node_taints_policy: Option<Policy>,
+    #[serde(default, deserialize_with = "null_default")]
+    match_label_keys: Vec<String>,
 }
 
 impl SpreadConstraint {
@@ -400,6 +499,26 @@ impl PodInfo {
     /// `namespace/name`.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// The pod as another scheduler's pod bound to `node`: the capacity it
+    /// holds, its labels, and its rules that bind other pods (required
+    /// anti-affinity, host ports).
+    pub fn external(&self, node: &str) -> ExternalPod {
+        let rules = &self.constraints.pod_rules;
+        ExternalPod {
+            name: self.key(),
+            node: node.to_string(),
+            requests: self.requests.clone(),
+            gpus: self.gpus.clone(),
+            namespace: self.namespace.clone(),
+            labels: self.meta.labels.clone(),
+            pod_rules: std::sync::Arc::new(PodRules {
+                anti_affinity: rules.anti_affinity.clone(),
+                host_ports: rules.host_ports.clone(),
+                ..PodRules::default()
+            }),
+        }
     }
 }
 
@@ -471,11 +590,21 @@ pub(crate) fn gpu_indices_problem(
 /// Requests of one container, Kubernetes-style: a resource with a limit
 /// but no request is requested at its limit.
 fn container_requests(c: &Container, path: &str, errors: &mut Vec<FieldError>) -> Resources {
+    container_requests_of(&c.resources, path, errors)
+}
+
+/// Requests of `resources` at `path` (a container, or the pod for
+/// pod-level resources): a limit without a request is the request.
+fn container_requests_of(
+    resources: &ResourceRequirements,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Resources {
     let mut entries: BTreeMap<&str, (&RawQuantity, &str)> = BTreeMap::new();
-    for (k, v) in &c.resources.limits {
+    for (k, v) in &resources.limits {
         entries.insert(k, (v, "limits"));
     }
-    for (k, v) in &c.resources.requests {
+    for (k, v) in &resources.requests {
         entries.insert(k, (v, "requests"));
     }
     let mut r = Resources::zero();
@@ -499,6 +628,7 @@ fn max_into(acc: &mut Resources, other: &Resources) {
 
 mod node;
 mod pod;
+mod rules;
 
 pub(crate) use node::K8sNode;
 

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::TaskKey;
 use crate::node::{Node, NodeSelectorTerm, Taint, TaintEffect, Toleration};
+use crate::podrules::PodRules;
 use crate::resources::Resources;
 use crate::time::Timestamp;
 
@@ -30,9 +31,13 @@ pub struct PlacementConstraints {
     /// demand and limits before placement; see `docs/gpu-sharing.md`.
     pub gpu_memory: Option<u64>,
     /// Hard constraints the task asks for that Trainyard does not support
-    /// yet (e.g. `podAffinity`). A task with any is never placed; its job
+    /// yet (e.g. `resourceClaims`). A task with any is never placed; its job
     /// stays pending with an unsupported-feature reason.
     pub unsupported: Vec<String>,
+    /// Rules about other pods: inter-pod (anti-)affinity, topology spread,
+    /// host ports (`crate::podrules`). Empty for most tasks.
+    #[serde(default, skip_serializing_if = "PodRules::is_empty")]
+    pub pod_rules: PodRules,
 }
 
 impl PlacementConstraints {
@@ -104,6 +109,10 @@ pub struct Task {
     /// index), when known: neighbouring ranks are placed close together.
     #[serde(default)]
     pub rank: Option<u32>,
+    /// The pod's labels: what other pods' affinity, anti-affinity and
+    /// spread selectors match.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
 }
 
 impl Task {
@@ -236,6 +245,7 @@ impl Job {
                 terminating: false,
                 nomination: None,
                 rank: None,
+                labels: BTreeMap::new(),
             })
             .collect();
         Job {

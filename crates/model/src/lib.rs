@@ -10,6 +10,7 @@
 pub mod ids;
 pub mod job;
 pub mod node;
+pub mod podrules;
 pub mod queue;
 pub mod resources;
 pub mod snapshot;
@@ -22,6 +23,10 @@ pub use job::{
 pub use node::{
     GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm, Taint,
     TaintEffect, Toleration, TolerationOperator,
+};
+pub use podrules::{
+    HostPort, InclusionPolicy, LabelSelector, NamespaceFilter, PodAffinityTerm, PodRules,
+    SpreadConstraint, WeightedPodAffinityTerm, WhenUnsatisfiable,
 };
 pub use queue::{QueueError, QueueId, QueueSpec, QueueTree};
 pub use resources::{Limits, ResourceName, Resources};

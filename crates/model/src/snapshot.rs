@@ -1,5 +1,6 @@
 //! The cluster snapshot: the whole input of one scheduling cycle.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -7,18 +8,30 @@ pub use trainyard_topology::Topology;
 
 use crate::job::Job;
 use crate::node::Node;
+use crate::podrules::PodRules;
 use crate::queue::QueueTree;
 use crate::resources::Resources;
 
 /// A pod Trainyard does not schedule (another scheduler's, a DaemonSet's)
 /// that holds capacity on a node.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExternalPod {
     pub name: String,
     pub node: String,
     pub requests: Resources,
     /// Device indices held, when known.
     pub gpus: Option<Vec<u32>>,
+    /// The pod's namespace (its rules' default namespace and what other
+    /// pods' terms filter on).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// The pod's labels, for other pods' affinity and spread selectors.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Its own rules that bind others: required anti-affinity (symmetry)
+    /// and host ports.
+    #[serde(default, skip_serializing_if = "PodRules::is_empty")]
+    pub pod_rules: Arc<PodRules>,
 }
 
 /// Everything one cycle needs. The core canonicalises order itself, so the

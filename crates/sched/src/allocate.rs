@@ -140,6 +140,14 @@ struct World<'s> {
     /// Constraint sets interned by value: `Arc` pointer → dense id, so
     /// equal constraints share one filter evaluation even across jobs.
     constraint_ids: HashMap<usize, u32>,
+    /// Rules between pods: `None` when no pod of the snapshot has any, and
+    /// then nothing about them is computed (`allocate/ruled.rs`).
+    rules: Option<crate::podrules::RuleIndex<'s>>,
+    /// Per job: member id of its task 0 (task `t` is this + `t`), when
+    /// `rules` is set.
+    member_base: Vec<u32>,
+    pod_predicates: Vec<Box<dyn plugins::PodPredicate>>,
+    pod_scorers: Vec<Box<dyn plugins::PodScorer>>,
 }
 
 /// What placements and evictions change, and roll back together: per-job
@@ -310,7 +318,12 @@ impl<'s> Cycle<'s> {
         // The failed-shape cache holds for unconstrained gangs only: a
         // constrained one may fail for its own constraint.
         // Nor for a job with reserved room: releasing it adds capacity.
-        let cacheable = single_shape && !constrained && self.ledger.reserved[j].is_empty();
+        // Nor for pods under rules between pods: placements of others
+        // may make room for them (affinity), not only take it.
+        let cacheable = single_shape
+            && !constrained
+            && self.ledger.reserved[j].is_empty()
+            && !chosen.iter().any(|&t| self.world.affected(j, t));
         if cacheable
             && let Some((n, reason)) = self.memo.failed_shapes.get(&shape_key)
             && chosen.len() as u32 >= *n
@@ -407,12 +420,10 @@ impl<'s> Cycle<'s> {
             };
             if let Err(fail_at) =
                 self.search()
-                    .place_run(&chosen[start..end], job, &mut placed, None, plan.as_ref())
+                    .place_run(&chosen[start..end], j, &mut placed, None, plan.as_ref())
             {
                 let failed_task = &job.tasks[chosen[start + fail_at]];
-                let (nodes_fit, filters) = self
-                    .search()
-                    .diagnose(&failed_task.requests, &failed_task.constraints);
+                let (nodes_fit, filters) = self.search().diagnose_task(j, chosen[start + fail_at]);
                 return Err(PendingReason::Unschedulable {
                     needs: needs.clone(),
                     pods_needed: chosen.len() as u32,
@@ -546,13 +557,12 @@ impl<'s> Cycle<'s> {
                 let mut placed = Vec::new();
                 let result =
                     self.search()
-                        .place_run(&pending[start..take_to], job, &mut placed, None, None);
+                        .place_run(&pending[start..take_to], j, &mut placed, None, None);
                 self.ledger.state.commit(mark);
                 placed_total += placed.len() as u32;
                 self.record(j, placed);
                 if let Err(pos) = result {
-                    let t = &job.tasks[pending[start + pos]];
-                    let (fit, filters) = self.search().diagnose(&t.requests, &t.constraints);
+                    let (fit, filters) = self.search().diagnose_task(j, pending[start + pos]);
                     let mut items: Vec<_> = filters.into_iter().collect();
                     items.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
                     let parts: Vec<String> =
@@ -758,6 +768,7 @@ mod accounts;
 mod evict;
 mod place;
 mod ranked;
+mod ruled;
 mod setup;
 #[cfg(test)]
 mod tests;

@@ -86,6 +86,16 @@ pub enum FilterReason {
     /// No GPU device with enough memory (known) for a memory-sized share.
     GpuMemoryTooSmall,
     TooManyPods,
+    /// A required pod affinity term finds no selected pod in the node's domain.
+    PodAffinity,
+    /// A required pod anti-affinity term finds a selected pod there.
+    PodAntiAffinity,
+    /// A placed pod's required anti-affinity selects this pod.
+    ExistingPodAntiAffinity,
+    /// A DoNotSchedule topology spread constraint (skew or missing label).
+    TopologySpread,
+    /// A host port of the pod is in use on the node.
+    HostPortInUse,
 }
 
 impl fmt::Display for FilterReason {
@@ -104,6 +114,13 @@ impl fmt::Display for FilterReason {
                 f.write_str("no GPU with enough (known) memory for the share")
             }
             FilterReason::TooManyPods => f.write_str("too many pods"),
+            FilterReason::PodAffinity => f.write_str("pod affinity unmet"),
+            FilterReason::PodAntiAffinity => f.write_str("pod anti-affinity"),
+            FilterReason::ExistingPodAntiAffinity => {
+                f.write_str("anti-affinity of a pod already there")
+            }
+            FilterReason::TopologySpread => f.write_str("topology spread skew"),
+            FilterReason::HostPortInUse => f.write_str("host port in use"),
         }
     }
 }
@@ -125,6 +142,11 @@ impl<'de> Deserialize<'de> for FilterReason {
             FilterReason::GpuModelMismatch,
             FilterReason::GpuMemoryTooSmall,
             FilterReason::TooManyPods,
+            FilterReason::PodAffinity,
+            FilterReason::PodAntiAffinity,
+            FilterReason::ExistingPodAntiAffinity,
+            FilterReason::TopologySpread,
+            FilterReason::HostPortInUse,
         ];
         if let Some(r) = fixed.into_iter().find(|r| r.to_string() == text) {
             return Ok(r);

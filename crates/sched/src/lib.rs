@@ -13,6 +13,7 @@ pub mod fragmentation;
 pub mod hash;
 pub mod placer;
 pub mod plugins;
+pub mod podrules;
 pub mod policy;
 pub mod scoring;
 pub mod state;

@@ -14,12 +14,24 @@
 //! Predicates here depend only on the task's constraints and the node's
 //! static description, so the core evaluates them once per distinct
 //! constraint set per cycle.
+//!
+//! Rules between pods (inter-pod affinity and anti-affinity, topology
+//! spread, host ports) read where the other pods are now, so they are a
+//! second kind of each: a [`PodPredicate`] and a [`PodScorer`], over the
+//! counts of a [`PodCheck`]. They run only for pods that have such rules
+//! or that other pods' rules select, after the static predicates and the
+//! fit check, in the order of [`default_pod_predicates`]; all must pass,
+//! the first failure is the node's reason. Each pod scorer gives 0..=1000
+//! after normalising over the candidate nodes (as kube-scheduler does),
+//! and their sum is added to the node score with weight
+//! [`POD_RULES_WEIGHT`] ([`crate::scoring::Scoring::with_pod_rules`]).
 
 use trainyard_model::{Node, PlacementConstraints, Resources};
 
 use crate::config::Strategy;
 use crate::decisions::FilterReason;
-use crate::state::NodeState;
+use crate::podrules::PodCheck;
+use crate::state::{ClusterState, NodeState};
 
 /// Highest score one scorer may return.
 pub const SCORE_MAX: u64 = 1000;
@@ -116,6 +128,134 @@ pub fn default_predicates() -> Vec<Box<dyn Predicate>> {
         Box::new(TaintToleration),
         Box::new(GpuModel),
     ]
+}
+
+/// Weight of the pod-rule scores in the node score. The GPU policy's
+/// default weight is 10 and CPU/memory's 1 (each scorer 0..=1000): at 20,
+/// a preference between pods (preferred affinity, ScheduleAnyway spread)
+/// outweighs packing, as in kube-scheduler, where InterPodAffinity and
+/// PodTopologySpread weigh 2 against NodeResourcesFit's 1.
+pub const POD_RULES_WEIGHT: u64 = 20;
+
+/// A node filter that reads where pods are now.
+pub trait PodPredicate: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn filter(&self, check: &PodCheck, state: &ClusterState, n: usize) -> Result<(), FilterReason>;
+}
+
+/// Ranks candidate nodes by where pods are now: a raw value per node
+/// (`None`: the scorer does not apply there, it scores 0), normalised
+/// over the candidates to 0..=[`SCORE_MAX`].
+pub trait PodScorer: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Whether the scorer has anything to say for this pod at all.
+    fn applies(&self, check: &PodCheck) -> bool;
+    fn raw(&self, check: &PodCheck, n: usize) -> Option<i64>;
+    /// The score of `raw` given the least and greatest raw value over the
+    /// candidates.
+    fn normalize(&self, raw: Option<i64>, min: i64, max: i64) -> u64;
+}
+
+struct NodePorts;
+impl PodPredicate for NodePorts {
+    fn name(&self) -> &'static str {
+        "NodePorts"
+    }
+    fn filter(&self, check: &PodCheck, state: &ClusterState, n: usize) -> Result<(), FilterReason> {
+        if check.ports_free(state, n) {
+            Ok(())
+        } else {
+            Err(FilterReason::HostPortInUse)
+        }
+    }
+}
+
+struct InterPodAffinity;
+impl PodPredicate for InterPodAffinity {
+    fn name(&self) -> &'static str {
+        "InterPodAffinity"
+    }
+    fn filter(&self, check: &PodCheck, _: &ClusterState, n: usize) -> Result<(), FilterReason> {
+        if !check.not_closed(n) {
+            Err(FilterReason::ExistingPodAntiAffinity)
+        } else if !check.anti_affinity_ok(n) {
+            Err(FilterReason::PodAntiAffinity)
+        } else if !check.affinity_ok(n) {
+            Err(FilterReason::PodAffinity)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl PodScorer for InterPodAffinity {
+    fn name(&self) -> &'static str {
+        "InterPodAffinity"
+    }
+    fn applies(&self, check: &PodCheck) -> bool {
+        check.has_affinity_score()
+    }
+    fn raw(&self, check: &PodCheck, n: usize) -> Option<i64> {
+        Some(check.affinity_raw(n))
+    }
+    /// kube-scheduler: `MaxNodeScore × (s − min) / (max − min)`, 0 when
+    /// all are equal.
+    fn normalize(&self, raw: Option<i64>, min: i64, max: i64) -> u64 {
+        match raw {
+            Some(s) if max > min => ((s - min) as u64 * SCORE_MAX) / (max - min) as u64,
+            _ => 0,
+        }
+    }
+}
+
+struct PodTopologySpread;
+impl PodPredicate for PodTopologySpread {
+    fn name(&self) -> &'static str {
+        "PodTopologySpread"
+    }
+    fn filter(&self, check: &PodCheck, _: &ClusterState, n: usize) -> Result<(), FilterReason> {
+        if check.spread_ok(n) {
+            Ok(())
+        } else {
+            Err(FilterReason::TopologySpread)
+        }
+    }
+}
+
+impl PodScorer for PodTopologySpread {
+    fn name(&self) -> &'static str {
+        "PodTopologySpread"
+    }
+    fn applies(&self, check: &PodCheck) -> bool {
+        check.spread_raw_applies()
+    }
+    fn raw(&self, check: &PodCheck, n: usize) -> Option<i64> {
+        check.spread_raw(n)
+    }
+    /// kube-scheduler: fewer matching pods is better,
+    /// `MaxNodeScore × (max + min − s) / max`; a node without the keys
+    /// scores 0.
+    fn normalize(&self, raw: Option<i64>, min: i64, max: i64) -> u64 {
+        match raw {
+            None => 0,
+            Some(_) if max <= 0 => SCORE_MAX,
+            Some(s) => ((max + min - s).max(0) as u64 * SCORE_MAX) / max as u64,
+        }
+    }
+}
+
+/// The built-in pod-rule predicates, in evaluation order.
+pub fn default_pod_predicates() -> Vec<Box<dyn PodPredicate>> {
+    vec![
+        Box::new(NodePorts),
+        Box::new(InterPodAffinity),
+        Box::new(PodTopologySpread),
+    ]
+}
+
+/// The built-in pod-rule scorers.
+pub fn default_pod_scorers() -> Vec<Box<dyn PodScorer>> {
+    vec![Box::new(InterPodAffinity), Box::new(PodTopologySpread)]
 }
 
 /// Scores CPU and memory together: the mean over the two of the used

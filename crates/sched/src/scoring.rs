@@ -86,6 +86,16 @@ impl Scoring {
     }
 }
 
+impl Scoring {
+    /// An evaluation with the pod-rule scores added (their sum, each
+    /// 0..=1000), weighted by [`crate::plugins::POD_RULES_WEIGHT`]: the
+    /// same Σ weight × score rule.
+    pub fn with_pod_rules(&self, mut e: Evaluation, rule_score: u64) -> Evaluation {
+        e.total += crate::plugins::POD_RULES_WEIGHT * rule_score;
+        e
+    }
+}
+
 pub use crate::hash::{fnv1a64, salt_of};
 
 /// The typical mix of a configured class list.

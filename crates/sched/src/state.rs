@@ -99,6 +99,9 @@ pub struct PodView<'a> {
     /// Allowed GPU models; empty = any.
     pub models: &'a [String],
     pub salt: u64,
+    /// The pod's member id when the cycle checks rules between pods
+    /// (`crate::podrules`): taking the pod lists it on its node.
+    pub member: Option<u32>,
 }
 
 impl<'a> PodView<'a> {
@@ -116,6 +119,7 @@ impl<'a> PodView<'a> {
             ask,
             models: &c.gpu_models,
             salt: 0,
+            member: None,
         }
     }
 
@@ -133,6 +137,9 @@ pub struct NodeState {
     pub gpu_used: Vec<u16>,
     /// GPU pods on the node by class (GPU Clustering's affinity tags), sorted.
     pub tags: Vec<(GpuTag, u32)>,
+    /// Member ids of the pods on the node, when the cycle checks rules
+    /// between pods (`crate::podrules`); empty otherwise.
+    pub members: Vec<u32>,
 }
 
 const FULL: u16 = MILLI_PER_GPU as u16;
@@ -144,6 +151,7 @@ impl NodeState {
             pods: 0,
             gpu_used: vec![0; node.gpus.len()],
             tags: Vec::new(),
+            members: Vec::new(),
         }
     }
 
@@ -373,6 +381,9 @@ impl NodeState {
                 Err(i) => self.tags.insert(i, (tag, 1)),
             }
         }
+        if let Some(m) = pod.member {
+            self.members.push(m);
+        }
     }
 }
 
@@ -401,6 +412,11 @@ impl NodeState {
             if self.tags[i].1 == 0 {
                 self.tags.remove(i);
             }
+        }
+        if let Some(m) = pod.member
+            && let Some(i) = self.members.iter().position(|&x| x == m)
+        {
+            self.members.swap_remove(i);
         }
     }
 }
@@ -638,7 +654,7 @@ mod tests {
             }
             node.max_pods = max_pods;
             let free_gpu: u64 = used.iter().map(|u| 1000 - *u as u64).sum();
-            let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used, tags: Vec::new() };
+            let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used, tags: Vec::new(), members: Vec::new() };
             let req = Resources::new(cpu, 0, gpu);
             let c = PlacementConstraints { gpu_memory: mem_share, ..PlacementConstraints::default() };
             let pod = view(&req, &c);

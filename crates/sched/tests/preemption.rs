@@ -108,6 +108,7 @@ fn reclaim_that_would_not_fit_evicts_nothing() {
             node: n.to_string(),
             requests: gpus(4),
             gpus: Some(vec![4, 5, 6, 7]),
+            ..Default::default()
         })
         .collect();
     let jobs = vec![

@@ -52,6 +52,7 @@ fn busy(node: &str, devs: &[u32]) -> ExternalPod {
         node: node.into(),
         requests: gpus(devs.len() as u64),
         gpus: Some(devs.to_vec()),
+        ..Default::default()
     }
 }
 

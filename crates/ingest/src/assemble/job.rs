@@ -214,6 +214,7 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
                 terminating: m.pod.terminating,
                 nomination,
                 rank: m.rank,
+                labels: m.pod.meta.labels,
             }
         })
         .collect();

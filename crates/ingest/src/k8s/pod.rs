@@ -1,6 +1,7 @@
 //! A Kubernetes Pod, converted: effective requests, constraints, what is
 //! ignored or unchecked, GPU annotations, times and nominations.
 
+use super::rules;
 use super::*;
 
 impl K8sPod {
@@ -27,19 +28,21 @@ impl K8sPod {
         let terminating = meta.deletion_timestamp.is_some();
 
         // Effective requests: max(sum of app containers and sidecars,
-        // each init container plus the sidecars started before it) + overhead.
+        // each init container plus the sidecars started before it), each
+        // container at the larger of its spec and what the node allocated
+        // (in-place resize); pod-level resources override per resource;
+        // then overhead.
+        let resize = Resize::of(&self.status, &mut errors);
         let mut sum = Resources::zero();
         for (i, c) in spec.containers.iter().enumerate() {
-            sum.add(&container_requests(
-                c,
-                &format!("spec.containers[{i}]"),
-                &mut errors,
-            ));
+            let r = container_requests(c, &format!("spec.containers[{i}]"), &mut errors);
+            sum.add(&resize.apply(&c.name, false, r));
         }
         let mut sidecars = Resources::zero();
         let mut init_max = Resources::zero();
         for (i, c) in spec.init_containers.iter().enumerate() {
             let r = container_requests(c, &format!("spec.initContainers[{i}]"), &mut errors);
+            let r = resize.apply(&c.name, true, r);
             if c.restart_policy.as_deref() == Some("Always") {
                 sidecars.add(&r);
                 max_into(&mut init_max, &sidecars);
@@ -52,6 +55,14 @@ impl K8sPod {
         sum.add(&sidecars);
         let mut requests = sum;
         max_into(&mut requests, &init_max);
+        if let Some(pod_level) = &spec.resources {
+            // A pod-level request (or, without one, its limit) replaces the
+            // containers' aggregate for that resource.
+            let r = container_requests_of(pod_level, "spec", &mut errors);
+            for (name, v) in r.iter() {
+                requests.set(&name, v);
+            }
+        }
         for (name, raw) in &spec.overhead {
             let rn = ResourceName::parse(name);
             match raw.parse().and_then(|q| q.to_resource_units(&rn)) {
@@ -68,94 +79,65 @@ impl K8sPod {
         let mut unsupported = Vec::new();
         let mut ignored = Vec::new();
         let mut required_affinity = Vec::new();
-        if let Some(aff) = &spec.affinity {
-            if let Some(na) = &aff.node_affinity {
-                if let Some(sel) = &na.required_during_scheduling_ignored_during_execution {
-                    if sel.node_selector_terms.is_empty() {
-                        errors.push((
+        if let Some(aff) = &spec.affinity
+            && let Some(na) = &aff.node_affinity
+        {
+            if let Some(sel) = &na.required_during_scheduling_ignored_during_execution {
+                if sel.node_selector_terms.is_empty() {
+                    errors.push((
                             REQUIRED_TERMS.to_string(),
                             "must not be empty: the Kubernetes API rejects a required node affinity without terms; expected at least one term (or leave out requiredDuringSchedulingIgnoredDuringExecution)".to_string(),
                         ));
-                    }
-                    for (i, t) in sel.node_selector_terms.iter().enumerate() {
-                        let term = format!("{REQUIRED_TERMS}[{i}]");
-                        for (j, r) in t.match_expressions.iter().enumerate() {
-                            check_requirement(
-                                r,
-                                &format!("{term}.matchExpressions[{j}]"),
-                                false,
-                                &mut errors,
-                            );
-                        }
-                        for (j, r) in t.match_fields.iter().enumerate() {
-                            check_requirement(
-                                r,
-                                &format!("{term}.matchFields[{j}]"),
-                                true,
-                                &mut errors,
-                            );
-                        }
-                    }
-                    required_affinity = sel
-                        .node_selector_terms
-                        .iter()
-                        .map(|t| NodeSelectorTerm {
-                            match_expressions: t
-                                .match_expressions
-                                .iter()
-                                .map(requirement)
-                                .collect(),
-                            match_fields: t.match_fields.iter().map(requirement).collect(),
-                        })
-                        .collect();
                 }
-                if !na
-                    .preferred_during_scheduling_ignored_during_execution
-                    .is_empty()
-                {
-                    ignored.push("preferred node affinity".to_string());
+                for (i, t) in sel.node_selector_terms.iter().enumerate() {
+                    let term = format!("{REQUIRED_TERMS}[{i}]");
+                    for (j, r) in t.match_expressions.iter().enumerate() {
+                        check_requirement(
+                            r,
+                            &format!("{term}.matchExpressions[{j}]"),
+                            false,
+                            &mut errors,
+                        );
+                    }
+                    for (j, r) in t.match_fields.iter().enumerate() {
+                        check_requirement(
+                            r,
+                            &format!("{term}.matchFields[{j}]"),
+                            true,
+                            &mut errors,
+                        );
+                    }
                 }
+                required_affinity = sel
+                    .node_selector_terms
+                    .iter()
+                    .map(|t| NodeSelectorTerm {
+                        match_expressions: t.match_expressions.iter().map(requirement).collect(),
+                        match_fields: t.match_fields.iter().map(requirement).collect(),
+                    })
+                    .collect();
             }
-            for (what, pa) in [
-                ("podAffinity", &aff.pod_affinity),
-                ("podAntiAffinity", &aff.pod_anti_affinity),
-            ] {
-                if let Some(pa) = pa {
-                    if !pa
-                        .required_during_scheduling_ignored_during_execution
-                        .is_empty()
-                    {
-                        unsupported.push(format!("{what} (required)"));
-                    }
-                    if !pa
-                        .preferred_during_scheduling_ignored_during_execution
-                        .is_empty()
-                    {
-                        ignored.push(format!("{what} (preferred)"));
-                    }
-                }
+            if !na
+                .preferred_during_scheduling_ignored_during_execution
+                .is_empty()
+            {
+                ignored.push("preferred node affinity".to_string());
             }
         }
-        let spread = |w| {
-            spec.topology_spread_constraints
-                .iter()
-                .any(|t| t.when_unsatisfiable() == w)
-        };
-        if spread(WhenUnsatisfiable::DoNotSchedule) {
-            unsupported.push("topologySpreadConstraints (DoNotSchedule)".to_string());
-        }
-        if spread(WhenUnsatisfiable::ScheduleAnyway) {
-            ignored.push("topologySpreadConstraints (ScheduleAnyway)".to_string());
-        }
-        if spec
-            .containers
-            .iter()
-            .chain(&spec.init_containers)
-            .flat_map(|c| &c.ports)
-            .any(|p| p.host_port.is_some_and(|h| h > 0))
-        {
-            unsupported.push("hostPort".to_string());
-        }
+        let pod_rules = rules::pod_rules(
+            spec.affinity.as_ref(),
+            &spec.topology_spread_constraints,
+            &[
+                ("containers", &spec.containers),
+                ("initContainers", &spec.init_containers),
+            ],
+            &rules::Owner {
+                namespace: meta.namespace_or_default(),
+                labels: &meta.labels,
+            },
+            &mut unsupported,
+            &mut errors,
+        );
         if !spec.resource_claims.is_empty() {
             unsupported.push("resourceClaims (dynamic resource allocation)".to_string());
         }
@@ -372,6 +354,7 @@ impl K8sPod {
                 gpu_models: sharing.models,
                 gpu_memory,
                 unsupported,
+                pod_rules,
             },
             ignored,
             unchecked,
@@ -390,7 +373,7 @@ impl K8sPod {
 /// does: `matchFields` (`field_selector`) only accept the key
 /// `metadata.name`; `In`/`NotIn` need values, `Exists`/`DoesNotExist` take
 /// none, and `Gt`/`Lt` take exactly one integer.
-fn check_requirement(
+pub(super) fn check_requirement(
     r: &K8sRequirement,
     path: &str,
     field_selector: bool,
@@ -449,10 +432,79 @@ fn check_requirement(
     }
 }
 
-fn requirement(r: &K8sRequirement) -> NodeSelectorRequirement {
+pub(super) fn requirement(r: &K8sRequirement) -> NodeSelectorRequirement {
     NodeSelectorRequirement {
         key: r.key.clone(),
         operator: r.operator.0,
         values: r.values.clone(),
+    }
+}
+
+/// What the node allocated to each container, when an in-place resize
+/// is under way (`status.containerStatuses[].allocatedResources`, else
+/// `.resources.requests`). kube-scheduler counts the larger of the spec
+/// and the allocation per container, and only the allocation when the
+/// resize is `Infeasible`.
+struct Resize {
+    infeasible: bool,
+    /// (init container, name) → allocated requests.
+    allocated: BTreeMap<(bool, String), Resources>,
+}
+
+impl Resize {
+    fn of(status: &PodStatus, errors: &mut Vec<FieldError>) -> Resize {
+        let mut allocated = BTreeMap::new();
+        for (init, list, statuses) in [
+            (false, "containerStatuses", &status.container_statuses),
+            (
+                true,
+                "initContainerStatuses",
+                &status.init_container_statuses,
+            ),
+        ] {
+            for (i, cs) in statuses.iter().enumerate() {
+                let (map, field) = if !cs.allocated_resources.is_empty() {
+                    (&cs.allocated_resources, "allocatedResources")
+                } else if let Some(r) = cs.resources.as_ref().filter(|r| !r.requests.is_empty()) {
+                    (&r.requests, "resources.requests")
+                } else {
+                    continue;
+                };
+                let mut r = Resources::zero();
+                for (name, raw) in map {
+                    let rn = ResourceName::parse(name);
+                    match raw.parse().and_then(|q| q.to_resource_units(&rn)) {
+                        Ok(v) => r.set(&rn, v),
+                        Err(e) => errors
+                            .push((format!("status.{list}[{i}].{field}.{name}"), e.to_string())),
+                    }
+                }
+                allocated.insert((init, cs.name.clone()), r);
+            }
+        }
+        // `status.resize` until Kubernetes 1.32, the `PodResizePending`
+        // condition's reason since 1.33.
+        let infeasible = status.resize.as_deref() == Some("Infeasible")
+            || status
+                .conditions
+                .iter()
+                .any(|c| c.kind == "PodResizePending" && c.reason.as_deref() == Some("Infeasible"));
+        Resize {
+            infeasible,
+            allocated,
+        }
+    }
+
+    /// The container's requests as kube-scheduler counts them.
+    fn apply(&self, name: &str, init: bool, spec: Resources) -> Resources {
+        match self.allocated.get(&(init, name.to_string())) {
+            None => spec,
+            Some(a) if self.infeasible => a.clone(),
+            Some(a) => {
+                let mut r = spec;
+                max_into(&mut r, a);
+                r
+            }
+        }
     }
 }

@@ -11,6 +11,7 @@ use trainyard_model::{
 mod documents;
 mod errors;
 mod gpu_sharing;
+mod pod_rules;
 mod preemption;
 mod topology;
 

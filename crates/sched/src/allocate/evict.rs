@@ -29,7 +29,6 @@ use trainyard_model::{JobId, NodeName, QueueId, QueueTree, ResourceName, Resourc
 
 use super::{Cycle, Ledger, Placed, World, select_minimum};
 use crate::decisions::{Eviction, EvictionKind, NominationDecision, PendingReason};
-use crate::state::PodView;
 
 /// A gang's minimum: its tasks to place, their needs, and whether the
 /// topology search places them.
@@ -337,8 +336,7 @@ impl<'s> Cycle<'s> {
         self.memo.failed_shapes.clear();
         // Evicted pods hold their room until they terminate.
         for (v, t, n, slots) in std::mem::take(&mut self.ledger.releasing) {
-            let task = &self.ledger.jobs[v].job.tasks[t];
-            let pod = PodView::of_task(task);
+            let pod = self.world.pod_of(self.ledger.jobs[v].job, v, t);
             self.ledger.state.take(n, self.world.nodes[n], &pod, &slots);
         }
         let retry = self
@@ -695,8 +693,7 @@ impl<'s> Ledger<'s> {
         let res = std::mem::take(&mut self.reserved[j]);
         let job = self.jobs[j].job;
         for (t, n, slots) in &res {
-            let task = &job.tasks[*t];
-            let pod = PodView::of_task(task);
+            let pod = w.pod_of(job, j, *t);
             self.state.give(*n, w.nodes[*n], &pod, slots);
         }
     }

@@ -33,15 +33,20 @@ impl Search<'_, '_> {
     pub(super) fn place_run(
         &mut self,
         run: &[usize],
-        job: &Job,
+        j: usize,
         placed: &mut Vec<Placed>,
         scope: Option<&[usize]>,
         rail: Option<&topo::RailPlan>,
     ) -> Result<(), usize> {
+        let job = self.l.jobs[j].job;
         let head = &job.tasks[run[0]];
         let req = &head.requests;
         let key = self.m.static_filter(self.w, &head.constraints);
         let (shape, ask) = self.m.shape(key, req, &head.constraints);
+        // Rules between pods: one pod at a time, every node scored again.
+        if self.run_is_ruled(run, j) {
+            return self.place_ruled((run, j), placed, scope, rail, key, ask);
+        }
         let mut pod = PodView::new(req, ask, &head.constraints);
         pod.salt = crate::scoring::salt_of(&head.name);
         let feasible = self
@@ -72,20 +77,20 @@ impl Search<'_, '_> {
             }
             match ranked {
                 Some(mut r) => {
-                    let result = self.place_ranked(&mut r, run, &pod, placed, rail, key);
+                    let result = self.place_ranked(&mut r, (run, j), &pod, placed, rail, key);
                     self.m.ranked.insert(shape, Some(r));
                     return result;
                 }
                 None => {
                     self.m.ranked.insert(shape, None);
-                    return self.place_scanned(run, &pod, placed, rail, None, key);
+                    return self.place_scanned((run, j), &pod, placed, rail, None, key);
                 }
             }
         }
         if let Some(f) = self.m.filters.get_mut(&key) {
             f.feasible = feasible;
         }
-        self.place_scanned(run, &pod, placed, rail, scope, key)
+        self.place_scanned((run, j), &pod, placed, rail, scope, key)
     }
 
     /// `place_run` with a shape's ranking: the best node is the ranking's
@@ -93,7 +98,7 @@ impl Search<'_, '_> {
     pub(super) fn place_ranked(
         &mut self,
         r: &mut ranked::Ranked,
-        run: &[usize],
+        (run, j): (&[usize], usize),
         pod: &PodView,
         placed: &mut Vec<Placed>,
         rail: Option<&topo::RailPlan>,
@@ -108,7 +113,10 @@ impl Search<'_, '_> {
                 return Err(pos);
             };
             let slots = self.l.slots_for(self.w, n, devices, pod, rail);
-            self.l.state.take(n, self.w.nodes[n], pod, &slots);
+            // Listed on its node when the cycle checks rules between pods.
+            let mut taken = *pod;
+            taken.member = self.w.member_of(j, t);
+            self.l.state.take(n, self.w.nodes[n], &taken, &slots);
             placed.push((t, n, slots));
             r.changed_here(&self.w.scoring, &self.w.nodes, &self.l.state, n, pod);
         }
@@ -119,7 +127,7 @@ impl Search<'_, '_> {
     /// once, then only the node that changed after each placement.
     pub(super) fn place_scanned(
         &mut self,
-        run: &[usize],
+        (run, j): (&[usize], usize),
         pod: &PodView,
         placed: &mut Vec<Placed>,
         rail: Option<&topo::RailPlan>,
@@ -188,7 +196,9 @@ impl Search<'_, '_> {
             let n = n as usize;
             let node = self.w.nodes[n];
             let slots = self.l.slots_for(self.w, n, devices, pod, rail);
-            self.l.state.take(n, node, pod, &slots);
+            let mut taken = *pod;
+            taken.member = self.w.member_of(j, t);
+            self.l.state.take(n, node, &taken, &slots);
             placed.push((t, n, slots));
             if let Some(e) = self.w.scoring.evaluate(node, &self.l.state.nodes()[n], pod) {
                 heap.push((

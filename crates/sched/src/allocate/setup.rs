@@ -29,16 +29,21 @@ impl<'s> Cycle<'s> {
         external.sort_by(|a, b| a.name.cmp(&b.name));
         let no_constraints = PlacementConstraints::default();
         let mut holders: Vec<Holder> = Vec::new();
-        for p in &external {
+        // Per external holder: its position in `external` (its member id).
+        let mut ext_ids: Vec<u32> = Vec::new();
+        for (e, p) in external.iter().enumerate() {
             match index.get(p.node.as_str()) {
-                Some(&n) => holders.push((
-                    n,
-                    &p.requests,
-                    &no_constraints,
-                    p.gpus.as_ref(),
-                    p.name.as_str(),
-                    None,
-                )),
+                Some(&n) => {
+                    holders.push((
+                        n,
+                        &p.requests,
+                        &no_constraints,
+                        p.gpus.as_ref(),
+                        p.name.as_str(),
+                        None,
+                    ));
+                    ext_ids.push(e as u32);
+                }
                 None => warnings.push(format!(
                     "pod {} is bound to unknown node {}; its capacity is not counted",
                     p.name, p.node
@@ -130,6 +135,48 @@ impl<'s> Cycle<'s> {
             });
         }
 
+        // Rules between pods: when any pod has one, every pod is a member
+        // (external pods first, in name order, then each job's tasks), and
+        // the pods that hold capacity are listed on their nodes.
+        let any_rules = external.iter().any(|p| !p.pod_rules.is_empty())
+            || jobs.iter().any(|jw| {
+                jw.job
+                    .tasks
+                    .iter()
+                    .any(|t| !t.constraints.pod_rules.is_empty())
+            });
+        let (rules, member_base) = if any_rules {
+            let mut members = Vec::new();
+            for p in &external {
+                members.push(crate::podrules::Member {
+                    namespace: &p.namespace,
+                    labels: &p.labels,
+                    rules: &p.pod_rules,
+                });
+            }
+            let mut base = Vec::with_capacity(jobs.len());
+            for jw in &jobs {
+                base.push(members.len() as u32);
+                for t in &jw.job.tasks {
+                    members.push(crate::podrules::Member {
+                        namespace: &t.key.namespace,
+                        labels: &t.labels,
+                        rules: &t.constraints.pod_rules,
+                    });
+                }
+            }
+            (crate::podrules::RuleIndex::new(&nodes, members), base)
+        } else {
+            (None, Vec::new())
+        };
+        let member_of = |holder: usize, owner: Option<(usize, usize)>| -> Option<u32> {
+            rules.as_ref()?;
+            match owner {
+                Some((j, t)) => member_base.get(j).map(|b| b + t as u32),
+                None => ext_ids.get(holder).copied(),
+            }
+        };
+
         // Root capacity: allocatable of schedulable nodes minus what
         // pods outside Trainyard hold there.
         let mut capacity = Resources::zero();
@@ -149,9 +196,10 @@ impl<'s> Cycle<'s> {
         // holders whose devices are unknown get the lowest free ones.
         let mut implicit = Vec::new();
         let mut bound_at: Vec<Vec<Placed>> = vec![Vec::new(); jobs.len()];
-        for (n, req, c, gpus, name, owner) in holders {
+        for (h, (n, req, c, gpus, name, owner)) in holders.into_iter().enumerate() {
             let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
-            let pod = PodView::new(req, ask, c);
+            let mut pod = PodView::new(req, ask, c);
+            pod.member = member_of(h, owner);
             match gpus {
                 Some(idx) => {
                     // Devices are usually numbered by position: look there first.
@@ -227,7 +275,8 @@ impl<'s> Cycle<'s> {
                     let Some(&n) = index.get(nom.node.as_str()) else {
                         continue;
                     };
-                    let pod = PodView::of_task(task);
+                    let mut pod = PodView::of_task(task);
+                    pod.member = member_of(usize::MAX, Some((j, t)));
                     if !states[n].fits(nodes[n], &pod) {
                         continue;
                     }
@@ -306,6 +355,10 @@ impl<'s> Cycle<'s> {
                 demand: fs.demand,
                 nominated,
                 constraint_ids,
+                rules,
+                member_base,
+                pod_predicates: plugins::default_pod_predicates(),
+                pod_scorers: plugins::default_pod_scorers(),
             },
             ledger: Ledger {
                 jobs,

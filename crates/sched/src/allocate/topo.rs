@@ -160,7 +160,7 @@ impl<'s> Cycle<'s> {
             cands.truncate(TRIES_PER_LEVEL);
             for (_, _, _, nodes) in cands {
                 let mark = self.ledger.state.begin();
-                match self.place_parts(job, &parts, &nodes, Some(level)) {
+                match self.place_parts(j, &parts, &nodes, Some(level)) {
                     Ok(placed) => {
                         self.ledger.state.commit(mark);
                         return self.world.check_leaves(job, placed, needs);
@@ -185,7 +185,7 @@ impl<'s> Cycle<'s> {
         }
         // No single domain: the whole cluster, still split tightly.
         let mark = self.ledger.state.begin();
-        match self.place_parts(job, &parts, &scope_all, None) {
+        match self.place_parts(j, &parts, &scope_all, None) {
             Ok(placed) => {
                 self.ledger.state.commit(mark);
                 self.world.check_leaves(job, placed, needs)
@@ -218,11 +218,12 @@ impl<'s> Cycle<'s> {
     /// cluster when `None`).
     fn place_parts(
         &mut self,
-        job: &Job,
+        j: usize,
         parts: &[Part],
         scope: &[usize],
         level: Option<usize>,
     ) -> Result<Vec<Placed>, PendingReason> {
+        let job = self.ledger.jobs[j].job;
         let mut placed = Vec::new();
         let mut plans: BTreeMap<(usize, u32), RailPlan> = BTreeMap::new();
         for part in parts {
@@ -244,7 +245,7 @@ impl<'s> Cycle<'s> {
                 let mut done = false;
                 for (_, _, _, nodes) in cands.into_iter().take(TRIES_PER_LEVEL) {
                     let mark = self.ledger.state.begin();
-                    match self.place_split(job, &part.tasks, &nodes, Some(r), &mut plans) {
+                    match self.place_split(j, &part.tasks, &nodes, Some(r), &mut plans) {
                         Ok(p) => {
                             self.ledger.state.commit(mark);
                             placed.extend(p);
@@ -272,7 +273,7 @@ impl<'s> Cycle<'s> {
                     ));
                 }
             }
-            match self.place_split(job, &part.tasks, scope, level, &mut plans) {
+            match self.place_split(j, &part.tasks, scope, level, &mut plans) {
                 Ok(p) => placed.extend(p),
                 Err(()) => {
                     // Hand back the usual diagnosis for the first pod.
@@ -281,7 +282,7 @@ impl<'s> Cycle<'s> {
                     for &t in &part.tasks {
                         needs.add(&job.tasks[t].requests);
                     }
-                    let (nodes_fit, filters) = self.search().diagnose(&t.requests, &t.constraints);
+                    let (nodes_fit, filters) = self.search().diagnose_task(j, part.tasks[0]);
                     return Err(PendingReason::Unschedulable {
                         needs,
                         pods_needed: part.tasks.len() as u32,
@@ -305,12 +306,13 @@ impl<'s> Cycle<'s> {
     /// with rail-aligned device windows.
     fn place_split(
         &mut self,
-        job: &Job,
+        j: usize,
         tasks: &[usize],
         scope: &[usize],
         level: Option<usize>,
         plans: &mut BTreeMap<(usize, u32), RailPlan>,
     ) -> Result<Vec<Placed>, ()> {
+        let job = self.ledger.jobs[j].job;
         let child_level = match level {
             Some(0) => None,
             Some(l) => Some(l - 1),
@@ -356,7 +358,7 @@ impl<'s> Cycle<'s> {
                 .min_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)))
                 .map(|k| k.2.clone());
             if let Some(nodes) = single {
-                return self.place_split(job, tasks, &nodes, Some(cl), plans);
+                return self.place_split(j, tasks, &nodes, Some(cl), plans);
             }
             // Fewest children: largest first, the last best-fit.
             kids.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
@@ -388,7 +390,7 @@ impl<'s> Cycle<'s> {
                     continue;
                 }
                 let nodes = kids[c].2.clone();
-                let p = self.place_split(job, &tasks[at..at + take], &nodes, Some(cl), plans)?;
+                let p = self.place_split(j, &tasks[at..at + take], &nodes, Some(cl), plans)?;
                 placed.extend(p);
                 at += take;
             }
@@ -423,13 +425,7 @@ impl<'s> Cycle<'s> {
                 }
             };
             self.search()
-                .place_run(
-                    &tasks[start..end],
-                    job,
-                    &mut placed,
-                    Some(scope),
-                    Some(&plan),
-                )
+                .place_run(&tasks[start..end], j, &mut placed, Some(scope), Some(&plan))
                 .map_err(|_| ())?;
             start = end;
         }

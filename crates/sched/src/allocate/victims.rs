@@ -380,7 +380,7 @@ impl<'s> Ledger<'s> {
         let vj = self.jobs[u.job].job;
         for (t, m, slots) in &u.tasks {
             if *m == n {
-                st.give(w.nodes[n], &PodView::of_task(&vj.tasks[*t]), slots);
+                st.give(w.nodes[n], &w.pod_of(vj, u.job, *t), slots);
             }
         }
     }
@@ -412,8 +412,7 @@ impl<'s> Ledger<'s> {
         for u in units {
             let job = self.jobs[u.job].job;
             for (t, n, slots) in &u.tasks {
-                let task = &job.tasks[*t];
-                let pod = PodView::of_task(task);
+                let pod = w.pod_of(job, u.job, *t);
                 self.state.give(*n, w.nodes[*n], &pod, slots);
             }
         }

@@ -195,10 +195,11 @@ pub fn evict(
         if let Some(pdb) = pdbs.first() {
             let b = budget(pdb, &pods);
             let pod_healthy = healthy(&pod);
+            let always_allow = pdb["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow";
             let forbidden = if pod_healthy {
                 b.allowed() < 1
             } else {
-                b.healthy < b.desired
+                !always_allow && b.healthy < b.desired
             };
             if forbidden {
                 let pdb_name = pdb["metadata"]["name"].as_str().unwrap_or_default();

@@ -87,6 +87,16 @@ impl Req {
         if self.body.is_empty() {
             return Ok(Value::Null);
         }
+        if self.content_type.contains("protobuf") || self.content_type.contains("cbor") {
+            return Err(ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                format!(
+                    "the test API server accepts only JSON bodies; got {}",
+                    self.content_type
+                ),
+            ));
+        }
         serde_json::from_slice(&self.body)
             .map_err(|e| ApiError::bad_request(format!("error decoding body: {e}")))
     }

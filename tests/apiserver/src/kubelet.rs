@@ -93,7 +93,11 @@ pub fn step(state: &mut State) -> usize {
             _ => None,
         };
         if let Some(p) = next {
-            state.store.commit(&def.key(), EventType::Modified, p);
+            let started = phase == "Pending";
+            let p = state.store.commit(&def.key(), EventType::Modified, p);
+            if started {
+                record_started(state, &p, &node, now);
+            }
             changed += 1;
         }
     }
@@ -195,6 +199,44 @@ fn finish(pod: &Value, now: i64) -> Option<Value> {
         }
     }
     Some(p)
+}
+
+/// Records the `Started` events a kubelet emits for a pod's containers.
+fn record_started(state: &mut State, pod: &Value, node: &str, now: i64) {
+    let Some(events) = state.registry.by_key("/events").cloned() else {
+        return;
+    };
+    let ns = pod["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    let at = format_rfc3339(now);
+    for c in pod["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+    {
+        let cname = c["name"].as_str().unwrap_or_default();
+        let ev = json!({
+            "metadata": {"generateName": format!("{name}.")},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": ns,
+                "uid": pod["metadata"]["uid"], "resourceVersion": pod["metadata"]["resourceVersion"],
+                "fieldPath": format!("spec.containers{{{cname}}}")},
+            "reason": "Started", "message": format!("Started container {cname}"), "type": "Normal",
+            "source": {"component": "kubelet", "host": node}, "reportingComponent": "kubelet", "reportingInstance": node,
+            "firstTimestamp": at, "lastTimestamp": at, "count": 1,
+        });
+        if let Err(e) = state.create(
+            &events,
+            "v1",
+            Some(&ns),
+            ev,
+            &crate::state::WriteOpts::default(),
+        ) {
+            tracing::warn!(error = %e, "recording a kubelet event failed");
+        }
+    }
 }
 
 /// Marks a pod bound to `node` (what `pods/binding` does).

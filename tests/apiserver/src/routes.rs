@@ -8,7 +8,7 @@ use hyper::Method;
 use serde_json::{Value, json};
 
 use crate::Shared;
-use crate::error::{ApiError, ApiResult, Cause, success_status};
+use crate::error::{ApiError, ApiResult, Cause};
 use crate::http::{Reply, Req};
 use crate::registry::{Builtin, ResourceDef};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -467,9 +467,4 @@ fn patch(
         st.update(&t.def, &t.version, (&ns, name), obj, status, opts)?,
         200,
     ))
-}
-
-/// A `Status` for answers that carry no object.
-pub fn ok_status() -> Value {
-    success_status(200)
 }

@@ -318,6 +318,12 @@ async fn kubectl_drives_control_endpoints_and_sees_faults() {
     .await;
     let ns = k.ok(&["get", "namespaces", "-o", "name"]).await;
     assert_eq!(ns.lines().count(), 4, "{ns}");
+    // kubectl's typed generators send protobuf bodies, which the server refuses (415).
+    let proto = k.run(&["create", "namespace", "typed"]).await;
+    assert!(
+        !proto.ok && proto.stderr.contains("accepts only JSON bodies"),
+        "{proto:?}"
+    );
 
     // The kubelet through the control endpoint: bind, advance, Running.
     k.ok(&["apply", "-f", &f("node.yaml")]).await;

@@ -50,15 +50,25 @@ fn code(e: kube::Error) -> u16 {
     }
 }
 
-/// Polls `check` until it holds, failing after 20 s.
+/// Woken on every event any reflector of this process applies.
+static CHANGED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Waits until `check` holds, re-checking after each reflector event (no
+/// polling); fails after 20 s without it.
 async fn until(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while !check() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    loop {
+        // Registered before the check, so an event between the check and
+        // the wait is not missed.
+        let changed = CHANGED.notified();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        if check() {
+            return;
+        }
+        if tokio::time::timeout_at(deadline, changed).await.is_err() {
+            panic!("timed out waiting for {what}");
+        }
     }
 }
 
@@ -80,7 +90,9 @@ where
     let writer = reflector::store::Writer::new(dt);
     let reader = writer.as_reader();
     let stream = reflector::reflector(writer, watcher(api, config));
-    tokio::spawn(stream.for_each(|_| async {}));
+    tokio::spawn(stream.for_each(|_| async {
+        CHANGED.notify_waiters();
+    }));
     reader
 }
 

@@ -18,7 +18,7 @@ use kube::api::{
 };
 use kube::core::{ApiResource, GroupVersionKind, Status};
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -66,9 +66,9 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) {
         if check() {
             return;
         }
-        if tokio::time::timeout_at(deadline, changed).await.is_err() {
-            panic!("timed out waiting for {what}");
-        }
+        let timed_out = tokio::time::Instant::now() >= deadline
+            || tokio::time::timeout_at(deadline, changed).await.is_err();
+        assert!(!timed_out, "timed out waiting for {what}");
     }
 }
 
@@ -89,7 +89,9 @@ where
 {
     let writer = reflector::store::Writer::new(dt);
     let reader = writer.as_reader();
-    let stream = reflector::reflector(writer, watcher(api, config));
+    // Backoff on errors, as a controller runs it: without it a watcher
+    // retries a failing list (a forced 410, a 500) in a tight loop.
+    let stream = reflector::reflector(writer, watcher(api, config).default_backoff());
     tokio::spawn(stream.for_each(|_| async {
         CHANGED.notify_waiters();
     }));

@@ -27,7 +27,7 @@
 
 use std::collections::BTreeSet;
 
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +70,7 @@ pub struct PodGroup {
 #[allow(clippy::duplicated_attributes)]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, CustomResource, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "trainyard.io",
     version = "v1alpha1",
     kind = "PodGroup",

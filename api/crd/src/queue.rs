@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::de::Deserializer;
 use serde::{Deserialize, Serialize, Serializer};
@@ -63,6 +63,7 @@ pub struct Queue {
 #[allow(clippy::duplicated_attributes)]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, CustomResource, JsonSchema)]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "trainyard.io",
     version = "v1alpha1",
     kind = "Queue",

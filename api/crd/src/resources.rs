@@ -3,7 +3,7 @@
 //! their YAML as `trainyard crds` prints it and `deploy/crds/` holds it.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
+use kube_core::CustomResourceExt;
 
 use crate::{PodGroupResource, QueueResource, TopologyResource};
 

@@ -24,7 +24,7 @@
 //! cluster's nodes when the snapshot is assembled
 //! ([`trainyard_model::topology::Topology::build`]).
 
-use kube::CustomResource;
+use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use trainyard_model::topology::{LevelSpec, TopologySpec};
@@ -72,6 +72,7 @@ pub struct TopologyDocument {
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, CustomResource, JsonSchema,
 )]
 #[kube(
+    crates(kube_core = "::kube_core"),
     group = "trainyard.io",
     version = "v1alpha1",
     kind = "Topology",

@@ -50,8 +50,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "trainyard-serve",
+        &[
+            "trainyard-cluster",
+            "trainyard-ingest",
+            "trainyard-sched",
+            "trainyard-crd",
+            "trainyard-model",
+        ],
+    ),
+    (
         "trainyard-cli",
         &[
+            "trainyard-serve",
             "trainyard-sim",
             "trainyard-cluster",
             "trainyard-ingest",

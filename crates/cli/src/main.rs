@@ -91,6 +91,33 @@ enum Command {
     ///   trainyard crds --out-dir deploy/crds     # one file per CRD
     #[command(verbatim_doc_comment)]
     Crds(CrdsArgs),
+    /// Run the scheduler on a cluster.
+    ///
+    /// Watches Nodes, Pods, PriorityClasses and Trainyard's (and KAI's,
+    /// Volcano's) Queues, PodGroups and Topology; schedules the pods with
+    /// `schedulerName: trainyard` every cycle with the same core as
+    /// `trainyard schedule` and `trainyard simulate`; binds them (gangs
+    /// whole), evicts for reclaim and preemption, and nominates. Connects
+    /// with KUBECONFIG (or ~/.kube/config), else the in-cluster service
+    /// account. Stops on Ctrl-C.
+    ///
+    /// Examples:
+    ///
+    ///   kubectl apply -f deploy/crds/
+    ///   trainyard serve
+    ///
+    ///   trainyard serve --config serve.yaml -v
+    #[command(verbatim_doc_comment)]
+    Serve(ServeArgs),
+}
+
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Settings file (YAML): `scheduler:` (as for `trainyard schedule --config`) and
+    /// `service:` (cyclePeriodMillis, debounceMillis, bindConcurrency, assumeTimeoutSeconds,
+    /// schedulerName, defaultQueue). Defaults when absent.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -149,6 +176,7 @@ fn main() {
         Command::Schedule(args) => cmd_schedule(args),
         Command::Simulate(args) => simulate::run(*args),
         Command::Crds(args) => cmd_crds(args),
+        Command::Serve(args) => cmd_serve(args),
     };
     if let Err(e) = result {
         // `trainyard ... | head`: the reader went away; that is not an error.
@@ -176,6 +204,37 @@ fn init_logging(verbose: u8) {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
+}
+
+fn cmd_serve(args: ServeArgs) -> Result<()> {
+    let settings = match &args.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("{}: cannot read", p.display()))?;
+            trainyard_serve::Settings::parse(&text, &p.display().to_string())?
+        }
+        None => trainyard_serve::Settings::default(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let client = trainyard_serve::connect()
+            .await
+            .context("connecting to the cluster (KUBECONFIG, ~/.kube/config or in-cluster)")?;
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let (progress_tx, _progress) =
+            tokio::sync::watch::channel(trainyard_serve::Progress::default());
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                tracing::info!("stopping");
+            }
+            stop_tx.send_replace(true);
+        });
+        trainyard_serve::run(client, settings, stop_rx, progress_tx).await?;
+        Ok(())
+    })
 }
 
 fn cmd_crds(args: CrdsArgs) -> Result<()> {

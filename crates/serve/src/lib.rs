@@ -1,0 +1,148 @@
+//! Trainyard's scheduler service (`trainyard serve`): the I/O edge around
+//! the pure core.
+//!
+//! One watcher per kind ([`watch`]) feeds [`world::World`], which reads
+//! every object with the same reader as a file's into the one incremental
+//! `ClusterState`. A cycle runs every `cyclePeriodMillis`, and
+//! `debounceMillis` after a change: it forgets assumptions the world never
+//! confirmed (older than `assumeTimeoutSeconds`), takes the snapshot, calls
+//! `trainyard_sched::schedule` (the function the simulator runs), assumes
+//! its decisions so the next cycle does not place a pod twice, and writes
+//! them ([`write`]): binds, evictions, nominations. No cycle runs before
+//! every watcher finished its first list.
+//!
+//! Not yet (issue 15 continues): status and Events, the pod's
+//! `PodScheduled` condition, partial-gang repair, preemption delay,
+//! admission gating, PodGroups inferred from owners, leader election.
+
+pub mod settings;
+pub mod watch;
+pub mod world;
+pub mod write;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kube::Client;
+use tokio::sync::{mpsc, watch as signal};
+use tokio::time::Instant;
+use trainyard_ingest::LoadOptions;
+use trainyard_model::Timestamp;
+
+pub use settings::{ServiceSettings, Settings, SettingsError};
+pub use world::{World, WorldEvent};
+pub use write::{GPU_DEVICES_ANNOTATION, Written};
+
+/// What the service has done so far (for tests, metrics and logs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Cycles run.
+    pub cycles: u64,
+    /// Writes done and failed, summed over cycles.
+    pub written: Written,
+    /// Pending jobs after the last cycle.
+    pub pending: u64,
+}
+
+/// The service could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("discovering the API server's kinds: {0}")]
+    Discovery(#[source] kube::Error),
+}
+
+/// A client from `KUBECONFIG` (or `~/.kube/config`), else the in-cluster
+/// service account.
+pub async fn connect() -> Result<Client, kube::Error> {
+    Client::try_default().await
+}
+
+fn wall_clock() -> Timestamp {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    Timestamp(i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
+/// Runs the service until `shutdown` turns true (or its sender is gone),
+/// publishing [`Progress`] after every cycle.
+pub async fn run(
+    client: Client,
+    settings: Settings,
+    mut shutdown: signal::Receiver<bool>,
+    progress: signal::Sender<Progress>,
+) -> Result<(), ServeError> {
+    let kinds = watch::served_kinds(&client)
+        .await
+        .map_err(ServeError::Discovery)?;
+    tracing::info!(
+        kinds = ?kinds.iter().map(|k| format!("{}/{}", k.api_version, k.kind)).collect::<Vec<_>>(),
+        "watching"
+    );
+    let (tx, mut rx) = mpsc::channel(4096);
+    let mut watchers = Vec::new();
+    for (i, ar) in kinds.iter().enumerate() {
+        watchers.push(tokio::spawn(watch::run(
+            client.clone(),
+            ar.clone(),
+            i,
+            tx.clone(),
+        )));
+    }
+    drop(tx);
+    let service = &settings.service;
+    let opts = LoadOptions {
+        default_queue: service.default_queue.clone(),
+        scheduler_name: service.scheduler_name.clone(),
+    };
+    let mut world = World::new(opts);
+    let period = Duration::from_millis(service.cycle_period_millis);
+    let debounce = Duration::from_millis(service.debounce_millis);
+    let timeout_ms =
+        i64::try_from(service.assume_timeout_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let mut next = Instant::now() + period;
+    let mut done = Progress::default();
+    loop {
+        tokio::select! {
+            biased;
+            changed = shutdown.changed() => {
+                if changed.is_err() || *shutdown.borrow() {
+                    break;
+                }
+            }
+            event = rx.recv() => match event {
+                Some(e) => {
+                    world.handle(e);
+                    next = next.min(Instant::now() + debounce);
+                }
+                None => break,
+            },
+            () = tokio::time::sleep_until(next) => {
+                if world.synced(kinds.len()) {
+                    let now = wall_clock();
+                    world.state.forget_assumed(Timestamp(now.0.saturating_sub(timeout_ms)));
+                    let snapshot = world.state.snapshot();
+                    let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);
+                    world.state.assume(&decisions, now);
+                    let writes = world.state.take_writes();
+                    let w = write::execute(&client, writes, service.bind_concurrency).await;
+                    done.cycles += 1;
+                    done.written.binds += w.binds;
+                    done.written.evictions += w.evictions;
+                    done.written.nominations += w.nominations;
+                    done.written.failed += w.failed;
+                    done.pending = decisions.pending.len() as u64;
+                    if w != Written::default() {
+                        tracing::info!(binds = w.binds, evictions = w.evictions, nominations = w.nominations, failed = w.failed, pending = done.pending, "cycle {}", done.cycles);
+                    }
+                    progress.send_replace(done);
+                }
+                next = Instant::now() + period;
+            }
+        }
+    }
+    for w in watchers {
+        w.abort();
+    }
+    Ok(())
+}

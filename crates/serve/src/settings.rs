@@ -1,0 +1,149 @@
+//! The service's settings: the scheduler `Config` plus how the service
+//! runs (cycle period, debounce, bind concurrency, how long an unconfirmed
+//! assumption is kept). Typed, defaulted and checked when loaded.
+//!
+//! ```yaml
+//! scheduler:            # trainyard_sched::Config, as `trainyard schedule --config` takes it
+//!   scoring: {gpu: {strategy: binpack, weight: 10}}
+//! service:
+//!   schedulerName: trainyard
+//!   defaultQueue: default
+//!   cyclePeriodMillis: 1000
+//!   debounceMillis: 100
+//!   bindConcurrency: 16
+//!   assumeTimeoutSeconds: 30
+//! ```
+
+use serde::{Deserialize, Serialize};
+use trainyard_sched::Config;
+
+/// Everything `trainyard serve --config FILE` reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Settings {
+    /// The core's configuration, as for `trainyard schedule`.
+    pub scheduler: Config,
+    pub service: ServiceSettings,
+}
+
+/// How the service runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ServiceSettings {
+    /// Pods with this `spec.schedulerName` are Trainyard's.
+    pub scheduler_name: String,
+    /// Queue of pods and groups that name none.
+    pub default_queue: String,
+    /// A cycle runs at least this often (milliseconds).
+    pub cycle_period_millis: u64,
+    /// After a relevant change, a cycle runs this soon (milliseconds),
+    /// collecting the changes that arrive meanwhile.
+    pub debounce_millis: u64,
+    /// Binding requests in flight at once.
+    pub bind_concurrency: usize,
+    /// A bind (or eviction) the world has not shown after this long is
+    /// forgotten, and its pod is pending again in the next cycle.
+    pub assume_timeout_seconds: u64,
+}
+
+impl Default for ServiceSettings {
+    fn default() -> Self {
+        ServiceSettings {
+            scheduler_name: "trainyard".into(),
+            default_queue: "default".into(),
+            cycle_period_millis: 1000,
+            debounce_millis: 100,
+            bind_concurrency: 16,
+            assume_timeout_seconds: 30,
+        }
+    }
+}
+
+/// A settings file that cannot be used: which field, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}: {field}: {message}")]
+pub struct SettingsError {
+    pub source_name: String,
+    pub field: String,
+    pub message: String,
+}
+
+impl Settings {
+    /// Reads and checks a settings file (YAML or JSON); `source_name`
+    /// names it in errors.
+    pub fn parse(text: &str, source_name: &str) -> Result<Settings, SettingsError> {
+        let err = |field: &str, message: String| SettingsError {
+            source_name: source_name.to_string(),
+            field: field.to_string(),
+            message,
+        };
+        let value: serde_json::Value = if text.trim().is_empty() {
+            serde_json::Value::Object(Default::default())
+        } else {
+            serde_saphyr::from_str(text).map_err(|e| err("", format!("invalid YAML: {e}")))?
+        };
+        let settings: Settings = serde_path_to_error::deserialize(&value).map_err(|e| {
+            let path = e.path().to_string();
+            err(
+                if path == "." { "" } else { &path },
+                e.into_inner().to_string(),
+            )
+        })?;
+        settings
+            .scheduler
+            .validate()
+            .map_err(|e| err(&format!("scheduler.{}", e.field), e.message))?;
+        let s = &settings.service;
+        let positive = [
+            ("service.cyclePeriodMillis", s.cycle_period_millis),
+            ("service.bindConcurrency", s.bind_concurrency as u64),
+            ("service.assumeTimeoutSeconds", s.assume_timeout_seconds),
+        ];
+        for (field, v) in positive {
+            if v == 0 {
+                return Err(err(field, "must be at least 1, found 0".into()));
+            }
+        }
+        if s.scheduler_name.is_empty() {
+            return Err(err("service.schedulerName", "must not be empty".into()));
+        }
+        if s.default_queue.is_empty() {
+            return Err(err("service.defaultQueue", "must not be empty".into()));
+        }
+        Ok(settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_the_defaults() {
+        assert_eq!(Settings::parse("", "s.yaml"), Ok(Settings::default()));
+        assert_eq!(Settings::parse("{}", "s.yaml"), Ok(Settings::default()));
+    }
+
+    #[test]
+    fn fields_are_read_and_bad_ones_named() {
+        let s = Settings::parse(
+            "service: {cyclePeriodMillis: 250, bindConcurrency: 4}\nscheduler: {gangStarvationSeconds: 600}",
+            "s.yaml",
+        )
+        .expect("valid");
+        assert_eq!(s.service.cycle_period_millis, 250);
+        assert_eq!(s.service.bind_concurrency, 4);
+        assert_eq!(s.scheduler.gang_starvation_seconds, Some(600));
+
+        let e = Settings::parse("service: {cyclePeriodMilis: 5}", "s.yaml").expect_err("typo");
+        assert_eq!(e.field, "service.cyclePeriodMilis");
+        assert!(e.message.contains("cyclePeriodMilis"), "{e}");
+        let e = Settings::parse("service: {bindConcurrency: 0}", "s.yaml").expect_err("zero");
+        assert_eq!(
+            e.to_string(),
+            "s.yaml: service.bindConcurrency: must be at least 1, found 0"
+        );
+        let e = Settings::parse("service: {debounceMillis: soon}", "s.yaml").expect_err("type");
+        assert_eq!(e.field, "service.debounceMillis");
+    }
+}

@@ -11,10 +11,15 @@
 //! them ([`write`]): binds, evictions, nominations. No cycle runs before
 //! every watcher finished its first list.
 //!
-//! Not yet (issue 15 continues): status and Events, the pod's
-//! `PodScheduled` condition, partial-gang repair, preemption delay,
+//! Each pending pod is told why it waits ([`report`]): a
+//! `PodScheduled=False` condition and a `FailedScheduling` Event with the
+//! core's message, written only when the message changes.
+//!
+//! Not yet (issue 15 continues): Queue and PodGroup status, `Scheduled`
+//! and `Preempted` Events, partial-gang repair, preemption delay,
 //! admission gating, PodGroups inferred from owners, leader election.
 
+pub mod report;
 pub mod settings;
 pub mod watch;
 pub mod world;
@@ -41,6 +46,9 @@ pub struct Progress {
     pub written: Written,
     /// Pending jobs after the last cycle.
     pub pending: u64,
+    /// Pending pods told why they wait (a condition and an Event each),
+    /// summed over cycles: only when the reason changed.
+    pub reports: u64,
 }
 
 /// The service could not start.
@@ -102,6 +110,7 @@ pub async fn run(
         i64::try_from(service.assume_timeout_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
     let mut next = Instant::now() + period;
     let mut done = Progress::default();
+    let mut reporter = report::Reporter::default();
     loop {
         tokio::select! {
             biased;
@@ -124,6 +133,7 @@ pub async fn run(
                     let snapshot = world.state.snapshot();
                     let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);
                     world.state.assume(&decisions, now);
+                    let reasons = reporter.changes(&snapshot, &decisions);
                     let writes = world.state.take_writes();
                     let w = write::execute(&client, writes, service.bind_concurrency).await;
                     done.cycles += 1;
@@ -131,6 +141,9 @@ pub async fn run(
                     done.written.evictions += w.evictions;
                     done.written.nominations += w.nominations;
                     done.written.failed += w.failed;
+                    done.reports += reasons.len() as u64;
+                    done.written.failed +=
+                        report::write(&client, reasons, now, service.bind_concurrency).await;
                     done.pending = decisions.pending.len() as u64;
                     if w != Written::default() {
                         tracing::info!(binds = w.binds, evictions = w.evictions, nominations = w.nominations, failed = w.failed, pending = done.pending, "cycle {}", done.cycles);

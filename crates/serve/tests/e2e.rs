@@ -214,5 +214,32 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
         );
         assert!(gpus.iter().all(|g| *g < 8), "{node}: {gpus:?}");
     }
+
+    // The gang that does not fit: every pod says why, once.
+    assert_eq!(end.reports, 3, "{end:?}");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    let waiting = pods.get("too-big-0").await.expect("pod");
+    let condition = waiting
+        .status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .expect("a PodScheduled condition");
+    assert_eq!(condition.status, "False");
+    assert_eq!(condition.reason.as_deref(), Some("Unschedulable"));
+    let message = condition.message.unwrap_or_default();
+    assert!(message.contains("gang"), "{message}");
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "ml");
+    let failed: Vec<_> = events
+        .list(&ListParams::default().fields("involvedObject.name=too-big-0"))
+        .await
+        .expect("events")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
+        .collect();
+    assert_eq!(failed.len(), 1, "one event while the reason stays the same");
+    assert_eq!(failed[0].message.as_deref(), Some(message.as_str()));
     stop.send_replace(true);
 }

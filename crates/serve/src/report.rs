@@ -1,0 +1,178 @@
+//! Why a pod waits, told where people look: the pod's `PodScheduled=False`
+//! condition (what `kubectl describe pod` and `kubectl get pod -o wide`
+//! show) and a `FailedScheduling` Event, both with the core's message for
+//! the pod's job. Written only when the message changes, so a pod that
+//! waits for hours with the same reason costs two writes, not two per
+//! cycle.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use trainyard_model::{Snapshot, TaskKey};
+use trainyard_sched::Decisions;
+
+/// The component name on Events.
+pub const COMPONENT: &str = "trainyard";
+
+/// The messages last reported per pending pod.
+#[derive(Debug, Default)]
+pub struct Reporter {
+    reported: BTreeMap<TaskKey, String>,
+}
+
+impl Reporter {
+    /// The pending pods whose message differs from the one last reported,
+    /// with the new message; forgets pods no longer pending. Pure.
+    pub fn changes(
+        &mut self,
+        snapshot: &Snapshot,
+        decisions: &Decisions,
+    ) -> Vec<(TaskKey, String)> {
+        let messages: BTreeMap<&str, &str> = decisions
+            .pending
+            .iter()
+            .map(|p| {
+                let job: &str = &p.job;
+                (job, p.message.as_str())
+            })
+            .collect();
+        let mut now: BTreeMap<TaskKey, String> = BTreeMap::new();
+        for job in &snapshot.jobs {
+            let id: &str = &job.id;
+            let Some(message) = messages.get(id) else {
+                continue;
+            };
+            for task in job.tasks.iter().filter(|t| t.is_pending()) {
+                now.insert(task.key.clone(), (*message).to_string());
+            }
+        }
+        let changed = now
+            .iter()
+            .filter(|(k, m)| self.reported.get(*k) != Some(*m))
+            .map(|(k, m)| (k.clone(), m.clone()))
+            .collect();
+        self.reported = now;
+        changed
+    }
+}
+
+/// RFC 3339 in UTC, to the second, as the API writes times.
+fn rfc3339(now: trainyard_model::Timestamp) -> String {
+    match k8s_openapi::jiff::Timestamp::from_second(now.0.div_euclid(1000)) {
+        Ok(t) => t.to_string(),
+        Err(_) => "1970-01-01T00:00:00Z".to_string(),
+    }
+}
+
+/// Writes the condition and the Event for each of `changes`; returns how
+/// many writes failed (logged).
+pub async fn write(
+    client: &Client,
+    changes: Vec<(TaskKey, String)>,
+    now: trainyard_model::Timestamp,
+    concurrency: usize,
+) -> u64 {
+    let at = rfc3339(now);
+    let results: Vec<bool> = futures::stream::iter(changes)
+        .map(|(task, message)| {
+            let at = at.clone();
+            async move {
+                let ns = if task.namespace.is_empty() {
+                    "default"
+                } else {
+                    &task.namespace
+                };
+                let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+                let condition = json!({"status": {"conditions": [{
+                    "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                    "message": message, "lastTransitionTime": at, "lastProbeTime": null
+                }]}});
+                let status = pods
+                    .patch_status(
+                        &task.name,
+                        &PatchParams::default(),
+                        &Patch::Strategic(condition),
+                    )
+                    .await;
+                let events: Api<k8s_openapi::api::core::v1::Event> =
+                    Api::namespaced(client.clone(), ns);
+                let event: k8s_openapi::api::core::v1::Event = match serde_json::from_value(json!({
+                    "metadata": {"generateName": format!("{}.", task.name), "namespace": ns},
+                    "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": task.name,
+                                       "namespace": ns, "uid": task.uid},
+                    "reason": "FailedScheduling", "message": message, "type": "Warning",
+                    "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+                    "firstTimestamp": at, "lastTimestamp": at, "count": 1
+                })) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        tracing::warn!("event for {task}: {e}");
+                        return false;
+                    }
+                };
+                let event = events.create(&PostParams::default(), &event).await;
+                for (what, r) in [
+                    ("condition", status.map(|_| ())),
+                    ("event", event.map(|_| ())),
+                ] {
+                    if let Err(e) = r {
+                        tracing::warn!("{what} of {task}: {e}");
+                        return false;
+                    }
+                }
+                true
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    results.iter().filter(|ok| !**ok).count() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use trainyard_ingest::{LoadOptions, Source};
+
+    use super::*;
+
+    const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8', memory: 64Gi, pods: '110', nvidia.com/gpu: '8'}}\n";
+
+    fn pod(name: &str, gpus: u32) -> String {
+        format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml}}\nspec: {{schedulerName: trainyard, containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '{gpus}'}}}}}}]}}\n"
+        )
+    }
+
+    fn cycle(r: &mut Reporter, text: &str) -> Vec<(String, String)> {
+        let loaded =
+            trainyard_ingest::load(&[Source::new("t.yaml", text)], &LoadOptions::default())
+                .expect("loads");
+        let d = trainyard_sched::schedule(
+            &loaded.snapshot,
+            &Default::default(),
+            trainyard_model::Timestamp::from_secs(1_800_000_000),
+        );
+        r.changes(&loaded.snapshot, &d)
+            .into_iter()
+            .map(|(k, m)| (k.to_string(), m))
+            .collect()
+    }
+
+    #[test]
+    fn reports_a_reason_once_until_it_changes() {
+        let mut r = Reporter::default();
+        let text = format!("{NODE}{}{}", pod("big", 16), pod("small", 1));
+        let first = cycle(&mut r, &text);
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert_eq!(first[0].0, "ml/big");
+        assert!(cycle(&mut r, &text).is_empty(), "same reason: nothing new");
+        // The pod goes (deleted); it comes back: reported again.
+        let without = format!("{NODE}{}", pod("small", 1));
+        assert!(cycle(&mut r, &without).is_empty());
+        assert_eq!(cycle(&mut r, &text).len(), 1);
+    }
+}

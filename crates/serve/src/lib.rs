@@ -54,14 +54,24 @@ pub struct Progress {
 /// The service could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    #[error("no cluster configuration (KUBECONFIG, ~/.kube/config or in-cluster): {0}")]
+    Config(#[source] kube::config::InferConfigError),
+    #[error("building the client: {0}")]
+    Client(#[source] kube::Error),
     #[error("discovering the API server's kinds: {0}")]
     Discovery(#[source] kube::Error),
 }
 
 /// A client from `KUBECONFIG` (or `~/.kube/config`), else the in-cluster
-/// service account.
-pub async fn connect() -> Result<Client, kube::Error> {
-    Client::try_default().await
+/// service account, without kube's default retry layer: that layer
+/// retries a 429 up to 15 times with backoff, and an eviction refused by
+/// a PodDisruptionBudget answers 429. For the service a refusal is a
+/// reason (the next cycle decides again), not something to wait on inside
+/// a cycle.
+pub async fn connect() -> Result<Client, ServeError> {
+    let mut config = kube::Config::infer().await.map_err(ServeError::Config)?;
+    config.default_retry = false;
+    Client::try_from(config).map_err(ServeError::Client)
 }
 
 fn wall_clock() -> Timestamp {

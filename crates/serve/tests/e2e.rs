@@ -160,26 +160,85 @@ async fn placements(client: &Client) -> BTreeMap<String, (String, Vec<u32>)> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
-    let (_server, client) = server().await;
+/// Namespace `ml`, nodes n1 and n2 with 8 GPUs each, queue `team`.
+async fn cluster(client: &Client) {
     let ns: Api<Namespace> = Api::all(client.clone());
-    ns.create(
-        &PostParams::default(),
-        &serde_json::from_value(json!({"metadata": {"name": "ml"}})).expect("ns"),
-    )
-    .await
-    .expect("namespace");
-    node(&client, "n1", 8).await;
-    node(&client, "n2", 8).await;
+    let ml: Namespace = serde_json::from_value(json!({"metadata": {"name": "ml"}})).expect("ns");
+    ns.create(&PostParams::default(), &ml)
+        .await
+        .expect("namespace");
+    node(client, "n1", 8).await;
+    node(client, "n2", 8).await;
     create(
-        &client,
+        client,
         &trainyard("Queue", "queues"),
         None,
         json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
                "metadata": {"name": "team"}, "spec": {"quota": {"nvidia.com/gpu": 16}}}),
     )
     .await;
+}
+
+/// No GPU device of a node is given to two bound pods.
+fn devices_distinct(placed: &BTreeMap<String, (String, Vec<u32>)>) {
+    let mut per_node: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for (node, gpus) in placed.values() {
+        per_node.entry(node).or_default().extend(gpus);
+    }
+    for (node, gpus) in &per_node {
+        let distinct: BTreeSet<&u32> = gpus.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            gpus.len(),
+            "{node}: a GPU given twice: {gpus:?}"
+        );
+        assert!(gpus.iter().all(|g| *g < 8), "{node}: {gpus:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_and_dropped_watches_lose_nothing_and_bind_nothing_twice() {
+    let (server, client) = server().await;
+    cluster(&client).await;
+    gang(&client, "first", "team", 2, 4).await;
+    let (mut progress, stop) = start(client.clone());
+    until(&mut progress, "the first gang's binds", |p| {
+        p.written.binds == 2
+    })
+    .await;
+    stop.send_replace(true);
+
+    // A new scheduler process: it learns the first gang's binds from the
+    // API, not from memory; its watches are cut and its lists expire.
+    let (mut progress, _stop) = start(client.clone());
+    until(&mut progress, "a cycle of the new scheduler", |p| {
+        p.cycles >= 1
+    })
+    .await;
+    server.drop_watches();
+    server.force_410(2);
+    gang(&client, "second", "team", 2, 4).await;
+    let bound = until(&mut progress, "the second gang's binds", |p| {
+        p.written.binds == 2
+    })
+    .await;
+    let later = bound.cycles + 3;
+    let end = until(&mut progress, "three more cycles", |p| p.cycles >= later).await;
+    assert_eq!((end.written.binds, end.written.failed), (2, 0), "{end:?}");
+
+    let placed = placements(&client).await;
+    let names: BTreeSet<&str> = placed.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        BTreeSet::from(["first-0", "first-1", "second-0", "second-1"])
+    );
+    devices_distinct(&placed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
+    let (_server, client) = server().await;
+    cluster(&client).await;
     gang(&client, "fits", "team", 4, 4).await;
     gang(&client, "too-big", "team", 3, 8).await;
 
@@ -200,20 +259,10 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
         names,
         BTreeSet::from(["fits-0", "fits-1", "fits-2", "fits-3"])
     );
-    let mut per_node: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
-    for (node, gpus) in placed.values() {
+    for (_, gpus) in placed.values() {
         assert_eq!(gpus.len(), 4, "{placed:?}");
-        per_node.entry(node).or_default().extend(gpus);
     }
-    for (node, gpus) in &per_node {
-        let distinct: BTreeSet<&u32> = gpus.iter().collect();
-        assert_eq!(
-            distinct.len(),
-            gpus.len(),
-            "{node}: a GPU given twice: {gpus:?}"
-        );
-        assert!(gpus.iter().all(|g| *g < 8), "{node}: {gpus:?}");
-    }
+    devices_distinct(&placed);
 
     // The gang that does not fit: every pod says why, once.
     assert_eq!(end.reports, 3, "{end:?}");

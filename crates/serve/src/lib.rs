@@ -15,8 +15,11 @@
 //! `PodScheduled=False` condition and a `FailedScheduling` Event with the
 //! core's message, written only when the message changes.
 //!
-//! Not yet (issue 15 continues): Queue and PodGroup status, `Scheduled`
-//! and `Preempted` Events, partial-gang repair, preemption delay,
+//! Binds record a `Scheduled` Event, evictions a `Reclaimed` or
+//! `Preempted` one with the core's message.
+//!
+//! Not yet (issue 15 continues): Queue and PodGroup status, partial-gang
+//! repair, preemption delay,
 //! admission gating, PodGroups inferred from owners, leader election.
 
 pub mod report;
@@ -145,7 +148,7 @@ pub async fn run(
                     world.state.assume(&decisions, now);
                     let reasons = reporter.changes(&snapshot, &decisions);
                     let writes = world.state.take_writes();
-                    let w = write::execute(&client, writes, service.bind_concurrency).await;
+                    let w = write::execute(&client, writes, service.bind_concurrency, now).await;
                     done.cycles += 1;
                     done.written.binds += w.binds;
                     done.written.evictions += w.evictions;

@@ -61,11 +61,41 @@ impl Reporter {
 }
 
 /// RFC 3339 in UTC, to the second, as the API writes times.
-fn rfc3339(now: trainyard_model::Timestamp) -> String {
+pub fn rfc3339(now: trainyard_model::Timestamp) -> String {
     match k8s_openapi::jiff::Timestamp::from_second(now.0.div_euclid(1000)) {
         Ok(t) => t.to_string(),
         Err(_) => "1970-01-01T00:00:00Z".to_string(),
     }
+}
+
+/// Records an Event from `trainyard` about the pod of `task`.
+pub async fn event(
+    client: &Client,
+    task: &TaskKey,
+    type_: &str,
+    reason: &str,
+    message: &str,
+    at: &str,
+) -> Result<(), kube::Error> {
+    let ns = if task.namespace.is_empty() {
+        "default"
+    } else {
+        &task.namespace
+    };
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
+    let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
+        "metadata": {"generateName": format!("{}.", task.name), "namespace": ns},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": task.name,
+                           "namespace": ns, "uid": task.uid},
+        "reason": reason, "message": message, "type": type_,
+        "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
+        "firstTimestamp": at, "lastTimestamp": at, "count": 1
+    }))
+    .map_err(kube::Error::SerdeError)?;
+    events
+        .create(&PostParams::default(), &event)
+        .await
+        .map(|_| ())
 }
 
 /// Writes the condition and the Event for each of `changes`; returns how
@@ -98,23 +128,8 @@ pub async fn write(
                         &Patch::Strategic(condition),
                     )
                     .await;
-                let events: Api<k8s_openapi::api::core::v1::Event> =
-                    Api::namespaced(client.clone(), ns);
-                let event: k8s_openapi::api::core::v1::Event = match serde_json::from_value(json!({
-                    "metadata": {"generateName": format!("{}.", task.name), "namespace": ns},
-                    "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": task.name,
-                                       "namespace": ns, "uid": task.uid},
-                    "reason": "FailedScheduling", "message": message, "type": "Warning",
-                    "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
-                    "firstTimestamp": at, "lastTimestamp": at, "count": 1
-                })) {
-                    Ok(e) => e,
-                    Err(e) => {
-                        tracing::warn!("event for {task}: {e}");
-                        return false;
-                    }
-                };
-                let event = events.create(&PostParams::default(), &event).await;
+                let event =
+                    event(client, &task, "Warning", "FailedScheduling", &message, &at).await;
                 for (what, r) in [
                     ("condition", status.map(|_| ())),
                     ("event", event.map(|_| ())),

@@ -1,6 +1,8 @@
 //! The decisions' writes to the API: binds (after writing the chosen GPU
-//! devices onto the pod), evictions through the Eviction API, and
-//! nominations (`status.nominatedNodeName`), with bounded concurrency.
+//! devices onto the pod; a `Scheduled` Event after), evictions through the
+//! Eviction API (a `Reclaimed` or `Preempted` Event with the core's
+//! message after), and nominations (`status.nominatedNodeName`), with
+//! bounded concurrency.
 //!
 //! A write that fails is logged and counted; its assumption stays until
 //! the world shows otherwise (the pod bound elsewhere, deleted) or the
@@ -12,7 +14,7 @@ use kube::Client;
 use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use trainyard_cluster::Write;
-use trainyard_sched::decisions::{Bind, Eviction, NominationDecision};
+use trainyard_sched::decisions::{Bind, Eviction, EvictionKind, NominationDecision};
 
 /// Annotation with the GPU device indices chosen on the node
 /// (`"0,1,2,3"`), written before the bind: `trainyard.io/gpu-indices`, the
@@ -38,7 +40,7 @@ fn pods(client: &Client, namespace: &str) -> Api<Pod> {
     Api::namespaced(client.clone(), ns)
 }
 
-async fn bind(client: &Client, b: &Bind) -> Result<(), kube::Error> {
+async fn bind(client: &Client, b: &Bind, at: &str) -> Result<(), kube::Error> {
     let api = pods(client, &b.task.namespace);
     if !b.gpus.is_empty() {
         let devices: Vec<String> = b.gpus.iter().map(u32::to_string).collect();
@@ -67,6 +69,11 @@ async fn bind(client: &Client, b: &Bind) -> Result<(), kube::Error> {
         &binding,
     )
     .await?;
+    let message = format!("Successfully assigned {} to {}", b.task, b.node);
+    if let Err(e) = crate::report::event(client, &b.task, "Normal", "Scheduled", &message, at).await
+    {
+        tracing::warn!("Scheduled event of {}: {e}", b.task);
+    }
     Ok(())
 }
 
@@ -74,11 +81,19 @@ fn api_namespace(ns: &str) -> &str {
     if ns.is_empty() { "default" } else { ns }
 }
 
-async fn evict(client: &Client, e: &Eviction) -> Result<(), kube::Error> {
+async fn evict(client: &Client, e: &Eviction, at: &str) -> Result<(), kube::Error> {
     pods(client, &e.task.namespace)
         .evict(&e.task.name, &EvictParams::default())
-        .await
-        .map(|_| ())
+        .await?;
+    let reason = match e.kind {
+        EvictionKind::Reclaim => "Reclaimed",
+        EvictionKind::Preempt => "Preempted",
+    };
+    if let Err(err) = crate::report::event(client, &e.task, "Normal", reason, &e.message, at).await
+    {
+        tracing::warn!("{reason} event of {}: {err}", e.task);
+    }
+    Ok(())
 }
 
 async fn nominate(client: &Client, n: &NominationDecision) -> Result<(), kube::Error> {
@@ -92,17 +107,24 @@ async fn nominate(client: &Client, n: &NominationDecision) -> Result<(), kube::E
         .map(|_| ())
 }
 
-/// Executes `writes`, at most `concurrency` at once.
-pub async fn execute(client: &Client, writes: Vec<Write>, concurrency: usize) -> Written {
+/// Executes `writes`, at most `concurrency` at once; Events are dated `now`.
+pub async fn execute(
+    client: &Client,
+    writes: Vec<Write>,
+    concurrency: usize,
+    now: trainyard_model::Timestamp,
+) -> Written {
+    let at = crate::report::rfc3339(now);
+    let at = at.as_str();
     let results: Vec<(usize, Result<(), kube::Error>, String)> = futures::stream::iter(writes)
         .map(|w| async move {
             match &w {
                 Write::Bind(b) => (
                     0,
-                    bind(client, b).await,
+                    bind(client, b, at).await,
                     format!("bind {} to {}", b.task, b.node),
                 ),
-                Write::Evict(e) => (1, evict(client, e).await, format!("evict {}", e.task)),
+                Write::Evict(e) => (1, evict(client, e, at).await, format!("evict {}", e.task)),
                 Write::Nominate(n) => (
                     2,
                     nominate(client, n).await,

@@ -289,6 +289,17 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
         .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
         .collect();
     assert_eq!(failed.len(), 1, "one event while the reason stays the same");
+    let scheduled = events
+        .list(&ListParams::default().fields("involvedObject.name=fits-0,reason=Scheduled"))
+        .await
+        .expect("events")
+        .items;
+    assert_eq!(scheduled.len(), 1, "{scheduled:?}");
+    let node = &placed["fits-0"].0;
+    assert_eq!(
+        scheduled[0].message.as_deref(),
+        Some(format!("Successfully assigned ml/fits-0 to {node}").as_str())
+    );
     assert_eq!(failed[0].message.as_deref(), Some(message.as_str()));
     stop.send_replace(true);
 }

@@ -18,10 +18,13 @@
 //! Binds record a `Scheduled` Event, evictions a `Reclaimed` or
 //! `Preempted` one with the core's message.
 //!
-//! Not yet (issue 15 continues): Queue and PodGroup status, partial-gang
-//! repair, preemption delay,
+//! Trainyard's Queues get their status ([`queue_status`]) when it changed.
+//!
+//! Not yet (issue 15 continues): Queue conditions, PodGroup status,
+//! partial-gang repair, preemption delay,
 //! admission gating, PodGroups inferred from owners, leader election.
 
+pub mod queue_status;
 pub mod report;
 pub mod settings;
 pub mod watch;
@@ -49,6 +52,8 @@ pub struct Progress {
     pub written: Written,
     /// Pending jobs after the last cycle.
     pub pending: u64,
+    /// Queue statuses written (only when changed), summed over cycles.
+    pub queue_statuses: u64,
     /// Pending pods told why they wait (a condition and an Event each),
     /// summed over cycles: only when the reason changed.
     pub reports: u64,
@@ -124,6 +129,11 @@ pub async fn run(
     let mut next = Instant::now() + period;
     let mut done = Progress::default();
     let mut reporter = report::Reporter::default();
+    let mut queue_statuses = queue_status::QueueStatuses::default();
+    // Trainyard's own Queues get status; the peers' kinds are theirs.
+    let queue_stream = kinds
+        .iter()
+        .position(|k| k.group == "trainyard.io" && k.kind == "Queue");
     loop {
         tokio::select! {
             biased;
@@ -157,6 +167,17 @@ pub async fn run(
                     done.reports += reasons.len() as u64;
                     done.written.failed +=
                         report::write(&client, reasons, now, service.bind_concurrency).await;
+                    if let Some(stream) = queue_stream {
+                        let all = queue_status::statuses(&snapshot, &decisions);
+                        let changes = queue_statuses
+                            .changes(all, |name| world.holds(stream, "Queue", "", name));
+                        done.queue_statuses += changes.len() as u64;
+                        let ar = &kinds[stream];
+                        for name in write::queue_statuses(&client, ar, changes, service.bind_concurrency).await {
+                            queue_statuses.forget(&name);
+                            done.written.failed += 1;
+                        }
+                    }
                     done.pending = decisions.pending.len() as u64;
                     if w != Written::default() {
                         tracing::info!(binds = w.binds, evictions = w.evictions, nominations = w.nominations, failed = w.failed, pending = done.pending, "cycle {}", done.cycles);

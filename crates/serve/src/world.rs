@@ -69,6 +69,13 @@ impl World {
         (0..streams).all(|s| self.listed.contains(&s))
     }
 
+    /// Whether stream `stream` holds the object of `kind` named `name` in
+    /// `namespace` (empty for cluster-scoped kinds).
+    pub fn holds(&self, stream: usize, kind: &str, namespace: &str, name: &str) -> bool {
+        let key = (kind.to_string(), namespace.to_string(), name.to_string());
+        self.known.get(&stream).is_some_and(|k| k.contains(&key))
+    }
+
     /// Applies one event.
     pub fn handle(&mut self, event: WorldEvent) {
         match event {

@@ -151,3 +151,36 @@ pub async fn execute(
     }
     out
 }
+
+/// Writes each queue's `status` (merge patch of the status subresource of
+/// `ar`, Trainyard's Queue); returns the names whose write failed.
+pub async fn queue_statuses(
+    client: &Client,
+    ar: &kube::core::ApiResource,
+    changes: Vec<(String, serde_json::Value)>,
+    concurrency: usize,
+) -> Vec<String> {
+    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), ar);
+    let api = &api;
+    let failed: Vec<Option<String>> = futures::stream::iter(changes)
+        .map(|(name, status)| async move {
+            match api
+                .patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": status})),
+                )
+                .await
+            {
+                Ok(_) => None,
+                Err(e) => {
+                    tracing::warn!("status of Queue {name}: {e}");
+                    Some(name)
+                }
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    failed.into_iter().flatten().collect()
+}

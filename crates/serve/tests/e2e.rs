@@ -301,5 +301,15 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
         Some(format!("Successfully assigned ml/fits-0 to {node}").as_str())
     );
     assert_eq!(failed[0].message.as_deref(), Some(message.as_str()));
+
+    // The queue's status, as `kubectl get tyq` shows it.
+    let queues: Api<DynamicObject> = Api::all_with(client.clone(), &trainyard("Queue", "queues"));
+    let team = queues.get("team").await.expect("queue");
+    let status = &team.data["status"];
+    assert_eq!(status["allocated"]["nvidia.com/gpu"], "16", "{status}");
+    assert_eq!(status["fairShare"]["nvidia.com/gpu"], "16", "{status}");
+    assert_eq!(status["runningJobs"], 1, "{status}");
+    assert_eq!(status["pendingJobs"], 1, "{status}");
+    assert!(end.queue_statuses >= 1, "{end:?}");
     stop.send_replace(true);
 }

@@ -46,31 +46,10 @@ fn changes(name: &str, text: &str) -> Vec<ObjectChange> {
     decoded.changes
 }
 
-/// Every object of `text` alone, as JSON, the way an API server lists them:
-/// documents, and the items of `List`s (typed list items get the kind and
-/// apiVersion the list implies, as the API server's items carry them).
+/// Every object of `text` alone, as JSON, the way an API server lists them.
 fn api_objects(name: &str, text: &str) -> Vec<serde_json::Value> {
     let docs = trainyard_ingest::parse_documents(&Source::new(name, text)).expect("parses");
-    let mut out = Vec::new();
-    for doc in docs.into_iter().filter(|d| !d.is_null()) {
-        let kind = doc["kind"].as_str().unwrap_or("").to_string();
-        if kind.ends_with("List") && doc.get("items").is_some() {
-            let api = doc["apiVersion"].clone();
-            let item_kind = kind.strip_suffix("List").unwrap_or("").to_string();
-            for mut item in doc["items"].as_array().cloned().unwrap_or_default() {
-                if item.get("kind").is_none_or(|k| k.is_null()) {
-                    item["kind"] = item_kind.clone().into();
-                }
-                if item.get("apiVersion").is_none_or(|k| k.is_null()) {
-                    item["apiVersion"] = api.clone();
-                }
-                out.push(item);
-            }
-        } else {
-            out.push(doc);
-        }
-    }
-    out
+    trainyard_ingest::split_objects(docs)
 }
 
 fn same(name: &str, want: &Snapshot, got: &Snapshot) -> Result<(), String> {

@@ -28,7 +28,7 @@ pub use interpret::{
     read_object,
 };
 pub use k8s::PodInfo;
-pub use read::{Loc, parse_documents, present_documents};
+pub use read::{Loc, parse_documents, present_documents, split_objects};
 
 /// One input text.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -109,6 +109,35 @@ pub fn present_documents(docs: Vec<Value>) -> impl Iterator<Item = (usize, Value
         .map(|(i, d)| (i + 1, d))
 }
 
+/// Every object of `docs` alone, as an API server holds and lists them:
+/// the documents, and the items of `List`s (nested lists too); items of a
+/// typed list (`PodList`) without `kind` or `apiVersion` get the ones the
+/// list implies, as the reader gives them. Empty documents are dropped.
+pub fn split_objects(docs: Vec<Value>) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut stack: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).rev().collect();
+    while let Some(doc) = stack.pop() {
+        let kind = doc["kind"].as_str().unwrap_or("").to_string();
+        if !(kind.ends_with("List") && doc.get("items").is_some()) {
+            out.push(doc);
+            continue;
+        }
+        let api = doc["apiVersion"].clone();
+        let item_kind = kind.trim_end_matches("List").to_string();
+        let items = doc["items"].as_array().cloned().unwrap_or_default();
+        for mut item in items.into_iter().rev() {
+            if item.get("kind").is_none_or(Value::is_null) && !item_kind.is_empty() {
+                item["kind"] = item_kind.clone().into();
+            }
+            if item.get("apiVersion").is_none_or(Value::is_null) {
+                item["apiVersion"] = api.clone();
+            }
+            stack.push(item);
+        }
+    }
+    out
+}
+
 /// Parses every YAML (or JSON) document of `source` into a tree, as the
 /// snapshot loader reads its input: YAML 1.2 booleans only (a node named
 /// `n` or a label value `yes` stays a string; `no` is not `false`), and

@@ -77,11 +77,7 @@ pub async fn event(
     message: &str,
     at: &str,
 ) -> Result<(), kube::Error> {
-    let ns = if task.namespace.is_empty() {
-        "default"
-    } else {
-        &task.namespace
-    };
+    let ns = crate::write::namespace(task);
     let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
     let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
         "metadata": {"generateName": format!("{}.", task.name), "namespace": ns},
@@ -111,11 +107,7 @@ pub async fn write(
         .map(|(task, message)| {
             let at = at.clone();
             async move {
-                let ns = if task.namespace.is_empty() {
-                    "default"
-                } else {
-                    &task.namespace
-                };
+                let ns = crate::write::namespace(&task);
                 let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
                 let condition = json!({"status": {"conditions": [{
                     "type": "PodScheduled", "status": "False", "reason": "Unschedulable",

@@ -14,6 +14,7 @@ use kube::Client;
 use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use trainyard_cluster::Write;
+use trainyard_model::TaskKey;
 use trainyard_sched::decisions::{Bind, Eviction, EvictionKind, NominationDecision};
 
 /// Annotation with the GPU device indices chosen on the node
@@ -31,17 +32,21 @@ pub struct Written {
     pub failed: u64,
 }
 
-fn pods(client: &Client, namespace: &str) -> Api<Pod> {
-    let ns = if namespace.is_empty() {
+/// The namespace of `task`'s pod (`default` when the key has none).
+pub(crate) fn namespace(task: &TaskKey) -> &str {
+    if task.namespace.is_empty() {
         "default"
     } else {
-        namespace
-    };
-    Api::namespaced(client.clone(), ns)
+        &task.namespace
+    }
+}
+
+fn pods(client: &Client, task: &TaskKey) -> Api<Pod> {
+    Api::namespaced(client.clone(), namespace(task))
 }
 
 async fn bind(client: &Client, b: &Bind, at: &str) -> Result<(), kube::Error> {
-    let api = pods(client, &b.task.namespace);
+    let api = pods(client, &b.task);
     if !b.gpus.is_empty() {
         let devices: Vec<String> = b.gpus.iter().map(u32::to_string).collect();
         api.patch(
@@ -53,7 +58,7 @@ async fn bind(client: &Client, b: &Bind, at: &str) -> Result<(), kube::Error> {
         )
         .await?;
     }
-    let mut meta = json!({"name": b.task.name, "namespace": api_namespace(&b.task.namespace)});
+    let mut meta = json!({"name": b.task.name, "namespace": namespace(&b.task)});
     if !b.task.uid.is_empty() {
         // The pod we placed, not a namesake created since.
         meta["uid"] = b.task.uid.clone().into();
@@ -77,12 +82,8 @@ async fn bind(client: &Client, b: &Bind, at: &str) -> Result<(), kube::Error> {
     Ok(())
 }
 
-fn api_namespace(ns: &str) -> &str {
-    if ns.is_empty() { "default" } else { ns }
-}
-
 async fn evict(client: &Client, e: &Eviction, at: &str) -> Result<(), kube::Error> {
-    pods(client, &e.task.namespace)
+    pods(client, &e.task)
         .evict(&e.task.name, &EvictParams::default())
         .await?;
     let reason = match e.kind {
@@ -97,7 +98,7 @@ async fn evict(client: &Client, e: &Eviction, at: &str) -> Result<(), kube::Erro
 }
 
 async fn nominate(client: &Client, n: &NominationDecision) -> Result<(), kube::Error> {
-    pods(client, &n.task.namespace)
+    pods(client, &n.task)
         .patch_status(
             &n.task.name,
             &PatchParams::default(),

@@ -58,32 +58,10 @@ fn inputs() -> Vec<(String, String)> {
     out
 }
 
-/// Every object of a text alone, as an API server holds them: documents
-/// and the items of lists (typed list items get the implied kind).
+/// Every object of a text alone, as an API server holds them.
 fn objects_of(name: &str, text: &str) -> Vec<Value> {
     let docs = trainyard_ingest::parse_documents(&Source::new(name, text)).expect("parses");
-    let mut out = Vec::new();
-    let mut stack: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).rev().collect();
-    while let Some(doc) = stack.pop() {
-        let kind = doc["kind"].as_str().unwrap_or("").to_string();
-        if kind.ends_with("List") && doc.get("items").is_some() {
-            let api = doc["apiVersion"].clone();
-            let item_kind = kind.trim_end_matches("List").to_string();
-            let items = doc["items"].as_array().cloned().unwrap_or_default();
-            for mut item in items.into_iter().rev() {
-                if item.get("kind").is_none_or(Value::is_null) {
-                    item["kind"] = item_kind.clone().into();
-                }
-                if item.get("apiVersion").is_none_or(Value::is_null) {
-                    item["apiVersion"] = api.clone();
-                }
-                stack.push(item);
-            }
-        } else {
-            out.push(doc);
-        }
-    }
-    out
+    trainyard_ingest::split_objects(docs)
 }
 
 /// Hand-written snapshots leave out what the scheduler does not read but

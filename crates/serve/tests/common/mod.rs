@@ -1,0 +1,212 @@
+//! Helpers of the end-to-end tests: a test API server with Trainyard's
+//! CRDs, objects created through kube-rs, the service started in-process,
+//! and outcomes read back from the API.
+
+#![allow(dead_code)] // each test file uses some of them
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::Client;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use trainyard_serve::{GPU_DEVICES_ANNOTATION, Progress, Settings};
+use trainyard_testapi::{Config, TestApiServer};
+
+pub fn client(server: &TestApiServer) -> Client {
+    let config = kube::Config::new(server.url().parse().expect("url"));
+    Client::try_from(config).expect("client")
+}
+
+pub async fn server() -> (TestApiServer, Client) {
+    let server = TestApiServer::start(Config {
+        manual_clock: true,
+        ..Config::default()
+    })
+    .await
+    .expect("server starts");
+    let client = client(&server);
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for f in ["queues", "podgroups", "topologies"] {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../../deploy/crds/{f}.trainyard.io.yaml"));
+        let text = std::fs::read_to_string(p).expect("committed CRD");
+        let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).expect("a CRD");
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .expect("CRD accepted");
+    }
+    (server, client)
+}
+
+pub fn trainyard(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("trainyard.io", "v1alpha1", kind),
+        plural,
+    )
+}
+
+pub async fn create(client: &Client, ar: &ApiResource, namespace: Option<&str>, object: Value) {
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
+        None => Api::all_with(client.clone(), ar),
+    };
+    let o: DynamicObject = serde_json::from_value(object).expect("object");
+    api.create(&PostParams::default(), &o)
+        .await
+        .expect("created");
+}
+
+pub async fn node(client: &Client, name: &str, gpus: u32) {
+    let api: Api<Node> = Api::all(client.clone());
+    let n: Node = serde_json::from_value(json!({"metadata": {"name": name}})).expect("node");
+    api.create(&PostParams::default(), &n)
+        .await
+        .expect("node created");
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()},
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()},
+            "conditions": [{"type": "Ready", "status": "True"}]
+        }})),
+    )
+    .await
+    .expect("node status");
+}
+
+pub async fn gang(client: &Client, name: &str, queue: &str, pods: u32, gpus: u32) {
+    create(
+        client,
+        &trainyard("PodGroup", "podgroups"),
+        Some("ml"),
+        json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+               "metadata": {"name": name, "namespace": "ml"},
+               "spec": {"queue": queue, "minMember": pods}}),
+    )
+    .await;
+    let api: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    for i in 0..pods {
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}-{i}"), "namespace": "ml",
+                         "labels": {"trainyard.io/pod-group": name}},
+            "spec": {"schedulerName": "trainyard", "containers": [{"name": "c", "image": "train:1",
+                     "resources": {"requests": {"nvidia.com/gpu": gpus.to_string()},
+                                   "limits": {"nvidia.com/gpu": gpus.to_string()}}}]}
+        }))
+        .expect("pod");
+        api.create(&PostParams::default(), &p)
+            .await
+            .expect("pod created");
+    }
+}
+
+/// Starts the service; returns its progress and the switch that stops it.
+pub fn start(client: Client) -> (watch::Receiver<Progress>, watch::Sender<bool>) {
+    start_with(client, fast_settings())
+}
+
+/// Settings with short cycles for tests.
+pub fn fast_settings() -> Settings {
+    let mut settings = Settings::default();
+    settings.service.cycle_period_millis = 50;
+    settings.service.debounce_millis = 10;
+    settings
+}
+
+/// Starts the service with `settings`.
+pub fn start_with(
+    client: Client,
+    settings: Settings,
+) -> (watch::Receiver<Progress>, watch::Sender<bool>) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (progress_tx, progress_rx) = watch::channel(Progress::default());
+    tokio::spawn(async move {
+        trainyard_serve::run(client, settings, stop_rx, progress_tx)
+            .await
+            .expect("service runs");
+    });
+    (progress_rx, stop_tx)
+}
+
+/// Waits (on the service's progress, not a clock) until `done` holds.
+pub async fn until(
+    progress: &mut watch::Receiver<Progress>,
+    what: &str,
+    done: impl Fn(&Progress) -> bool,
+) -> Progress {
+    let result = {
+        let wait = progress.wait_for(|p| done(p));
+        tokio::time::timeout(Duration::from_secs(30), wait)
+            .await
+            .map(|r| r.map(|p| *p).map_err(|_| ()))
+    };
+    match result {
+        Ok(Ok(p)) => p,
+        Ok(Err(())) => panic!("the service stopped before {what}"),
+        Err(_) => panic!("timed out waiting for {what}: {:?}", *progress.borrow()),
+    }
+}
+
+/// Node and GPU devices of every bound pod, from the API.
+pub async fn placements(client: &Client) -> BTreeMap<String, (String, Vec<u32>)> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    let mut out = BTreeMap::new();
+    for p in api.list(&ListParams::default()).await.expect("list") {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+            continue;
+        };
+        let gpus = p
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(GPU_DEVICES_ANNOTATION))
+            .map(|v| v.split(',').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_default();
+        out.insert(name, (node, gpus));
+    }
+    out
+}
+
+/// Namespace `ml`, nodes n1 and n2 with 8 GPUs each, queue `team`.
+pub async fn cluster(client: &Client) {
+    let ns: Api<Namespace> = Api::all(client.clone());
+    let ml: Namespace = serde_json::from_value(json!({"metadata": {"name": "ml"}})).expect("ns");
+    ns.create(&PostParams::default(), &ml)
+        .await
+        .expect("namespace");
+    node(client, "n1", 8).await;
+    node(client, "n2", 8).await;
+    create(
+        client,
+        &trainyard("Queue", "queues"),
+        None,
+        json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+               "metadata": {"name": "team"}, "spec": {"quota": {"nvidia.com/gpu": 16}}}),
+    )
+    .await;
+}
+
+/// No GPU device of a node is given to two bound pods.
+pub fn devices_distinct(placed: &BTreeMap<String, (String, Vec<u32>)>) {
+    let mut per_node: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    for (node, gpus) in placed.values() {
+        per_node.entry(node).or_default().extend(gpus);
+    }
+    for (node, gpus) in &per_node {
+        let distinct: BTreeSet<&u32> = gpus.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            gpus.len(),
+            "{node}: a GPU given twice: {gpus:?}"
+        );
+        assert!(gpus.iter().all(|g| *g < 8), "{node}: {gpus:?}");
+    }
+}

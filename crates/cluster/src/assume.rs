@@ -286,6 +286,29 @@ impl ClusterState {
         gone
     }
 
+    /// Drops the assumption behind `write`, which failed (the pod was
+    /// deleted, its node is gone, the API refused): the world will not show
+    /// it, so the next snapshot has the task as the world has it and the
+    /// next cycle decides again. True when there was one.
+    pub fn forget_write(&mut self, write: &Write) -> bool {
+        let (job, task) = match write {
+            Write::Bind(b) => (b.job.as_str(), &b.task),
+            Write::Evict(e) => (e.job.as_str(), &e.task),
+            Write::Nominate(n) => (n.job.as_str(), &n.task),
+        };
+        let Some(list) = self.assumed.get_mut(job) else {
+            return false;
+        };
+        let before = list.len();
+        list.retain(|a| !(a.task == *task && write.is_for(job, a)));
+        if list.len() == before {
+            return false;
+        }
+        self.rebuild_view(job);
+        self.note_nominations(job);
+        true
+    }
+
     /// Assumptions not yet confirmed, by job id.
     pub fn assumed(&self) -> impl Iterator<Item = (&str, &Assumption)> {
         self.assumed

@@ -132,6 +132,25 @@ fn forgetting_an_unconfirmed_bind_frees_the_task_and_drops_its_write() {
 }
 
 #[test]
+fn a_failed_write_is_forgotten_alone_and_the_task_is_pending_again() {
+    let mut s = world();
+    let d = Decisions {
+        binds: vec![bind("b", "b-0", "n1"), bind("b", "b-1", "n2")],
+        ..Decisions::default()
+    };
+    s.assume(&d, Timestamp(5));
+    let writes = s.take_writes();
+    assert!(s.forget_write(&writes[1]), "the second bind failed");
+    assert!(!s.forget_write(&writes[1]), "forgotten once");
+    assert_eq!(state(&s, "b", "b-0"), "bound@n1");
+    assert_eq!(state(&s, "b", "b-1"), "pending");
+    let snap = s.snapshot();
+    let b = snap.jobs.iter().find(|j| j.id == "b").expect("job b");
+    assert_eq!(b.pending_count(), 1, "the snapshot shows it pending");
+    assert_eq!(s.assumed().count(), 1);
+}
+
+#[test]
 fn a_bind_of_a_task_that_is_not_pending_is_not_assumed() {
     let mut s = world();
     s.apply(Change::Job(bound(job("b", 2), 0, "n2")));

@@ -25,6 +25,7 @@
 //! admission gating, PodGroups inferred from owners, leader election.
 
 pub mod queue_status;
+pub mod repair;
 pub mod report;
 pub mod settings;
 pub mod watch;
@@ -57,6 +58,8 @@ pub struct Progress {
     /// Pending pods told why they wait (a condition and an Event each),
     /// summed over cycles: only when the reason changed.
     pub reports: u64,
+    /// Bound members of incomplete gangs evicted ([`repair`]).
+    pub repairs: u64,
 }
 
 /// The service could not start.
@@ -130,6 +133,7 @@ pub async fn run(
     let mut done = Progress::default();
     let mut reporter = report::Reporter::default();
     let mut queue_statuses = queue_status::QueueStatuses::default();
+    let mut repair = repair::Repair::default();
     // Trainyard's own Queues get status; the peers' kinds are theirs.
     let queue_stream = kinds
         .iter()
@@ -158,7 +162,20 @@ pub async fn run(
                     world.state.assume(&decisions, now);
                     let reasons = reporter.changes(&snapshot, &decisions);
                     let writes = world.state.take_writes();
-                    let w = write::execute(&client, writes, service.bind_concurrency, now).await;
+                    let (w, failed) = write::execute(&client, writes, service.bind_concurrency, now).await;
+                    for f in &failed {
+                        world.state.forget_write(f);
+                    }
+                    let at = report::rfc3339(now);
+                    for e in repair.check(&snapshot, now, service.gang_repair_seconds, service.assume_timeout_seconds) {
+                        match write::evict_incomplete(&client, &e, &at).await {
+                            Ok(()) => done.repairs += 1,
+                            Err(err) => {
+                                tracing::warn!("evict {} of incomplete gang {}: {err}", e.task, e.job);
+                                done.written.failed += 1;
+                            }
+                        }
+                    }
                     done.cycles += 1;
                     done.written.binds += w.binds;
                     done.written.evictions += w.evictions;

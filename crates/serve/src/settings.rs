@@ -12,6 +12,7 @@
 //!   debounceMillis: 100
 //!   bindConcurrency: 16
 //!   assumeTimeoutSeconds: 30
+//!   gangRepairSeconds: 60
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -44,6 +45,9 @@ pub struct ServiceSettings {
     /// A bind (or eviction) the world has not shown after this long is
     /// forgotten, and its pod is pending again in the next cycle.
     pub assume_timeout_seconds: u64,
+    /// A gang with some members bound but fewer than its minimum for this
+    /// long has its bound members evicted ([`crate::repair`]).
+    pub gang_repair_seconds: u64,
 }
 
 impl Default for ServiceSettings {
@@ -55,6 +59,7 @@ impl Default for ServiceSettings {
             debounce_millis: 100,
             bind_concurrency: 16,
             assume_timeout_seconds: 30,
+            gang_repair_seconds: 60,
         }
     }
 }

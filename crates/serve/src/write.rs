@@ -4,9 +4,10 @@
 //! message after), and nominations (`status.nominatedNodeName`), with
 //! bounded concurrency.
 //!
-//! A write that fails is logged and counted; its assumption stays until
-//! the world shows otherwise (the pod bound elsewhere, deleted) or the
-//! assume timeout forgets it, after which the pod is pending again.
+//! A write that fails is logged and counted, and its assumption is
+//! forgotten at once: the next cycle sees the pod as the world has it and
+//! decides again (a gang with a failed bind is completed there, or
+//! repaired, [`crate::repair`]).
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -108,49 +109,69 @@ async fn nominate(client: &Client, n: &NominationDecision) -> Result<(), kube::E
         .map(|_| ())
 }
 
-/// Executes `writes`, at most `concurrency` at once; Events are dated `now`.
+/// Evicts a bound member of an incomplete gang ([`crate::repair`]), with
+/// an `IncompleteGang` Event.
+pub async fn evict_incomplete(
+    client: &Client,
+    e: &crate::repair::RepairEviction,
+    at: &str,
+) -> Result<(), kube::Error> {
+    pods(client, &e.task)
+        .evict(&e.task.name, &EvictParams::default())
+        .await?;
+    let event = crate::report::event(client, &e.task, "Warning", "IncompleteGang", &e.message, at);
+    if let Err(err) = event.await {
+        tracing::warn!("IncompleteGang event of {}: {err}", e.task);
+    }
+    Ok(())
+}
+
+/// Executes `writes`, at most `concurrency` at once; Events are dated
+/// `now`. Returns what was done and the writes that failed (their
+/// assumptions are to be forgotten: the world will not show them).
 pub async fn execute(
     client: &Client,
     writes: Vec<Write>,
     concurrency: usize,
     now: trainyard_model::Timestamp,
-) -> Written {
+) -> (Written, Vec<Write>) {
     let at = crate::report::rfc3339(now);
     let at = at.as_str();
-    let results: Vec<(usize, Result<(), kube::Error>, String)> = futures::stream::iter(writes)
+    let results: Vec<(Write, Result<(), kube::Error>, String)> = futures::stream::iter(writes)
         .map(|w| async move {
-            match &w {
+            let (result, text) = match &w {
                 Write::Bind(b) => (
-                    0,
                     bind(client, b, at).await,
                     format!("bind {} to {}", b.task, b.node),
                 ),
-                Write::Evict(e) => (1, evict(client, e, at).await, format!("evict {}", e.task)),
+                Write::Evict(e) => (evict(client, e, at).await, format!("evict {}", e.task)),
                 Write::Nominate(n) => (
-                    2,
                     nominate(client, n).await,
                     format!("nominate {} on {}", n.task, n.node),
                 ),
-            }
+            };
+            (w, result, text)
         })
         .buffer_unordered(concurrency.max(1))
         .collect()
         .await;
     let mut out = Written::default();
-    for (what, result, text) in results {
+    let mut failed = Vec::new();
+    for (write, result, text) in results {
         match result {
-            Ok(()) => match what {
-                0 => out.binds += 1,
-                1 => out.evictions += 1,
-                _ => out.nominations += 1,
+            Ok(()) => match write {
+                Write::Bind(_) => out.binds += 1,
+                Write::Evict(_) => out.evictions += 1,
+                Write::Nominate(_) => out.nominations += 1,
             },
             Err(e) => {
                 tracing::warn!("{text}: {e}");
                 out.failed += 1;
+                failed.push(write);
             }
         }
     }
-    out
+    (out, failed)
 }
 
 /// Writes each queue's `status` (merge patch of the status subresource of

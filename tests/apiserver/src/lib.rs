@@ -292,6 +292,22 @@ impl TestApiServer {
         )?)
     }
 
+    /// Deletes an object of any served kind, as `DELETE` with default
+    /// options would (graceful for bound pods).
+    pub fn delete(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Value, Error> {
+        let mut st = self.shared.lock();
+        let (def, _) = st
+            .def_for(api_version, kind)
+            .ok_or_else(|| Error::UnknownKind(api_version.into(), kind.into()))?;
+        Ok(st.delete(&def, namespace, name, None, None, None)?)
+    }
+
     /// Reads an object (`None` if absent).
     pub fn get(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
         let st = self.shared.lock();

@@ -288,6 +288,28 @@ pub enum PendingReason {
 }
 
 impl PendingReason {
+    /// A one-word code for the reason, as a Kubernetes condition or Event
+    /// reason (`Unschedulable`, `QueueAtLimit`, ...) and a metric label.
+    pub fn code(&self) -> &'static str {
+        match self {
+            PendingReason::Unschedulable { .. } => "Unschedulable",
+            PendingReason::QueueAtLimit { .. } => "QueueAtLimit",
+            PendingReason::ExceedsQueueLimit { .. } => "ExceedsQueueLimit",
+            PendingReason::NotEnoughPods { .. } => "NotEnoughPods",
+            PendingReason::Unsupported { .. } => "Unsupported",
+            PendingReason::InvalidRequest { .. } => "InvalidRequest",
+            PendingReason::Rejected { .. } => "Rejected",
+            PendingReason::BehindStarvingGang { .. } => "BehindStarvingGang",
+            PendingReason::TopologyUnfit { .. } => "TopologyUnfit",
+            PendingReason::TooManyLeaves { .. } => "TooManyLeaves",
+            PendingReason::NonPreemptibleOverQuota { .. } => "NonPreemptibleOverQuota",
+            PendingReason::WaitingForVictims { .. } => "WaitingForVictims",
+            PendingReason::InQuotaNoRoom { .. } => "InQuotaNoRoom",
+            PendingReason::Yielded { .. } => "Yielded",
+            PendingReason::ElasticPending { .. } => "ElasticPending",
+        }
+    }
+
     /// The gang could not be placed for lack of room (anywhere, or in one
     /// domain of its topology level, or within its leaf cap): what reclaim,
     /// preemption and the refill may help.

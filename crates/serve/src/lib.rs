@@ -132,7 +132,7 @@ pub async fn run(
     let mut next = Instant::now() + period;
     let mut done = Progress::default();
     let mut reporter = report::Reporter::default();
-    let mut queue_statuses = queue_status::QueueStatuses::default();
+    let mut queue_statuses = queue_status::StatusCache::default();
     let mut repair = repair::Repair::default();
     // Trainyard's own Queues get status; the peers' kinds are theirs.
     let queue_stream = kinds
@@ -187,7 +187,7 @@ pub async fn run(
                     if let Some(stream) = queue_stream {
                         let all = queue_status::statuses(&snapshot, &decisions);
                         let changes = queue_statuses
-                            .changes(all, |name| world.holds(stream, "Queue", "", name));
+                            .changes(all, &at, |name| world.holds(stream, "Queue", "", name));
                         done.queue_statuses += changes.len() as u64;
                         let ar = &kinds[stream];
                         for name in write::queue_statuses(&client, ar, changes, service.bind_concurrency).await {

@@ -1,14 +1,25 @@
 //! Queue status from a cycle's decisions: what each Trainyard `Queue`
 //! holds (`allocated`), asks for (`requested`: running plus pending,
 //! capped by its limit), is owed (`fairShare`), and its pending and running
-//! job counts, each over the queue and the queues below it. Written only
-//! when it changed; the printer columns of `kubectl get tyq` read it.
+//! job counts, each over the queue and the queues below it, and its
+//! conditions: `Ready` (in the tree), `OverQuota` (it holds more than its
+//! quota of a resource: the share above quota is what reclaim may take
+//! back), `AtLimit` (a job waits on this queue's limit). Written only when
+//! it changed ([`StatusCache`]); the printer columns of `kubectl get tyq`
+//! read it.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use trainyard_model::{Resources, Snapshot};
-use trainyard_sched::Decisions;
+use trainyard_model::{ResourceName, Resources, Snapshot};
+use trainyard_sched::{Decisions, PendingReason};
+
+/// One condition as computed, before its `lastTransitionTime` is set from
+/// the one last written ([`StatusCache`]).
+pub fn condition(kind: &str, status: bool, reason: &str, message: &str) -> Value {
+    json!({"type": kind, "status": if status { "True" } else { "False" },
+           "reason": reason, "message": message})
+}
 
 /// `resources` as Kubernetes quantities by resource name: CPU and GPUs
 /// from milli-units (`2`, `500m`), memory in bytes, other resources as
@@ -66,39 +77,135 @@ pub fn statuses(snapshot: &Snapshot, decisions: &Decisions) -> BTreeMap<String, 
             count(&mut running, path);
         }
     }
+    // Queues (by path) a pending job waits on the limit of.
+    let mut at_limit: BTreeMap<&str, &str> = BTreeMap::new();
+    for p in &decisions.pending {
+        if let PendingReason::QueueAtLimit { queue, .. } = &p.reason {
+            at_limit.entry(queue.as_str()).or_insert(p.message.as_str());
+        }
+    }
     decisions
         .queues
         .iter()
         .map(|q| {
+            let over: Vec<String> = q
+                .allocated
+                .iter()
+                .filter(|(name, used)| {
+                    let quota = q.quota.get(name);
+                    (quota > 0 || *name == ResourceName::Gpu) && *used > quota
+                })
+                .map(|(name, used)| {
+                    let one = |v: u64| {
+                        let mut r = Resources::zero();
+                        r.set(&name, v);
+                        quantities(&r)
+                            .remove(&name.to_string())
+                            .unwrap_or_else(|| "0".into())
+                    };
+                    format!(
+                        "{name} {} above quota {}",
+                        one(used),
+                        one(q.quota.get(&name))
+                    )
+                })
+                .collect();
+            let limit = at_limit.get(q.queue.as_str());
+            let conditions = vec![
+                condition(
+                    "Ready",
+                    true,
+                    "InTree",
+                    "the queue is in the tree and schedulable",
+                ),
+                if over.is_empty() {
+                    condition("OverQuota", false, "WithinQuota", "allocated within quota")
+                } else {
+                    condition(
+                        "OverQuota",
+                        true,
+                        "OverQuota",
+                        &format!(
+                            "{}; reclaim may take back the part above quota",
+                            over.join(", ")
+                        ),
+                    )
+                },
+                match limit {
+                    Some(message) => condition("AtLimit", true, "QueueAtLimit", message),
+                    None => condition(
+                        "AtLimit",
+                        false,
+                        "BelowLimit",
+                        "no job waits on this queue's limit",
+                    ),
+                },
+            ];
             let status = json!({
                 "allocated": quantities(&q.allocated),
                 "requested": quantities(&q.demand),
                 "fairShare": quantities(&q.fair_share),
                 "pendingJobs": pending.get(&q.queue).copied().unwrap_or(0),
                 "runningJobs": running.get(&q.queue).copied().unwrap_or(0),
+                "conditions": conditions,
             });
             (q.name.clone(), status)
         })
         .collect()
 }
 
-/// The statuses last written, to write only what changed.
+/// The statuses last written (of Queues, of PodGroups), to write only
+/// what changed. Transition times are carried: a condition (or `phase`)
+/// whose status is the one last written keeps its `lastTransitionTime`
+/// (`phaseTransitionTime`), else it takes `at`.
 #[derive(Debug, Default)]
-pub struct QueueStatuses {
+pub struct StatusCache {
     written: BTreeMap<String, Value>,
 }
 
-impl QueueStatuses {
-    /// The queues of `now` whose status differs from the one last written
-    /// and that `writable` accepts (Trainyard's own Queue objects).
+/// `status` with transition times from `before` where nothing changed,
+/// else `at`.
+fn with_times(mut status: Value, before: Option<&Value>, at: &str) -> Value {
+    if let Some(conditions) = status["conditions"].as_array_mut() {
+        for c in conditions {
+            let old = before
+                .and_then(|b| b["conditions"].as_array())
+                .and_then(|l| l.iter().find(|o| o["type"] == c["type"]))
+                .filter(|o| o["status"] == c["status"]);
+            c["lastTransitionTime"] = match old {
+                Some(o) => o["lastTransitionTime"].clone(),
+                None => at.into(),
+            };
+        }
+    }
+    if status.get("phase").is_some() {
+        let same = before.is_some_and(|b| b["phase"] == status["phase"]);
+        status["phaseTransitionTime"] = match before {
+            Some(b) if same => b["phaseTransitionTime"].clone(),
+            _ => at.into(),
+        };
+    }
+    status
+}
+
+impl StatusCache {
+    /// The objects of `now` whose status differs from the one last written
+    /// and that `writable` accepts (Trainyard's own objects), with
+    /// transition times set as of `at` (RFC 3339).
     pub fn changes(
         &mut self,
         now: BTreeMap<String, Value>,
+        at: &str,
         writable: impl Fn(&str) -> bool,
     ) -> Vec<(String, Value)> {
         let changed: Vec<(String, Value)> = now
             .into_iter()
-            .filter(|(name, s)| writable(name) && self.written.get(name) != Some(s))
+            .filter(|(name, _)| writable(name))
+            .map(|(name, s)| {
+                let s = with_times(s, self.written.get(&name), at);
+                (name, s)
+            })
+            .filter(|(name, s)| self.written.get(name) != Some(s))
             .collect();
         for (name, s) in &changed {
             self.written.insert(name.clone(), s.clone());
@@ -150,17 +257,54 @@ mod tests {
         assert_eq!(all["team"]["allocated"]["nvidia.com/gpu"], "2");
         assert_eq!(all["team"]["fairShare"]["nvidia.com/gpu"], "8");
 
-        let mut w = QueueStatuses::default();
-        let first = w.changes(all.clone(), |n| n != "org");
+        let conditions: Vec<String> = all["team"]["conditions"]
+            .as_array()
+            .expect("conditions")
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}={} {}: {}",
+                    c["type"].as_str().unwrap_or(""),
+                    c["status"].as_str().unwrap_or(""),
+                    c["reason"].as_str().unwrap_or(""),
+                    c["message"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        assert_eq!(
+            conditions,
+            [
+                "Ready=True InTree: the queue is in the tree and schedulable",
+                "OverQuota=False WithinQuota: allocated within quota",
+                "AtLimit=False BelowLimit: no job waits on this queue's limit"
+            ]
+        );
+
+        let mut w = StatusCache::default();
+        let first = w.changes(all.clone(), "t1", |n| n != "org");
         assert_eq!(
             first.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
             ["team"]
         );
+        assert_eq!(first[0].1["conditions"][0]["lastTransitionTime"], "t1");
         assert!(
-            w.changes(all.clone(), |_| true)
+            w.changes(all.clone(), "t2", |_| true)
                 .iter()
                 .all(|(n, _)| n == "org")
         );
-        assert!(w.changes(all, |_| true).is_empty());
+        assert!(w.changes(all.clone(), "t3", |_| true).is_empty());
+        // One condition flips: it alone takes the new time.
+        let mut flipped = all;
+        flipped.get_mut("team").expect("team")["conditions"][1] = condition(
+            "OverQuota",
+            true,
+            "OverQuota",
+            "nvidia.com/gpu 9 above quota 8",
+        );
+        let changed = w.changes(flipped, "t4", |_| true);
+        assert_eq!(changed.len(), 1);
+        let c = &changed[0].1["conditions"];
+        assert_eq!(c[0]["lastTransitionTime"], "t1");
+        assert_eq!(c[1]["lastTransitionTime"], "t4");
     }
 }

@@ -24,6 +24,7 @@
 //! partial-gang repair, preemption delay,
 //! admission gating, PodGroups inferred from owners, leader election.
 
+pub mod group_status;
 pub mod queue_status;
 pub mod repair;
 pub mod report;
@@ -58,6 +59,8 @@ pub struct Progress {
     /// Pending pods told why they wait (a condition and an Event each),
     /// summed over cycles: only when the reason changed.
     pub reports: u64,
+    /// PodGroup statuses written (only when changed), summed over cycles.
+    pub group_statuses: u64,
     /// Bound members of incomplete gangs evicted ([`repair`]).
     pub repairs: u64,
 }
@@ -138,6 +141,14 @@ pub async fn run(
     let queue_stream = kinds
         .iter()
         .position(|k| k.group == "trainyard.io" && k.kind == "Queue");
+    let group_stream = kinds
+        .iter()
+        .position(|k| k.group == "trainyard.io" && k.kind == "PodGroup");
+    let pod_stream = kinds
+        .iter()
+        .position(|k| k.group.is_empty() && k.kind == "Pod");
+    let mut group_pods = group_status::GroupPods::default();
+    let mut group_statuses = queue_status::StatusCache::default();
     loop {
         tokio::select! {
             biased;
@@ -148,6 +159,15 @@ pub async fn run(
             }
             event = rx.recv() => match event {
                 Some(e) => {
+                    if let Some(p) = pod_stream {
+                        match &e {
+                            WorldEvent::ListStart { stream } if *stream == p => group_pods.list_start(),
+                            WorldEvent::ListDone { stream } if *stream == p => group_pods.list_done(),
+                            WorldEvent::Applied { stream, object } if *stream == p => group_pods.applied(object),
+                            WorldEvent::Deleted { stream, object } if *stream == p => group_pods.deleted(object),
+                            _ => {}
+                        }
+                    }
                     world.handle(e);
                     next = next.min(Instant::now() + debounce);
                 }
@@ -190,8 +210,20 @@ pub async fn run(
                             .changes(all, &at, |name| world.holds(stream, "Queue", "", name));
                         done.queue_statuses += changes.len() as u64;
                         let ar = &kinds[stream];
-                        for name in write::queue_statuses(&client, ar, changes, service.bind_concurrency).await {
+                        for name in write::statuses(&client, ar, changes, service.bind_concurrency).await {
                             queue_statuses.forget(&name);
+                            done.written.failed += 1;
+                        }
+                    }
+                    if let Some(stream) = group_stream {
+                        let all = group_status::statuses(&snapshot, &decisions, &group_pods);
+                        let changes = group_statuses.changes(all, &at, |key| {
+                            key.split_once('/').is_some_and(|(ns, name)| world.holds(stream, "PodGroup", ns, name))
+                        });
+                        done.group_statuses += changes.len() as u64;
+                        let ar = &kinds[stream];
+                        for key in write::statuses(&client, ar, changes, service.bind_concurrency).await {
+                            group_statuses.forget(&key);
                             done.written.failed += 1;
                         }
                     }

@@ -174,30 +174,30 @@ pub async fn execute(
     (out, failed)
 }
 
-/// Writes each queue's `status` (merge patch of the status subresource of
-/// `ar`, Trainyard's Queue); returns the names whose write failed.
-pub async fn queue_statuses(
+/// Writes each object's `status` (merge patch of the status subresource
+/// of `ar`: Trainyard's Queue or PodGroup), keyed `name` (cluster-scoped)
+/// or `namespace/name`; returns the keys whose write failed.
+pub async fn statuses(
     client: &Client,
     ar: &kube::core::ApiResource,
     changes: Vec<(String, serde_json::Value)>,
     concurrency: usize,
 ) -> Vec<String> {
-    let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), ar);
-    let api = &api;
     let failed: Vec<Option<String>> = futures::stream::iter(changes)
-        .map(|(name, status)| async move {
+        .map(|(key, status)| async move {
+            let (api, name): (Api<kube::api::DynamicObject>, &str) = match key.split_once('/') {
+                Some((ns, name)) => (Api::namespaced_with(client.clone(), ns, ar), name),
+                None => (Api::all_with(client.clone(), ar), key.as_str()),
+            };
+            let patch = Patch::Merge(json!({"status": status}));
             match api
-                .patch_status(
-                    &name,
-                    &PatchParams::default(),
-                    &Patch::Merge(json!({"status": status})),
-                )
+                .patch_status(name, &PatchParams::default(), &patch)
                 .await
             {
                 Ok(_) => None,
                 Err(e) => {
-                    tracing::warn!("status of Queue {name}: {e}");
-                    Some(name)
+                    tracing::warn!("status of {} {key}: {e}", ar.kind);
+                    Some(key)
                 }
             }
         })

@@ -63,7 +63,12 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
     .await;
     // A few more cycles: nothing else may be bound, nothing twice.
     let later = bound.cycles + 3;
-    let end = until(&mut progress, "three more cycles", |p| p.cycles >= later).await;
+    let end = until(
+        &mut progress,
+        "three more cycles and the bound gang's status",
+        |p| p.cycles >= later && p.group_statuses >= 3,
+    )
+    .await;
     assert_eq!(end.written.binds, 4, "{end:?}");
     assert_eq!(end.written.failed, 0, "{end:?}");
 
@@ -125,5 +130,27 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
     assert_eq!(status["runningJobs"], 1, "{status}");
     assert_eq!(status["pendingJobs"], 1, "{status}");
     assert!(end.queue_statuses >= 1, "{end:?}");
+    let ready = status["conditions"]
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["type"] == "Ready"))
+        .expect("a Ready condition");
+    assert_eq!(ready["status"], "True", "{status}");
+
+    // The PodGroups' status, as `kubectl get typg` shows it.
+    let groups: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "ml", &trainyard("PodGroup", "podgroups"));
+    let fits = groups.get("fits").await.expect("group");
+    let s = &fits.data["status"];
+    assert_eq!(s["phase"], "Scheduled", "bound, not yet running: {s}");
+    assert_eq!(s["scheduled"], 4, "{s}");
+    assert_eq!(s["conditions"][0]["type"], "Scheduled", "{s}");
+    assert_eq!(s["conditions"][0]["status"], "True", "{s}");
+    let too_big = groups.get("too-big").await.expect("group");
+    let s = &too_big.data["status"];
+    assert_eq!(s["phase"], "Pending", "{s}");
+    assert_eq!(s["conditions"][0]["status"], "False", "{s}");
+    assert_eq!(s["conditions"][0]["reason"], "Unschedulable", "{s}");
+    assert_eq!(s["conditions"][0]["message"], message.as_str(), "{s}");
+    assert!(end.group_statuses >= 2, "{end:?}");
     stop.send_replace(true);
 }

@@ -1,0 +1,288 @@
+//! PodGroup status: the gang's `phase`, its pods counted by where they
+//! are (`scheduled`, `running`, `succeeded`, `failed`), and its
+//! `Scheduled` condition with the core's reason while it waits.
+//!
+//! Counts come from the pods as the API shows them ([`GroupPods`], fed by
+//! the pod watch: finished pods are no job members in the snapshot, so it
+//! cannot count them); the minimum, the pending reason and evictions come
+//! from the snapshot and the cycle's decisions. Phases:
+//!
+//! | phase | when |
+//! |---|---|
+//! | `Evicting` | a member is terminating (reclaim, preemption, repair) |
+//! | `Running` | running + succeeded pods ≥ minMember |
+//! | `Scheduled` | bound (scheduled) + succeeded pods ≥ minMember |
+//! | `Pending` | otherwise, while the gang has live pods |
+//! | `Failed` | no live pods; at least one failed |
+//! | `Succeeded` | no live pods; at least one succeeded, none failed |
+//!
+//! Pure: tested on plain values.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+use trainyard_crd::keys::{KeyPlace, POD_GROUP_KEYS};
+use trainyard_model::Snapshot;
+use trainyard_sched::Decisions;
+
+use crate::queue_status::condition;
+
+/// Where one pod of a group is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PodPlace {
+    bound: bool,
+    running: bool,
+    succeeded: bool,
+    failed: bool,
+}
+
+/// A group's pods by place.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub scheduled: u32,
+    pub running: u32,
+    pub succeeded: u32,
+    pub failed: u32,
+}
+
+/// `namespace/name` of the pod's group (the first group key it carries,
+/// as the reader takes it), from the pod's JSON.
+pub fn group_of(pod: &Value) -> Option<String> {
+    let meta = &pod["metadata"];
+    let ns = meta["namespace"].as_str().unwrap_or("default");
+    let get = |place: &str, key: &str| meta[place][key].as_str().filter(|v| !v.is_empty());
+    POD_GROUP_KEYS.iter().find_map(|(key, place)| {
+        let v = match place {
+            KeyPlace::Label => get("labels", key),
+            KeyPlace::Annotation => get("annotations", key),
+            KeyPlace::LabelOrAnnotation => get("labels", key).or_else(|| get("annotations", key)),
+        }?;
+        Some(format!("{ns}/{v}"))
+    })
+}
+
+/// The pods of every group, by place, kept from the pod watch's events
+/// (a relist replaces what it no longer shows).
+#[derive(Debug, Default)]
+pub struct GroupPods {
+    pods: BTreeMap<(String, String), (String, PodPlace)>,
+    listing: Option<BTreeSet<(String, String)>>,
+}
+
+fn pod_key(pod: &Value) -> (String, String) {
+    let m = &pod["metadata"];
+    (
+        m["namespace"].as_str().unwrap_or("default").to_string(),
+        m["name"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+impl GroupPods {
+    pub fn list_start(&mut self) {
+        self.listing = Some(BTreeSet::new());
+    }
+
+    pub fn list_done(&mut self) {
+        if let Some(seen) = self.listing.take() {
+            self.pods.retain(|k, _| seen.contains(k));
+        }
+    }
+
+    pub fn applied(&mut self, pod: &Value) {
+        let key = pod_key(pod);
+        if let Some(seen) = &mut self.listing {
+            seen.insert(key.clone());
+        }
+        let Some(group) = group_of(pod) else {
+            self.pods.remove(&key);
+            return;
+        };
+        let phase = pod["status"]["phase"].as_str().unwrap_or("");
+        let place = PodPlace {
+            bound: pod["spec"]["nodeName"]
+                .as_str()
+                .is_some_and(|n| !n.is_empty()),
+            running: phase == "Running",
+            succeeded: phase == "Succeeded",
+            failed: phase == "Failed",
+        };
+        self.pods.insert(key, (group, place));
+    }
+
+    pub fn deleted(&mut self, pod: &Value) {
+        self.pods.remove(&pod_key(pod));
+    }
+
+    /// Counts per group (`namespace/name`).
+    pub fn counts(&self) -> BTreeMap<&str, Counts> {
+        let mut out: BTreeMap<&str, Counts> = BTreeMap::new();
+        for (group, p) in self.pods.values() {
+            let c = out.entry(group.as_str()).or_default();
+            let finished = p.succeeded || p.failed;
+            c.scheduled += u32::from(p.bound && !finished);
+            c.running += u32::from(p.running);
+            c.succeeded += u32::from(p.succeeded);
+            c.failed += u32::from(p.failed);
+        }
+        out
+    }
+}
+
+/// The `status` of every group job of the snapshot and every group with
+/// finished pods, by `namespace/name`, without transition times
+/// ([`crate::queue_status::StatusCache`] sets them).
+pub fn statuses(
+    snapshot: &Snapshot,
+    decisions: &Decisions,
+    pods: &GroupPods,
+) -> BTreeMap<String, Value> {
+    let counts = pods.counts();
+    let pending: BTreeMap<&str, (&str, &str)> = decisions
+        .pending
+        .iter()
+        .map(|p| (p.job.as_str(), (p.reason.code(), p.message.as_str())))
+        .collect();
+    let mut out = BTreeMap::new();
+    let mut seen = BTreeSet::new();
+    for job in &snapshot.jobs {
+        let id = job.id.as_str();
+        seen.insert(id);
+        let c = counts.get(id).copied().unwrap_or_default();
+        let min = job.min_member;
+        let phase = if job.tasks.iter().any(|t| t.terminating) {
+            "Evicting"
+        } else if c.running + c.succeeded >= min && c.running > 0 {
+            "Running"
+        } else if c.scheduled + c.succeeded >= min && c.scheduled > 0 {
+            "Scheduled"
+        } else {
+            "Pending"
+        };
+        let scheduled = match pending.get(id) {
+            Some((code, message)) if phase == "Pending" => {
+                condition("Scheduled", false, code, message)
+            }
+            _ if phase == "Pending" => condition(
+                "Scheduled",
+                false,
+                "Binding",
+                &format!(
+                    "{} of minMember {min} pods bound",
+                    c.scheduled + c.succeeded
+                ),
+            ),
+            _ => condition(
+                "Scheduled",
+                true,
+                "Scheduled",
+                &format!(
+                    "minMember {min} bound ({} pods bound, {} running)",
+                    c.scheduled, c.running
+                ),
+            ),
+        };
+        out.insert(id.to_string(), status(phase, c, scheduled));
+    }
+    for (id, c) in counts {
+        if seen.contains(id) {
+            continue;
+        }
+        // No live member left: the gang finished.
+        let (phase, why) = if c.failed > 0 {
+            (
+                "Failed",
+                format!("{} pods failed, {} succeeded", c.failed, c.succeeded),
+            )
+        } else {
+            ("Succeeded", format!("{} pods succeeded", c.succeeded))
+        };
+        let done = condition("Scheduled", true, phase, &why);
+        out.insert(id.to_string(), status(phase, c, done));
+    }
+    out
+}
+
+fn status(phase: &str, c: Counts, scheduled: Value) -> Value {
+    json!({
+        "phase": phase,
+        "scheduled": c.scheduled,
+        "running": c.running,
+        "succeeded": c.succeeded,
+        "failed": c.failed,
+        "conditions": [scheduled],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use trainyard_ingest::{LoadOptions, Source};
+
+    use super::*;
+
+    fn pod(name: &str, node: Option<&str>, phase: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "ml", "labels": {"trainyard.io/pod-group": "g"}},
+               "spec": {"nodeName": node}, "status": {"phase": phase}})
+    }
+
+    #[test]
+    fn the_group_key_is_read_as_the_reader_reads_it() {
+        let volcano = json!({"metadata": {"name": "p", "namespace": "a",
+            "annotations": {"scheduling.k8s.io/group-name": "v"}}});
+        assert_eq!(group_of(&volcano).as_deref(), Some("a/v"));
+        let both = json!({"metadata": {"name": "p",
+            "labels": {"trainyard.io/pod-group": "t"},
+            "annotations": {"scheduling.k8s.io/group-name": "v"}}});
+        assert_eq!(group_of(&both).as_deref(), Some("default/t"));
+        assert_eq!(group_of(&json!({"metadata": {"name": "p"}})), None);
+    }
+
+    #[test]
+    fn phases_follow_the_pods_and_a_relist_forgets_what_it_did_not_show() {
+        let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8', memory: 64Gi, pods: '110', nvidia.com/gpu: '8'}}\n---\napiVersion: trainyard.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\nspec: {minMember: 2}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ml, labels: {trainyard.io/pod-group: g}}\nspec: {schedulerName: trainyard, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '16'}}}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ml, labels: {trainyard.io/pod-group: g}}\nspec: {schedulerName: trainyard, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '1'}}}]}\n";
+        let loaded =
+            trainyard_ingest::load(&[Source::new("t.yaml", text)], &LoadOptions::default())
+                .expect("loads");
+        let d = trainyard_sched::schedule(
+            &loaded.snapshot,
+            &Default::default(),
+            trainyard_model::Timestamp::from_secs(1_800_000_000),
+        );
+        let mut pods = GroupPods::default();
+        pods.applied(&pod("a", None, "Pending"));
+        pods.applied(&pod("b", None, "Pending"));
+        let s = statuses(&loaded.snapshot, &d, &pods);
+        let g = &s["ml/g"];
+        assert_eq!(g["phase"], "Pending");
+        assert_eq!(g["conditions"][0]["status"], "False");
+        assert_eq!(g["conditions"][0]["reason"], "Unschedulable", "{g}");
+
+        // Both bound and running (as the API shows them; the snapshot is
+        // the loaded one).
+        pods.applied(&pod("a", Some("n1"), "Running"));
+        pods.applied(&pod("b", Some("n1"), "Running"));
+        let none = trainyard_sched::Decisions::default();
+        let g = &statuses(&loaded.snapshot, &none, &pods)["ml/g"];
+        assert_eq!(
+            (g["phase"].as_str(), g["running"].as_u64()),
+            (Some("Running"), Some(2))
+        );
+
+        // Finished: the pods leave the snapshot, the counts stay.
+        pods.applied(&pod("a", Some("n1"), "Succeeded"));
+        pods.applied(&pod("b", Some("n1"), "Failed"));
+        let empty = Snapshot::new(Vec::new(), Default::default(), Vec::new());
+        let g = &statuses(&empty, &none, &pods)["ml/g"];
+        assert_eq!(g["phase"], "Failed");
+        assert_eq!(
+            (g["succeeded"].as_u64(), g["failed"].as_u64()),
+            (Some(1), Some(1))
+        );
+
+        pods.list_start();
+        pods.applied(&pod("a", Some("n1"), "Succeeded"));
+        pods.list_done();
+        let g = &statuses(&empty, &none, &pods)["ml/g"];
+        assert_eq!(g["phase"], "Succeeded");
+    }
+}

@@ -343,6 +343,7 @@ fn volcano(q: VolcanoQueue, version: &str) -> Option<(Queue, Vec<String>)> {
             .map(|(k, v)| (k, LimitValue::Amount(v)))
             .collect(),
         min_runtime: None,
+        preemption_delay: None,
     };
     Some((queue(q.metadata, version, out), warnings))
 }

@@ -123,6 +123,11 @@ pub struct PodGroupSpec {
     )]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptible: Option<bool>,
+    /// How long the gang waits before it may evict anyone (reclaim or
+    /// preemption), so a cluster autoscaler can add nodes first: seconds
+    /// (`120`) or a duration (`"2m"`). Absent: its queue's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption_delay: Option<crate::RawDuration>,
     /// Parts of the gang with their own minimum and topology (for example
     /// the workers and the parameter servers). Names are unique.
     #[serde(
@@ -153,6 +158,7 @@ impl Default for PodGroupSpec {
             priority_class_name: None,
             priority: None,
             preemptible: None,
+            preemption_delay: None,
             sub_groups: Vec::new(),
             topology: TopologyConstraintSpec::default(),
         }
@@ -339,6 +345,7 @@ impl PodGroup {
                 priority_class_name: foreign.spec.priority_class_name.filter(|_| has_queue),
                 priority: None,
                 preemptible: None,
+                preemption_delay: None,
                 sub_groups: Vec::new(),
                 topology,
             },
@@ -403,6 +410,13 @@ impl PodGroup {
             && let Some(p) = dns1123_subdomain_problem(q)
         {
             errors.push(ApiError::new(&object, "spec.queue", p));
+        }
+        if let Some(Err(e)) = self.spec.preemption_delay.as_ref().map(|d| d.seconds()) {
+            errors.push(ApiError::new(
+                &object,
+                "spec.preemptionDelay",
+                e.to_string(),
+            ));
         }
         for mark in preemptible_marks(&self.metadata) {
             if let Err(message) = mark.value {

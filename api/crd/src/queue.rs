@@ -142,6 +142,12 @@ pub struct QueueSpecDoc {
     /// minimum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_runtime: Option<RawDuration>,
+    /// How long a pending job of this queue waits before it may evict
+    /// anyone (reclaim or preemption), so a cluster autoscaler can add
+    /// nodes first: seconds (`120`) or a duration (`"2m"`). Absent:
+    /// inherited from the nearest ancestor, else the scheduler's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption_delay: Option<RawDuration>,
 }
 
 fn one() -> u32 {
@@ -157,6 +163,7 @@ impl Default for QueueSpecDoc {
             quota: BTreeMap::new(),
             limit: BTreeMap::new(),
             min_runtime: None,
+            preemption_delay: None,
         }
     }
 }
@@ -283,6 +290,20 @@ impl Queue {
                 }
             },
         };
+        let preemption_delay_seconds = match &self.spec.preemption_delay {
+            None => None,
+            Some(raw) => match raw.seconds() {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    errors.push(ApiError::new(
+                        &object,
+                        "spec.preemptionDelay",
+                        e.to_string(),
+                    ));
+                    None
+                }
+            },
+        };
         if !errors.is_empty() {
             return Err(ApiErrors(errors));
         }
@@ -294,6 +315,7 @@ impl Queue {
             over_quota_weight: self.spec.over_quota_weight,
             priority: self.spec.priority,
             min_runtime_seconds,
+            preemption_delay_seconds,
         })
     }
 }
@@ -507,7 +529,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             errs.to_string(),
-            "Queue nlp: spec.limits: unknown field `limits`, expected one of `parent`, `priority`, `overQuotaWeight`, `quota`, `limit`, `minRuntime`"
+            "Queue nlp: spec.limits: unknown field `limits`, expected one of `parent`, `priority`, `overQuotaWeight`, `quota`, `limit`, `minRuntime`, `preemptionDelay`"
         );
     }
 }

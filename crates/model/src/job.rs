@@ -194,6 +194,12 @@ pub struct Job {
     #[serde(default = "yes")]
     pub preempts: bool,
     pub tasks: Vec<Task>,
+    /// A pending job evicts nobody (reclaim or preemption) until it has
+    /// waited this long since `submit_time`, so an autoscaler can add
+    /// nodes first. `None`: its queue's, inherited from the nearest
+    /// ancestor, else the core's `preemption.delaySeconds`.
+    #[serde(default)]
+    pub preemption_delay_seconds: Option<u64>,
     /// Set when the job can never be scheduled as submitted (e.g. its queue
     /// does not exist): the core reports it and places nothing.
     pub rejected: Option<String>,
@@ -259,6 +265,7 @@ impl Job {
             preemptible: default_preemptible(0),
             preempts: true,
             tasks,
+            preemption_delay_seconds: None,
             rejected: None,
         }
     }

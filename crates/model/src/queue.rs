@@ -31,6 +31,11 @@ pub struct QueueSpec {
     /// top: no protection).
     #[serde(default)]
     pub min_runtime_seconds: Option<u64>,
+    /// A pending job of this queue evicts nobody until it has waited this
+    /// long (a job's own delay comes first). `None`: inherit from the
+    /// parent (none at the top: the core's default).
+    #[serde(default)]
+    pub preemption_delay_seconds: Option<u64>,
 }
 
 impl QueueSpec {
@@ -44,6 +49,7 @@ impl QueueSpec {
             over_quota_weight: 1,
             priority: 0,
             min_runtime_seconds: None,
+            preemption_delay_seconds: None,
         }
     }
     pub fn min_runtime(mut self, seconds: u64) -> Self {

@@ -202,6 +202,10 @@ pub struct PreemptionConfig {
     /// At most this many jobs are evicted for one preemptor; a gang that
     /// would need more waits instead.
     pub max_victim_jobs: u32,
+    /// A pending job evicts nobody until it has waited this long (seconds
+    /// since submission), unless its PodGroup or queue says otherwise, so
+    /// a cluster autoscaler can add nodes first. 0: no delay.
+    pub delay_seconds: u64,
 }
 
 impl Default for PreemptionConfig {
@@ -211,6 +215,7 @@ impl Default for PreemptionConfig {
             preempt: true,
             nomination_timeout_seconds: 300,
             max_victim_jobs: 512,
+            delay_seconds: 0,
         }
     }
 }

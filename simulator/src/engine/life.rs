@@ -18,6 +18,8 @@ impl Engine<'_> {
             preemptible: sj.preemptible,
             preempts: true,
             tasks,
+            // Workload jobs take their queue's delay.
+            preemption_delay_seconds: None,
             rejected: None,
         };
         self.rt[j].live = true;

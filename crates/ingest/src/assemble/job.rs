@@ -231,6 +231,9 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
         preemptible,
         preempts,
         tasks,
+        preemption_delay_seconds: pg
+            .and_then(|(_, g)| g.spec.preemption_delay.as_ref())
+            .and_then(|d| d.seconds().ok()),
         rejected: None,
     }
 }

@@ -196,6 +196,19 @@ impl<'s> Cycle<'s> {
                     continue;
                 }
             }
+            // A gang still inside its preemption delay evicts nobody (an
+            // autoscaler may add the room first); not cached as a failed
+            // search, which would speak for gangs that waited long enough.
+            if let Some(refused) = self
+                .world
+                .preemption_delay_left(self.ledger.jobs[j].job, self.ledger.jobs[j].leaf)
+            {
+                if let Some(min) = self.minimum_of(j) {
+                    self.explain_in_quota(j, refused, &min);
+                }
+                refused_jobs.push(j);
+                continue;
+            }
             // A gang of the same shape, leaf and priority that already
             // found no victims this round, with no more pods, says the same
             // for this one (more pods need more room, and a larger gang is

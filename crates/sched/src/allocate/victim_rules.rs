@@ -17,6 +17,24 @@ impl World<'_> {
             .find_map(|q| self.tree.spec(q).min_runtime_seconds)
     }
 
+    /// Why `job` (of leaf queue `leaf`) may not evict yet: it has waited
+    /// less than its preemption delay (its own, else its queue's inherited
+    /// from the nearest ancestor, else the config's).
+    pub(super) fn preemption_delay_left(&self, job: &Job, leaf: QueueId) -> Option<String> {
+        let delay = job
+            .preemption_delay_seconds
+            .or_else(|| {
+                self.tree
+                    .ancestors(leaf)
+                    .find_map(|q| self.tree.spec(q).preemption_delay_seconds)
+            })
+            .unwrap_or(self.config.preemption.delay_seconds);
+        let waited = self.now.secs_since(job.submit_time);
+        (waited < delay).then(|| {
+            format!("it evicts nobody before it has waited {delay} s (preemption delay), {waited} s so far")
+        })
+    }
+
     /// Path from `leaf` up to (excluding) the root, leaf first.
     pub(super) fn path(&self, leaf: QueueId) -> Vec<QueueId> {
         self.tree.ancestors(leaf).collect()

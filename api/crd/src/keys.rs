@@ -28,6 +28,10 @@ pub const RANK: &str = "trainyard.io/rank";
 /// `"false"`, whether reclaim and preemption may evict the job (see
 /// [`crate::preemption`]). The PodGroup's `spec.preemptible` comes first.
 pub const PREEMPTIBLE: &str = "trainyard.io/preemptible";
+/// Scheduling gate (`spec.schedulingGates[].name`) the service removes
+/// when the pod's queue has room for its job (queue-admission gating,
+/// `service.admissionGating`). Pods are created with it.
+pub const ADMISSION_GATE: &str = "trainyard.io/admission";
 /// Annotation on a pending pod with `status.nominatedNodeName`: when the
 /// nomination was made, RFC 3339 (e.g. `2026-11-22T10:00:00Z`).
 pub const NOMINATED_AT: &str = "trainyard.io/nominated-at";

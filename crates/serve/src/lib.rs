@@ -24,6 +24,7 @@
 //! partial-gang repair, preemption delay,
 //! admission gating, PodGroups inferred from owners, leader election.
 
+pub mod admission;
 pub mod group_status;
 pub mod queue_status;
 pub mod repair;
@@ -61,6 +62,8 @@ pub struct Progress {
     pub reports: u64,
     /// PodGroup statuses written (only when changed), summed over cycles.
     pub group_statuses: u64,
+    /// Pods whose admission gate was removed ([`admission`]).
+    pub admitted: u64,
     /// Bound members of incomplete gangs evicted ([`repair`]).
     pub repairs: u64,
 }
@@ -148,6 +151,7 @@ pub async fn run(
         .iter()
         .position(|k| k.group.is_empty() && k.kind == "Pod");
     let mut group_pods = group_status::GroupPods::default();
+    let mut gated = admission::GatedPods::default();
     let mut group_statuses = queue_status::StatusCache::default();
     loop {
         tokio::select! {
@@ -161,10 +165,22 @@ pub async fn run(
                 Some(e) => {
                     if let Some(p) = pod_stream {
                         match &e {
-                            WorldEvent::ListStart { stream } if *stream == p => group_pods.list_start(),
-                            WorldEvent::ListDone { stream } if *stream == p => group_pods.list_done(),
-                            WorldEvent::Applied { stream, object } if *stream == p => group_pods.applied(object),
-                            WorldEvent::Deleted { stream, object } if *stream == p => group_pods.deleted(object),
+                            WorldEvent::ListStart { stream } if *stream == p => {
+                                group_pods.list_start();
+                                gated.list_start();
+                            }
+                            WorldEvent::ListDone { stream } if *stream == p => {
+                                group_pods.list_done();
+                                gated.list_done();
+                            }
+                            WorldEvent::Applied { stream, object } if *stream == p => {
+                                group_pods.applied(object);
+                                gated.applied(object, &service.scheduler_name);
+                            }
+                            WorldEvent::Deleted { stream, object } if *stream == p => {
+                                group_pods.deleted(object);
+                                gated.deleted(object);
+                            }
                             _ => {}
                         }
                     }
@@ -225,6 +241,23 @@ pub async fn run(
                         for key in write::statuses(&client, ar, changes, service.bind_concurrency).await {
                             group_statuses.forget(&key);
                             done.written.failed += 1;
+                        }
+                    }
+                    if service.admission_gating {
+                        for (job, pods) in admission::admit(&snapshot, &decisions, &gated) {
+                            tracing::info!("admitting {job}: its queue has room");
+                            for (ns, name) in pods {
+                                let Some(g) = gated.pods.remove(&(ns.clone(), name.clone())) else {
+                                    continue;
+                                };
+                                match admission::ungate(&client, &ns, &name, &g).await {
+                                    Ok(()) => done.admitted += 1,
+                                    Err(e) => {
+                                        tracing::warn!("ungate {ns}/{name}: {e}");
+                                        done.written.failed += 1;
+                                    }
+                                }
+                            }
                         }
                     }
                     done.pending = decisions.pending.len() as u64;

@@ -13,6 +13,7 @@
 //!   bindConcurrency: 16
 //!   assumeTimeoutSeconds: 30
 //!   gangRepairSeconds: 60
+//!   admissionGating: false
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,10 @@ pub struct ServiceSettings {
     /// A gang with some members bound but fewer than its minimum for this
     /// long has its bound members evicted ([`crate::repair`]).
     pub gang_repair_seconds: u64,
+    /// Queue-admission gating: remove the `trainyard.io/admission`
+    /// scheduling gate from a job's pods only when its queue has room
+    /// ([`crate::admission`]).
+    pub admission_gating: bool,
 }
 
 impl Default for ServiceSettings {
@@ -60,6 +65,7 @@ impl Default for ServiceSettings {
             bind_concurrency: 16,
             assume_timeout_seconds: 30,
             gang_repair_seconds: 60,
+            admission_gating: false,
         }
     }
 }

@@ -21,7 +21,6 @@
 
 use std::collections::BTreeMap;
 
-use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use trainyard_crd::keys::ADMISSION_GATE;
@@ -176,7 +175,7 @@ pub fn admit(
 /// another controller removed meanwhile is not put back (the API refuses
 /// adding gates; the test fails instead and the next cycle retries).
 pub async fn ungate(
-    client: &Client,
+    conn: &crate::conn::Conn,
     namespace: &str,
     name: &str,
     gated: &Gated,
@@ -193,7 +192,7 @@ pub async fn ungate(
         {"op": "replace", "path": "/spec/schedulingGates", "value": others},
     ]);
     let patch: json_patch::Patch = serde_json::from_value(ops).map_err(kube::Error::SerdeError)?;
-    Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), namespace)
+    Api::<k8s_openapi::api::core::v1::Pod>::namespaced(conn.client().await.clone(), namespace)
         .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await
         .map(|_| ())

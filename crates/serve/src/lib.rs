@@ -25,6 +25,7 @@
 //! admission gating, PodGroups inferred from owners, leader election.
 
 pub mod admission;
+pub mod conn;
 pub mod group_status;
 pub mod queue_status;
 pub mod repair;
@@ -131,6 +132,7 @@ pub async fn run(
         scheduler_name: service.scheduler_name.clone(),
     };
     let mut world = World::new(opts);
+    let conn = conn::Conn::new(client.clone(), service.client_qps, service.client_burst);
     let period = Duration::from_millis(service.cycle_period_millis);
     let debounce = Duration::from_millis(service.debounce_millis);
     let timeout_ms =
@@ -198,13 +200,13 @@ pub async fn run(
                     world.state.assume(&decisions, now);
                     let reasons = reporter.changes(&snapshot, &decisions);
                     let writes = world.state.take_writes();
-                    let (w, failed) = write::execute(&client, writes, service.bind_concurrency, now).await;
+                    let (w, failed) = write::execute(&conn, writes, service.bind_concurrency, now).await;
                     for f in &failed {
                         world.state.forget_write(f);
                     }
                     let at = report::rfc3339(now);
                     for e in repair.check(&snapshot, now, service.gang_repair_seconds, service.assume_timeout_seconds) {
-                        match write::evict_incomplete(&client, &e, &at).await {
+                        match write::evict_incomplete(&conn, &e, &at).await {
                             Ok(()) => done.repairs += 1,
                             Err(err) => {
                                 tracing::warn!("evict {} of incomplete gang {}: {err}", e.task, e.job);
@@ -219,14 +221,14 @@ pub async fn run(
                     done.written.failed += w.failed;
                     done.reports += reasons.len() as u64;
                     done.written.failed +=
-                        report::write(&client, reasons, now, service.bind_concurrency).await;
+                        report::write(&conn, reasons, now, service.bind_concurrency).await;
                     if let Some(stream) = queue_stream {
                         let all = queue_status::statuses(&snapshot, &decisions);
                         let changes = queue_statuses
                             .changes(all, &at, |name| world.holds(stream, "Queue", "", name));
                         done.queue_statuses += changes.len() as u64;
                         let ar = &kinds[stream];
-                        for name in write::statuses(&client, ar, changes, service.bind_concurrency).await {
+                        for name in write::statuses(&conn, ar, changes, service.bind_concurrency).await {
                             queue_statuses.forget(&name);
                             done.written.failed += 1;
                         }
@@ -238,7 +240,7 @@ pub async fn run(
                         });
                         done.group_statuses += changes.len() as u64;
                         let ar = &kinds[stream];
-                        for key in write::statuses(&client, ar, changes, service.bind_concurrency).await {
+                        for key in write::statuses(&conn, ar, changes, service.bind_concurrency).await {
                             group_statuses.forget(&key);
                             done.written.failed += 1;
                         }
@@ -250,7 +252,7 @@ pub async fn run(
                                 let Some(g) = gated.pods.remove(&(ns.clone(), name.clone())) else {
                                     continue;
                                 };
-                                match admission::ungate(&client, &ns, &name, &g).await {
+                                match admission::ungate(&conn, &ns, &name, &g).await {
                                     Ok(()) => done.admitted += 1,
                                     Err(e) => {
                                         tracing::warn!("ungate {ns}/{name}: {e}");

@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::conn::Conn;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 use trainyard_model::{Snapshot, TaskKey};
@@ -70,7 +70,7 @@ pub fn rfc3339(now: trainyard_model::Timestamp) -> String {
 
 /// Records an Event from `trainyard` about the pod of `task`.
 pub async fn event(
-    client: &Client,
+    conn: &Conn,
     task: &TaskKey,
     type_: &str,
     reason: &str,
@@ -78,7 +78,6 @@ pub async fn event(
     at: &str,
 ) -> Result<(), kube::Error> {
     let ns = crate::write::namespace(task);
-    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
     let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
         "metadata": {"generateName": format!("{}.", task.name), "namespace": ns},
         "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": task.name,
@@ -88,7 +87,7 @@ pub async fn event(
         "firstTimestamp": at, "lastTimestamp": at, "count": 1
     }))
     .map_err(kube::Error::SerdeError)?;
-    events
+    Api::<k8s_openapi::api::core::v1::Event>::namespaced(conn.client().await.clone(), ns)
         .create(&PostParams::default(), &event)
         .await
         .map(|_| ())
@@ -97,7 +96,7 @@ pub async fn event(
 /// Writes the condition and the Event for each of `changes`; returns how
 /// many writes failed (logged).
 pub async fn write(
-    client: &Client,
+    conn: &Conn,
     changes: Vec<(TaskKey, String)>,
     now: trainyard_model::Timestamp,
     concurrency: usize,
@@ -108,7 +107,7 @@ pub async fn write(
             let at = at.clone();
             async move {
                 let ns = crate::write::namespace(&task);
-                let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+                let pods: Api<Pod> = Api::namespaced(conn.client().await.clone(), ns);
                 let condition = json!({"status": {"conditions": [{
                     "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                     "message": message, "lastTransitionTime": at, "lastProbeTime": null
@@ -120,8 +119,7 @@ pub async fn write(
                         &Patch::Strategic(condition),
                     )
                     .await;
-                let event =
-                    event(client, &task, "Warning", "FailedScheduling", &message, &at).await;
+                let event = event(conn, &task, "Warning", "FailedScheduling", &message, &at).await;
                 for (what, r) in [
                     ("condition", status.map(|_| ())),
                     ("event", event.map(|_| ())),

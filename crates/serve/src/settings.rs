@@ -14,6 +14,8 @@
 //!   assumeTimeoutSeconds: 30
 //!   gangRepairSeconds: 60
 //!   admissionGating: false
+//!   clientQps: 5000
+//!   clientBurst: 10000
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -53,6 +55,11 @@ pub struct ServiceSettings {
     /// scheduling gate from a job's pods only when its queue has room
     /// ([`crate::admission`]).
     pub admission_gating: bool,
+    /// Write requests per second to the API server, sustained (client-go's
+    /// QPS).
+    pub client_qps: u32,
+    /// Write requests allowed at once above `clientQps` (client-go's Burst).
+    pub client_burst: u32,
 }
 
 impl Default for ServiceSettings {
@@ -66,6 +73,8 @@ impl Default for ServiceSettings {
             assume_timeout_seconds: 30,
             gang_repair_seconds: 60,
             admission_gating: false,
+            client_qps: 5000,
+            client_burst: 10000,
         }
     }
 }
@@ -109,6 +118,8 @@ impl Settings {
             ("service.cyclePeriodMillis", s.cycle_period_millis),
             ("service.bindConcurrency", s.bind_concurrency as u64),
             ("service.assumeTimeoutSeconds", s.assume_timeout_seconds),
+            ("service.clientQps", u64::from(s.client_qps)),
+            ("service.clientBurst", u64::from(s.client_burst)),
         ];
         for (field, v) in positive {
             if v == 0 {

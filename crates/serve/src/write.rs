@@ -15,6 +15,8 @@ use kube::Client;
 use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use trainyard_cluster::Write;
+
+use crate::conn::Conn;
 use trainyard_model::TaskKey;
 use trainyard_sched::decisions::{Bind, Eviction, EvictionKind, NominationDecision};
 
@@ -46,9 +48,9 @@ fn pods(client: &Client, task: &TaskKey) -> Api<Pod> {
     Api::namespaced(client.clone(), namespace(task))
 }
 
-async fn bind(client: &Client, b: &Bind, at: &str) -> Result<(), kube::Error> {
-    let api = pods(client, &b.task);
+async fn bind(conn: &Conn, b: &Bind, at: &str) -> Result<(), kube::Error> {
     if !b.gpus.is_empty() {
+        let api = pods(conn.client().await, &b.task);
         let devices: Vec<String> = b.gpus.iter().map(u32::to_string).collect();
         api.patch(
             &b.task.name,
@@ -68,38 +70,37 @@ async fn bind(client: &Client, b: &Bind, at: &str) -> Result<(), kube::Error> {
         "apiVersion": "v1", "kind": "Binding", "metadata": meta,
         "target": {"apiVersion": "v1", "kind": "Node", "name": b.node.to_string()}
     });
-    api.create_subresource::<serde_json::Value, serde_json::Value>(
-        "binding",
-        &b.task.name,
-        &PostParams::default(),
-        &binding,
-    )
-    .await?;
+    pods(conn.client().await, &b.task)
+        .create_subresource::<serde_json::Value, serde_json::Value>(
+            "binding",
+            &b.task.name,
+            &PostParams::default(),
+            &binding,
+        )
+        .await?;
     let message = format!("Successfully assigned {} to {}", b.task, b.node);
-    if let Err(e) = crate::report::event(client, &b.task, "Normal", "Scheduled", &message, at).await
-    {
+    if let Err(e) = crate::report::event(conn, &b.task, "Normal", "Scheduled", &message, at).await {
         tracing::warn!("Scheduled event of {}: {e}", b.task);
     }
     Ok(())
 }
 
-async fn evict(client: &Client, e: &Eviction, at: &str) -> Result<(), kube::Error> {
-    pods(client, &e.task)
+async fn evict(conn: &Conn, e: &Eviction, at: &str) -> Result<(), kube::Error> {
+    pods(conn.client().await, &e.task)
         .evict(&e.task.name, &EvictParams::default())
         .await?;
     let reason = match e.kind {
         EvictionKind::Reclaim => "Reclaimed",
         EvictionKind::Preempt => "Preempted",
     };
-    if let Err(err) = crate::report::event(client, &e.task, "Normal", reason, &e.message, at).await
-    {
+    if let Err(err) = crate::report::event(conn, &e.task, "Normal", reason, &e.message, at).await {
         tracing::warn!("{reason} event of {}: {err}", e.task);
     }
     Ok(())
 }
 
-async fn nominate(client: &Client, n: &NominationDecision) -> Result<(), kube::Error> {
-    pods(client, &n.task)
+async fn nominate(conn: &Conn, n: &NominationDecision) -> Result<(), kube::Error> {
+    pods(conn.client().await, &n.task)
         .patch_status(
             &n.task.name,
             &PatchParams::default(),
@@ -112,14 +113,14 @@ async fn nominate(client: &Client, n: &NominationDecision) -> Result<(), kube::E
 /// Evicts a bound member of an incomplete gang ([`crate::repair`]), with
 /// an `IncompleteGang` Event.
 pub async fn evict_incomplete(
-    client: &Client,
+    conn: &Conn,
     e: &crate::repair::RepairEviction,
     at: &str,
 ) -> Result<(), kube::Error> {
-    pods(client, &e.task)
+    pods(conn.client().await, &e.task)
         .evict(&e.task.name, &EvictParams::default())
         .await?;
-    let event = crate::report::event(client, &e.task, "Warning", "IncompleteGang", &e.message, at);
+    let event = crate::report::event(conn, &e.task, "Warning", "IncompleteGang", &e.message, at);
     if let Err(err) = event.await {
         tracing::warn!("IncompleteGang event of {}: {err}", e.task);
     }
@@ -130,7 +131,7 @@ pub async fn evict_incomplete(
 /// `now`. Returns what was done and the writes that failed (their
 /// assumptions are to be forgotten: the world will not show them).
 pub async fn execute(
-    client: &Client,
+    conn: &Conn,
     writes: Vec<Write>,
     concurrency: usize,
     now: trainyard_model::Timestamp,
@@ -141,12 +142,12 @@ pub async fn execute(
         .map(|w| async move {
             let (result, text) = match &w {
                 Write::Bind(b) => (
-                    bind(client, b, at).await,
+                    bind(conn, b, at).await,
                     format!("bind {} to {}", b.task, b.node),
                 ),
-                Write::Evict(e) => (evict(client, e, at).await, format!("evict {}", e.task)),
+                Write::Evict(e) => (evict(conn, e, at).await, format!("evict {}", e.task)),
                 Write::Nominate(n) => (
-                    nominate(client, n).await,
+                    nominate(conn, n).await,
                     format!("nominate {} on {}", n.task, n.node),
                 ),
             };
@@ -178,13 +179,14 @@ pub async fn execute(
 /// of `ar`: Trainyard's Queue or PodGroup), keyed `name` (cluster-scoped)
 /// or `namespace/name`; returns the keys whose write failed.
 pub async fn statuses(
-    client: &Client,
+    conn: &Conn,
     ar: &kube::core::ApiResource,
     changes: Vec<(String, serde_json::Value)>,
     concurrency: usize,
 ) -> Vec<String> {
     let failed: Vec<Option<String>> = futures::stream::iter(changes)
         .map(|(key, status)| async move {
+            let client = conn.client().await;
             let (api, name): (Api<kube::api::DynamicObject>, &str) = match key.split_once('/') {
                 Some((ns, name)) => (Api::namespaced_with(client.clone(), ns, ar), name),
                 None => (Api::all_with(client.clone(), ar), key.as_str()),

@@ -294,17 +294,20 @@ impl Objects {
         // The world's job of each id touched: a group-less pod and a group
         // of the same name share the id `namespace/name`; the group-less
         // pod keeps it, as in a whole-file load, and the group is refused.
-        let touched: BTreeSet<(String, String)> = if tree_changed {
-            self.interpreted
-                .keys()
-                .map(|k| (k.namespace.clone(), k.name.clone()))
-                .collect()
-        } else {
-            dirty
-                .iter()
-                .map(|k| (k.namespace.clone(), k.name.clone()))
-                .collect()
-        };
+        // A new tree touches every job (its queue may have changed), and
+        // the dirty ones always: a job whose last pod went is no longer
+        // among the interpreted, and must still be reported gone.
+        let mut touched: BTreeSet<(String, String)> = dirty
+            .iter()
+            .map(|k| (k.namespace.clone(), k.name.clone()))
+            .collect();
+        if tree_changed {
+            touched.extend(
+                self.interpreted
+                    .keys()
+                    .map(|k| (k.namespace.clone(), k.name.clone())),
+            );
+        }
         for (namespace, name) in touched {
             let [alone, group] = [false, true].map(|group| JobKey {
                 namespace: namespace.clone(),

@@ -416,3 +416,35 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_job_whose_last_pod_goes_is_gone_even_when_the_queue_tree_changes_too() {
+    // The only job uses the implicit default queue: its going changes the
+    // tree (the default queue goes with it). Also when a Queue changes in
+    // the same refresh.
+    for queue_change in [false, true] {
+        let mut s = ClusterState::for_objects(trainyard_ingest::LoadOptions::default());
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "a", "namespace": "ml", "uid": "u-a"},
+               "spec": {"schedulerName": "trainyard",
+                        "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}});
+        let queue = serde_json::json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+               "metadata": {"name": "other"}, "spec": {}});
+        for o in [&pod, &queue] {
+            for c in crate::Decoded::object(o, "t").changes {
+                s.apply(Change::Object(c));
+            }
+        }
+        assert_eq!(s.snapshot().jobs.len(), 1);
+        s.apply(Change::Object(
+            crate::ObjectChange::gone("Pod", Some("ml"), "a").expect("a pod change"),
+        ));
+        if queue_change {
+            for c in crate::Decoded::object(&queue, "t").changes {
+                s.apply(Change::Object(c));
+            }
+        }
+        let jobs: Vec<String> = s.snapshot().jobs.iter().map(|j| j.id.clone()).collect();
+        assert!(jobs.is_empty(), "queue change {queue_change}: {jobs:?}");
+    }
+}

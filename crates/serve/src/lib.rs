@@ -27,6 +27,7 @@
 pub mod admission;
 pub mod conn;
 pub mod group_status;
+pub mod pdb;
 pub mod queue_status;
 pub mod repair;
 pub mod report;
@@ -154,6 +155,10 @@ pub async fn run(
         .position(|k| k.group.is_empty() && k.kind == "Pod");
     let mut group_pods = group_status::GroupPods::default();
     let mut gated = admission::GatedPods::default();
+    let pdb_stream = kinds
+        .iter()
+        .position(|k| k.group == "policy" && k.kind == "PodDisruptionBudget");
+    let mut pdbs = pdb::Pdbs::default();
     let mut group_statuses = queue_status::StatusCache::default();
     loop {
         tokio::select! {
@@ -186,6 +191,15 @@ pub async fn run(
                             _ => {}
                         }
                     }
+                    if let Some(p) = pdb_stream {
+                        match &e {
+                            WorldEvent::ListStart { stream } if *stream == p => pdbs.list_start(),
+                            WorldEvent::ListDone { stream } if *stream == p => pdbs.list_done(),
+                            WorldEvent::Applied { stream, object } if *stream == p => pdbs.applied(object),
+                            WorldEvent::Deleted { stream, object } if *stream == p => pdbs.deleted(object),
+                            _ => {}
+                        }
+                    }
                     world.handle(e);
                     next = next.min(Instant::now() + debounce);
                 }
@@ -195,7 +209,8 @@ pub async fn run(
                 if world.synced(kinds.len()) {
                     let now = wall_clock();
                     world.state.forget_assumed(Timestamp(now.0.saturating_sub(timeout_ms)));
-                    let snapshot = world.state.snapshot();
+                    // Jobs a PodDisruptionBudget protects now are no victims.
+                    let (snapshot, _protected) = pdbs.protect(world.state.snapshot());
                     let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);
                     world.state.assume(&decisions, now);
                     let reasons = reporter.changes(&snapshot, &decisions);

@@ -24,6 +24,7 @@ pub const KINDS: &[(&str, &str, &str)] = &[
     ("", "v1", "Node"),
     ("", "v1", "Pod"),
     ("scheduling.k8s.io", "v1", "PriorityClass"),
+    ("policy", "v1", "PodDisruptionBudget"),
     ("trainyard.io", "v1alpha1", "Queue"),
     ("trainyard.io", "v1alpha1", "PodGroup"),
     ("trainyard.io", "v1alpha1", "Topology"),

@@ -1,0 +1,173 @@
+//! Sharing between teams end to end: fair share between two queues, and
+//! reclaim through the Eviction API around a PodDisruptionBudget.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::Client;
+use kube::api::{Api, ListParams, PostParams};
+use serde_json::json;
+
+/// Namespace `ml`, nodes n1 and n2 with 8 GPUs each, and `queues` as
+/// (name, quota, over-quota weight).
+async fn teams(client: &Client, queues: &[(&str, u32, u32)]) {
+    let ns: Api<Namespace> = Api::all(client.clone());
+    let ml: Namespace = serde_json::from_value(json!({"metadata": {"name": "ml"}})).expect("ns");
+    ns.create(&PostParams::default(), &ml)
+        .await
+        .expect("namespace");
+    node(client, "n1", 8).await;
+    node(client, "n2", 8).await;
+    for (name, quota, weight) in queues {
+        create(
+            client,
+            &trainyard("Queue", "queues"),
+            None,
+            json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+                   "metadata": {"name": name},
+                   "spec": {"quota": {"nvidia.com/gpu": quota}, "overQuotaWeight": weight}}),
+        )
+        .await;
+    }
+}
+
+/// A one-pod job of `queue` asking for `gpus`, labelled `app: NAME`.
+async fn job(client: &Client, name: &str, queue: &str, gpus: u32) {
+    let api: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    let p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ml",
+                     "labels": {"trainyard.io/queue": queue, "app": name}},
+        "spec": {"schedulerName": "trainyard", "containers": [{"name": "c", "image": "train:1",
+                 "resources": {"requests": {"nvidia.com/gpu": gpus.to_string()},
+                               "limits": {"nvidia.com/gpu": gpus.to_string()}}}]}
+    }))
+    .expect("pod");
+    api.create(&PostParams::default(), &p)
+        .await
+        .expect("pod created");
+}
+
+/// Bound GPUs per queue label, from the API.
+async fn gpus_by_queue(client: &Client) -> BTreeMap<String, u32> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    let mut out = BTreeMap::new();
+    for p in api.list(&ListParams::default()).await.expect("pods") {
+        let spec = p.spec.clone().unwrap_or_default();
+        if spec.node_name.is_none() || p.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let queue = p.metadata.labels.clone().unwrap_or_default()["trainyard.io/queue"].clone();
+        let gpus: u32 = spec.containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .and_then(|r| r.get("nvidia.com/gpu"))
+            .and_then(|q| q.0.parse().ok())
+            .unwrap_or(0);
+        *out.entry(queue).or_default() += gpus;
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_teams_share_the_cluster_by_weight() {
+    let (_server, client) = server().await;
+    // No quotas; weights 1 and 3 share the 16 GPUs 4 : 12.
+    teams(&client, &[("a", 0, 1), ("b", 0, 3)]).await;
+    for i in 0..16 {
+        job(&client, &format!("a-{i}"), "a", 1).await;
+        job(&client, &format!("b-{i}"), "b", 1).await;
+    }
+    let (mut progress, stop) = start(client.clone());
+    let bound = until(&mut progress, "the cluster full", |p| p.written.binds >= 16).await;
+    let later = bound.cycles + 3;
+    let end = until(&mut progress, "three more cycles", |p| p.cycles >= later).await;
+    assert_eq!(end.written.binds, 16, "{end:?}");
+    let by_queue = gpus_by_queue(&client).await;
+    assert_eq!(
+        by_queue,
+        BTreeMap::from([("a".to_string(), 4), ("b".to_string(), 12)])
+    );
+    stop.send_replace(true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
+    let (server, client) = server().await;
+    teams(&client, &[("a", 8, 1), ("b", 8, 1)]).await;
+    // Team a borrows the whole cluster while b is idle.
+    for i in 0..4 {
+        job(&client, &format!("a-{i}"), "a", 4).await;
+    }
+    let (mut progress, stop) = start(client.clone());
+    until(&mut progress, "team a's binds", |p| p.written.binds == 4).await;
+    // Kubelet: the pods run.
+    server.tick();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    let protected_node = pods
+        .get("a-0")
+        .await
+        .expect("a-0")
+        .spec
+        .and_then(|s| s.node_name)
+        .expect("a-0 bound");
+    // a-0 may not be disrupted.
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "ml");
+    let pdb: PodDisruptionBudget = serde_json::from_value(json!({
+        "metadata": {"name": "keep-a-0", "namespace": "ml"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "a-0"}}}
+    }))
+    .expect("pdb");
+    pdbs.create(&PostParams::default(), &pdb)
+        .await
+        .expect("pdb created");
+    server.tick();
+    let status = pdbs
+        .get("keep-a-0")
+        .await
+        .expect("pdb")
+        .status
+        .expect("status");
+    assert_eq!(status.disruptions_allowed, 0);
+
+    // Team b, within its quota, needs a whole node.
+    job(&client, "b-big", "b", 8).await;
+    let evicted = until(&mut progress, "two evictions", |p| p.written.evictions >= 2).await;
+    assert_eq!(evicted.written.evictions, 2, "{evicted:?}");
+    let mut leaving = Vec::new();
+    for p in pods.list(&ListParams::default()).await.expect("pods") {
+        if p.metadata.deletion_timestamp.is_some() {
+            let node = p.spec.and_then(|s| s.node_name).unwrap_or_default();
+            leaving.push((p.metadata.name.unwrap_or_default(), node));
+        }
+    }
+    assert_eq!(leaving.len(), 2, "{leaving:?}");
+    for (name, node) in &leaving {
+        assert_ne!(name, "a-0", "the PDB protects a-0");
+        assert_ne!(node, &protected_node, "{leaving:?}");
+    }
+    let events: Api<Event> = Api::namespaced(client.clone(), "ml");
+    let reclaimed = events
+        .list(&ListParams::default().fields("reason=Reclaimed"))
+        .await
+        .expect("events")
+        .items;
+    assert_eq!(reclaimed.len(), 2, "{reclaimed:?}");
+    let message = reclaimed[0].message.clone().unwrap_or_default();
+    assert!(
+        message.starts_with("reclaimed for ml/b-big (b)"),
+        "{message}"
+    );
+
+    // The victims go; b-big takes their node.
+    server.tick();
+    let end = until(&mut progress, "b-big bound", |p| p.written.binds >= 5).await;
+    assert_eq!(end.written.failed, 0, "{end:?}");
+    let b = pods.get("b-big").await.expect("b-big");
+    assert_eq!(b.spec.and_then(|s| s.node_name), Some(leaving[0].1.clone()));
+    stop.send_replace(true);
+}

@@ -12,6 +12,7 @@
 //!   debounceMillis: 100
 //!   bindConcurrency: 16
 //!   assumeTimeoutSeconds: 30
+//!   inferPodGroups: true
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +33,9 @@ pub struct Settings {
 pub struct ServiceSettings {
     /// Pods with this `spec.schedulerName` are Trainyard's.
     pub scheduler_name: String,
-    /// Queue of pods and groups that name none.
+    /// Queue of pods and groups that name none. Empty: PodGroups inferred
+    /// from owners get no default (their pods are told which label to
+    /// set); other pods and groups that name none still go to `default`.
     pub default_queue: String,
     /// A cycle runs at least this often (milliseconds).
     pub cycle_period_millis: u64,
@@ -44,6 +47,10 @@ pub struct ServiceSettings {
     /// A bind (or eviction) the world has not shown after this long is
     /// forgotten, and its pod is pending again in the next cycle.
     pub assume_timeout_seconds: u64,
+    /// Pods owned by a Job, JobSet, PyTorchJob, ... that name no PodGroup
+    /// wait for one inferred from their owner (docs/serve.md, "PodGroups
+    /// from owners"); off: each is a job of its own.
+    pub infer_pod_groups: bool,
 }
 
 impl Default for ServiceSettings {
@@ -55,6 +62,7 @@ impl Default for ServiceSettings {
             debounce_millis: 100,
             bind_concurrency: 16,
             assume_timeout_seconds: 30,
+            infer_pod_groups: true,
         }
     }
 }
@@ -107,9 +115,6 @@ impl Settings {
         if s.scheduler_name.is_empty() {
             return Err(err("service.schedulerName", "must not be empty".into()));
         }
-        if s.default_queue.is_empty() {
-            return Err(err("service.defaultQueue", "must not be empty".into()));
-        }
         Ok(settings)
     }
 }
@@ -145,5 +150,12 @@ mod tests {
         );
         let e = Settings::parse("service: {debounceMillis: soon}", "s.yaml").expect_err("type");
         assert_eq!(e.field, "service.debounceMillis");
+        let s = Settings::parse(
+            "service: {inferPodGroups: false, defaultQueue: ''}",
+            "s.yaml",
+        )
+        .expect("valid");
+        assert!(!s.service.infer_pod_groups);
+        assert_eq!(s.service.default_queue, "");
     }
 }

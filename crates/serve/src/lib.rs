@@ -22,8 +22,11 @@
 //!
 //! Not yet (issue 15 continues): Queue conditions, PodGroup status,
 //! partial-gang repair, preemption delay,
-//! admission gating, PodGroups inferred from owners, leader election.
+//! admission gating, leader election. Pods of a Job, JobSet, PyTorchJob,
+//! ... that name no group get one inferred from their owner ([`grouper`]).
 
+pub mod grouper;
+pub mod infer;
 pub mod queue_status;
 pub mod report;
 pub mod settings;
@@ -57,6 +60,9 @@ pub struct Progress {
     /// Pending pods told why they wait (a condition and an Event each),
     /// summed over cycles: only when the reason changed.
     pub reports: u64,
+    /// PodGroups inferred from owners and created ([`grouper`]) (pods that
+    /// get none are told why, counted in `reports`).
+    pub groups_created: u64,
 }
 
 /// The service could not start.
@@ -121,7 +127,7 @@ pub async fn run(
         default_queue: service.default_queue.clone(),
         scheduler_name: service.scheduler_name.clone(),
     };
-    let mut world = World::new(opts);
+    let mut world = World::new(opts).inferring(service.infer_pod_groups);
     let period = Duration::from_millis(service.cycle_period_millis);
     let debounce = Duration::from_millis(service.debounce_millis);
     let timeout_ms =
@@ -130,6 +136,7 @@ pub async fn run(
     let mut done = Progress::default();
     let mut reporter = report::Reporter::default();
     let mut queue_statuses = queue_status::QueueStatuses::default();
+    let mut grouper = grouper::Grouper::new(service, &kinds);
     // Trainyard's own Queues get status; the peers' kinds are theirs.
     let queue_stream = kinds
         .iter()
@@ -152,6 +159,10 @@ pub async fn run(
             () = tokio::time::sleep_until(next) => {
                 if world.synced(kinds.len()) {
                     let now = wall_clock();
+                    let grouped = grouper.cycle(&client, &world, now).await;
+                    done.groups_created += grouped.created;
+                    done.written.failed += grouped.failed;
+                    done.reports += grouped.told;
                     world.state.forget_assumed(Timestamp(now.0.saturating_sub(timeout_ms)));
                     let snapshot = world.state.snapshot();
                     let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);

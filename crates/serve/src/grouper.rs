@@ -1,0 +1,379 @@
+//! PodGroups inferred from owners, the I/O part (the rules are
+//! [`crate::infer`]'s).
+//!
+//! Each cycle, for the pods the world holds back ([`World::held`]): fetch
+//! each pod's owner chain (controller references, through the dynamic
+//! API, each owner once per cycle) and its Namespace, compute the group,
+//! create the `trainyard.io/v1alpha1` PodGroup with a controller owner
+//! reference to the workload (409 AlreadyExists: it is there), and, once
+//! the watch has shown the PodGroup, merge-patch the pod's
+//! `trainyard.io/pod-group` annotation so the next pod event brings it in
+//! as a member. Patching only after the PodGroup is in the world means no
+//! cycle sees the group's pods without its `minMember`.
+//!
+//! A pod whose group cannot be computed (a bad spec, no queue anywhere) is
+//! told why: a `FailedScheduling` Event and `PodScheduled=False`, once per
+//! message. Errors are logged and retried the next cycle.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+use trainyard_crd::keys;
+use trainyard_model::{TaskKey, Timestamp};
+
+use crate::infer::{self, InferredGroup, OwnerRef};
+use crate::settings::ServiceSettings;
+use crate::world::{Key, World};
+
+/// Owner chains deeper than this are cut (a cycle of references, or a
+/// tower of operators).
+const MAX_DEPTH: usize = 8;
+
+/// The grouper's memory between cycles.
+pub struct Grouper {
+    on: bool,
+    default_queue: String,
+    concurrency: usize,
+    /// The stream and resource of Trainyard's PodGroup (none: not served).
+    pod_groups: Option<(usize, ApiResource)>,
+    /// The group of each held pod (by key and UID), once computed.
+    groups: BTreeMap<(Key, String), InferredGroup>,
+    /// PodGroups created (or found there), by namespace and name.
+    created: BTreeSet<(String, String)>,
+    /// Pods whose annotation was written (the watch has yet to show it).
+    patched: BTreeSet<(Key, String)>,
+    /// The message last told to each held pod.
+    told: BTreeMap<(Key, String), String>,
+    warned: bool,
+}
+
+/// What one cycle of the grouper did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Grouped {
+    /// PodGroups created.
+    pub created: u64,
+    /// Pods given their group's annotation.
+    pub patched: u64,
+    /// Pods told why they have no group.
+    pub told: u64,
+    /// Writes that failed (logged).
+    pub failed: u64,
+}
+
+fn uid_of(pod: &Value) -> String {
+    pod["metadata"]["uid"].as_str().unwrap_or("").to_string()
+}
+
+/// The plural of a kind the grouper may meet on an owner chain.
+fn plural(kind: &str) -> String {
+    match kind {
+        "TFJob" => "tfjobs".into(),
+        "MPIJob" => "mpijobs".into(),
+        _ => format!("{}s", kind.to_lowercase()),
+    }
+}
+
+fn resource(owner: &OwnerRef) -> ApiResource {
+    let (group, version) = owner
+        .api_version
+        .rsplit_once('/')
+        .unwrap_or(("", owner.api_version.as_str()));
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, &owner.kind),
+        &plural(&owner.kind),
+    )
+}
+
+/// Fetches `first` and the controllers above it, nearest first. A fetch
+/// that fails above the first workload Trainyard groups ends the chain
+/// there (an operator's kind the service may not read); below, it is an
+/// error.
+async fn owner_chain(
+    client: &Client,
+    namespace: &str,
+    first: OwnerRef,
+) -> Result<Vec<Value>, String> {
+    let mut chain: Vec<Value> = Vec::new();
+    let mut next = Some(first);
+    while let Some(owner) = next.take() {
+        if chain.len() >= MAX_DEPTH {
+            break;
+        }
+        let ar = resource(&owner);
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
+        let fetched = api.get(&owner.name).await;
+        let known = chain.iter().any(|o| infer::is_workload(&OwnerRef::to(o)));
+        let object = match fetched {
+            Ok(o) => {
+                let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+                v["apiVersion"] = owner.api_version.clone().into();
+                v["kind"] = owner.kind.clone().into();
+                v
+            }
+            Err(e) if known => {
+                tracing::debug!(
+                    "owner {} {namespace}/{}: {e}; the chain ends below it",
+                    owner.kind,
+                    owner.name
+                );
+                break;
+            }
+            Err(e) => {
+                return Err(format!(
+                    "owner {} {namespace}/{}: {e}",
+                    owner.kind, owner.name
+                ));
+            }
+        };
+        let uid = object["metadata"]["uid"].as_str().unwrap_or("");
+        if !owner.uid.is_empty() && uid != owner.uid {
+            // Replaced by a namesake: the pod's owner is gone.
+            return Err(format!(
+                "owner {} {namespace}/{} has UID {uid}, not {} (replaced)",
+                owner.kind, owner.name, owner.uid
+            ));
+        }
+        next = infer::controller_of(&object);
+        chain.push(object);
+    }
+    Ok(chain)
+}
+
+/// The message for a pod whose group has no queue.
+fn no_queue(g: &InferredGroup) -> String {
+    format!(
+        "no queue for PodGroup {} inferred from {} {}: label the pod or the {} with {}=<queue>, or the Namespace {} with {}=<queue>",
+        g.name,
+        g.owner.kind,
+        g.owner.name,
+        g.owner.kind,
+        keys::QUEUE,
+        g.namespace,
+        keys::NAMESPACE_DEFAULT_QUEUE
+    )
+}
+
+impl Grouper {
+    /// A grouper for `service` given the served kinds.
+    pub fn new(service: &ServiceSettings, kinds: &[ApiResource]) -> Grouper {
+        let pod_groups = kinds
+            .iter()
+            .position(|k| k.group == "trainyard.io" && k.kind == "PodGroup")
+            .map(|i| (i, kinds[i].clone()));
+        Grouper {
+            on: service.infer_pod_groups,
+            default_queue: service.default_queue.clone(),
+            concurrency: service.bind_concurrency.max(1),
+            pod_groups,
+            groups: BTreeMap::new(),
+            created: BTreeSet::new(),
+            patched: BTreeSet::new(),
+            told: BTreeMap::new(),
+            warned: false,
+        }
+    }
+
+    /// One cycle: groups for the pods `world` holds.
+    pub async fn cycle(&mut self, client: &Client, world: &World, now: Timestamp) -> Grouped {
+        let mut out = Grouped::default();
+        let held: BTreeMap<(Key, String), &Value> = world
+            .held
+            .iter()
+            .map(|(k, (_, pod))| ((k.clone(), uid_of(pod)), pod))
+            .collect();
+        self.groups.retain(|k, _| held.contains_key(k));
+        self.patched.retain(|k| held.contains_key(k));
+        self.told.retain(|k, _| held.contains_key(k));
+        if !self.on || held.is_empty() {
+            return out;
+        }
+        let Some((stream, ar)) = self.pod_groups.clone() else {
+            if !self.warned {
+                tracing::warn!(
+                    "pods wait for PodGroups inferred from their owners, but the server does not serve trainyard.io/v1alpha1 PodGroups; install the CRD or set service.inferPodGroups: false"
+                );
+                self.warned = true;
+            }
+            return out;
+        };
+
+        // Owner chains (one fetch per direct owner) and Namespaces, for
+        // the pods without a group yet.
+        let todo: Vec<(&(Key, String), &Value)> = held
+            .iter()
+            .filter(|(k, _)| !self.groups.contains_key(*k))
+            .map(|(k, p)| (k, *p))
+            .collect();
+        let mut owners: BTreeSet<(String, OwnerRef)> = BTreeSet::new();
+        let mut namespaces: BTreeSet<String> = BTreeSet::new();
+        for ((key, _), pod) in &todo {
+            if let Some(o) = infer::workload_owner(pod) {
+                owners.insert((key.1.clone(), o));
+                namespaces.insert(key.1.clone());
+            }
+        }
+        let chains: BTreeMap<(String, OwnerRef), Result<Vec<Value>, String>> =
+            futures::stream::iter(owners)
+                .map(|(ns, o)| async move {
+                    let chain = owner_chain(client, &ns, o.clone()).await;
+                    ((ns, o), chain)
+                })
+                .buffer_unordered(self.concurrency)
+                .collect()
+                .await;
+        let spaces: BTreeMap<String, Option<Value>> = futures::stream::iter(namespaces)
+            .map(|ns| async move {
+                let api: Api<Namespace> = Api::all(client.clone());
+                let got = match api.get(&ns).await {
+                    Ok(n) => serde_json::to_value(n).ok(),
+                    Err(e) => {
+                        tracing::warn!("Namespace {ns}: {e}");
+                        None
+                    }
+                };
+                (ns, got)
+            })
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
+        let mut tell: Vec<((Key, String), String)> = Vec::new();
+        for (k, pod) in todo {
+            let Some(owner) = infer::workload_owner(pod) else {
+                continue;
+            };
+            let ns = k.0.1.clone();
+            match chains.get(&(ns.clone(), owner)) {
+                Some(Ok(chain)) => {
+                    let space = spaces.get(&ns).and_then(Option::as_ref);
+                    match infer::group_for(pod, chain, space) {
+                        Ok(g) => {
+                            self.groups.insert(k.clone(), g);
+                        }
+                        Err(message) => {
+                            tell.push((k.clone(), format!("no PodGroup inferred: {message}")))
+                        }
+                    }
+                }
+                Some(Err(e)) => tracing::warn!("pod {ns}/{}: {e}", k.0.2),
+                None => {}
+            }
+        }
+
+        // PodGroups to create, pods to annotate.
+        let mut create: BTreeMap<(String, String), Value> = BTreeMap::new();
+        let mut annotate: Vec<((Key, String), String)> = Vec::new();
+        for (k, g) in &self.groups {
+            let fallback = (!self.default_queue.is_empty()).then_some(self.default_queue.as_str());
+            if g.queue.is_none() && fallback.is_none() {
+                tell.push((k.clone(), no_queue(g)));
+                continue;
+            }
+            if world.holds(stream, "PodGroup", &g.namespace, &g.name) {
+                if !self.patched.contains(k) {
+                    annotate.push((k.clone(), g.name.clone()));
+                }
+            } else if !self
+                .created
+                .contains(&(g.namespace.clone(), g.name.clone()))
+            {
+                create
+                    .entry((g.namespace.clone(), g.name.clone()))
+                    .or_insert_with(|| g.pod_group(fallback));
+            }
+        }
+
+        let results: Vec<((String, String), Result<bool, kube::Error>)> =
+            futures::stream::iter(create)
+                .map(|((ns, name), object)| {
+                    let ar = &ar;
+                    async move {
+                        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, ar);
+                        let r = match serde_json::from_value::<DynamicObject>(object) {
+                            Ok(o) => match api.create(&PostParams::default(), &o).await {
+                                Ok(_) => Ok(true),
+                                Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+                                Err(e) => Err(e),
+                            },
+                            Err(e) => Err(kube::Error::SerdeError(e)),
+                        };
+                        ((ns, name), r)
+                    }
+                })
+                .buffer_unordered(self.concurrency)
+                .collect()
+                .await;
+        for ((ns, name), r) in results {
+            match r {
+                Ok(new) => {
+                    if new {
+                        tracing::info!("PodGroup {ns}/{name} created");
+                        out.created += 1;
+                    }
+                    self.created.insert((ns, name));
+                }
+                Err(e) => {
+                    tracing::warn!("creating PodGroup {ns}/{name}: {e}");
+                    out.failed += 1;
+                }
+            }
+        }
+
+        let results: Vec<((Key, String), Result<(), kube::Error>)> =
+            futures::stream::iter(annotate)
+                .map(|(k, group)| async move {
+                    let pods: Api<Pod> = Api::namespaced(client.clone(), &k.0.1);
+                    let mut patch = json!({"metadata": {"annotations": {keys::POD_GROUP: group}}});
+                    if !k.1.is_empty() {
+                        // The pod we grouped, not a namesake created since.
+                        patch["metadata"]["uid"] = k.1.clone().into();
+                    }
+                    let r = pods
+                        .patch(&k.0.2, &PatchParams::default(), &Patch::Merge(patch))
+                        .await
+                        .map(|_| ());
+                    (k, r)
+                })
+                .buffer_unordered(self.concurrency)
+                .collect()
+                .await;
+        for (k, r) in results {
+            match r {
+                Ok(()) => {
+                    out.patched += 1;
+                    self.patched.insert(k);
+                }
+                Err(e) => {
+                    tracing::warn!("pod {}/{}: annotating its group: {e}", k.0.1, k.0.2);
+                    out.failed += 1;
+                }
+            }
+        }
+
+        // Tell, once per message.
+        let mut fresh: Vec<(TaskKey, String)> = Vec::new();
+        for (k, m) in tell {
+            if self.told.get(&k) == Some(&m) {
+                continue;
+            }
+            self.told.insert(k.clone(), m.clone());
+            let ((_, namespace, name), uid) = k;
+            fresh.push((
+                TaskKey {
+                    namespace,
+                    name,
+                    uid,
+                },
+                m,
+            ));
+        }
+        let tell = fresh;
+        out.told = tell.len() as u64;
+        out.failed += crate::report::write(client, tell, now, self.concurrency).await;
+        out
+    }
+}

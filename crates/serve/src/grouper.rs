@@ -267,10 +267,13 @@ impl Grouper {
         // PodGroups to create, pods to annotate.
         let mut create: BTreeMap<(String, String), Value> = BTreeMap::new();
         let mut annotate: Vec<((Key, String), String)> = Vec::new();
+        let fallback = (!self.default_queue.is_empty()).then_some(self.default_queue.as_str());
+        let mut unqueued: Vec<(Key, String)> = Vec::new();
         for (k, g) in &self.groups {
-            let fallback = (!self.default_queue.is_empty()).then_some(self.default_queue.as_str());
             if g.queue.is_none() && fallback.is_none() {
                 tell.push((k.clone(), no_queue(g)));
+                // Computed again next cycle: a label may have come.
+                unqueued.push(k.clone());
                 continue;
             }
             if world.holds(stream, "PodGroup", &g.namespace, &g.name) {
@@ -287,6 +290,9 @@ impl Grouper {
             }
         }
 
+        for k in unqueued {
+            self.groups.remove(&k);
+        }
         let results: Vec<((String, String), Result<bool, kube::Error>)> =
             futures::stream::iter(create)
                 .map(|((ns, name), object)| {

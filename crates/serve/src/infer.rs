@@ -557,7 +557,12 @@ mod tests {
             (owner.kind.as_str(), owner.name.as_str()),
             ("PyTorchJob", "bert")
         );
-        let g = group_for(&p, &[job.clone()], Some(&namespace(Some("team")))).expect("group");
+        let g = group_for(
+            &p,
+            std::slice::from_ref(&job),
+            Some(&namespace(Some("team"))),
+        )
+        .expect("group");
         assert_eq!(g.name, "pytorchjob-bert-5f0c1d2e");
         assert_eq!(g.min_member, 4);
         assert_eq!(g.queue.as_deref(), Some("team"));
@@ -647,7 +652,7 @@ mod tests {
             json!({}),
         );
         let a = group_for(&launcher, &[launcher_job, mpi.clone()], None).expect("launcher");
-        let b = group_for(&worker, &[mpi.clone()], None).expect("worker");
+        let b = group_for(&worker, std::slice::from_ref(&mpi), None).expect("worker");
         assert_eq!((a.name.as_str(), a.min_member), ("mpijob-allreduce-m1", 5));
         assert_eq!(a, b);
         assert_eq!(a.owner.kind, "MPIJob");
@@ -777,7 +782,7 @@ mod tests {
         );
         assert!(workload_owner(&p).is_some());
         assert_eq!(
-            group_for(&p, &[rc.clone()], None).map(|g| (g.name, g.min_member)),
+            group_for(&p, std::slice::from_ref(&rc), None).map(|g| (g.name, g.min_member)),
             Ok(("raycluster-rc-r1".to_string(), 1 + 4 + 3))
         );
         let rj = object(
@@ -906,7 +911,9 @@ mod tests {
         let job = pytorchjob(json!({"pytorchReplicaSpecs": {"Worker": {"replicas": 2}}}));
         let mut p = pytorch_pod(&job, "worker", 0);
         let q = |p: &Value, job: &Value, ns: Option<&Value>| {
-            group_for(p, &[job.clone()], ns).expect("g").queue
+            group_for(p, std::slice::from_ref(job), ns)
+                .expect("g")
+                .queue
         };
         assert_eq!(q(&p, &job, None), None);
         assert_eq!(q(&p, &job, Some(&namespace(None))), None);

@@ -264,6 +264,15 @@ impl Grouper {
             }
         }
 
+        // A PodGroup created once and deleted since (by hand) is created
+        // again: remember only the groups of pods still held.
+        let wanted: BTreeSet<(String, String)> = self
+            .groups
+            .values()
+            .map(|g| (g.namespace.clone(), g.name.clone()))
+            .collect();
+        self.created.retain(|k| wanted.contains(k));
+
         // PodGroups to create, pods to annotate.
         let mut create: BTreeMap<(String, String), Value> = BTreeMap::new();
         let mut annotate: Vec<((Key, String), String)> = Vec::new();

@@ -246,3 +246,120 @@ async fn without_a_queue_the_pods_are_told_what_to_label_once() {
     .await;
     stop.send_replace(true);
 }
+
+/// A CRD serving `kind` of `group`/`version` with any content.
+async fn install_crd(client: &Client, group: &str, version: &str, kind: &str, plural: &str) {
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(),
+                           "listKind": format!("{kind}List")},
+                 "versions": [{"name": version, "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object",
+                                   "x-kubernetes-preserve-unknown-fields": true}}}]}
+    }))
+    .expect("a CRD");
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .create(&PostParams::default(), &crd)
+        .await
+        .expect("CRD accepted");
+}
+
+async fn create_owned(
+    client: &Client,
+    ar: &ApiResource,
+    object: Value,
+    owner: Option<&DynamicObject>,
+) -> DynamicObject {
+    let mut object = object;
+    if let Some(o) = owner {
+        let types = o.types.clone().expect("owner types");
+        object["metadata"]["ownerReferences"] = json!([{
+            "apiVersion": types.api_version, "kind": types.kind,
+            "name": o.metadata.name, "uid": o.metadata.uid,
+            "controller": true, "blockOwnerDeletion": true}]);
+    }
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "ml", ar);
+    let o: DynamicObject = serde_json::from_value(object).expect("object");
+    let mut created = api
+        .create(&PostParams::default(), &o)
+        .await
+        .expect("created");
+    created.types = o.types;
+    created
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobset_of_indexed_jobs_starts_whole() {
+    let (_server, client) = server().await;
+    cluster(&client).await;
+    // The test server serves no batch/v1 Jobs of its own: a CRD stands in
+    // for the built-in kind (the grouper reads Jobs as JSON either way).
+    install_crd(&client, "batch", "v1", "Job", "jobs").await;
+    install_crd(&client, "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets").await;
+    let jobs =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("batch", "v1", "Job"), "jobs");
+    let jobsets = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("jobset.x-k8s.io", "v1alpha2", "JobSet"),
+        "jobsets",
+    );
+    let job_spec = json!({"parallelism": 2, "completions": 2, "completionMode": "Indexed",
+                          "template": {"spec": {"containers": [{"name": "c", "image": "train:1"}]}}});
+    let js = create_owned(
+        &client,
+        &jobsets,
+        json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+               "metadata": {"name": "llm", "namespace": "ml", "labels": {"trainyard.io/queue": "team"}},
+               "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2,
+                                            "template": {"spec": job_spec}}]}}),
+        None,
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    for j in 0..2 {
+        let job = create_owned(
+            &client,
+            &jobs,
+            json!({"apiVersion": "batch/v1", "kind": "Job",
+                   "metadata": {"name": format!("llm-workers-{j}"), "namespace": "ml"},
+                   "spec": job_spec}),
+            Some(&js),
+        )
+        .await;
+        for i in 0..2 {
+            let p: Pod = serde_json::from_value(json!({
+                "metadata": {"name": format!("llm-workers-{j}-{i}"), "namespace": "ml",
+                             "labels": {"jobset.sigs.k8s.io/jobset-name": "llm",
+                                        "jobset.sigs.k8s.io/replicatedjob-name": "workers",
+                                        "jobset.sigs.k8s.io/job-index": j.to_string(),
+                                        "batch.kubernetes.io/job-completion-index": i.to_string()},
+                             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+                                                  "name": job.metadata.name, "uid": job.metadata.uid,
+                                                  "controller": true, "blockOwnerDeletion": true}]},
+                "spec": {"schedulerName": "trainyard", "containers": [{"name": "c", "image": "train:1",
+                         "resources": {"requests": {"nvidia.com/gpu": "4"},
+                                       "limits": {"nvidia.com/gpu": "4"}}}]}
+            }))
+            .expect("pod");
+            pods.create(&PostParams::default(), &p)
+                .await
+                .expect("pod created");
+        }
+    }
+
+    let (mut progress, stop) = start(client.clone());
+    let end = until(&mut progress, "the JobSet's binds", |p| {
+        p.groups_created == 1 && p.written.binds == 4
+    })
+    .await;
+    assert_eq!(end.written.failed, 0, "{end:?}");
+    let js = serde_json::to_value(&js).expect("json");
+    let group = group_of(&client, &js).await;
+    assert_eq!(group.data["spec"]["minMember"], 4, "{:?}", group.data);
+    assert_eq!(group.data["spec"]["queue"], "team", "{:?}", group.data);
+    let placed = placements(&client).await;
+    assert_eq!(placed.len(), 4, "{placed:?}");
+    devices_distinct(&placed);
+    stop.send_replace(true);
+}

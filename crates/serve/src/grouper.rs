@@ -232,7 +232,7 @@ impl Grouper {
                 let got = match api.get(&ns).await {
                     Ok(n) => serde_json::to_value(n).ok(),
                     Err(e) => {
-                        tracing::warn!("Namespace {ns}: {e}");
+                        tracing::warn!("Namespace {ns}: {e}; its pods get their groups later");
                         None
                     }
                 };
@@ -249,8 +249,12 @@ impl Grouper {
             let ns = k.0.1.clone();
             match chains.get(&(ns.clone(), owner)) {
                 Some(Ok(chain)) => {
-                    let space = spaces.get(&ns).and_then(Option::as_ref);
-                    match infer::group_for(pod, chain, space) {
+                    // Without its Namespace the queue could be wrong:
+                    // next cycle.
+                    let Some(space) = spaces.get(&ns).and_then(Option::as_ref) else {
+                        continue;
+                    };
+                    match infer::group_for(pod, chain, Some(space)) {
                         Ok(g) => {
                             self.groups.insert(k.clone(), g);
                         }
@@ -390,5 +394,89 @@ impl Grouper {
         out.told = tell.len() as u64;
         out.failed += crate::report::write(client, tell, now, self.concurrency).await;
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owner(api_version: &str, kind: &str) -> OwnerRef {
+        OwnerRef {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            name: "x".into(),
+            uid: "u".into(),
+        }
+    }
+
+    #[test]
+    fn owners_are_found_by_group_version_and_plural() {
+        for (api_version, kind, group, version, plural) in [
+            ("batch/v1", "Job", "batch", "v1", "jobs"),
+            (
+                "jobset.x-k8s.io/v1alpha2",
+                "JobSet",
+                "jobset.x-k8s.io",
+                "v1alpha2",
+                "jobsets",
+            ),
+            ("kubeflow.org/v1", "TFJob", "kubeflow.org", "v1", "tfjobs"),
+            (
+                "kubeflow.org/v2beta1",
+                "MPIJob",
+                "kubeflow.org",
+                "v2beta1",
+                "mpijobs",
+            ),
+            (
+                "kubeflow.org/v1",
+                "PyTorchJob",
+                "kubeflow.org",
+                "v1",
+                "pytorchjobs",
+            ),
+            ("apps/v1", "StatefulSet", "apps", "v1", "statefulsets"),
+            ("v1", "Pod", "", "v1", "pods"),
+            ("ray.io/v1", "RayCluster", "ray.io", "v1", "rayclusters"),
+            (
+                "leaderworkerset.x-k8s.io/v1",
+                "LeaderWorkerSet",
+                "leaderworkerset.x-k8s.io",
+                "v1",
+                "leaderworkersets",
+            ),
+        ] {
+            let ar = resource(&owner(api_version, kind));
+            assert_eq!(
+                (
+                    ar.group.as_str(),
+                    ar.version.as_str(),
+                    ar.plural.as_str(),
+                    ar.api_version.as_str()
+                ),
+                (group, version, plural, api_version),
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_no_queue_message_names_the_labels() {
+        let g = InferredGroup {
+            name: "pytorchjob-bert-5f0c1d2e".into(),
+            namespace: "ml".into(),
+            min_member: 4,
+            queue: None,
+            priority_class_name: None,
+            owner: OwnerRef {
+                name: "bert".into(),
+                ..owner("kubeflow.org/v1", "PyTorchJob")
+            },
+        };
+        assert_eq!(
+            no_queue(&g),
+            "no queue for PodGroup pytorchjob-bert-5f0c1d2e inferred from PyTorchJob bert: label the pod or the PyTorchJob with trainyard.io/queue=<queue>, or the Namespace ml with trainyard.io/default-queue=<queue>"
+        );
     }
 }

@@ -158,13 +158,29 @@ fn no_queue(g: &InferredGroup) -> String {
     )
 }
 
+fn pod_group_stream(kinds: &[ApiResource]) -> Option<usize> {
+    kinds
+        .iter()
+        .position(|k| k.group == "trainyard.io" && k.kind == "PodGroup")
+}
+
+/// Whether pods are held for inferred groups: `service.inferPodGroups`,
+/// and the server serves Trainyard's PodGroup (without it, no group could
+/// be created, and such pods are one-pod jobs as before; logged).
+pub fn enabled(service: &ServiceSettings, kinds: &[ApiResource]) -> bool {
+    let served = pod_group_stream(kinds).is_some();
+    if service.infer_pod_groups && !served {
+        tracing::warn!(
+            "service.inferPodGroups is on, but the server does not serve trainyard.io/v1alpha1 PodGroups: pods of Jobs, PyTorchJobs, ... without a PodGroup are one-pod jobs"
+        );
+    }
+    service.infer_pod_groups && served
+}
+
 impl Grouper {
     /// A grouper for `service` given the served kinds.
     pub fn new(service: &ServiceSettings, kinds: &[ApiResource]) -> Grouper {
-        let pod_groups = kinds
-            .iter()
-            .position(|k| k.group == "trainyard.io" && k.kind == "PodGroup")
-            .map(|i| (i, kinds[i].clone()));
+        let pod_groups = pod_group_stream(kinds).map(|i| (i, kinds[i].clone()));
         Grouper {
             on: service.infer_pod_groups,
             default_queue: service.default_queue.clone(),

@@ -127,7 +127,7 @@ pub async fn run(
         default_queue: service.default_queue.clone(),
         scheduler_name: service.scheduler_name.clone(),
     };
-    let mut world = World::new(opts).inferring(service.infer_pod_groups);
+    let mut world = World::new(opts).inferring(grouper::enabled(service, &kinds));
     let period = Duration::from_millis(service.cycle_period_millis);
     let debounce = Duration::from_millis(service.debounce_millis);
     let timeout_ms =

@@ -379,3 +379,57 @@ async fn a_jobset_of_indexed_jobs_starts_whole() {
     devices_distinct(&placed);
     stop.send_replace(true);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ray_cluster_is_a_gang_of_its_head_and_minimum_workers() {
+    let (_server, client) = server().await;
+    cluster(&client).await;
+    install_crd(&client, "ray.io", "v1", "RayCluster", "rayclusters").await;
+    let rayclusters = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("ray.io", "v1", "RayCluster"),
+        "rayclusters",
+    );
+    let rc = create_owned(
+        &client,
+        &rayclusters,
+        json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+               "metadata": {"name": "rc", "namespace": "ml", "labels": {"kai.scheduler/queue": "team"}},
+               "spec": {"headGroupSpec": {}, "workerGroupSpecs": [
+                   {"groupName": "gpu", "replicas": 4, "minReplicas": 2, "maxReplicas": 4}]}}),
+        None,
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    let members = std::iter::once(("head", "head".to_string(), 0))
+        .chain((0..4).map(|i| ("worker", format!("gpu-worker-{i}"), 4)));
+    for (node_type, name, gpus) in members {
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("rc-{name}"), "namespace": "ml",
+                         "labels": {"ray.io/cluster": "rc", "ray.io/node-type": node_type},
+                         "ownerReferences": [{"apiVersion": "ray.io/v1", "kind": "RayCluster",
+                                              "name": "rc", "uid": rc.metadata.uid,
+                                              "controller": true, "blockOwnerDeletion": true}]},
+            "spec": {"schedulerName": "trainyard", "containers": [{"name": "ray", "image": "ray:2",
+                     "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": gpus.to_string()},
+                                   "limits": {"nvidia.com/gpu": gpus.to_string()}}}]}
+        }))
+        .expect("pod");
+        pods.create(&PostParams::default(), &p)
+            .await
+            .expect("pod created");
+    }
+    let (mut progress, stop) = start(client.clone());
+    // The head and two workers are the gang; the other two workers are
+    // its elastic part and fit too.
+    let end = until(&mut progress, "the RayCluster's binds", |p| {
+        p.groups_created == 1 && p.written.binds == 5
+    })
+    .await;
+    assert_eq!(end.written.failed, 0, "{end:?}");
+    let rc = serde_json::to_value(&rc).expect("json");
+    let group = group_of(&client, &rc).await;
+    assert_eq!(group.data["spec"]["minMember"], 3, "{:?}", group.data);
+    assert_eq!(group.data["spec"]["queue"], "team", "{:?}", group.data);
+    devices_distinct(&placements(&client).await);
+    stop.send_replace(true);
+}

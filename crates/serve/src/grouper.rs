@@ -89,57 +89,89 @@ fn resource(owner: &OwnerRef) -> ApiResource {
     )
 }
 
-/// Fetches `first` and the controllers above it, nearest first. A fetch
-/// that fails above the first workload Trainyard groups ends the chain
-/// there (an operator's kind the service may not read); below, it is an
-/// error.
-async fn owner_chain(
-    client: &Client,
-    namespace: &str,
-    first: OwnerRef,
-) -> Result<Vec<Value>, String> {
+/// An owner as a pod's (or an owner's) reference names it: its namespace
+/// and reference.
+type OwnerKey = (String, OwnerRef);
+
+/// What a fetch of each owner gave.
+type Fetched = BTreeMap<OwnerKey, Result<Value, String>>;
+
+/// Fetches one owner as JSON (with its `apiVersion` and `kind`); an object
+/// of that name with another UID is an error (the owner was replaced).
+async fn fetch_owner(client: &Client, (namespace, owner): &OwnerKey) -> Result<Value, String> {
+    let what = format!("owner {} {namespace}/{}", owner.kind, owner.name);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource(owner));
+    let o = api
+        .get(&owner.name)
+        .await
+        .map_err(|e| format!("{what}: {e}"))?;
+    let mut v = serde_json::to_value(o).map_err(|e| format!("{what}: {e}"))?;
+    v["apiVersion"] = owner.api_version.clone().into();
+    v["kind"] = owner.kind.clone().into();
+    let uid = v["metadata"]["uid"].as_str().unwrap_or("");
+    if !owner.uid.is_empty() && uid != owner.uid {
+        return Err(format!(
+            "{what} has UID {uid}, not {} (replaced)",
+            owner.uid
+        ));
+    }
+    Ok(v)
+}
+
+/// Fetches `starts` and the controllers above them, a level at a time
+/// (each level `concurrency` at once), each owner once.
+async fn fetch_owners(client: &Client, concurrency: usize, starts: BTreeSet<OwnerKey>) -> Fetched {
+    let mut fetched = Fetched::new();
+    let mut frontier = starts;
+    for _ in 0..MAX_DEPTH {
+        if frontier.is_empty() {
+            break;
+        }
+        let got: Vec<(OwnerKey, Result<Value, String>)> = futures::stream::iter(frontier)
+            .map(|k| async move {
+                let r = fetch_owner(client, &k).await;
+                (k, r)
+            })
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
+        let mut next = BTreeSet::new();
+        for (k, r) in got {
+            if let Some(up) = r.as_ref().ok().and_then(infer::controller_of) {
+                next.insert((k.0.clone(), up));
+            }
+            fetched.insert(k, r);
+        }
+        next.retain(|k| !fetched.contains_key(k));
+        frontier = next;
+    }
+    fetched
+}
+
+/// The owners from `start` up, nearest first, from what was fetched. A
+/// failed fetch above the first workload Trainyard groups ends the chain
+/// there (an operator's kind the service may not read); below it, the
+/// chain is an error. Pure.
+fn chain_of(start: &OwnerKey, fetched: &Fetched) -> Result<Vec<Value>, String> {
     let mut chain: Vec<Value> = Vec::new();
-    let mut next = Some(first);
-    while let Some(owner) = next.take() {
+    let mut at = Some(start.clone());
+    while let Some(key) = at.take() {
         if chain.len() >= MAX_DEPTH {
             break;
         }
-        let ar = resource(&owner);
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &ar);
-        let fetched = api.get(&owner.name).await;
         let known = chain.iter().any(|o| infer::is_workload(&OwnerRef::to(o)));
-        let object = match fetched {
-            Ok(o) => {
-                let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
-                v["apiVersion"] = owner.api_version.clone().into();
-                v["kind"] = owner.kind.clone().into();
-                v
+        match fetched.get(&key) {
+            Some(Ok(v)) => {
+                at = infer::controller_of(v).map(|up| (key.0.clone(), up));
+                chain.push(v.clone());
             }
-            Err(e) if known => {
-                tracing::debug!(
-                    "owner {} {namespace}/{}: {e}; the chain ends below it",
-                    owner.kind,
-                    owner.name
-                );
+            Some(Err(e)) if known => {
+                tracing::debug!("{e}; the owner chain ends below it");
                 break;
             }
-            Err(e) => {
-                return Err(format!(
-                    "owner {} {namespace}/{}: {e}",
-                    owner.kind, owner.name
-                ));
-            }
-        };
-        let uid = object["metadata"]["uid"].as_str().unwrap_or("");
-        if !owner.uid.is_empty() && uid != owner.uid {
-            // Replaced by a namesake: the pod's owner is gone.
-            return Err(format!(
-                "owner {} {namespace}/{} has UID {uid}, not {} (replaced)",
-                owner.kind, owner.name, owner.uid
-            ));
+            Some(Err(e)) => return Err(e.clone()),
+            None => break,
         }
-        next = infer::controller_of(&object);
-        chain.push(object);
     }
     Ok(chain)
 }
@@ -218,14 +250,14 @@ impl Grouper {
             return out;
         };
 
-        // Owner chains (one fetch per direct owner) and Namespaces, for
-        // the pods without a group yet.
+        // Owner chains (each owner fetched once) and Namespaces, for the
+        // pods without a group yet.
         let todo: Vec<(&(Key, String), &Value)> = held
             .iter()
             .filter(|(k, _)| !self.groups.contains_key(*k))
             .map(|(k, p)| (k, *p))
             .collect();
-        let mut owners: BTreeSet<(String, OwnerRef)> = BTreeSet::new();
+        let mut owners: BTreeSet<OwnerKey> = BTreeSet::new();
         let mut namespaces: BTreeSet<String> = BTreeSet::new();
         for ((key, _), pod) in &todo {
             if let Some(o) = infer::workload_owner(pod) {
@@ -233,15 +265,14 @@ impl Grouper {
                 namespaces.insert(key.1.clone());
             }
         }
-        let chains: BTreeMap<(String, OwnerRef), Result<Vec<Value>, String>> =
-            futures::stream::iter(owners)
-                .map(|(ns, o)| async move {
-                    let chain = owner_chain(client, &ns, o.clone()).await;
-                    ((ns, o), chain)
-                })
-                .buffer_unordered(self.concurrency)
-                .collect()
-                .await;
+        let fetched = fetch_owners(client, self.concurrency, owners.clone()).await;
+        let chains: BTreeMap<OwnerKey, Result<Vec<Value>, String>> = owners
+            .into_iter()
+            .map(|k| {
+                let chain = chain_of(&k, &fetched);
+                (k, chain)
+            })
+            .collect();
         let spaces: BTreeMap<String, Option<Value>> = futures::stream::iter(namespaces)
             .map(|ns| async move {
                 let api: Api<Namespace> = Api::all(client.clone());
@@ -475,6 +506,87 @@ mod tests {
                 "{kind}"
             );
         }
+    }
+
+    fn object(api_version: &str, kind: &str, name: &str, controller: Option<&OwnerRef>) -> Value {
+        let refs: Vec<Value> = controller
+            .map(|o| {
+                json!({"apiVersion": o.api_version, "kind": o.kind, "name": o.name,
+                            "uid": o.uid, "controller": true})
+            })
+            .into_iter()
+            .collect();
+        json!({"apiVersion": api_version, "kind": kind,
+               "metadata": {"name": name, "namespace": "ml", "uid": "u", "ownerReferences": refs}})
+    }
+
+    #[test]
+    fn chains_are_assembled_from_owners_fetched_once() {
+        let workflow = OwnerRef {
+            name: "wf".into(),
+            ..owner("argoproj.io/v1alpha1", "Workflow")
+        };
+        let jobset = OwnerRef {
+            name: "js".into(),
+            ..owner("jobset.x-k8s.io/v1alpha2", "JobSet")
+        };
+        let job = OwnerRef {
+            name: "js-w-0".into(),
+            ..owner("batch/v1", "Job")
+        };
+        let ns = |o: &OwnerRef| ("ml".to_string(), o.clone());
+        let mut fetched = Fetched::new();
+        fetched.insert(
+            ns(&job),
+            Ok(object("batch/v1", "Job", "js-w-0", Some(&jobset))),
+        );
+        fetched.insert(
+            ns(&jobset),
+            Ok(object(
+                "jobset.x-k8s.io/v1alpha2",
+                "JobSet",
+                "js",
+                Some(&workflow),
+            )),
+        );
+        // Above the JobSet, a kind the service may not read: the chain
+        // ends at the JobSet.
+        fetched.insert(ns(&workflow), Err("owner Workflow ml/wf: forbidden".into()));
+        let chain = chain_of(&ns(&job), &fetched).expect("a chain");
+        let kinds: Vec<&str> = chain
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap_or(""))
+            .collect();
+        assert_eq!(kinds, ["Job", "JobSet"]);
+        // Below the first workload (a StatefulSet is none), an error.
+        let lws = OwnerRef {
+            name: "vllm".into(),
+            ..owner("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet")
+        };
+        let sts = OwnerRef {
+            name: "vllm".into(),
+            ..owner("apps/v1", "StatefulSet")
+        };
+        fetched.insert(
+            ns(&sts),
+            Ok(object("apps/v1", "StatefulSet", "vllm", Some(&lws))),
+        );
+        fetched.insert(
+            ns(&lws),
+            Err("owner LeaderWorkerSet ml/vllm: not found".into()),
+        );
+        assert_eq!(
+            chain_of(&ns(&sts), &fetched),
+            Err("owner LeaderWorkerSet ml/vllm: not found".to_string())
+        );
+        // A loop of references ends at the depth limit.
+        let a = OwnerRef {
+            name: "a".into(),
+            ..owner("batch/v1", "Job")
+        };
+        let mut looped = Fetched::new();
+        looped.insert(ns(&a), Ok(object("batch/v1", "Job", "a", Some(&a))));
+        assert_eq!(chain_of(&ns(&a), &looped).map(|c| c.len()), Ok(MAX_DEPTH));
     }
 
     #[test]

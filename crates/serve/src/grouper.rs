@@ -11,9 +11,10 @@
 //! as a member. Patching only after the PodGroup is in the world means no
 //! cycle sees the group's pods without its `minMember`.
 //!
-//! A pod whose group cannot be computed (a bad spec, no queue anywhere) is
-//! told why: a `FailedScheduling` Event and `PodScheduled=False`, once per
-//! message. Errors are logged and retried the next cycle.
+//! A pod whose group cannot be computed (an owner that cannot be read, a
+//! bad spec, no queue anywhere) is told why: a `FailedScheduling` Event
+//! and `PodScheduled=False`, once per message (logged then too); it is
+//! tried again every cycle. Failed writes are logged and retried.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -310,7 +311,8 @@ impl Grouper {
                         }
                     }
                 }
-                Some(Err(e)) => tracing::warn!("pod {ns}/{}: {e}", k.0.2),
+                // Told (and logged) once; fetched again next cycle.
+                Some(Err(e)) => tell.push((k.clone(), format!("no PodGroup inferred: {e}"))),
                 None => {}
             }
         }
@@ -428,6 +430,7 @@ impl Grouper {
             }
             self.told.insert(k.clone(), m.clone());
             let ((_, namespace, name), uid) = k;
+            tracing::warn!("pod {namespace}/{name}: {m}");
             fresh.push((
                 TaskKey {
                     namespace,

@@ -35,6 +35,11 @@ pub const ADMISSION_GATE: &str = "trainyard.io/admission";
 /// Annotation on a pending pod with `status.nominatedNodeName`: when the
 /// nomination was made, RFC 3339 (e.g. `2026-11-22T10:00:00Z`).
 pub const NOMINATED_AT: &str = "trainyard.io/nominated-at";
+/// Label on a Namespace: the queue of the PodGroups `trainyard serve`
+/// infers from owners (a PyTorchJob, a JobSet, ...) in that namespace when
+/// neither the pod nor any of its owners names one with [`QUEUE`] (or
+/// [`KAI_QUEUE`]).
+pub const NAMESPACE_DEFAULT_QUEUE: &str = "trainyard.io/default-queue";
 
 // --- Foreign keys we accept ----------------------------------------------
 

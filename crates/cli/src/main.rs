@@ -115,7 +115,7 @@ enum Command {
 struct ServeArgs {
     /// Settings file (YAML): `scheduler:` (as for `trainyard schedule --config`) and
     /// `service:` (cyclePeriodMillis, debounceMillis, bindConcurrency, assumeTimeoutSeconds,
-    /// schedulerName, defaultQueue). Defaults when absent.
+    /// schedulerName, defaultQueue, inferPodGroups). Defaults when absent.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 }

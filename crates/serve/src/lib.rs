@@ -18,15 +18,23 @@
 //! Binds record a `Scheduled` Event, evictions a `Reclaimed` or
 //! `Preempted` one with the core's message.
 //!
-//! Trainyard's Queues get their status ([`queue_status`]) when it changed.
+//! Trainyard's Queues get their status and conditions ([`queue_status`]),
+//! PodGroups theirs ([`group_status`]), when they changed.
 //!
-//! Not yet (issue 15 continues): Queue conditions, PodGroup status,
-//! partial-gang repair, preemption delay,
-//! admission gating, PodGroups inferred from owners, leader election.
+//! Around the core: a failed write's assumption is forgotten at once and
+//! gangs left incomplete are repaired ([`repair`]); jobs a
+//! PodDisruptionBudget protects are no victims ([`pdb`]); gated jobs are
+//! admitted when their queue has room ([`admission`]); pods of a Job,
+//! JobSet, PyTorchJob, ... that name no group get one inferred from their
+//! owner ([`grouper`], [`infer`]); writes keep to the client's QPS and
+//! burst ([`conn`]). Not yet: leader election, metrics (issue 16),
+//! persisted state (issue 18).
 
 pub mod admission;
 pub mod conn;
 pub mod group_status;
+pub mod grouper;
+pub mod infer;
 pub mod pdb;
 pub mod queue_status;
 pub mod repair;
@@ -68,6 +76,9 @@ pub struct Progress {
     pub admitted: u64,
     /// Bound members of incomplete gangs evicted ([`repair`]).
     pub repairs: u64,
+    /// PodGroups inferred from owners and created ([`grouper`]) (pods that
+    /// get none are told why, counted in `reports`).
+    pub groups_created: u64,
 }
 
 /// The service could not start.
@@ -132,7 +143,7 @@ pub async fn run(
         default_queue: service.default_queue.clone(),
         scheduler_name: service.scheduler_name.clone(),
     };
-    let mut world = World::new(opts);
+    let mut world = World::new(opts).inferring(grouper::enabled(service, &kinds));
     let conn = conn::Conn::new(client.clone(), service.client_qps, service.client_burst);
     let period = Duration::from_millis(service.cycle_period_millis);
     let debounce = Duration::from_millis(service.debounce_millis);
@@ -143,6 +154,7 @@ pub async fn run(
     let mut reporter = report::Reporter::default();
     let mut queue_statuses = queue_status::StatusCache::default();
     let mut repair = repair::Repair::default();
+    let mut grouper = grouper::Grouper::new(service, &kinds);
     // Trainyard's own Queues get status; the peers' kinds are theirs.
     let queue_stream = kinds
         .iter()
@@ -208,6 +220,10 @@ pub async fn run(
             () = tokio::time::sleep_until(next) => {
                 if world.synced(kinds.len()) {
                     let now = wall_clock();
+                    let grouped = grouper.cycle(&conn, &world, now).await;
+                    done.groups_created += grouped.created;
+                    done.written.failed += grouped.failed;
+                    done.reports += grouped.told;
                     world.state.forget_assumed(Timestamp(now.0.saturating_sub(timeout_ms)));
                     // Jobs a PodDisruptionBudget protects now are no victims.
                     let (snapshot, _protected) = pdbs.protect(world.state.snapshot());

@@ -16,6 +16,7 @@
 //!   admissionGating: false
 //!   clientQps: 5000
 //!   clientBurst: 10000
+//!   inferPodGroups: true
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -36,7 +37,9 @@ pub struct Settings {
 pub struct ServiceSettings {
     /// Pods with this `spec.schedulerName` are Trainyard's.
     pub scheduler_name: String,
-    /// Queue of pods and groups that name none.
+    /// Queue of pods and groups that name none. Empty: PodGroups inferred
+    /// from owners get no default (their pods are told which label to
+    /// set); other pods and groups that name none still go to `default`.
     pub default_queue: String,
     /// A cycle runs at least this often (milliseconds).
     pub cycle_period_millis: u64,
@@ -60,6 +63,10 @@ pub struct ServiceSettings {
     pub client_qps: u32,
     /// Write requests allowed at once above `clientQps` (client-go's Burst).
     pub client_burst: u32,
+    /// Pods owned by a Job, JobSet, PyTorchJob, ... that name no PodGroup
+    /// wait for one inferred from their owner (docs/serve.md, "PodGroups
+    /// from owners"); off: each is a job of its own.
+    pub infer_pod_groups: bool,
 }
 
 impl Default for ServiceSettings {
@@ -75,6 +82,7 @@ impl Default for ServiceSettings {
             admission_gating: false,
             client_qps: 5000,
             client_burst: 10000,
+            infer_pod_groups: true,
         }
     }
 }
@@ -129,9 +137,6 @@ impl Settings {
         if s.scheduler_name.is_empty() {
             return Err(err("service.schedulerName", "must not be empty".into()));
         }
-        if s.default_queue.is_empty() {
-            return Err(err("service.defaultQueue", "must not be empty".into()));
-        }
         Ok(settings)
     }
 }
@@ -167,5 +172,12 @@ mod tests {
         );
         let e = Settings::parse("service: {debounceMillis: soon}", "s.yaml").expect_err("type");
         assert_eq!(e.field, "service.debounceMillis");
+        let s = Settings::parse(
+            "service: {inferPodGroups: false, defaultQueue: ''}",
+            "s.yaml",
+        )
+        .expect("valid");
+        assert!(!s.service.infer_pod_groups);
+        assert_eq!(s.service.default_queue, "");
     }
 }

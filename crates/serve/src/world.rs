@@ -7,6 +7,12 @@
 //! shows an object removes it, so a watch that missed a delete (a dropped
 //! connection, a 410) heals at its next list. Pure: tested on plain
 //! vectors of events.
+//!
+//! A pending pod of ours that names no group but whose controller is a
+//! workload Trainyard groups ([`crate::infer::workload_owner`]) is held
+//! back ([`World::held`]) until [`crate::grouper`] has given it a group and
+//! the watch shows the pod with it: otherwise a cycle could bind one pod of
+//! a PyTorchJob alone, before its group exists.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,7 +35,7 @@ pub enum WorldEvent {
 }
 
 /// `kind`, namespace and name: the key of an object in its stream.
-type Key = (String, String, String);
+pub type Key = (String, String, String);
 
 fn key_of(object: &Value) -> Key {
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
@@ -50,17 +56,55 @@ pub struct World {
     pub unreadable: BTreeMap<Key, Vec<LoadError>>,
     /// Streams that finished at least one list.
     listed: BTreeSet<usize>,
+    /// Pending pods of ours waiting for an inferred group, by key, with
+    /// their stream and latest version (not in `state`).
+    pub held: BTreeMap<Key, (usize, Value)>,
+    /// Whether pods are held for inferred groups (`service.inferPodGroups`).
+    infer: bool,
+    scheduler_name: String,
 }
 
 impl World {
-    pub fn new(opts: LoadOptions) -> World {
+    pub fn new(mut opts: LoadOptions) -> World {
+        if opts.default_queue.is_empty() {
+            // No default queue for inferred groups (`defaultQueue: ""`);
+            // pods and PodGroups of their own that name none keep going to
+            // the loader's default.
+            opts.default_queue = LoadOptions::default().default_queue;
+        }
+        let scheduler_name = opts.scheduler_name.clone();
         World {
             state: ClusterState::for_objects(opts),
             known: BTreeMap::new(),
             listing: BTreeMap::new(),
             unreadable: BTreeMap::new(),
             listed: BTreeSet::new(),
+            held: BTreeMap::new(),
+            infer: true,
+            scheduler_name,
         }
+    }
+
+    /// Whether pods wait for a group inferred from their owner (default:
+    /// yes); without, they are one-pod jobs as their keys say.
+    pub fn inferring(mut self, on: bool) -> World {
+        self.infer = on;
+        self
+    }
+
+    /// Whether `object` is a pending pod of ours to hold for an inferred
+    /// group.
+    fn to_hold(&self, object: &Value) -> bool {
+        let spec = &object["spec"];
+        self.infer
+            && object["kind"] == "Pod"
+            && spec["schedulerName"].as_str() == Some(self.scheduler_name.as_str())
+            && spec["nodeName"].as_str().is_none_or(str::is_empty)
+            && !matches!(
+                object["status"]["phase"].as_str(),
+                Some("Succeeded" | "Failed")
+            )
+            && crate::infer::workload_owner(object).is_some()
     }
 
     /// Whether each of `streams` finished its first list (before that, a
@@ -87,10 +131,17 @@ impl World {
                 if let Some(seen) = self.listing.get_mut(&stream) {
                     seen.insert(key.clone());
                 }
-                self.apply(stream, key, &object);
+                if self.to_hold(&object) {
+                    self.remove(stream, &key);
+                    self.held.insert(key, (stream, object));
+                } else {
+                    self.held.remove(&key);
+                    self.apply(stream, key, &object);
+                }
             }
             WorldEvent::Deleted { stream, object } => {
                 let key = key_of(&object);
+                self.held.remove(&key);
                 self.remove(stream, &key);
             }
             WorldEvent::ListDone { stream } => {
@@ -103,6 +154,8 @@ impl World {
                 for key in gone {
                     self.remove(stream, &key);
                 }
+                self.held
+                    .retain(|key, (s, _)| *s != stream || seen.contains(key));
                 self.listed.insert(stream);
             }
         }
@@ -257,5 +310,87 @@ mod tests {
         });
         assert_eq!(names(&mut w).1, vec!["ml/a".to_string()]);
         assert!(w.unreadable.is_empty());
+    }
+
+    fn owned_pod(name: &str) -> Value {
+        let mut p = pod(name);
+        p["metadata"]["ownerReferences"] = json!([{"apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob", "name": "bert", "uid": "u-bert", "controller": true}]);
+        p
+    }
+
+    fn applied(object: Value) -> WorldEvent {
+        WorldEvent::Applied { stream: 1, object }
+    }
+
+    #[test]
+    fn pods_of_a_grouped_workload_wait_until_they_name_their_group() {
+        let mut w = World::new(LoadOptions::default());
+        w.handle(WorldEvent::ListStart { stream: 1 });
+        w.handle(applied(owned_pod("bert-worker-0")));
+        w.handle(applied(owned_pod("bert-worker-1")));
+        w.handle(applied(pod("alone")));
+        w.handle(WorldEvent::ListDone { stream: 1 });
+        assert_eq!(names(&mut w).1, vec!["ml/alone".to_string()]);
+        let held: Vec<&str> = w.held.keys().map(|k| k.2.as_str()).collect();
+        assert_eq!(held, ["bert-worker-0", "bert-worker-1"]);
+
+        // The grouper's annotation arrives: the pod joins its group.
+        let mut named = owned_pod("bert-worker-0");
+        named["metadata"]["annotations"] = json!({"trainyard.io/pod-group": "pytorchjob-bert"});
+        w.handle(applied(named));
+        assert_eq!(
+            names(&mut w).1,
+            vec!["ml/alone".to_string(), "ml/pytorchjob-bert".to_string()]
+        );
+        assert_eq!(w.held.len(), 1);
+
+        // Deleted, or gone from a relist: no longer held.
+        w.handle(WorldEvent::Deleted {
+            stream: 1,
+            object: owned_pod("bert-worker-1"),
+        });
+        assert!(w.held.is_empty());
+        w.handle(applied(owned_pod("bert-worker-2")));
+        w.handle(WorldEvent::ListStart { stream: 1 });
+        w.handle(applied(pod("alone")));
+        w.handle(WorldEvent::ListDone { stream: 1 });
+        assert!(w.held.is_empty());
+        assert_eq!(names(&mut w).1, vec!["ml/alone".to_string()]);
+    }
+
+    #[test]
+    fn bound_foreign_and_uninferred_pods_are_not_held() {
+        let mut bound = owned_pod("b");
+        bound["spec"]["nodeName"] = json!("n1");
+        let mut foreign = owned_pod("f");
+        foreign["spec"]["schedulerName"] = json!("default-scheduler");
+        let mut done = owned_pod("d");
+        done["status"] = json!({"phase": "Succeeded"});
+        let mut w = World::new(LoadOptions::default());
+        for p in [bound, foreign, done] {
+            w.handle(applied(p));
+        }
+        assert!(w.held.is_empty());
+        assert_eq!(names(&mut w).1, vec!["ml/b".to_string()]);
+
+        // A pod first seen pending and held, then seen bound (by another
+        // hand): it is the world's again.
+        w.handle(applied(owned_pod("late")));
+        assert_eq!(w.held.len(), 1);
+        let mut late = owned_pod("late");
+        late["spec"]["nodeName"] = json!("n1");
+        w.handle(applied(late));
+        assert!(w.held.is_empty());
+        assert_eq!(
+            names(&mut w).1,
+            vec!["ml/b".to_string(), "ml/late".to_string()]
+        );
+
+        // With inference off, owned pods are one-pod jobs as before.
+        let mut off = World::new(LoadOptions::default()).inferring(false);
+        off.handle(applied(owned_pod("x")));
+        assert!(off.held.is_empty());
+        assert_eq!(names(&mut off).1, vec!["ml/x".to_string()]);
     }
 }

@@ -12,6 +12,9 @@ use kube::api::{Api, DynamicObject, ListParams};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_and_dropped_watches_lose_nothing_and_bind_nothing_twice() {
+    if skip_on_cluster("the restart test", "cut watches and forced 410s") {
+        return;
+    }
     let (server, client) = server().await;
     cluster(&client).await;
     gang(&client, "first", "team", 2, 4).await;
@@ -51,7 +54,7 @@ async fn a_restart_and_dropped_watches_lose_nothing_and_bind_nothing_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
-    let (_server, client) = server().await;
+    let (_env, client) = env().await;
     cluster(&client).await;
     gang(&client, "fits", "team", 4, 4).await;
     gang(&client, "too-big", "team", 3, 8).await;
@@ -141,7 +144,12 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
         Api::namespaced_with(client.clone(), "ml", &trainyard("PodGroup", "podgroups"));
     let fits = groups.get("fits").await.expect("group");
     let s = &fits.data["status"];
-    assert_eq!(s["phase"], "Scheduled", "bound, not yet running: {s}");
+    if cluster_kubeconfig().is_none() {
+        assert_eq!(s["phase"], "Scheduled", "bound, not yet running: {s}");
+    } else {
+        // A real cluster's kubelets may have started them already.
+        assert!(s["phase"] == "Scheduled" || s["phase"] == "Running", "{s}");
+    }
     assert_eq!(s["scheduled"], 4, "{s}");
     assert_eq!(s["conditions"][0]["type"], "Scheduled", "{s}");
     assert_eq!(s["conditions"][0]["status"], "True", "{s}");

@@ -40,7 +40,7 @@ async fn gates_and_node(client: &Client, name: &str) -> (Vec<String>, Option<Str
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gated_job_waits_for_room_in_its_queue_then_is_ungated_and_bound() {
-    let (server, client) = server().await;
+    let (env, client) = env().await;
     cluster(&client).await;
     create(
         &client,
@@ -72,10 +72,8 @@ async fn a_gated_job_waits_for_room_in_its_queue_then_is_ungated_and_bound() {
     assert_eq!(node, None);
 
     // The first job ends: the queue has room, the second is admitted.
-    server
-        .delete("v1", "Pod", "ml", "first")
-        .expect("first deleted");
-    server.tick();
+    env.delete("Pod", "ml", "first").await;
+    env.tick();
     let end = until(&mut progress, "the second job admitted and bound", |p| {
         p.admitted >= 2 && p.written.binds >= 2
     })

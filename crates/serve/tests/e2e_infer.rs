@@ -135,6 +135,12 @@ async fn failed_scheduling(client: &Client, pod: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pytorchjob_gets_an_inferred_podgroup_and_starts_whole() {
+    if skip_on_cluster(
+        "the inference tests",
+        "stand-in CRDs for batch Job and the Kubeflow, JobSet and Ray kinds",
+    ) {
+        return;
+    }
     let (_server, client) = server().await;
     cluster(&client).await;
     install_pytorchjob_crd(&client).await;
@@ -215,6 +221,12 @@ async fn a_pytorchjob_gets_an_inferred_podgroup_and_starts_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_queue_the_pods_are_told_what_to_label_once() {
+    if skip_on_cluster(
+        "the inference tests",
+        "stand-in CRDs for batch Job and the Kubeflow, JobSet and Ray kinds",
+    ) {
+        return;
+    }
     let (_server, client) = server().await;
     cluster(&client).await;
     install_pytorchjob_crd(&client).await;
@@ -308,6 +320,12 @@ async fn create_owned(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobset_of_indexed_jobs_starts_whole() {
+    if skip_on_cluster(
+        "the inference tests",
+        "stand-in CRDs for batch Job and the Kubeflow, JobSet and Ray kinds",
+    ) {
+        return;
+    }
     let (_server, client) = server().await;
     cluster(&client).await;
     // The test server serves no batch/v1 Jobs of its own: a CRD stands in
@@ -382,6 +400,12 @@ async fn a_jobset_of_indexed_jobs_starts_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ray_cluster_is_a_gang_of_its_head_and_minimum_workers() {
+    if skip_on_cluster(
+        "the inference tests",
+        "stand-in CRDs for batch Job and the Kubeflow, JobSet and Ray kinds",
+    ) {
+        return;
+    }
     let (_server, client) = server().await;
     cluster(&client).await;
     install_crd(&client, "ray.io", "v1", "RayCluster", "rayclusters").await;

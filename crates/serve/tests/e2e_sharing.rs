@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use k8s_openapi::api::core::v1::{Event, Namespace, Pod};
+use k8s_openapi::api::core::v1::{Event, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -15,11 +15,7 @@ use serde_json::json;
 /// Namespace `ml`, nodes n1 and n2 with 8 GPUs each, and `queues` as
 /// (name, quota, over-quota weight).
 async fn teams(client: &Client, queues: &[(&str, u32, u32)]) {
-    let ns: Api<Namespace> = Api::all(client.clone());
-    let ml: Namespace = serde_json::from_value(json!({"metadata": {"name": "ml"}})).expect("ns");
-    ns.create(&PostParams::default(), &ml)
-        .await
-        .expect("namespace");
+    namespace(client, "ml").await;
     node(client, "n1", 8).await;
     node(client, "n2", 8).await;
     for (name, quota, weight) in queues {
@@ -75,7 +71,7 @@ async fn gpus_by_queue(client: &Client) -> BTreeMap<String, u32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_teams_share_the_cluster_by_weight() {
-    let (_server, client) = server().await;
+    let (_env, client) = env().await;
     // No quotas; weights 1 and 3 share the 16 GPUs 4 : 12.
     teams(&client, &[("a", 0, 1), ("b", 0, 3)]).await;
     for i in 0..16 {
@@ -97,7 +93,7 @@ async fn two_teams_share_the_cluster_by_weight() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
-    let (server, client) = server().await;
+    let (env, client) = env().await;
     teams(&client, &[("a", 8, 1), ("b", 8, 1)]).await;
     // Team a borrows the whole cluster while b is idle.
     for i in 0..4 {
@@ -106,15 +102,16 @@ async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
     let (mut progress, stop) = start(client.clone());
     until(&mut progress, "team a's binds", |p| p.written.binds == 4).await;
     // Kubelet: the pods run.
-    server.tick();
+    env.tick();
     let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
-    let protected_node = pods
-        .get("a-0")
+    let nodes_before: BTreeMap<String, String> = pods
+        .list(&ListParams::default())
         .await
-        .expect("a-0")
-        .spec
-        .and_then(|s| s.node_name)
-        .expect("a-0 bound");
+        .expect("pods")
+        .into_iter()
+        .filter_map(|p| Some((p.metadata.name?, p.spec?.node_name?)))
+        .collect();
+    let protected_node = nodes_before["a-0"].clone();
     // a-0 may not be disrupted.
     let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "ml");
     let pdb: PodDisruptionBudget = serde_json::from_value(json!({
@@ -125,7 +122,7 @@ async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
     pdbs.create(&PostParams::default(), &pdb)
         .await
         .expect("pdb created");
-    server.tick();
+    env.tick();
     let status = pdbs
         .get("keep-a-0")
         .await
@@ -138,18 +135,8 @@ async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
     job(&client, "b-big", "b", 8).await;
     let evicted = until(&mut progress, "two evictions", |p| p.written.evictions >= 2).await;
     assert_eq!(evicted.written.evictions, 2, "{evicted:?}");
-    let mut leaving = Vec::new();
-    for p in pods.list(&ListParams::default()).await.expect("pods") {
-        if p.metadata.deletion_timestamp.is_some() {
-            let node = p.spec.and_then(|s| s.node_name).unwrap_or_default();
-            leaving.push((p.metadata.name.unwrap_or_default(), node));
-        }
-    }
-    assert_eq!(leaving.len(), 2, "{leaving:?}");
-    for (name, node) in &leaving {
-        assert_ne!(name, "a-0", "the PDB protects a-0");
-        assert_ne!(node, &protected_node, "{leaving:?}");
-    }
+    // The victims, from the Reclaimed Events (the pods may be gone
+    // already where a kubelet stops them at once).
     let events: Api<Event> = Api::namespaced(client.clone(), "ml");
     let reclaimed = events
         .list(&ListParams::default().fields("reason=Reclaimed"))
@@ -162,12 +149,24 @@ async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
         message.starts_with("reclaimed for ml/b-big (b)"),
         "{message}"
     );
+    let victims: Vec<String> = reclaimed
+        .iter()
+        .filter_map(|e| e.involved_object.name.clone())
+        .collect();
+    for name in &victims {
+        assert_ne!(name, "a-0", "the PDB protects a-0");
+        assert_ne!(
+            nodes_before[name], protected_node,
+            "victims {victims:?} share a-0's node"
+        );
+    }
+    let freed = nodes_before[&victims[0]].clone();
 
     // The victims go; b-big takes their node.
-    server.tick();
+    env.tick();
     let end = until(&mut progress, "b-big bound", |p| p.written.binds >= 5).await;
     assert_eq!(end.written.failed, 0, "{end:?}");
     let b = pods.get("b-big").await.expect("b-big");
-    assert_eq!(b.spec.and_then(|s| s.node_name), Some(leaving[0].1.clone()));
+    assert_eq!(b.spec.and_then(|s| s.node_name), Some(freed));
     stop.send_replace(true);
 }

@@ -1,6 +1,14 @@
 //! Helpers of the end-to-end tests: a test API server with Trainyard's
 //! CRDs, objects created through kube-rs, the service started in-process,
 //! and outcomes read back from the API.
+//!
+//! With `TRAINYARD_E2E_KUBECONFIG=FILE`, [`env`] gives the tests that
+//! need no fault controls a real cluster instead (docs/serve.md, "The
+//! end-to-end suite on a real cluster"): a disposable one with KWOK, whose
+//! fake nodes the tests create. They run one at a time there, each on a
+//! clean slate (its objects from an earlier test are deleted first). Tests
+//! that need the test server's controls (faults, cut watches, the manual
+//! kubelet clock) call [`skip_on_cluster`] and print why they skip.
 
 #![allow(dead_code)] // each test file uses some of them
 
@@ -23,6 +31,148 @@ pub fn client(server: &TestApiServer) -> Client {
     Client::try_from(config).expect("client")
 }
 
+/// The real cluster of `TRAINYARD_E2E_KUBECONFIG`, if set.
+pub fn cluster_kubeconfig() -> Option<String> {
+    std::env::var("TRAINYARD_E2E_KUBECONFIG")
+        .ok()
+        .filter(|v| !v.is_empty())
+}
+
+/// True (after printing why) when the suite runs against a real cluster
+/// and `test` needs the test server's controls.
+pub fn skip_on_cluster(test: &str, needs: &str) -> bool {
+    if cluster_kubeconfig().is_some() {
+        eprintln!(
+            "SKIPPED on TRAINYARD_E2E_KUBECONFIG: {test} needs {needs}, which only the test API server has"
+        );
+        return true;
+    }
+    false
+}
+
+/// Where a test runs: the test API server, or the real cluster (one test
+/// at a time).
+pub struct Env {
+    pub test: Option<TestApiServer>,
+    client: Client,
+    _turn: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+/// Label on every node the tests create (a real cluster's cleanup finds
+/// them by it).
+pub const E2E_LABEL: &str = "trainyard.io/e2e";
+
+impl Env {
+    /// Runs the kubelet one step: on the test server, bound pods start and
+    /// deleted ones go; a real cluster's (KWOK's) kubelets do that alone.
+    pub fn tick(&self) {
+        if let Some(t) = &self.test {
+            t.tick();
+        }
+    }
+
+    /// Deletes a pod or node (the test server's handle, or the API).
+    pub async fn delete(&self, kind: &str, namespace: &str, name: &str) {
+        if let Some(t) = &self.test {
+            t.delete("v1", kind, namespace, name).expect("deleted");
+            return;
+        }
+        let dp = kube::api::DeleteParams::default();
+        match kind {
+            "Pod" => {
+                Api::<Pod>::namespaced(self.client.clone(), namespace)
+                    .delete(name, &dp)
+                    .await
+                    .expect("pod deleted");
+            }
+            _ => {
+                Api::<Node>::all(self.client.clone())
+                    .delete(name, &dp)
+                    .await
+                    .expect("node deleted");
+            }
+        }
+    }
+}
+
+/// The test API server, or with `TRAINYARD_E2E_KUBECONFIG` the real
+/// cluster cleaned of earlier tests' objects; Trainyard's CRDs installed.
+pub async fn env() -> (Env, Client) {
+    let Some(path) = cluster_kubeconfig() else {
+        let (server, client) = server().await;
+        let env = Env {
+            test: Some(server),
+            client: client.clone(),
+            _turn: None,
+        };
+        return (env, client);
+    };
+    static TURN: std::sync::OnceLock<std::sync::Arc<tokio::sync::Mutex<()>>> =
+        std::sync::OnceLock::new();
+    let turn = TURN
+        .get_or_init(|| std::sync::Arc::new(tokio::sync::Mutex::new(())))
+        .clone()
+        .lock_owned()
+        .await;
+    let kubeconfig =
+        kube::config::Kubeconfig::read_from(&path).expect("TRAINYARD_E2E_KUBECONFIG readable");
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("a usable kubeconfig");
+    let client = Client::try_from(config).expect("client");
+    install_crds(&client).await;
+    clean(&client).await;
+    let env = Env {
+        test: None,
+        client: client.clone(),
+        _turn: Some(turn),
+    };
+    (env, client)
+}
+
+/// Deletes what earlier tests left: pods, PodGroups and PDBs of `ml`,
+/// Trainyard Queues, and the nodes the tests created.
+async fn clean(client: &Client) {
+    let now = kube::api::DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    let all = ListParams::default();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    let _ = pods.delete_collection(&now, &all).await;
+    let groups: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "ml", &trainyard("PodGroup", "podgroups"));
+    let _ = groups.delete_collection(&now, &all).await;
+    let pdbs: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
+        Api::namespaced(client.clone(), "ml");
+    let _ = pdbs.delete_collection(&now, &all).await;
+    let queues: Api<DynamicObject> = Api::all_with(client.clone(), &trainyard("Queue", "queues"));
+    let _ = queues.delete_collection(&now, &all).await;
+    let nodes: Api<Node> = Api::all(client.clone());
+    let _ = nodes
+        .delete_collection(&now, &ListParams::default().labels(E2E_LABEL))
+        .await;
+}
+
+async fn install_crds(client: &Client) {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for f in ["queues", "podgroups", "topologies"] {
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../../deploy/crds/{f}.trainyard.io.yaml"));
+        let text = std::fs::read_to_string(p).expect("committed CRD");
+        let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).expect("a CRD");
+        match crds.create(&PostParams::default(), &crd).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => panic!("CRD {f} not accepted: {e}"),
+        }
+    }
+}
+
+/// The test API server (with a manual clock), with Trainyard's CRDs.
 pub async fn server() -> (TestApiServer, Client) {
     let server = TestApiServer::start(Config {
         manual_clock: true,
@@ -31,16 +181,7 @@ pub async fn server() -> (TestApiServer, Client) {
     .await
     .expect("server starts");
     let client = client(&server);
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    for f in ["queues", "podgroups", "topologies"] {
-        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("../../deploy/crds/{f}.trainyard.io.yaml"));
-        let text = std::fs::read_to_string(p).expect("committed CRD");
-        let crd: CustomResourceDefinition = serde_saphyr::from_str(&text).expect("a CRD");
-        crds.create(&PostParams::default(), &crd)
-            .await
-            .expect("CRD accepted");
-    }
+    install_crds(&client).await;
     (server, client)
 }
 
@@ -64,7 +205,12 @@ pub async fn create(client: &Client, ar: &ApiResource, namespace: Option<&str>, 
 
 pub async fn node(client: &Client, name: &str, gpus: u32) {
     let api: Api<Node> = Api::all(client.clone());
-    let n: Node = serde_json::from_value(json!({"metadata": {"name": name}})).expect("node");
+    // On a real cluster, a KWOK fake node (KWOK keeps it Ready and runs
+    // its pods).
+    let n: Node = serde_json::from_value(json!({"metadata": {"name": name,
+        "labels": {E2E_LABEL: "true", "type": "kwok"},
+        "annotations": {"kwok.x-k8s.io/node": "fake"}}}))
+    .expect("node");
     api.create(&PostParams::default(), &n)
         .await
         .expect("node created");
@@ -175,13 +321,20 @@ pub async fn placements(client: &Client) -> BTreeMap<String, (String, Vec<u32>)>
     out
 }
 
+/// Creates namespace `name` (kept from an earlier test on a real cluster).
+pub async fn namespace(client: &Client, name: &str) {
+    let ns: Api<Namespace> = Api::all(client.clone());
+    let o: Namespace = serde_json::from_value(json!({"metadata": {"name": name}})).expect("ns");
+    match ns.create(&PostParams::default(), &o).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(e)) if e.code == 409 => {}
+        Err(e) => panic!("namespace {name}: {e}"),
+    }
+}
+
 /// Namespace `ml`, nodes n1 and n2 with 8 GPUs each, queue `team`.
 pub async fn cluster(client: &Client) {
-    let ns: Api<Namespace> = Api::all(client.clone());
-    let ml: Namespace = serde_json::from_value(json!({"metadata": {"name": "ml"}})).expect("ns");
-    ns.create(&PostParams::default(), &ml)
-        .await
-        .expect("namespace");
+    namespace(client, "ml").await;
     node(client, "n1", 8).await;
     node(client, "n2", 8).await;
     create(

@@ -115,7 +115,8 @@ enum Command {
 struct ServeArgs {
     /// Settings file (YAML): `scheduler:` (as for `trainyard schedule --config`) and
     /// `service:` (cyclePeriodMillis, debounceMillis, bindConcurrency, assumeTimeoutSeconds,
-    /// schedulerName, defaultQueue, inferPodGroups). Defaults when absent.
+    /// gangRepairSeconds, admissionGating, clientQps, clientBurst, schedulerName,
+    /// defaultQueue, inferPodGroups; see docs/serve.md). Defaults when absent.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
 }

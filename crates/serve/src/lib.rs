@@ -288,6 +288,9 @@ pub async fn run(
                                     Err(e) => {
                                         tracing::warn!("ungate {ns}/{name}: {e}");
                                         done.written.failed += 1;
+                                        // Tried again next cycle (a watch event
+                                        // with other gates replaces it).
+                                        gated.pods.insert((ns, name), g);
                                     }
                                 }
                             }

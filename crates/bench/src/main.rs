@@ -539,7 +539,10 @@ fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
             } else {
                 to_bind.push(pod.replace(
                     "  schedulerName: trainyard\n",
-                    &format!("  schedulerName: trainyard\n  nodeName: node-{:05}\n", (pods + k) % nodes),
+                    &format!(
+                        "  schedulerName: trainyard\n  nodeName: node-{:05}\n",
+                        (pods + k) % nodes
+                    ),
                 ));
             }
             if !bound && changed.is_none() && size > 4 {
@@ -682,7 +685,11 @@ fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
             )?;
         }
         let read = trainyard_ingest::read(&[Source::new("churn", &text)]);
-        anyhow::ensure!(read.errors.is_empty(), "churn input: {:?}", read.errors.first());
+        anyhow::ensure!(
+            read.errors.is_empty(),
+            "churn input: {:?}",
+            read.errors.first()
+        );
         let mut changes: Vec<Change> = read
             .pods
             .into_iter()

@@ -108,8 +108,7 @@ fn parse_args(args: &[String]) -> Res<Args> {
                 .ok_or_else(|| format!("{name} needs a value"))
         };
         let num = |name: &str, v: String| -> Res<u64> {
-            v.parse()
-                .map_err(|_| format!("{name}: not a number: {v}"))
+            v.parse().map_err(|_| format!("{name}: not a number: {v}"))
         };
         match arg.as_str() {
             "--bench" => {} // cargo bench passes it
@@ -118,7 +117,9 @@ fn parse_args(args: &[String]) -> Res<Args> {
             "--pods" => a.pods = Some(num(arg, value(arg)?)? as usize),
             "--rate" => {
                 let v = value(arg)?;
-                a.rate = v.parse().map_err(|_| format!("--rate: not a number: {v}"))?;
+                a.rate = v
+                    .parse()
+                    .map_err(|_| format!("--rate: not a number: {v}"))?;
             }
             "--rounds" => a.rounds = num(arg, value(arg)?)? as usize,
             "--seed" => a.seed = num(arg, value(arg)?)?,
@@ -129,7 +130,12 @@ fn parse_args(args: &[String]) -> Res<Args> {
             "--stall" => a.stall = Duration::from_secs(num(arg, value(arg)?)?),
             s if s.starts_with('-') => return Err(format!("unknown option {s}")),
             s if a.scenario.is_empty() => a.scenario = s.to_string(),
-            s => return Err(format!("one scenario at a time (got {} and {s})", a.scenario)),
+            s => {
+                return Err(format!(
+                    "one scenario at a time (got {} and {s})",
+                    a.scenario
+                ));
+            }
         }
     }
     if a.scenario.is_empty() {
@@ -190,7 +196,11 @@ fn pod_json(name: &str, queue: &str, group: Option<&str>, gpus: u32) -> Value {
     if let Some(g) = group {
         labels["trainyard.io/pod-group"] = json!(g);
     }
-    let (cpu, mem) = if gpus > 0 { ("8", "64Gi") } else { ("2", "8Gi") };
+    let (cpu, mem) = if gpus > 0 {
+        ("8", "64Gi")
+    } else {
+        ("2", "8Gi")
+    };
     let mut requests = json!({"cpu": cpu, "memory": mem});
     let mut limits = json!({});
     if gpus > 0 {
@@ -227,12 +237,15 @@ struct Server {
 
 impl Server {
     /// Starts this binary again as the test API server; `start_delay` is
-    /// the simulated kubelet's (seconds from bind to Running).
-    fn spawn(start_delay: i64) -> Res<Server> {
+    /// the simulated kubelet's (seconds from bind to Running), `None`: no
+    /// kubelet. (Each kubelet step reads every pod under the server's one
+    /// lock, every 100 ms: at 50,000 pods that alone fills a core.)
+    fn spawn(start_delay: Option<i64>) -> Res<Server> {
+        let start_delay = start_delay.map_or("off".to_string(), |d| d.to_string());
         use std::io::BufRead;
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
         let mut child = Command::new(exe)
-            .args(["__testapi", &start_delay.to_string()])
+            .args(["__testapi", &start_delay])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -265,7 +278,7 @@ impl Drop for Server {
 }
 
 /// The child: serves until its stdin closes (the parent exited).
-fn run_testapi(start_delay: i64) -> Res<()> {
+fn run_testapi(start_delay: Option<i64>) -> Res<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -273,7 +286,10 @@ fn run_testapi(start_delay: i64) -> Res<()> {
         .map_err(|e| e.to_string())?;
     rt.block_on(async {
         let mut config = trainyard_testapi::Config::default();
-        config.kubelet.start_delay = start_delay;
+        match start_delay {
+            Some(d) => config.kubelet.start_delay = d,
+            None => config.kubelet.enabled = false,
+        }
         let server = trainyard_testapi::TestApiServer::start(config)
             .await
             .map_err(|e| e.to_string())?;
@@ -417,8 +433,8 @@ async fn setup(c: &Client, nodes: usize, queues: &[(&str, u64)], conc: usize) ->
             .map_err(|e| format!("CRD {f}: {e}"))?;
     }
     let ns: Api<Namespace> = Api::all(c.clone());
-    let ml: Namespace = serde_json::from_value(json!({"metadata": {"name": "ml"}}))
-        .map_err(|e| e.to_string())?;
+    let ml: Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "ml"}})).map_err(|e| e.to_string())?;
     ns.create(&PostParams::default(), &ml)
         .await
         .map_err(|e| format!("namespace: {e}"))?;
@@ -444,7 +460,8 @@ async fn setup(c: &Client, nodes: usize, queues: &[(&str, u64)], conc: usize) ->
                 api.create(&PostParams::default(), &n)
                     .await
                     .map_err(|e| format!("node {name}: {e}"))?;
-                let res = json!({"cpu": "192", "memory": "2048Gi", "pods": "110", "nvidia.com/gpu": "8"});
+                let res =
+                    json!({"cpu": "192", "memory": "2048Gi", "pods": "110", "nvidia.com/gpu": "8"});
                 api.patch_status(
                     &name,
                     &PatchParams::default(),
@@ -499,6 +516,9 @@ async fn create_gangs(c: &Client, gangs: &[Gang], conc: usize) -> Res<Vec<(Strin
     Ok(done.into_iter().flatten().collect())
 }
 
+/// The number of the scenario running.
+static SCENARIO: AtomicUsize = AtomicUsize::new(0);
+
 /// Pods seen bound (first time, client clock) and pods seen deleted, from
 /// a watch of namespace `ml` with `spec.nodeName!=`.
 #[derive(Default)]
@@ -507,24 +527,34 @@ struct Binds {
     count: AtomicUsize,
     deleted: AtomicUsize,
     notify: Notify,
+    /// The scenario it watches for ([`SCENARIO`]).
+    scenario: usize,
 }
 
 impl Binds {
     fn start(c: &Client) -> Arc<Binds> {
-        let binds = Arc::new(Binds::default());
+        let binds = Arc::new(Binds {
+            scenario: SCENARIO.load(Ordering::SeqCst),
+            ..Binds::default()
+        });
         let b = binds.clone();
         let api: Api<Pod> = Api::namespaced(c.clone(), "ml");
         tokio::spawn(async move {
             let config = watcher::Config::default().fields("spec.nodeName!=");
             let mut events = watcher(api, config).boxed();
             while let Some(e) = events.next().await {
+                if b.over() {
+                    return;
+                }
                 match e {
                     Ok(watcher::Event::Apply(p)) | Ok(watcher::Event::InitApply(p)) => {
                         let bound = p.spec.as_ref().is_some_and(|s| s.node_name.is_some());
                         if bound {
                             let mut at = b.at.lock().unwrap_or_else(|e| e.into_inner());
-                            if !at.contains_key(&p.name_any()) {
-                                at.insert(p.name_any(), Instant::now());
+                            if let std::collections::hash_map::Entry::Vacant(v) =
+                                at.entry(p.name_any())
+                            {
+                                v.insert(Instant::now());
                                 b.count.fetch_add(1, Ordering::SeqCst);
                                 b.notify.notify_waiters();
                             }
@@ -535,11 +565,17 @@ impl Binds {
                         b.notify.notify_waiters();
                     }
                     Ok(_) => {}
+                    Err(_) if b.over() => return,
                     Err(e) => eprintln!("harness watch: {e}"),
                 }
             }
         });
         binds
+    }
+
+    /// Its scenario ended (its server is gone): the watch stops quietly.
+    fn over(&self) -> bool {
+        SCENARIO.load(Ordering::SeqCst) != self.scenario
     }
 
     fn count(&self) -> usize {
@@ -744,16 +780,23 @@ fn pct(v: &mut [Duration], p: f64) -> Duration {
 async fn throughput(a: &Args) -> Res<Vec<Row>> {
     let nodes = a.nodes.unwrap_or(5000);
     let pods = a.pods.unwrap_or(50_000);
-    // The kubelet never starts the pods: the server's work is the scheduler's.
-    let server = Server::spawn(86_400)?;
+    // No kubelet: the server's work is the scheduler's (see Server::spawn).
+    let server = Server::spawn(None)?;
     let c = client(&server.url)?;
-    let queues = [("q0", 10_000), ("q1", 10_000), ("q2", 10_000), ("q3", 10_000)];
+    let queues = [
+        ("q0", 10_000),
+        ("q1", 10_000),
+        ("q2", 10_000),
+        ("q3", 10_000),
+    ];
     let t = Instant::now();
     setup(&c, nodes, &queues, a.create_concurrency).await?;
     let gangs = gangs(pods, a.seed, 70);
     let gpu_pods: usize = gangs.iter().filter(|g| g.gpus > 0).map(|g| g.pods).sum();
     if gpu_pods > nodes * 8 {
-        return Err(format!("{gpu_pods} one-GPU pods do not fit {nodes} nodes x 8 GPUs"));
+        return Err(format!(
+            "{gpu_pods} one-GPU pods do not fit {nodes} nodes x 8 GPUs"
+        ));
     }
     create_gangs(&c, &gangs, a.create_concurrency).await?;
     let created = t.elapsed();
@@ -828,13 +871,20 @@ async fn throughput(a: &Args) -> Res<Vec<Row>> {
 async fn latency(a: &Args) -> Res<Vec<Row>> {
     let nodes = a.nodes.unwrap_or(5000);
     let pods = a.pods.unwrap_or(20_000);
-    let server = Server::spawn(86_400)?;
+    let server = Server::spawn(None)?;
     let c = client(&server.url)?;
-    let queues = [("q0", 10_000), ("q1", 10_000), ("q2", 10_000), ("q3", 10_000)];
+    let queues = [
+        ("q0", 10_000),
+        ("q1", 10_000),
+        ("q2", 10_000),
+        ("q3", 10_000),
+    ];
     setup(&c, nodes, &queues, a.create_concurrency).await?;
     let gangs = gangs(pods, a.seed, 100);
     if pods > nodes * 8 {
-        return Err(format!("{pods} one-GPU pods do not fit {nodes} nodes x 8 GPUs"));
+        return Err(format!(
+            "{pods} one-GPU pods do not fit {nodes} nodes x 8 GPUs"
+        ));
     }
     let binds = Binds::start(&c);
     let mut svc = Service::start(&server.url, a)?;
@@ -927,8 +977,11 @@ async fn latency(a: &Args) -> Res<Vec<Row>> {
 }
 
 /// 500 nodes × 8 GPUs, queues, the service running.
-async fn kai_cluster(a: &Args, queues: &[(&str, u64)]) -> Res<(Server, Client, Arc<Binds>, Service)> {
-    let server = Server::spawn(0)?;
+async fn kai_cluster(
+    a: &Args,
+    queues: &[(&str, u64)],
+) -> Res<(Server, Client, Arc<Binds>, Service)> {
+    let server = Server::spawn(Some(0))?;
     let c = client(&server.url)?;
     setup(&c, a.nodes.unwrap_or(500), queues, a.create_concurrency).await?;
     let binds = Binds::start(&c);
@@ -971,7 +1024,10 @@ async fn kai_fill(a: &Args) -> Res<Vec<Row>> {
     let p = *svc.progress.borrow();
     Ok(vec![row(
         "kai-fill",
-        &format!("{} nodes × 8 GPUs, {jobs} one-GPU jobs", a.nodes.unwrap_or(500)),
+        &format!(
+            "{} nodes × 8 GPUs, {jobs} one-GPU jobs",
+            a.nodes.unwrap_or(500)
+        ),
         "first creation to last bind seen (creation alone)",
         format!("{} ({})", secs(last), secs(created)),
         "< 10 s (KAI: 6 min 38 s)",
@@ -1079,7 +1135,7 @@ async fn kai_reclaim(a: &Args) -> Res<Vec<Row>> {
         let deleted = binds.deleted.load(Ordering::SeqCst);
         let created = create_gang(&c, &g).await?;
         let (name, at) = created.first().cloned().ok_or("no pod created")?;
-        binds
+        if let Err(e) = binds
             .wait(
                 &format!("{name} bound"),
                 |b| b.get(&name).is_some(),
@@ -1087,7 +1143,10 @@ async fn kai_reclaim(a: &Args) -> Res<Vec<Row>> {
                 a.stall,
                 Some(&svc.progress),
             )
-            .await?;
+            .await
+        {
+            return Err(format!("{e}\n{}", explain(&c, &name).await));
+        }
         let bound = binds.get(&name).unwrap_or(at);
         times.push(bound.saturating_duration_since(at));
         let evicted = binds.deleted.load(Ordering::SeqCst) - deleted;
@@ -1120,10 +1179,59 @@ async fn kai_reclaim(a: &Args) -> Res<Vec<Row>> {
     )])
 }
 
+/// The pod's status and its Events, for an error message.
+async fn explain(c: &Client, name: &str) -> String {
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "ml");
+    let status = match pods.get(name).await {
+        Ok(p) => serde_json::to_string(&p.status).unwrap_or_default(),
+        Err(e) => format!("{e}"),
+    };
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(c.clone(), "ml");
+    let lp = kube::api::ListParams::default().fields(&format!("involvedObject.name={name}"));
+    let events = match events.list(&lp).await {
+        Ok(l) => l
+            .items
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}: {}",
+                    e.reason.clone().unwrap_or_default(),
+                    e.message.clone().unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n  "),
+        Err(e) => format!("{e}"),
+    };
+    let node = pods
+        .get(name)
+        .await
+        .ok()
+        .and_then(|p| p.status.and_then(|s| s.nominated_node_name));
+    let on_node = match node {
+        Some(n) => {
+            let lp = kube::api::ListParams::default().fields(&format!("spec.nodeName={n}"));
+            match Api::<Pod>::all(c.clone()).list(&lp).await {
+                Ok(l) => format!(
+                    "pods the API shows on {n}: {}",
+                    l.items
+                        .iter()
+                        .map(|p| p.name_any())
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+                Err(e) => format!("{e}"),
+            }
+        }
+        None => String::new(),
+    };
+    format!("{name} status: {status}\n{name} events:\n  {events}\n{on_node}")
+}
+
 /// How fast the test server alone accepts binds from a trivial client.
 async fn server_binds(a: &Args) -> Res<Vec<Row>> {
     let pods = a.pods.unwrap_or(20_000);
-    let server = Server::spawn(86_400)?;
+    let server = Server::spawn(None)?;
     let c = client(&server.url)?;
     setup(&c, 8, &[("q0", 100)], a.create_concurrency).await?;
     let jobs = one_gpu_jobs(pods * 2, "q0", "s");
@@ -1133,7 +1241,13 @@ async fn server_binds(a: &Args) -> Res<Vec<Row>> {
         .wait("the watch", |_| true, a.timeout, a.stall, None)
         .await?;
     let mut rows = Vec::new();
-    for (variant, batch) in [("binding only", &jobs[..pods]), ("annotation patch + binding + Event, as the service", &jobs[pods..])] {
+    for (variant, batch) in [
+        ("binding only", &jobs[..pods]),
+        (
+            "annotation patch + binding + Event, as the service",
+            &jobs[pods..],
+        ),
+    ] {
         let full = variant.starts_with("annotation");
         let load_at = load();
         let cpu0 = Cpu::now(server.pid());
@@ -1194,7 +1308,10 @@ async fn server_binds(a: &Args) -> Res<Vec<Row>> {
         let cpu = Cpu::now(server.pid()).since(cpu0);
         rows.push(row(
             "server-binds",
-            &format!("{pods} pending pods, {variant}, {} at once", a.bind_concurrency),
+            &format!(
+                "{pods} pending pods, {variant}, {} at once",
+                a.bind_concurrency
+            ),
             "binds/s written (last seen by the watch)",
             format!(
                 "{:.0}/s ({:.0}/s)",
@@ -1231,6 +1348,7 @@ async fn run(a: Args) -> Res<Vec<Row>> {
             "server-binds" => server_binds(&a).await?,
             other => return Err(format!("unknown scenario {other}; see --help")),
         });
+        SCENARIO.fetch_add(1, Ordering::SeqCst);
     }
     Ok(rows)
 }
@@ -1238,7 +1356,7 @@ async fn run(a: Args) -> Res<Vec<Row>> {
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if argv.first().map(String::as_str) == Some("__testapi") {
-        let delay = argv.get(1).and_then(|d| d.parse().ok()).unwrap_or(0);
+        let delay = argv.get(1).and_then(|d| d.parse().ok());
         if let Err(e) = run_testapi(delay) {
             eprintln!("test API server: {e}");
             std::process::exit(1);
@@ -1256,6 +1374,14 @@ fn main() {
             std::process::exit(2);
         }
     };
+    // RUST_LOG=trainyard_serve=info shows the service's cycles; quiet by default.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "error".into()),
+        )
+        .init();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("bench")

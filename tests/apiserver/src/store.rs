@@ -137,7 +137,10 @@ impl Store {
 
     /// The objects of a resource in key order, by reference.
     pub fn iter(&self, resource: &str) -> impl Iterator<Item = &Value> {
-        self.objects.get(resource).into_iter().flat_map(|m| m.values())
+        self.objects
+            .get(resource)
+            .into_iter()
+            .flat_map(|m| m.values())
     }
 
     /// All objects of a resource, optionally in one namespace, in key order.
@@ -319,7 +322,9 @@ mod tests {
         let old = s.list_at("/pods", None, at).unwrap_or_default();
         assert_eq!(old.len(), 1);
         assert_eq!(old[0]["v"], 1);
-        let refs = s.list_refs("/pods", None, Some(at), None).unwrap_or_default();
+        let refs = s
+            .list_refs("/pods", None, Some(at), None)
+            .unwrap_or_default();
         assert_eq!(refs.into_iter().cloned().collect::<Vec<_>>(), old);
         let key = ("ns".to_string(), "a".to_string());
         let after: Vec<Value> = s
@@ -328,10 +333,16 @@ mod tests {
             .into_iter()
             .cloned()
             .collect();
-        assert_eq!(after, vec![obj("b", 1)].into_iter().map(|mut o| {
-            o["metadata"]["resourceVersion"] = json!(s.rv().to_string());
-            o
-        }).collect::<Vec<_>>());
+        assert_eq!(
+            after,
+            vec![obj("b", 1)]
+                .into_iter()
+                .map(|mut o| {
+                    o["metadata"]["resourceVersion"] = json!(s.rv().to_string());
+                    o
+                })
+                .collect::<Vec<_>>()
+        );
         assert_eq!(s.list("/pods", None).len(), 2);
         s.commit("/pods", EventType::Deleted, obj("b", 1));
         s.commit("/pods", EventType::Deleted, obj("a", 2));

@@ -1111,6 +1111,30 @@ async fn kai_reclaim(a: &Args) -> Res<Vec<Row>> {
     let nodes = a.nodes.unwrap_or(500);
     let fill = nodes * 8;
     let (server, c, binds, svc) = kai_cluster(a, &[("a", 0), ("b", 8)]).await?;
+    // A second watch with the service's parameters (all namespaces, no
+    // selector): which deletions does a watcher like the service's see?
+    let gone: Arc<Mutex<Vec<String>>> = Arc::default();
+    {
+        let gone = gone.clone();
+        let api: Api<Pod> = Api::all(c.clone());
+        let scenario = SCENARIO.load(Ordering::SeqCst);
+        tokio::spawn(async move {
+            let mut events = watcher(api, watcher::Config::default()).boxed();
+            while let Some(e) = events.next().await {
+                if SCENARIO.load(Ordering::SeqCst) != scenario {
+                    return;
+                }
+                match e {
+                    Ok(watcher::Event::Delete(p)) => gone
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(p.name_any()),
+                    Err(e) => eprintln!("cluster-wide harness watch: {e}"),
+                    _ => {}
+                }
+            }
+        });
+    }
     create_gangs(&c, &one_gpu_jobs(fill, "a", "a"), a.create_concurrency).await?;
     binds
         .wait(
@@ -1145,7 +1169,11 @@ async fn kai_reclaim(a: &Args) -> Res<Vec<Row>> {
             )
             .await
         {
-            return Err(format!("{e}\n{}", explain(&c, &name).await));
+            let seen = gone.lock().unwrap_or_else(|e| e.into_inner()).join(" ");
+            return Err(format!(
+                "{e}\n{}\ndeletions seen by a cluster-wide watch like the service's: {seen}",
+                explain(&c, &name).await
+            ));
         }
         let bound = binds.get(&name).unwrap_or(at);
         times.push(bound.saturating_duration_since(at));
@@ -1337,20 +1365,35 @@ async fn run(a: Args) -> Res<Vec<Row>> {
         "kai" => vec!["kai-fill", "kai-gang", "kai-reclaim"],
         s => vec![s],
     };
+    let mut failed = false;
     for s in scenarios {
         eprintln!("{s}: load {}", load());
-        rows.extend(match s {
-            "throughput" => throughput(&a).await?,
-            "latency" => latency(&a).await?,
-            "kai-fill" => kai_fill(&a).await?,
-            "kai-gang" => kai_gang(&a).await?,
-            "kai-reclaim" => kai_reclaim(&a).await?,
-            "server-binds" => server_binds(&a).await?,
+        let result = match s {
+            "throughput" => throughput(&a).await,
+            "latency" => latency(&a).await,
+            "kai-fill" => kai_fill(&a).await,
+            "kai-gang" => kai_gang(&a).await,
+            "kai-reclaim" => kai_reclaim(&a).await,
+            "server-binds" => server_binds(&a).await,
             other => return Err(format!("unknown scenario {other}; see --help")),
-        });
+        };
         SCENARIO.fetch_add(1, Ordering::SeqCst);
+        match result {
+            Ok(r) => rows.extend(r),
+            Err(e) => {
+                // The other scenarios still run; the failure is a row and the exit code.
+                eprintln!("live bench {s}: {e}");
+                let first = e.lines().next().unwrap_or_default().replace('|', "/");
+                rows.push(row(s, "", "failed", first, "", Some(false), load()));
+                failed = true;
+            }
+        }
     }
-    Ok(rows)
+    print(&rows);
+    if failed {
+        return Err("a scenario failed (above)".into());
+    }
+    Ok(Vec::new())
 }
 
 fn main() {
@@ -1397,7 +1440,7 @@ fn main() {
     let result = rt.block_on(run(args.clone()));
     rt.shutdown_background();
     match result {
-        Ok(rows) => print(&rows),
+        Ok(_) => {}
         Err(e) => {
             eprintln!("live bench {}: {e}", args.scenario);
             std::process::exit(1);

@@ -19,7 +19,8 @@
 //!    nodes and 50,000 pods (12,500 jobs of 1–7 pods, half of them bound,
 //!    PodGroups for the gangs): a full build (every object applied to a
 //!    fresh state, then a snapshot) against one pod changed (bound to a
-//!    node) and a snapshot, and against one assumed bind and a snapshot.
+//!    node) and a snapshot, against one assumed bind and a snapshot, and
+//!    against 1% churn (500 pods bound, added or deleted) and a snapshot.
 //! 6. `--pod-rules`: the 2,000-gang allocate cycle of (2), with every
 //!    tenth gang asking for one pod per node (required pod anti-affinity
 //!    on its own label, topology key `kubernetes.io/hostname`): what pods

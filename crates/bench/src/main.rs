@@ -19,7 +19,8 @@
 //!    nodes and 50,000 pods (12,500 jobs of 1–7 pods, half of them bound,
 //!    PodGroups for the gangs): a full build (every object applied to a
 //!    fresh state, then a snapshot) against one pod changed (bound to a
-//!    node) and a snapshot, and against one assumed bind and a snapshot.
+//!    node) and a snapshot, against one assumed bind and a snapshot, and
+//!    against 1% churn (500 pods bound, added or deleted) and a snapshot.
 //! 6. `--pod-rules`: the 2,000-gang allocate cycle of (2), with every
 //!    tenth gang asking for one pod per node (required pod anti-affinity
 //!    on its own label, topology key `kubernetes.io/hostname`): what pods
@@ -504,6 +505,10 @@ fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
     let mut pods = 0usize;
     let mut job = 0usize;
     let mut changed: Option<String> = None;
+    // For the 1% churn rows: pending pods as they read once bound, and
+    // the bound pods (namespace, name) a round may delete.
+    let mut to_bind: Vec<String> = Vec::new();
+    let mut to_delete: Vec<(String, String)> = Vec::new();
     while pods < 50_000 {
         let size = rng.random_range(1..=7usize).min(50_000 - pods);
         let queue = ["a", "b", "c", "d"][job % 4];
@@ -530,6 +535,17 @@ fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
                 writeln!(pod, "  nodeName: node-{node:05}")?;
             }
             pod.push_str("  containers: [{name: c, resources: {requests: {cpu: \"8\", memory: 64Gi, nvidia.com/gpu: \"1\"}}}]");
+            if bound {
+                to_delete.push((format!("ns{}", job % 20), format!("{group}-{k}")));
+            } else {
+                to_bind.push(pod.replace(
+                    "  schedulerName: trainyard\n",
+                    &format!(
+                        "  schedulerName: trainyard\n  nodeName: node-{:05}\n",
+                        (pods + k) % nodes
+                    ),
+                ));
+            }
             if !bound && changed.is_none() && size > 4 {
                 // The pod the incremental runs bind.
                 changed = Some(pod.replace(
@@ -642,6 +658,60 @@ fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
         std::hint::black_box(&snap);
         world.forget_assumed(Timestamp(1));
     }
+    // 1% churn per cycle: 500 of the 50,000 pods, a third bound by the
+    // world (a pending pod arrives again with `spec.nodeName`), a third
+    // added (new one-pod jobs), a third deleted; each round touches
+    // different pods. The text is read before the clock starts.
+    let churn = 500usize;
+    let rounds = runs.max(1) * 4;
+    let (n_bind, n_add) = (churn / 3, churn / 3);
+    let n_del = churn - n_bind - n_add;
+    anyhow::ensure!(
+        to_bind.len() >= rounds * n_bind && to_delete.len() >= rounds * n_del,
+        "not enough pods for {rounds} churn rounds"
+    );
+    let mut churn_times = Vec::new();
+    let mut churn_jobs = 0usize;
+    for r in 0..rounds {
+        let mut text = String::new();
+        for p in &to_bind[r * n_bind..(r + 1) * n_bind] {
+            writeln!(text, "{p}")?;
+        }
+        for i in 0..n_add {
+            writeln!(
+                text,
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: churn-{r}-{i}, namespace: ns{}, creationTimestamp: \"2026-11-22T06:00:00Z\", labels: {{trainyard.io/queue: {}}}}}\nspec:\n  schedulerName: trainyard\n  containers: [{{name: c, resources: {{requests: {{cpu: \"8\", memory: 64Gi, nvidia.com/gpu: \"1\"}}}}}}]",
+                i % 20,
+                ["a", "b", "c", "d"][i % 4]
+            )?;
+        }
+        let read = trainyard_ingest::read(&[Source::new("churn", &text)]);
+        anyhow::ensure!(
+            read.errors.is_empty(),
+            "churn input: {:?}",
+            read.errors.first()
+        );
+        let mut changes: Vec<Change> = read
+            .pods
+            .into_iter()
+            .map(|(l, p)| Change::Object(ObjectChange::Pod(l, Box::new(p))))
+            .collect();
+        for (ns, name) in &to_delete[r * n_del..(r + 1) * n_del] {
+            let gone = ObjectChange::gone("Pod", Some(ns), name)
+                .ok_or_else(|| anyhow::anyhow!("no deletion change for pods"))?;
+            changes.push(Change::Object(gone));
+        }
+        anyhow::ensure!(changes.len() == churn, "{} churn changes", changes.len());
+        let t = Instant::now();
+        for c in changes {
+            world.apply(c);
+        }
+        let snap = world.snapshot();
+        churn_times.push(t.elapsed());
+        churn_jobs = snap.jobs.len();
+        std::hint::black_box(&snap);
+    }
+    let churn_time = median(churn_times);
     let (full, incr, assume) = (median(full), median(incr), median(assume));
     println!("| world state | input | median time | vs full build |");
     println!("|---|---|---|---|");
@@ -663,6 +733,11 @@ fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
         "| one bind assumed, snapshot | one job's view rebuilt | {:.3} ms | {:.0}× cheaper |",
         assume.as_secs_f64() * 1e3,
         full.as_secs_f64() / assume.as_secs_f64()
+    );
+    println!(
+        "| 1% churn, snapshot | {churn} pods ({n_bind} bound by the world, {n_add} added, {n_del} deleted), {rounds} rounds, {churn_jobs} jobs after | {:.2} ms | {:.0}× cheaper |",
+        churn_time.as_secs_f64() * 1e3,
+        full.as_secs_f64() / churn_time.as_secs_f64()
     );
     Ok(())
 }

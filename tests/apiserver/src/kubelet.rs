@@ -60,13 +60,18 @@ pub fn step(state: &mut State) -> usize {
         return 0;
     };
     let now = state.now();
-    let mut changed = 0;
-    for pod in state.store.list("/pods", None) {
-        let node = pod["spec"]["nodeName"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if node.is_empty() || state.store.get("/nodes", "", &node).is_none() {
+    // Decide on references and copy only the pods that change: a step
+    // over tens of thousands of pods where nothing happens costs a scan,
+    // not a copy of every pod. No decision reads another pod, so deciding
+    // all before committing any is the same as committing as we go.
+    enum Step {
+        Remove(Value),
+        Update(Value, String, bool),
+    }
+    let mut steps = Vec::new();
+    for pod in state.store.iter("/pods") {
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+        if node.is_empty() || state.store.get("/nodes", "", node).is_none() {
             continue;
         }
         if let Some(del) = ts(&pod["metadata"]["deletionTimestamp"]) {
@@ -78,27 +83,32 @@ pub fn step(state: &mut State) -> usize {
                 .as_array()
                 .is_some_and(|f| !f.is_empty());
             if now >= asked + grace.min(state.kubelet.stop_delay) && !finalizers {
-                state.store.commit("/pods", EventType::Deleted, pod);
-                changed += 1;
+                steps.push(Step::Remove(pod.clone()));
             }
             continue;
         }
-        let phase = pod["status"]["phase"]
-            .as_str()
-            .unwrap_or("Pending")
-            .to_string();
-        let next = match phase.as_str() {
-            "Pending" => start(state, &pod, &node, now),
-            "Running" => finish(&pod, now),
+        let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
+        let next = match phase {
+            "Pending" => start(state, pod, node, now),
+            "Running" => finish(pod, now),
             _ => None,
         };
         if let Some(p) = next {
-            let started = phase == "Pending";
-            let p = state.store.commit(&def.key(), EventType::Modified, p);
-            if started {
-                record_started(state, &p, &node, now);
+            steps.push(Step::Update(p, node.to_string(), phase == "Pending"));
+        }
+    }
+    let changed = steps.len();
+    for step in steps {
+        match step {
+            Step::Remove(pod) => {
+                state.store.commit("/pods", EventType::Deleted, pod);
             }
-            changed += 1;
+            Step::Update(p, node, started) => {
+                let p = state.store.commit(&def.key(), EventType::Modified, p);
+                if started {
+                    record_started(state, &p, &node, now);
+                }
+            }
         }
     }
     changed + crate::eviction::refresh_pdbs(state)

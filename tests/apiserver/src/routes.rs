@@ -324,13 +324,17 @@ fn list(st: &State, t: &Target, r: &Req, out: Output) -> ApiResult<Value> {
     let limit: usize = r.q("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
     let current = st.store.rv();
     let ns = t.ns.as_deref();
-    let (at, after, items) = if let Some(c) = r.q("continue").filter(|c| !c.is_empty()) {
+    // By reference: only the page's objects are copied.
+    let (at, items) = if let Some(c) = r.q("continue").filter(|c| !c.is_empty()) {
         let (rv, cns, cname) =
             decode_continue(c).ok_or_else(|| ApiError::bad_request("continue key is not valid"))?;
-        let items = st.store.list_at(&key, ns, rv).map_err(|_| {
+        let items = st
+            .store
+            .list_refs(&key, ns, Some(rv), Some(&(cns, cname)))
+            .map_err(|_| {
             ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
         })?;
-        (rv, Some((cns, cname)), items)
+        (rv, items)
     } else {
         let asked: Option<u64> = match r.q("resourceVersion").filter(|s| !s.is_empty()) {
             Some(s) => Some(
@@ -349,33 +353,32 @@ fn list(st: &State, t: &Target, r: &Req, out: Output) -> ApiResult<Value> {
                 if x > current {
                     return Err(too_large(x, current));
                 }
-                (x, None, st.store.list_at(&key, ns, x)?)
+                (x, st.store.list_refs(&key, ns, Some(x), None)?)
             }
             (Some(x), Some("NotOlderThan") | None) => {
                 if x > current {
                     return Err(too_large(x, current));
                 }
-                (current, None, st.store.list(&key, ns))
+                (current, st.store.list_refs(&key, ns, None, None)?)
             }
             (Some(_), Some(m)) => {
                 return Err(ApiError::bad_request(format!(
                     "resourceVersionMatch: Unsupported value: \"{m}\""
                 )));
             }
-            (None, None) => (current, None, st.store.list(&key, ns)),
+            (None, None) => (current, st.store.list_refs(&key, ns, None, None)?),
         }
     };
-    let filtered: Vec<Value> = items
+    let filtered: Vec<&Value> = items
         .into_iter()
         .filter(|o| label.matches(o) && field.matches(o))
-        .filter(|o| after.as_ref().is_none_or(|a| crate::store::obj_key(o) > *a))
         .collect();
     let total = filtered.len();
     let take = if limit == 0 { total } else { limit.min(total) };
     let page: Vec<Value> = filtered
         .into_iter()
         .take(take)
-        .map(|o| State::present(&t.def, &t.version, o))
+        .map(|o| State::present(&t.def, &t.version, o.clone()))
         .collect();
     let cont = if take < total {
         page.last().map(|o| {

@@ -135,6 +135,14 @@ impl Store {
             .get(&(ns.to_string(), name.to_string()))
     }
 
+    /// The objects of a resource in key order, by reference.
+    pub fn iter(&self, resource: &str) -> impl Iterator<Item = &Value> {
+        self.objects
+            .get(resource)
+            .into_iter()
+            .flat_map(|m| m.values())
+    }
+
     /// All objects of a resource, optionally in one namespace, in key order.
     pub fn list(&self, resource: &str, ns: Option<&str>) -> Vec<Value> {
         let Some(m) = self.objects.get(resource) else {
@@ -144,6 +152,63 @@ impl Store {
             .filter(|((n, _), _)| ns.is_none_or(|want| want == n))
             .map(|(_, v)| v.clone())
             .collect()
+    }
+
+    /// What [`Store::list`] and [`Store::list_at`] give (`at` `None`: now), by
+    /// reference, limited to keys after `after` (a continue token's): a page of a
+    /// large list copies only its own objects, not every object of the resource.
+    pub fn list_refs<'a>(
+        &'a self,
+        resource: &str,
+        ns: Option<&str>,
+        at: Option<u64>,
+        after: Option<&ObjKey>,
+    ) -> Result<Vec<&'a Value>, ApiError> {
+        use std::ops::Bound;
+        let lower = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.clone()));
+        let mut m: BTreeMap<(&'a str, &'a str), &'a Value> = self
+            .objects
+            .get(resource)
+            .map(|o| {
+                o.range((lower, Bound::Unbounded))
+                    .map(|((n, k), v)| ((n.as_str(), k.as_str()), v))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if let Some(at) = at {
+            if at < self.compacted {
+                return Err(too_old(at, self.compacted));
+            }
+            for e in self.history.iter().rev() {
+                if e.rv <= at {
+                    break;
+                }
+                if e.resource != resource {
+                    continue;
+                }
+                let md = &e.object["metadata"];
+                let k = (
+                    md["namespace"].as_str().unwrap_or_default(),
+                    md["name"].as_str().unwrap_or_default(),
+                );
+                if after.is_some_and(|a| k <= (a.0.as_str(), a.1.as_str())) {
+                    continue;
+                }
+                match (&e.ty, &e.prev) {
+                    (EventType::Added, _) => {
+                        m.remove(&k);
+                    }
+                    (_, Some(p)) => {
+                        m.insert(k, p);
+                    }
+                    (_, None) => {}
+                }
+            }
+        }
+        Ok(m.into_iter()
+            .filter(|((n, _), _)| ns.is_none_or(|want| want == *n))
+            .map(|(_, v)| v)
+            .collect())
     }
 
     /// The objects of a resource as they stood at revision `at`, rebuilt by undoing the
@@ -257,6 +322,27 @@ mod tests {
         let old = s.list_at("/pods", None, at).unwrap_or_default();
         assert_eq!(old.len(), 1);
         assert_eq!(old[0]["v"], 1);
+        let refs = s
+            .list_refs("/pods", None, Some(at), None)
+            .unwrap_or_default();
+        assert_eq!(refs.into_iter().cloned().collect::<Vec<_>>(), old);
+        let key = ("ns".to_string(), "a".to_string());
+        let after: Vec<Value> = s
+            .list_refs("/pods", None, None, Some(&key))
+            .unwrap_or_default()
+            .into_iter()
+            .cloned()
+            .collect();
+        assert_eq!(
+            after,
+            vec![obj("b", 1)]
+                .into_iter()
+                .map(|mut o| {
+                    o["metadata"]["resourceVersion"] = json!(s.rv().to_string());
+                    o
+                })
+                .collect::<Vec<_>>()
+        );
         assert_eq!(s.list("/pods", None).len(), 2);
         s.commit("/pods", EventType::Deleted, obj("b", 1));
         s.commit("/pods", EventType::Deleted, obj("a", 2));

@@ -386,10 +386,15 @@ impl Service {
     /// Waits for `n` more cycles.
     async fn cycles(&mut self, n: u64, ctx: &str) -> Progress {
         let target = self.progress.borrow().cycles + n;
-        let wait = self.progress.wait_for(|p| p.cycles >= target);
-        match tokio::time::timeout(WAIT, wait).await {
-            Ok(Ok(p)) => *p,
-            Ok(Err(_)) => panic!("{ctx}: the service ended while waiting for {n} cycles"),
+        let result = {
+            let wait = self.progress.wait_for(|p| p.cycles >= target);
+            tokio::time::timeout(WAIT, wait)
+                .await
+                .map(|r| r.map(|p| *p).map_err(|_| ()))
+        };
+        match result {
+            Ok(Ok(p)) => p,
+            Ok(Err(())) => panic!("{ctx}: the service ended while waiting for {n} cycles"),
             Err(_) => panic!(
                 "{ctx}: no {n} cycles in {WAIT:?}: {:?}",
                 *self.progress.borrow()
@@ -401,9 +406,7 @@ impl Service {
     /// channel closes), so two never run at once.
     async fn stop(mut self, ctx: &str) {
         self.stop.send_replace(true);
-        let closed = async {
-            while self.progress.changed().await.is_ok() {}
-        };
+        let closed = async { while self.progress.changed().await.is_ok() {} };
         if tokio::time::timeout(WAIT, closed).await.is_err() {
             panic!("{ctx}: the service did not stop in {WAIT:?}");
         }
@@ -450,6 +453,7 @@ async fn scenario(client: &Client, rng: &mut ChaCha8Rng) -> Vec<GangSpec> {
 }
 
 async fn run(seed: u64) {
+    let started = Instant::now();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (server, client) = server().await;
     server.shared().lock().rng = ChaCha8Rng::seed_from_u64(seed);
@@ -580,7 +584,12 @@ async fn run(seed: u64) {
     // The controller's work is done: every gang is whole, no pod leaving.
     for g in &gangs {
         let members = view.pods.values().filter(|p| p.gang == g.name).count() as u32;
-        if members != g.pods || view.pods.values().any(|p| p.gang == g.name && p.terminating) {
+        if members != g.pods
+            || view
+                .pods
+                .values()
+                .any(|p| p.gang == g.name && p.terminating)
+        {
             bad.push(format!(
                 "(test) gang {} not whole at the end: {:?}",
                 g.name,
@@ -625,6 +634,20 @@ async fn run(seed: u64) {
         "{}: {bad:#?}\npods {:#?}\nprogress {end:?}",
         ctx(&log),
         view.pods
+    );
+    let bound = gangs
+        .iter()
+        .filter(|g| view.holding(&g.name) >= min_member[&g.name])
+        .count();
+    eprintln!(
+        "seed {seed}: {} steps, {bound} of {} gangs bound, {} nodes left, {} repairs, {} binds, {} failed writes (last instance), {:.1} s",
+        steps,
+        gangs.len(),
+        view.nodes.len(),
+        end.repairs,
+        end.written.binds,
+        end.written.failed,
+        started.elapsed().as_secs_f64()
     );
     service.stop(&ctx(&log)).await;
 }

@@ -18,7 +18,11 @@
 //!   it has ended, a new one started; a start that fails at discovery
 //!   under injected faults is started again, as Kubernetes restarts a pod),
 //!   a random pod deleted, a random node deleted (at least two stay), a
-//!   kubelet step (binds run, deleted pods go), and a controller pass.
+//!   node deleted while a bind is in flight (requests slowed to 100 ms,
+//!   the controller brings missing pods back, the node goes as soon as a
+//!   pod watch shows the service's device annotation on an unbound pod, or
+//!   after 6 cycles), a kubelet step (binds run, deleted pods go), and a
+//!   controller pass.
 //!   The test is the pods' **controller**, as a Job or PyTorchJob would be:
 //!   a pod of a gang that is gone (deleted by the test, evicted by the
 //!   service) is created again under its name, and a pod bound to a node
@@ -67,7 +71,9 @@ use std::time::Duration;
 use common::*;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kube::Client;
+use futures::StreamExt;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::runtime::watcher;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -413,6 +419,70 @@ impl Service {
     }
 }
 
+/// Slows every request, makes the controller bring back missing pods
+/// (something to bind), waits (on a pod watch, at most 6 cycles) for the
+/// service's next device annotation on an unbound pod (a bind in flight),
+/// and deletes a random node then, as `e2e_binds.rs` does with one.
+async fn node_deleted_mid_bind(
+    server: &TestApiServer,
+    client: &Client,
+    gangs: &[GangSpec],
+    service: &mut Service,
+    rng: &mut ChaCha8Rng,
+    ctx: &str,
+) -> String {
+    let before = server.faults();
+    server.set_faults(Faults {
+        latency_ms: 100,
+        ..Faults::default()
+    });
+    let mut events = watcher(
+        Api::<Pod>::namespaced(client.clone(), NS),
+        watcher::Config::default(),
+    )
+    .boxed();
+    // Only changes after the watch's first list.
+    loop {
+        match tokio::time::timeout(WAIT, events.next()).await {
+            Ok(Some(Ok(watcher::Event::InitDone))) => break,
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => panic!("{ctx}: the pod watch did not list"),
+        }
+    }
+    let recreated = controller(server, gangs);
+    let in_flight = async {
+        while let Some(e) = events.next().await {
+            if let Ok(watcher::Event::Apply(p)) = e {
+                let annotated = p
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .is_some_and(|a| a.contains_key(GPU_DEVICES_ANNOTATION));
+                let unbound = p.spec.as_ref().is_none_or(|s| s.node_name.is_none());
+                if annotated && unbound {
+                    return p.metadata.name;
+                }
+            }
+        }
+        None
+    };
+    let seen = tokio::select! {
+        p = in_flight => p,
+        _ = service.cycles(6, ctx) => None,
+    };
+    let view = View::of(server);
+    let nodes: Vec<&String> = view.nodes.keys().collect();
+    let deleted = if nodes.len() > 2 {
+        let name = *nodes.choose(rng).expect("a node");
+        server.delete("v1", "Node", "", name).expect("node deleted");
+        format!("node {name} deleted")
+    } else {
+        "no node to delete".into()
+    };
+    server.set_faults(before);
+    format!("controller {recreated:?}, bind in flight {seen:?}, {deleted}")
+}
+
 fn random_faults(rng: &mut ChaCha8Rng) -> Faults {
     Faults {
         latency_ms: rng.random_range(0..=50),
@@ -471,7 +541,7 @@ async fn run(seed: u64) {
     let steps = rng.random_range(6..=14);
     for step in 0..steps {
         ever_complete.extend(View::of(&server).complete(&min));
-        let what = match rng.random_range(0..9) {
+        let what = match rng.random_range(0..10) {
             0 => {
                 let f = random_faults(&mut rng);
                 let s = format!(
@@ -528,6 +598,11 @@ async fn run(seed: u64) {
                 }
             }
             7 => format!("kubelet step: {} changed", server.tick()),
+            8 => {
+                let here = format!("{} (mid-bind)", ctx(&log));
+                node_deleted_mid_bind(&server, &client, &gangs, &mut service, &mut rng, &here)
+                    .await
+            }
             _ => format!("controller: {:?}", controller(&server, &gangs)),
         };
         let cycles = rng.random_range(1..=4);

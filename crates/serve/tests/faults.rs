@@ -18,10 +18,11 @@
 //!   it has ended, a new one started; a start that fails at discovery
 //!   under injected faults is started again, as Kubernetes restarts a pod),
 //!   a random pod deleted, a random node deleted (at least two stay), a
-//!   node deleted while a bind is in flight (requests slowed to 100 ms,
-//!   the controller brings missing pods back, the node goes as soon as a
-//!   pod watch shows the service's device annotation on an unbound pod, or
-//!   after 6 cycles), a kubelet step (binds run, deleted pods go), and a
+//!   node deleted while a gang's binds are in flight (requests slowed to
+//!   100 ms, the controller brings missing pods back, and as soon as a pod
+//!   watch shows a pod bound while a member of its gang is not, that
+//!   pod's node goes; a random node after 6 cycles without one), a
+//!   kubelet step (binds run, deleted pods go), and a
 //!   controller pass.
 //!   The test is the pods' **controller**, as a Job or PyTorchJob would be:
 //!   a pod of a gang that is gone (deleted by the test, evicted by the
@@ -423,9 +424,10 @@ impl Service {
 }
 
 /// Slows every request, makes the controller bring back missing pods
-/// (something to bind), waits (on a pod watch, at most 6 cycles) for the
-/// service's next device annotation on an unbound pod (a bind in flight),
-/// and deletes a random node then, as `e2e_binds.rs` does with one.
+/// (something to bind), waits (on a pod watch, at most 6 cycles) for a pod
+/// to be bound while a member of its gang is not yet (the gang's binds in
+/// flight) and deletes that pod's node then, as `e2e_binds.rs` does (a
+/// random node after 6 cycles without one).
 async fn node_deleted_mid_bind(
     server: &TestApiServer,
     client: &Client,
@@ -453,18 +455,30 @@ async fn node_deleted_mid_bind(
         }
     }
     let recreated = controller(server, gangs);
+    // A member just bound while a member of its gang is not yet: its
+    // node goes, so the gang is left incomplete without having been whole.
     let in_flight = async {
         while let Some(e) = events.next().await {
-            if let Ok(watcher::Event::Apply(p)) = e {
-                let annotated = p
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .is_some_and(|a| a.contains_key(GPU_DEVICES_ANNOTATION));
-                let unbound = p.spec.as_ref().is_none_or(|s| s.node_name.is_none());
-                if annotated && unbound {
-                    return p.metadata.name;
-                }
+            let Ok(watcher::Event::Apply(p)) = e else {
+                continue;
+            };
+            let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.clone()) else {
+                continue;
+            };
+            let gang = p
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(GROUP_LABEL))
+                .cloned()
+                .unwrap_or_default();
+            let view = View::of(server);
+            let unbound = view
+                .pods
+                .values()
+                .any(|q| q.gang == gang && q.node.is_none() && !q.terminating);
+            if unbound && view.nodes.contains_key(&node) {
+                return Some((p.metadata.name.unwrap_or_default(), node));
             }
         }
         None
@@ -476,7 +490,10 @@ async fn node_deleted_mid_bind(
     let view = View::of(server);
     let nodes: Vec<&String> = view.nodes.keys().collect();
     let deleted = if nodes.len() > 2 {
-        let name = *nodes.choose(rng).expect("a node");
+        let name = match &seen {
+            Some((_, node)) => node,
+            None => *nodes.choose(rng).expect("a node"),
+        };
         server.delete("v1", "Node", "", name).expect("node deleted");
         format!("node {name} deleted")
     } else {

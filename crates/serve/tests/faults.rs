@@ -9,7 +9,9 @@
 //!   whose quota never limits, and 3 to 7 gangs (`PodGroup` with
 //!   `minMember` = its pod count, 1 to 4 pods of 1 to 8 GPUs each, all of a
 //!   gang alike), so some fit and some do not. The service starts with
-//!   `fast_settings()`, `gangRepairSeconds: 1`, `assumeTimeoutSeconds: 2`.
+//!   `fast_settings()`, `gangRepairSeconds: 1`, `assumeTimeoutSeconds: 2`;
+//!   in half the runs a node is deleted while the first binds are in
+//!   flight (as the mid-bind step below).
 //! * **Faults.** 6 to 14 random steps, each followed by 1 to 4 service
 //!   cycles (waited on its `Progress`, never on a clock): API faults (429
 //!   and 500 rates up to 0.15 each, latency up to 50 ms), faults cleared,
@@ -552,10 +554,25 @@ async fn run(seed: u64) {
     let mut settings = fast_settings();
     settings.service.gang_repair_seconds = 1;
     settings.service.assume_timeout_seconds = 2;
+    // Half the runs lose a node while the first binds are in flight.
+    let early = rng.random_bool(0.5);
+    if early {
+        server.set_faults(Faults {
+            latency_ms: 100,
+            ..Faults::default()
+        });
+    }
     let mut service = Service::start(client.clone(), settings.clone());
     let mut log: Vec<String> = vec![format!("gangs {gangs:?}")];
     let mut ever_complete: BTreeSet<String> = BTreeSet::new();
     let ctx = |log: &[String]| format!("seed {seed}, steps {log:?}");
+    if early {
+        let here = format!("{} (first binds)", ctx(&log));
+        let what =
+            node_deleted_mid_bind(&server, &client, &gangs, &mut service, &mut rng, &here).await;
+        server.set_faults(Faults::default());
+        log.push(format!("first binds: {what}"));
+    }
     service.cycles(1, &ctx(&log)).await;
 
     let steps = rng.random_range(6..=14);
@@ -734,8 +751,12 @@ async fn run(seed: u64) {
         .iter()
         .filter(|g| view.holding(&g.name) >= min_member[&g.name])
         .count();
+    let mid_bind = log
+        .iter()
+        .filter(|l| l.contains("bind in flight Some"))
+        .count();
     eprintln!(
-        "seed {seed}: {} steps, {bound} of {} gangs bound, {} nodes left, {} repairs, {} binds, {} failed writes (last instance), {:.1} s",
+        "seed {seed}: {} steps ({mid_bind} node deletions mid-bind), {bound} of {} gangs bound, {} nodes left, {} repairs, {} binds, {} failed writes (last instance), {:.1} s",
         steps,
         gangs.len(),
         view.nodes.len(),

@@ -436,6 +436,7 @@ async fn node_deleted_mid_bind(
     gangs: &[GangSpec],
     service: &mut Service,
     rng: &mut ChaCha8Rng,
+    ever_complete: &mut BTreeSet<String>,
     ctx: &str,
 ) -> String {
     let before = server.faults();
@@ -490,6 +491,8 @@ async fn node_deleted_mid_bind(
         _ = service.cycles(6, ctx) => None,
     };
     let view = View::of(server);
+    let min: BTreeMap<String, u32> = gangs.iter().map(|g| (g.name.clone(), g.pods)).collect();
+    ever_complete.extend(view.complete(&min));
     let nodes: Vec<&String> = view.nodes.keys().collect();
     let deleted = if nodes.len() > 2 {
         let name = match &seen {
@@ -568,8 +571,16 @@ async fn run(seed: u64) {
     let ctx = |log: &[String]| format!("seed {seed}, steps {log:?}");
     if early {
         let here = format!("{} (first binds)", ctx(&log));
-        let what =
-            node_deleted_mid_bind(&server, &client, &gangs, &mut service, &mut rng, &here).await;
+        let what = node_deleted_mid_bind(
+            &server,
+            &client,
+            &gangs,
+            &mut service,
+            &mut rng,
+            &mut ever_complete,
+            &here,
+        )
+        .await;
         server.set_faults(Faults::default());
         log.push(format!("first binds: {what}"));
     }
@@ -609,6 +620,7 @@ async fn run(seed: u64) {
             }
             5 => {
                 let view = View::of(&server);
+                ever_complete.extend(view.complete(&min));
                 let live: Vec<&String> = view
                     .pods
                     .iter()
@@ -625,6 +637,7 @@ async fn run(seed: u64) {
             }
             6 => {
                 let view = View::of(&server);
+                ever_complete.extend(view.complete(&min));
                 let nodes: Vec<&String> = view.nodes.keys().collect();
                 if nodes.len() > 2 {
                     let name = *nodes.choose(&mut rng).expect("a node");
@@ -637,7 +650,16 @@ async fn run(seed: u64) {
             7 => format!("kubelet step: {} changed", server.tick()),
             8 => {
                 let here = format!("{} (mid-bind)", ctx(&log));
-                node_deleted_mid_bind(&server, &client, &gangs, &mut service, &mut rng, &here).await
+                node_deleted_mid_bind(
+                    &server,
+                    &client,
+                    &gangs,
+                    &mut service,
+                    &mut rng,
+                    &mut ever_complete,
+                    &here,
+                )
+                .await
             }
             _ => format!("controller: {:?}", controller(&server, &gangs)),
         };

@@ -236,7 +236,9 @@ pub async fn run(
                         world.state.forget_write(f);
                     }
                     let at = report::rfc3339(now);
-                    for e in repair.check(&snapshot, now, service.gang_repair_seconds, service.assume_timeout_seconds) {
+                    let counts = group_pods.counts();
+                    let finishing = |id: &str| counts.get(id).is_some_and(|c| c.succeeded + c.failed > 0);
+                    for e in repair.check(&snapshot, now, service.gang_repair_seconds, service.assume_timeout_seconds, finishing) {
                         match write::evict_incomplete(&conn, &e, &at).await {
                             Ok(()) => done.repairs += 1,
                             Err(err) => {

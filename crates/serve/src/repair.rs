@@ -12,14 +12,13 @@
 //! cannot run; its controller (a Job, a PyTorchJob) recreates them and the
 //! gang is placed whole again.
 //!
-//! A gang seen complete once is never repaired by this rule: members that
-//! finished (Succeeded, Failed) are not in the snapshot, so a gang whose
-//! pods end one by one looks incomplete, and evicting the rest would kill
-//! a job that is finishing; a running gang that loses a member is its
-//! controller's to restart (its restart policy), as with Volcano. After a
-//! scheduler restart, a gang is "seen complete" again at the first cycle
-//! that shows it so; a gang that is finishing at that moment is repaired
-//! only if it stays incomplete for the whole period.
+//! The same holds for a gang that ran whole and lost a member (its node
+//! died, the pod was deleted) with no room to place it again: it is
+//! incomplete, and after the period its remaining pods go. A gang with a
+//! finished member (Succeeded or Failed, counted from the pods as the API
+//! shows them: finished pods are not in the snapshot) is *finishing*, not
+//! incomplete: its pods end one by one, and its controller (restart
+//! policy) decides what a failure means, so this rule leaves it alone.
 //!
 //! Pure: the snapshot and the time in, evictions out.
 
@@ -42,8 +41,6 @@ pub struct RepairEviction {
 pub struct Repair {
     /// Incomplete gangs, since when.
     since: BTreeMap<String, Timestamp>,
-    /// Gangs seen complete (never repaired).
-    complete: BTreeSet<String>,
     /// Evictions asked, and when (asked again only after `retry_ms`).
     asked: BTreeMap<TaskKey, Timestamp>,
 }
@@ -94,30 +91,25 @@ fn incomplete(snapshot: &Snapshot, job: &Job) -> Option<(u32, u32, String)> {
 
 impl Repair {
     /// The bound members to evict at `now`: of gangs incomplete for at
-    /// least `timeout_seconds`. An eviction already asked is asked again
-    /// only after `retry_seconds` (a PodDisruptionBudget refused it, or the
-    /// watch has not shown it yet).
+    /// least `timeout_seconds` and not `finishing` (a member of the job id
+    /// finished). An eviction already asked is asked again only after
+    /// `retry_seconds` (a PodDisruptionBudget refused it, or the watch has
+    /// not shown it yet).
     pub fn check(
         &mut self,
         snapshot: &Snapshot,
         now: Timestamp,
         timeout_seconds: u64,
         retry_seconds: u64,
+        finishing: impl Fn(&str) -> bool,
     ) -> Vec<RepairEviction> {
         let mut out = Vec::new();
         let mut present = BTreeSet::new();
         let mut tasks = BTreeSet::new();
         for job in &snapshot.jobs {
             present.insert(job.id.as_str());
-            if self.complete.contains(&job.id) {
-                continue;
-            }
-            let Some((bound, needed, what)) = incomplete(snapshot, job) else {
-                if job.tasks.iter().any(|t| !t.is_pending())
-                    && !job.tasks.iter().any(|t| t.terminating)
-                {
-                    self.complete.insert(job.id.clone());
-                }
+            let found = incomplete(snapshot, job).filter(|_| !finishing(&job.id));
+            let Some((bound, needed, what)) = found else {
                 self.since.remove(&job.id);
                 continue;
             };
@@ -147,7 +139,6 @@ impl Repair {
             }
         }
         self.since.retain(|id, _| present.contains(id.as_str()));
-        self.complete.retain(|id| present.contains(id.as_str()));
         self.asked.retain(|k, _| tasks.contains(k));
         out
     }
@@ -182,6 +173,19 @@ mod tests {
         Snapshot::new(nodes, Default::default(), jobs)
     }
 
+    impl Repair {
+        /// `check` with no gang finishing.
+        fn check_all(
+            &mut self,
+            s: &Snapshot,
+            now: Timestamp,
+            timeout: u64,
+            retry: u64,
+        ) -> Vec<RepairEviction> {
+            self.check(s, now, timeout, retry, |_| false)
+        }
+    }
+
     fn names(e: &[RepairEviction]) -> Vec<String> {
         e.iter().map(|e| e.task.to_string()).collect()
     }
@@ -190,41 +194,53 @@ mod tests {
     fn an_incomplete_gang_is_evicted_after_the_timeout_and_asked_again_after_the_retry() {
         let mut r = Repair::default();
         let s = snap(vec![gang("ml/a", 4, 2), gang("ml/b", 2, 0)]);
-        assert!(r.check(&s, Timestamp(0), 60, 10).is_empty());
-        assert!(r.check(&s, Timestamp(59_999), 60, 10).is_empty());
-        let e = r.check(&s, Timestamp(60_000), 60, 10);
+        assert!(r.check_all(&s, Timestamp(0), 60, 10).is_empty());
+        assert!(r.check_all(&s, Timestamp(59_999), 60, 10).is_empty());
+        let e = r.check_all(&s, Timestamp(60_000), 60, 10);
         assert_eq!(names(&e), ["ml/a-0", "ml/a-1"]);
         assert_eq!(
             e[0].message,
             "gang ml/a had 2 of minMember 4 pods running for 60 s; its bound pods are evicted so they hold no GPUs"
         );
-        assert!(r.check(&s, Timestamp(65_000), 60, 10).is_empty(), "asked");
+        assert!(
+            r.check_all(&s, Timestamp(65_000), 60, 10).is_empty(),
+            "asked"
+        );
         assert_eq!(
-            r.check(&s, Timestamp(70_000), 60, 10).len(),
+            r.check_all(&s, Timestamp(70_000), 60, 10).len(),
             2,
             "asked again"
         );
     }
 
     #[test]
-    fn a_gang_completed_by_the_retry_is_not_evicted_and_never_is_later() {
+    fn a_gang_completed_by_the_retry_is_not_evicted_and_a_finishing_one_never_is() {
         let mut r = Repair::default();
         assert!(
-            r.check(&snap(vec![gang("ml/a", 4, 3)]), Timestamp(0), 60, 10)
+            r.check_all(&snap(vec![gang("ml/a", 4, 3)]), Timestamp(0), 60, 10)
                 .is_empty()
         );
         assert!(
-            r.check(&snap(vec![gang("ml/a", 4, 4)]), Timestamp(30_000), 60, 10)
+            r.check_all(&snap(vec![gang("ml/a", 4, 4)]), Timestamp(30_000), 60, 10)
                 .is_empty()
         );
-        // One member finished (it leaves the snapshot): not repaired.
+        // Members finished (they leave the snapshot; the pods say so).
+        let finishing = |id: &str| id == "ml/a";
+        let mut a = gang("ml/a", 2, 2);
+        a.min_member = 4;
+        for t in [0, 200_000, 400_000] {
+            let s = snap(vec![a.clone()]);
+            assert!(r.check(&s, Timestamp(t), 60, 10, finishing).is_empty());
+        }
+        // The same gang with no finished member lost two: repaired.
         assert!(
-            r.check(&snap(vec![gang("ml/a", 3, 3)]), Timestamp(200_000), 60, 10)
+            r.check_all(&snap(vec![a.clone()]), Timestamp(500_000), 60, 10)
                 .is_empty()
         );
-        assert!(
-            r.check(&snap(vec![gang("ml/a", 3, 2)]), Timestamp(400_000), 60, 10)
-                .is_empty()
+        assert_eq!(
+            r.check_all(&snap(vec![a]), Timestamp(560_000), 60, 10)
+                .len(),
+            2
         );
     }
 
@@ -240,8 +256,8 @@ mod tests {
         j.tasks[3].subgroup = Some("ps".into());
         let mut r = Repair::default();
         let s = snap(vec![j]);
-        assert!(r.check(&s, Timestamp(0), 60, 10).is_empty());
-        let e = r.check(&s, Timestamp(61_000), 60, 10);
+        assert!(r.check_all(&s, Timestamp(0), 60, 10).is_empty());
+        let e = r.check_all(&s, Timestamp(61_000), 60, 10);
         assert_eq!(e.len(), 3);
         assert!(
             e[0].message.contains("sub-group ps's minimum 1"),
@@ -259,8 +275,8 @@ mod tests {
         };
         let mut r = Repair::default();
         let s = snap(vec![j]);
-        assert!(r.check(&s, Timestamp(0), 1, 10).is_empty());
-        let e = r.check(&s, Timestamp(1_000), 1, 10);
+        assert!(r.check_all(&s, Timestamp(0), 1, 10).is_empty());
+        let e = r.check_all(&s, Timestamp(1_000), 1, 10);
         assert_eq!(names(&e), ["ml/a-0", "ml/a-1"], "both bound members go");
         assert!(
             e[0].message.contains("1 of minMember 2"),
@@ -275,6 +291,6 @@ mod tests {
         j.tasks[0].terminating = true;
         let mut r = Repair::default();
         let s = snap(vec![j]);
-        assert!(r.check(&s, Timestamp(0), 0, 10).is_empty());
+        assert!(r.check_all(&s, Timestamp(0), 0, 10).is_empty());
     }
 }

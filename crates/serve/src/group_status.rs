@@ -131,12 +131,12 @@ impl GroupPods {
 /// The `status` of every group job of the snapshot and every group with
 /// finished pods, by `namespace/name`, without transition times
 /// ([`crate::queue_status::StatusCache`] sets them).
+/// `counts` are [`GroupPods::counts`] of this cycle.
 pub fn statuses(
     snapshot: &Snapshot,
     decisions: &Decisions,
-    pods: &GroupPods,
+    counts: &BTreeMap<&str, Counts>,
 ) -> BTreeMap<String, Value> {
-    let counts = pods.counts();
     let pending: BTreeMap<&str, (&str, &str)> = decisions
         .pending
         .iter()
@@ -183,7 +183,7 @@ pub fn statuses(
         };
         out.insert(id.to_string(), status(phase, c, scheduled));
     }
-    for (id, c) in counts {
+    for (&id, &c) in counts {
         if seen.contains(id) {
             continue;
         }
@@ -251,7 +251,7 @@ mod tests {
         let mut pods = GroupPods::default();
         pods.applied(&pod("a", None, "Pending"));
         pods.applied(&pod("b", None, "Pending"));
-        let s = statuses(&loaded.snapshot, &d, &pods);
+        let s = statuses(&loaded.snapshot, &d, &pods.counts());
         let g = &s["ml/g"];
         assert_eq!(g["phase"], "Pending");
         assert_eq!(g["conditions"][0]["status"], "False");
@@ -262,7 +262,7 @@ mod tests {
         pods.applied(&pod("a", Some("n1"), "Running"));
         pods.applied(&pod("b", Some("n1"), "Running"));
         let none = trainyard_sched::Decisions::default();
-        let g = &statuses(&loaded.snapshot, &none, &pods)["ml/g"];
+        let g = &statuses(&loaded.snapshot, &none, &pods.counts())["ml/g"];
         assert_eq!(
             (g["phase"].as_str(), g["running"].as_u64()),
             (Some("Running"), Some(2))
@@ -272,7 +272,7 @@ mod tests {
         pods.applied(&pod("a", Some("n1"), "Succeeded"));
         pods.applied(&pod("b", Some("n1"), "Failed"));
         let empty = Snapshot::new(Vec::new(), Default::default(), Vec::new());
-        let g = &statuses(&empty, &none, &pods)["ml/g"];
+        let g = &statuses(&empty, &none, &pods.counts())["ml/g"];
         assert_eq!(g["phase"], "Failed");
         assert_eq!(
             (g["succeeded"].as_u64(), g["failed"].as_u64()),
@@ -282,7 +282,7 @@ mod tests {
         pods.list_start();
         pods.applied(&pod("a", Some("n1"), "Succeeded"));
         pods.list_done();
-        let g = &statuses(&empty, &none, &pods)["ml/g"];
+        let g = &statuses(&empty, &none, &pods.counts())["ml/g"];
         assert_eq!(g["phase"], "Succeeded");
     }
 }

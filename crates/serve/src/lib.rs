@@ -236,6 +236,7 @@ pub async fn run(
                         world.state.forget_write(f);
                     }
                     let at = report::rfc3339(now);
+                    // Pods of each group by place, once per cycle (repair, PodGroup status).
                     let counts = group_pods.counts();
                     let finishing = |id: &str| counts.get(id).is_some_and(|c| c.succeeded + c.failed > 0);
                     for e in repair.check(&snapshot, now, service.gang_repair_seconds, service.assume_timeout_seconds, finishing) {
@@ -267,7 +268,7 @@ pub async fn run(
                         }
                     }
                     if let Some(stream) = group_stream {
-                        let all = group_status::statuses(&snapshot, &decisions, &group_pods);
+                        let all = group_status::statuses(&snapshot, &decisions, &counts);
                         let changes = group_statuses.changes(all, &at, |key| {
                             key.split_once('/').is_some_and(|(ns, name)| world.holds(stream, "PodGroup", ns, name))
                         });

@@ -3,7 +3,8 @@
 //!
 //! Each cycle, for the pods the world holds back ([`World::held`]): fetch
 //! each pod's owner chain (controller references, through the dynamic
-//! API, each owner once per cycle) and its Namespace, compute the group,
+//! API, each owner once per cycle) and read its Namespace from the watch
+//! ([`World::namespaces`]), compute the group,
 //! create the `trainyard.io/v1alpha1` PodGroup with a controller owner
 //! reference to the workload (409 AlreadyExists: it is there), and, once
 //! the watch has shown the PodGroup, merge-patch the pod's
@@ -19,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
@@ -229,7 +230,13 @@ impl Grouper {
     }
 
     /// One cycle: groups for the pods `world` holds.
-    pub async fn cycle(&mut self, conn: &Conn, world: &World, now: Timestamp) -> Grouped {
+    pub async fn cycle(
+        &mut self,
+        conn: &Conn,
+        events: &crate::events::EventSink,
+        world: &World,
+        now: Timestamp,
+    ) -> Grouped {
         let mut out = Grouped::default();
         let held: BTreeMap<(Key, String), &Value> = world
             .held
@@ -252,7 +259,7 @@ impl Grouper {
             return out;
         };
 
-        // Owner chains (each owner fetched once) and Namespaces, for the
+        // Owner chains (each owner fetched once), for the
         // pods without a group yet.
         let todo: Vec<(&(Key, String), &Value)> = held
             .iter()
@@ -260,11 +267,9 @@ impl Grouper {
             .map(|(k, p)| (k, *p))
             .collect();
         let mut owners: BTreeSet<OwnerKey> = BTreeSet::new();
-        let mut namespaces: BTreeSet<String> = BTreeSet::new();
         for ((key, _), pod) in &todo {
             if let Some(o) = infer::workload_owner(pod) {
                 owners.insert((key.1.clone(), o));
-                namespaces.insert(key.1.clone());
             }
         }
         let fetched = fetch_owners(conn, self.concurrency, owners.clone()).await;
@@ -275,21 +280,6 @@ impl Grouper {
                 (k, chain)
             })
             .collect();
-        let spaces: BTreeMap<String, Option<Value>> = futures::stream::iter(namespaces)
-            .map(|ns| async move {
-                let api: Api<Namespace> = Api::all(conn.client().await.clone());
-                let got = match api.get(&ns).await {
-                    Ok(n) => serde_json::to_value(n).ok(),
-                    Err(e) => {
-                        tracing::warn!("Namespace {ns}: {e}; its pods get their groups later");
-                        None
-                    }
-                };
-                (ns, got)
-            })
-            .buffer_unordered(self.concurrency)
-            .collect()
-            .await;
         let mut tell: Vec<((Key, String), String)> = Vec::new();
         for (k, pod) in todo {
             let Some(owner) = infer::workload_owner(pod) else {
@@ -298,9 +288,9 @@ impl Grouper {
             let ns = k.0.1.clone();
             match chains.get(&(ns.clone(), owner)) {
                 Some(Ok(chain)) => {
-                    // Without its Namespace the queue could be wrong:
-                    // next cycle.
-                    let Some(space) = spaces.get(&ns).and_then(Option::as_ref) else {
+                    // Without its Namespace (not watched yet) the queue
+                    // could be wrong: next cycle.
+                    let Some(space) = world.namespaces.get(&ns) else {
                         continue;
                     };
                     match infer::group_for(pod, chain, Some(space)) {
@@ -444,7 +434,7 @@ impl Grouper {
         }
         let tell = fresh;
         out.told = tell.len() as u64;
-        out.failed += crate::report::write(conn, tell, now, self.concurrency).await;
+        out.failed += crate::report::write(conn, events, tell, now, self.concurrency).await;
         out
     }
 }

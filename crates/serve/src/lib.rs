@@ -32,6 +32,7 @@
 
 pub mod admission;
 pub mod conn;
+pub mod events;
 pub mod group_status;
 pub mod grouper;
 pub mod infer;
@@ -79,6 +80,8 @@ pub struct Progress {
     /// PodGroups inferred from owners and created ([`grouper`]) (pods that
     /// get none are told why, counted in `reports`).
     pub groups_created: u64,
+    /// Events written, failed and dropped ([`events`]).
+    pub events: events::EventCounts,
 }
 
 /// The service could not start.
@@ -144,7 +147,21 @@ pub async fn run(
         scheduler_name: service.scheduler_name.clone(),
     };
     let mut world = World::new(opts).inferring(grouper::enabled(service, &kinds));
-    let conn = conn::Conn::new(client.clone(), service.client_qps, service.client_burst);
+    let conn = std::sync::Arc::new(conn::Conn::new(
+        client.clone(),
+        service.client_qps,
+        service.client_burst,
+    ));
+    // Events are written by a task of their own, binds and evictions by
+    // another: no cycle waits for them.
+    let (events, events_task) =
+        events::EventSink::spawn(conn.clone(), service.event_queue, service.bind_concurrency);
+    let mut writer = write::Writer::spawn(
+        conn.clone(),
+        events.clone(),
+        service.bind_concurrency,
+        service.nominate_before_bind,
+    );
     let period = Duration::from_millis(service.cycle_period_millis);
     let debounce = Duration::from_millis(service.debounce_millis);
     let timeout_ms =
@@ -217,30 +234,48 @@ pub async fn run(
                 }
                 None => break,
             },
+            Some(o) = writer.outcome() => {
+                match (&o.write, &o.error) {
+                    (_, Some(_)) => {
+                        // The world will not show it: decide again, soon.
+                        world.state.forget_write(&o.write);
+                        done.written.failed += 1;
+                        next = next.min(Instant::now() + debounce);
+                    }
+                    (trainyard_cluster::Write::Bind(_), None) => done.written.binds += 1,
+                    (trainyard_cluster::Write::Evict(_), None) => done.written.evictions += 1,
+                    (trainyard_cluster::Write::Nominate(_), None) => done.written.nominations += 1,
+                }
+                done.events = events.counts();
+                progress.send_replace(done);
+            }
             () = tokio::time::sleep_until(next) => {
                 if world.synced(kinds.len()) {
                     let now = wall_clock();
-                    let grouped = grouper.cycle(&conn, &world, now).await;
+                    let grouped = grouper.cycle(&conn, &events, &world, now).await;
                     done.groups_created += grouped.created;
                     done.written.failed += grouped.failed;
                     done.reports += grouped.told;
-                    world.state.forget_assumed(Timestamp(now.0.saturating_sub(timeout_ms)));
+                    // Unconfirmed assumptions are forgotten after the
+                    // timeout, counted from the writes that are still queued
+                    // or in flight (theirs are not yet due).
+                    let due = Timestamp(now.0.saturating_sub(timeout_ms));
+                    let due = writer.oldest_in_flight().map_or(due, |t| due.min(t));
+                    world.state.forget_assumed(due);
                     // Jobs a PodDisruptionBudget protects now are no victims.
                     let (snapshot, _protected) = pdbs.protect(world.state.snapshot());
                     let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);
                     world.state.assume(&decisions, now);
                     let reasons = reporter.changes(&snapshot, &decisions);
                     let writes = world.state.take_writes();
-                    let (w, failed) = write::execute(&conn, writes, service.bind_concurrency, now).await;
-                    for f in &failed {
-                        world.state.forget_write(f);
-                    }
+                    let queued = writes.len();
+                    writer.send(now, writes);
                     let at = report::rfc3339(now);
                     // Pods of each group by place, once per cycle (repair, PodGroup status).
                     let counts = group_pods.counts();
                     let finishing = |id: &str| counts.get(id).is_some_and(|c| c.succeeded + c.failed > 0);
                     for e in repair.check(&snapshot, now, service.gang_repair_seconds, service.assume_timeout_seconds, finishing) {
-                        match write::evict_incomplete(&conn, &e, &at).await {
+                        match write::evict_incomplete(&conn, &events, &e, &at).await {
                             Ok(()) => done.repairs += 1,
                             Err(err) => {
                                 tracing::warn!("evict {} of incomplete gang {}: {err}", e.task, e.job);
@@ -249,13 +284,9 @@ pub async fn run(
                         }
                     }
                     done.cycles += 1;
-                    done.written.binds += w.binds;
-                    done.written.evictions += w.evictions;
-                    done.written.nominations += w.nominations;
-                    done.written.failed += w.failed;
                     done.reports += reasons.len() as u64;
                     done.written.failed +=
-                        report::write(&conn, reasons, now, service.bind_concurrency).await;
+                        report::write(&conn, &events, reasons, now, service.bind_concurrency).await;
                     if let Some(stream) = queue_stream {
                         let all = queue_status::statuses(&snapshot, &decisions);
                         let changes = queue_statuses
@@ -300,8 +331,9 @@ pub async fn run(
                         }
                     }
                     done.pending = decisions.pending.len() as u64;
-                    if w != Written::default() {
-                        tracing::info!(binds = w.binds, evictions = w.evictions, nominations = w.nominations, failed = w.failed, pending = done.pending, "cycle {}", done.cycles);
+                    done.events = events.counts();
+                    if queued > 0 {
+                        tracing::info!(writes = queued, in_flight = writer.in_flight(), pending = done.pending, "cycle {}", done.cycles);
                     }
                     progress.send_replace(done);
                 }
@@ -312,5 +344,7 @@ pub async fn run(
     for w in watchers {
         w.abort();
     }
+    drop(writer);
+    events_task.abort();
     Ok(())
 }

@@ -8,15 +8,13 @@
 use std::collections::BTreeMap;
 
 use crate::conn::Conn;
+use crate::events::{EventSink, Record};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 use trainyard_model::{Snapshot, TaskKey};
 use trainyard_sched::Decisions;
-
-/// The component name on Events.
-pub const COMPONENT: &str = "trainyard";
 
 /// The messages last reported per pending pod.
 #[derive(Debug, Default)]
@@ -68,35 +66,11 @@ pub fn rfc3339(now: trainyard_model::Timestamp) -> String {
     }
 }
 
-/// Records an Event from `trainyard` about the pod of `task`.
-pub async fn event(
-    conn: &Conn,
-    task: &TaskKey,
-    type_: &str,
-    reason: &str,
-    message: &str,
-    at: &str,
-) -> Result<(), kube::Error> {
-    let ns = crate::write::namespace(task);
-    let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
-        "metadata": {"generateName": format!("{}.", task.name), "namespace": ns},
-        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": task.name,
-                           "namespace": ns, "uid": task.uid},
-        "reason": reason, "message": message, "type": type_,
-        "source": {"component": COMPONENT}, "reportingComponent": COMPONENT,
-        "firstTimestamp": at, "lastTimestamp": at, "count": 1
-    }))
-    .map_err(kube::Error::SerdeError)?;
-    Api::<k8s_openapi::api::core::v1::Event>::namespaced(conn.client().await.clone(), ns)
-        .create(&PostParams::default(), &event)
-        .await
-        .map(|_| ())
-}
-
-/// Writes the condition and the Event for each of `changes`; returns how
-/// many writes failed (logged).
+/// Writes the condition for each of `changes` and records its Event;
+/// returns how many condition writes failed (logged).
 pub async fn write(
     conn: &Conn,
+    events: &EventSink,
     changes: Vec<(TaskKey, String)>,
     now: trainyard_model::Timestamp,
     concurrency: usize,
@@ -119,16 +93,17 @@ pub async fn write(
                         &Patch::Strategic(condition),
                     )
                     .await;
-                let event = event(conn, &task, "Warning", "FailedScheduling", &message, &at).await;
-                for (what, r) in [
-                    ("condition", status.map(|_| ())),
-                    ("event", event.map(|_| ())),
-                ] {
-                    if let Err(e) = r {
-                        tracing::warn!("{what} of {task}: {e}");
-                        return false;
-                    }
+                if let Err(e) = status {
+                    tracing::warn!("condition of {task}: {e}");
+                    return false;
                 }
+                events.record(Record {
+                    task,
+                    type_: "Warning",
+                    reason: "FailedScheduling",
+                    message,
+                    at,
+                });
                 true
             }
         })

@@ -17,6 +17,8 @@
 //!   clientQps: 5000
 //!   clientBurst: 10000
 //!   inferPodGroups: true
+//!   nominateBeforeBind: gangs   # or always, never
+//!   eventQueue: 10000
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -67,6 +69,27 @@ pub struct ServiceSettings {
     /// wait for one inferred from their owner (docs/serve.md, "PodGroups
     /// from owners"); off: each is a job of its own.
     pub infer_pod_groups: bool,
+    /// Which placed pods get `status.nominatedNodeName` before their bind
+    /// (`gangs`: the members of gangs of two or more pods; `always`;
+    /// `never`).
+    pub nominate_before_bind: NominateBeforeBind,
+    /// Events queued for writing at most; more are dropped and counted
+    /// (as client-go's event broadcaster drops them).
+    pub event_queue: usize,
+}
+
+/// Which placed pods are nominated to their node before they are bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NominateBeforeBind {
+    /// Members of gangs of two or more pods: their binds take a while,
+    /// and until the last one lands the nodes look half empty.
+    #[default]
+    Gangs,
+    /// Every pod (one more request per bind).
+    Always,
+    /// None: a bind in flight is held only by the service's assumption.
+    Never,
 }
 
 impl Default for ServiceSettings {
@@ -83,6 +106,8 @@ impl Default for ServiceSettings {
             client_qps: 5000,
             client_burst: 10000,
             infer_pod_groups: true,
+            nominate_before_bind: NominateBeforeBind::Gangs,
+            event_queue: 10_000,
         }
     }
 }
@@ -128,6 +153,7 @@ impl Settings {
             ("service.assumeTimeoutSeconds", s.assume_timeout_seconds),
             ("service.clientQps", u64::from(s.client_qps)),
             ("service.clientBurst", u64::from(s.client_burst)),
+            ("service.eventQueue", s.event_queue as u64),
         ];
         for (field, v) in positive {
             if v == 0 {

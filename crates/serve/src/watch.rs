@@ -23,6 +23,7 @@ use crate::world::WorldEvent;
 pub const KINDS: &[(&str, &str, &str)] = &[
     ("", "v1", "Node"),
     ("", "v1", "Pod"),
+    ("", "v1", "Namespace"),
     ("scheduling.k8s.io", "v1", "PriorityClass"),
     ("policy", "v1", "PodDisruptionBudget"),
     ("trainyard.io", "v1alpha1", "Queue"),

@@ -8,6 +8,9 @@
 //! connection, a 410) heals at its next list. Pure: tested on plain
 //! vectors of events.
 //!
+//! Namespaces are kept apart ([`World::namespaces`]): the core has no use
+//! for them, the grouper reads their default-queue labels.
+//!
 //! A pending pod of ours that names no group but whose controller is a
 //! workload Trainyard groups ([`crate::infer::workload_owner`]) is held
 //! back ([`World::held`]) until [`crate::grouper`] has given it a group and
@@ -59,6 +62,9 @@ pub struct World {
     /// Pending pods of ours waiting for an inferred group, by key, with
     /// their stream and latest version (not in `state`).
     pub held: BTreeMap<Key, (usize, Value)>,
+    /// Namespaces by name, as watched (their labels name default queues
+    /// for inferred groups); not part of `state`.
+    pub namespaces: BTreeMap<String, Value>,
     /// Whether pods are held for inferred groups (`service.inferPodGroups`).
     infer: bool,
     scheduler_name: String,
@@ -80,6 +86,7 @@ impl World {
             unreadable: BTreeMap::new(),
             listed: BTreeSet::new(),
             held: BTreeMap::new(),
+            namespaces: BTreeMap::new(),
             infer: true,
             scheduler_name,
         }
@@ -162,6 +169,11 @@ impl World {
     }
 
     fn apply(&mut self, stream: usize, key: Key, object: &Value) {
+        if key.0 == "Namespace" && key.1.is_empty() {
+            self.namespaces.insert(key.2.clone(), object.clone());
+            self.known.entry(stream).or_default().insert(key);
+            return;
+        }
         let origin = format!("watch {} {}/{}", key.0, key.1, key.2);
         let decoded = Decoded::object(object, &origin);
         if !decoded.errors.is_empty() {
@@ -187,6 +199,10 @@ impl World {
         self.unreadable.remove(key);
         let was_known = self.known.get_mut(&stream).is_some_and(|k| k.remove(key));
         if !was_known {
+            return;
+        }
+        if key.0 == "Namespace" && key.1.is_empty() {
+            self.namespaces.remove(&key.2);
             return;
         }
         let ns = (!key.1.is_empty()).then_some(key.1.as_str());
@@ -357,6 +373,51 @@ mod tests {
         w.handle(WorldEvent::ListDone { stream: 1 });
         assert!(w.held.is_empty());
         assert_eq!(names(&mut w).1, vec!["ml/alone".to_string()]);
+    }
+
+    #[test]
+    fn namespaces_are_kept_apart_and_leave_with_a_relist() {
+        let ns = |name: &str| {
+            json!({"apiVersion": "v1", "kind": "Namespace",
+                   "metadata": {"name": name, "labels": {"trainyard.io/default-queue": "team-a"}}})
+        };
+        let mut w = World::new(LoadOptions::default());
+        w.handle(WorldEvent::ListStart { stream: 2 });
+        w.handle(WorldEvent::Applied {
+            stream: 2,
+            object: ns("ml"),
+        });
+        w.handle(WorldEvent::Applied {
+            stream: 2,
+            object: ns("web"),
+        });
+        w.handle(WorldEvent::ListDone { stream: 2 });
+        assert_eq!(
+            w.namespaces.keys().collect::<Vec<_>>(),
+            [&"ml".to_string(), &"web".to_string()]
+        );
+        assert_eq!(
+            w.namespaces["ml"]["metadata"]["labels"]["trainyard.io/default-queue"],
+            "team-a"
+        );
+        assert!(w.unreadable.is_empty());
+        assert_eq!(names(&mut w), (vec![], vec![]));
+        w.handle(WorldEvent::Deleted {
+            stream: 2,
+            object: ns("web"),
+        });
+        w.handle(WorldEvent::Applied {
+            stream: 2,
+            object: ns("tmp"),
+        });
+        // A relist that no longer shows tmp (its delete was missed).
+        w.handle(WorldEvent::ListStart { stream: 2 });
+        w.handle(WorldEvent::Applied {
+            stream: 2,
+            object: ns("ml"),
+        });
+        w.handle(WorldEvent::ListDone { stream: 2 });
+        assert_eq!(w.namespaces.keys().collect::<Vec<_>>(), [&"ml".to_string()]);
     }
 
     #[test]

@@ -1,27 +1,38 @@
-//! The decisions' writes to the API: binds (after writing the chosen GPU
-//! devices onto the pod; a `Scheduled` Event after), evictions through the
-//! Eviction API (a `Reclaimed` or `Preempted` Event with the core's
-//! message after), and nominations (`status.nominatedNodeName`), with
-//! bounded concurrency.
+//! The decisions' writes to the API, by a task of their own ([`Writer`])
+//! so the next cycle need not wait for them: binds (one `pods/binding`
+//! request carrying the chosen GPU devices as annotations; a `Scheduled`
+//! Event after), evictions through the Eviction API (a `Reclaimed` or
+//! `Preempted` Event with the core's message after), and nominations
+//! (`status.nominatedNodeName`), at most `bindConcurrency` requests at
+//! once. A gang's members get `status.nominatedNodeName` before their
+//! binds (`nominateBeforeBind`), so an autoscaler does not take their
+//! nodes away while the gang is being bound.
 //!
-//! A write that fails is logged and counted, and its assumption is
+//! Until the world shows a write, its assumption holds the pod's place;
+//! a write that fails is logged and counted, and its assumption is
 //! forgotten at once: the next cycle sees the pod as the world has it and
 //! decides again (a gang with a failed bind is completed there, or
 //! repaired, [`crate::repair`]).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
 use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::json;
+use tokio::sync::{Semaphore, mpsc};
 use trainyard_cluster::Write;
+use trainyard_model::{TaskKey, Timestamp};
+use trainyard_sched::decisions::{Bind, Eviction, EvictionKind};
 
 use crate::conn::Conn;
-use trainyard_model::TaskKey;
-use trainyard_sched::decisions::{Bind, Eviction, EvictionKind, NominationDecision};
+use crate::events::{EventSink, Record};
+pub use crate::settings::NominateBeforeBind;
 
 /// Annotation with the GPU device indices chosen on the node
-/// (`"0,1,2,3"`), written before the bind: `trainyard.io/gpu-indices`, the
+/// (`"0,1,2,3"`), written with the bind: `trainyard.io/gpu-indices`, the
 /// key the reader takes a bound pod's devices from, so the next snapshot
 /// holds the same devices the core chose.
 pub const GPU_DEVICES_ANNOTATION: &str = trainyard_crd::keys::GPU_INDICES;
@@ -48,23 +59,19 @@ fn pods(client: &Client, task: &TaskKey) -> Api<Pod> {
     Api::namespaced(client.clone(), namespace(task))
 }
 
-async fn bind(conn: &Conn, b: &Bind, at: &str) -> Result<(), kube::Error> {
-    if !b.gpus.is_empty() {
-        let api = pods(conn.client().await, &b.task);
-        let devices: Vec<String> = b.gpus.iter().map(u32::to_string).collect();
-        api.patch(
-            &b.task.name,
-            &PatchParams::default(),
-            &Patch::Merge(
-                json!({"metadata": {"annotations": {GPU_DEVICES_ANNOTATION: devices.join(",")}}}),
-            ),
-        )
-        .await?;
-    }
+/// Binds the pod of `b`: one `pods/binding` request whose annotations
+/// (the chosen GPU devices) kube-apiserver copies onto the pod in the same
+/// write that sets its node, so no node agent ever sees the pod bound
+/// without its devices. A `Scheduled` Event is recorded after.
+async fn bind(conn: &Conn, events: &EventSink, b: &Bind, at: &str) -> Result<(), kube::Error> {
     let mut meta = json!({"name": b.task.name, "namespace": namespace(&b.task)});
     if !b.task.uid.is_empty() {
         // The pod we placed, not a namesake created since.
         meta["uid"] = b.task.uid.clone().into();
+    }
+    if !b.gpus.is_empty() {
+        let devices: Vec<String> = b.gpus.iter().map(u32::to_string).collect();
+        meta["annotations"] = json!({GPU_DEVICES_ANNOTATION: devices.join(",")});
     }
     let binding = json!({
         "apiVersion": "v1", "kind": "Binding", "metadata": meta,
@@ -78,14 +85,17 @@ async fn bind(conn: &Conn, b: &Bind, at: &str) -> Result<(), kube::Error> {
             &binding,
         )
         .await?;
-    let message = format!("Successfully assigned {} to {}", b.task, b.node);
-    if let Err(e) = crate::report::event(conn, &b.task, "Normal", "Scheduled", &message, at).await {
-        tracing::warn!("Scheduled event of {}: {e}", b.task);
-    }
+    events.record(Record {
+        task: b.task.clone(),
+        type_: "Normal",
+        reason: "Scheduled",
+        message: format!("Successfully assigned {} to {}", b.task, b.node),
+        at: at.to_string(),
+    });
     Ok(())
 }
 
-async fn evict(conn: &Conn, e: &Eviction, at: &str) -> Result<(), kube::Error> {
+async fn evict(conn: &Conn, events: &EventSink, e: &Eviction, at: &str) -> Result<(), kube::Error> {
     pods(conn.client().await, &e.task)
         .evict(&e.task.name, &EvictParams::default())
         .await?;
@@ -93,18 +103,23 @@ async fn evict(conn: &Conn, e: &Eviction, at: &str) -> Result<(), kube::Error> {
         EvictionKind::Reclaim => "Reclaimed",
         EvictionKind::Preempt => "Preempted",
     };
-    if let Err(err) = crate::report::event(conn, &e.task, "Normal", reason, &e.message, at).await {
-        tracing::warn!("{reason} event of {}: {err}", e.task);
-    }
+    events.record(Record {
+        task: e.task.clone(),
+        type_: "Normal",
+        reason,
+        message: e.message.clone(),
+        at: at.to_string(),
+    });
     Ok(())
 }
 
-async fn nominate(conn: &Conn, n: &NominationDecision) -> Result<(), kube::Error> {
-    pods(conn.client().await, &n.task)
+/// Sets `status.nominatedNodeName` of the pod of `task` to `node`.
+async fn nominate(conn: &Conn, task: &TaskKey, node: &str) -> Result<(), kube::Error> {
+    pods(conn.client().await, task)
         .patch_status(
-            &n.task.name,
+            &task.name,
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"nominatedNodeName": n.node.to_string()}})),
+            &Patch::Merge(json!({"status": {"nominatedNodeName": node}})),
         )
         .await
         .map(|_| ())
@@ -114,65 +129,211 @@ async fn nominate(conn: &Conn, n: &NominationDecision) -> Result<(), kube::Error
 /// an `IncompleteGang` Event.
 pub async fn evict_incomplete(
     conn: &Conn,
+    events: &EventSink,
     e: &crate::repair::RepairEviction,
     at: &str,
 ) -> Result<(), kube::Error> {
     pods(conn.client().await, &e.task)
         .evict(&e.task.name, &EvictParams::default())
         .await?;
-    let event = crate::report::event(conn, &e.task, "Warning", "IncompleteGang", &e.message, at);
-    if let Err(err) = event.await {
-        tracing::warn!("IncompleteGang event of {}: {err}", e.task);
-    }
+    events.record(Record {
+        task: e.task.clone(),
+        type_: "Warning",
+        reason: "IncompleteGang",
+        message: e.message.clone(),
+        at: at.to_string(),
+    });
     Ok(())
 }
 
-/// Executes `writes`, at most `concurrency` at once; Events are dated
-/// `now`. Returns what was done and the writes that failed (their
-/// assumptions are to be forgotten: the world will not show them).
-pub async fn execute(
-    conn: &Conn,
-    writes: Vec<Write>,
-    concurrency: usize,
-    now: trainyard_model::Timestamp,
-) -> (Written, Vec<Write>) {
-    let at = crate::report::rfc3339(now);
-    let at = at.as_str();
-    let results: Vec<(Write, Result<(), kube::Error>, String)> = futures::stream::iter(writes)
-        .map(|w| async move {
-            let (result, text) = match &w {
-                Write::Bind(b) => (
-                    bind(conn, b, at).await,
-                    format!("bind {} to {}", b.task, b.node),
-                ),
-                Write::Evict(e) => (evict(conn, e, at).await, format!("evict {}", e.task)),
-                Write::Nominate(n) => (
-                    nominate(conn, n).await,
-                    format!("nominate {} on {}", n.task, n.node),
-                ),
-            };
-            (w, result, text)
-        })
-        .buffer_unordered(concurrency.max(1))
-        .collect()
-        .await;
-    let mut out = Written::default();
-    let mut failed = Vec::new();
-    for (write, result, text) in results {
-        match result {
-            Ok(()) => match write {
-                Write::Bind(_) => out.binds += 1,
-                Write::Evict(_) => out.evictions += 1,
-                Write::Nominate(_) => out.nominations += 1,
-            },
-            Err(e) => {
-                tracing::warn!("{text}: {e}");
-                out.failed += 1;
-                failed.push(write);
+/// One write done: the cycle it came from (`at`), the write, and its
+/// error, if it failed.
+#[derive(Debug)]
+pub struct Outcome {
+    pub at: Timestamp,
+    pub write: Write,
+    pub error: Option<String>,
+}
+
+/// A cycle's writes, grouped into what is written together: the binds of
+/// one job (a gang: nominated first, with [`NominateBeforeBind`]), or one
+/// eviction, or one nomination.
+fn units(writes: Vec<Write>, nominate: NominateBeforeBind) -> Vec<(bool, Vec<Write>)> {
+    let mut binds: BTreeMap<String, Vec<Write>> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    let mut others = Vec::new();
+    for w in writes {
+        match &w {
+            Write::Bind(b) => {
+                let job = b.job.to_string();
+                if !binds.contains_key(&job) {
+                    order.push(job.clone());
+                }
+                binds.entry(job).or_default().push(w);
             }
+            _ => others.push((false, vec![w])),
         }
     }
-    (out, failed)
+    // Binds first (decision order), then evictions and nominations.
+    let mut out: Vec<(bool, Vec<Write>)> = order
+        .into_iter()
+        .filter_map(|job| binds.remove(&job))
+        .map(|gang| {
+            let first = match nominate {
+                NominateBeforeBind::Always => true,
+                NominateBeforeBind::Gangs => gang.len() > 1,
+                NominateBeforeBind::Never => false,
+            };
+            (first, gang)
+        })
+        .collect();
+    out.extend(others);
+    out
+}
+
+/// Writes one unit: nominations first if asked (all at once; a failed
+/// nomination is logged, the bind goes ahead), then its writes, each
+/// request holding one of `permits`.
+async fn write_unit(
+    conn: &Conn,
+    events: &EventSink,
+    permits: &Semaphore,
+    at: Timestamp,
+    (nominate_first, writes): (bool, Vec<Write>),
+    out: &mpsc::UnboundedSender<Outcome>,
+) {
+    let when = crate::report::rfc3339(at);
+    let when = when.as_str();
+    if nominate_first {
+        let nominations = writes.iter().filter_map(|w| match w {
+            Write::Bind(b) => Some(async move {
+                let _permit = permits.acquire().await;
+                if let Err(e) = nominate(conn, &b.task, &b.node.to_string()).await {
+                    tracing::warn!("nominate {} on {} before its bind: {e}", b.task, b.node);
+                }
+            }),
+            _ => None,
+        });
+        futures::future::join_all(nominations).await;
+    }
+    let requests = writes.into_iter().map(|w| async move {
+        let _permit = permits.acquire().await;
+        let (result, text) = match &w {
+            Write::Bind(b) => (
+                bind(conn, events, b, when).await,
+                format!("bind {} to {}", b.task, b.node),
+            ),
+            Write::Evict(e) => (
+                evict(conn, events, e, when).await,
+                format!("evict {}", e.task),
+            ),
+            Write::Nominate(n) => (
+                nominate(conn, &n.task, &n.node.to_string()).await,
+                format!("nominate {} on {}", n.task, n.node),
+            ),
+        };
+        let error = result.err().map(|e| {
+            tracing::warn!("{text}: {e}");
+            e.to_string()
+        });
+        // The receiver is gone only when the service stops.
+        let _ = out.send(Outcome {
+            at,
+            write: w,
+            error,
+        });
+    });
+    futures::future::join_all(requests).await;
+}
+
+/// The writer: a task that writes the cycles' binds, evictions and
+/// nominations while the next cycles run, at most `bindConcurrency`
+/// requests at once. The cycle loop hands it each cycle's writes
+/// ([`Writer::send`]) and reads what became of them
+/// ([`Writer::outcome`]); a failed write's assumption is then forgotten.
+pub struct Writer {
+    tx: mpsc::UnboundedSender<(Timestamp, Vec<Write>)>,
+    rx: mpsc::UnboundedReceiver<Outcome>,
+    /// Writes not yet done, by the time of their cycle.
+    in_flight: BTreeMap<Timestamp, usize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Writer {
+    pub fn spawn(
+        conn: Arc<Conn>,
+        events: EventSink,
+        concurrency: usize,
+        nominate: NominateBeforeBind,
+    ) -> Writer {
+        let (tx, mut batches) = mpsc::unbounded_channel::<(Timestamp, Vec<Write>)>();
+        let (out, rx) = mpsc::unbounded_channel();
+        let permits = Arc::new(Semaphore::new(concurrency.max(1)));
+        let task = tokio::spawn(async move {
+            futures::stream::poll_fn(move |cx| batches.poll_recv(cx))
+                .flat_map(|(at, writes)| {
+                    futures::stream::iter(units(writes, nominate).into_iter().map(move |u| (at, u)))
+                })
+                .for_each_concurrent(concurrency.max(1), |(at, unit)| {
+                    let (conn, events, permits, out) = (
+                        Arc::clone(&conn),
+                        events.clone(),
+                        Arc::clone(&permits),
+                        out.clone(),
+                    );
+                    async move { write_unit(&conn, &events, &permits, at, unit, &out).await }
+                })
+                .await;
+        });
+        Writer {
+            tx,
+            rx,
+            in_flight: BTreeMap::new(),
+            task,
+        }
+    }
+
+    /// Hands over the writes of the cycle at `at`.
+    pub fn send(&mut self, at: Timestamp, writes: Vec<Write>) {
+        if writes.is_empty() {
+            return;
+        }
+        *self.in_flight.entry(at).or_default() += writes.len();
+        // The task ends only with the writer.
+        let _ = self.tx.send((at, writes));
+    }
+
+    /// The next write done (waits; pending forever when none is in flight).
+    pub async fn outcome(&mut self) -> Option<Outcome> {
+        let o = self.rx.recv().await?;
+        if let Some(n) = self.in_flight.get_mut(&o.at) {
+            *n -= 1;
+            if *n == 0 {
+                self.in_flight.remove(&o.at);
+            }
+        }
+        Some(o)
+    }
+
+    /// The time of the oldest cycle with writes not yet done: assumptions
+    /// from then on are not to be forgotten for their age (their writes
+    /// may still be queued).
+    pub fn oldest_in_flight(&self) -> Option<Timestamp> {
+        self.in_flight.keys().next().copied()
+    }
+
+    /// Writes not yet done.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.values().sum()
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // Writes still queued are lost, as in a crash: their assumptions
+        // die with the process, and the next start sees the world as it is.
+        self.task.abort();
+    }
 }
 
 /// Writes each object's `status` (merge patch of the status subresource
@@ -207,4 +368,88 @@ pub async fn statuses(
         .collect()
         .await;
     failed.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use trainyard_sched::decisions::{Bind, Eviction, EvictionKind, NominationDecision};
+
+    use super::*;
+
+    fn task(name: &str) -> TaskKey {
+        TaskKey {
+            namespace: "ml".into(),
+            name: name.into(),
+            uid: String::new(),
+        }
+    }
+
+    fn bind(job: &str, pod: &str) -> Write {
+        Write::Bind(Bind {
+            job: job.into(),
+            task: task(pod),
+            node: "n1".into(),
+            gpus: vec![0],
+        })
+    }
+
+    fn names(units: &[(bool, Vec<Write>)]) -> Vec<(bool, Vec<String>)> {
+        units
+            .iter()
+            .map(|(first, ws)| {
+                let names = ws
+                    .iter()
+                    .map(|w| match w {
+                        Write::Bind(b) => format!("bind {}", b.task.name),
+                        Write::Evict(e) => format!("evict {}", e.task.name),
+                        Write::Nominate(n) => format!("nominate {}", n.task.name),
+                    })
+                    .collect();
+                (*first, names)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn binds_are_written_by_gang_with_nominations_first_for_gangs() {
+        let writes = vec![
+            Write::Evict(Eviction {
+                job: "ml/old".into(),
+                task: task("old-0"),
+                node: "n1".into(),
+                kind: EvictionKind::Reclaim,
+                preemptor: "ml/g".into(),
+                message: "reclaimed".into(),
+            }),
+            bind("ml/g", "g-0"),
+            bind("ml/one", "one-0"),
+            bind("ml/g", "g-1"),
+            Write::Nominate(NominationDecision {
+                job: "ml/p".into(),
+                task: task("p-0"),
+                node: "n2".into(),
+                gpus: vec![],
+            }),
+        ];
+        let gangs = units(writes.clone(), NominateBeforeBind::Gangs);
+        assert_eq!(
+            names(&gangs),
+            [
+                (true, vec!["bind g-0".to_string(), "bind g-1".to_string()]),
+                (false, vec!["bind one-0".to_string()]),
+                (false, vec!["evict old-0".to_string()]),
+                (false, vec!["nominate p-0".to_string()]),
+            ]
+        );
+        let always: Vec<bool> = units(writes.clone(), NominateBeforeBind::Always)
+            .iter()
+            .map(|u| u.0)
+            .collect();
+        assert_eq!(always, [true, true, false, false]);
+        let never: Vec<bool> = units(writes, NominateBeforeBind::Never)
+            .iter()
+            .map(|u| u.0)
+            .collect();
+        assert_eq!(never, [false, false, false, false]);
+    }
 }

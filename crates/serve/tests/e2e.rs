@@ -58,10 +58,12 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
     cluster(&client).await;
     gang(&client, "fits", "team", 4, 4).await;
     gang(&client, "too-big", "team", 3, 8).await;
+    gang(&client, "single", "team", 1, 0).await;
+    let history = PodHistory::start(&client).await;
 
     let (mut progress, stop) = start(client.clone());
     let bound = until(&mut progress, "the fitting gang's binds", |p| {
-        p.written.binds == 4
+        p.written.binds == 5
     })
     .await;
     // A few more cycles: nothing else may be bound, nothing twice.
@@ -72,19 +74,44 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
         |p| p.cycles >= later && p.group_statuses >= 3,
     )
     .await;
-    assert_eq!(end.written.binds, 4, "{end:?}");
+    assert_eq!(end.written.binds, 5, "{end:?}");
     assert_eq!(end.written.failed, 0, "{end:?}");
 
     let placed = placements(&client).await;
     let names: BTreeSet<&str> = placed.keys().map(String::as_str).collect();
     assert_eq!(
         names,
-        BTreeSet::from(["fits-0", "fits-1", "fits-2", "fits-3"])
+        BTreeSet::from(["fits-0", "fits-1", "fits-2", "fits-3", "single-0"])
     );
-    for (_, gpus) in placed.values() {
-        assert_eq!(gpus.len(), 4, "{placed:?}");
+    for (name, (_, gpus)) in &placed {
+        let want = if name.starts_with("fits") { 4 } else { 0 };
+        assert_eq!(gpus.len(), want, "{placed:?}");
     }
     devices_distinct(&placed);
+
+    // Each member of the gang was nominated to its node before it was
+    // bound there (autoscalers keep nominated nodes); the lone pod was
+    // bound straight away.
+    let seen = history.events();
+    for (name, (node, _)) in &placed {
+        let first_nominated = seen
+            .iter()
+            .position(|(n, nominated, _)| n == name && nominated.as_ref() == Some(node));
+        let first_bound = seen
+            .iter()
+            .position(|(n, _, bound)| n == name && bound.is_some());
+        if name.starts_with("fits") {
+            let (Some(nominated), Some(bound)) = (first_nominated, first_bound) else {
+                panic!("{name}: nominated {first_nominated:?}, bound {first_bound:?} in {seen:?}");
+            };
+            assert!(
+                nominated < bound,
+                "{name} bound before its nomination: {seen:?}"
+            );
+        } else {
+            assert_eq!(first_nominated, None, "{name}: {seen:?}");
+        }
+    }
 
     // The gang that does not fit: every pod says why, once.
     assert_eq!(end.reports, 3, "{end:?}");
@@ -130,7 +157,7 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
     let status = &team.data["status"];
     assert_eq!(status["allocated"]["nvidia.com/gpu"], "16", "{status}");
     assert_eq!(status["fairShare"]["nvidia.com/gpu"], "16", "{status}");
-    assert_eq!(status["runningJobs"], 1, "{status}");
+    assert_eq!(status["runningJobs"], 2, "{status}");
     assert_eq!(status["pendingJobs"], 1, "{status}");
     assert!(end.queue_statuses >= 1, "{end:?}");
     let ready = status["conditions"]

@@ -153,6 +153,20 @@ pub fn binding(
             &format!("pod {name} is already assigned to node \"{cur}\""),
         ));
     }
+    // kube-apiserver copies the Binding's annotations onto the pod in the
+    // same write that sets `spec.nodeName` (a scheduler's way to hand a
+    // node agent what it chose, atomically with the bind).
+    let mut pod = pod;
+    if let Some(notes) = body["metadata"]["annotations"].as_object()
+        && !notes.is_empty()
+    {
+        if !pod["metadata"]["annotations"].is_object() {
+            pod["metadata"]["annotations"] = Value::Object(Default::default());
+        }
+        for (k, v) in notes {
+            pod["metadata"]["annotations"][k] = v.clone();
+        }
+    }
     crate::kubelet::bind(state, def, &pod, target);
     Ok(crate::error::success_status(201))
 }

@@ -430,6 +430,30 @@ async fn binding_kubelet_and_eviction_with_pdb() {
     }
     let again = bind(&pods, "t0", "gpu-1").await.expect_err("second bind");
     assert_eq!(code(again), 409);
+    // The Binding's annotations land on the pod with the bind, as
+    // kube-apiserver copies them.
+    pods.create(&pp, &pod("t2", json!({"job": "other"})))
+        .await
+        .expect("pod");
+    let b = json!({"apiVersion": "v1", "kind": "Binding",
+                   "metadata": {"name": "t2", "annotations": {"example.com/devices": "0,1"}},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": "gpu-1"}});
+    pods.create_subresource::<Value, Status>("binding", "t2", &pp, &b)
+        .await
+        .expect("bind with annotations");
+    let t2 = pods.get("t2").await.expect("get");
+    assert_eq!(
+        t2.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("example.com/devices"))
+            .map(String::as_str),
+        Some("0,1")
+    );
+    assert_eq!(t2.spec.and_then(|s| s.node_name).as_deref(), Some("gpu-1"));
+    pods.delete("t2", &DeleteParams::default().grace_period(0))
+        .await
+        .expect("delete");
     let p = pods.get("t0").await.expect("get");
     assert_eq!(
         p.spec.as_ref().and_then(|s| s.node_name.clone()).as_deref(),

@@ -363,3 +363,61 @@ pub fn devices_distinct(placed: &BTreeMap<String, (String, Vec<u32>)>) {
         assert!(gpus.iter().all(|g| *g < 8), "{node}: {gpus:?}");
     }
 }
+
+/// What a watch of the pods in `ml` saw, in order: (pod, nominated node,
+/// bound node) per event. Start it before the service; read it when done.
+pub struct PodHistory {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>, Option<String>)>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl PodHistory {
+    pub async fn start(client: &Client) -> PodHistory {
+        use futures::StreamExt;
+        use kube::runtime::watcher;
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let s = seen.clone();
+        let api: Api<Pod> = Api::namespaced(client.clone(), "ml");
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let mut events = watcher(api, watcher::Config::default()).boxed();
+            let mut ready = Some(ready_tx);
+            while let Some(e) = events.next().await {
+                let pods = match e {
+                    Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => vec![p],
+                    Ok(watcher::Event::InitDone) => {
+                        if let Some(r) = ready.take() {
+                            let _ = r.send(());
+                        }
+                        continue;
+                    }
+                    _ => continue,
+                };
+                for p in pods {
+                    let name = p.metadata.name.clone().unwrap_or_default();
+                    let nominated = p
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.nominated_node_name.clone());
+                    let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+                    s.lock()
+                        .expect("not poisoned")
+                        .push((name, nominated, node));
+                }
+            }
+        });
+        ready_rx.await.expect("the pod watch lists");
+        PodHistory { seen, task }
+    }
+
+    /// The events seen so far.
+    pub fn events(&self) -> Vec<(String, Option<String>, Option<String>)> {
+        self.seen.lock().expect("not poisoned").clone()
+    }
+}
+
+impl Drop for PodHistory {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -364,10 +364,13 @@ pub fn devices_distinct(placed: &BTreeMap<String, (String, Vec<u32>)>) {
     }
 }
 
+/// One pod as a watch event showed it: name, nominated node, bound node.
+pub type Seen = (String, Option<String>, Option<String>);
+
 /// What a watch of the pods in `ml` saw, in order: (pod, nominated node,
 /// bound node) per event. Start it before the service; read it when done.
 pub struct PodHistory {
-    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, Option<String>, Option<String>)>>>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Seen>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -411,7 +414,7 @@ impl PodHistory {
     }
 
     /// The events seen so far.
-    pub fn events(&self) -> Vec<(String, Option<String>, Option<String>)> {
+    pub fn events(&self) -> Vec<Seen> {
         self.seen.lock().expect("not poisoned").clone()
     }
 }

@@ -65,6 +65,7 @@ OPTIONS
   --rounds N             reclaim rounds (kai-reclaim, default 5)
   --seed S               input seed (default 15)
   --bind-concurrency N   the service's bindConcurrency (default 16, the service's default)
+  --nominate M           the service's nominateBeforeBind: gangs (default), always, never
   --create-concurrency N creations in flight (default 32)
   --cycle-ms N           the service's cyclePeriodMillis (default 100; debounce 10 ms)
   --timeout S            give up after S seconds of measuring (default 600)
@@ -80,6 +81,7 @@ struct Args {
     rounds: usize,
     seed: u64,
     bind_concurrency: usize,
+    nominate: trainyard_serve::write::NominateBeforeBind,
     create_concurrency: usize,
     cycle_ms: u64,
     timeout: Duration,
@@ -95,6 +97,7 @@ fn parse_args(args: &[String]) -> Res<Args> {
         rounds: 5,
         seed: 15,
         bind_concurrency: 16,
+        nominate: Default::default(),
         create_concurrency: 32,
         cycle_ms: 100,
         timeout: Duration::from_secs(600),
@@ -124,6 +127,11 @@ fn parse_args(args: &[String]) -> Res<Args> {
             "--rounds" => a.rounds = num(arg, value(arg)?)? as usize,
             "--seed" => a.seed = num(arg, value(arg)?)?,
             "--bind-concurrency" => a.bind_concurrency = num(arg, value(arg)?)? as usize,
+            "--nominate" => {
+                let v = value(arg)?;
+                a.nominate = serde_json::from_value(serde_json::Value::String(v.clone()))
+                    .map_err(|_| format!("--nominate: gangs, always or never, not {v}"))?;
+            }
             "--create-concurrency" => a.create_concurrency = num(arg, value(arg)?)? as usize,
             "--cycle-ms" => a.cycle_ms = num(arg, value(arg)?)?,
             "--timeout" => a.timeout = Duration::from_secs(num(arg, value(arg)?)?),
@@ -672,6 +680,7 @@ impl Service {
         settings.service.cycle_period_millis = args.cycle_ms;
         settings.service.debounce_millis = 10;
         settings.service.bind_concurrency = args.bind_concurrency;
+        settings.service.nominate_before_bind = args.nominate;
         let (stop, stop_rx) = watch::channel(false);
         let (progress_tx, progress) = watch::channel(Progress::default());
         let url = url.to_string();

@@ -26,6 +26,10 @@ struct Cli {
     /// More log output on stderr (-v info, -vv debug). RUST_LOG overrides.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
+    /// Log lines on stderr as text for people, or as one JSON object per
+    /// line for log collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, global = true)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -99,7 +103,10 @@ enum Command {
     /// `trainyard schedule` and `trainyard simulate`; binds them (gangs
     /// whole), evicts for reclaim and preemption, and nominates. Connects
     /// with KUBECONFIG (or ~/.kube/config), else the in-cluster service
-    /// account. Stops on Ctrl-C.
+    /// account. Serves /metrics, /healthz and /readyz (service.httpAddress, default
+    /// 0.0.0.0:8080). With service.leaderElection.enabled, replicas elect a leader on a
+    /// Lease and only the leader writes. Stops on SIGTERM or Ctrl-C: no new cycles, the
+    /// writes in flight get --drain-seconds, the lease is released.
     ///
     /// Examples:
     ///
@@ -116,9 +123,18 @@ struct ServeArgs {
     /// Settings file (YAML): `scheduler:` (as for `trainyard schedule --config`) and
     /// `service:` (cyclePeriodMillis, debounceMillis, bindConcurrency, assumeTimeoutSeconds,
     /// gangRepairSeconds, admissionGating, clientQps, clientBurst, schedulerName,
-    /// defaultQueue, inferPodGroups; see docs/serve.md). Defaults when absent.
+    /// defaultQueue, inferPodGroups, httpAddress, leaderElection; see docs/serve.md and
+    /// docs/operations.md). Defaults when absent. Read again when it changes (a ConfigMap
+    /// update): valid changes apply, invalid ones are refused and the running settings stay.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// How often the settings file is checked for changes (seconds).
+    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    reload_seconds: u64,
+    /// On SIGTERM or Ctrl-C: how long the binds and evictions already decided may take to
+    /// land before they are abandoned (seconds); then the lease is released.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    drain_seconds: u64,
 }
 
 #[derive(clap::Args, Debug)]
@@ -162,6 +178,12 @@ struct ScheduleArgs {
     scheduler_name: String,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum Output {
     /// Aligned columns for people.
@@ -172,7 +194,12 @@ pub(crate) enum Output {
 
 fn main() {
     let cli = Cli::parse();
-    init_logging(cli.verbose);
+    // A service logs what it does by default; the other commands warn only.
+    let verbose = match cli.command {
+        Command::Serve(_) => cli.verbose.max(1),
+        _ => cli.verbose,
+    };
+    init_logging(verbose, cli.log_format);
     let result = match cli.command {
         Command::Schedule(args) => cmd_schedule(args),
         Command::Simulate(args) => simulate::run(*args),
@@ -192,7 +219,7 @@ fn main() {
     }
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, format: LogFormat) {
     let default = match verbose {
         0 => "warn",
         1 => "info",
@@ -200,42 +227,131 @@ fn init_logging(verbose: u8) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => fmt.with_ansi(std::io::stderr().is_terminal()).init(),
+        LogFormat::Json => fmt.json().with_current_span(false).init(),
+    }
 }
 
 fn cmd_serve(args: ServeArgs) -> Result<()> {
-    let settings = match &args.config {
+    let (mut settings, text) = match &args.config {
         Some(p) => {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("{}: cannot read", p.display()))?;
-            trainyard_serve::Settings::parse(&text, &p.display().to_string())?
+            (
+                trainyard_serve::Settings::parse(&text, &p.display().to_string())?,
+                text,
+            )
         }
-        None => trainyard_serve::Settings::default(),
+        None => (trainyard_serve::Settings::default(), String::new()),
     };
+    // Where this replica runs (the chart sets both from the downward API).
+    let pod = std::env::var("POD_NAME").unwrap_or_default();
+    let namespace = std::env::var("POD_NAMESPACE").unwrap_or_default();
+    let le = &mut settings.service.leader_election;
+    if le.lease_namespace.is_empty() {
+        le.lease_namespace = if namespace.is_empty() {
+            "default".into()
+        } else {
+            namespace.clone()
+        };
+    }
+    if le.identity.is_empty() {
+        let base = if pod.is_empty() {
+            std::fs::read_to_string("/etc/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "trainyard".into())
+        } else {
+            pod.clone()
+        };
+        // Two processes with one name (a restart before the old one is
+        // gone) must not both think they hold the lease.
+        le.identity = format!(
+            "{base}_{:08x}",
+            std::process::id() ^ (trainyard_seed() as u32)
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let client = trainyard_serve::connect()
+        let metrics = std::sync::Arc::new(trainyard_serve::metrics::Metrics::new());
+        let client = trainyard_serve::connect(metrics.clone())
             .await
             .context("connecting to the cluster (KUBECONFIG, ~/.kube/config or in-cluster)")?;
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let (progress_tx, _progress) =
             tokio::sync::watch::channel(trainyard_serve::Progress::default());
         tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                tracing::info!("stopping");
-            }
+            wait_for_stop_signal().await;
+            tracing::info!("stopping: no new cycles; finishing the writes in flight");
             stop_tx.send_replace(true);
         });
-        trainyard_serve::run(client, settings, stop_rx, progress_tx).await?;
+        let reload = args.config.clone().map(|path| {
+            let (tx, rx) = tokio::sync::watch::channel(settings.clone());
+            let own = trainyard_serve::reload::Own {
+                namespace: namespace.clone(),
+                pod: pod.clone(),
+            };
+            tokio::spawn(trainyard_serve::reload::watch_file(
+                path,
+                text,
+                std::time::Duration::from_secs(args.reload_seconds.max(1)),
+                tx,
+                metrics.clone(),
+                Some((client.clone(), own)),
+            ));
+            rx
+        });
+        trainyard_serve::run_with(
+            client,
+            settings,
+            trainyard_serve::Options {
+                shutdown: stop_rx,
+                progress: progress_tx,
+                reload,
+                metrics,
+                drain: std::time::Duration::from_secs(args.drain_seconds),
+            },
+        )
+        .await?;
         Ok(())
     })
+}
+
+/// Some bits that differ between processes started at once (the time).
+fn trainyard_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// SIGTERM (what the kubelet sends) or Ctrl-C.
+async fn wait_for_stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 fn cmd_crds(args: CrdsArgs) -> Result<()> {

@@ -679,6 +679,7 @@ impl Service {
         let mut settings = Settings::default();
         settings.service.cycle_period_millis = args.cycle_ms;
         settings.service.debounce_millis = 10;
+        settings.service.http_address = String::new();
         settings.service.bind_concurrency = args.bind_concurrency;
         settings.service.nominate_before_bind = args.nominate;
         let (stop, stop_rx) = watch::channel(false);

@@ -192,7 +192,7 @@ pub async fn ungate(
         {"op": "replace", "path": "/spec/schedulingGates", "value": others},
     ]);
     let patch: json_patch::Patch = serde_json::from_value(ops).map_err(kube::Error::SerdeError)?;
-    Api::<k8s_openapi::api::core::v1::Pod>::namespaced(conn.client().await.clone(), namespace)
+    Api::<k8s_openapi::api::core::v1::Pod>::namespaced(conn.client().await?.clone(), namespace)
         .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await
         .map(|_| ())

@@ -6,8 +6,12 @@
 //! watches do not (they are long-lived and few).
 //!
 //! The bucket counts in thousandths of a token, in whole numbers.
+//!
+//! It is also where writes are *fenced* ([`Fence`]): with leader election,
+//! a replica whose lease is not (or no longer surely) its own gets
+//! [`Fenced`] instead of a client, for every write, at once.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use kube::Client;
 use tokio::time::{Duration, Instant};
@@ -68,30 +72,102 @@ impl Limiter {
     }
 }
 
-/// The client and its limiter.
-pub struct Conn {
-    client: Client,
-    limiter: Limiter,
+/// A write refused because this replica may not write: it does not hold
+/// the leader lease, or can no longer be sure it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("fenced: this replica is not the leader")]
+pub struct Fenced;
+
+/// Until when this replica may write: the leader election sets it after
+/// each renewal (to the renewal's start plus the renew deadline, which is
+/// shorter than the lease), and clears it when the lease is lost. Checked
+/// by the monotonic clock before every write, so writes stop at the
+/// deadline even when the renewing task is stuck.
+#[derive(Debug, Default)]
+pub struct Fence {
+    until: Mutex<Option<Instant>>,
 }
 
-impl Conn {
-    pub fn new(client: Client, qps: u32, burst: u32) -> Conn {
-        Conn {
-            client,
-            limiter: Limiter::new(qps, burst),
+impl Fence {
+    /// A fence that is open for good (no leader election).
+    pub fn open() -> Fence {
+        Fence {
+            until: Mutex::new(Some(
+                Instant::now() + Duration::from_secs(100 * 365 * 86_400),
+            )),
         }
     }
 
-    /// The client, once a token was taken for one request.
-    pub async fn client(&self) -> &Client {
+    /// A fence that is closed until [`Fence::open_until`].
+    pub fn closed() -> Fence {
+        Fence::default()
+    }
+
+    /// Writes are allowed until `t`.
+    pub fn open_until(&self, t: Instant) {
+        *self.until.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+    }
+
+    /// No more writes.
+    pub fn close(&self) {
+        *self.until.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Whether a write may start now.
+    pub fn is_open(&self) -> bool {
+        self.until
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|t| Instant::now() < t)
+    }
+}
+
+/// The client, its limiter and its fence.
+pub struct Conn {
+    client: Client,
+    limiter: Limiter,
+    fence: Arc<Fence>,
+}
+
+impl Conn {
+    /// Writes through `client`, at most `qps` per second with bursts of
+    /// `burst`, while `fence` is open.
+    pub fn new(client: Client, qps: u32, burst: u32, fence: Arc<Fence>) -> Conn {
+        Conn {
+            client,
+            limiter: Limiter::new(qps, burst),
+            fence,
+        }
+    }
+
+    /// The client for one request, once a token was taken and if the
+    /// fence is open (checked after the wait for the token).
+    pub async fn client(&self) -> Result<&Client, kube::Error> {
         self.limiter.take().await;
-        &self.client
+        if !self.fence.is_open() {
+            return Err(kube::Error::Service(Box::new(Fenced)));
+        }
+        Ok(&self.client)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fence_opens_until_a_time_and_closes() {
+        let f = Fence::closed();
+        assert!(!f.is_open());
+        f.open_until(Instant::now() + Duration::from_secs(60));
+        assert!(f.is_open());
+        f.open_until(Instant::now());
+        assert!(!f.is_open(), "the deadline passed");
+        f.open_until(Instant::now() + Duration::from_secs(60));
+        f.close();
+        assert!(!f.is_open());
+        assert!(Fence::open().is_open());
+    }
 
     #[test]
     fn a_burst_then_qps() {

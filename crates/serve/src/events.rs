@@ -132,7 +132,7 @@ async fn write(conn: &Conn, r: &Record) -> Result<(), kube::Error> {
         "firstTimestamp": r.at, "lastTimestamp": r.at, "count": 1
     }))
     .map_err(kube::Error::SerdeError)?;
-    Api::<k8s_openapi::api::core::v1::Event>::namespaced(conn.client().await.clone(), ns)
+    Api::<k8s_openapi::api::core::v1::Event>::namespaced(conn.client().await?.clone(), ns)
         .create(&PostParams::default(), &event)
         .await
         .map(|_| ())

@@ -102,8 +102,8 @@ type Fetched = BTreeMap<OwnerKey, Result<Value, String>>;
 /// of that name with another UID is an error (the owner was replaced).
 async fn fetch_owner(conn: &Conn, (namespace, owner): &OwnerKey) -> Result<Value, String> {
     let what = format!("owner {} {namespace}/{}", owner.kind, owner.name);
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(conn.client().await.clone(), namespace, &resource(owner));
+    let client = conn.client().await.map_err(|e| format!("{what}: {e}"))?;
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource(owner));
     let o = api
         .get(&owner.name)
         .await
@@ -351,16 +351,19 @@ impl Grouper {
                 .map(|((ns, name), object)| {
                     let ar = &ar;
                     async move {
-                        let api: Api<DynamicObject> =
-                            Api::namespaced_with(conn.client().await.clone(), &ns, ar);
-                        let r = match serde_json::from_value::<DynamicObject>(object) {
-                            Ok(o) => match api.create(&PostParams::default(), &o).await {
+                        let create = async {
+                            let client = conn.client().await?;
+                            let api: Api<DynamicObject> =
+                                Api::namespaced_with(client.clone(), &ns, ar);
+                            let o = serde_json::from_value::<DynamicObject>(object)
+                                .map_err(kube::Error::SerdeError)?;
+                            match api.create(&PostParams::default(), &o).await {
                                 Ok(_) => Ok(true),
                                 Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
                                 Err(e) => Err(e),
-                            },
-                            Err(e) => Err(kube::Error::SerdeError(e)),
+                            }
                         };
+                        let r = create.await;
                         ((ns, name), r)
                     }
                 })
@@ -386,16 +389,18 @@ impl Grouper {
         let results: Vec<((Key, String), Result<(), kube::Error>)> =
             futures::stream::iter(annotate)
                 .map(|(k, group)| async move {
-                    let pods: Api<Pod> = Api::namespaced(conn.client().await.clone(), &k.0.1);
                     let mut patch = json!({"metadata": {"annotations": {keys::POD_GROUP: group}}});
                     if !k.1.is_empty() {
                         // The pod we grouped, not a namesake created since.
                         patch["metadata"]["uid"] = k.1.clone().into();
                     }
-                    let r = pods
-                        .patch(&k.0.2, &PatchParams::default(), &Patch::Merge(patch))
-                        .await
-                        .map(|_| ());
+                    let r = match conn.client().await {
+                        Ok(client) => Api::<Pod>::namespaced(client.clone(), &k.0.1)
+                            .patch(&k.0.2, &PatchParams::default(), &Patch::Merge(patch))
+                            .await
+                            .map(|_| ()),
+                        Err(e) => Err(e),
+                    };
                     (k, r)
                 })
                 .buffer_unordered(self.concurrency)

@@ -31,13 +31,18 @@
 //! persisted state (issue 18).
 
 pub mod admission;
+pub mod api_metrics;
 pub mod conn;
 pub mod events;
 pub mod group_status;
 pub mod grouper;
+pub mod http;
 pub mod infer;
+pub mod leader;
+pub mod metrics;
 pub mod pdb;
 pub mod queue_status;
+pub mod reload;
 pub mod repair;
 pub mod report;
 pub mod settings;
@@ -82,6 +87,8 @@ pub struct Progress {
     pub groups_created: u64,
     /// Events written, failed and dropped ([`events`]).
     pub events: events::EventCounts,
+    /// Whether this replica leads (always, without leader election).
+    pub leader: bool,
 }
 
 /// The service could not start.
@@ -93,6 +100,12 @@ pub enum ServeError {
     Client(#[source] kube::Error),
     #[error("discovering the API server's kinds: {0}")]
     Discovery(#[source] kube::Error),
+    #[error("serving /metrics, /healthz and /readyz on {address} (service.httpAddress): {source}")]
+    Http {
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A client from `KUBECONFIG` (or `~/.kube/config`), else the in-cluster
@@ -101,13 +114,42 @@ pub enum ServeError {
 /// a PodDisruptionBudget answers 429. For the service a refusal is a
 /// reason (the next cycle decides again), not something to wait on inside
 /// a cycle.
-pub async fn connect() -> Result<Client, ServeError> {
+///
+/// Every request is counted and timed in `metrics`
+/// ([`api_metrics::ApiMetricsLayer`]).
+pub async fn connect(metrics: std::sync::Arc<metrics::Metrics>) -> Result<Client, ServeError> {
     let mut config = kube::Config::infer().await.map_err(ServeError::Config)?;
     config.default_retry = false;
-    Client::try_from(config).map_err(ServeError::Client)
+    client_for(config, metrics)
 }
 
-fn wall_clock() -> Timestamp {
+/// A client for `config` whose requests are counted in `metrics`.
+pub fn client_for(
+    config: kube::Config,
+    metrics: std::sync::Arc<metrics::Metrics>,
+) -> Result<Client, ServeError> {
+    Ok(kube::client::ClientBuilder::try_from(config)
+        .map_err(ServeError::Client)?
+        .with_layer(&api_metrics::ApiMetricsLayer(metrics))
+        .build())
+}
+
+/// How [`run_with`] is driven and observed.
+pub struct Options {
+    /// Stop when it turns true (or its sender is gone).
+    pub shutdown: signal::Receiver<bool>,
+    /// [`Progress`] after every cycle and write.
+    pub progress: signal::Sender<Progress>,
+    /// Settings read again (a changed config file, [`reload`]); `None`:
+    /// never.
+    pub reload: Option<signal::Receiver<Settings>>,
+    /// Where the service's metrics go (also served on `/metrics`).
+    pub metrics: std::sync::Arc<metrics::Metrics>,
+    /// After `shutdown`, how long writes already handed over may take.
+    pub drain: Duration,
+}
+
+pub(crate) fn wall_clock() -> Timestamp {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis())
@@ -116,13 +158,44 @@ fn wall_clock() -> Timestamp {
 }
 
 /// Runs the service until `shutdown` turns true (or its sender is gone),
-/// publishing [`Progress`] after every cycle.
+/// publishing [`Progress`] after every cycle ([`run_with`] with no reload
+/// and metrics of its own).
 pub async fn run(
     client: Client,
     settings: Settings,
-    mut shutdown: signal::Receiver<bool>,
+    shutdown: signal::Receiver<bool>,
     progress: signal::Sender<Progress>,
 ) -> Result<(), ServeError> {
+    run_with(
+        client,
+        settings,
+        Options {
+            shutdown,
+            progress,
+            reload: None,
+            metrics: std::sync::Arc::new(metrics::Metrics::new()),
+            drain: Duration::from_secs(10),
+        },
+    )
+    .await
+}
+
+/// Runs the service: watches, and while this replica leads, cycles and
+/// writes; serves `/metrics`, `/healthz`, `/readyz`; takes reloaded
+/// settings. On shutdown: no new cycle, the writes already handed over get
+/// `drain` to land, then the lease is released.
+pub async fn run_with(
+    client: Client,
+    mut settings: Settings,
+    options: Options,
+) -> Result<(), ServeError> {
+    let Options {
+        mut shutdown,
+        progress,
+        mut reload,
+        metrics,
+        drain,
+    } = options;
     let kinds = watch::served_kinds(&client)
         .await
         .map_err(ServeError::Discovery)?;
@@ -141,7 +214,54 @@ pub async fn run(
         )));
     }
     drop(tx);
-    let service = &settings.service;
+    let service = settings.service.clone();
+    let health = std::sync::Arc::new(http::Health::new(
+        Duration::from_millis(service.cycle_period_millis.saturating_mul(10))
+            .max(Duration::from_secs(30)),
+    ));
+    let http_task = if service.http_address.is_empty() {
+        None
+    } else {
+        let listener =
+            http::bind(&service.http_address)
+                .await
+                .map_err(|source| ServeError::Http {
+                    address: service.http_address.clone(),
+                    source,
+                })?;
+        tracing::info!(address = %service.http_address, "serving /metrics, /healthz, /readyz");
+        Some(tokio::spawn(http::serve(
+            listener,
+            health.clone(),
+            metrics.clone(),
+        )))
+    };
+    // Leader election: the fence opens only while this replica holds the
+    // lease; without election it is open for good.
+    let (role_tx, mut role) = signal::channel(leader::Role::Unknown);
+    let (elector_stop, elector_stop_rx) = signal::channel(false);
+    let le = service.leader_election.clone();
+    let (fence, elector) = if le.enabled {
+        let fence = std::sync::Arc::new(conn::Fence::closed());
+        let identity = le.identity.clone();
+        tracing::info!(identity = %identity, lease = %format!("{}/{}", le.lease_namespace, le.lease_name), "leader election on");
+        let task = tokio::spawn(leader::run(
+            client.clone(),
+            le.clone(),
+            identity,
+            fence.clone(),
+            role_tx,
+            elector_stop_rx,
+        ));
+        (fence, Some(task))
+    } else {
+        role_tx.send_replace(leader::Role::Leader);
+        (std::sync::Arc::new(conn::Fence::open()), None)
+    };
+    let mut leading = *role.borrow() == leader::Role::Leader;
+    health.set_role(*role.borrow());
+    metrics.leader.set(i64::from(leading));
+    let service = &service;
     let opts = LoadOptions {
         default_queue: service.default_queue.clone(),
         scheduler_name: service.scheduler_name.clone(),
@@ -151,6 +271,7 @@ pub async fn run(
         client.clone(),
         service.client_qps,
         service.client_burst,
+        fence,
     ));
     // Events are written by a task of their own, binds and evictions by
     // another: no cycle waits for them.
@@ -162,12 +283,17 @@ pub async fn run(
         service.bind_concurrency,
         service.nominate_before_bind,
     );
-    let period = Duration::from_millis(service.cycle_period_millis);
-    let debounce = Duration::from_millis(service.debounce_millis);
-    let timeout_ms =
+    let mut period = Duration::from_millis(service.cycle_period_millis);
+    let mut debounce = Duration::from_millis(service.debounce_millis);
+    let mut timeout_ms =
         i64::try_from(service.assume_timeout_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let mut live = service.clone();
     let mut next = Instant::now() + period;
-    let mut done = Progress::default();
+    let mut done = Progress {
+        leader: leading,
+        ..Progress::default()
+    };
+    progress.send_replace(done);
     let mut reporter = report::Reporter::default();
     let mut queue_statuses = queue_status::StatusCache::default();
     let mut repair = repair::Repair::default();
@@ -196,6 +322,44 @@ pub async fn run(
                 if changed.is_err() || *shutdown.borrow() {
                     break;
                 }
+            }
+            changed = role.changed(), if elector.is_some() => {
+                if changed.is_err() {
+                    continue;
+                }
+                let now_role = *role.borrow();
+                health.set_role(now_role);
+                let was = leading;
+                leading = now_role == leader::Role::Leader;
+                metrics.leader.set(i64::from(leading));
+                done.leader = leading;
+                progress.send_replace(done);
+                if leading && !was {
+                    // What this replica remembers writing may have been
+                    // changed by another leader since: write it all again.
+                    reporter = report::Reporter::default();
+                    queue_statuses = queue_status::StatusCache::default();
+                    group_statuses = queue_status::StatusCache::default();
+                    repair = repair::Repair::default();
+                    next = Instant::now();
+                }
+            }
+            Some(new) = async {
+                match reload.as_mut() {
+                    Some(r) => r.changed().await.ok().map(|()| r.borrow_and_update().clone()),
+                    None => std::future::pending().await,
+                }
+            } => {
+                for field in reload::needs_restart(&live, &new.service) {
+                    tracing::warn!("reloaded settings: service.{field} changed; it takes effect at the next start");
+                }
+                settings.scheduler = new.scheduler;
+                live = reload::apply(&live, &new.service);
+                period = Duration::from_millis(live.cycle_period_millis);
+                debounce = Duration::from_millis(live.debounce_millis);
+                timeout_ms = i64::try_from(live.assume_timeout_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+                next = Instant::now() + debounce;
+                tracing::info!("settings reloaded");
             }
             event = rx.recv() => match event {
                 Some(e) => {
@@ -235,6 +399,7 @@ pub async fn run(
                 None => break,
             },
             Some(o) = writer.outcome() => {
+                observe_outcome(&metrics, &world, &o);
                 match (&o.write, &o.error) {
                     (_, Some(_)) => {
                         // The world will not show it: decide again, soon.
@@ -246,11 +411,16 @@ pub async fn run(
                     (trainyard_cluster::Write::Evict(_), None) => done.written.evictions += 1,
                     (trainyard_cluster::Write::Nominate(_), None) => done.written.nominations += 1,
                 }
+                metrics.writes_in_flight.set(writer.in_flight() as i64);
                 done.events = events.counts();
                 progress.send_replace(done);
             }
             () = tokio::time::sleep_until(next) => {
-                if world.synced(kinds.len()) {
+                health.beat();
+                let synced = world.synced(kinds.len());
+                health.set_synced(synced);
+                if synced && leading {
+                    let started = Instant::now();
                     let now = wall_clock();
                     let grouped = grouper.cycle(&conn, &events, &world, now).await;
                     done.groups_created += grouped.created;
@@ -263,19 +433,34 @@ pub async fn run(
                     let due = writer.oldest_in_flight().map_or(due, |t| due.min(t));
                     world.state.forget_assumed(due);
                     // Jobs a PodDisruptionBudget protects now are no victims.
+                    let t = Instant::now();
                     let (snapshot, _protected) = pdbs.protect(world.state.snapshot());
+                    phase(&metrics, "snapshot", t);
+                    let t = Instant::now();
                     let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);
+                    phase(&metrics, "schedule", t);
+                    let t = Instant::now();
                     world.state.assume(&decisions, now);
                     let reasons = reporter.changes(&snapshot, &decisions);
                     let writes = world.state.take_writes();
                     let queued = writes.len();
                     writer.send(now, writes);
+                    metrics.writes_in_flight.set(writer.in_flight() as i64);
+                    phase(&metrics, "assume", t);
+                    let t = Instant::now();
+                    log_decisions(&decisions);
                     let at = report::rfc3339(now);
                     // Pods of each group by place, once per cycle (repair, PodGroup status).
                     let counts = group_pods.counts();
                     let finishing = |id: &str| counts.get(id).is_some_and(|c| c.succeeded + c.failed > 0);
-                    for e in repair.check(&snapshot, now, service.gang_repair_seconds, service.assume_timeout_seconds, finishing) {
-                        match write::evict_incomplete(&conn, &events, &e, &at).await {
+                    for e in repair.check(&snapshot, now, live.gang_repair_seconds, live.assume_timeout_seconds, finishing) {
+                        let result = write::evict_incomplete(&conn, &events, &e, &at).await;
+                        let reason = match &result {
+                            Ok(()) => "evicted".to_string(),
+                            Err(err) => metrics::reason_of(err),
+                        };
+                        metrics.evictions.get_or_create(&metrics::EvictionLabels { kind: "incomplete_gang", reason }).inc();
+                        match result {
                             Ok(()) => done.repairs += 1,
                             Err(err) => {
                                 tracing::warn!("evict {} of incomplete gang {}: {err}", e.task, e.job);
@@ -286,7 +471,7 @@ pub async fn run(
                     done.cycles += 1;
                     done.reports += reasons.len() as u64;
                     done.written.failed +=
-                        report::write(&conn, &events, reasons, now, service.bind_concurrency).await;
+                        report::write(&conn, &events, reasons, now, live.bind_concurrency).await;
                     if let Some(stream) = queue_stream {
                         let all = queue_status::statuses(&snapshot, &decisions);
                         let changes = queue_statuses
@@ -310,7 +495,7 @@ pub async fn run(
                             done.written.failed += 1;
                         }
                     }
-                    if service.admission_gating {
+                    if live.admission_gating {
                         for (job, pods) in admission::admit(&snapshot, &decisions, &gated) {
                             tracing::info!("admitting {job}: its queue has room");
                             for (ns, name) in pods {
@@ -330,8 +515,14 @@ pub async fn run(
                             }
                         }
                     }
+                    phase(&metrics, "write", t);
+                    phase(&metrics, "total", started);
+                    metrics.cycles.inc();
+                    metrics.observe_cycle(&snapshot, &decisions, now);
+                    let ev = events.counts();
+                    metrics.events_dropped.inc_by(ev.dropped.saturating_sub(done.events.dropped));
                     done.pending = decisions.pending.len() as u64;
-                    done.events = events.counts();
+                    done.events = ev;
                     if queued > 0 {
                         tracing::info!(writes = queued, in_flight = writer.in_flight(), pending = done.pending, "cycle {}", done.cycles);
                     }
@@ -341,10 +532,96 @@ pub async fn run(
             }
         }
     }
+    // Stopping: no new cycle; what was handed to the writer gets `drain`
+    // to land; then the lease is released (after the last write, so no
+    // other replica writes while this one still does).
+    let deadline = Instant::now() + drain;
+    while writer.in_flight() > 0 {
+        match tokio::time::timeout_at(deadline, writer.outcome()).await {
+            Ok(Some(o)) => observe_outcome(&metrics, &world, &o),
+            Ok(None) => break,
+            Err(_) => {
+                tracing::warn!(
+                    abandoned = writer.in_flight(),
+                    "stopping: writes still in flight after {} s are abandoned",
+                    drain.as_secs()
+                );
+                break;
+            }
+        }
+    }
+    drop(writer);
     for w in watchers {
         w.abort();
     }
-    drop(writer);
     events_task.abort();
+    elector_stop.send_replace(true);
+    if let Some(task) = elector {
+        let _ = task.await;
+    }
+    if let Some(task) = http_task {
+        task.abort();
+    }
+    tracing::info!("stopped");
     Ok(())
+}
+
+/// Records the duration of a cycle's phase since `since`.
+fn phase(metrics: &metrics::Metrics, name: &'static str, since: Instant) {
+    metrics
+        .cycle_duration
+        .get_or_create(&metrics::PhaseLabels { phase: name })
+        .observe(since.elapsed().as_secs_f64());
+}
+
+/// Counts one write done: binds (and their latency from the job's
+/// submission), bind failures by reason, evictions by kind and outcome,
+/// nominations.
+fn observe_outcome(metrics: &metrics::Metrics, world: &World, o: &write::Outcome) {
+    use trainyard_cluster::Write;
+    let reason = o.error.as_ref().map(|e| e.reason.clone());
+    match (&o.write, reason) {
+        (Write::Bind(b), None) => {
+            metrics.binds.inc();
+            if let Some(job) = world.state.job(&b.job) {
+                let ms = (wall_clock().0 - job.submit_time.0).max(0);
+                metrics.scheduling_latency.observe(ms as f64 / 1000.0);
+            }
+        }
+        (Write::Bind(_), Some(reason)) => {
+            metrics
+                .bind_failures
+                .get_or_create(&metrics::ReasonLabels { reason })
+                .inc();
+        }
+        (Write::Evict(e), reason) => {
+            let kind = match e.kind {
+                trainyard_sched::decisions::EvictionKind::Reclaim => "reclaim",
+                trainyard_sched::decisions::EvictionKind::Preempt => "preempt",
+            };
+            let reason = reason.unwrap_or_else(|| "evicted".into());
+            metrics
+                .evictions
+                .get_or_create(&metrics::EvictionLabels { kind, reason })
+                .inc();
+        }
+        (Write::Nominate(_), None) => {
+            metrics.nominations.inc();
+        }
+        (Write::Nominate(_), Some(_)) => {}
+    }
+}
+
+/// One structured log line per decision: binds (job, queue, node),
+/// evictions (victim, kind, for whom), pending jobs (reason code, message).
+fn log_decisions(d: &trainyard_sched::Decisions) {
+    for b in &d.binds {
+        tracing::info!(target: "trainyard::decision", decision = "bind", job = %b.job, pod = %b.task, node = %b.node, gpus = ?b.gpus);
+    }
+    for e in &d.evictions {
+        tracing::info!(target: "trainyard::decision", decision = "evict", job = %e.job, pod = %e.task, node = %e.node, preemptor = %e.preemptor, "{}", e.message);
+    }
+    for p in &d.pending {
+        tracing::debug!(target: "trainyard::decision", decision = "pending", job = %p.job, queue = %p.queue, reason = p.reason.code(), "{}", p.message);
+    }
 }

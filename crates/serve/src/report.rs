@@ -81,18 +81,21 @@ pub async fn write(
             let at = at.clone();
             async move {
                 let ns = crate::write::namespace(&task);
-                let pods: Api<Pod> = Api::namespaced(conn.client().await.clone(), ns);
                 let condition = json!({"status": {"conditions": [{
                     "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                     "message": message, "lastTransitionTime": at, "lastProbeTime": null
                 }]}});
-                let status = pods
-                    .patch_status(
-                        &task.name,
-                        &PatchParams::default(),
-                        &Patch::Strategic(condition),
-                    )
-                    .await;
+                let status = match conn.client().await {
+                    Ok(client) => Api::<Pod>::namespaced(client.clone(), ns)
+                        .patch_status(
+                            &task.name,
+                            &PatchParams::default(),
+                            &Patch::Strategic(condition),
+                        )
+                        .await
+                        .map(|_| ()),
+                    Err(e) => Err(e),
+                };
                 if let Err(e) = status {
                     tracing::warn!("condition of {task}: {e}");
                     return false;

@@ -19,6 +19,15 @@
 //!   inferPodGroups: true
 //!   nominateBeforeBind: gangs   # or always, never
 //!   eventQueue: 10000
+//!   httpAddress: 0.0.0.0:8080   # /metrics, /healthz, /readyz; "" for none
+//!   leaderElection:
+//!     enabled: false
+//!     leaseName: trainyard
+//!     leaseNamespace: ""        # POD_NAMESPACE, else default
+//!     identity: ""              # POD_NAME, else the host name
+//!     leaseDurationSeconds: 15
+//!     renewDeadlineSeconds: 10
+//!     retryPeriodSeconds: 2
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -76,6 +85,47 @@ pub struct ServiceSettings {
     /// Events queued for writing at most; more are dropped and counted
     /// (as client-go's event broadcaster drops them).
     pub event_queue: usize,
+    /// Where `/metrics`, `/healthz` and `/readyz` are served
+    /// (`host:port`); empty: not served.
+    pub http_address: String,
+    /// Leader election among replicas ([`crate::leader`]).
+    pub leader_election: LeaderElection,
+}
+
+/// Leader election on a Lease (client-go's defaults).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct LeaderElection {
+    /// Off: this replica is the leader (one replica only).
+    pub enabled: bool,
+    pub lease_name: String,
+    /// Empty: the `POD_NAMESPACE` environment variable (set by the chart),
+    /// else `default`.
+    pub lease_namespace: String,
+    /// This replica's name in the Lease; empty: `POD_NAME`, else the host
+    /// name, with a random suffix.
+    pub identity: String,
+    /// A holder that has not renewed for this long loses the Lease.
+    pub lease_duration_seconds: u64,
+    /// The leader stops writing when it could not renew for this long
+    /// (shorter than the lease).
+    pub renew_deadline_seconds: u64,
+    /// How often the Lease is tried or renewed.
+    pub retry_period_seconds: u64,
+}
+
+impl Default for LeaderElection {
+    fn default() -> Self {
+        LeaderElection {
+            enabled: false,
+            lease_name: "trainyard".into(),
+            lease_namespace: String::new(),
+            identity: String::new(),
+            lease_duration_seconds: 15,
+            renew_deadline_seconds: 10,
+            retry_period_seconds: 2,
+        }
+    }
 }
 
 /// Which placed pods are nominated to their node before they are bound.
@@ -108,6 +158,8 @@ impl Default for ServiceSettings {
             infer_pod_groups: true,
             nominate_before_bind: NominateBeforeBind::Gangs,
             event_queue: 10_000,
+            http_address: "0.0.0.0:8080".into(),
+            leader_election: LeaderElection::default(),
         }
     }
 }
@@ -160,6 +212,58 @@ impl Settings {
                 return Err(err(field, "must be at least 1, found 0".into()));
             }
         }
+        let le = &s.leader_election;
+        for (field, v) in [
+            (
+                "service.leaderElection.leaseDurationSeconds",
+                le.lease_duration_seconds,
+            ),
+            (
+                "service.leaderElection.renewDeadlineSeconds",
+                le.renew_deadline_seconds,
+            ),
+            (
+                "service.leaderElection.retryPeriodSeconds",
+                le.retry_period_seconds,
+            ),
+        ] {
+            if v == 0 {
+                return Err(err(field, "must be at least 1, found 0".into()));
+            }
+        }
+        if le.renew_deadline_seconds >= le.lease_duration_seconds {
+            return Err(err(
+                "service.leaderElection.renewDeadlineSeconds",
+                format!(
+                    "must be shorter than leaseDurationSeconds ({}), found {}: the leader must stop writing before another replica can take the lease",
+                    le.lease_duration_seconds, le.renew_deadline_seconds
+                ),
+            ));
+        }
+        if le.retry_period_seconds >= le.renew_deadline_seconds {
+            return Err(err(
+                "service.leaderElection.retryPeriodSeconds",
+                format!(
+                    "must be shorter than renewDeadlineSeconds ({}), found {}",
+                    le.renew_deadline_seconds, le.retry_period_seconds
+                ),
+            ));
+        }
+        if le.enabled && le.lease_name.is_empty() {
+            return Err(err(
+                "service.leaderElection.leaseName",
+                "must not be empty".into(),
+            ));
+        }
+        if !s.http_address.is_empty() && s.http_address.parse::<std::net::SocketAddr>().is_err() {
+            return Err(err(
+                "service.httpAddress",
+                format!(
+                    "expected host:port such as 0.0.0.0:8080, found {:?}",
+                    s.http_address
+                ),
+            ));
+        }
         if s.scheduler_name.is_empty() {
             return Err(err("service.schedulerName", "must not be empty".into()));
         }
@@ -196,6 +300,18 @@ mod tests {
             e.to_string(),
             "s.yaml: service.bindConcurrency: must be at least 1, found 0"
         );
+        let e = Settings::parse(
+            "service: {leaderElection: {leaseDurationSeconds: 10, renewDeadlineSeconds: 10}}",
+            "s.yaml",
+        )
+        .expect_err("deadline");
+        assert_eq!(e.field, "service.leaderElection.renewDeadlineSeconds");
+        assert!(
+            e.message.contains("shorter than leaseDurationSeconds (10)"),
+            "{e}"
+        );
+        let e = Settings::parse("service: {httpAddress: 'localhost'}", "s.yaml").expect_err("addr");
+        assert_eq!(e.field, "service.httpAddress");
         let e = Settings::parse("service: {debounceMillis: soon}", "s.yaml").expect_err("type");
         assert_eq!(e.field, "service.debounceMillis");
         let s = Settings::parse(

@@ -77,7 +77,7 @@ async fn bind(conn: &Conn, events: &EventSink, b: &Bind, at: &str) -> Result<(),
         "apiVersion": "v1", "kind": "Binding", "metadata": meta,
         "target": {"apiVersion": "v1", "kind": "Node", "name": b.node.to_string()}
     });
-    pods(conn.client().await, &b.task)
+    pods(conn.client().await?, &b.task)
         .create_subresource::<serde_json::Value, serde_json::Value>(
             "binding",
             &b.task.name,
@@ -96,7 +96,7 @@ async fn bind(conn: &Conn, events: &EventSink, b: &Bind, at: &str) -> Result<(),
 }
 
 async fn evict(conn: &Conn, events: &EventSink, e: &Eviction, at: &str) -> Result<(), kube::Error> {
-    pods(conn.client().await, &e.task)
+    pods(conn.client().await?, &e.task)
         .evict(&e.task.name, &EvictParams::default())
         .await?;
     let reason = match e.kind {
@@ -115,7 +115,7 @@ async fn evict(conn: &Conn, events: &EventSink, e: &Eviction, at: &str) -> Resul
 
 /// Sets `status.nominatedNodeName` of the pod of `task` to `node`.
 async fn nominate(conn: &Conn, task: &TaskKey, node: &str) -> Result<(), kube::Error> {
-    pods(conn.client().await, task)
+    pods(conn.client().await?, task)
         .patch_status(
             &task.name,
             &PatchParams::default(),
@@ -133,7 +133,7 @@ pub async fn evict_incomplete(
     e: &crate::repair::RepairEviction,
     at: &str,
 ) -> Result<(), kube::Error> {
-    pods(conn.client().await, &e.task)
+    pods(conn.client().await?, &e.task)
         .evict(&e.task.name, &EvictParams::default())
         .await?;
     events.record(Record {
@@ -146,13 +146,21 @@ pub async fn evict_incomplete(
     Ok(())
 }
 
-/// One write done: the cycle it came from (`at`), the write, and its
-/// error, if it failed.
+/// One write done: the cycle it came from (`at`), the write, and why it
+/// failed, if it did.
 #[derive(Debug)]
 pub struct Outcome {
     pub at: Timestamp,
     pub write: Write,
-    pub error: Option<String>,
+    pub error: Option<Failure>,
+}
+
+/// Why a write failed: a short reason for metrics
+/// ([`crate::metrics::reason_of`]) and the error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: String,
+    pub message: String,
 }
 
 /// A cycle's writes, grouped into what is written together: the binds of
@@ -234,7 +242,10 @@ async fn write_unit(
         };
         let error = result.err().map(|e| {
             tracing::warn!("{text}: {e}");
-            e.to_string()
+            Failure {
+                reason: crate::metrics::reason_of(&e),
+                message: e.to_string(),
+            }
         });
         // The receiver is gone only when the service stops.
         let _ = out.send(Outcome {
@@ -347,16 +358,22 @@ pub async fn statuses(
 ) -> Vec<String> {
     let failed: Vec<Option<String>> = futures::stream::iter(changes)
         .map(|(key, status)| async move {
-            let client = conn.client().await;
-            let (api, name): (Api<kube::api::DynamicObject>, &str) = match key.split_once('/') {
-                Some((ns, name)) => (Api::namespaced_with(client.clone(), ns, ar), name),
-                None => (Api::all_with(client.clone(), ar), key.as_str()),
-            };
             let patch = Patch::Merge(json!({"status": status}));
-            match api
-                .patch_status(name, &PatchParams::default(), &patch)
-                .await
-            {
+            let written = match conn.client().await {
+                Ok(client) => {
+                    let (api, name): (Api<kube::api::DynamicObject>, &str) = match key
+                        .split_once('/')
+                    {
+                        Some((ns, name)) => (Api::namespaced_with(client.clone(), ns, ar), name),
+                        None => (Api::all_with(client.clone(), ar), key.as_str()),
+                    };
+                    api.patch_status(name, &PatchParams::default(), &patch)
+                        .await
+                        .map(|_| ())
+                }
+                Err(e) => Err(e),
+            };
+            match written {
                 Ok(_) => None,
                 Err(e) => {
                     tracing::warn!("status of {} {key}: {e}", ar.kind);

@@ -263,6 +263,8 @@ pub fn fast_settings() -> Settings {
     let mut settings = Settings::default();
     settings.service.cycle_period_millis = 50;
     settings.service.debounce_millis = 10;
+    // Tests run side by side: no fixed port.
+    settings.service.http_address = String::new();
     settings
 }
 

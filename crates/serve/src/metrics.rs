@@ -1,0 +1,437 @@
+//! The service's Prometheus metrics (prometheus-client), exported on
+//! `/metrics` ([`crate::http`]). Names follow Prometheus' conventions:
+//! the `trainyard_` prefix, base units in the name (`_seconds`), `_total`
+//! on counters. Per-resource gauges carry the resource and its unit as
+//! labels (`resource="nvidia.com/gpu",unit="device"`), as
+//! kube-state-metrics does, since one family holds several units.
+//!
+//! The table of every metric, with its labels and meaning, is in
+//! docs/operations.md; `tests/metrics.rs` checks the exposition with
+//! `promtool check metrics` and that the dashboard and alerts in
+//! `deploy/` name only metrics exported here.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use trainyard_model::{ResourceName, Snapshot, Timestamp};
+use trainyard_sched::Decisions;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabels {
+    pub phase: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EvictionLabels {
+    /// `reclaim`, `preempt` or `incomplete_gang`.
+    pub kind: &'static str,
+    /// `evicted`, or why not (`pdb`, `not_found`, ...; see [`reason_of`]).
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabels {
+    pub queue: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueResourceLabels {
+    pub queue: String,
+    pub resource: String,
+    pub unit: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// `get`, `list`, `watch`, `create`, `patch`, `update`, `delete`.
+    pub verb: String,
+    /// `pods`, `pods/binding`, `queues/status`, ...
+    pub resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestCodeLabels {
+    pub verb: String,
+    pub resource: String,
+    /// The HTTP status, or `error` when no response came.
+    pub code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// `ok` or `invalid`.
+    pub result: &'static str,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// Every metric the service exports.
+pub struct Metrics {
+    registry: Registry,
+    pub cycles: Counter,
+    pub cycle_duration: Family<PhaseLabels, Histogram>,
+    pub scheduling_latency: Histogram,
+    pub binds: Counter,
+    pub bind_failures: Family<ReasonLabels, Counter>,
+    pub evictions: Family<EvictionLabels, Counter>,
+    pub nominations: Counter,
+    pub writes_in_flight: Gauge,
+    pub events_dropped: Counter,
+    pub pending_gangs: Family<ReasonLabels, Gauge>,
+    pub queue_quota: Family<QueueResourceLabels, FloatGauge>,
+    pub queue_fair_share: Family<QueueResourceLabels, FloatGauge>,
+    pub queue_allocated: Family<QueueResourceLabels, FloatGauge>,
+    pub queue_demand: Family<QueueResourceLabels, FloatGauge>,
+    pub queue_oldest_pending: Family<QueueLabels, Gauge>,
+    pub api_duration: Family<RequestLabels, Histogram>,
+    pub api_requests: Family<RequestCodeLabels, Counter>,
+    pub leader: Gauge,
+    pub config_reloads: Family<ResultLabels, Counter>,
+    /// The label sets set by the last cycle, to clear those that went.
+    last: Mutex<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    reasons: Vec<ReasonLabels>,
+    queue_resources: Vec<QueueResourceLabels>,
+    queues: Vec<QueueLabels>,
+}
+
+fn seconds_buckets() -> impl Iterator<Item = f64> {
+    // 1 ms to about 65 s.
+    exponential_buckets(0.001, 2.0, 17)
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("trainyard");
+        let m = Metrics {
+            cycles: Counter::default(),
+            cycle_duration: Family::new_with_constructor(|| Histogram::new(seconds_buckets())),
+            scheduling_latency: Histogram::new(exponential_buckets(0.01, 2.0, 16)),
+            binds: Counter::default(),
+            bind_failures: Family::default(),
+            evictions: Family::default(),
+            nominations: Counter::default(),
+            writes_in_flight: Gauge::default(),
+            events_dropped: Counter::default(),
+            pending_gangs: Family::default(),
+            queue_quota: Family::default(),
+            queue_fair_share: Family::default(),
+            queue_allocated: Family::default(),
+            queue_demand: Family::default(),
+            queue_oldest_pending: Family::default(),
+            api_duration: Family::new_with_constructor(|| Histogram::new(seconds_buckets())),
+            api_requests: Family::default(),
+            leader: Gauge::default(),
+            config_reloads: Family::default(),
+            last: Mutex::new(Seen::default()),
+            registry: Registry::default(),
+        };
+        let r = &mut registry;
+        r.register("cycles", "Scheduling cycles run", m.cycles.clone());
+        r.register(
+            "cycle_duration_seconds",
+            "Duration of a cycle's phases: snapshot, schedule (the core), assume, write (handing writes over and status), total",
+            m.cycle_duration.clone(),
+        );
+        r.register(
+            "pod_scheduling_latency_seconds",
+            "From a job's submission to the bind of each of its pods",
+            m.scheduling_latency.clone(),
+        );
+        r.register("binds", "Pods bound", m.binds.clone());
+        r.register(
+            "bind_failures",
+            "Binds that failed, by reason",
+            m.bind_failures.clone(),
+        );
+        r.register(
+            "evictions",
+            "Evictions asked through the Eviction API, by kind (reclaim, preempt, incomplete_gang) and outcome",
+            m.evictions.clone(),
+        );
+        r.register(
+            "nominations",
+            "status.nominatedNodeName written (preemptors, and gang members before their binds)",
+            m.nominations.clone(),
+        );
+        r.register(
+            "writes_in_flight",
+            "Binds, evictions and nominations handed to the writer and not yet done",
+            m.writes_in_flight.clone(),
+        );
+        r.register(
+            "events_dropped",
+            "Events dropped because the Event queue was full",
+            m.events_dropped.clone(),
+        );
+        r.register(
+            "pending_gangs",
+            "Pending jobs after the last cycle, by the core's reason code",
+            m.pending_gangs.clone(),
+        );
+        r.register(
+            "queue_quota",
+            "A queue's quota (deserved share), per resource, in the unit label's unit",
+            m.queue_quota.clone(),
+        );
+        r.register(
+            "queue_fair_share",
+            "A queue's fair share after the last cycle, per resource",
+            m.queue_fair_share.clone(),
+        );
+        r.register(
+            "queue_allocated",
+            "What a queue holds after the last cycle, per resource",
+            m.queue_allocated.clone(),
+        );
+        r.register(
+            "queue_pending_demand",
+            "What a queue's pending jobs ask for (demand above allocation, capped by its limit), per resource",
+            m.queue_demand.clone(),
+        );
+        r.register(
+            "queue_oldest_pending_gang_age_seconds",
+            "How long the oldest pending job of a queue has waited",
+            m.queue_oldest_pending.clone(),
+        );
+        r.register(
+            "api_request_duration_seconds",
+            "API requests' time to response headers, by verb and resource",
+            m.api_duration.clone(),
+        );
+        r.register(
+            "api_requests",
+            "API requests by verb, resource and HTTP status (error: no response)",
+            m.api_requests.clone(),
+        );
+        r.register(
+            "leader",
+            "1 while this replica holds the leader lease (or runs without leader election)",
+            m.leader.clone(),
+        );
+        r.register(
+            "config_reloads",
+            "Configuration reloads, by result (ok, invalid)",
+            m.config_reloads.clone(),
+        );
+        let info: Family<Vec<(String, String)>, Gauge> = Family::default();
+        info.get_or_create(&vec![("version".into(), env!("CARGO_PKG_VERSION").into())])
+            .set(1);
+        r.register("build_info", "The running build (value 1)", info);
+        Metrics { registry, ..m }
+    }
+
+    /// The exposition in the OpenMetrics text format.
+    pub fn openmetrics(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// The exposition in Prometheus' text format 0.0.4 (what `promtool
+    /// check metrics` and scrapers that do not ask for OpenMetrics read).
+    pub fn prometheus_text(&self) -> String {
+        to_prometheus_text(&self.openmetrics())
+    }
+
+    /// After a cycle: pending jobs by reason, and per queue its quota, fair
+    /// share, allocation, pending demand and the age of its oldest pending
+    /// job. Label sets of the last cycle that are gone are removed.
+    pub fn observe_cycle(&self, snapshot: &Snapshot, decisions: &Decisions, now: Timestamp) {
+        let mut reasons: BTreeMap<&'static str, i64> = BTreeMap::new();
+        let mut oldest: BTreeMap<String, i64> = BTreeMap::new();
+        let submitted: BTreeMap<&str, Timestamp> = snapshot
+            .jobs
+            .iter()
+            .map(|j| (j.id.as_str(), j.submit_time))
+            .collect();
+        for p in &decisions.pending {
+            *reasons.entry(p.reason.code()).or_default() += 1;
+            if let Some(t) = submitted.get(p.job.as_str()) {
+                let age = (now.0 - t.0).max(0) / 1000;
+                let e = oldest.entry(p.queue.clone()).or_default();
+                *e = (*e).max(age);
+            }
+        }
+        let mut seen = Seen::default();
+        for (reason, n) in reasons {
+            let l = ReasonLabels {
+                reason: reason.to_string(),
+            };
+            self.pending_gangs.get_or_create(&l).set(n);
+            seen.reasons.push(l);
+        }
+        for q in &decisions.queues {
+            let ql = QueueLabels {
+                queue: q.queue.clone(),
+            };
+            self.queue_oldest_pending
+                .get_or_create(&ql)
+                .set(oldest.get(&q.queue).copied().unwrap_or(0));
+            seen.queues.push(ql);
+            let mut demand = q.demand.clone();
+            demand.saturating_sub(&q.allocated);
+            for (family, resources) in [
+                (&self.queue_quota, &q.quota),
+                (&self.queue_fair_share, &q.fair_share),
+                (&self.queue_allocated, &q.allocated),
+                (&self.queue_demand, &demand),
+            ] {
+                for (name, value) in resources.iter() {
+                    let (unit, v) = in_unit(&name, value);
+                    let l = QueueResourceLabels {
+                        queue: q.queue.clone(),
+                        resource: name.to_string(),
+                        unit,
+                    };
+                    family.get_or_create(&l).set(v);
+                    seen.queue_resources.push(l);
+                }
+            }
+        }
+        // A poisoned lock only means a panic mid-update elsewhere; the
+        // lists are still lists.
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        for l in last.reasons.iter().filter(|l| !seen.reasons.contains(l)) {
+            self.pending_gangs.remove(l);
+        }
+        for l in last.queues.iter().filter(|l| !seen.queues.contains(l)) {
+            self.queue_oldest_pending.remove(l);
+        }
+        for l in last
+            .queue_resources
+            .iter()
+            .filter(|l| !seen.queue_resources.contains(l))
+        {
+            for family in [
+                &self.queue_quota,
+                &self.queue_fair_share,
+                &self.queue_allocated,
+                &self.queue_demand,
+            ] {
+                family.remove(l);
+            }
+        }
+        *last = seen;
+    }
+}
+
+/// A resource amount in its unit: CPU in cores and GPUs in devices (from
+/// milli-units), memory in bytes, other resources as counts.
+fn in_unit(name: &ResourceName, value: u64) -> (&'static str, f64) {
+    match name {
+        ResourceName::Cpu => ("core", value as f64 / 1000.0),
+        ResourceName::Gpu => ("device", value as f64 / 1000.0),
+        ResourceName::Memory => ("byte", value as f64),
+        ResourceName::Extended(_) => ("integer", value as f64),
+    }
+}
+
+/// A short reason for a failed request, for labels: the HTTP status'
+/// name, `fenced` (not the leader), or `transport`.
+pub fn reason_of(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => match s.code {
+            400 => "bad_request".into(),
+            403 => "forbidden".into(),
+            404 => "not_found".into(),
+            409 => "conflict".into(),
+            422 => "invalid".into(),
+            429 => "too_many_requests".into(),
+            500..=599 => "server_error".into(),
+            c => format!("http_{c}"),
+        },
+        kube::Error::Service(inner) if inner.downcast_ref::<crate::conn::Fenced>().is_some() => {
+            "fenced".into()
+        }
+        _ => "transport".into(),
+    }
+}
+
+/// Rewrites an OpenMetrics text exposition as Prometheus text 0.0.4:
+/// a counter family `x` whose samples are `x_total` is declared as
+/// `x_total`, and `# UNIT` and `# EOF` lines go.
+pub fn to_prometheus_text(openmetrics: &str) -> String {
+    let mut counters: Vec<String> = Vec::new();
+    for line in openmetrics.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ")
+            && let Some(name) = rest.strip_suffix(" counter")
+        {
+            counters.push(name.to_string());
+        }
+    }
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let rewritten = ["# TYPE ", "# HELP "].iter().find_map(|p| {
+            let rest = line.strip_prefix(p)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters
+                .iter()
+                .any(|c| c == name)
+                .then(|| format!("{p}{name}_total {tail}"))
+        });
+        out.push_str(rewritten.as_deref().unwrap_or(line));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_are_renamed_for_the_text_format() {
+        let m = Metrics::new();
+        m.binds.inc();
+        m.bind_failures
+            .get_or_create(&ReasonLabels {
+                reason: "conflict".into(),
+            })
+            .inc();
+        let om = m.openmetrics();
+        assert!(om.contains("# TYPE trainyard_binds counter"), "{om}");
+        assert!(om.ends_with("# EOF\n"), "{om}");
+        let text = m.prometheus_text();
+        assert!(
+            text.contains("# TYPE trainyard_binds_total counter\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("# HELP trainyard_binds_total Pods bound\n"),
+            "{text}"
+        );
+        assert!(text.contains("trainyard_binds_total 1\n"), "{text}");
+        assert!(
+            text.contains("trainyard_bind_failures_total{reason=\"conflict\"} 1\n"),
+            "{text}"
+        );
+        assert!(!text.contains("# EOF"), "{text}");
+        assert!(text.contains("trainyard_build_info{version="), "{text}");
+    }
+}

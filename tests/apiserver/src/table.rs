@@ -266,6 +266,18 @@ fn node_roles(n: &Value) -> String {
     }
 }
 
+/// `k=v,k2=v2` of a string map, `<none>` when empty.
+fn map_pairs(m: &Value) -> String {
+    match m.as_object() {
+        Some(m) if !m.is_empty() => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => "<none>".into(),
+    }
+}
+
 /// Column definitions and a cell builder for a resource at a version.
 type Cells = Box<dyn Fn(&Value, i64) -> Vec<Value>>;
 
@@ -528,12 +540,246 @@ fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
                 ]
             }),
         ),
-        Builtin::Crd => (
+        Builtin::Crd | Builtin::ClusterRole | Builtin::Role => (
             vec![
                 name_col,
-                col("Created At", "date", "", 0, "The time the CRD was created."),
+                col(
+                    "Created At",
+                    "date",
+                    "",
+                    0,
+                    "The time the object was created.",
+                ),
             ],
             Box::new(|o, _| vec![o["metadata"]["creationTimestamp"].clone()]),
+        ),
+        Builtin::ServiceAccount => (
+            vec![
+                name_col,
+                col(
+                    "Secrets",
+                    "string",
+                    "",
+                    0,
+                    "Secrets is the list of secrets allowed to be used by pods running using this ServiceAccount.",
+                ),
+                age_col,
+            ],
+            Box::new(|o, now| {
+                vec![
+                    json!(o["secrets"].as_array().map_or(0, Vec::len)),
+                    age(o, now),
+                ]
+            }),
+        ),
+        Builtin::Secret => (
+            vec![
+                name_col,
+                col("Type", "string", "", 0, "The type of the secret"),
+                col(
+                    "Data",
+                    "string",
+                    "",
+                    0,
+                    "The number of entries in the secret data",
+                ),
+                age_col,
+            ],
+            Box::new(|o, now| {
+                let n = o["data"].as_object().map_or(0, |m| m.len());
+                vec![s(&o["type"]), json!(n), age(o, now)]
+            }),
+        ),
+        Builtin::Service => (
+            vec![
+                name_col,
+                col("Type", "string", "", 0, "The type of the service."),
+                col(
+                    "Cluster-IP",
+                    "string",
+                    "",
+                    0,
+                    "The IP address of the service.",
+                ),
+                col(
+                    "External-IP",
+                    "string",
+                    "",
+                    0,
+                    "The external IP addresses of the service.",
+                ),
+                col("Port(s)", "string", "", 0, "The ports of the service."),
+                age_col,
+                col(
+                    "Selector",
+                    "string",
+                    "",
+                    1,
+                    "The label selector of the service.",
+                ),
+            ],
+            Box::new(|o, now| {
+                let spec = &o["spec"];
+                let ports: Vec<String> = spec["ports"]
+                    .as_array()
+                    .map(|ps| {
+                        ps.iter()
+                            .map(|p| {
+                                let proto = p["protocol"].as_str().unwrap_or("TCP");
+                                match p["nodePort"].as_i64() {
+                                    Some(np) => format!("{}:{np}/{proto}", p["port"]),
+                                    None => format!("{}/{proto}", p["port"]),
+                                }
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let external = match spec["externalIPs"].as_array() {
+                    Some(a) if !a.is_empty() => json!(
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                    _ if spec["type"] == "LoadBalancer" => json!("<pending>"),
+                    _ if spec["type"] == "ExternalName" => s(&spec["externalName"]),
+                    _ => json!("<none>"),
+                };
+                vec![
+                    s(&spec["type"]),
+                    s(&spec["clusterIP"]),
+                    external,
+                    json!(if ports.is_empty() {
+                        "<none>".to_string()
+                    } else {
+                        ports.join(",")
+                    }),
+                    age(o, now),
+                    json!(map_pairs(&spec["selector"])),
+                ]
+            }),
+        ),
+        Builtin::Deployment => (
+            vec![
+                name_col,
+                col(
+                    "Ready",
+                    "string",
+                    "",
+                    0,
+                    "Number of the pod with ready state",
+                ),
+                col(
+                    "Up-to-date",
+                    "string",
+                    "",
+                    0,
+                    "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                ),
+                col(
+                    "Available",
+                    "string",
+                    "",
+                    0,
+                    "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                ),
+                age_col,
+                col(
+                    "Containers",
+                    "string",
+                    "",
+                    1,
+                    "Names of each container in the template.",
+                ),
+                col(
+                    "Images",
+                    "string",
+                    "",
+                    1,
+                    "Images referenced by each container in the template.",
+                ),
+                col(
+                    "Selector",
+                    "string",
+                    "",
+                    1,
+                    "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+                ),
+            ],
+            Box::new(|o, now| {
+                let st = &o["status"];
+                let n = |v: &Value| v.as_i64().unwrap_or(0);
+                let cs = o["spec"]["template"]["spec"]["containers"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let join = |k: &str| {
+                    cs.iter()
+                        .filter_map(|c| c[k].as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                };
+                vec![
+                    json!(format!(
+                        "{}/{}",
+                        n(&st["readyReplicas"]),
+                        n(&o["spec"]["replicas"])
+                    )),
+                    json!(n(&st["updatedReplicas"])),
+                    json!(n(&st["availableReplicas"])),
+                    age(o, now),
+                    json!(join("name")),
+                    json!(join("image")),
+                    json!(map_pairs(&o["spec"]["selector"]["matchLabels"])),
+                ]
+            }),
+        ),
+        Builtin::ClusterRoleBinding | Builtin::RoleBinding => (
+            vec![
+                name_col,
+                col("Role", "string", "", 0, "Role referenced by this binding."),
+                age_col,
+                col("Users", "string", "", 1, "Users in the binding."),
+                col("Groups", "string", "", 1, "Groups in the binding."),
+                col(
+                    "ServiceAccounts",
+                    "string",
+                    "",
+                    1,
+                    "ServiceAccounts in the binding.",
+                ),
+            ],
+            Box::new(|o, now| {
+                let subjects = o["subjects"].as_array().cloned().unwrap_or_default();
+                let of = |kind: &str| {
+                    subjects
+                        .iter()
+                        .filter(|x| x["kind"] == kind)
+                        .map(|x| match (kind, x["namespace"].as_str()) {
+                            ("ServiceAccount", Some(ns)) => {
+                                format!("{ns}/{}", x["name"].as_str().unwrap_or(""))
+                            }
+                            _ => x["name"].as_str().unwrap_or("").to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                vec![
+                    json!(format!(
+                        "{}/{}",
+                        o["roleRef"]["kind"].as_str().unwrap_or(""),
+                        o["roleRef"]["name"].as_str().unwrap_or("")
+                    )),
+                    age(o, now),
+                    json!(of("User")),
+                    json!(of("Group")),
+                    json!(of("ServiceAccount")),
+                ]
+            }),
+        ),
+        Builtin::SelfSubjectAccessReview => (
+            vec![name_col, age_col],
+            Box::new(|o, now| vec![age(o, now)]),
         ),
         Builtin::Custom => {
             let cols = def

@@ -229,7 +229,7 @@ fn base64_check(s: &str) -> Result<(), usize> {
             return Err(i);
         }
     }
-    if b.len() % 4 != 0 || pad > 2 {
+    if !b.len().is_multiple_of(4) || pad > 2 {
         return Err(b.len().saturating_sub(pad.max(1)));
     }
     Ok(())

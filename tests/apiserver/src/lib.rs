@@ -49,6 +49,7 @@ pub mod error;
 pub mod eviction;
 pub mod faults;
 pub mod http;
+pub mod jsonpath;
 pub mod kinds;
 pub mod kubelet;
 pub mod patch;
@@ -381,8 +382,9 @@ pub const TLS_CERT_PEM: &str = include_str!("tls/cert.pem");
 /// The same certificate, DER.
 pub const TLS_CERT_DER: &[u8] = include_bytes!("tls/cert.der");
 
-/// A kubeconfig for a server at `url` (`https://...`) that authenticates with `token`
-/// and trusts the server's certificate.
+/// A kubeconfig for a server at `url` that authenticates with `token` and trusts
+/// the server's certificate. kubectl needs `https://` ([`TestApiServer::https_url`])
+/// to send the token; kube-rs sends it over `http://` too.
 pub fn kubeconfig_with_token(url: &str, token: &str) -> String {
     let ca = kinds::base64_encode(TLS_CERT_PEM.as_bytes());
     format!(

@@ -134,7 +134,7 @@ pub fn authorize(st: &State, user: &UserInfo, a: &Attributes) -> Decision {
     for (key, ns) in scopes {
         let bindings = st.store.list(&key, (!ns.is_empty()).then_some(ns));
         for b in bindings {
-            let Some(subject) = strs_objects(&b["subjects"]).find(|s| applies(user, s, ns)) else {
+            let Some(subject) = objects(&b["subjects"]).find(|s| applies(user, s, ns)) else {
                 continue;
             };
             let rr = &b["roleRef"];
@@ -169,7 +169,7 @@ pub fn authorize(st: &State, user: &UserInfo, a: &Attributes) -> Decision {
     }
 }
 
-fn strs_objects(v: &Value) -> impl Iterator<Item = &Value> {
+fn objects(v: &Value) -> impl Iterator<Item = &Value> {
     v.as_array().into_iter().flatten()
 }
 

@@ -208,6 +208,10 @@ impl State {
                 "the body of the request must be an object",
             ));
         }
+        if def.builtin == Builtin::SelfSubjectAccessReview {
+            // Reviews are answered (see `rbac::self_subject_access_review`), never stored.
+            return Err(ApiError::method_not_allowed());
+        }
         let body_ns = obj["metadata"]["namespace"].as_str().map(String::from);
         if let (Some(b), Some(u)) = (&body_ns, ns)
             && def.namespaced

@@ -13,24 +13,13 @@ pub fn version() -> Value {
            "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25", "compiler": "gc", "platform": "linux/amd64"})
 }
 
-const VERBS: [&str; 8] = [
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
 fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
     let mut out = Vec::new();
     for d in reg
         .all()
         .filter(|d| d.group == group && d.version(version).is_some())
     {
-        let mut r = json!({"name": d.plural, "singularName": d.singular, "namespaced": d.namespaced, "kind": d.kind, "verbs": VERBS});
+        let mut r = json!({"name": d.plural, "singularName": d.singular, "namespaced": d.namespaced, "kind": d.kind, "verbs": d.verbs()});
         if !d.short_names.is_empty() {
             r["shortNames"] = json!(d.short_names);
         }
@@ -45,6 +34,11 @@ fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
             let mut r = json!({"name": format!("{}/{sub}", d.plural), "singularName": "", "namespaced": d.namespaced, "verbs": ["create"]});
             match *sub {
                 "binding" => r["kind"] = json!("Binding"),
+                "token" => {
+                    r["kind"] = json!("TokenRequest");
+                    r["group"] = json!("authentication.k8s.io");
+                    r["version"] = json!("v1");
+                }
                 _ => {
                     r["kind"] = json!("Eviction");
                     r["group"] = json!("policy");

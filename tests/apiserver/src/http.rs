@@ -69,6 +69,8 @@ pub struct Req {
     pub content_type: String,
     /// Body.
     pub body: Bytes,
+    /// The authenticated user (`None` when authentication is off).
+    pub user: Option<crate::auth::UserInfo>,
 }
 
 impl Req {
@@ -158,8 +160,30 @@ fn parse_query(q: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Serves until the listener fails. Each connection is its own task.
+/// The server's TLS settings: the self-signed certificate in `src/tls/`
+/// (CN `trainyard-testapi`, SANs `127.0.0.1` and `localhost`, valid to 2126).
+pub fn tls_acceptor() -> Option<tokio_rustls::TlsAcceptor> {
+    use tokio_rustls::rustls;
+    let cert = rustls::pki_types::CertificateDer::from(crate::TLS_CERT_DER.to_vec());
+    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(rustls::pki_types::PrivatePkcs8KeyDer::from(
+        TLS_KEY_DER.to_vec(),
+    ));
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .and_then(|b| b.with_no_client_auth().with_single_cert(vec![cert], key))
+        .map_err(|e| tracing::warn!(error = %e, "TLS disabled"))
+        .ok()?;
+    Some(tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config)))
+}
+
+const TLS_KEY_DER: &[u8] = include_bytes!("tls/key.der");
+
+/// Serves until the listener fails. Each connection is its own task. A
+/// connection that opens with a TLS handshake (first byte 0x16) is served over
+/// TLS, any other as plain HTTP, on the same port.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    let tls = tls_acceptor();
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(x) => x,
@@ -169,16 +193,33 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
             }
         };
         let shared = shared.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let io = hyper_util::rt::TokioIo::new(stream);
             let svc = hyper::service::service_fn(move |req| {
                 let shared = shared.clone();
                 async move { Ok::<_, Infallible>(handle(shared, req).await) }
             });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(io, svc)
-                .await
-            {
+            let mut first = [0u8; 1];
+            let is_tls = matches!(stream.peek(&mut first).await, Ok(1) if first[0] == 0x16);
+            let result = match (is_tls, tls) {
+                (true, Some(acceptor)) => match acceptor.accept(stream).await {
+                    Ok(s) => {
+                        hyper::server::conn::http1::Builder::new()
+                            .serve_connection(hyper_util::rt::TokioIo::new(s), svc)
+                            .await
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "TLS handshake failed");
+                        return;
+                    }
+                },
+                _ => {
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                        .await
+                }
+            };
+            if let Err(e) = result {
                 tracing::debug!(error = %e, "connection ended");
             }
         });
@@ -215,6 +256,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ResBody
         accept: header(hyper::header::ACCEPT),
         content_type: header(hyper::header::CONTENT_TYPE),
         body,
+        user: None,
     };
     tracing::debug!(method = %r.method, path = %path, query = ?r.query, "request");
     if r.segs.first().map(String::as_str) == Some("testapi") {
@@ -223,7 +265,56 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ResBody
     if let Some(e) = inject_faults(&shared).await {
         return respond(Reply::from(e));
     }
+    let mut r = r;
+    match authenticate_and_authorize(
+        &shared,
+        &r,
+        &header(hyper::header::AUTHORIZATION),
+        &parts.headers,
+    ) {
+        Ok(user) => r.user = user,
+        Err(e) => return respond(Reply::from(e)),
+    }
     respond(crate::routes::route(shared, r).await)
+}
+
+/// Authentication, then RBAC authorization of the request's attributes (both
+/// only when [`crate::Config::rbac`] is on).
+fn authenticate_and_authorize(
+    shared: &Shared,
+    r: &Req,
+    authorization: &str,
+    headers: &hyper::HeaderMap,
+) -> Result<Option<crate::auth::UserInfo>, ApiError> {
+    let st = shared.lock();
+    let Some(user) = crate::auth::authenticate(&st, authorization)? else {
+        return Ok(None);
+    };
+    let attrs = crate::auth::attributes(r);
+    if headers
+        .keys()
+        .any(|h| h.as_str().starts_with("impersonate-"))
+    {
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "users \"{}\" is forbidden: User \"{}\" cannot impersonate: impersonation is not supported by the test API server",
+                headers
+                    .get("impersonate-user")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or(""),
+                user.name
+            ),
+        ));
+    }
+    let d = crate::rbac::authorize(&st, &user, &attrs);
+    if d.allowed {
+        Ok(Some(user))
+    } else {
+        tracing::debug!(user = %user.name, ?attrs, reason = %d.reason, "forbidden");
+        Err(crate::rbac::forbidden(&user, &attrs, &d.reason))
+    }
 }
 
 async fn http_body_collect(mut body: Incoming) -> Result<Bytes, hyper::Error> {
@@ -303,8 +394,41 @@ fn control(shared: &Arc<Shared>, r: &Req) -> Reply {
             shared.lock().store.compact_all();
             Reply::Json(200, json!({"compacted": shared.lock().store.compacted()}))
         }
+        (Method::POST, "tokens") => mint_token(shared, r).unwrap_or_else(Reply::from),
         _ => ApiError::new(404, "NotFound", "unknown control endpoint").into(),
     }
+}
+
+/// `POST /testapi/tokens?serviceaccount=NS/NAME` or `?user=NAME&groups=G1,G2`:
+/// a bearer token for that identity, with the identity.
+fn mint_token(shared: &Shared, r: &Req) -> Result<Reply, ApiError> {
+    let mut st = shared.lock();
+    if let Some(sa) = r.q("serviceaccount") {
+        let (ns, name) = sa
+            .split_once('/')
+            .ok_or_else(|| ApiError::bad_request("serviceaccount must be NAMESPACE/NAME"))?;
+        let (token, user) = crate::auth::mint_service_account_token(&mut st, ns, name)?;
+        return Ok(Reply::Json(
+            200,
+            json!({"token": token, "user": user.to_json()}),
+        ));
+    }
+    let name = r
+        .q("user")
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| ApiError::bad_request("give serviceaccount=NS/NAME or user=NAME"))?;
+    let groups: Vec<&str> = r
+        .q("groups")
+        .unwrap_or("")
+        .split(',')
+        .filter(|g| !g.is_empty())
+        .collect();
+    let user = crate::auth::UserInfo::new(name, &groups);
+    let token = crate::auth::mint_user_token(&mut st, user.clone());
+    Ok(Reply::Json(
+        200,
+        json!({"token": token, "user": user.to_json()}),
+    ))
 }
 
 /// Turns a reply into a hyper response.

@@ -1,10 +1,13 @@
 //! `trainyard-testapi`: an in-memory Kubernetes API server for tests.
 //!
-//! Real clients — `kubectl` and kube-rs — talk to it over plain HTTP on 127.0.0.1.
-//! It serves discovery, the built-in kinds the scheduler uses (Pods, Nodes,
-//! Namespaces, Events, ConfigMaps, PriorityClasses, PodDisruptionBudgets, Leases,
-//! CustomResourceDefinitions) and custom resources declared by CRD objects applied
-//! to it, with kube-apiserver's semantics where tests lean on them:
+//! Real clients — `kubectl` and kube-rs — talk to it on 127.0.0.1, over plain HTTP
+//! or TLS on the same port (see [`TLS_CERT_PEM`]). It serves discovery, the built-in
+//! kinds the scheduler uses (Pods, Nodes, Namespaces, Events, ConfigMaps,
+//! PriorityClasses, PodDisruptionBudgets, Leases, CustomResourceDefinitions), the
+//! kinds an installation brings (ServiceAccounts, Services, Secrets, Deployments,
+//! ClusterRoles, ClusterRoleBindings, Roles, RoleBindings; see [`kinds`]) and custom
+//! resources declared by CRD objects applied to it, with kube-apiserver's semantics
+//! where tests lean on them:
 //!
 //! * one global resourceVersion; lists return the collection revision; watches replay
 //!   history after a revision, send bookmarks, and get `410 Expired` below the
@@ -16,30 +19,42 @@
 //! * CRD `openAPIV3Schema` validation with defaulting and pruning (422 naming the
 //!   field), CEL `x-kubernetes-validations` (via `kube-cel`), printer columns and
 //!   `meta.k8s.io/v1` Table output for `kubectl get`;
+//! * opt-in ([`Config::rbac`], `--rbac`) bearer-token authentication (401) and RBAC
+//!   authorization over the stored roles and bindings (403 with kube-apiserver's
+//!   message), `SelfSubjectAccessReview` and ServiceAccount `TokenRequest`s; see
+//!   [`auth`] and [`rbac`];
 //! * a simulated kubelet (see [`kubelet`]) on a real or manual clock, and fault
 //!   injection (see [`faults`]).
 //!
-//! Not implemented: authentication and RBAC (every request is allowed), admission
-//! webhooks, protobuf, aggregated discovery (the
-//! legacy documents are served and clients fall back to them), full server-side apply
-//! (an apply patch is a merge patch without managed fields or conflicts), garbage
-//! collection of owned objects, `dryRun`. `docs/testing-against-kubernetes.md` has
-//! the full table.
+//! Not implemented: controllers (a Deployment creates no pods, a namespace gets no
+//! `default` ServiceAccount), aggregated ClusterRoles, RBAC escalation checks,
+//! impersonation, admission webhooks, protobuf (except the body of `kubectl auth
+//! can-i`), aggregated discovery (the legacy documents are served and clients fall
+//! back to them), full server-side apply (an apply patch is a merge patch without
+//! managed fields or conflicts), garbage collection of owned objects, `dryRun`.
+//! `docs/testing-against-kubernetes.md` has the full table.
 //!
 //! Namespaced objects need their namespace to exist (404 otherwise), as in a real
 //! cluster; `default`, `kube-system`, `kube-public` and `kube-node-lease` exist at start.
 //!
-//! Control endpoints (not part of the Kubernetes API): `GET/PUT /testapi/faults`,
-//! `POST /testapi/drop-watches`, `POST /testapi/advance?seconds=N`,
-//! `POST /testapi/tick`, `POST /testapi/compact`.
+//! Control endpoints (not part of the Kubernetes API, never authenticated):
+//! `GET/PUT /testapi/faults`, `POST /testapi/drop-watches`,
+//! `POST /testapi/advance?seconds=N`, `POST /testapi/tick`, `POST /testapi/compact`,
+//! `POST /testapi/tokens?serviceaccount=NS/NAME` (or `?user=NAME&groups=G1,G2`):
+//! `{"token": ..., "user": {...}}`.
 
+pub mod auth;
 pub mod discovery;
 pub mod error;
 pub mod eviction;
 pub mod faults;
 pub mod http;
+pub mod jsonpath;
+pub mod kinds;
 pub mod kubelet;
 pub mod patch;
+pub mod protobuf;
+pub mod rbac;
 pub mod registry;
 pub mod routes;
 pub mod selector;
@@ -59,6 +74,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
+pub use auth::{ADMIN_TOKEN, UserInfo};
 pub use error::ApiError;
 pub use faults::Faults;
 pub use kubelet::KubeletConfig;
@@ -95,6 +111,14 @@ pub struct Config {
     pub bookmark_interval: Duration,
     /// Seed for names, uids and fault rolls.
     pub seed: u64,
+    /// Authentication and RBAC authorization (off: every request is allowed and
+    /// needs no credentials). On: every API request needs a bearer token
+    /// (401 otherwise) and is authorized against the stored RBAC objects (403);
+    /// the bootstrap roles (`cluster-admin`, `system:discovery`, ...) are stored at
+    /// start, and the kubeconfig the server writes uses the admin token over TLS.
+    pub rbac: bool,
+    /// Static bearer tokens and the users they authenticate (with `rbac`).
+    pub tokens: Vec<(String, UserInfo)>,
 }
 
 impl Default for Config {
@@ -107,6 +131,8 @@ impl Default for Config {
             kubelet_period: Duration::from_millis(100),
             bookmark_interval: Duration::from_secs(5),
             seed: 1,
+            rbac: false,
+            tokens: Vec::new(),
         }
     }
 }
@@ -147,6 +173,7 @@ pub struct TestApiServer {
     shared: Arc<Shared>,
     addr: SocketAddr,
     tasks: Vec<JoinHandle<()>>,
+    rbac: bool,
 }
 
 impl Drop for TestApiServer {
@@ -168,13 +195,13 @@ impl TestApiServer {
         } else {
             time::Clock::Real
         };
+        let mut st = state::State::new(config.window, clock, config.kubelet.clone(), config.seed);
+        st.auth = auth::AuthState::new(config.rbac, &config.tokens);
+        if config.rbac {
+            rbac::seed_default_policy(&mut st);
+        }
         let shared = Arc::new(Shared {
-            state: Mutex::new(state::State::new(
-                config.window,
-                clock,
-                config.kubelet.clone(),
-                config.seed,
-            )),
+            state: Mutex::new(st),
             drop_watches: tokio::sync::watch::channel(0).0,
             paused: tokio::sync::watch::channel(false).0,
             bookmark_interval: config.bookmark_interval,
@@ -196,6 +223,7 @@ impl TestApiServer {
             shared,
             addr,
             tasks,
+            rbac: config.rbac,
         })
     }
 
@@ -214,9 +242,42 @@ impl TestApiServer {
         &self.shared
     }
 
-    /// A kubeconfig pointing at this server.
+    /// `https://127.0.0.1:PORT`: the same port over TLS (certificate [`TLS_CERT_PEM`]).
+    pub fn https_url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// A kubeconfig pointing at this server: plain HTTP without credentials when
+    /// RBAC is off; with [`Config::rbac`], HTTPS (kubectl sends tokens only over
+    /// TLS) with the admin token [`ADMIN_TOKEN`].
     pub fn kubeconfig(&self) -> String {
-        kubeconfig_for(&self.url())
+        if self.rbac {
+            self.kubeconfig_with_token(ADMIN_TOKEN)
+        } else {
+            kubeconfig_for(&self.url())
+        }
+    }
+
+    /// A kubeconfig for `token` over HTTPS (for kubectl or any client).
+    pub fn kubeconfig_with_token(&self, token: &str) -> String {
+        kubeconfig_with_token(&self.https_url(), token)
+    }
+
+    /// Whether authentication and RBAC are on.
+    pub fn rbac(&self) -> bool {
+        self.rbac
+    }
+
+    /// Mints a bearer token for the ServiceAccount `namespace/name`
+    /// (`system:serviceaccount:NS:NAME`); it stops working when the
+    /// ServiceAccount is deleted.
+    pub fn service_account_token(&self, namespace: &str, name: &str) -> Result<String, Error> {
+        Ok(auth::mint_service_account_token(&mut self.shared.lock(), namespace, name)?.0)
+    }
+
+    /// Mints a bearer token for `user`.
+    pub fn user_token(&self, user: UserInfo) -> String {
+        auth::mint_user_token(&mut self.shared.lock(), user)
     }
 
     /// Writes [`TestApiServer::kubeconfig`] to `path`.
@@ -314,6 +375,21 @@ impl TestApiServer {
         let (def, _) = st.def_for(api_version, kind)?;
         st.store.get(&def.key(), namespace, name).cloned()
     }
+}
+
+/// The server's self-signed TLS certificate (PEM; SANs `127.0.0.1`, `localhost`).
+pub const TLS_CERT_PEM: &str = include_str!("tls/cert.pem");
+/// The same certificate, DER.
+pub const TLS_CERT_DER: &[u8] = include_bytes!("tls/cert.der");
+
+/// A kubeconfig for a server at `url` that authenticates with `token` and trusts
+/// the server's certificate. kubectl needs `https://` ([`TestApiServer::https_url`])
+/// to send the token; kube-rs sends it over `http://` too.
+pub fn kubeconfig_with_token(url: &str, token: &str) -> String {
+    let ca = kinds::base64_encode(TLS_CERT_PEM.as_bytes());
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: testapi\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\ncontexts:\n- name: testapi\n  context:\n    cluster: testapi\n    user: testapi\n    namespace: default\ncurrent-context: testapi\nusers:\n- name: testapi\n  user:\n    token: {token}\n"
+    )
 }
 
 /// A kubeconfig for a server at `url`.

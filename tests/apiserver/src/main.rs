@@ -1,4 +1,4 @@
-//! `trainyard-testapi --port N [--kubeconfig FILE]`: serves the test API server.
+//! `trainyard-testapi --port N [--kubeconfig FILE] [--rbac]`: serves the test API server.
 
 use std::path::PathBuf;
 
@@ -24,6 +24,11 @@ struct Args {
     /// Seconds from binding until the simulated kubelet runs a pod.
     #[arg(long, default_value_t = 0)]
     start_delay: i64,
+    /// Require bearer tokens and authorize requests with RBAC. The kubeconfig then
+    /// uses the admin token over HTTPS; mint others with
+    /// POST /testapi/tokens?serviceaccount=NS/NAME.
+    #[arg(long)]
+    rbac: bool,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -39,6 +44,7 @@ async fn main() -> anyhow::Result<()> {
         port: args.port,
         window: args.window,
         manual_clock: args.manual_clock,
+        rbac: args.rbac,
         ..Default::default()
     };
     config.kubelet.start_delay = args.start_delay;

@@ -3,7 +3,7 @@
 //!
 //! The strategic merge patch knows the merge keys kubectl needs for pods and
 //! generic metadata (`containers`/`initContainers`/`env`/`volumes`/... by `name`,
-//! `ports` by `containerPort`, `volumeMounts` by `mountPath`, `conditions` by `type`,
+//! `ports` by `containerPort` (a Service's by `port`), `volumeMounts` by `mountPath`, `conditions` by `type`,
 //! `ownerReferences` by `uid`, `finalizers` as a set); every other list is replaced.
 //! It understands `$patch: delete|replace|merge`, `$deleteFromPrimitiveList/<f>` and
 //! ignores `$setElementOrder/<f>` and `$retainKeys` (element order is kept as merged).
@@ -97,7 +97,16 @@ pub fn strategic_merge(target: &mut Value, patch: &Value) -> Result<(), ApiError
             Value::Object(_) => strategic_merge(t.entry(k.clone()).or_insert(Value::Null), v)?,
             Value::Array(items) => {
                 let cur = t.entry(k.clone()).or_insert(Value::Array(Vec::new()));
-                if let (Some(key), Value::Array(existing)) = (merge_key(k), &mut *cur) {
+                // A Service's ports merge by `port`, a container's by `containerPort`.
+                let key = match merge_key(k) {
+                    Some("containerPort")
+                        if items.iter().all(|i| i.get("containerPort").is_none()) =>
+                    {
+                        Some("port")
+                    }
+                    other => other,
+                };
+                if let (Some(key), Value::Array(existing)) = (key, &mut *cur) {
                     merge_list(existing, items, key)?;
                 } else if let (true, Value::Array(existing)) =
                     (SET_LISTS.contains(&k.as_str()), &mut *cur)

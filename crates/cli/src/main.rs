@@ -237,7 +237,7 @@ fn init_logging(verbose: u8, format: LogFormat) {
 }
 
 fn cmd_serve(args: ServeArgs) -> Result<()> {
-    let (mut settings, text) = match &args.config {
+    let (settings, text) = match &args.config {
         Some(p) => {
             let text = std::fs::read_to_string(p)
                 .with_context(|| format!("{}: cannot read", p.display()))?;
@@ -251,29 +251,11 @@ fn cmd_serve(args: ServeArgs) -> Result<()> {
     // Where this replica runs (the chart sets both from the downward API).
     let pod = std::env::var("POD_NAME").unwrap_or_default();
     let namespace = std::env::var("POD_NAMESPACE").unwrap_or_default();
-    let le = &mut settings.service.leader_election;
-    if le.lease_namespace.is_empty() {
-        le.lease_namespace = if namespace.is_empty() {
-            "default".into()
-        } else {
-            namespace.clone()
-        };
-    }
-    if le.identity.is_empty() {
-        let base = if pod.is_empty() {
-            std::fs::read_to_string("/etc/hostname")
-                .map(|h| h.trim().to_string())
-                .unwrap_or_else(|_| "trainyard".into())
-        } else {
-            pod.clone()
-        };
-        // Two processes with one name (a restart before the old one is
-        // gone) must not both think they hold the lease.
-        le.identity = format!(
-            "{base}_{:08x}",
-            std::process::id() ^ (trainyard_seed() as u32)
-        );
-    }
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "trainyard".into());
+    let suffix = format!("{:08x}", std::process::id() ^ (trainyard_seed() as u32));
+    let settings = settings.with_environment(&pod, &namespace, &host, &suffix);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

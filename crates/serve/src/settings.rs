@@ -174,6 +174,32 @@ pub struct SettingsError {
 }
 
 impl Settings {
+    /// Fills in what the environment decides: the lease's namespace
+    /// (empty: the pod's `namespace`, else `default`) and this replica's
+    /// identity (empty: the pod's name, else `host`, then `_` and
+    /// `suffix`, so two processes of one pod never share a name).
+    pub fn with_environment(
+        mut self,
+        pod: &str,
+        namespace: &str,
+        host: &str,
+        suffix: &str,
+    ) -> Settings {
+        let le = &mut self.service.leader_election;
+        if le.lease_namespace.is_empty() {
+            le.lease_namespace = if namespace.is_empty() {
+                "default".into()
+            } else {
+                namespace.into()
+            };
+        }
+        if le.identity.is_empty() {
+            let base = if pod.is_empty() { host } else { pod };
+            le.identity = format!("{base}_{suffix}");
+        }
+        self
+    }
+
     /// Reads and checks a settings file (YAML or JSON); `source_name`
     /// names it in errors.
     pub fn parse(text: &str, source_name: &str) -> Result<Settings, SettingsError> {

@@ -423,7 +423,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("# HELP trainyard_binds_total Pods bound\n"),
+            text.contains("# HELP trainyard_binds_total Pods bound.\n"),
             "{text}"
         );
         assert!(text.contains("trainyard_binds_total 1\n"), "{text}");

@@ -393,8 +393,9 @@ pub async fn run_with(
                             _ => {}
                         }
                     }
-                    world.handle(e);
-                    next = next.min(Instant::now() + debounce);
+                    if world.handle(e) {
+                        next = next.min(Instant::now() + debounce);
+                    }
                 }
                 None => break,
             },

@@ -127,8 +127,17 @@ impl World {
         self.known.get(&stream).is_some_and(|k| k.contains(&key))
     }
 
-    /// Applies one event.
-    pub fn handle(&mut self, event: WorldEvent) {
+    /// Applies one event. Returns whether it is *news*: something that may
+    /// let a pod be placed or change a decision (a pending pod, a pod or
+    /// object gone, a pod finishing or terminating, any other kind's
+    /// change, a list's end), so a cycle should run soon. A pod seen bound
+    /// and running (the confirmation of a bind, ours or another
+    /// scheduler's) only takes room: the next periodic cycle sees it.
+    pub fn handle(&mut self, event: WorldEvent) -> bool {
+        let news = match &event {
+            WorldEvent::Applied { object, .. } => !is_running_pod(object),
+            _ => true,
+        };
         match event {
             WorldEvent::ListStart { stream } => {
                 self.listing.insert(stream, BTreeSet::new());
@@ -166,6 +175,7 @@ impl World {
                 self.listed.insert(stream);
             }
         }
+        news
     }
 
     fn apply(&mut self, stream: usize, key: Key, object: &Value) {
@@ -210,6 +220,19 @@ impl World {
             self.state.apply(Change::Object(change));
         }
     }
+}
+
+/// A pod bound to a node, not terminating and not finished.
+fn is_running_pod(object: &Value) -> bool {
+    object["kind"] == "Pod"
+        && object["spec"]["nodeName"]
+            .as_str()
+            .is_some_and(|n| !n.is_empty())
+        && object["metadata"]["deletionTimestamp"].is_null()
+        && !matches!(
+            object["status"]["phase"].as_str(),
+            Some("Succeeded" | "Failed")
+        )
 }
 
 #[cfg(test)]
@@ -373,6 +396,41 @@ mod tests {
         w.handle(WorldEvent::ListDone { stream: 1 });
         assert!(w.held.is_empty());
         assert_eq!(names(&mut w).1, vec!["ml/alone".to_string()]);
+    }
+
+    #[test]
+    fn a_bound_running_pod_is_no_news_but_pending_finished_and_gone_ones_are() {
+        let mut w = World::new(LoadOptions::default());
+        assert!(w.handle(WorldEvent::Applied {
+            stream: 1,
+            object: pod("a"),
+        }));
+        let mut bound = pod("a");
+        bound["spec"]["nodeName"] = json!("n1");
+        assert!(!w.handle(WorldEvent::Applied {
+            stream: 1,
+            object: bound.clone(),
+        }));
+        let mut done = bound.clone();
+        done["status"]["phase"] = json!("Succeeded");
+        assert!(w.handle(WorldEvent::Applied {
+            stream: 1,
+            object: done,
+        }));
+        let mut leaving = bound.clone();
+        leaving["metadata"]["deletionTimestamp"] = json!("2026-11-26T00:00:00Z");
+        assert!(w.handle(WorldEvent::Applied {
+            stream: 1,
+            object: leaving,
+        }));
+        assert!(w.handle(WorldEvent::Deleted {
+            stream: 1,
+            object: bound,
+        }));
+        assert!(w.handle(WorldEvent::Applied {
+            stream: 0,
+            object: node("n1", 8),
+        }));
     }
 
     #[test]

@@ -449,7 +449,7 @@ pub async fn run_with(
                     metrics.writes_in_flight.set(writer.in_flight() as i64);
                     phase(&metrics, "assume", t);
                     let t = Instant::now();
-                    log_decisions(&decisions);
+                    log_decisions(&snapshot, &decisions);
                     let at = report::rfc3339(now);
                     // Pods of each group by place, once per cycle (repair, PodGroup status).
                     let counts = group_pods.counts();
@@ -615,12 +615,21 @@ fn observe_outcome(metrics: &metrics::Metrics, world: &World, o: &write::Outcome
 
 /// One structured log line per decision: binds (job, queue, node),
 /// evictions (victim, kind, for whom), pending jobs (reason code, message).
-fn log_decisions(d: &trainyard_sched::Decisions) {
+fn log_decisions(snapshot: &trainyard_model::Snapshot, d: &trainyard_sched::Decisions) {
+    if d.binds.is_empty() && d.evictions.is_empty() && !tracing::enabled!(tracing::Level::DEBUG) {
+        return;
+    }
+    let queues: std::collections::HashMap<&str, &str> = snapshot
+        .jobs
+        .iter()
+        .map(|j| (j.id.as_str(), j.queue.as_str()))
+        .collect();
+    let queue_of = |job: &str| queues.get(job).copied().unwrap_or("");
     for b in &d.binds {
-        tracing::info!(target: "trainyard::decision", decision = "bind", job = %b.job, pod = %b.task, node = %b.node, gpus = ?b.gpus);
+        tracing::info!(target: "trainyard::decision", decision = "bind", job = %b.job, queue = queue_of(b.job.as_str()), pod = %b.task, node = %b.node, gpus = ?b.gpus);
     }
     for e in &d.evictions {
-        tracing::info!(target: "trainyard::decision", decision = "evict", job = %e.job, pod = %e.task, node = %e.node, preemptor = %e.preemptor, "{}", e.message);
+        tracing::info!(target: "trainyard::decision", decision = "evict", job = %e.job, queue = queue_of(e.job.as_str()), pod = %e.task, node = %e.node, preemptor = %e.preemptor, "{}", e.message);
     }
     for p in &d.pending {
         tracing::debug!(target: "trainyard::decision", decision = "pending", job = %p.job, queue = %p.queue, reason = p.reason.code(), "{}", p.message);

@@ -189,8 +189,13 @@ async fn one_leader_writes_and_the_standby_takes_over_when_it_dies_or_is_cut_off
     // The leader dies without releasing the lease: the standby takes over
     // once the lease is unrenewed for its duration (3 s), then schedules.
     leader.task.abort();
+    let killed = std::time::Instant::now();
     gang(&client, "two", "team", 2, 2).await;
     until(&mut standby.progress, "the standby leads", |p| p.leader).await;
+    // Within the lease (3 s), a retry period (1 s), and slack for a
+    // loaded machine.
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(7), "the standby took {took:?}");
     until(&mut standby.progress, "the new leader's binds", |p| {
         p.written.binds == 2
     })

@@ -413,14 +413,19 @@ async fn metrics_endpoint_passes_promtool_and_holds_what_the_service_did() {
     );
     assert!(v("trainyard_api_request_duration_seconds_count", &[("verb", "list"), ("resource", "pods")]) >= 1.0);
     assert!(v("trainyard_api_request_duration_seconds_count", &[("verb", "watch"), ("resource", "pods")]) >= 1.0);
+    // The Lease: looked for (404), then created by this replica.
     assert!(
         v(
             "trainyard_api_requests_total",
-            &[("verb", "update"), ("resource", "leases"), ("code", "200")]
-        ) + v(
+            &[("verb", "get"), ("resource", "leases"), ("code", "404")]
+        ) >= 1.0
+    );
+    assert_eq!(
+        v(
             "trainyard_api_requests_total",
             &[("verb", "create"), ("resource", "leases"), ("code", "201")]
-        ) >= 1.0
+        ),
+        1.0
     );
     // Leader and build.
     assert_eq!(v("trainyard_leader", &[]), 1.0);

@@ -122,18 +122,40 @@ impl Drop for Scratch {
 
 // ---------------------------------------------------------------- exports
 
-/// The exported families of the Prometheus text format: name -> type.
+/// The families registered in crates/serve/src/metrics.rs (its
+/// `.register("name", ...)` calls), with the registry's prefix.
+fn registered() -> BTreeSet<String> {
+    let src = read(&root().join("crates/serve/src/metrics.rs"));
+    let re = Regex::new(r#"\.register\(\s*"([a-z0-9_]+)""#).expect("regex");
+    re.captures_iter(&src)
+        .map(|c| format!("trainyard_{}", &c[1]))
+        .collect()
+}
+
+/// The exported families of the Prometheus text format: name -> type,
+/// from the service's exposition with a series in every family
+/// ([`populated`]; a family with labels shows only once it has one).
 fn families() -> BTreeMap<String, String> {
-    let text = Metrics::new().prometheus_text();
+    let text = populated().prometheus_text();
     let families: BTreeMap<String, String> = text
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))
         .filter_map(|l| l.split_once(' '))
         .map(|(n, t)| (n.to_string(), t.to_string()))
         .collect();
-    assert!(
-        families.len() >= 10,
-        "the exposition lost its families:\n{text}"
+    // Every registered family is there (counters as `_total`), and no other.
+    let shown: BTreeSet<String> = families
+        .iter()
+        .map(|(n, t)| match (t.as_str(), n.strip_suffix("_total")) {
+            ("counter", Some(base)) => base.to_string(),
+            _ => n.clone(),
+        })
+        .collect();
+    let registered = registered();
+    assert!(registered.len() >= 10, "{registered:?}");
+    assert_eq!(
+        shown, registered,
+        "the exposition of populated() (left) lacks families registered in crates/serve/src/metrics.rs (right): give each a series in populated()"
     );
     families
 }
@@ -643,7 +665,7 @@ fn documented_metrics() -> BTreeMap<String, (String, BTreeSet<String>)> {
     let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
     let tick = Regex::new(r"`([^`]+)`").expect("regex");
     let mut out = BTreeMap::new();
-    for line in rest[..end].lines() {
+    for line in rest[..end].lines().filter(|l| l.trim_start().starts_with('|')) {
         let cells: Vec<&str> = line.trim().trim_matches('|').split('|').collect();
         let Some(name) = cells.first().and_then(|c| tick.captures(c)) else {
             continue;

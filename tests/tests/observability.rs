@@ -275,9 +275,9 @@ fn dashboard_queries(d: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for p in panels(d) {
         for t in p["targets"].as_array().into_iter().flatten() {
-            let expr = t["expr"].as_str().unwrap_or_else(|| {
-                panic!("panel {:?}: a target without expr: {t}", p["title"])
-            });
+            let expr = t["expr"]
+                .as_str()
+                .unwrap_or_else(|| panic!("panel {:?}: a target without expr: {t}", p["title"]));
             out.push((
                 format!(
                     "panel {} {:?} {}",
@@ -343,7 +343,9 @@ fn dashboard_is_importable_with_a_datasource_variable() {
         }
         let g = &p["gridPos"];
         let (x, w) = (g["x"].as_u64(), g["w"].as_u64());
-        if !matches!((x, w), (Some(x), Some(w)) if x + w <= 24 && w > 0) || g["h"].as_u64().is_none() {
+        if !matches!((x, w), (Some(x), Some(w)) if x + w <= 24 && w > 0)
+            || g["h"].as_u64().is_none()
+        {
             problems.push(format!("{title}: gridPos {g}"));
         }
         if p["type"] == "row" {
@@ -364,7 +366,10 @@ fn dashboard_is_importable_with_a_datasource_variable() {
     }
     for v in vars.iter().filter(|v| v["type"] == "query") {
         if v["datasource"]["uid"] != uid.as_str() {
-            problems.push(format!("variable {}: datasource {}", v["name"], v["datasource"]));
+            problems.push(format!(
+                "variable {}: datasource {}",
+                v["name"], v["datasource"]
+            ));
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
@@ -505,7 +510,11 @@ fn alert_rules_name_exported_metrics_and_link_their_runbook_sections() {
             None => problems.push(format!("{name}: runbook_url {url} does not start with {prefix}")),
         }
     }
-    assert!(problems.is_empty(), "{RULE_FILE}:\n  {}", problems.join("\n  "));
+    assert!(
+        problems.is_empty(),
+        "{RULE_FILE}:\n  {}",
+        problems.join("\n  ")
+    );
 
     // One source: the PrometheusRule's spec is the chart's rules file.
     let chart: Value = serde_saphyr::from_str(&read(&root().join(CHART_RULES))).expect("YAML");
@@ -558,7 +567,9 @@ fn alert_rules_and_dashboard_queries_pass_promtool_and_the_alert_unit_tests() {
     let tests = read(&root().join(RULE_TESTS));
     for alert in ["TrainyardQueueStarving", "TrainyardNoLeader"] {
         assert!(
-            tests.contains(&format!("alertname: {alert}\n        exp_alerts:\n          - exp_labels")),
+            tests.contains(&format!(
+                "alertname: {alert}\n        exp_alerts:\n          - exp_labels"
+            )),
             "{RULE_TESTS} expects no firing {alert}"
         );
     }
@@ -568,7 +579,10 @@ fn alert_rules_and_dashboard_queries_pass_promtool_and_the_alert_unit_tests() {
         "promtool test rules {RULE_TESTS}:\n{}",
         text(&out)
     );
-    let local = tests.replace("../helm/trainyard/files/prometheus-rules.yaml", "rules.yaml");
+    let local = tests.replace(
+        "../helm/trainyard/files/prometheus-rules.yaml",
+        "rules.yaml",
+    );
     assert_ne!(local, tests, "{RULE_TESTS} names the chart's rules file");
     std::fs::write(dir.join("tests.yaml"), &local).expect("written");
     let out = promtool(&tool, dir, &["test", "rules", "tests.yaml"]);
@@ -585,7 +599,11 @@ fn alert_rules_and_dashboard_queries_pass_promtool_and_the_alert_unit_tests() {
         .replace("histogram_quantile", "histogram_quantil");
     std::fs::write(dir.join("bad.yaml"), bad).expect("written");
     let out = promtool(&tool, dir, &["check", "rules", "bad.yaml"]);
-    assert!(!out.status.success(), "a misspelt function passed: {}", text(&out));
+    assert!(
+        !out.status.success(),
+        "a misspelt function passed: {}",
+        text(&out)
+    );
     let wrong = local.replacen("queue: research", "queue: prod", 1);
     assert_ne!(wrong, local);
     std::fs::write(dir.join("wrong.yaml"), wrong).expect("written");
@@ -626,7 +644,13 @@ fn the_chart_renders_the_committed_prometheus_rule() {
     let values = root().join("deploy/helm/test/values/servicemonitor-and-custom-config.yaml");
     let dir = scratch.0.join("rendered");
     let dir_s = dir.display().to_string();
-    let out = render(&["render", "--out", &dir_s, "-f", &values.display().to_string()]);
+    let out = render(&[
+        "render",
+        "--out",
+        &dir_s,
+        "-f",
+        &values.display().to_string(),
+    ]);
     let rendered: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .flat_map(|f| {
@@ -665,7 +689,10 @@ fn documented_metrics() -> BTreeMap<String, (String, BTreeSet<String>)> {
     let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
     let tick = Regex::new(r"`([^`]+)`").expect("regex");
     let mut out = BTreeMap::new();
-    for line in rest[..end].lines().filter(|l| l.trim_start().starts_with('|')) {
+    for line in rest[..end]
+        .lines()
+        .filter(|l| l.trim_start().starts_with('|'))
+    {
         let cells: Vec<&str> = line.trim().trim_matches('|').split('|').collect();
         let Some(name) = cells.first().and_then(|c| tick.captures(c)) else {
             continue;
@@ -674,7 +701,10 @@ fn documented_metrics() -> BTreeMap<String, (String, BTreeSet<String>)> {
         if !name.starts_with("trainyard_") {
             continue;
         }
-        assert!(cells.len() >= 4, "metrics table row {line:?}: name, type, labels, meaning");
+        assert!(
+            cells.len() >= 4,
+            "metrics table row {line:?}: name, type, labels, meaning"
+        );
         let labels = tick
             .captures_iter(cells[2])
             .map(|c| c[1].to_string())
@@ -752,7 +782,10 @@ fn exported_labels(
 ) -> BTreeMap<String, BTreeSet<String>> {
     let re = Regex::new(r#"([A-Za-z_][A-Za-z0-9_]*)="(?:[^"\\]|\\.)*""#).expect("regex");
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let name = line.split(['{', ' ']).next().unwrap_or("");
         let family = selectable
             .get(name)
@@ -792,7 +825,10 @@ fn metrics_table_in_the_docs_is_the_exported_families() {
 
 #[test]
 fn anchors_are_githubs() {
-    assert_eq!(anchor("Why is this job pending?"), "why-is-this-job-pending");
+    assert_eq!(
+        anchor("Why is this job pending?"),
+        "why-is-this-job-pending"
+    );
     assert_eq!(anchor("The leader flaps"), "the-leader-flaps");
     assert_eq!(
         anchor("A config change was rejected"),

@@ -347,10 +347,14 @@ async fn metrics_endpoint_passes_promtool_and_holds_what_the_service_did() {
     assert!(v("trainyard_binds_total", &[]) >= done.written.binds as f64);
     assert_eq!(v("trainyard_binds_total", &[]), 2.0);
     assert!(
-        !all.iter().any(|s| s.name == "trainyard_bind_failures_total"),
+        !all.iter()
+            .any(|s| s.name == "trainyard_bind_failures_total"),
         "no bind failed, so no failure series: {text}"
     );
-    assert_eq!(v("trainyard_pod_scheduling_latency_seconds_count", &[]), 2.0);
+    assert_eq!(
+        v("trainyard_pod_scheduling_latency_seconds_count", &[]),
+        2.0
+    );
     assert!(v("trainyard_cycles_total", &[]) >= done.cycles as f64);
     assert_eq!(v("trainyard_events_dropped_total", &[]), 0.0);
     assert!(v("trainyard_writes_in_flight", &[]) >= 0.0);
@@ -386,8 +390,14 @@ async fn metrics_endpoint_passes_promtool_and_holds_what_the_service_did() {
     // Cycle phases: each observed once per cycle, the total above the core.
     let cycles = v("trainyard_cycles_total", &[]);
     for phase in ["snapshot", "schedule", "assume", "write", "total"] {
-        let n = v("trainyard_cycle_duration_seconds_count", &[("phase", phase)]);
-        assert!(n >= cycles, "phase {phase}: {n} observations, {cycles} cycles");
+        let n = v(
+            "trainyard_cycle_duration_seconds_count",
+            &[("phase", phase)],
+        );
+        assert!(
+            n >= cycles,
+            "phase {phase}: {n} observations, {cycles} cycles"
+        );
         let inf = v(
             "trainyard_cycle_duration_seconds_bucket",
             &[("phase", phase), ("le", "+Inf")],
@@ -395,24 +405,43 @@ async fn metrics_endpoint_passes_promtool_and_holds_what_the_service_did() {
         assert_eq!(inf, n, "phase {phase}: +Inf bucket and count");
     }
     assert!(
-        v("trainyard_cycle_duration_seconds_sum", &[("phase", "total")])
-            >= v(
-                "trainyard_cycle_duration_seconds_sum",
-                &[("phase", "schedule")]
-            )
+        v(
+            "trainyard_cycle_duration_seconds_sum",
+            &[("phase", "total")]
+        ) >= v(
+            "trainyard_cycle_duration_seconds_sum",
+            &[("phase", "schedule")]
+        )
     );
     // API requests, by verb and resource as kube-apiserver names them.
     let binds = [("verb", "create"), ("resource", "pods/binding")];
-    assert_eq!(v("trainyard_api_request_duration_seconds_count", &binds), 2.0);
+    assert_eq!(
+        v("trainyard_api_request_duration_seconds_count", &binds),
+        2.0
+    );
     assert_eq!(
         v(
             "trainyard_api_requests_total",
-            &[("verb", "create"), ("resource", "pods/binding"), ("code", "201")]
+            &[
+                ("verb", "create"),
+                ("resource", "pods/binding"),
+                ("code", "201")
+            ]
         ),
         2.0
     );
-    assert!(v("trainyard_api_request_duration_seconds_count", &[("verb", "list"), ("resource", "pods")]) >= 1.0);
-    assert!(v("trainyard_api_request_duration_seconds_count", &[("verb", "watch"), ("resource", "pods")]) >= 1.0);
+    assert!(
+        v(
+            "trainyard_api_request_duration_seconds_count",
+            &[("verb", "list"), ("resource", "pods")]
+        ) >= 1.0
+    );
+    assert!(
+        v(
+            "trainyard_api_request_duration_seconds_count",
+            &[("verb", "watch"), ("resource", "pods")]
+        ) >= 1.0
+    );
     // The Lease: looked for (404), then created by this replica.
     assert!(
         v(

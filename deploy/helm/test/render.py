@@ -14,6 +14,9 @@ installs it). tests/tests/deploy.rs drives this script; by hand:
       or an error.
   render.py manifests --out deploy/manifests
       Writes the plain manifests (default values) for kubectl users.
+  render.py prometheus-rule --out deploy/prometheus
+      Writes the chart's PrometheusRule (prometheusRule.enabled, otherwise
+      default values) as trainyard-rules.yaml for kubectl users.
 
 Values that the chart refuses (values.schema.json, or a check in the
 templates) exit 2 with Helm's message on stderr, naming the key.
@@ -56,6 +59,7 @@ KIND_ORDER = [
     "Deployment",
     "PodDisruptionBudget",
     "ServiceMonitor",
+    "PrometheusRule",
 ]
 
 MANIFEST_HEADER = """\
@@ -185,6 +189,34 @@ def cmd_manifests(args: argparse.Namespace) -> int:
     return 0
 
 
+RULE_HEADER = """\
+# Trainyard's alerts as a PrometheusRule (Prometheus Operator), for clusters
+# without Helm: kubectl apply -n trainyard-system -f deploy/prometheus/trainyard-rules.yaml
+# (add the labels your Prometheus selects rules by).
+#
+# Generated from the Helm chart deploy/helm/trainyard (prometheusRule.enabled;
+# the rules are deploy/helm/trainyard/files/prometheus-rules.yaml); do not
+# edit. Change the chart's file, then regenerate with:
+#   python3 deploy/helm/test/render.py prometheus-rule --out deploy/prometheus
+# tests/tests/observability.rs fails while this file differs from the chart.
+"""
+
+
+def cmd_prometheus_rule(args: argparse.Namespace) -> int:
+    rendered = render({"prometheusRule": {"enabled": True}})
+    docs = [d for text in rendered.values() for d in documents(text) if kind_of(d) == "PrometheusRule"]
+    if len(docs) != 1:
+        print(f"expected one PrometheusRule, the chart rendered {len(docs)}", file=sys.stderr)
+        return 1
+    doc = docs[0].replace("app.kubernetes.io/managed-by: Helm", "app.kubernetes.io/managed-by: kubectl")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "trainyard-rules.yaml"
+    target.write_text(RULE_HEADER + "---\n" + doc)
+    print(target)
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -199,6 +231,9 @@ def main() -> int:
     m = sub.add_parser("manifests", help="write the plain manifests (default values)")
     m.add_argument("--out", required=True)
     m.set_defaults(run=cmd_manifests)
+    pr = sub.add_parser("prometheus-rule", help="write the PrometheusRule of the alerts")
+    pr.add_argument("--out", required=True)
+    pr.set_defaults(run=cmd_prometheus_rule)
     args = p.parse_args()
     try:
         return args.run(args)

@@ -27,8 +27,13 @@
 //! admitted when their queue has room ([`admission`]); pods of a Job,
 //! JobSet, PyTorchJob, ... that name no group get one inferred from their
 //! owner ([`grouper`], [`infer`]); writes keep to the client's QPS and
-//! burst ([`conn`]). Not yet: leader election, metrics (issue 16),
-//! persisted state (issue 18).
+//! burst ([`conn`]).
+//!
+//! Operating it: leader election on a Lease, with every write fenced
+//! ([`leader`], [`conn`]); Prometheus metrics ([`metrics`],
+//! [`api_metrics`]) and probes ([`http`]); settings reloaded from their
+//! file ([`reload`]); on shutdown, the writes in flight drain before the
+//! lease is released. Not yet: persisted state (issue 18).
 
 pub mod admission;
 pub mod api_metrics;
@@ -334,6 +339,9 @@ pub async fn run_with(
                 metrics.leader.set(i64::from(leading));
                 done.leader = leading;
                 progress.send_replace(done);
+                if was && !leading {
+                    metrics.clear_cycle_gauges();
+                }
                 if leading && !was {
                     // What this replica remembers writing may have been
                     // changed by another leader since: write it all again.
@@ -350,6 +358,16 @@ pub async fn run_with(
                     None => std::future::pending().await,
                 }
             } => {
+                // What the environment filled in at start (identity, lease
+                // namespace) stays, unless the file now names them.
+                let mut new = new;
+                let (le, was) = (&mut new.service.leader_election, &live.leader_election);
+                if le.identity.is_empty() {
+                    le.identity = was.identity.clone();
+                }
+                if le.lease_namespace.is_empty() {
+                    le.lease_namespace = was.lease_namespace.clone();
+                }
                 for field in reload::needs_restart(&live, &new.service) {
                     tracing::warn!("reloaded settings: service.{field} changed; it takes effect at the next start");
                 }
@@ -560,6 +578,7 @@ pub async fn run_with(
     if let Some(task) = elector {
         let _ = task.await;
     }
+    metrics.leader.set(0);
     if let Some(task) = http_task {
         task.abort();
     }
@@ -609,7 +628,14 @@ fn observe_outcome(metrics: &metrics::Metrics, world: &World, o: &write::Outcome
         (Write::Nominate(_), None) => {
             metrics.nominations.inc();
         }
-        (Write::Nominate(_), Some(_)) => {}
+        (Write::Nominate(_), Some(reason)) => {
+            metrics
+                .bind_failures
+                .get_or_create(&metrics::ReasonLabels {
+                    reason: format!("nomination_{reason}"),
+                })
+                .inc();
+        }
     }
 }
 

@@ -6,9 +6,15 @@
 //! kube-state-metrics does, since one family holds several units.
 //!
 //! The table of every metric, with its labels and meaning, is in
-//! docs/operations.md; `tests/metrics.rs` checks the exposition with
-//! `promtool check metrics` and that the dashboard and alerts in
+//! docs/operations.md; `crates/serve/tests/observability.rs` checks the
+//! exposition with `promtool check metrics`, and
+//! `tests/tests/observability.rs` that the dashboard and alerts in
 //! `deploy/` name only metrics exported here.
+//!
+//! The label values known in advance (cycle phases, reload results) exist
+//! from the start at zero, so `rate()` and `increase()` see their first
+//! step. A replica that stops leading clears its per-cycle gauges (pending
+//! jobs, queues): only the leader reports the cluster's state.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -235,6 +241,12 @@ impl Metrics {
             "Configuration reloads, by result (ok, invalid)",
             m.config_reloads.clone(),
         );
+        for phase in ["snapshot", "schedule", "assume", "write", "total"] {
+            let _ = m.cycle_duration.get_or_create(&PhaseLabels { phase });
+        }
+        for result in ["ok", "invalid"] {
+            let _ = m.config_reloads.get_or_create(&ResultLabels { result });
+        }
         let info: Family<Vec<(String, String)>, Gauge> = Family::default();
         info.get_or_create(&vec![("version".into(), env!("CARGO_PKG_VERSION").into())])
             .set(1);
@@ -254,6 +266,22 @@ impl Metrics {
     /// check metrics` and scrapers that do not ask for OpenMetrics read).
     pub fn prometheus_text(&self) -> String {
         to_prometheus_text(&self.openmetrics())
+    }
+
+    /// Clears the per-cycle gauges (pending jobs by reason, the queues'):
+    /// a replica that no longer leads does not report the cluster's state.
+    pub fn clear_cycle_gauges(&self) {
+        self.pending_gangs.clear();
+        self.queue_oldest_pending.clear();
+        for family in [
+            &self.queue_quota,
+            &self.queue_fair_share,
+            &self.queue_allocated,
+            &self.queue_demand,
+        ] {
+            family.clear();
+        }
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Seen::default();
     }
 
     /// After a cycle: pending jobs by reason, and per queue its quota, fair

@@ -23,7 +23,8 @@ use trainyard_sched::Config;
 #[derive(Parser, Debug)]
 #[command(name = "trainyard", version, propagate_version = true)]
 struct Cli {
-    /// More log output on stderr (-v info, -vv debug). RUST_LOG overrides.
+    /// More log output on stderr (-v info, -vv debug). TRAINYARD_LOG (or RUST_LOG)
+    /// overrides, e.g. TRAINYARD_LOG=info,trainyard_serve=debug.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
     /// Log lines on stderr as text for people, or as one JSON object per
@@ -225,7 +226,9 @@ fn init_logging(verbose: u8, format: LogFormat) {
         1 => "info",
         _ => "debug",
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    // TRAINYARD_LOG (what the Helm chart sets), else RUST_LOG, else -v.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TRAINYARD_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -38,6 +38,7 @@
 pub mod admission;
 pub mod api_metrics;
 pub mod conn;
+pub mod decision_log;
 pub mod events;
 pub mod group_status;
 pub mod grouper;
@@ -300,6 +301,7 @@ pub async fn run_with(
     };
     progress.send_replace(done);
     let mut reporter = report::Reporter::default();
+    let mut decision_log = decision_log::DecisionLog::default();
     let mut queue_statuses = queue_status::StatusCache::default();
     let mut repair = repair::Repair::default();
     let mut grouper = grouper::Grouper::new(service, &kinds);
@@ -467,7 +469,7 @@ pub async fn run_with(
                     metrics.writes_in_flight.set(writer.in_flight() as i64);
                     phase(&metrics, "assume", t);
                     let t = Instant::now();
-                    log_decisions(&snapshot, &decisions);
+                    decision_log.log(&snapshot, &decisions);
                     let at = report::rfc3339(now);
                     // Pods of each group by place, once per cycle (repair, PodGroup status).
                     let counts = group_pods.counts();
@@ -636,28 +638,5 @@ fn observe_outcome(metrics: &metrics::Metrics, world: &World, o: &write::Outcome
                 })
                 .inc();
         }
-    }
-}
-
-/// One structured log line per decision: binds (job, queue, node),
-/// evictions (victim, kind, for whom), pending jobs (reason code, message).
-fn log_decisions(snapshot: &trainyard_model::Snapshot, d: &trainyard_sched::Decisions) {
-    if d.binds.is_empty() && d.evictions.is_empty() && !tracing::enabled!(tracing::Level::DEBUG) {
-        return;
-    }
-    let queues: std::collections::HashMap<&str, &str> = snapshot
-        .jobs
-        .iter()
-        .map(|j| (j.id.as_str(), j.queue.as_str()))
-        .collect();
-    let queue_of = |job: &str| queues.get(job).copied().unwrap_or("");
-    for b in &d.binds {
-        tracing::info!(target: "trainyard::decision", decision = "bind", job = %b.job, queue = queue_of(b.job.as_str()), pod = %b.task, node = %b.node, gpus = ?b.gpus);
-    }
-    for e in &d.evictions {
-        tracing::info!(target: "trainyard::decision", decision = "evict", job = %e.job, queue = queue_of(e.job.as_str()), pod = %e.task, node = %e.node, preemptor = %e.preemptor, "{}", e.message);
-    }
-    for p in &d.pending {
-        tracing::debug!(target: "trainyard::decision", decision = "pending", job = %p.job, queue = %p.queue, reason = p.reason.code(), "{}", p.message);
     }
 }

@@ -216,7 +216,6 @@ fn status(phase: &str, c: Counts, scheduled: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use trainyard_ingest::{LoadOptions, Source};
 
     use super::*;
 
@@ -240,18 +239,11 @@ mod tests {
     #[test]
     fn phases_follow_the_pods_and_a_relist_forgets_what_it_did_not_show() {
         let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8', memory: 64Gi, pods: '110', nvidia.com/gpu: '8'}}\n---\napiVersion: trainyard.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\nspec: {minMember: 2}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ml, labels: {trainyard.io/pod-group: g}}\nspec: {schedulerName: trainyard, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '16'}}}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ml, labels: {trainyard.io/pod-group: g}}\nspec: {schedulerName: trainyard, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '1'}}}]}\n";
-        let loaded =
-            trainyard_ingest::load(&[Source::new("t.yaml", text)], &LoadOptions::default())
-                .expect("loads");
-        let d = trainyard_sched::schedule(
-            &loaded.snapshot,
-            &Default::default(),
-            trainyard_model::Timestamp::from_secs(1_800_000_000),
-        );
+        let (snapshot, d) = crate::testkit::decide(text);
         let mut pods = GroupPods::default();
         pods.applied(&pod("a", None, "Pending"));
         pods.applied(&pod("b", None, "Pending"));
-        let s = statuses(&loaded.snapshot, &d, &pods.counts());
+        let s = statuses(&snapshot, &d, &pods.counts());
         let g = &s["ml/g"];
         assert_eq!(g["phase"], "Pending");
         assert_eq!(g["conditions"][0]["status"], "False");
@@ -262,7 +254,7 @@ mod tests {
         pods.applied(&pod("a", Some("n1"), "Running"));
         pods.applied(&pod("b", Some("n1"), "Running"));
         let none = trainyard_sched::Decisions::default();
-        let g = &statuses(&loaded.snapshot, &none, &pods.counts())["ml/g"];
+        let g = &statuses(&snapshot, &none, &pods.counts())["ml/g"];
         assert_eq!(
             (g["phase"].as_str(), g["running"].as_u64()),
             (Some("Running"), Some(2))

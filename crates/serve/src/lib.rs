@@ -52,6 +52,8 @@ pub mod reload;
 pub mod repair;
 pub mod report;
 pub mod settings;
+#[cfg(test)]
+mod testkit;
 pub mod watch;
 pub mod world;
 pub mod write;

@@ -222,7 +222,6 @@ impl StatusCache {
 
 #[cfg(test)]
 mod tests {
-    use trainyard_ingest::{LoadOptions, Source};
 
     use super::*;
 
@@ -241,15 +240,8 @@ mod tests {
     #[test]
     fn counts_roll_up_and_unchanged_statuses_are_not_written_again() {
         let text = "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: org}\nspec: {quota: {nvidia.com/gpu: 8}}\n---\napiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: team}\nspec: {parent: org, quota: {nvidia.com/gpu: 8}}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8', memory: 64Gi, pods: '110', nvidia.com/gpu: '8'}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ml, labels: {trainyard.io/queue: team}}\nspec: {schedulerName: trainyard, nodeName: n1, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '2'}}}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ml, labels: {trainyard.io/queue: team}}\nspec: {schedulerName: trainyard, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '16'}}}]}\n";
-        let loaded =
-            trainyard_ingest::load(&[Source::new("t.yaml", text)], &LoadOptions::default())
-                .expect("loads");
-        let d = trainyard_sched::schedule(
-            &loaded.snapshot,
-            &Default::default(),
-            trainyard_model::Timestamp::from_secs(1_800_000_000),
-        );
-        let all = statuses(&loaded.snapshot, &d);
+        let (snapshot, d) = crate::testkit::decide(text);
+        let all = statuses(&snapshot, &d);
         assert_eq!(all["team"]["runningJobs"], 1);
         assert_eq!(all["team"]["pendingJobs"], 1);
         assert_eq!(all["org"]["runningJobs"], 1, "counted for the parent too");

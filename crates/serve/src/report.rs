@@ -118,28 +118,12 @@ pub async fn write(
 
 #[cfg(test)]
 mod tests {
-    use trainyard_ingest::{LoadOptions, Source};
-
     use super::*;
-
-    const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '8', memory: 64Gi, pods: '110', nvidia.com/gpu: '8'}}\n";
-
-    fn pod(name: &str, gpus: u32) -> String {
-        format!(
-            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml}}\nspec: {{schedulerName: trainyard, containers: [{{name: c, resources: {{requests: {{nvidia.com/gpu: '{gpus}'}}}}}}]}}\n"
-        )
-    }
+    use crate::testkit::{NODE, decide, pod};
 
     fn cycle(r: &mut Reporter, text: &str) -> Vec<(String, String)> {
-        let loaded =
-            trainyard_ingest::load(&[Source::new("t.yaml", text)], &LoadOptions::default())
-                .expect("loads");
-        let d = trainyard_sched::schedule(
-            &loaded.snapshot,
-            &Default::default(),
-            trainyard_model::Timestamp::from_secs(1_800_000_000),
-        );
-        r.changes(&loaded.snapshot, &d)
+        let (snapshot, d) = decide(text);
+        r.changes(&snapshot, &d)
             .into_iter()
             .map(|(k, m)| (k.to_string(), m))
             .collect()

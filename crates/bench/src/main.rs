@@ -146,6 +146,7 @@ struct Cycle {
     bound: usize,
     placed: usize,
     pending: usize,
+    evicted: usize,
     time: Duration,
 }
 
@@ -168,6 +169,7 @@ fn time_cycle(runs: usize, nodes: usize, gangs: usize) -> Cycle {
         bound: d.stats.pods_bound as usize,
         placed: d.stats.gangs_placed as usize,
         pending: d.pending.len(),
+        evicted: d.evictions.len(),
         time: median(times),
     }
 }
@@ -200,12 +202,13 @@ fn allocate(runs: usize, nodes: usize, gangs: Option<usize>) -> anyhow::Result<(
     ] {
         let c = time_cycle(runs, nodes, gangs);
         println!(
-            "| {label} | {nodes} nodes × 8 GPUs, {} gangs, {} pods ({} bound, {} gangs placed, {} pending) | {:.1} ms | {:.0} pods placed/s |",
+            "| {label} | {nodes} nodes × 8 GPUs, {} gangs, {} pods ({} bound, {} gangs placed, {} pending, {} pods evicted) | {:.1} ms | {:.0} pods placed/s |",
             c.gangs,
             c.pods,
             c.bound,
             c.placed,
             c.pending,
+            c.evicted,
             c.time.as_secs_f64() * 1e3,
             c.bound as f64 / c.time.as_secs_f64()
         );

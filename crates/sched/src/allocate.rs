@@ -139,7 +139,7 @@ struct World<'s> {
     nominated: Vec<bool>,
     /// Constraint sets interned by value: `Arc` pointer → dense id, so
     /// equal constraints share one filter evaluation even across jobs.
-    constraint_ids: HashMap<usize, u32>,
+    constraint_ids: HashMap<usize, u32, PairHash>,
     /// Rules between pods: `None` when no pod of the snapshot has any, and
     /// then nothing about them is computed (`allocate/ruled.rs`).
     rules: Option<crate::podrules::RuleIndex<'s>>,
@@ -395,6 +395,22 @@ impl<'s> Cycle<'s> {
         needs: &Resources,
         topo_search: bool,
     ) -> Result<Vec<Placed>, PendingReason> {
+        self.place_chosen_or(j, chosen, needs, topo_search, true)
+    }
+
+    /// [`Cycle::place_chosen`]; with `explain` false a failure outside the
+    /// topology search is not diagnosed (its reason counts no nodes and
+    /// names no filters): for callers that only ask whether it fits, such
+    /// as the victim search, which would otherwise pay a scan of every
+    /// node for each victim set it tries.
+    fn place_chosen_or(
+        &mut self,
+        j: usize,
+        chosen: &[usize],
+        needs: &Resources,
+        topo_search: bool,
+        explain: bool,
+    ) -> Result<Vec<Placed>, PendingReason> {
         if topo_search {
             return self.place_gang_topology(j, chosen, needs);
         }
@@ -423,7 +439,11 @@ impl<'s> Cycle<'s> {
                     .place_run(&chosen[start..end], j, &mut placed, None, plan.as_ref())
             {
                 let failed_task = &job.tasks[chosen[start + fail_at]];
-                let (nodes_fit, filters) = self.search().diagnose_task(j, chosen[start + fail_at]);
+                let (nodes_fit, filters) = if explain {
+                    self.search().diagnose_task(j, chosen[start + fail_at])
+                } else {
+                    (0, BTreeMap::new())
+                };
                 return Err(PendingReason::Unschedulable {
                     needs: needs.clone(),
                     pods_needed: chosen.len() as u32,

@@ -17,7 +17,7 @@ impl<'s> Cycle<'s> {
             }
             dup
         });
-        let index: HashMap<&str, usize> = nodes
+        let index: HashMap<&str, usize, PairHash> = nodes
             .iter()
             .enumerate()
             .map(|(i, n)| (n.name.as_str(), i))
@@ -321,14 +321,26 @@ impl<'s> Cycle<'s> {
 
         // Intern constraint sets by value (ids in first-seen order over the
         // canonical job/task order, so they are deterministic).
-        let mut constraint_ids: HashMap<usize, u32> = HashMap::new();
+        let mut constraint_ids: HashMap<usize, u32, PairHash> = HashMap::default();
         let mut by_value: HashMap<&PlacementConstraints, u32> = HashMap::new();
+        // The last set interned: most tasks carry a set equal to their
+        // neighbour's (often the empty one) in an `Arc` of their own, and
+        // comparing with it is cheaper than hashing it.
+        let mut last: Option<(&PlacementConstraints, u32)> = None;
         for jw in &jobs {
             for t in &jw.job.tasks {
                 let ptr = Arc::as_ptr(&t.constraints) as usize;
                 if let std::collections::hash_map::Entry::Vacant(slot) = constraint_ids.entry(ptr) {
-                    let next = by_value.len() as u32;
-                    slot.insert(*by_value.entry(&*t.constraints).or_insert(next));
+                    let c: &PlacementConstraints = &t.constraints;
+                    let id = match last {
+                        Some((l, id)) if *l == *c => id,
+                        _ => {
+                            let next = by_value.len() as u32;
+                            *by_value.entry(c).or_insert(next)
+                        }
+                    };
+                    last = Some((c, id));
+                    slot.insert(id);
                 }
             }
         }

@@ -59,10 +59,11 @@ impl<'s> Cycle<'s> {
         if !needs.fits_in(&all_free) {
             return None;
         }
-        if !topo_search && !self.search().could_cover(j, chosen, pool) {
+        let on_node = ByNode::of(pool, self.world.nodes.len());
+        if !topo_search && !self.search().could_cover(j, chosen, pool, &on_node) {
             return None;
         }
-        let by_node = self.search().node_centric(j, chosen, pool);
+        let by_node = self.search().node_centric(j, chosen, pool, &on_node);
         let mut taken: Vec<&Unit> =
             if !by_node.is_empty() && self.fits_without(j, chosen, needs, topo_search, &by_node) {
                 by_node
@@ -110,7 +111,9 @@ impl<'s> Cycle<'s> {
         }
         let mark = self.ledger.state.begin();
         self.ledger.give_units(&self.world, units);
-        let ok = self.place_chosen(j, chosen, needs, topo_search).is_ok();
+        let ok = self
+            .place_chosen_or(j, chosen, needs, topo_search, false)
+            .is_ok();
         self.ledger.state.rollback(mark);
         ok
     }
@@ -210,8 +213,10 @@ impl<'s> Cycle<'s> {
             return Err(String::new());
         }
         let mut why = String::new();
-        for kind in [EvictionKind::Reclaim, EvictionKind::Preempt] {
-            let units: Vec<Unit> = all.iter().filter(|u| u.kind == kind).cloned().collect();
+        let (reclaim, preempt): (Vec<Unit>, Vec<Unit>) = all
+            .into_iter()
+            .partition(|u| u.kind == EvictionKind::Reclaim);
+        for units in [reclaim, preempt] {
             if units.is_empty() {
                 continue;
             }
@@ -350,18 +355,52 @@ impl<'s> Cycle<'s> {
     }
 }
 
-/// For each node, the positions in `pool` of the units with a pod there.
-fn units_by_node(pool: &[&Unit]) -> BTreeMap<usize, Vec<usize>> {
-    let mut on_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (i, u) in pool.iter().enumerate() {
-        for (_, n, _) in &u.tasks {
-            let list = on_node.entry(*n).or_default();
-            if list.last() != Some(&i) {
-                list.push(i);
+/// For each node, the positions in `pool` of the units with a pod there,
+/// in pool order (cost order): one array of positions, grouped by node.
+pub(super) struct ByNode {
+    /// `units[start[n]..start[n + 1]]` are node `n`'s.
+    start: Vec<u32>,
+    units: Vec<u32>,
+}
+
+impl ByNode {
+    pub(super) fn of(pool: &[&Unit], nodes: usize) -> ByNode {
+        // Counting sort by node: count, prefix sums, fill in pool order.
+        let mut start = vec![0u32; nodes + 1];
+        let mut last = vec![u32::MAX; nodes];
+        for (i, u) in pool.iter().enumerate() {
+            for (_, n, _) in &u.tasks {
+                if last[*n] != i as u32 {
+                    last[*n] = i as u32;
+                    start[*n + 1] += 1;
+                }
             }
         }
+        for n in 0..nodes {
+            start[n + 1] += start[n];
+        }
+        let mut fill: Vec<u32> = start[..nodes].to_vec();
+        let mut units = vec![0u32; start[nodes] as usize];
+        last.fill(u32::MAX);
+        for (i, u) in pool.iter().enumerate() {
+            for (_, n, _) in &u.tasks {
+                if last[*n] != i as u32 {
+                    last[*n] = i as u32;
+                    units[fill[*n] as usize] = i as u32;
+                    fill[*n] += 1;
+                }
+            }
+        }
+        ByNode { start, units }
     }
-    on_node
+
+    /// The positions of the units with a pod on node `n`.
+    pub(super) fn on(&self, n: usize) -> &[u32] {
+        match (self.start.get(n), self.start.get(n + 1)) {
+            (Some(&a), Some(&b)) => &self.units[a as usize..b as usize],
+            _ => &[],
+        }
+    }
 }
 
 impl<'s> Ledger<'s> {
@@ -560,13 +599,38 @@ impl<'s> Ledger<'s> {
                 });
             }
         }
-        units.sort_by(|a, b| {
-            a.key().cmp(&b.key()).then_with(|| {
-                let name = |u: &Unit| &self.jobs[u.job].job.tasks[u.tasks[0].0].name;
-                (&self.jobs[a.job].job.id, name(a)).cmp(&(&self.jobs[b.job].job.id, name(b)))
+        // Ties by job id, then the first pod's name: jobs are indexed in
+        // id order (`setup`), so the index compares as the id does.
+        // Sorted as packed integer keys (the order of `Unit::key`, then
+        // the job), then the units moved once into that order.
+        let mut order: Vec<(u128, u64, usize)> = units
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                let (stale, priority, whole, std::cmp::Reverse(started), pods) = u.key();
+                let priority = (priority as i64 - i32::MIN as i64) as u128;
+                let newest_first = u64::MAX - ((started as u64) ^ (1 << 63));
+                let high = (stale as u128) << 127
+                    | priority << 95
+                    | (whole as u128) << 94
+                    | (newest_first as u128) << 30;
+                (high, (pods as u64) << 32 | u.job as u64, i)
+            })
+            .collect();
+        order.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then_with(|| {
+                let name = |i: usize| {
+                    let u = &units[i];
+                    &self.jobs[u.job].job.tasks[u.tasks[0].0].name
+                };
+                name(a.2).cmp(name(b.2))
             })
         });
-        units
+        let mut slots: Vec<Option<Unit>> = units.into_iter().map(Some).collect();
+        order
+            .into_iter()
+            .filter_map(|(_, _, i)| slots[i].take())
+            .collect()
     }
 }
 
@@ -603,7 +667,13 @@ impl Search<'_, '_> {
     /// For a gang of one pod shape: whether the nodes could hold all its
     /// pods with every unit of `pool` gone (an upper bound, no placement).
     /// Gangs of several shapes always could, as far as this says.
-    pub(super) fn could_cover(&mut self, j: usize, chosen: &[usize], pool: &[&Unit]) -> bool {
+    pub(super) fn could_cover(
+        &mut self,
+        j: usize,
+        chosen: &[usize],
+        pool: &[&Unit],
+        on_node: &ByNode,
+    ) -> bool {
         let job = self.l.jobs[j].job;
         if !super::one_shape(job, chosen) {
             return true;
@@ -614,19 +684,19 @@ impl Search<'_, '_> {
         let Some(mask) = self.m.filters.get(&key).map(|f| f.mask.clone()) else {
             return true;
         };
-        let on_node = units_by_node(pool);
         let now = self.copies_now(key, &head.requests, &pod);
         let mut total = 0usize;
         for (n, node) in self.w.nodes.iter().enumerate() {
             if !mask[n] {
                 continue;
             }
-            total += match on_node.get(&n) {
-                None => now[n] as usize,
-                Some(here) => {
+            let here = on_node.on(n);
+            total += match here.is_empty() {
+                true => now[n] as usize,
+                false => {
                     let mut st = self.l.state.nodes()[n].clone();
                     for &i in here {
-                        self.l.give_on_node(self.w, &mut st, n, pool[i]);
+                        self.l.give_on_node(self.w, &mut st, n, pool[i as usize]);
                     }
                     st.copies(node, &pod) as usize
                 }
@@ -646,6 +716,7 @@ impl Search<'_, '_> {
         j: usize,
         chosen: &[usize],
         pool: &[&'u Unit],
+        on_node: &ByNode,
     ) -> Vec<&'u Unit> {
         let job = self.l.jobs[j].job;
         let head = &job.tasks[chosen[0]];
@@ -654,9 +725,13 @@ impl Search<'_, '_> {
         let Some(mask) = self.m.filters.get(&key).map(|f| f.mask.clone()) else {
             return Vec::new();
         };
-        let on_node = units_by_node(pool);
         let now = self.copies_now(key, &head.requests, &pod);
         let mut options: Vec<NodeOption> = Vec::new();
+        let Some(first) = self.w.nodes.first() else {
+            return Vec::new();
+        };
+        let mut scratch = NodeState::new(first);
+        let mut with = scratch.clone();
         // Among binds of this cycle, lower priority goes back first.
         let fresh_priority = |used: &[usize]| {
             used.iter()
@@ -669,7 +744,7 @@ impl Search<'_, '_> {
             if !mask[n] {
                 continue;
             }
-            let here = on_node.get(&n).map(Vec::as_slice).unwrap_or(&[]);
+            let here = on_node.on(n);
             if here.is_empty() {
                 // No candidate here: what fits now is all there is.
                 let copies = now[n];
@@ -678,27 +753,34 @@ impl Search<'_, '_> {
                 }
                 continue;
             }
-            let mut st = self.l.state.nodes()[n].clone();
+            // Scratch copies of the node's state (their allocations reused
+            // from node to node).
+            scratch.clone_from(&self.l.state.nodes()[n]);
+            let st = &mut scratch;
             let mut used: Vec<usize> = Vec::new();
             // Binds of this cycle cost nothing: their room counts as free
             // where it lets more pods of the gang fit.
-            let mut copies = st.copies(node, &pod);
-            if here.iter().any(|&i| pool[i].fresh) {
-                let mut with = st.clone();
-                let fresh: Vec<usize> = here.iter().copied().filter(|&i| pool[i].fresh).collect();
+            let mut copies = now[n];
+            if here.iter().any(|&i| pool[i as usize].fresh) {
+                with.clone_from(st);
+                let fresh: Vec<usize> = here
+                    .iter()
+                    .map(|&i| i as usize)
+                    .filter(|&i| pool[i].fresh)
+                    .collect();
                 for &i in &fresh {
                     self.l.give_on_node(self.w, &mut with, n, pool[i]);
                 }
                 let more = with.copies(node, &pod);
                 if more > copies {
-                    st = with;
+                    std::mem::swap(st, &mut with);
                     copies = more;
                     used = fresh;
                 }
             }
             if copies == 0 {
-                for &i in here.iter().filter(|&&i| !pool[i].fresh) {
-                    self.l.give_on_node(self.w, &mut st, n, pool[i]);
+                for i in here.iter().map(|&i| i as usize).filter(|&i| !pool[i].fresh) {
+                    self.l.give_on_node(self.w, st, n, pool[i]);
                     used.push(i);
                     copies = st.copies(node, &pod);
                     if copies > 0 {

@@ -61,8 +61,11 @@ impl<'s> Cycle<'s> {
         let mut alloc = vec![Resources::zero(); tree.len()];
         let mut alloc_np = vec![Resources::zero(); tree.len()];
         let mut leaf_demand = vec![Resources::zero(); tree.len()];
+        // One buffer for every job's task order.
+        let mut order: Vec<usize> = Vec::new();
         for job in jobs_sorted {
-            let mut order: Vec<usize> = (0..job.tasks.len()).collect();
+            order.clear();
+            order.extend(0..job.tasks.len());
             if !job.tasks.is_sorted_by(|a, b| a.name <= b.name) {
                 order.sort_by(|&a, &b| job.tasks[a].name.cmp(&job.tasks[b].name));
             }

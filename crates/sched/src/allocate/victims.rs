@@ -543,39 +543,48 @@ impl<'s> Ledger<'s> {
             let all_fresh = bound.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
             let mut left = if all_fresh { 0 } else { bound.len() as u32 };
             let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
-            for (t, _, _) in &bound {
-                *per_sub
-                    .entry(vj.tasks[*t].subgroup.as_deref().unwrap_or(""))
-                    .or_default() += 1;
+            // Without pods above the minimum every pod is the gang's (the
+            // common case, and the cheap one).
+            let elastic_pods = left > vj.min_member;
+            if elastic_pods {
+                for (t, _, _) in &bound {
+                    *per_sub
+                        .entry(vj.tasks[*t].subgroup.as_deref().unwrap_or(""))
+                        .or_default() += 1;
+                }
             }
             let mut gang = Vec::new();
-            for p in bound {
-                let task = &vj.tasks[p.0];
-                let sub = task.subgroup.as_deref().unwrap_or("");
-                let sub_min = vj
-                    .subgroups
-                    .iter()
-                    .find(|s| s.name == sub)
-                    .map_or(0, |s| s.min_member);
-                let have = per_sub.get(sub).copied().unwrap_or(0);
-                if left > vj.min_member && have > sub_min {
-                    left -= 1;
-                    if let Some(h) = per_sub.get_mut(sub) {
-                        *h -= 1;
+            if !elastic_pods {
+                gang = bound;
+            } else {
+                for p in bound {
+                    let task = &vj.tasks[p.0];
+                    let sub = task.subgroup.as_deref().unwrap_or("");
+                    let sub_min = vj
+                        .subgroups
+                        .iter()
+                        .find(|s| s.name == sub)
+                        .map_or(0, |s| s.min_member);
+                    let have = per_sub.get(sub).copied().unwrap_or(0);
+                    if left > vj.min_member && have > sub_min {
+                        left -= 1;
+                        if let Some(h) = per_sub.get_mut(sub) {
+                            *h -= 1;
+                        }
+                        units.push(Unit {
+                            job: v,
+                            freed: task.requests.clone(),
+                            started: self.task_started(w, v, p.0),
+                            fresh: self.fresh.contains(&(v, p.0)),
+                            tasks: vec![p],
+                            kind,
+                            elastic: true,
+                            priority: vj.priority,
+                            over,
+                        });
+                    } else {
+                        gang.push(p);
                     }
-                    units.push(Unit {
-                        job: v,
-                        freed: task.requests.clone(),
-                        started: self.task_started(w, v, p.0),
-                        fresh: self.fresh.contains(&(v, p.0)),
-                        tasks: vec![p],
-                        kind,
-                        elastic: true,
-                        priority: vj.priority,
-                        over,
-                    });
-                } else {
-                    gang.push(p);
                 }
             }
             if !gang.is_empty() {

@@ -217,7 +217,10 @@ fn allocate(runs: usize, nodes: usize, gangs: Option<usize>) -> anyhow::Result<(
 }
 
 fn scaling(runs: usize, sizes: &[usize]) -> anyhow::Result<()> {
-    anyhow::ensure!(sizes.len() >= 2, "--scaling needs at least two --sizes");
+    anyhow::ensure!(
+        !sizes.is_empty(),
+        "--scaling needs at least one size in --sizes"
+    );
     println!(
         "input: allocate cycle, nodes × 8 GPUs empty, {}/{} pending gangs per node (seed {}), {runs} runs per size\n",
         workloads::GANGS_PER_NODE.0,
@@ -246,13 +249,15 @@ fn scaling(runs: usize, sizes: &[usize]) -> anyhow::Result<()> {
         );
         points.push((nodes as f64, secs));
     }
-    let k = machine::fitted_exponent(&points)
-        .ok_or_else(|| anyhow::anyhow!("no exponent: a time was zero"))?;
-    println!(
-        "\nfitted exponent (least squares on log time against log nodes, {} … {} nodes): {k:.2}",
-        sizes[0],
-        sizes[sizes.len() - 1]
-    );
+    if sizes.len() >= 2 {
+        let k = machine::fitted_exponent(&points)
+            .ok_or_else(|| anyhow::anyhow!("no exponent: a time was zero"))?;
+        println!(
+            "\nfitted exponent (least squares on log time against log nodes, {} … {} nodes): {k:.2}",
+            sizes[0],
+            sizes[sizes.len() - 1]
+        );
+    }
     println!("{}", machine::describe());
     Ok(())
 }

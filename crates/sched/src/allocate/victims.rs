@@ -356,20 +356,28 @@ impl<'s> Cycle<'s> {
 }
 
 /// For each node, the positions in `pool` of the units with a pod there,
-/// in pool order (cost order): one array of positions, grouped by node.
+/// in pool order (cost order), and which of their pods sit there: arrays
+/// grouped by node (so giving a unit back on one node costs its pods
+/// there, not all its pods).
 pub(super) struct ByNode {
     /// `units[start[n]..start[n + 1]]` are node `n`'s.
     start: Vec<u32>,
     units: Vec<u32>,
+    /// `pods[pod_start[n]..pod_start[n + 1]]`: (unit position, index into
+    /// its `tasks`) of node `n`'s pods, in pool order.
+    pod_start: Vec<u32>,
+    pods: Vec<(u32, u32)>,
 }
 
 impl ByNode {
     pub(super) fn of(pool: &[&Unit], nodes: usize) -> ByNode {
         // Counting sort by node: count, prefix sums, fill in pool order.
         let mut start = vec![0u32; nodes + 1];
+        let mut pod_start = vec![0u32; nodes + 1];
         let mut last = vec![u32::MAX; nodes];
         for (i, u) in pool.iter().enumerate() {
             for (_, n, _) in &u.tasks {
+                pod_start[*n + 1] += 1;
                 if last[*n] != i as u32 {
                     last[*n] = i as u32;
                     start[*n + 1] += 1;
@@ -378,12 +386,17 @@ impl ByNode {
         }
         for n in 0..nodes {
             start[n + 1] += start[n];
+            pod_start[n + 1] += pod_start[n];
         }
         let mut fill: Vec<u32> = start[..nodes].to_vec();
+        let mut pod_fill: Vec<u32> = pod_start[..nodes].to_vec();
         let mut units = vec![0u32; start[nodes] as usize];
+        let mut pods = vec![(0u32, 0u32); pod_start[nodes] as usize];
         last.fill(u32::MAX);
         for (i, u) in pool.iter().enumerate() {
-            for (_, n, _) in &u.tasks {
+            for (k, (_, n, _)) in u.tasks.iter().enumerate() {
+                pods[pod_fill[*n] as usize] = (i as u32, k as u32);
+                pod_fill[*n] += 1;
                 if last[*n] != i as u32 {
                     last[*n] = i as u32;
                     units[fill[*n] as usize] = i as u32;
@@ -391,7 +404,12 @@ impl ByNode {
                 }
             }
         }
-        ByNode { start, units }
+        ByNode {
+            start,
+            units,
+            pod_start,
+            pods,
+        }
     }
 
     /// The positions of the units with a pod on node `n`.
@@ -399,6 +417,29 @@ impl ByNode {
         match (self.start.get(n), self.start.get(n + 1)) {
             (Some(&a), Some(&b)) => &self.units[a as usize..b as usize],
             _ => &[],
+        }
+    }
+
+    /// Gives back into `st`, a copy of node `n`'s state, the pods of unit
+    /// `pool[i]` on that node.
+    fn give(
+        &self,
+        (l, w): (&Ledger<'_>, &World<'_>),
+        st: &mut NodeState,
+        n: usize,
+        pool: &[&Unit],
+        i: usize,
+    ) {
+        let (Some(&a), Some(&b)) = (self.pod_start.get(n), self.pod_start.get(n + 1)) else {
+            return;
+        };
+        let u = pool[i];
+        let vj = l.jobs[u.job].job;
+        for &(ui, k) in &self.pods[a as usize..b as usize] {
+            if ui as usize == i {
+                let (t, _, slots) = &u.tasks[k as usize];
+                st.give(w.nodes[n], &w.pod_of(vj, u.job, *t), slots);
+            }
         }
     }
 }
@@ -411,17 +452,6 @@ impl<'s> Ledger<'s> {
             return w.now.0;
         }
         self.jobs[v].job.tasks[t].started.map_or(i64::MIN, |s| s.0)
-    }
-
-    /// Gives back into `st`, a copy of node `n`'s state, the pods of `u`
-    /// on that node.
-    pub(super) fn give_on_node(&self, w: &World<'_>, st: &mut NodeState, n: usize, u: &Unit) {
-        let vj = self.jobs[u.job].job;
-        for (t, m, slots) in &u.tasks {
-            if *m == n {
-                st.give(w.nodes[n], &w.pod_of(vj, u.job, *t), slots);
-            }
-        }
     }
 
     /// Job `v`'s binds of this cycle as one unit, taken back for `j`.
@@ -705,7 +735,7 @@ impl Search<'_, '_> {
                 false => {
                     let mut st = self.l.state.nodes()[n].clone();
                     for &i in here {
-                        self.l.give_on_node(self.w, &mut st, n, pool[i as usize]);
+                        on_node.give((&*self.l, self.w), &mut st, n, pool, i as usize);
                     }
                     st.copies(node, &pod) as usize
                 }
@@ -778,7 +808,7 @@ impl Search<'_, '_> {
                     .filter(|&i| pool[i].fresh)
                     .collect();
                 for &i in &fresh {
-                    self.l.give_on_node(self.w, &mut with, n, pool[i]);
+                    on_node.give((&*self.l, self.w), &mut with, n, pool, i);
                 }
                 let more = with.copies(node, &pod);
                 if more > copies {
@@ -789,7 +819,7 @@ impl Search<'_, '_> {
             }
             if copies == 0 {
                 for i in here.iter().map(|&i| i as usize).filter(|&i| !pool[i].fresh) {
-                    self.l.give_on_node(self.w, st, n, pool[i]);
+                    on_node.give((&*self.l, self.w), st, n, pool, i);
                     used.push(i);
                     copies = st.copies(node, &pod);
                     if copies > 0 {

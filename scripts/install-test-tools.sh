@@ -10,6 +10,10 @@
 #                           tests/tests/observability.rs); only the binary is
 #                           unpacked from the .deb into the user bin dir, the
 #                           package is not installed
+#   gungraun-runner (crates.io)  runs the instruction-count benchmarks under
+#                           valgrind (scripts/check-instructions.sh); the version
+#                           of the gungraun library in Cargo.lock, installed
+#                           only where valgrind is
 # Prints what it found or installed; exits non-zero when a tool cannot be had,
 # so .ci/run can say why the tests that need it are skipped.
 set -uo pipefail
@@ -80,6 +84,28 @@ if have promtool; then
     echo "promtool: present"
 elif ! install_promtool; then
     echo "promtool: cannot be had (Debian's prometheus package could not be downloaded or unpacked)" >&2
+    status=1
+fi
+
+# gungraun-runner (crates.io) for the instruction-count benchmarks
+# (scripts/check-instructions.sh): exactly the version of the gungraun
+# library in Cargo.lock, into cargo's bin dir. A debug build: it only reads
+# callgrind's output, and it builds in about half the time.
+cargo_bin="${CARGO_HOME:-$HOME/.cargo}/bin"
+gungraun_version=$(awk '/^name = "gungraun"$/ { getline; gsub(/version = |"/, ""); print; exit }' \
+    "$(dirname "$0")/../Cargo.lock")
+runner_version=$(PATH="$cargo_bin:$PATH" gungraun-runner --version 2>/dev/null | awk '{ print $2 }')
+if ! command -v valgrind >/dev/null 2>&1; then
+    echo "gungraun-runner: not installed: valgrind is missing, the instruction-count check cannot run"
+elif [ -z "$gungraun_version" ]; then
+    echo "gungraun-runner: no gungraun package in Cargo.lock" >&2
+    status=1
+elif [ "$runner_version" = "$gungraun_version" ]; then
+    echo "gungraun-runner: present ($runner_version)"
+elif cargo install gungraun-runner --version "$gungraun_version" --locked --debug --force --quiet; then
+    echo "gungraun-runner: installed $gungraun_version into $cargo_bin"
+else
+    echo "gungraun-runner: cargo install gungraun-runner --version $gungraun_version failed" >&2
     status=1
 fi
 

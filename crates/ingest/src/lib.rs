@@ -8,6 +8,11 @@
 //! `Topology` (plus KAI and Kueue Topologies). Other kinds are skipped with
 //! a warning.
 //!
+//! Sources are read as a stream, object by object: the items of a `List`
+//! are converted one at a time as they are parsed, and no document tree is
+//! built, so memory grows with what is kept, not with the text (see
+//! `read`).
+//!
 //! Every problem is collected, not just the first; each names the source,
 //! the document, the object, the field path and what was expected.
 

@@ -1,15 +1,67 @@
-//! Parsing sources into typed objects, document by document.
+//! Parsing sources into typed objects, object by object.
+//!
+//! A source is parsed as a stream: each object (each item of a `List`) is
+//! recorded into a small token buffer ([`tokens`]), interpreted
+//! ([`object::interpret`]: kind, apiVersion, typed form) and dropped
+//! before the next is read ([`split`]); no document tree is built. The
+//! fast event reader ([`fast`]) parses plain YAML and JSON; anything it
+//! does not handle is parsed by serde-saphyr's deserializer into the same
+//! splitter. What a source gives is recorded ([`Reader::record`]: names
+//! claimed, duplicates found) only once all of it has parsed, so a syntax
+//! error leaves nothing of that source behind.
+
+mod fast;
+mod object;
+mod replay;
+mod split;
+#[cfg(test)]
+mod tests;
+mod tokens;
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeSeed;
 use serde_json::Value;
-use trainyard_crd::queue::QUEUE_API_VERSIONS;
-use trainyard_crd::topology::TOPOLOGY_API_VERSIONS;
-use trainyard_crd::{ApiError, ApiErrors, PodGroup, Queue, TopologyDocument, describe_object};
+use trainyard_crd::{ApiError, PodGroup, Queue, TopologyDocument};
+use trainyard_model::Node;
 
 use crate::interpret::Objects;
-use crate::k8s::{FieldError, K8sNode, K8sPod, K8sPriorityClass};
+use crate::k8s::PodInfo;
 use crate::{LoadError, Source};
+
+/// What interpreting one object found, recorded by [`Reader::record`] at
+/// the object's [`Loc`].
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// A problem at `field` (relative to the object) of `object`.
+    Error {
+        object: Option<String>,
+        field: String,
+        message: String,
+    },
+    /// A warning, shown after the object's place (`file: document N`).
+    Warning(String),
+    Node {
+        object: String,
+        node: Node,
+    },
+    Pod {
+        object: String,
+        pod: Box<PodInfo>,
+    },
+    PriorityClass {
+        object: String,
+        name: String,
+        value: i32,
+        /// `preemptionPolicy: Never`.
+        never: bool,
+    },
+    Queue(Queue),
+    PodGroup(PodGroup),
+    Topology(TopologyDocument),
+    /// An object of a kind Trainyard does not use (counted per document).
+    Skip(String),
+}
 
 /// Where an object came from: source, document, and the path prefix of the
 /// object inside the document (`items[3].` inside a List).
@@ -63,17 +115,6 @@ impl Loc {
     }
 }
 
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a sequence",
-        Value::Object(_) => "a mapping",
-    }
-}
-
 /// Everything read from all sources, before assembly.
 #[derive(Default)]
 pub(crate) struct Reader {
@@ -82,6 +123,9 @@ pub(crate) struct Reader {
     seen: BTreeMap<String, Loc>,
     /// (source, doc, kind, apiVersion note) -> count of skipped objects.
     skipped: Vec<((String, usize, String), usize)>,
+    /// Most tokens the parser held at once (tests check that a List is not
+    /// held whole).
+    pub(crate) peak_tokens: usize,
 }
 
 /// Parser limits that grow with the input. The parser's defaults (250,000
@@ -138,33 +182,62 @@ pub fn split_objects(docs: Vec<Value>) -> Vec<Value> {
     out
 }
 
-/// Parses every YAML (or JSON) document of `source` into a tree, as the
-/// snapshot loader reads its input: YAML 1.2 booleans only (a node named
-/// `n` or a label value `yes` stays a string; `no` is not `false`), and
-/// parser limits that grow with the input. A syntax
-/// error names the source, the line and the column. An empty source (or
-/// one of comments only) has no documents.
-pub fn parse_documents(source: &Source) -> Result<Vec<Value>, LoadError> {
-    let options = serde_saphyr::options! {
+/// The options every source is parsed with: YAML 1.2 booleans only (a node
+/// named `n` or a label value `yes` stays a string; `no` is not `false`),
+/// and parser limits that grow with the input.
+fn yaml_options(len: usize) -> serde_saphyr::Options {
+    serde_saphyr::options! {
         strict_booleans: true,
-        budget: Some(yaml_budget(source.text.len())),
-    };
-    serde_saphyr::from_multiple_with_options::<Value>(&source.text, options).map_err(|e| {
-        let e = e.without_snippet();
-        let mut message = format!("invalid YAML: {e}");
-        if let Some(l) = e.location()
-            && !message.contains(&format!("line {}", l.line()))
-        {
-            message.push_str(&format!(" (line {}, column {})", l.line(), l.column()));
-        }
-        LoadError {
-            source_name: source.name.clone(),
-            document: None,
-            object: None,
-            field: None,
-            message,
-        }
-    })
+        budget: Some(yaml_budget(len)),
+    }
+}
+
+/// A parser error as the loader reports it: the source, the line and the
+/// column.
+fn yaml_error(source: &Source, e: &serde_saphyr::Error) -> LoadError {
+    let e = e.without_snippet();
+    let mut message = format!("invalid YAML: {e}");
+    if let Some(l) = e.location()
+        && !message.contains(&format!("line {}", l.line()))
+    {
+        message.push_str(&format!(" (line {}, column {})", l.line(), l.column()));
+    }
+    LoadError {
+        source_name: source.name.clone(),
+        document: None,
+        object: None,
+        field: None,
+        message,
+    }
+}
+
+/// Parses every YAML (or JSON) document of `source` into a tree, with the
+/// options the snapshot loader reads its input with (see
+/// [`yaml_options`]). A syntax error names the source, the line and the
+/// column. An empty source (or one of comments only) has no documents.
+/// For small inputs of one shape (settings, simulator specs); the loader
+/// itself streams.
+pub fn parse_documents(source: &Source) -> Result<Vec<Value>, LoadError> {
+    serde_saphyr::from_multiple_with_options::<Value>(&source.text, yaml_options(source.text.len()))
+        .map_err(|e| yaml_error(source, &e))
+}
+
+/// The documents of `source`, each as what its objects gave: read by the
+/// fast reader, or by serde-saphyr's deserializer where the fast one
+/// declines; with the most tokens held at once.
+fn read_documents(source: &Source) -> Result<(Vec<split::Findings>, usize), LoadError> {
+    let text = &source.text;
+    let options = yaml_options(text.len());
+    let mut splitter = split::Splitter::default();
+    if let Some(budget) = &options.budget
+        && let Some(docs) = fast::read(text, budget, &mut splitter)
+    {
+        return Ok((docs, splitter.peak_tokens));
+    }
+    let docs = serde_saphyr::from_multiple_with_options::<split::Document>(text, options)
+        .map_err(|e| yaml_error(source, &e))?;
+    let peak = docs.iter().map(|d| d.peak_tokens).max().unwrap_or(0);
+    Ok((docs.into_iter().map(|d| d.found).collect(), peak))
 }
 
 impl Reader {
@@ -177,20 +250,33 @@ impl Reader {
             doc: 0,
             prefix: String::new(),
         };
-        self.visit(value, &loc, None);
+        let mut splitter = split::Splitter::default();
+        match split::Record(&mut splitter).deserialize(value) {
+            Ok(()) => {
+                for (prefix, outcome) in splitter.finish() {
+                    self.record(&loc, prefix, outcome);
+                }
+            }
+            // A `Value` has no duplicate keys; nothing else can fail.
+            Err(e) => self.objects.errors.push(loc.error(None, "", e.to_string())),
+        }
+        self.peak_tokens = self.peak_tokens.max(splitter.peak_tokens);
         self.flush_skipped();
     }
 
     pub fn read_source(&mut self, source: &Source) {
-        match parse_documents(source) {
-            Ok(docs) => {
-                for (i, doc) in docs.iter().enumerate() {
+        match read_documents(source) {
+            Ok((docs, peak)) => {
+                self.peak_tokens = self.peak_tokens.max(peak);
+                for (i, found) in docs.into_iter().enumerate() {
                     let loc = Loc {
                         source: source.name.clone(),
                         doc: i + 1,
                         prefix: String::new(),
                     };
-                    self.visit(doc, &loc, None);
+                    for (prefix, outcome) in found {
+                        self.record(&loc, prefix, outcome);
+                    }
                 }
             }
             Err(e) => self.objects.errors.push(e),
@@ -240,266 +326,73 @@ impl Reader {
         true
     }
 
-    fn field_errors(&mut self, loc: &Loc, object: &str, errs: Vec<FieldError>) {
-        for (field, msg) in errs {
-            self.objects
+    /// Records what one object of the document at `doc` gave; the object
+    /// is at `prefix` inside the document.
+    fn record(&mut self, doc: &Loc, prefix: String, outcome: Outcome) {
+        let loc = &Loc {
+            prefix,
+            ..doc.clone()
+        };
+        match outcome {
+            Outcome::Error {
+                object,
+                field,
+                message,
+            } => self
+                .objects
                 .errors
-                .push(loc.error(Some(object), &field, msg));
-        }
-    }
-
-    fn api_errors(&mut self, loc: &Loc, errs: ApiErrors) {
-        for e in errs.0 {
-            self.objects.errors.push(loc.api_error(e));
-        }
-    }
-
-    fn visit(&mut self, value: &Value, loc: &Loc, inherited: Option<(&str, &str)>) {
-        let Some(map) = value.as_object() else {
-            self.objects.errors.push(loc.error(
-                None,
-                "",
-                format!(
-                    "expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
-                    json_type(value)
-                ),
-            ));
-            return;
-        };
-        // Items of typed lists (PodList, NodeList) may omit kind/apiVersion.
-        let filled;
-        let value = match inherited {
-            Some((kind, api))
-                if map.get("kind").is_none_or(Value::is_null)
-                    || map.get("apiVersion").is_none_or(Value::is_null) =>
-            {
-                let mut m = map.clone();
-                if m.get("kind").is_none_or(Value::is_null) {
-                    m.insert("kind".into(), Value::String(kind.to_string()));
-                }
-                if m.get("apiVersion").is_none_or(Value::is_null) {
-                    m.insert("apiVersion".into(), Value::String(api.to_string()));
-                }
-                filled = Value::Object(m);
-                &filled
-            }
-            _ => value,
-        };
-        let kind = match value.get("kind") {
-            Some(Value::String(k)) if !k.is_empty() => k.clone(),
-            None | Some(Value::Null) => {
-                let name = value
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .map(|n| format!("object {n:?}"));
-                self.objects.errors.push(loc.error(
-                    name.as_deref(),
-                    "kind",
-                    "missing; expected the object's kind, such as Node, Pod, PriorityClass, Queue, PodGroup, Topology or List",
-                ));
-                return;
-            }
-            Some(other) => {
-                self.objects.errors.push(loc.error(
-                    None,
-                    "kind",
-                    format!("expected a string such as \"Pod\", found {other}"),
-                ));
-                return;
-            }
-        };
-        let object = describe_object(&kind, value);
-        let expected_api = match kind.as_str() {
-            "Node" | "Pod" | "List" => "\"v1\"",
-            "PriorityClass" => "\"scheduling.k8s.io/v1\"",
-            "Queue" | "PodGroup" | "Topology" => "\"trainyard.io/v1alpha1\"",
-            _ => "the object's apiVersion",
-        };
-        let api = match value.get("apiVersion") {
-            Some(Value::String(a)) if !a.is_empty() => a.clone(),
-            None | Some(Value::Null) => {
-                self.objects.errors.push(loc.error(
-                    Some(&object),
-                    "apiVersion",
-                    format!("missing; expected {expected_api}"),
-                ));
-                return;
-            }
-            Some(other) => {
-                self.objects.errors.push(loc.error(
-                    Some(&object),
-                    "apiVersion",
-                    format!("expected a string such as {expected_api}, found {other}"),
-                ));
-                return;
-            }
-        };
-        let bad_api = |this: &mut Self| {
-            this.objects.errors.push(loc.error(
-                Some(&object),
-                "apiVersion",
-                format!("expected {expected_api} for kind {kind}, found {api:?}"),
-            ));
-        };
-        match kind.as_str() {
-            k if k == "List" || (k.ends_with("List") && value.get("items").is_some()) => {
-                let item_kind = k.strip_suffix("List").filter(|s| !s.is_empty());
-                match value.get("items") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::Array(items)) => {
-                        for (i, item) in items.iter().enumerate() {
-                            let item_loc = Loc {
-                                prefix: format!("{}items[{i}].", loc.prefix),
-                                ..loc.clone()
-                            };
-                            self.visit(item, &item_loc, item_kind.map(|ik| (ik, api.as_str())));
-                        }
-                    }
-                    Some(other) => self.objects.errors.push(loc.error(
-                        Some(&kind),
-                        "items",
-                        format!("expected a sequence of objects, found {}", json_type(other)),
-                    )),
-                }
-            }
-            "Node" => {
-                if api != "v1" {
-                    return bad_api(self);
-                }
-                let node: K8sNode = match trainyard_crd::from_value(value, &object) {
-                    Ok(n) => n,
-                    Err(e) => return self.objects.errors.push(loc.api_error(e)),
-                };
-                let mut warnings = Vec::new();
-                let converted = node.convert(&mut warnings);
-                self.objects
-                    .warnings
-                    .extend(warnings.into_iter().map(|w| format!("{}: {w}", loc.at())));
-                match converted {
-                    Ok(n) => {
-                        if self.claim(&object, loc) {
-                            self.objects.nodes.push((loc.clone(), n));
-                        }
-                    }
-                    Err(errs) => self.field_errors(loc, &object, errs),
-                }
-            }
-            "Pod" => {
-                if api != "v1" {
-                    return bad_api(self);
-                }
-                let pod: K8sPod = match trainyard_crd::from_value(value, &object) {
-                    Ok(p) => p,
-                    Err(e) => return self.objects.errors.push(loc.api_error(e)),
-                };
-                let mut warnings = Vec::new();
-                let converted = pod.convert(&mut warnings);
-                self.objects
-                    .warnings
-                    .extend(warnings.into_iter().map(|w| format!("{}: {w}", loc.at())));
-                match converted {
-                    Ok(p) => {
-                        if self.claim(&object, loc) {
-                            self.objects.pods.push((loc.clone(), p));
-                        }
-                    }
-                    Err(errs) => self.field_errors(loc, &object, errs),
-                }
-            }
-            "PriorityClass" => {
-                if !api.starts_with("scheduling.k8s.io/") {
-                    return bad_api(self);
-                }
-                let pc: K8sPriorityClass = match trainyard_crd::from_value(value, &object) {
-                    Ok(p) => p,
-                    Err(e) => return self.objects.errors.push(loc.api_error(e)),
-                };
-                if pc.metadata.name.is_empty() {
-                    return self.objects.errors.push(loc.error(
-                        Some(&object),
-                        "metadata.name",
-                        "missing; every PriorityClass needs a name",
-                    ));
-                }
+                .push(loc.error(object.as_deref(), &field, message)),
+            Outcome::Warning(w) => self.objects.warnings.push(format!("{}: {w}", loc.at())),
+            Outcome::Node { object, node } => {
                 if self.claim(&object, loc) {
-                    if pc.preemption_policy.0 {
-                        self.objects.never_classes.insert(pc.metadata.name.clone());
+                    self.objects.nodes.push((loc.clone(), node));
+                }
+            }
+            Outcome::Pod { object, pod } => {
+                if self.claim(&object, loc) {
+                    self.objects.pods.push((loc.clone(), *pod));
+                }
+            }
+            Outcome::PriorityClass {
+                object,
+                name,
+                value,
+                never,
+            } => {
+                if self.claim(&object, loc) {
+                    if never {
+                        self.objects.never_classes.insert(name.clone());
                     }
+                    self.objects.priority_classes.insert(name, value);
+                }
+            }
+            Outcome::Queue(q) => {
+                if self.claim(&q.object(), loc) {
+                    self.objects.queues.push((loc.clone(), q));
+                }
+            }
+            Outcome::PodGroup(pg) => {
+                if self.claim(&pg.object(), loc) {
+                    self.objects.pod_groups.push((loc.clone(), pg));
+                }
+            }
+            Outcome::Topology(t) => {
+                if let Some((first_loc, first)) = &self.objects.topology
+                    && first.object() != t.object()
+                {
+                    let msg = format!(
+                        "a snapshot has at most one Topology document; {} is already defined in {}",
+                        first.object(),
+                        first_loc.at()
+                    );
                     self.objects
-                        .priority_classes
-                        .insert(pc.metadata.name, pc.value);
+                        .errors
+                        .push(loc.error(Some(&t.object()), "", msg));
+                } else if self.claim(&t.object(), loc) {
+                    self.objects.topology = Some((loc.clone(), t));
                 }
             }
-            "Queue" if !QUEUE_API_VERSIONS.contains(&api.as_str()) => {
-                // Someone else's Queue kind (Kueue's is LocalQueue): not ours.
-                self.skip(loc, format!("Queue ({api})"));
-            }
-            "Queue" => match Queue::from_any(value) {
-                Ok(Some(q)) => {
-                    for w in &q.warnings {
-                        self.objects.warnings.push(format!(
-                            "{}: {} ({api}): {w}",
-                            loc.at(),
-                            q.object()
-                        ));
-                    }
-                    if self.claim(&q.object(), loc) {
-                        self.objects.queues.push((loc.clone(), q));
-                    }
-                }
-                Ok(None) => self.objects.warnings.push(format!(
-                    "{}: {object} ({api}) is Volcano's root queue: not a queue in Trainyard's tree; its children are top-level queues",
-                    loc.at()
-                )),
-                Err(errs) => self.api_errors(loc, errs),
-            },
-            "PodGroup" => match PodGroup::from_value(value) {
-                Ok(pg) => {
-                    if let Err(errs) = pg.validate() {
-                        self.api_errors(loc, errs);
-                    }
-                    // Checked here, so that a PodGroup no pod names is
-                    // checked too.
-                    if let Err(e) = pg.metadata.creation_time() {
-                        self.objects.errors.push(loc.error(
-                            Some(&pg.object()),
-                            "metadata.creationTimestamp",
-                            e.to_string(),
-                        ));
-                    }
-                    if self.claim(&pg.object(), loc) {
-                        self.objects.pod_groups.push((loc.clone(), pg));
-                    }
-                }
-                Err(errs) => self.api_errors(loc, errs),
-            },
-            "Topology" if !TOPOLOGY_API_VERSIONS.contains(&api.as_str()) => {
-                // Someone else's Topology kind: not ours.
-                self.skip(loc, format!("Topology ({api})"));
-            }
-            "Topology" => match TopologyDocument::from_value(value) {
-                Ok(t) => {
-                    if let Err(errs) = t.validate() {
-                        self.api_errors(loc, errs);
-                    }
-                    if let Some((first_loc, first)) = &self.objects.topology
-                        && first.object() != t.object()
-                    {
-                        let msg = format!(
-                            "a snapshot has at most one Topology document; {} is already defined in {}",
-                            first.object(),
-                            first_loc.at()
-                        );
-                        self.objects
-                            .errors
-                            .push(loc.error(Some(&t.object()), "", msg));
-                    } else if self.claim(&t.object(), loc) {
-                        self.objects.topology = Some((loc.clone(), t));
-                    }
-                }
-                Err(errs) => self.api_errors(loc, errs),
-            },
-            _ => self.skip(loc, kind),
+            Outcome::Skip(kind) => self.skip(loc, kind),
         }
     }
 }

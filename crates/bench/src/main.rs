@@ -23,8 +23,8 @@
 //! 6. `--sim`: 100,000 synthetic jobs on 1,000 nodes, and the openb
 //!    `default` trace when `../shared/data/openb` exists.
 //! 7. `--load`: reading a `kubectl get -o yaml` dump of `--nodes`
-//!    (20,000) nodes and 4 pods per node into the world state: time,
-//!    MB/s and peak memory.
+//!    (20,000) nodes, alone and then with 4 pods per node: time, MB/s,
+//!    peak memory and bytes of memory per byte of YAML.
 
 mod load;
 mod suites;

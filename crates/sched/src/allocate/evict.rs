@@ -71,6 +71,20 @@ impl Unit {
         )
     }
 
+    /// [`Unit::key`] then the job index (which orders as the job id: jobs
+    /// are indexed in id order), packed into two integers that compare in
+    /// the same order, for sorting many units cheaply.
+    pub(super) fn packed_key(&self) -> (u128, u64) {
+        let (stale, priority, whole, std::cmp::Reverse(started), pods) = self.key();
+        let priority = (priority as i64 - i32::MIN as i64) as u128;
+        let newest_first = u64::MAX - ((started as u64) ^ (1 << 63));
+        let high = (stale as u128) << 127
+            | priority << 95
+            | (whole as u128) << 94
+            | (newest_first as u128) << 30;
+        (high, (pods as u64) << 32 | self.job as u64)
+    }
+
     /// The priority a plan pays for this unit (none for a fresh one).
     pub(super) fn cost_priority(&self) -> i32 {
         if self.fresh { i32::MIN } else { self.priority }

@@ -640,20 +640,14 @@ impl<'s> Ledger<'s> {
         }
         // Ties by job id, then the first pod's name: jobs are indexed in
         // id order (`setup`), so the index compares as the id does.
-        // Sorted as packed integer keys (the order of `Unit::key`, then
-        // the job), then the units moved once into that order.
+        // Sorted as packed integer keys, then the units moved once into
+        // that order.
         let mut order: Vec<(u128, u64, usize)> = units
             .iter()
             .enumerate()
             .map(|(i, u)| {
-                let (stale, priority, whole, std::cmp::Reverse(started), pods) = u.key();
-                let priority = (priority as i64 - i32::MIN as i64) as u128;
-                let newest_first = u64::MAX - ((started as u64) ^ (1 << 63));
-                let high = (stale as u128) << 127
-                    | priority << 95
-                    | (whole as u128) << 94
-                    | (newest_first as u128) << 30;
-                (high, (pods as u64) << 32 | u.job as u64, i)
+                let (high, low) = u.packed_key();
+                (high, low, i)
             })
             .collect();
         order.sort_unstable_by(|a, b| {

@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use trainyard_model::resources::MILLI_PER_GPU;
 use trainyard_model::{QueueId, QueueTree, Resources};
 
 use super::evict::{Minimum, Plan, Unit};
@@ -420,6 +421,15 @@ impl ByNode {
         }
     }
 
+    /// (unit position, index into its `tasks`) of the pods on node `n`,
+    /// grouped by unit in the order of [`ByNode::on`].
+    pub(super) fn pods_on(&self, n: usize) -> &[(u32, u32)] {
+        match (self.pod_start.get(n), self.pod_start.get(n + 1)) {
+            (Some(&a), Some(&b)) => &self.pods[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+
     /// Gives back into `st`, a copy of node `n`'s state, the pods of unit
     /// `pool[i]` on that node.
     fn give(
@@ -744,6 +754,14 @@ impl Search<'_, '_> {
     /// Node by node, the cheapest units (of `pool`, cheapest first) whose
     /// departure lets one pod of the gang's main shape fit; the cheapest
     /// nodes until the gang's pods are covered. Empty when no cover exists.
+    ///
+    /// Nodes that need earlier victims given back (nothing fits there now,
+    /// no bind of this cycle to take back) are costly to evaluate, so they
+    /// are evaluated in the order of a lower bound on their cost's
+    /// priority ([`Search::cost_bound`]), and no longer once the nodes
+    /// already evaluated below the next bound cover the gang: every node
+    /// left would sort after them, so the choice is the one a full pass
+    /// makes.
     pub(super) fn node_centric<'u>(
         &mut self,
         j: usize,
@@ -759,94 +777,177 @@ impl Search<'_, '_> {
             return Vec::new();
         };
         let now = self.copies_now(key, &head.requests, &pod);
-        let mut options: Vec<NodeOption> = Vec::new();
         let Some(first) = self.w.nodes.first() else {
             return Vec::new();
         };
-        let mut scratch = NodeState::new(first);
-        let mut with = scratch.clone();
-        // Among binds of this cycle, lower priority goes back first.
-        let fresh_priority = |used: &[usize]| {
-            used.iter()
-                .filter(|&&i| pool[i].fresh)
-                .map(|&i| pool[i].priority)
-                .max()
-                .unwrap_or(i32::MIN)
-        };
-        for (n, node) in self.w.nodes.iter().enumerate() {
+        let mut scratch = (NodeState::new(first), NodeState::new(first));
+        let mut options: Vec<NodeOption> = Vec::new();
+        // (bound, node) of the nodes left for later.
+        let mut deferred: Vec<(i32, usize)> = Vec::new();
+        for n in 0..self.w.nodes.len() {
             if !mask[n] {
                 continue;
             }
             let here = on_node.on(n);
-            if here.is_empty() {
-                // No candidate here: what fits now is all there is.
-                let copies = now[n];
-                if copies > 0 {
-                    options.push(((i32::MIN, 0, 0, i32::MIN), copies, n, Vec::new()));
+            let fresh_here = here.iter().any(|&i| pool[i as usize].fresh);
+            if now[n] == 0 && !here.is_empty() && !fresh_here {
+                if let Some(bound) = self.cost_bound(n, &pod, pool, on_node) {
+                    deferred.push((bound, n));
                 }
                 continue;
             }
-            // Scratch copies of the node's state (their allocations reused
-            // from node to node).
-            scratch.clone_from(&self.l.state.nodes()[n]);
-            let st = &mut scratch;
-            let mut used: Vec<usize> = Vec::new();
-            // Binds of this cycle cost nothing: their room counts as free
-            // where it lets more pods of the gang fit.
-            let mut copies = now[n];
-            if here.iter().any(|&i| pool[i as usize].fresh) {
-                with.clone_from(st);
-                let fresh: Vec<usize> = here
-                    .iter()
-                    .map(|&i| i as usize)
-                    .filter(|&i| pool[i].fresh)
-                    .collect();
-                for &i in &fresh {
-                    on_node.give((&*self.l, self.w), &mut with, n, pool, i);
-                }
-                let more = with.copies(node, &pod);
-                if more > copies {
-                    std::mem::swap(st, &mut with);
-                    copies = more;
-                    used = fresh;
-                }
-            }
-            if copies == 0 {
-                for i in here.iter().map(|&i| i as usize).filter(|&i| !pool[i].fresh) {
-                    on_node.give((&*self.l, self.w), st, n, pool, i);
-                    used.push(i);
-                    copies = st.copies(node, &pod);
-                    if copies > 0 {
-                        break;
-                    }
-                }
-            }
-            if copies == 0 {
-                continue;
-            }
-            let prio = used
-                .iter()
-                .map(|&i| pool[i].cost_priority())
-                .max()
-                .unwrap_or(i32::MIN);
-            let pods: usize = used.iter().map(|&i| pool[i].evicted_pods()).sum();
-            let lost: u64 = used.iter().map(|&i| self.w.lost_work(pool[i])).sum();
-            options.push(((prio, pods, lost, fresh_priority(&used)), copies, n, used));
+            options.extend(self.node_option(n, &pod, now[n], pool, on_node, &mut scratch));
         }
-        options.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-        let mut covered = 0usize;
-        let mut picked: BTreeSet<usize> = BTreeSet::new();
-        for (_, copies, _, used) in options {
-            if covered >= chosen.len() {
+        deferred.sort_unstable();
+        // Copies of the options so far, by their cost's priority.
+        let mut by_priority: BTreeMap<i32, u64> = BTreeMap::new();
+        for o in &options {
+            *by_priority.entry(o.0.0).or_default() += u64::from(o.1);
+        }
+        let want = chosen.len() as u64;
+        let mut next = 0;
+        while let Some(&(bound, _)) = deferred.get(next) {
+            let below: u64 = by_priority.range(..bound).map(|(_, c)| *c).sum();
+            if below >= want {
                 break;
             }
-            covered += copies as usize;
+            while let Some(&(b, n)) = deferred.get(next)
+                && b == bound
+            {
+                next += 1;
+                if let Some(o) = self.node_option(n, &pod, 0, pool, on_node, &mut scratch) {
+                    *by_priority.entry(o.0.0).or_default() += u64::from(o.1);
+                    options.push(o);
+                }
+            }
+        }
+        options.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        let mut covered = 0u64;
+        let mut picked: BTreeSet<usize> = BTreeSet::new();
+        for (_, copies, _, used) in options {
+            if covered >= want {
+                break;
+            }
+            covered += u64::from(copies);
             picked.extend(used);
         }
-        if covered < chosen.len() {
+        if covered < want {
             return Vec::new();
         }
         // Pool order is cost order.
         picked.into_iter().map(|i| pool[i]).collect()
+    }
+
+    /// The option node `n` offers (see [`Search::node_centric`]): binds of
+    /// this cycle taken back where that lets more copies fit, else the
+    /// cheapest prefix of its other units after which one copy fits.
+    /// `now`: copies that fit as the node is; `scratch`: two node states
+    /// whose allocations are reused from node to node.
+    fn node_option(
+        &self,
+        n: usize,
+        pod: &PodView,
+        now: u32,
+        pool: &[&Unit],
+        on_node: &ByNode,
+        scratch: &mut (NodeState, NodeState),
+    ) -> Option<NodeOption> {
+        let node = self.w.nodes[n];
+        let here = on_node.on(n);
+        if here.is_empty() {
+            // No candidate here: what fits now is all there is.
+            return (now > 0).then(|| ((i32::MIN, 0, 0, i32::MIN), now, n, Vec::new()));
+        }
+        let (st, with) = (&mut scratch.0, &mut scratch.1);
+        st.clone_from(&self.l.state.nodes()[n]);
+        let mut used: Vec<usize> = Vec::new();
+        // Binds of this cycle cost nothing: their room counts as free
+        // where it lets more pods of the gang fit.
+        let mut copies = now;
+        if here.iter().any(|&i| pool[i as usize].fresh) {
+            with.clone_from(st);
+            let fresh: Vec<usize> = here
+                .iter()
+                .map(|&i| i as usize)
+                .filter(|&i| pool[i].fresh)
+                .collect();
+            for &i in &fresh {
+                on_node.give((self.l, self.w), with, n, pool, i);
+            }
+            let more = with.copies(node, pod);
+            if more > copies {
+                std::mem::swap(st, with);
+                copies = more;
+                used = fresh;
+            }
+        }
+        if copies == 0 {
+            for i in here.iter().map(|&i| i as usize).filter(|&i| !pool[i].fresh) {
+                on_node.give((self.l, self.w), st, n, pool, i);
+                used.push(i);
+                copies = st.copies(node, pod);
+                if copies > 0 {
+                    break;
+                }
+            }
+        }
+        if copies == 0 {
+            return None;
+        }
+        let prio = used
+            .iter()
+            .map(|&i| pool[i].cost_priority())
+            .max()
+            .unwrap_or(i32::MIN);
+        let pods: usize = used.iter().map(|&i| pool[i].evicted_pods()).sum();
+        let lost: u64 = used.iter().map(|&i| self.w.lost_work(pool[i])).sum();
+        // Among binds of this cycle, lower priority goes back first.
+        let fresh_priority = used
+            .iter()
+            .filter(|&&i| pool[i].fresh)
+            .map(|&i| pool[i].priority)
+            .max()
+            .unwrap_or(i32::MIN);
+        Some(((prio, pods, lost, fresh_priority), copies, n, used))
+    }
+
+    /// For a node where nothing fits now and every unit is an earlier
+    /// bind: a lower bound on the priority of the cost
+    /// [`Search::node_option`] finds there, or `None` when no prefix of its
+    /// units can make room. The bound walks the units in pool order,
+    /// adding what each could give back on this node at most (requests;
+    /// for GPUs, a whole device per slot, which is the most any pod is
+    /// charged on one), until CPU, memory and (for whole-GPU pods) GPUs
+    /// would suffice: the option needs at least that prefix.
+    fn cost_bound(&self, n: usize, pod: &PodView, pool: &[&Unit], on_node: &ByNode) -> Option<i32> {
+        let st = &self.l.state.nodes()[n];
+        let (mut cpu, mut memory, mut gpu) = (st.free.cpu, st.free.memory, st.free.gpu);
+        let whole = matches!(pod.ask, crate::state::GpuAsk::Whole(_));
+        let mut bound = i32::MIN;
+        let pods = on_node.pods_on(n);
+        let mut p = 0;
+        for &i in on_node.on(n) {
+            let u = pool[i as usize];
+            bound = bound.max(u.cost_priority());
+            // Unit i's pods on this node (the same pool order as units).
+            while let Some(&(ui, k)) = pods.get(p)
+                && ui == i
+            {
+                p += 1;
+                let (t, _, slots) = &u.tasks[k as usize];
+                let req = if u.tasks.len() == 1 {
+                    &u.freed
+                } else {
+                    &self.l.jobs[u.job].job.tasks[*t].requests
+                };
+                cpu = cpu.saturating_add(req.cpu);
+                memory = memory.saturating_add(req.memory);
+                gpu = gpu.saturating_add(slots.len() as u64 * MILLI_PER_GPU);
+            }
+            if pod.req.cpu <= cpu && pod.req.memory <= memory && (!whole || pod.req.gpu <= gpu) {
+                return Some(bound);
+            }
+        }
+        None
     }
 }

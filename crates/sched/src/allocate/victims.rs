@@ -821,6 +821,29 @@ impl Search<'_, '_> {
                 }
             }
         }
+        // Debug builds (the test suite) check the bound against the full
+        // pass: every node left evaluated, the same choice.
+        #[cfg(debug_assertions)]
+        {
+            let mut all = options.clone();
+            for &(_, n) in &deferred[next..] {
+                all.extend(self.node_option(n, &pod, 0, pool, on_node, &mut scratch));
+            }
+            debug_assert_eq!(
+                Self::cheapest_cover(all, want),
+                Self::cheapest_cover(options.clone(), want),
+                "the bounded node-centric search chose differently from the full pass"
+            );
+        }
+        // Pool order is cost order.
+        Self::cheapest_cover(options, want)
+            .map(|picked| picked.into_iter().map(|i| pool[i]).collect())
+            .unwrap_or_default()
+    }
+
+    /// The units of the cheapest options that together hold `want` pods,
+    /// `None` when all of them do not.
+    fn cheapest_cover(mut options: Vec<NodeOption>, want: u64) -> Option<BTreeSet<usize>> {
         options.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
         let mut covered = 0u64;
         let mut picked: BTreeSet<usize> = BTreeSet::new();
@@ -831,11 +854,7 @@ impl Search<'_, '_> {
             covered += u64::from(copies);
             picked.extend(used);
         }
-        if covered < want {
-            return Vec::new();
-        }
-        // Pool order is cost order.
-        picked.into_iter().map(|i| pool[i]).collect()
+        (covered >= want).then_some(picked)
     }
 
     /// The option node `n` offers (see [`Search::node_centric`]): binds of

@@ -101,7 +101,16 @@ struct JobWork<'s> {
 type Candidate = (Reverse<usize>, u64, u64, Reverse<u32>, DeviceChoice);
 
 /// A tentative placement: task index, node index, device slots.
-type Placed = (usize, usize, Vec<usize>);
+type Placed = (usize, usize, Slots);
+
+/// Device slots a pod holds (positions in `Node::gpus`): inline up to
+/// eight, the devices of most GPU nodes, so accounting a bound pod
+/// allocates nothing.
+pub(crate) type Slots = smallvec::SmallVec<[usize; 8]>;
+
+/// The placed pods of one job (or victim unit): inline when one, as most
+/// are, so a cycle over many running jobs allocates nothing per job.
+type PlacedList = smallvec::SmallVec<[Placed; 1]>;
 
 /// A pod holding capacity: node, request, constraints, device indices if
 /// known, name, and (job, task) for Trainyard's own tasks.
@@ -164,7 +173,7 @@ struct Ledger<'s> {
     alloc_np: Vec<Resources>,
     /// Where each job's bound tasks sit (task, node, device slots),
     /// including those bound this cycle.
-    bound_at: Vec<Vec<Placed>>,
+    bound_at: Vec<PlacedList>,
     /// (job, task) bound by this cycle. The eviction pass may take them
     /// back for free (the bind is simply not made), so a job bound now is
     /// never what the next cycle evicts.
@@ -175,7 +184,7 @@ struct Ledger<'s> {
     reserved: Vec<Vec<Placed>>,
     /// Pods evicted by this cycle (job, task, node, device slots): their
     /// room is free for nominations, not for binds.
-    releasing: Vec<(usize, usize, usize, Vec<usize>)>,
+    releasing: Vec<(usize, usize, usize, Slots)>,
     /// Jobs the running victim search has already counted as gone.
     set_aside: std::collections::BTreeSet<usize>,
     /// While a victim search runs: per queue on the preemptor's path and
@@ -486,7 +495,7 @@ impl<'s> Cycle<'s> {
     }
 
     /// Commits placements of job `j`: binds and queue allocation.
-    fn record(&mut self, j: usize, placed: Vec<(usize, usize, Vec<usize>)>) {
+    fn record(&mut self, j: usize, placed: Vec<Placed>) {
         let jw = &mut self.ledger.jobs[j];
         let job = jw.job;
         let mut add = Resources::zero();

@@ -27,7 +27,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use trainyard_model::{JobId, NodeName, QueueId, QueueTree, ResourceName, Resources, TaskState};
 
-use super::{Cycle, Ledger, Placed, World, select_minimum};
+use super::{Cycle, Ledger, World, select_minimum};
 use crate::decisions::{Eviction, EvictionKind, NominationDecision, PendingReason};
 
 /// A gang's minimum: its tasks to place, their needs, and whether the
@@ -46,7 +46,7 @@ const EVICTION_ROUNDS: usize = 4;
 pub(super) struct Unit {
     pub(super) job: usize,
     /// (task, node, device slots), as accounted.
-    pub(super) tasks: Vec<Placed>,
+    pub(super) tasks: super::PlacedList,
     pub(super) kind: EvictionKind,
     pub(super) elastic: bool,
     pub(super) priority: i32,

@@ -117,7 +117,7 @@ impl Search<'_, '_> {
             let mut taken = *pod;
             taken.member = self.w.member_of(j, t);
             self.l.state.take(n, self.w.nodes[n], &taken, &slots);
-            placed.push((t, n, slots));
+            placed.push((t, n, slots.into()));
             r.changed_here(&self.w.scoring, &self.w.nodes, &self.l.state, n, pod);
         }
         Ok(())
@@ -199,7 +199,7 @@ impl Search<'_, '_> {
             let mut taken = *pod;
             taken.member = self.w.member_of(j, t);
             self.l.state.take(n, node, &taken, &slots);
-            placed.push((t, n, slots));
+            placed.push((t, n, slots.into()));
             if let Some(e) = self.w.scoring.evaluate(node, &self.l.state.nodes()[n], pod) {
                 heap.push((
                     window_rank(self, n),

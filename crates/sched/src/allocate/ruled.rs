@@ -147,7 +147,7 @@ impl Search<'_, '_> {
             };
             let slots = self.l.slots_for(self.w, n, devices, &pod, rail);
             self.l.state.take(n, self.w.nodes[n], &pod, &slots);
-            placed.push((t, n, slots));
+            placed.push((t, n, slots.into()));
         }
         Ok(())
     }

@@ -63,7 +63,33 @@ impl<'s> Cycle<'s> {
         let mut leaf_demand = vec![Resources::zero(); tree.len()];
         // One buffer for every job's task order.
         let mut order: Vec<usize> = Vec::new();
+        // Intern constraint sets by value (ids in first-seen order over the
+        // canonical job/task order, so they are deterministic), in the same
+        // pass as the accounting (one visit to each task's constraints).
+        let mut constraint_ids: HashMap<usize, u32, PairHash> = HashMap::default();
+        let mut by_value: HashMap<&PlacementConstraints, u32> = HashMap::new();
+        // The last set interned: most tasks carry a set equal to their
+        // neighbour's (often the empty one) in an `Arc` of their own, and
+        // comparing with it is cheaper than hashing it.
+        let mut last: Option<(&PlacementConstraints, u32)> = None;
+        let mut any_task_rules = false;
         for job in jobs_sorted {
+            for t in &job.tasks {
+                let ptr = Arc::as_ptr(&t.constraints) as usize;
+                if let std::collections::hash_map::Entry::Vacant(slot) = constraint_ids.entry(ptr) {
+                    let c: &PlacementConstraints = &t.constraints;
+                    any_task_rules |= !c.pod_rules.is_empty();
+                    let id = match last {
+                        Some((l, id)) if *l == *c => id,
+                        _ => {
+                            let next = by_value.len() as u32;
+                            *by_value.entry(c).or_insert(next)
+                        }
+                    };
+                    last = Some((c, id));
+                    slot.insert(id);
+                }
+            }
             order.clear();
             order.extend(0..job.tasks.len());
             if !job.tasks.is_sorted_by(|a, b| a.name <= b.name) {
@@ -141,13 +167,7 @@ impl<'s> Cycle<'s> {
         // Rules between pods: when any pod has one, every pod is a member
         // (external pods first, in name order, then each job's tasks), and
         // the pods that hold capacity are listed on their nodes.
-        let any_rules = external.iter().any(|p| !p.pod_rules.is_empty())
-            || jobs.iter().any(|jw| {
-                jw.job
-                    .tasks
-                    .iter()
-                    .any(|t| !t.constraints.pod_rules.is_empty())
-            });
+        let any_rules = any_task_rules || external.iter().any(|p| !p.pod_rules.is_empty());
         let (rules, member_base) = if any_rules {
             let mut members = Vec::new();
             for p in &external {
@@ -198,7 +218,7 @@ impl<'s> Cycle<'s> {
         // Account held capacity: explicit device indices first, then the
         // holders whose devices are unknown get the lowest free ones.
         let mut implicit = Vec::new();
-        let mut bound_at: Vec<Vec<Placed>> = vec![Vec::new(); jobs.len()];
+        let mut bound_at: Vec<PlacedList> = vec![PlacedList::new(); jobs.len()];
         for (h, (n, req, c, gpus, name, owner)) in holders.into_iter().enumerate() {
             let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
             let mut pod = PodView::new(req, ask, c);
@@ -207,7 +227,7 @@ impl<'s> Cycle<'s> {
                 Some(idx) => {
                     // Devices are usually numbered by position: look there first.
                     let devs = &nodes[n].gpus;
-                    let slots: Vec<usize> = idx
+                    let slots: Slots = idx
                         .iter()
                         .filter_map(|i| match devs.get(*i as usize) {
                             Some(d) if d.index == *i => Some(*i as usize),
@@ -249,7 +269,7 @@ impl<'s> Cycle<'s> {
             let slots = states[n].best_devices(nodes[n], &pod);
             states[n].take(nodes[n], &pod, &slots);
             if let Some((j, t)) = owner {
-                bound_at[j].push((t, n, slots));
+                bound_at[j].push((t, n, slots.into()));
             }
         }
 
@@ -306,7 +326,7 @@ impl<'s> Cycle<'s> {
                     };
                     states[n].take(nodes[n], &pod, &slots);
                     held.insert((j, t));
-                    reserved[j].push((t, n, slots));
+                    reserved[j].push((t, n, slots.into()));
                 }
             }
         }
@@ -321,32 +341,6 @@ impl<'s> Cycle<'s> {
             }
         }
         let fs = fairshare::compute(tree, &capacity, &leaf_demand);
-
-        // Intern constraint sets by value (ids in first-seen order over the
-        // canonical job/task order, so they are deterministic).
-        let mut constraint_ids: HashMap<usize, u32, PairHash> = HashMap::default();
-        let mut by_value: HashMap<&PlacementConstraints, u32> = HashMap::new();
-        // The last set interned: most tasks carry a set equal to their
-        // neighbour's (often the empty one) in an `Arc` of their own, and
-        // comparing with it is cheaper than hashing it.
-        let mut last: Option<(&PlacementConstraints, u32)> = None;
-        for jw in &jobs {
-            for t in &jw.job.tasks {
-                let ptr = Arc::as_ptr(&t.constraints) as usize;
-                if let std::collections::hash_map::Entry::Vacant(slot) = constraint_ids.entry(ptr) {
-                    let c: &PlacementConstraints = &t.constraints;
-                    let id = match last {
-                        Some((l, id)) if *l == *c => id,
-                        _ => {
-                            let next = by_value.len() as u32;
-                            *by_value.entry(c).or_insert(next)
-                        }
-                    };
-                    last = Some((c, id));
-                    slot.insert(id);
-                }
-            }
-        }
 
         let stats = CycleStats {
             nodes: nodes.len() as u32,

@@ -18,8 +18,9 @@ use trainyard_model::resources::MILLI_PER_GPU;
 use trainyard_model::{QueueId, QueueTree, Resources};
 
 use super::evict::{Minimum, Plan, Unit};
+use super::PlacedList as UnitTasks;
 use super::place::Search;
-use super::{Cycle, Ledger, Placed, World};
+use super::{Cycle, Ledger, World};
 use crate::decisions::EvictionKind;
 use crate::state::{NodeState, PodView};
 
@@ -208,15 +209,12 @@ impl<'s> Cycle<'s> {
                 cost: (i32::MIN, 0, 0, 0, i32::MIN),
             });
         }
-        let all = self.ledger.victim_units(&self.world, j, needs);
-        if all.is_empty() {
+        let [reclaim, preempt] = self.ledger.victim_units(&self.world, j, needs);
+        if reclaim.is_empty() && preempt.is_empty() {
             // Said only where it is shown (`explain_in_quota`).
             return Err(String::new());
         }
         let mut why = String::new();
-        let (reclaim, preempt): (Vec<Unit>, Vec<Unit>) = all
-            .into_iter()
-            .partition(|u| u.kind == EvictionKind::Reclaim);
         for units in [reclaim, preempt] {
             if units.is_empty() {
                 continue;
@@ -467,7 +465,7 @@ impl<'s> Ledger<'s> {
     /// Job `v`'s binds of this cycle as one unit, taken back for `j`.
     pub(super) fn fresh_unit(&self, w: &World<'_>, v: usize, j: usize) -> Unit {
         let vj = self.jobs[v].job;
-        let tasks = self.bound_at[v].clone();
+        let tasks: UnitTasks = self.bound_at[v].clone();
         let mut freed = Resources::zero();
         for (t, _, _) in &tasks {
             freed.add(&vj.tasks[*t].requests);
@@ -511,12 +509,18 @@ impl<'s> Ledger<'s> {
 }
 
 impl<'s> Ledger<'s> {
-    /// Victim units for preemptor `j`, cheapest first.
-    pub(super) fn victim_units(&self, w: &World<'_>, j: usize, needs: &Resources) -> Vec<Unit> {
+    /// Victim units for preemptor `j`, cheapest first: reclaim, then
+    /// preemption.
+    pub(super) fn victim_units(
+        &self,
+        w: &World<'_>,
+        j: usize,
+        needs: &Resources,
+    ) -> [Vec<Unit>; 2] {
         let cfg = w.config.preemption;
         let jw = &self.jobs[j];
         let me = jw.job;
-        let mut units = Vec::new();
+        let mut units = Vec::with_capacity(self.running.len());
         // Every reclaim needs the preemptor's own leaf to end at or below
         // its fair share: when it would not, only preemption is possible
         // (cheap exit for the many pending jobs of a full queue).
@@ -525,7 +529,7 @@ impl<'s> Ledger<'s> {
         });
         let reclaim = cfg.reclaim && leaf_fits_share;
         if !reclaim && !cfg.preempt {
-            return units;
+            return [Vec::new(), Vec::new()];
         }
         // The reclaim rule depends on the two leaves only.
         let mut reclaim_by_leaf: BTreeMap<QueueId, Option<QueueId>> = BTreeMap::new();
@@ -570,7 +574,7 @@ impl<'s> Ledger<'s> {
             }
             // Elastic pods first (most recently started), respecting
             // sub-group minimums; the rest is the gang.
-            let mut bound: Vec<Placed> = self.bound_at[v].clone();
+            let mut bound: UnitTasks = self.bound_at[v].clone();
             // Most recently started first, then name (descending).
             bound.sort_by(|(a, _, _), (b, _, _)| {
                 self.task_started(w, v, *b)
@@ -593,7 +597,7 @@ impl<'s> Ledger<'s> {
                         .or_default() += 1;
                 }
             }
-            let mut gang = Vec::new();
+            let mut gang = UnitTasks::new();
             if !elastic_pods {
                 gang = bound;
             } else {
@@ -616,7 +620,7 @@ impl<'s> Ledger<'s> {
                             freed: task.requests.clone(),
                             started: self.task_started(w, v, p.0),
                             fresh: self.fresh.contains(&(v, p.0)),
-                            tasks: vec![p],
+                            tasks: smallvec::smallvec![p],
                             kind,
                             elastic: true,
                             priority: vj.priority,
@@ -670,10 +674,13 @@ impl<'s> Ledger<'s> {
             })
         });
         let mut slots: Vec<Option<Unit>> = units.into_iter().map(Some).collect();
-        order
-            .into_iter()
-            .filter_map(|(_, _, i)| slots[i].take())
-            .collect()
+        let mut by_kind = [Vec::new(), Vec::new()];
+        for (_, _, i) in order {
+            if let Some(u) = slots[i].take() {
+                by_kind[usize::from(u.kind != EvictionKind::Reclaim)].push(u);
+            }
+        }
+        by_kind
     }
 }
 

@@ -284,7 +284,7 @@ fn quiet_cluster(
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(192))]
 
     #[test]
     fn quiet_cluster_never_evicts_what_it_just_bound(

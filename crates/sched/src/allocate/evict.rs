@@ -414,10 +414,11 @@ impl<'s> Cycle<'s> {
     }
 
     /// Commits a plan: victims leave, the preemptor is placed and nominated.
-    fn apply_plan(&mut self, j: usize, plan: Plan) {
+    fn apply_plan(&mut self, j: usize, mut plan: Plan) {
         let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
             return;
         };
+        self.with_orphans(&mut plan);
         let mark = self.ledger.state.begin();
         let refs: Vec<&Unit> = plan.units.iter().collect();
         self.ledger.give_units(&self.world, &refs);
@@ -629,6 +630,50 @@ impl<'s> Cycle<'s> {
                 nodes: nodes.into_iter().collect(),
             },
         );
+    }
+}
+
+impl Cycle<'_> {
+    /// A plan that takes back the minimum of a job this cycle bound takes
+    /// back the rest of its binds too (its pods above the minimum, units
+    /// of their own): alone they would be a partial gang. The room they
+    /// leave only adds to what the plan proved enough.
+    fn with_orphans(&mut self, plan: &mut Plan) {
+        let mut extra = Vec::new();
+        for u in plan.units.iter().filter(|u| u.fresh && !u.elastic) {
+            let v = u.job;
+            let rest: super::PlacedList = self.ledger.bound_at[v]
+                .iter()
+                .filter(|(t, _, _)| {
+                    self.ledger.fresh.contains(&(v, *t))
+                        && !plan
+                            .units
+                            .iter()
+                            .any(|p| p.job == v && p.tasks.iter().any(|(pt, _, _)| pt == t))
+                })
+                .cloned()
+                .collect();
+            if rest.is_empty() {
+                continue;
+            }
+            let vj = self.ledger.jobs[v].job;
+            let mut freed = Resources::zero();
+            for (t, _, _) in &rest {
+                freed.add(&vj.tasks[*t].requests);
+            }
+            extra.push(Unit {
+                job: v,
+                tasks: rest,
+                kind: u.kind,
+                elastic: true,
+                priority: u.priority,
+                started: self.world.now.0,
+                freed,
+                over: u.over,
+                fresh: true,
+            });
+        }
+        plan.units.extend(extra);
     }
 }
 

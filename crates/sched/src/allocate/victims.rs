@@ -4,8 +4,9 @@
 //! gang inside the cycle's transaction and rolled back unless used.
 //!
 //! - **Units**: elastic pods above `minMember` (most recently started
-//!   first) are units of one pod; the rest of a gang is one unit; a job
-//!   bound by this cycle is one free unit.
+//!   first) are units of one pod; the rest of a gang is one unit; units
+//!   bound by this cycle are free (taking the rest of such a job back
+//!   takes back all its binds: `Cycle::with_orphans`).
 //! - **Search**, per scope (each leaf domain, then the cluster): node by
 //!   node the cheapest units that let a pod fit, else the shortest working
 //!   prefix of the cost order; then minimised; then the victims' quota
@@ -17,8 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use trainyard_model::resources::MILLI_PER_GPU;
 use trainyard_model::{QueueId, QueueTree, Resources};
 
-use super::evict::{Minimum, Plan, Unit};
 use super::PlacedList as UnitTasks;
+use super::evict::{Minimum, Plan, Unit};
 use super::place::Search;
 use super::{Cycle, Ledger, World};
 use crate::decisions::EvictionKind;
@@ -581,11 +582,12 @@ impl<'s> Ledger<'s> {
                     .cmp(&self.task_started(w, v, *a))
                     .then_with(|| vj.tasks[*b].name.cmp(&vj.tasks[*a].name))
             });
-            // A job placed whole by this cycle is one unit: taking its
-            // binds back costs nothing, and a part of it would leave a
-            // partial gang.
-            let all_fresh = bound.iter().all(|(t, _, _)| self.fresh.contains(&(v, *t)));
-            let mut left = if all_fresh { 0 } else { bound.len() as u32 };
+            // Pods above the minimum are units of their own, whether they
+            // run or were bound by this cycle: taking back part of a job
+            // this cycle placed leaves it at its minimum or more (taking it
+            // back whole can break the floor of its queue, where part of it
+            // would not, and the next cycle would then evict that part).
+            let mut left = bound.len() as u32;
             let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
             // Without pods above the minimum every pod is the gang's (the
             // common case, and the cheap one).

@@ -210,17 +210,18 @@ impl<'s> Cycle<'s> {
                 cost: (i32::MIN, 0, 0, 0, i32::MIN),
             });
         }
-        let [reclaim, preempt] = self.ledger.victim_units(&self.world, j, needs);
-        if reclaim.is_empty() && preempt.is_empty() {
+        let (all, by_kind) = self.ledger.victim_units(&self.world, j, needs);
+        if all.is_empty() {
             // Said only where it is shown (`explain_in_quota`).
             return Err(String::new());
         }
         let mut why = String::new();
-        for units in [reclaim, preempt] {
-            if units.is_empty() {
+        for order in by_kind {
+            if order.is_empty() {
                 continue;
             }
-            match self.find_among(j, chosen, needs, topo_search, units) {
+            let units: Vec<&Unit> = order.iter().map(|&i| &all[i as usize]).collect();
+            match self.find_among(j, chosen, needs, topo_search, &units) {
                 Ok(plan) => return Ok(plan),
                 Err(e) => why = e,
             }
@@ -228,14 +229,15 @@ impl<'s> Cycle<'s> {
         Err(why)
     }
 
-    /// The cheapest working victim set among `units`, over the scopes.
+    /// The cheapest working victim set among `units` (cheapest first),
+    /// over the scopes.
     pub(super) fn find_among(
         &mut self,
         j: usize,
         chosen: &[usize],
         needs: &Resources,
         topo_search: bool,
-        units: Vec<Unit>,
+        units: &[&Unit],
     ) -> Result<Plan, String> {
         let (chosen, needs) = (chosen.to_vec(), needs.clone());
         let mut why = "evicting every job it may take still leaves no room where it fits";
@@ -253,7 +255,7 @@ impl<'s> Cycle<'s> {
                     e.1.insert(n);
                 }
             }
-            for u in &units {
+            for u in units {
                 let ds: BTreeSet<Option<u32>> = u
                     .tasks
                     .iter()
@@ -289,6 +291,7 @@ impl<'s> Cycle<'s> {
         for (rank, scope) in scopes {
             let pool: Vec<&Unit> = units
                 .iter()
+                .copied()
                 .filter(|u| match &scope {
                     None => true,
                     Some(nodes) => u.tasks.iter().all(|(_, n, _)| nodes.contains(n)),
@@ -510,14 +513,15 @@ impl<'s> Ledger<'s> {
 }
 
 impl<'s> Ledger<'s> {
-    /// Victim units for preemptor `j`, cheapest first: reclaim, then
-    /// preemption.
+    /// Victim units for preemptor `j`, and the positions of the reclaim
+    /// units, then of the preemption units, cheapest first (units are not
+    /// moved into that order: they are many, and large).
     pub(super) fn victim_units(
         &self,
         w: &World<'_>,
         j: usize,
         needs: &Resources,
-    ) -> [Vec<Unit>; 2] {
+    ) -> (Vec<Unit>, [Vec<u32>; 2]) {
         let cfg = w.config.preemption;
         let jw = &self.jobs[j];
         let me = jw.job;
@@ -530,7 +534,7 @@ impl<'s> Ledger<'s> {
         });
         let reclaim = cfg.reclaim && leaf_fits_share;
         if !reclaim && !cfg.preempt {
-            return [Vec::new(), Vec::new()];
+            return (units, [Vec::new(), Vec::new()]);
         }
         // The reclaim rule depends on the two leaves only.
         let mut reclaim_by_leaf: BTreeMap<QueueId, Option<QueueId>> = BTreeMap::new();
@@ -675,14 +679,11 @@ impl<'s> Ledger<'s> {
                 name(a.2).cmp(name(b.2))
             })
         });
-        let mut slots: Vec<Option<Unit>> = units.into_iter().map(Some).collect();
         let mut by_kind = [Vec::new(), Vec::new()];
         for (_, _, i) in order {
-            if let Some(u) = slots[i].take() {
-                by_kind[usize::from(u.kind != EvictionKind::Reclaim)].push(u);
-            }
+            by_kind[usize::from(units[i].kind != EvictionKind::Reclaim)].push(i as u32);
         }
-        by_kind
+        (units, by_kind)
     }
 }
 

@@ -105,12 +105,14 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() -> anyhow::Result<()> {
+    // Before anything allocates: the service runs with it, so the numbers do.
+    let allocator = trainyard_runtime::keep_freed_memory();
     let args = Args::parse();
     anyhow::ensure!(args.runs > 0, "--runs must be at least 1");
     if cfg!(debug_assertions) {
         eprintln!("warning: a debug build; build with --release for meaningful numbers");
     }
-    println!("{}\n", machine::describe());
+    println!("{}; allocator {allocator:?}\n", machine::describe());
     if args.sim {
         return suites::sim_bench();
     }

@@ -194,6 +194,8 @@ pub(crate) enum Output {
 }
 
 fn main() {
+    // First, before any thread starts (trainyard-runtime's docs).
+    let allocator = trainyard_runtime::keep_freed_memory();
     let cli = Cli::parse();
     // A service logs what it does by default; the other commands warn only.
     let verbose = match cli.command {
@@ -201,6 +203,7 @@ fn main() {
         _ => cli.verbose,
     };
     init_logging(verbose, cli.log_format);
+    tracing::debug!(?allocator, "allocator settings");
     let result = match cli.command {
         Command::Schedule(args) => cmd_schedule(args),
         Command::Simulate(args) => simulate::run(*args),

@@ -59,9 +59,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trainyard-model",
         ],
     ),
+    // Process-wide settings of the binaries; depends on nothing of ours.
+    ("trainyard-runtime", &[]),
     (
         "trainyard-cli",
         &[
+            "trainyard-runtime",
             "trainyard-serve",
             "trainyard-sim",
             "trainyard-cluster",
@@ -75,6 +78,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "trainyard-bench",
         &[
+            "trainyard-runtime",
             "trainyard-sim",
             "trainyard-cluster",
             "trainyard-ingest",

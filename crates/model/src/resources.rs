@@ -217,6 +217,43 @@ impl Resources {
         }
     }
 
+    /// [`saturating_sub`](Self::saturating_sub) of `other` with its GPU
+    /// amount taken as `gpu` (what a pod is charged on its devices),
+    /// without copying `other`.
+    pub fn saturating_sub_charged(&mut self, other: &Resources, gpu: u64) {
+        self.cpu = self.cpu.saturating_sub(other.cpu);
+        self.memory = self.memory.saturating_sub(other.memory);
+        self.gpu = self.gpu.saturating_sub(gpu);
+        for (k, v) in &other.extended {
+            if let Some(e) = self.extended.get_mut(k) {
+                *e = e.saturating_sub(*v);
+                if *e == 0 {
+                    self.extended.remove(k);
+                }
+            }
+        }
+    }
+
+    /// [`add`](Self::add) of `other` with its GPU amount taken as `gpu`,
+    /// then the element-wise [`min`](Self::min) with `cap`, without
+    /// copying either.
+    pub fn add_charged_capped(&mut self, other: &Resources, gpu: u64, cap: &Resources) {
+        self.cpu = self.cpu.saturating_add(other.cpu).min(cap.cpu);
+        self.memory = self.memory.saturating_add(other.memory).min(cap.memory);
+        self.gpu = self.gpu.saturating_add(gpu).min(cap.gpu);
+        if self.extended.is_empty() && other.extended.is_empty() {
+            return;
+        }
+        for (k, v) in &other.extended {
+            let e = self.extended.entry(k.clone()).or_insert(0);
+            *e = e.saturating_add(*v);
+        }
+        self.extended.retain(|k, v| {
+            *v = (*v).min(cap.extended.get(k).copied().unwrap_or(0));
+            *v > 0
+        });
+    }
+
     /// Element-wise multiplication by an integer.
     pub fn scaled(&self, factor: u64) -> Resources {
         let mut out = Resources::new(
@@ -397,6 +434,37 @@ pub fn cmp_ratio(a: u64, b: u64, c: u64, d: u64) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn arb_resources() -> impl proptest::strategy::Strategy<Value = Resources> {
+        use proptest::prelude::*;
+        (0u64..5000, 0u64..5000, 0u64..9000, 0u64..4, 0u64..4).prop_map(|(c, m, g, a, b)| {
+            let mut r = Resources::new(c, m, g);
+            r.set(&ResourceName::parse("rdma/ib"), a);
+            r.set(&ResourceName::parse("example.com/fpga"), b);
+            r
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn charged_forms_match_copy_then_operate(
+            a in arb_resources(), b in arb_resources(), cap in arb_resources(), gpu in 0u64..9000,
+        ) {
+            let mut charged = b.clone();
+            charged.gpu = gpu;
+            let mut want = a.clone();
+            want.saturating_sub(&charged);
+            let mut got = a.clone();
+            got.saturating_sub_charged(&b, gpu);
+            proptest::prop_assert_eq!(&got, &want);
+            let mut want = a.clone();
+            want.add(&charged);
+            let want = want.min(&cap);
+            let mut got = a.clone();
+            got.add_charged_capped(&b, gpu, &cap);
+            proptest::prop_assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn missing_is_zero_and_zero_is_not_stored() {

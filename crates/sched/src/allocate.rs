@@ -796,6 +796,7 @@ fn select_minimum(
 mod accounts;
 mod evict;
 mod place;
+mod radix;
 mod ranked;
 mod ruled;
 mod setup;

@@ -363,11 +363,11 @@ impl NodeState {
 
     /// Takes the pod's request and the given device slots.
     pub fn take(&mut self, node: &Node, pod: &PodView, slots: &[usize]) {
-        let mut r = pod.req.clone();
-        if pod.ask != GpuAsk::None {
-            r.gpu = Self::charged_gpu(node, pod, slots);
-        }
-        self.free.saturating_sub(&r);
+        let gpu = match pod.ask {
+            GpuAsk::None => pod.req.gpu,
+            _ => Self::charged_gpu(node, pod, slots),
+        };
+        self.free.saturating_sub_charged(pod.req, gpu);
         self.pods += 1;
         for &s in slots {
             if let (Some(u), Some(dev)) = (self.gpu_used.get_mut(s), node.gpus.get(s)) {
@@ -391,13 +391,13 @@ impl NodeState {
     /// Gives back what [`take`](Self::take) took for the pod on `slots`
     /// (a victim leaving, a reservation released).
     pub fn give(&mut self, node: &Node, pod: &PodView, slots: &[usize]) {
-        let mut r = pod.req.clone();
-        if pod.ask != GpuAsk::None {
-            r.gpu = Self::charged_gpu(node, pod, slots);
-        }
-        self.free.add(&r);
+        let gpu = match pod.ask {
+            GpuAsk::None => pod.req.gpu,
+            _ => Self::charged_gpu(node, pod, slots),
+        };
         // Never above allocatable, whatever the input claimed.
-        self.free = self.free.min(&node.allocatable);
+        self.free
+            .add_charged_capped(pod.req, gpu, &node.allocatable);
         self.pods = self.pods.saturating_sub(1);
         for &s in slots {
             if let (Some(u), Some(dev)) = (self.gpu_used.get_mut(s), node.gpus.get(s)) {

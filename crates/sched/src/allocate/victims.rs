@@ -662,26 +662,28 @@ impl<'s> Ledger<'s> {
         // id order (`setup`), so the index compares as the id does.
         // Sorted as packed integer keys, then the units moved once into
         // that order.
-        let mut order: Vec<(u128, u64, usize)> = units
+        let mut order: Vec<super::radix::Keyed> = units
             .iter()
             .enumerate()
             .map(|(i, u)| {
                 let (high, low) = u.packed_key();
-                (high, low, i)
+                (high, low, i as u32)
             })
             .collect();
-        order.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0).then(a.1.cmp(&b.1)).then_with(|| {
-                let name = |i: usize| {
-                    let u = &units[i];
-                    &self.jobs[u.job].job.tasks[u.tasks[0].0].name
-                };
-                name(a.2).cmp(name(b.2))
-            })
-        });
+        super::radix::sort_stable(&mut order);
+        // Equal packed keys (units of one job): by the first pod's name.
+        let name = |k: &super::radix::Keyed| {
+            let u = &units[k.2 as usize];
+            &self.jobs[u.job].job.tasks[u.tasks[0].0].name
+        };
+        for run in order.chunk_by_mut(|a, b| (a.0, a.1) == (b.0, b.1)) {
+            if run.len() > 1 {
+                run.sort_by(|a, b| name(a).cmp(name(b)));
+            }
+        }
         let mut by_kind = [Vec::new(), Vec::new()];
         for (_, _, i) in order {
-            by_kind[usize::from(units[i].kind != EvictionKind::Reclaim)].push(i as u32);
+            by_kind[usize::from(units[i as usize].kind != EvictionKind::Reclaim)].push(i);
         }
         (units, by_kind)
     }

@@ -196,6 +196,9 @@ impl Resources {
         self.cpu = self.cpu.saturating_add(other.cpu);
         self.memory = self.memory.saturating_add(other.memory);
         self.gpu = self.gpu.saturating_add(other.gpu);
+        if other.extended.is_empty() {
+            return;
+        }
         for (k, v) in &other.extended {
             let e = self.extended.entry(k.clone()).or_insert(0);
             *e = e.saturating_add(*v);

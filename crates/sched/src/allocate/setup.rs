@@ -227,13 +227,16 @@ impl<'s> Cycle<'s> {
                 Some(idx) => {
                     // Devices are usually numbered by position: look there first.
                     let devs = &nodes[n].gpus;
-                    let slots: Slots = idx
-                        .iter()
-                        .filter_map(|i| match devs.get(*i as usize) {
-                            Some(d) if d.index == *i => Some(*i as usize),
-                            _ => devs.iter().position(|d| d.index == *i),
-                        })
-                        .collect();
+                    let mut slots = Slots::new();
+                    for &i in idx {
+                        let at = match devs.get(i as usize) {
+                            Some(d) if d.index == i => Some(i as usize),
+                            _ => devs.iter().position(|d| d.index == i),
+                        };
+                        if let Some(a) = at {
+                            slots.push(a);
+                        }
+                    }
                     if slots.len() != idx.len() {
                         warnings.push(format!(
                             "pod {name} holds GPU indices {idx:?} not all present on node {}",

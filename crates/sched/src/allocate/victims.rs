@@ -54,15 +54,13 @@ impl<'s> Cycle<'s> {
         pool: &[&'u Unit],
         total_free: &Resources,
     ) -> Option<Vec<&'u Unit>> {
+        let on_node = ByNode::of(pool, self.world.nodes.len());
         // Not even all of it together would hold the gang: nothing to try.
         let mut all_free = total_free.clone();
-        for u in pool {
-            all_free.add(&u.freed);
-        }
+        all_free.add(&on_node.freed);
         if !needs.fits_in(&all_free) {
             return None;
         }
-        let on_node = ByNode::of(pool, self.world.nodes.len());
         if !topo_search && !self.search().could_cover(j, chosen, pool, &on_node) {
             return None;
         }
@@ -370,6 +368,8 @@ pub(super) struct ByNode {
     /// its `tasks`) of node `n`'s pods, in pool order.
     pod_start: Vec<u32>,
     pods: Vec<(u32, u32)>,
+    /// What the whole pool frees (summed in the same pass over it).
+    pub(super) freed: Resources,
 }
 
 impl ByNode {
@@ -378,7 +378,9 @@ impl ByNode {
         let mut start = vec![0u32; nodes + 1];
         let mut pod_start = vec![0u32; nodes + 1];
         let mut last = vec![u32::MAX; nodes];
+        let mut freed = Resources::zero();
         for (i, u) in pool.iter().enumerate() {
+            freed.add(&u.freed);
             for (_, n, _) in &u.tasks {
                 pod_start[*n + 1] += 1;
                 if last[*n] != i as u32 {
@@ -412,6 +414,7 @@ impl ByNode {
             units,
             pod_start,
             pods,
+            freed,
         }
     }
 

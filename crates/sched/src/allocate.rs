@@ -112,17 +112,6 @@ pub(crate) type Slots = smallvec::SmallVec<[usize; 8]>;
 /// are, so a cycle over many running jobs allocates nothing per job.
 type PlacedList = smallvec::SmallVec<[Placed; 1]>;
 
-/// A pod holding capacity: node, request, constraints, device indices if
-/// known, name, and (job, task) for Trainyard's own tasks.
-type Holder<'a> = (
-    usize,
-    &'a Resources,
-    &'a PlacementConstraints,
-    Option<&'a Vec<u32>>,
-    &'a str,
-    Option<(usize, usize)>,
-);
-
 /// One cycle's data, split by how it is used (see each part).
 struct Cycle<'s> {
     world: World<'s>,

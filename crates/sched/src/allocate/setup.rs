@@ -28,20 +28,26 @@ impl<'s> Cycle<'s> {
         let mut external: Vec<_> = snapshot.external.iter().collect();
         external.sort_by(|a, b| a.name.cmp(&b.name));
         let no_constraints = PlacementConstraints::default();
-        let mut holders: Vec<Holder> = Vec::new();
+        // Holders (pods that hold capacity), numbered in order: external
+        // pods first, then each job's bound tasks. Those with known device
+        // indices are accounted as they are met (the task's data is at hand
+        // then); the others wait for the lowest free devices, after all of
+        // them. Rules between pods list members on nodes, and whether any
+        // pod has rules is known only at the end: members are added after.
+        let mut held = Held::default();
         // Per external holder: its position in `external` (its member id).
         let mut ext_ids: Vec<u32> = Vec::new();
+        let mut ext_used: Vec<Resources> = vec![Resources::zero(); nodes.len()];
         for (e, p) in external.iter().enumerate() {
             match index.get(p.node.as_str()) {
                 Some(&n) => {
-                    holders.push((
-                        n,
-                        &p.requests,
-                        &no_constraints,
-                        p.gpus.as_ref(),
+                    ext_used[n].add(&p.requests);
+                    held.hold(
+                        (&nodes, &mut states),
+                        (n, &p.requests, &no_constraints, p.gpus.as_ref()),
                         p.name.as_str(),
                         None,
-                    ));
+                    );
                     ext_ids.push(e as u32);
                 }
                 None => warnings.push(format!(
@@ -50,7 +56,6 @@ impl<'s> Cycle<'s> {
                 )),
             }
         }
-        let external_count = holders.len();
 
         // Jobs in id order; tasks in name order.
         let mut jobs_sorted: Vec<&Job> = snapshot.jobs.iter().map(|j| &**j).collect();
@@ -63,6 +68,7 @@ impl<'s> Cycle<'s> {
         let mut leaf_demand = vec![Resources::zero(); tree.len()];
         // One buffer for every job's task order.
         let mut order: Vec<usize> = Vec::new();
+        let mut bound_at: Vec<PlacedList> = Vec::with_capacity(jobs_sorted.len());
         // Intern constraint sets by value (ids in first-seen order over the
         // canonical job/task order, so they are deterministic), in the same
         // pass as the accounting (one visit to each task's constraints).
@@ -96,6 +102,7 @@ impl<'s> Cycle<'s> {
                 order.sort_by(|&a, &b| job.tasks[a].name.cmp(&job.tasks[b].name));
             }
             let mut bound_by_sub: BTreeMap<&str, u32> = BTreeMap::new();
+            let mut placed_here = PlacedList::new();
             let mut bound_total = 0;
             let mut pending = Vec::new();
             let mut bound_req = Resources::zero();
@@ -117,14 +124,16 @@ impl<'s> Cycle<'s> {
                         }
                         bound_req.add(&task.requests);
                         match index.get(node.as_str()) {
-                            Some(&n) => holders.push((
-                                n,
-                                &task.requests,
-                                &task.constraints,
-                                gpus.as_ref(),
-                                task.name.as_str(),
-                                Some((jobs.len(), t)),
-                            )),
+                            Some(&n) => {
+                                if let Some(slots) = held.hold(
+                                    (&nodes, &mut states),
+                                    (n, &task.requests, &task.constraints, gpus.as_ref()),
+                                    task.name.as_str(),
+                                    Some((jobs.len(), t)),
+                                ) {
+                                    placed_here.push((t, n, slots));
+                                }
+                            }
                             None => warnings.push(format!(
                                 "task {} is bound to unknown node {node}; it counts for its queue but holds no node capacity",
                                 task.name
@@ -153,6 +162,7 @@ impl<'s> Cycle<'s> {
                     leaf_demand[leaf.0].add(&pending_req);
                 }
             }
+            bound_at.push(placed_here);
             jobs.push(JobWork {
                 index: jobs.len(),
                 job,
@@ -203,10 +213,6 @@ impl<'s> Cycle<'s> {
         // Root capacity: allocatable of schedulable nodes minus what
         // pods outside Trainyard hold there.
         let mut capacity = Resources::zero();
-        let mut ext_used: Vec<Resources> = vec![Resources::zero(); nodes.len()];
-        for (n, req, _, _, _, _) in &holders[..external_count] {
-            ext_used[*n].add(req);
-        }
         for (i, node) in nodes.iter().enumerate() {
             if !node.unschedulable {
                 let mut c = node.allocatable.clone();
@@ -215,54 +221,21 @@ impl<'s> Cycle<'s> {
             }
         }
 
-        // Account held capacity: explicit device indices first, then the
-        // holders whose devices are unknown get the lowest free ones.
-        let mut implicit = Vec::new();
-        let mut bound_at: Vec<PlacedList> = vec![PlacedList::new(); jobs.len()];
-        for (h, (n, req, c, gpus, name, owner)) in holders.into_iter().enumerate() {
+        // The device warnings of the holders accounted so far, after the
+        // warnings of the walk (as when accounting was a pass of its own).
+        warnings.append(&mut held.warnings);
+        if rules.is_some() {
+            for &(n, h, owner) in &held.members {
+                if let Some(m) = member_of(h, owner) {
+                    states[n].members.push(m);
+                }
+            }
+        }
+        // Holders whose devices are unknown get the lowest free ones.
+        for (n, h, req, c, name, owner) in std::mem::take(&mut held.implicit) {
             let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
             let mut pod = PodView::new(req, ask, c);
             pod.member = member_of(h, owner);
-            match gpus {
-                Some(idx) => {
-                    // Devices are usually numbered by position: look there first.
-                    let devs = &nodes[n].gpus;
-                    let mut slots = Slots::new();
-                    for &i in idx {
-                        let at = match devs.get(i as usize) {
-                            Some(d) if d.index == i => Some(i as usize),
-                            _ => devs.iter().position(|d| d.index == i),
-                        };
-                        if let Some(a) = at {
-                            slots.push(a);
-                        }
-                    }
-                    if slots.len() != idx.len() {
-                        warnings.push(format!(
-                            "pod {name} holds GPU indices {idx:?} not all present on node {}",
-                            nodes[n].name
-                        ));
-                    }
-                    // Two holders on one device: whole use, or shares above one GPU.
-                    for &slot in &slots {
-                        let add = ask.milli_on(&nodes[n].gpus[slot]).unwrap_or(1000);
-                        if states[n].gpu_used[slot] + add > 1000 {
-                            warnings.push(format!(
-                                "pod {name} claims GPU {} on node {} that other pods already hold; the device is counted once",
-                                nodes[n].gpus[slot].index, nodes[n].name
-                            ));
-                        }
-                    }
-                    states[n].take(nodes[n], &pod, &slots);
-                    if let Some((j, t)) = owner {
-                        bound_at[j].push((t, n, slots));
-                    }
-                }
-                None => implicit.push((n, pod, name, owner)),
-            }
-        }
-        for (n, pod, name, owner) in implicit {
-            let req = pod.req;
             if !req.fits_in(&states[n].free) {
                 warnings.push(format!(
                     "node {} is overcommitted by pod {name} ({req} on {} free)",
@@ -485,4 +458,89 @@ impl<'s> Cycle<'s> {
     }
 
     // ---- pass 1: gang minimums ----------------------------------------
+}
+
+/// (job, task) of a holder that is one of Trainyard's own tasks.
+type Owner = Option<(usize, usize)>;
+
+/// A holder whose devices are unknown: node, holder number, request,
+/// constraints, name, owner.
+type Waiting<'s> = (
+    usize,
+    usize,
+    &'s Resources,
+    &'s PlacementConstraints,
+    &'s str,
+    Owner,
+);
+
+/// A holder with known device indices is accounted at once; this keeps
+/// what must wait: the rest, member ids, and device warnings.
+#[derive(Default)]
+struct Held<'s> {
+    /// Holders numbered so far.
+    count: usize,
+    /// (node, holder number, owner) of the holders accounted, in order.
+    members: Vec<(usize, usize, Owner)>,
+    /// Holders without device indices, in order.
+    implicit: Vec<Waiting<'s>>,
+    warnings: Vec<String>,
+}
+
+impl<'s> Held<'s> {
+    /// Numbers one holder on node `n`; accounts it on its devices when
+    /// their indices are known and returns the slots, else keeps it for
+    /// later. `owner`: (job, task) for Trainyard's own tasks.
+    fn hold(
+        &mut self,
+        (nodes, states): (&[&Node], &mut [NodeState]),
+        (n, req, c, gpus): (
+            usize,
+            &'s Resources,
+            &'s PlacementConstraints,
+            Option<&Vec<u32>>,
+        ),
+        name: &'s str,
+        owner: Owner,
+    ) -> Option<Slots> {
+        let h = self.count;
+        self.count += 1;
+        let Some(idx) = gpus else {
+            self.implicit.push((n, h, req, c, name, owner));
+            return None;
+        };
+        let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
+        let pod = PodView::new(req, ask, c);
+        // Devices are usually numbered by position: look there first.
+        let devs = &nodes[n].gpus;
+        let mut slots = Slots::new();
+        for &i in idx {
+            let at = match devs.get(i as usize) {
+                Some(d) if d.index == i => Some(i as usize),
+                _ => devs.iter().position(|d| d.index == i),
+            };
+            if let Some(a) = at {
+                slots.push(a);
+            }
+        }
+        if slots.len() != idx.len() {
+            self.warnings.push(format!(
+                "pod {name} holds GPU indices {idx:?} not all present on node {}",
+                nodes[n].name
+            ));
+        }
+        // Two holders on one device: whole use, or shares above one GPU.
+        for &slot in &slots {
+            let add = ask.milli_on(&nodes[n].gpus[slot]).unwrap_or(1000);
+            if states[n].gpu_used[slot] + add > 1000 {
+                self.warnings.push(format!(
+                    "pod {name} claims GPU {} on node {} that other pods already hold; the device is counted once",
+                    nodes[n].gpus[slot].index, nodes[n].name
+                ));
+            }
+        }
+        states[n].take(nodes[n], &pod, &slots);
+        self.members.push((n, h, owner));
+        Some(slots)
+    }
 }

@@ -59,6 +59,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trainyard-model",
         ],
     ),
+    // The persisted state: the only crate that knows the on-disk format,
+    // with its own record types; it never imports the core.
+    ("trainyard-store", &[]),
     // Process-wide settings of the binaries; depends on nothing of ours.
     ("trainyard-runtime", &[]),
     (

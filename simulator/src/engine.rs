@@ -298,6 +298,7 @@ impl<'a> Engine<'a> {
                 jobs: Vec::new(),
                 external: Vec::new(),
                 topology: opts.topology.clone(),
+                usage: Default::default(),
             }),
             node_up: vec![true; input.nodes.len()],
             rt: Vec::with_capacity(input.jobs.len()),

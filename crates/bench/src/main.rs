@@ -186,7 +186,7 @@ fn allocate(runs: usize, nodes: usize, gangs: Option<usize>) -> anyhow::Result<(
     let mut times = Vec::new();
     for _ in 0..runs * 4 {
         let t = Instant::now();
-        let fs = fairshare::compute(&tree, &cap, &demand);
+        let fs = fairshare::compute(&tree, &cap, &demand, None);
         times.push(t.elapsed());
         std::hint::black_box(fs);
     }

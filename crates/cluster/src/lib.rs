@@ -29,6 +29,7 @@ mod assume;
 mod decode;
 mod index;
 mod objects;
+pub mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -93,6 +94,11 @@ pub struct ClusterState {
     /// patched (a job replaced, inserted or removed by id), not rebuilt.
     cache: Option<Arc<Snapshot>>,
     stale: Stale,
+    /// Usage history, when the time-decayed fair share is on
+    /// ([`ClusterState::track_usage`]), and its decayed totals as of the
+    /// last [`ClusterState::sample_usage`].
+    usage: Option<usage::UsageHistory>,
+    decayed: BTreeMap<String, trainyard_model::Usage>,
 }
 
 /// What changed since the cached snapshot.
@@ -102,6 +108,7 @@ struct Stale {
     nodes: bool,
     external: bool,
     meta: bool,
+    usage: bool,
 }
 
 impl ClusterState {
@@ -123,6 +130,55 @@ impl ClusterState {
         let mut s = ClusterState::new();
         s.apply(Change::Resync(snapshot));
         s
+    }
+
+    /// Keeps a usage history from now on (or this one, restored from a
+    /// store), sampled by [`ClusterState::sample_usage`]; its decayed
+    /// totals go into every snapshot's `usage`.
+    pub fn track_usage(&mut self, history: usage::UsageHistory) {
+        self.usage = Some(history);
+    }
+
+    /// The usage history, when one is kept.
+    pub fn usage_history(&mut self) -> Option<&mut usage::UsageHistory> {
+        self.usage.as_mut()
+    }
+
+    /// Samples what every (leaf queue, user) holds at `now` (bound tasks
+    /// of the world with the assumed decisions laid over it; the user is
+    /// the job's namespace) into the usage history, and updates the
+    /// decayed usage the next snapshot carries. Does nothing without a
+    /// history.
+    pub fn sample_usage(&mut self, now: trainyard_model::Timestamp) {
+        if self.usage.is_none() {
+            return;
+        }
+        self.refresh();
+        let mut held: BTreeMap<(String, String), trainyard_model::Resources> = BTreeMap::new();
+        for (id, j) in &self.jobs {
+            let j = self.views.get(id).unwrap_or(j);
+            let mut bound = trainyard_model::Resources::zero();
+            for t in &j.tasks {
+                if matches!(t.state, trainyard_model::TaskState::Bound { .. }) {
+                    bound.add(&t.requests);
+                }
+            }
+            if bound.is_zero() {
+                continue;
+            }
+            let user = j.id.split_once('/').map_or("", |(ns, _)| ns);
+            held.entry((j.queue.clone(), user.to_string()))
+                .or_default()
+                .add(&bound);
+        }
+        if let Some(h) = self.usage.as_mut() {
+            h.sample(now, held);
+            let decayed = h.decayed(now);
+            if decayed != self.decayed {
+                self.decayed = decayed;
+                self.stale.usage = true;
+            }
+        }
     }
 
     /// Applies one change. A job upsert confirms the assumptions its new
@@ -206,6 +262,9 @@ impl ClusterState {
                     jobs,
                     external,
                     topology,
+                    // Usage is not part of the world's objects: the
+                    // state's own history keeps it.
+                    usage: _,
                 } = snap;
                 self.nodes.clear();
                 for n in nodes {
@@ -361,11 +420,13 @@ impl ClusterState {
                     .collect(),
                 external: self.external.values().cloned().collect(),
                 topology: self.topology.clone(),
+                usage: self.decayed.clone(),
             });
             self.cache = Some(Arc::clone(&snap));
             return snap;
         };
-        let changed = stale.nodes || stale.external || stale.meta || !stale.jobs.is_empty();
+        let changed =
+            stale.nodes || stale.external || stale.meta || stale.usage || !stale.jobs.is_empty();
         if changed {
             // Copied only if the last snapshot is still held elsewhere.
             let s = Arc::make_mut(&mut cache);
@@ -378,6 +439,9 @@ impl ClusterState {
             if stale.meta {
                 s.queues = self.queues.clone();
                 s.topology = self.topology.clone();
+            }
+            if stale.usage {
+                s.usage = self.decayed.clone();
             }
             for id in &stale.jobs {
                 let now = self.views.get(id).or_else(|| self.jobs.get(id));

@@ -296,6 +296,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             jobs: jobs.into_iter().map(Arc::new).collect(),
             external: external.into_iter().map(Arc::new).collect(),
             topology: cx.topology.topology.clone(),
+            usage: Default::default(),
         },
         warnings: cx.warnings,
     })

@@ -15,6 +15,7 @@ pub mod queue;
 pub mod resources;
 pub mod snapshot;
 pub mod time;
+pub mod usage;
 
 pub use ids::{JobId, NodeName, TaskKey};
 pub use job::{
@@ -33,3 +34,4 @@ pub use resources::{Limits, ResourceName, Resources};
 pub use snapshot::{ExternalPod, Snapshot};
 pub use time::Timestamp;
 pub use trainyard_topology as topology;
+pub use usage::{Usage, exp2_neg_q32};

@@ -11,6 +11,7 @@ use crate::node::Node;
 use crate::podrules::PodRules;
 use crate::queue::QueueTree;
 use crate::resources::Resources;
+use crate::usage::Usage;
 
 /// A pod Trainyard does not schedule (another scheduler's, a DaemonSet's)
 /// that holds capacity on a node.
@@ -52,6 +53,12 @@ pub struct Snapshot {
     /// validated at the edge (snapshot loader, simulator) once; shared.
     #[serde(default)]
     pub topology: Option<Arc<Topology>>,
+    /// Decayed usage by leaf queue name (`trainyard_cluster::usage`):
+    /// what the fair share weighs over-quota capacity by when
+    /// `fairShare.usageHalfLifeSeconds` is set. Missing queues used
+    /// nothing.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub usage: BTreeMap<String, Usage>,
 }
 
 impl Snapshot {
@@ -63,6 +70,7 @@ impl Snapshot {
             jobs: jobs.into_iter().map(Arc::new).collect(),
             external: Vec::new(),
             topology: None,
+            usage: BTreeMap::new(),
         }
     }
 

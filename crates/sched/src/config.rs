@@ -184,6 +184,21 @@ pub struct Config {
     pub topology: TopologyConfig,
     /// Reclaim across queues and preemption inside a queue.
     pub preemption: PreemptionConfig,
+    /// How past usage weighs in the fair share.
+    pub fair_share: FairShareConfig,
+}
+
+/// `fairShare:` in the scheduler config.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct FairShareConfig {
+    /// Time-decayed fair share: when set, usage counts for half as much
+    /// after this many seconds, and over-quota capacity is divided by
+    /// weight times `2^(-U/S)` (U: the queue's share of its siblings'
+    /// decayed usage, S: its share of their weights), so a queue that used
+    /// more than its entitlement lately yields to one that waited. `None`
+    /// (the default): weights alone, as before (docs/fair-share.md).
+    pub usage_half_life_seconds: Option<u64>,
 }
 
 /// `preemption:` in the scheduler config.
@@ -289,6 +304,16 @@ pub const MAX_WEIGHT: u32 = 100;
 impl Config {
     /// Checks ranges that the types cannot express.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(h) = self.fair_share.usage_half_life_seconds
+            && !(60..=366 * 86_400).contains(&h)
+        {
+            return Err(ConfigError {
+                field: "fairShare.usageHalfLifeSeconds",
+                message: format!(
+                    "expected seconds from 60 (a minute) to 31622400 (a year), found {h}"
+                ),
+            });
+        }
         for (field, weight) in [
             ("scoring.gpu.weight", self.scoring.gpu.weight),
             ("scoring.cpuMemory.weight", self.scoring.cpu_memory.weight),

@@ -41,7 +41,7 @@
 
 use std::collections::BTreeMap;
 
-use trainyard_model::{QueueTree, ResourceName, Resources};
+use trainyard_model::{QueueId, QueueTree, ResourceName, Resources, Usage, exp2_neg_q32};
 
 /// Result of [`compute`]: per queue id (root included), its fair share and
 /// its limit-capped demand.
@@ -55,10 +55,34 @@ pub struct FairShares {
 ///
 /// `capacity` is what the root may hand out. `leaf_demand[q]` is the demand
 /// (running + pending requests) of leaf queue `q`; entries for non-leaves are
-/// ignored. The result does not depend on anything but these values.
-pub fn compute(tree: &QueueTree, capacity: &Resources, leaf_demand: &[Resources]) -> FairShares {
+/// ignored. `usage[q]`, when given, is leaf queue `q`'s decayed usage: the
+/// over-quota weights of each set of siblings are then scaled by
+/// [`usage_factors`] (time-decayed fair share). The result does not depend
+/// on anything but these values.
+pub fn compute(
+    tree: &QueueTree,
+    capacity: &Resources,
+    leaf_demand: &[Resources],
+    usage: Option<&[Usage]>,
+) -> FairShares {
     let n = tree.len();
     let order = tree.top_down();
+    // Usage of each subtree, bottom-up.
+    let subtree_usage: Option<Vec<Usage>> = usage.map(|leaf| {
+        let mut u = vec![Usage::new(); n];
+        for &q in order.iter().rev() {
+            u[q.0] = if tree.is_leaf(q) {
+                leaf.get(q.0).cloned().unwrap_or_default()
+            } else {
+                let mut sum = Usage::new();
+                for c in tree.children(q) {
+                    sum.add(&u[c.0]);
+                }
+                sum
+            };
+        }
+        u
+    });
     // Demand bottom-up, each capped by the queue's own limit.
     let mut demand = vec![Resources::zero(); n];
     for &q in order.iter().rev() {
@@ -93,14 +117,16 @@ pub fn compute(tree: &QueueTree, capacity: &Resources, leaf_demand: &[Resources]
         } else {
             fair[p.0].clone()
         };
+        let weights = effective_weights(tree, children, subtree_usage.as_deref());
         let kids: Vec<Child> = children
             .iter()
-            .map(|c| {
+            .zip(weights)
+            .map(|(c, weight)| {
                 let spec = tree.spec(*c);
                 Child {
                     demand: demand[c.0].clone(),
                     quota: spec.quota.clone(),
-                    weight: spec.over_quota_weight as u64,
+                    weight,
                     priority: spec.priority,
                 }
             })
@@ -111,6 +137,76 @@ pub fn compute(tree: &QueueTree, capacity: &Resources, leaf_demand: &[Resources]
         }
     }
     FairShares { fair, demand }
+}
+
+/// The over-quota weights of `children`: their specs' weights, each times
+/// its [`usage_factors`] entry when usage is given and some sibling used
+/// anything.
+fn effective_weights(tree: &QueueTree, children: &[QueueId], usage: Option<&[Usage]>) -> Vec<u64> {
+    let raw: Vec<u64> = children
+        .iter()
+        .map(|c| u64::from(tree.spec(*c).over_quota_weight))
+        .collect();
+    let Some(usage) = usage else {
+        return raw;
+    };
+    let used: Vec<&Usage> = children.iter().map(|c| &usage[c.0]).collect();
+    if used.iter().all(|u| u.is_zero()) {
+        return raw;
+    }
+    let f = usage_factors(&raw, &used);
+    raw.iter().zip(f).map(|(w, f)| w * f).collect()
+}
+
+/// One in Q10, the fair-share factor's unit.
+pub const FACTOR_ONE: u64 = 1 << 10;
+
+/// Slurm's fair-share factor for each of a set of siblings, in Q10 (1024
+/// is one): `F = 2^(-U/S)`, where `S = w / Σw` is the sibling's share of
+/// the weights and `U` its share of the siblings' decayed usage, taken in
+/// the resource where that share is largest (its dominant usage share).
+/// A sibling that used nothing has `F = 1`; one that used exactly its
+/// entitlement, `1/2`; twice it, `1/4`. Never below `1/1024`, so a weight
+/// above zero stays above zero. Integers only.
+pub fn usage_factors(weights: &[u64], usage: &[&Usage]) -> Vec<u64> {
+    let wsum: u128 = weights.iter().map(|w| u128::from(*w)).sum();
+    // Per resource, the siblings' total.
+    let mut totals: BTreeMap<&str, u128> = BTreeMap::new();
+    for u in usage {
+        for (r, v) in u.iter() {
+            let e = totals.entry(r).or_default();
+            *e = e.saturating_add(v);
+        }
+    }
+    weights
+        .iter()
+        .zip(usage)
+        .map(|(&w, u)| {
+            if w == 0 || wsum == 0 {
+                return FACTOR_ONE;
+            }
+            // Dominant usage share, Q32.
+            let share: u128 = u
+                .iter()
+                .map(|(r, v)| share_q32(v, totals.get(r).copied().unwrap_or(0)))
+                .max()
+                .unwrap_or(0);
+            // U / S = share · Σw / (w · 2³²).
+            let f = exp2_neg_q32(share * wsum, u128::from(w) << 32);
+            (f >> 22).max(1)
+        })
+        .collect()
+}
+
+/// `part / whole` in Q32 (at most one), rounded down, without overflow.
+fn share_q32(part: u128, whole: u128) -> u128 {
+    if whole == 0 {
+        return 0;
+    }
+    let part = part.min(whole);
+    // Keep `part · 2³²` inside u128.
+    let sh = (128 - part.leading_zeros()).saturating_sub(96);
+    ((part >> sh) << 32) / (whole >> sh).max(1)
 }
 
 /// One child as the split sees it.

@@ -316,7 +316,18 @@ impl<'s> Cycle<'s> {
                 alloc_np[p.0].add(&a);
             }
         }
-        let fs = fairshare::compute(tree, &capacity, &leaf_demand);
+        // Decayed usage by queue id, when the time-decayed fair share is on.
+        let usage: Option<Vec<trainyard_model::Usage>> =
+            config.fair_share.usage_half_life_seconds.map(|_| {
+                let mut u = vec![trainyard_model::Usage::new(); tree.len()];
+                for (name, used) in &snapshot.usage {
+                    if let Some(q) = tree.get(name) {
+                        u[q.0] = used.clone();
+                    }
+                }
+                u
+            });
+        let fs = fairshare::compute(tree, &capacity, &leaf_demand, usage.as_deref());
 
         let stats = CycleStats {
             nodes: nodes.len() as u32,

@@ -28,7 +28,7 @@ fn shares(
     for (name, d) in demands {
         leaf[tree.get(name).unwrap().0] = d.clone();
     }
-    let fs = compute(&tree, &capacity, &leaf);
+    let fs = compute(&tree, &capacity, &leaf, None);
     tree.ids()
         .map(|q| (tree.name(q).to_string(), fs.fair[q.0].clone()))
         .collect()
@@ -356,7 +356,7 @@ fn run(
     for (n, d) in leaves {
         leaf[tree.get(n).unwrap().0] = d.clone();
     }
-    let fs = compute(&tree, cap, &leaf);
+    let fs = compute(&tree, cap, &leaf, None);
     (tree, fs)
 }
 
@@ -440,4 +440,5 @@ proptest! {
 }
 
 mod against_exact;
+mod decay;
 mod exact;

@@ -340,6 +340,11 @@ impl<'a> Engine<'a> {
                 .collect(),
             cycles_now: (i64::MIN, 0),
         };
+        // The time-decayed fair share needs a usage history.
+        if let Some(h) = config.fair_share.usage_half_life_seconds {
+            e.world
+                .track_usage(trainyard_cluster::usage::UsageHistory::new(h));
+        }
         // Largest node and whole cluster, to reject what can never fit.
         let mut total = Resources::zero();
         for n in input.nodes {

@@ -10,6 +10,9 @@ impl Engine<'_> {
         // then on; clearing them keeps the snapshot tidy.
         self.world
             .expire_nominations(now, self.config.preemption.nomination_timeout_seconds);
+        // Usage held since the last cycle, and the decayed totals the
+        // snapshot carries (with `fairShare.usageHalfLifeSeconds`).
+        self.world.sample_usage(now);
         let snapshot = self.world.snapshot();
         let d = scheduler(&snapshot, self.config, now);
         // Released before the world changes, so no job is copied on write.
@@ -19,6 +22,8 @@ impl Engine<'_> {
         // once (what `assume` and a confirming world would leave; a test in
         // the cluster crate checks the two agree).
         let applied = self.world.apply_decisions(&d, now);
+        // What is held from now on includes this cycle's binds.
+        self.world.sample_usage(now);
 
         // Binds, grouped by job.
         let mut started: BTreeMap<usize, Vec<u32>> = BTreeMap::new();

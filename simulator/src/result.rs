@@ -269,6 +269,12 @@ pub struct QueueSummary {
     /// starved then).
     #[serde(default)]
     pub starved_at_end_seconds: f64,
+    /// GPU-hours its jobs held over the run (leaf queues).
+    #[serde(default)]
+    pub gpu_hours: f64,
+    /// The same per week of the run (the last week may be short).
+    #[serde(default)]
+    pub gpu_hours_by_week: Vec<f64>,
 }
 
 /// Reclaim and preemption over a run.
@@ -459,6 +465,31 @@ impl SimOutput {
                 jain_dt += dt;
             }
         });
+        // GPU-hours per leaf, in total and per week of the run.
+        const WEEK_MS: i64 = 7 * 86_400_000;
+        let start = self.start_time.0;
+        let mut held: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+        self.walk_leaves(|t, next, current| {
+            for s in current.values() {
+                let weeks = held.entry(s.name.clone()).or_default();
+                let mut a = t.0;
+                while a < next.0 {
+                    let w = (a - start).max(0) / WEEK_MS;
+                    let b = next.0.min(start + (w + 1) * WEEK_MS);
+                    if weeks.len() <= w as usize {
+                        weeks.resize(w as usize + 1, 0.0);
+                    }
+                    weeks[w as usize] += s.allocated.gpu as f64 / 1000.0 * (b - a) as f64 / 3.6e6;
+                    a = b;
+                }
+            }
+        });
+        for (q, weeks) in held {
+            if let Some(s) = per_queue.get_mut(&q) {
+                s.gpu_hours = round3(weeks.iter().sum());
+                s.gpu_hours_by_week = weeks.into_iter().map(round3).collect();
+            }
+        }
         for (q, (num, den)) in ratio_int {
             if let Some(s) = per_queue.get_mut(q)
                 && den > 0.0

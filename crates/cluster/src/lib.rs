@@ -154,7 +154,7 @@ impl ClusterState {
             return;
         }
         self.refresh();
-        let mut held: BTreeMap<(String, String), trainyard_model::Resources> = BTreeMap::new();
+        let mut held = usage::Held::new();
         for (id, j) in &self.jobs {
             let j = self.views.get(id).unwrap_or(j);
             let mut bound = trainyard_model::Resources::zero();

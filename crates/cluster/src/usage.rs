@@ -19,6 +19,9 @@ use std::collections::BTreeMap;
 
 use trainyard_model::{Resources, Timestamp, Usage, exp2_neg_q32};
 
+/// What each (leaf queue, user) holds.
+pub type Held = BTreeMap<(String, String), Resources>;
+
 /// One closed bucket: `[start_s, start_s + width_s)` of (queue, user).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClosedBucket {
@@ -46,7 +49,7 @@ pub struct UsageHistory {
     half_life_s: u64,
     bucket_s: u64,
     /// The last sample's time (ms) and what was held then.
-    last: Option<(i64, BTreeMap<(String, String), Resources>)>,
+    last: Option<(i64, Held)>,
     entries: BTreeMap<(String, String), Entry>,
     closed: Vec<ClosedBucket>,
 }
@@ -80,7 +83,7 @@ impl UsageHistory {
     /// Records that `held` ((leaf queue, user) → resources) is what is
     /// held from `now` on; what the previous sample held counts for the
     /// time between them. A sample older than the last is ignored.
-    pub fn sample(&mut self, now: Timestamp, held: BTreeMap<(String, String), Resources>) {
+    pub fn sample(&mut self, now: Timestamp, held: Held) {
         let now_ms = now.0;
         if let Some((t0, prev)) = self.last.take() {
             if now_ms < t0 {
@@ -216,7 +219,7 @@ mod tests {
     use super::*;
     use trainyard_model::ResourceName;
 
-    fn held(gpus: u64) -> BTreeMap<(String, String), Resources> {
+    fn held(gpus: u64) -> Held {
         BTreeMap::from([(
             ("a".to_string(), "ns".to_string()),
             Resources::zero().with_gpus(gpus),

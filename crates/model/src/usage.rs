@@ -129,7 +129,10 @@ mod tests {
         assert_eq!(exp2_neg_q32(40 * 7, 7), 0);
         assert_eq!(exp2_neg_q32(1, 0), 0);
         // 2^-0.5 and 2^-1.25, against their real values to 1e-7.
-        for (num, den, want) in [(1u128, 2u128, 0.707_106_781_f64), (5, 4, 0.420_448_208)] {
+        for (num, den, want) in [
+            (1u128, 2u128, std::f64::consts::FRAC_1_SQRT_2),
+            (5, 4, 0.420_448_208),
+        ] {
             let got = exp2_neg_q32(num, den) as f64 / 4_294_967_296.0;
             assert!(
                 (got - want).abs() < 1e-7,

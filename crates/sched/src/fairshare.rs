@@ -161,13 +161,21 @@ fn effective_weights(tree: &QueueTree, children: &[QueueId], usage: Option<&[Usa
 /// One in Q10, the fair-share factor's unit.
 pub const FACTOR_ONE: u64 = 1 << 10;
 
-/// Slurm's fair-share factor for each of a set of siblings, in Q10 (1024
-/// is one): `F = 2^(-U/S)`, where `S = w / Σw` is the sibling's share of
-/// the weights and `U` its share of the siblings' decayed usage, taken in
-/// the resource where that share is largest (its dominant usage share).
-/// A sibling that used nothing has `F = 1`; one that used exactly its
-/// entitlement, `1/2`; twice it, `1/4`. Never below `1/1024`, so a weight
-/// above zero stays above zero. Integers only.
+/// How steeply past usage lowers a weight: `F = 2^(-k·U/S)` with this `k`
+/// (docs/fair-share.md, "Time-decayed fair share", says why 4: Slurm's
+/// factor, `k = 1`, orders jobs there; used as a weight it is too gentle
+/// to give a team that waited its time back, measured).
+pub const USAGE_STEEPNESS: u128 = 4;
+
+/// The fair-share factor for each of a set of siblings, in Q10 (1024 is
+/// one): `F = 2^(-k·U/S)` with `k` = [`USAGE_STEEPNESS`], where
+/// `S = w / Σw` is the sibling's share of the weights and `U` its share of
+/// the siblings' decayed usage, taken in the resource where that share is
+/// largest (its dominant usage share). This is Slurm's classic fair-share
+/// factor `2^(-U/S)` raised to the power `k`. A sibling that used nothing
+/// has `F = 1`; one that used exactly its entitlement, `1/16`; twice it,
+/// `1/256`. Never below `1/1024`, so a weight above zero stays above
+/// zero. Integers only.
 pub fn usage_factors(weights: &[u64], usage: &[&Usage]) -> Vec<u64> {
     let wsum: u128 = weights.iter().map(|w| u128::from(*w)).sum();
     // Per resource, the siblings' total.
@@ -192,7 +200,7 @@ pub fn usage_factors(weights: &[u64], usage: &[&Usage]) -> Vec<u64> {
                 .max()
                 .unwrap_or(0);
             // U / S = share · Σw / (w · 2³²).
-            let f = exp2_neg_q32(share * wsum, u128::from(w) << 32);
+            let f = exp2_neg_q32(share * wsum * USAGE_STEEPNESS, u128::from(w) << 32);
             (f >> 22).max(1)
         })
         .collect()

@@ -12,25 +12,25 @@ fn gpu_usage(gpu_seconds: u128) -> Usage {
 }
 
 #[test]
-fn factors_follow_slurm_two_to_the_minus_usage_over_shares() {
+fn factors_are_two_to_the_minus_four_usage_over_shares() {
     // Three siblings of equal weight: S = 1/3 each. Usage shares 0, 1/3,
-    // 2/3: U/S = 0, 1, 2, so F = 1, 1/2, 1/4.
+    // 2/3: U/S = 0, 1, 2, so F = 1, 1/16, 1/256.
     let u = [gpu_usage(0), gpu_usage(100), gpu_usage(200)];
     let f = usage_factors(&[1, 1, 1], &[&u[0], &u[1], &u[2]]);
-    assert_eq!(f, vec![FACTOR_ONE, FACTOR_ONE / 2, FACTOR_ONE / 4]);
+    assert_eq!(f, vec![FACTOR_ONE, FACTOR_ONE / 16, FACTOR_ONE / 256]);
     // Weights 1 and 3 (S = 1/4, 3/4), equal usage (U = 1/2 each): U/S =
-    // 2 and 2/3, so F = 1/4 and 2^(-2/3) = 0.63.
+    // 2 and 2/3, so F = 1/256 and 2^(-8/3) = 0.157.
     let f = usage_factors(&[1, 3], &[&u[1], &u[1]]);
-    assert_eq!(f[0], FACTOR_ONE / 4);
-    assert_eq!(f[1], 645, "2^(-2/3) · 1024 = 645.1");
+    assert_eq!(f[0], FACTOR_ONE / 256);
+    assert_eq!(f[1], 161, "2^(-8/3) · 1024 = 161.3");
     // A hog's factor is small but never zero.
     let f = usage_factors(&[1, 1000], &[&gpu_usage(1_000_000), &gpu_usage(0)]);
     assert_eq!(f, vec![1, FACTOR_ONE]);
-    // The dominant usage share counts: b used all the memory.
+    // The dominant usage share counts: b used all the memory (U/S = 2).
     let mut mem = gpu_usage(100);
     mem.add_to("memory", 1 << 40);
     let f = usage_factors(&[1, 1], &[&gpu_usage(100), &mem]);
-    assert_eq!(f, vec![FACTOR_ONE / 2, FACTOR_ONE / 4]);
+    assert_eq!(f, vec![FACTOR_ONE / 16, FACTOR_ONE / 256]);
 }
 
 fn three_teams() -> QueueTree {
@@ -57,11 +57,13 @@ fn a_team_that_waited_gets_more_of_the_over_quota_capacity() {
     usage[q("steady-a")] = gpu_usage(1_000_000);
     usage[q("steady-b")] = gpu_usage(1_000_000);
     let on = compute(&tree, &cap, &demand, Some(&usage));
-    // U/S = 1.5 for the steady teams: F = 2^-1.5 = 0.354 (362/1024); the
-    // bursty team's weight is 1024: it gets 512,000 · 1024/1748 = 299,935.9
-    // milli-GPU (58.6%).
-    assert_eq!(on.fair[q("bursty")].gpu, 299_936);
-    assert_eq!(on.fair[q("steady-a")].gpu, on.fair[q("steady-b")].gpu);
+    // U/S = 1.5 for the steady teams: F = 2^-6 = 16/1024; the bursty
+    // team's is 1024: it gets 512,000 · 1024/1056 = 496,484.8 milli-GPU
+    // (97%).
+    assert_eq!(on.fair[q("bursty")].gpu, 496_485);
+    // The rest split equally (one milli-GPU of rounding to the first name).
+    assert_eq!(on.fair[q("steady-a")].gpu, 7_758);
+    assert_eq!(on.fair[q("steady-b")].gpu, 7_757);
     // Usage given but all zero: exactly the weights alone.
     let zero = vec![Usage::new(); tree.len()];
     assert_eq!(compute(&tree, &cap, &demand, Some(&zero)), off);

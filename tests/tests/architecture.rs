@@ -82,6 +82,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "trainyard-bench",
         &[
             "trainyard-runtime",
+            "trainyard-store",
             "trainyard-sim",
             "trainyard-cluster",
             "trainyard-ingest",

@@ -25,8 +25,12 @@
 //! 7. `--load`: reading a `kubectl get -o yaml` dump of `--nodes`
 //!    (20,000) nodes, alone and then with 4 pods per node: time, MB/s,
 //!    peak memory and bytes of memory per byte of YAML.
+//! 8. `--store`: the persisted state on redb and sled: a simulated year
+//!    of usage history for `--queues` (2,000) queues (size, hourly commit,
+//!    daily compaction), then per-cycle commits into it.
 
 mod load;
+mod store;
 mod suites;
 
 use std::time::{Duration, Instant};
@@ -57,7 +61,7 @@ use trainyard_sched::{Config, fairshare, schedule};
 ///   trainyard-bench --topology --pods 128    # a 1,024-GPU gang on rails
 #[derive(Parser, Debug)]
 #[command(name = "trainyard-bench", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load"])))]
+#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store"])))]
 struct Args {
     /// Nodes in the cluster (each 192 cores, 2 TiB, 8 GPUs). Default per
     /// suite: allocate 5,000, topology 4,096, reclaim 1,000, load 20,000.
@@ -97,6 +101,15 @@ struct Args {
     /// Loading a `kubectl get -o yaml` dump.
     #[arg(long)]
     load: bool,
+    /// The persisted state (usage history, journal) on both backends.
+    #[arg(long)]
+    store: bool,
+    /// Leaf queues of `--store`.
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    queues: usize,
+    /// Simulated days of `--store`.
+    #[arg(long, value_name = "N", default_value_t = 365)]
+    days: u64,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -131,6 +144,10 @@ fn main() -> anyhow::Result<()> {
     }
     if args.pod_rules {
         return suites::pod_rules_bench(args.runs);
+    }
+    if args.store {
+        anyhow::ensure!(args.queues > 0 && args.days > 0, "--queues and --days must be at least 1");
+        return store::store_bench(args.queues, args.days);
     }
     if args.load {
         return load::load_bench(args.runs, args.nodes.unwrap_or(20_000));

@@ -21,14 +21,44 @@ use crate::{Op, Store, StoreError, Table};
 /// The version byte every value starts with.
 pub const RECORD_VERSION: u8 = 1;
 
-/// Usage of one (queue, user) in one time bucket `[start, start + width)`.
+/// Usage of one (queue, user) in one time bucket `[start, start + width)`:
+/// resource·seconds in Trainyard's unit for each resource. The three
+/// common resources are fields (a bucket is written for every queue every
+/// hour; names would be most of its bytes), the rest by name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 pub struct UsageRecord {
     /// Bucket width, seconds.
     pub width_s: u32,
-    /// Resource name (`cpu`, `memory`, `nvidia.com/gpu`, ...) to
-    /// resource·seconds in Trainyard's unit for it.
-    pub used: BTreeMap<String, u128>,
+    /// Millicore·seconds.
+    pub cpu: u128,
+    /// Byte·seconds.
+    pub memory: u128,
+    /// Milli-GPU·seconds.
+    pub gpu: u128,
+    /// Other resources by Kubernetes name: count·seconds.
+    pub extended: BTreeMap<String, u128>,
+}
+
+impl UsageRecord {
+    /// Adds `other`'s amounts (not its width).
+    pub fn add(&mut self, other: &UsageRecord) {
+        self.cpu = self.cpu.saturating_add(other.cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.gpu = self.gpu.saturating_add(other.gpu);
+        for (r, v) in &other.extended {
+            let e = self.extended.entry(r.clone()).or_default();
+            *e = e.saturating_add(*v);
+        }
+    }
+
+    /// Sum over every resource (for checks).
+    pub fn total(&self) -> u128 {
+        self.extended
+            .values()
+            .fold(self.cpu.saturating_add(self.memory).saturating_add(self.gpu), |a, v| {
+                a.saturating_add(*v)
+            })
+    }
 }
 
 /// Where a [`UsageRecord`] is kept: queue path, user ("" for the queue's
@@ -339,12 +369,9 @@ pub trait Records: Store {
             };
             let m = merged.entry(coarse.clone()).or_insert_with(|| UsageRecord {
                 width_s,
-                used: BTreeMap::new(),
+                ..UsageRecord::default()
             });
-            for (r, v) in &rec.used {
-                let e = m.used.entry(r.clone()).or_default();
-                *e = e.saturating_add(*v);
-            }
+            m.add(&rec);
             if coarse != key {
                 batch.remove_usage(&key);
             }
@@ -356,10 +383,7 @@ pub trait Records: Store {
             if let Some(v) = self.get(Table::Usage, &coarse.encode())? {
                 let old: UsageRecord = decode(self.path(), Table::Usage, &coarse.encode(), &v)?;
                 if old.width_s == width_s {
-                    for (r, x) in old.used {
-                        let e = m.used.entry(r).or_default();
-                        *e = e.saturating_add(x);
-                    }
+                    m.add(&old);
                 }
             }
             // Names came out of keys the store holds, so they have no NUL.

@@ -30,7 +30,7 @@ fn check(path: &std::path::Path, b: Backend, printed: Option<u64>) -> Option<u64
     let n = usage.len() as u64;
     for (i, (k, r)) in usage.iter().enumerate() {
         assert_eq!(k.start_s, i as i64, "{b:?}: buckets 0..{n} with no hole");
-        assert_eq!(r.used["nvidia.com/gpu"], i as u128, "{b:?}: bucket {i}");
+        assert_eq!(r.gpu, i as u128, "{b:?}: bucket {i}");
     }
     assert_eq!(
         gangs.len() as u64,

@@ -29,7 +29,8 @@ fn key(queue: &str, user: &str, start_s: i64) -> UsageKey {
 fn gpu(width_s: u32, v: u128) -> UsageRecord {
     UsageRecord {
         width_s,
-        used: [("nvidia.com/gpu".to_string(), v)].into(),
+        gpu: v,
+        ..UsageRecord::default()
     }
 }
 
@@ -83,7 +84,7 @@ fn what_is_written_is_read_back_after_reopening() {
             .usage(Some("a"))
             .unwrap()
             .into_iter()
-            .map(|(k, r)| (k, r.used["nvidia.com/gpu"]))
+            .map(|(k, r)| (k, r.gpu))
             .collect();
         assert_eq!(
             a,
@@ -124,7 +125,7 @@ fn compaction_keeps_totals_and_bounds_the_bucket_count() {
         let total: u128 = all
             .iter()
             .filter(|(k, _)| k.user.is_empty())
-            .map(|(_, r)| r.used["nvidia.com/gpu"])
+            .map(|(_, r)| r.gpu)
             .sum();
         assert_eq!(total, (0..7200u128).sum::<u128>(), "{b:?}");
         // Compacting again (more fine buckets now old) adds into the
@@ -136,7 +137,7 @@ fn compaction_keeps_totals_and_bounds_the_bucket_count() {
         let eve: u128 = all
             .iter()
             .filter(|(k, _)| k.user == "eve")
-            .map(|(_, r)| r.used["nvidia.com/gpu"])
+            .map(|(_, r)| r.gpu)
             .sum();
         assert_eq!(eve, 2 * 7200, "{b:?}");
         // The window: buckets that end before 3600 are dropped.
@@ -187,7 +188,7 @@ proptest! {
         for (k, r) in s.usage(None).unwrap() {
             let q = queues.iter().position(|x| *x == k.queue).unwrap();
             let u = users.iter().position(|x| *x == k.user).unwrap();
-            *got.entry((q, u)).or_default() += r.used.values().sum::<u128>();
+            *got.entry((q, u)).or_default() += r.total();
             // What starts before `before` is at least `width` wide now.
             prop_assert!(k.start_s >= before || r.width_s >= width || k.start_s + i64::from(r.width_s) <= drop_before);
         }

@@ -4,8 +4,7 @@
 //!
 //! Usage: trainyard-store-writer BACKEND PATH START COUNT
 //!
-//! Batch `i` writes, in one commit: usage bucket `q/""/i` (`nvidia.com/gpu`
-//! = i), gang record `g{i}` (enqueued at i), journal intent `i`, and closes
+//! Batch `i` writes, in one commit: usage bucket `q/""/i` (`gpu` = i), gang record `g{i}` (enqueued at i), journal intent `i`, and closes
 //! intent `i - 1`. So after any crash the store must hold, for some `n`,
 //! exactly buckets and gangs `0..=n` and one intent, `n`.
 
@@ -45,7 +44,8 @@ fn main() -> ExitCode {
         };
         let rec = UsageRecord {
             width_s: 1,
-            used: [("nvidia.com/gpu".to_string(), u128::from(i))].into(),
+            gpu: u128::from(i),
+            ..UsageRecord::default()
         };
         if let Err(e) = b.usage(&key, &rec) {
             eprintln!("trainyard-store-writer: {e}");

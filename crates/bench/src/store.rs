@@ -1,0 +1,144 @@
+//! `--store`: the persisted state's cost, on both backends (redb, sled).
+//!
+//! A simulated year of usage history for `--queues` leaf queues (one user
+//! each), written as the service writes it: every hour one commit of the
+//! hour's closed buckets (one per queue), every day a compaction (hourly
+//! buckets older than 2 days merged into days, buckets older than 56 days,
+//! eight 7-day half-lives, dropped). Then 2,000 cycles each committing what
+//! a busy cycle changes (five pending gangs' records, one bind intent
+//! opened and the previous closed) into the year-old store. Prints the
+//! store's size after each quarter, the hourly commit, the compaction and
+//! the per-cycle commit (median and 99th percentile).
+
+use std::time::{Duration, Instant};
+
+use trainyard_store::{
+    Backend, Batch, GangRecord, JournalBind, JournalRecord, JournalState, Records, UsageKey,
+    UsageRecord,
+};
+
+fn pct(mut v: Vec<Duration>, p: usize) -> Duration {
+    v.sort();
+    v[(v.len() * p / 100).min(v.len() - 1)]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1e3)
+}
+
+pub fn store_bench(queues: usize, days: u64) -> anyhow::Result<()> {
+    println!(
+        "| backend | store after 91 / 182 / 273 / {days} days | hourly commit ({queues} buckets), median | daily compaction, median | cycle commit, median / p99 |"
+    );
+    println!("|---|---|---|---|---|");
+    for backend in [Backend::Redb, Backend::Sled] {
+        let path = std::env::temp_dir().join(format!(
+            "trainyard-bench-store-{}-{}",
+            std::process::id(),
+            backend.name()
+        ));
+        let result = run(backend, &path, queues, days);
+        // Removed whatever happened: a file (redb) or a directory (sled).
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir_all(&path);
+        let (sizes, hourly, daily, cycle) = result?;
+        println!(
+            "| {} | {} | {} | {} | {} / {} |",
+            backend.name(),
+            sizes
+                .iter()
+                .map(|b| format!("{:.1} MiB", *b as f64 / (1 << 20) as f64))
+                .collect::<Vec<_>>()
+                .join(" / "),
+            ms(pct(hourly, 50)),
+            ms(pct(daily.clone(), 50)),
+            ms(pct(cycle.clone(), 50)),
+            ms(pct(cycle, 99)),
+        );
+    }
+    Ok(())
+}
+
+type Measured = (Vec<u64>, Vec<Duration>, Vec<Duration>, Vec<Duration>);
+
+fn run(
+    backend: Backend,
+    path: &std::path::Path,
+    queues: usize,
+    days: u64,
+) -> anyhow::Result<Measured> {
+    let mut store = trainyard_store::open(path, backend)?;
+    let names: Vec<String> = (0..queues).map(|q| format!("org/team-{q:04}")).collect();
+    let (mut hourly, mut daily, mut sizes) = (Vec::new(), Vec::new(), Vec::new());
+    for hour in 0..days as i64 * 24 {
+        let start_s = hour * 3600;
+        let mut b = Batch::default();
+        for (q, name) in names.iter().enumerate() {
+            let key = UsageKey {
+                queue: name.clone(),
+                user: format!("ns-{q:04}"),
+                start_s,
+            };
+            // 0–64 GPUs held through the hour, and CPU and memory with them.
+            let gpus = ((q as u128 * 7 + hour as u128) % 65) * 1000;
+            let rec = UsageRecord {
+                width_s: 3600,
+                cpu: gpus * 20 * 3600,
+                memory: gpus * (200 << 20) * 3600,
+                gpu: gpus * 3600,
+                ..UsageRecord::default()
+            };
+            b.usage(&key, &rec)?;
+        }
+        let t = Instant::now();
+        store.apply(&b)?;
+        hourly.push(t.elapsed());
+        if hour % 24 == 23 {
+            let now = start_s + 3600;
+            let t = Instant::now();
+            store.compact_usage(now - 2 * 86_400, 86_400, now - 56 * 86_400)?;
+            daily.push(t.elapsed());
+        }
+        let day = hour / 24 + 1;
+        if hour % 24 == 23 && (day % 91 == 0 || day == days as i64) && sizes.len() < 4 {
+            sizes.push(store.size_on_disk()?);
+        }
+    }
+    let mut cycle = Vec::new();
+    for i in 0..2000u64 {
+        let mut b = Batch::default();
+        for g in 0..5 {
+            b.gang(
+                &format!("ns-{:04}/job-{}", (i * 5 + g) % queues as u64, i % 97),
+                &GangRecord {
+                    enqueued_s: i as i64,
+                    attempts: (i % 7) as u32,
+                    ..GangRecord::default()
+                },
+            );
+        }
+        b.intent(
+            i,
+            &JournalRecord {
+                gang: format!("ns-0001/job-{i}"),
+                opened_s: i as i64,
+                binds: (0..8)
+                    .map(|p| JournalBind {
+                        pod: format!("ns-0001/job-{i}-{p}"),
+                        uid: format!("uid-{i}-{p}"),
+                        node: format!("node-{:05}", (i * 8 + p) % 5000),
+                        gpus: (0..8).collect(),
+                    })
+                    .collect(),
+                state: JournalState::Open,
+            },
+        );
+        if i > 0 {
+            b.close_intent(i - 1);
+        }
+        let t = Instant::now();
+        store.apply(&b)?;
+        cycle.push(t.elapsed());
+    }
+    Ok((sizes, hourly, daily, cycle))
+}

@@ -146,7 +146,10 @@ fn main() -> anyhow::Result<()> {
         return suites::pod_rules_bench(args.runs);
     }
     if args.store {
-        anyhow::ensure!(args.queues > 0 && args.days > 0, "--queues and --days must be at least 1");
+        anyhow::ensure!(
+            args.queues > 0 && args.days > 0,
+            "--queues and --days must be at least 1"
+        );
         return store::store_bench(args.queues, args.days);
     }
     if args.load {

@@ -4,7 +4,7 @@
 //! each), written as the service writes it: every hour one commit of the
 //! hour's closed buckets (one per queue), every day a compaction (hourly
 //! buckets older than 2 days merged into days, buckets older than 56 days,
-//! eight 7-day half-lives, dropped). Then 2,000 cycles each committing what
+//! eight 7-day half-lives, dropped; then the file shrunk). Then 2,000 cycles each committing what
 //! a busy cycle changes (five pending gangs' records, one bind intent
 //! opened and the previous closed) into the year-old store. Prints the
 //! store's size after each quarter, the hourly commit, the compaction and
@@ -97,6 +97,7 @@ fn run(
             let now = start_s + 3600;
             let t = Instant::now();
             store.compact_usage(now - 2 * 86_400, 86_400, now - 56 * 86_400)?;
+            store.shrink()?;
             daily.push(t.elapsed());
         }
         let day = hour / 24 + 1;

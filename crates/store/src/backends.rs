@@ -161,6 +161,12 @@ impl Store for RedbStore {
             .map(|m| m.len())
             .map_err(|e| self.fail("size", e))
     }
+    fn shrink(&mut self) -> Result<(), StoreError> {
+        self.db
+            .compact()
+            .map(|_| ())
+            .map_err(|e| self.fail("compact", e))
+    }
 }
 
 /// The sled backend: a directory, one tree.
@@ -257,5 +263,13 @@ impl Store for SledStore {
     }
     fn size_on_disk(&self) -> Result<u64, StoreError> {
         self.db.size_on_disk().map_err(|e| self.fail("size", e))
+    }
+    fn shrink(&mut self) -> Result<(), StoreError> {
+        // sled rewrites and frees its segments in the background; a flush
+        // is all it takes to make that visible.
+        self.db
+            .flush()
+            .map(|_| ())
+            .map_err(|e| self.fail("flush", e))
     }
 }

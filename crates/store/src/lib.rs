@@ -165,6 +165,11 @@ pub trait Store: Send {
     fn scan(&self, table: Table, prefix: &[u8]) -> Result<Entries, StoreError>;
     /// Bytes the store takes on disk.
     fn size_on_disk(&self) -> Result<u64, StoreError>;
+    /// Gives back to the file system the space that deleted records left
+    /// (redb: `compact`, which rewrites the file's free pages away; sled
+    /// reclaims its segments by itself). Slow: run it after a usage
+    /// compaction, not every cycle.
+    fn shrink(&mut self) -> Result<(), StoreError>;
 }
 
 const FORMAT_KEY: &[u8] = b"format";

@@ -53,11 +53,12 @@ impl UsageRecord {
 
     /// Sum over every resource (for checks).
     pub fn total(&self) -> u128 {
-        self.extended
-            .values()
-            .fold(self.cpu.saturating_add(self.memory).saturating_add(self.gpu), |a, v| {
-                a.saturating_add(*v)
-            })
+        self.extended.values().fold(
+            self.cpu
+                .saturating_add(self.memory)
+                .saturating_add(self.gpu),
+            |a, v| a.saturating_add(*v),
+        )
     }
 }
 

@@ -52,6 +52,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "trainyard-serve",
         &[
+            "trainyard-store",
             "trainyard-cluster",
             "trainyard-ingest",
             "trainyard-sched",

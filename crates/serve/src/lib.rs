@@ -47,6 +47,7 @@ pub mod infer;
 pub mod leader;
 pub mod metrics;
 pub mod pdb;
+pub mod persist;
 pub mod queue_status;
 pub mod reload;
 pub mod repair;
@@ -275,6 +276,31 @@ pub async fn run_with(
         scheduler_name: service.scheduler_name.clone(),
     };
     let mut world = World::new(opts).inferring(grouper::enabled(service, &kinds));
+    // The time-decayed fair share needs a usage history: rebuilt from the
+    // store when there is one (docs/persistence.md).
+    let mut persist = None;
+    if let Some(hl) = settings.scheduler.fair_share.usage_half_life_seconds {
+        let fresh = || trainyard_cluster::usage::UsageHistory::new(hl);
+        let history = if service.store.path.is_empty() {
+            fresh()
+        } else {
+            match persist::Persist::start(&service.store, hl) {
+                Ok((p, history, recovery)) => {
+                    if let trainyard_store::Recovery::Rebuilt { moved_to, reason } = &recovery {
+                        tracing::error!(moved_to = %moved_to.display(), "{reason}; a new store was started");
+                        metrics.store_rebuilt.inc();
+                    }
+                    persist = Some(p);
+                    history
+                }
+                Err(e) => {
+                    tracing::error!("{e}; the usage history starts empty and is not kept");
+                    fresh()
+                }
+            }
+        };
+        world.state.track_usage(history);
+    }
     let conn = std::sync::Arc::new(conn::Conn::new(
         client.clone(),
         service.client_qps,
@@ -457,6 +483,8 @@ pub async fn run_with(
                     world.state.forget_assumed(due);
                     // Jobs a PodDisruptionBudget protects now are no victims.
                     let t = Instant::now();
+                    // Usage held since the last cycle, into the snapshot.
+                    world.state.sample_usage(now);
                     let (snapshot, _protected) = pdbs.protect(world.state.snapshot());
                     phase(&metrics, "snapshot", t);
                     let t = Instant::now();
@@ -464,6 +492,15 @@ pub async fn run_with(
                     phase(&metrics, "schedule", t);
                     let t = Instant::now();
                     world.state.assume(&decisions, now);
+                    // Held from now on: this cycle's binds too. Buckets
+                    // that closed go to the store's thread.
+                    world.state.sample_usage(now);
+                    if let Some(h) = world.state.usage_history() {
+                        let closed = h.take_closed();
+                        if let Some(p) = &persist {
+                            p.closed(closed);
+                        }
+                    }
                     let reasons = reporter.changes(&snapshot, &decisions);
                     let writes = world.state.take_writes();
                     let queued = writes.len();

@@ -104,6 +104,8 @@ pub struct Metrics {
     pub api_duration: Family<RequestLabels, Histogram>,
     pub api_requests: Family<RequestCodeLabels, Counter>,
     pub leader: Gauge,
+    /// The store could not be read at start and was moved aside.
+    pub store_rebuilt: Counter,
     pub config_reloads: Family<ResultLabels, Counter>,
     /// The label sets set by the last cycle, to clear those that went.
     last: Mutex<Seen>,
@@ -149,6 +151,7 @@ impl Metrics {
             api_duration: Family::new_with_constructor(|| Histogram::new(seconds_buckets())),
             api_requests: Family::default(),
             leader: Gauge::default(),
+            store_rebuilt: Counter::default(),
             config_reloads: Family::default(),
             last: Mutex::new(Seen::default()),
             registry: Registry::default(),
@@ -230,6 +233,11 @@ impl Metrics {
             "api_requests",
             "API requests by verb, resource and HTTP status (error: no response)",
             m.api_requests.clone(),
+        );
+        r.register(
+            "store_rebuilt",
+            "Times the persisted state could not be read at start and was moved aside",
+            m.store_rebuilt.clone(),
         );
         r.register(
             "leader",

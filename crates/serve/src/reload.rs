@@ -50,6 +50,7 @@ pub fn needs_restart(old: &ServiceSettings, new: &ServiceSettings) -> Vec<&'stat
     check("eventQueue", old.event_queue != new.event_queue);
     check("httpAddress", old.http_address != new.http_address);
     check("leaderElection", old.leader_election != new.leader_election);
+    check("store", old.store != new.store);
     out
 }
 

@@ -90,6 +90,8 @@ pub struct ServiceSettings {
     pub http_address: String,
     /// Leader election among replicas ([`crate::leader`]).
     pub leader_election: LeaderElection,
+    /// Where the persisted state is kept ([`crate::persist`]).
+    pub store: crate::persist::StoreSettings,
 }
 
 /// Leader election on a Lease (client-go's defaults).
@@ -160,6 +162,7 @@ impl Default for ServiceSettings {
             event_queue: 10_000,
             http_address: "0.0.0.0:8080".into(),
             leader_election: LeaderElection::default(),
+            store: crate::persist::StoreSettings::default(),
         }
     }
 }

@@ -86,7 +86,8 @@ pub enum Op {
 }
 
 /// The embedded engine behind a [`Store`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Backend {
     /// redb: the default (docs/persistence.md says why).
     #[default]

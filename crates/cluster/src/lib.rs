@@ -154,23 +154,37 @@ impl ClusterState {
             return;
         }
         self.refresh();
-        let mut held = usage::Held::new();
+        // Summed under borrowed keys first: one owned key per (queue, user),
+        // not one per job.
+        // A hash map: its order never shows (the result is a BTreeMap).
+        let mut by_key: std::collections::HashMap<(&str, &str), trainyard_model::Resources> =
+            std::collections::HashMap::new();
+        let no_views = self.views.is_empty();
         for (id, j) in &self.jobs {
-            let j = self.views.get(id).unwrap_or(j);
-            let mut bound = trainyard_model::Resources::zero();
-            for t in &j.tasks {
-                if matches!(t.state, trainyard_model::TaskState::Bound { .. }) {
-                    bound.add(&t.requests);
-                }
-            }
-            if bound.is_zero() {
+            let j = if no_views {
+                j
+            } else {
+                self.views.get(id).unwrap_or(j)
+            };
+            let mut bound = j
+                .tasks
+                .iter()
+                .filter(|t| matches!(t.state, trainyard_model::TaskState::Bound { .. }))
+                .peekable();
+            if bound.peek().is_none() {
                 continue;
             }
             let user = j.id.split_once('/').map_or("", |(ns, _)| ns);
-            held.entry((j.queue.clone(), user.to_string()))
-                .or_default()
-                .add(&bound);
+            let sum = by_key.entry((j.queue.as_str(), user)).or_default();
+            for t in bound {
+                sum.add(&t.requests);
+            }
         }
+        let held: usage::Held = by_key
+            .into_iter()
+            .filter(|(_, r)| !r.is_zero())
+            .map(|((q, u), r)| ((q.to_string(), u.to_string()), r))
+            .collect();
         if let Some(h) = self.usage.as_mut() {
             h.sample(now, held);
             let decayed = h.decayed(now);

@@ -483,17 +483,9 @@ pub async fn run_with(
                     world.state.forget_assumed(due);
                     // Jobs a PodDisruptionBudget protects now are no victims.
                     let t = Instant::now();
-                    // Usage held since the last cycle, into the snapshot.
-                    world.state.sample_usage(now);
-                    let (snapshot, _protected) = pdbs.protect(world.state.snapshot());
-                    phase(&metrics, "snapshot", t);
-                    let t = Instant::now();
-                    let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);
-                    phase(&metrics, "schedule", t);
-                    let t = Instant::now();
-                    world.state.assume(&decisions, now);
-                    // Held from now on: this cycle's binds too. Buckets
-                    // that closed go to the store's thread.
+                    // Usage held since the last cycle (this cycle's binds
+                    // count from the next), into the snapshot; buckets that
+                    // closed go to the store's thread.
                     world.state.sample_usage(now);
                     if let Some(h) = world.state.usage_history() {
                         let closed = h.take_closed();
@@ -501,6 +493,13 @@ pub async fn run_with(
                             p.closed(closed);
                         }
                     }
+                    let (snapshot, _protected) = pdbs.protect(world.state.snapshot());
+                    phase(&metrics, "snapshot", t);
+                    let t = Instant::now();
+                    let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);
+                    phase(&metrics, "schedule", t);
+                    let t = Instant::now();
+                    world.state.assume(&decisions, now);
                     let reasons = reporter.changes(&snapshot, &decisions);
                     let writes = world.state.take_writes();
                     let queued = writes.len();

@@ -591,6 +591,10 @@ pub async fn run_with(
             }
         }
     }
+    // The usage history handed to the store is written before the end.
+    if let Some(p) = persist {
+        p.close();
+    }
     // Stopping: no new cycle; what was handed to the writer gets `drain`
     // to land; then the lease is released (after the last write, so no
     // other replica writes while this one still does).

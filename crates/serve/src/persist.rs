@@ -84,6 +84,7 @@ pub fn restore(store: &dyn Store, half_life_s: u64) -> Result<UsageHistory, Stor
 /// What the cycle loop holds: the sending side of the store's thread.
 pub struct Persist {
     tx: mpsc::Sender<Vec<ClosedBucket>>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 /// Where and how the service keeps its state.
@@ -117,20 +118,28 @@ impl Persist {
         let (mut store, recovery) = trainyard_store::open_or_recover(&path, settings.backend)?;
         let history = restore(store.as_ref(), half_life_s)?;
         let (tx, rx) = mpsc::channel::<Vec<ClosedBucket>>();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("trainyard-store".into())
             .spawn(move || write_loop(store.as_mut(), rx, half_life_s))
             .map_err(|e| StoreError::Io {
                 path: path.clone(),
                 detail: format!("cannot start the store's thread: {e}"),
             })?;
-        Ok((Persist { tx }, history, recovery))
+        Ok((Persist { tx, thread }, history, recovery))
     }
 
     /// Hands closed buckets to the store's thread (never blocks).
     pub fn closed(&self, buckets: Vec<ClosedBucket>) {
         if !buckets.is_empty() && self.tx.send(buckets).is_err() {
             tracing::error!("the store's thread has stopped; usage history is not being kept");
+        }
+    }
+
+    /// Waits until everything handed over is written and the store closed.
+    pub fn close(self) {
+        drop(self.tx);
+        if self.thread.join().is_err() {
+            tracing::error!("the store's thread panicked");
         }
     }
 }
@@ -208,20 +217,12 @@ mod tests {
             h.sample(Timestamp(10 * 3_600_000), BTreeMap::new());
             h.sample(Timestamp(11 * 3_600_000), BTreeMap::new());
             p.closed(h.take_closed());
-            // Dropping the sender ends the thread once it has written.
-            drop(p);
+            p.close();
             let later = Timestamp(20 * 3_600_000);
             let want = h.decayed(later);
             assert!(!want.is_empty());
-            // The store's thread may still hold the file: reopen until it
-            // has let go (it ends as soon as the channel is empty).
-            let restored = loop {
-                match trainyard_store::open(std::path::Path::new(&settings.path), backend) {
-                    Ok(s) => break restore(s.as_ref(), hl).unwrap(),
-                    Err(StoreError::Open { .. }) => std::thread::yield_now(),
-                    Err(e) => panic!("{backend:?}: {e}"),
-                }
-            };
+            let s = trainyard_store::open(std::path::Path::new(&settings.path), backend).unwrap();
+            let restored = restore(s.as_ref(), hl).unwrap();
             assert_eq!(restored.decayed(later), want, "{backend:?}");
         }
     }

@@ -549,7 +549,13 @@ mod tests {
         let e = parse_config("gangStarvationSecs: 5\n", "cfg.yaml").unwrap_err();
         assert_eq!(
             format!("{e:#}"),
-            "cfg.yaml: document 1: gangStarvationSecs: unknown field `gangStarvationSecs`, expected one of `scoring`, `gangStarvationSeconds`, `topology`, `preemption`"
+            "cfg.yaml: document 1: gangStarvationSecs: unknown field `gangStarvationSecs`, expected one of `scoring`, `gangStarvationSeconds`, `topology`, `preemption`, `fairShare`"
+        );
+        // The half-life's range.
+        let e = parse_config("fairShare: {usageHalfLifeSeconds: 5}\n", "cfg.yaml").unwrap_err();
+        assert_eq!(
+            format!("{e:#}"),
+            "cfg.yaml: document 1: fairShare.usageHalfLifeSeconds: expected seconds from 60 (a minute) to 31622400 (a year), found 5"
         );
         // The range that holds, both for the type check and the value check.
         for weight in ["1000", "-1", "x"] {

@@ -178,7 +178,7 @@ impl ClusterState {
         for (id, (job, list)) in work {
             self.assumed.entry(id.clone()).or_default().extend(list);
             self.views.insert(id.clone(), Arc::new(job));
-            self.stale.jobs.insert(id.clone());
+            self.touch(&id);
             self.note_nominations(&id);
         }
         applied
@@ -255,7 +255,7 @@ impl ClusterState {
     /// its own API server): every view becomes the world's job.
     pub fn confirm_assumed(&mut self) {
         for (id, view) in std::mem::take(&mut self.views) {
-            self.stale.jobs.insert(id.clone());
+            self.touch(&id);
             self.jobs.insert(id, view);
         }
         self.assumed.clear();
@@ -334,7 +334,7 @@ impl ClusterState {
     /// it in order; none when it has none.
     fn rebuild_view(&mut self, id: &str) {
         // Every change of a job's world state or view ends here.
-        self.stale.jobs.insert(id.to_string());
+        self.touch(id);
         let list = match self.assumed.get(id) {
             Some(l) if !l.is_empty() => l,
             _ => {

@@ -35,7 +35,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use trainyard_model::topology::Topology;
-use trainyard_model::{ExternalPod, Job, Node, QueueTree, Snapshot, Task, TaskKey};
+use trainyard_model::{ExternalPod, Job, Node, QueueTree, Resources, Snapshot, Task, TaskKey};
 
 pub use assume::{Applied, Assumption, Effect, Write};
 pub use decode::Decoded;
@@ -99,6 +99,10 @@ pub struct ClusterState {
     /// last [`ClusterState::sample_usage`].
     usage: Option<usage::UsageHistory>,
     decayed: BTreeMap<String, trainyard_model::Usage>,
+    /// What each job counted into the usage history's holdings at the
+    /// last sample, and the jobs changed since (kept only with a history).
+    usage_counted: std::collections::HashMap<String, (usage::Key, Resources)>,
+    usage_dirty: BTreeSet<String>,
 }
 
 /// What changed since the cached snapshot.
@@ -137,6 +141,8 @@ impl ClusterState {
     /// totals go into every snapshot's `usage`.
     pub fn track_usage(&mut self, history: usage::UsageHistory) {
         self.usage = Some(history);
+        self.usage_counted.clear();
+        self.usage_dirty = self.jobs.keys().cloned().collect();
     }
 
     /// The usage history, when one is kept.
@@ -144,49 +150,61 @@ impl ClusterState {
         self.usage.as_mut()
     }
 
-    /// Samples what every (leaf queue, user) holds at `now` (bound tasks
-    /// of the world with the assumed decisions laid over it; the user is
-    /// the job's namespace) into the usage history, and updates the
-    /// decayed usage the next snapshot carries. Does nothing without a
-    /// history.
+    /// Marks job `id` changed for the next snapshot (and the next usage
+    /// sample). Every change of a job's world state or view goes through
+    /// here.
+    fn touch(&mut self, id: &str) {
+        self.stale.jobs.insert(id.to_string());
+        if self.usage.is_some() {
+            self.usage_dirty.insert(id.to_string());
+        }
+    }
+
+    /// Tells the usage history what every (leaf queue, user) holds at
+    /// `now` (bound tasks of the world with the assumed decisions laid
+    /// over it; the user is the job's namespace), from the jobs changed
+    /// since the last sample only, and, once per recalculation period
+    /// ([`usage::RECALC_PERIOD_S`]), updates the decayed usage the next
+    /// snapshot carries. Does nothing without a history.
     pub fn sample_usage(&mut self, now: trainyard_model::Timestamp) {
         if self.usage.is_none() {
             return;
         }
         self.refresh();
-        // Summed under borrowed keys first: one owned key per (queue, user),
-        // not one per job.
-        // A hash map: its order never shows (the result is a BTreeMap).
-        let mut by_key: std::collections::HashMap<(&str, &str), trainyard_model::Resources> =
-            std::collections::HashMap::new();
-        let no_views = self.views.is_empty();
-        for (id, j) in &self.jobs {
-            let j = if no_views {
-                j
-            } else {
-                self.views.get(id).unwrap_or(j)
-            };
-            let mut bound = j
-                .tasks
-                .iter()
-                .filter(|t| matches!(t.state, trainyard_model::TaskState::Bound { .. }))
-                .peekable();
-            if bound.peek().is_none() {
+        let dirty = std::mem::take(&mut self.usage_dirty);
+        let Some(h) = self.usage.as_mut() else {
+            return;
+        };
+        for id in dirty {
+            let job = self.views.get(&id).or_else(|| self.jobs.get(&id));
+            let counted = job.and_then(|j| {
+                let mut r = Resources::zero();
+                for t in &j.tasks {
+                    if matches!(t.state, trainyard_model::TaskState::Bound { .. }) {
+                        r.add(&t.requests);
+                    }
+                }
+                let user = j.id.split_once('/').map_or("", |(ns, _)| ns);
+                (!r.is_zero()).then(|| ((j.queue.clone(), user.to_string()), r))
+            });
+            let before = self.usage_counted.get(&id);
+            if before == counted.as_ref() {
                 continue;
             }
-            let user = j.id.split_once('/').map_or("", |(ns, _)| ns);
-            let sum = by_key.entry((j.queue.as_str(), user)).or_default();
-            for t in bound {
-                sum.add(&t.requests);
+            if let Some((key, r)) = before {
+                h.held_mut(now, key).saturating_sub(r);
+            }
+            match counted {
+                Some((key, r)) => {
+                    h.held_mut(now, &key).add(&r);
+                    self.usage_counted.insert(id, (key, r));
+                }
+                None => {
+                    self.usage_counted.remove(&id);
+                }
             }
         }
-        let held: usage::Held = by_key
-            .into_iter()
-            .filter(|(_, r)| !r.is_zero())
-            .map(|((q, u), r)| ((q.to_string(), u.to_string()), r))
-            .collect();
-        if let Some(h) = self.usage.as_mut() {
-            h.sample(now, held);
+        if h.advance(now) {
             let decayed = h.decayed(now);
             if decayed != self.decayed {
                 self.decayed = decayed;
@@ -214,7 +232,7 @@ impl ClusterState {
             }
             Change::Job(job) => self.upsert_job(Arc::new(job)),
             Change::JobGone(id) => {
-                self.stale.jobs.insert(id.clone());
+                self.touch(&id);
                 if self.jobs.remove(&id).is_none() {
                     warnings.push(Warning(format!("job {id} is not known; nothing removed")));
                 }

@@ -448,3 +448,130 @@ fn a_job_whose_last_pod_goes_is_gone_even_when_the_queue_tree_changes_too() {
         assert!(jobs.is_empty(), "queue change {queue_change}: {jobs:?}");
     }
 }
+
+/// One step of the usage property test.
+#[derive(Clone, Debug)]
+enum UsageOp {
+    /// Job `job` (in queue `queue`, namespace `ns`) with these tasks bound.
+    Upsert {
+        job: u8,
+        queue: u8,
+        ns: u8,
+        bound: Vec<bool>,
+    },
+    Remove(u8),
+    /// Assume a bind of the job's first task.
+    Assume(u8),
+    /// The world did everything assumed.
+    Confirm,
+    /// Sample after this many seconds.
+    Sample(u32),
+}
+
+fn usage_op() -> impl Strategy<Value = UsageOp> {
+    prop_oneof![
+        (
+            0u8..6,
+            0u8..3,
+            0u8..2,
+            prop::collection::vec(any::<bool>(), 1..4)
+        )
+            .prop_map(|(job, queue, ns, bound)| UsageOp::Upsert {
+                job,
+                queue,
+                ns,
+                bound
+            }),
+        (0u8..6).prop_map(UsageOp::Remove),
+        (0u8..6).prop_map(UsageOp::Assume),
+        Just(UsageOp::Confirm),
+        (0u32..5000).prop_map(UsageOp::Sample),
+    ]
+}
+
+/// What every (queue, user) holds, recomputed from the jobs the state
+/// shows, not from its ledger.
+fn held_from_scratch(s: &ClusterState) -> crate::usage::Held {
+    let mut held = crate::usage::Held::new();
+    for j in s.jobs() {
+        let user = j.id.split_once('/').map_or("", |(ns, _)| ns).to_string();
+        for t in &j.tasks {
+            if matches!(t.state, TaskState::Bound { .. }) {
+                held.entry((j.queue.clone(), user.clone()))
+                    .or_insert_with(Resources::zero)
+                    .add(&t.requests);
+            }
+        }
+    }
+    held
+}
+
+proptest! {
+    /// Sampling only the jobs that changed gives the history a full
+    /// recount at every sample gives: the same closed buckets and the same
+    /// decayed totals.
+    #[test]
+    fn incremental_usage_sampling_matches_a_full_recount(
+        ops in prop::collection::vec(usage_op(), 1..60)
+    ) {
+        let hl = 3 * 3600;
+        let mut s = ClusterState::new();
+        s.apply(Change::Node(Node::new("n1", 64_000, 512 << 30, 64)));
+        s.track_usage(crate::usage::UsageHistory::new(hl));
+        let mut reference = crate::usage::UsageHistory::new(hl);
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        let mut now = 0i64;
+        for op in ops {
+            match op {
+                UsageOp::Upsert { job, queue, ns, bound } => {
+                    let mut j = Job::gang(&format!("ns{ns}/j{job}"), &format!("q{queue}"), vec![gpus(1); bound.len()]);
+                    // One id, one namespace: the id decides it.
+                    j.id = format!("ns{}/j{job}", job % 2);
+                    for (k, b) in bound.iter().enumerate() {
+                        if *b {
+                            j = bound_task(j, k);
+                        }
+                    }
+                    s.apply(Change::Job(j));
+                }
+                UsageOp::Remove(job) => {
+                    s.apply(Change::JobGone(format!("ns{}/j{job}", job % 2)));
+                }
+                UsageOp::Assume(job) => {
+                    let id = format!("ns{}/j{job}", job % 2);
+                    let task = s.job(&id).map(|j| j.tasks[0].key.clone());
+                    if let Some(task) = task {
+                        let d = Decisions {
+                            binds: vec![Bind { job: id.into(), task, node: "n1".into(), gpus: vec![0] }],
+                            ..Decisions::default()
+                        };
+                        s.assume(&d, Timestamp(now));
+                    }
+                }
+                UsageOp::Confirm => s.confirm_assumed(),
+                UsageOp::Sample(secs) => {
+                    now += i64::from(secs) * 1000;
+                    s.sample_usage(Timestamp(now));
+                    reference.sample(Timestamp(now), held_from_scratch(&s));
+                    let h = s.usage_history().expect("tracked");
+                    got.extend(h.take_closed());
+                    want.extend(reference.take_closed());
+                    prop_assert_eq!(h.decayed(Timestamp(now)), reference.decayed(Timestamp(now)));
+                }
+            }
+        }
+        let key = |b: &crate::usage::ClosedBucket| (b.start_s, b.queue.clone(), b.user.clone());
+        got.sort_by_key(key);
+        want.sort_by_key(key);
+        prop_assert_eq!(got, want);
+    }
+}
+
+fn bound_task(mut j: Job, task: usize) -> Job {
+    j.tasks[task].state = TaskState::Bound {
+        node: "n1".to_string(),
+        gpus: Some(vec![task as u32]),
+    };
+    j.tasks[task].started = Some(Timestamp(0));
+    j
+}

@@ -2,14 +2,23 @@
 //! buckets, and its time-decayed total, the input of the time-decayed fair
 //! share (`fairShare.usageHalfLifeSeconds`, docs/fair-share.md).
 //!
-//! Sampled once per cycle ([`UsageHistory::sample`]): what was held at
-//! the previous sample counts for the time since, split at bucket
-//! boundaries. A bucket that ends is *closed*: it is folded into the
-//! decayed total (`decayed · 2^(-Δt/halfLife) + bucket`) and handed to
-//! whoever keeps history ([`UsageHistory::take_closed`]: the store, the
-//! accounting). So the decayed total costs one entry per (queue, user),
-//! whatever the history's length, and [`UsageHistory::restore`] rebuilds
-//! it from the closed buckets a store kept.
+//! Held resources change only when a job does: [`UsageHistory::held_mut`]
+//! first accrues what the key held until now, then hands out its held
+//! resources to change. So a cycle pays for the jobs that changed, not for
+//! every job and queue. [`UsageHistory::advance`] moves the clock: when a
+//! bucket ends, every held key is accrued to the boundary and the bucket is
+//! *closed*: folded into the decayed total (`decayed · 2^(-Δt/halfLife) +
+//! bucket`) and handed to whoever keeps history
+//! ([`UsageHistory::take_closed`]: the store, the accounting). So the
+//! decayed total costs one entry per (queue, user), whatever the history's
+//! length, and [`UsageHistory::restore`] rebuilds it from the closed
+//! buckets a store kept.
+//!
+//! The decayed totals the core sees are recomputed once per *recalculation
+//! period* (five minutes, or the bucket if shorter), as Slurm recomputes
+//! its fair-share factors every `PriorityCalcPeriod` (five minutes by
+//! default): with a half-life of days, minutes of staleness change no
+//! share, and the snapshot is not rebuilt every cycle.
 //!
 //! The user is the job's namespace (the part of its id before `/`).
 //! Integers only: usage in resource·seconds (`Usage`), decay by
@@ -19,8 +28,14 @@ use std::collections::BTreeMap;
 
 use trainyard_model::{Resources, Timestamp, Usage, exp2_neg_q32};
 
+/// A (leaf queue, user) pair.
+pub type Key = (String, String);
+
 /// What each (leaf queue, user) holds.
-pub type Held = BTreeMap<(String, String), Resources>;
+pub type Held = BTreeMap<Key, Resources>;
+
+/// How often, at most, the decayed totals are recomputed (seconds).
+pub const RECALC_PERIOD_S: u64 = 300;
 
 /// One closed bucket: `[start_s, start_s + width_s)` of (queue, user).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,14 +58,29 @@ struct Entry {
     decayed_at: i64,
 }
 
+/// What a key holds now, and the time (ms) up to which it is accrued.
+#[derive(Clone, Debug)]
+struct Holding {
+    held: Resources,
+    since_ms: i64,
+}
+
 /// The history's state: see the module docs.
 #[derive(Clone, Debug)]
 pub struct UsageHistory {
     half_life_s: u64,
     bucket_s: u64,
-    /// The last sample's time (ms) and what was held then.
-    last: Option<(i64, Held)>,
-    entries: BTreeMap<(String, String), Entry>,
+    recalc_s: u64,
+    /// The latest time the history was told of (ms): held changes and
+    /// advances before it are taken as happening at it.
+    clock_ms: Option<i64>,
+    /// The open bucket's start (seconds) as of the last advance.
+    open_bucket: Option<i64>,
+    /// The recalculation period of the last [`UsageHistory::advance`] that
+    /// reported one due.
+    recalc_period: Option<i64>,
+    holding: BTreeMap<Key, Holding>,
+    entries: BTreeMap<Key, Entry>,
     closed: Vec<ClosedBucket>,
 }
 
@@ -59,10 +89,15 @@ impl UsageHistory {
     /// one). Buckets are `half_life / 64` wide, from a minute to an hour.
     pub fn new(half_life_s: u64) -> Self {
         let half_life_s = half_life_s.max(1);
+        let bucket_s = (half_life_s / 64).clamp(60, 3600);
         UsageHistory {
             half_life_s,
-            bucket_s: (half_life_s / 64).clamp(60, 3600),
-            last: None,
+            bucket_s,
+            recalc_s: bucket_s.min(RECALC_PERIOD_S),
+            clock_ms: None,
+            open_bucket: None,
+            recalc_period: None,
+            holding: BTreeMap::new(),
             entries: BTreeMap::new(),
             closed: Vec::new(),
         }
@@ -76,45 +111,120 @@ impl UsageHistory {
         self.bucket_s
     }
 
+    /// How often [`UsageHistory::advance`] reports the decayed totals due.
+    pub fn recalc_s(&self) -> u64 {
+        self.recalc_s
+    }
+
     fn bucket_start(&self, t_s: i64) -> i64 {
         t_s.div_euclid(self.bucket_s as i64) * self.bucket_s as i64
     }
 
-    /// Records that `held` ((leaf queue, user) → resources) is what is
-    /// held from `now` on; what the previous sample held counts for the
-    /// time between them. A sample older than the last is ignored.
-    pub fn sample(&mut self, now: Timestamp, held: Held) {
-        let now_ms = now.0;
-        if let Some((t0, prev)) = self.last.take() {
-            if now_ms < t0 {
-                self.last = Some((t0, prev));
-                return;
+    /// `now`, or the history's clock if that is later (time never runs
+    /// backwards inside the history).
+    fn at(&self, now: Timestamp) -> i64 {
+        self.clock_ms.map_or(now.0, |c| c.max(now.0))
+    }
+
+    /// What `key` holds, to change in place: what it held so far is first
+    /// counted up to `now`, so a change counts from `now` on.
+    pub fn held_mut(&mut self, now: Timestamp, key: &Key) -> &mut Resources {
+        let now_ms = self.at(now);
+        self.clock_ms = Some(now_ms);
+        let (prev, since) = match self.holding.get_mut(key) {
+            Some(h) => {
+                let since = h.since_ms;
+                h.since_ms = now_ms;
+                (h.held.clone(), since)
             }
-            for (key, r) in &prev {
-                self.accrue(key, r, t0, now_ms);
-            }
+            None => (Resources::zero(), now_ms),
+        };
+        if !prev.is_zero() {
+            self.accrue(key, &prev, since, now_ms);
         }
-        // Close every bucket that ended by now, held or not.
+        &mut self
+            .holding
+            .entry(key.clone())
+            .or_insert_with(|| Holding {
+                held: Resources::zero(),
+                since_ms: now_ms,
+            })
+            .held
+    }
+
+    /// What `key` holds now.
+    pub fn held(&self, key: &Key) -> Option<&Resources> {
+        self.holding
+            .get(key)
+            .map(|h| &h.held)
+            .filter(|r| !r.is_zero())
+    }
+
+    /// Moves the history's clock to `now`: closes every bucket that ended
+    /// by then (accruing what is held up to the boundary) and forgets keys
+    /// that hold nothing and whose usage decayed to nothing. Returns
+    /// whether a new recalculation period began: the decayed totals
+    /// ([`UsageHistory::decayed`]) are then due.
+    pub fn advance(&mut self, now: Timestamp) -> bool {
+        let now_ms = self.at(now);
+        self.clock_ms = Some(now_ms);
         let now_s = now_ms.div_euclid(1000);
         let open_now = self.bucket_start(now_s);
-        let keys: Vec<(String, String)> = self.entries.keys().cloned().collect();
-        for key in keys {
-            self.close_until(&key, open_now);
+        if self.open_bucket.is_none_or(|b| b < open_now) {
+            self.open_bucket = Some(open_now);
+            // Accrue every holding up to now (split at the boundaries), then
+            // close every bucket that ended, held or not.
+            let keys: Vec<Key> = self.holding.keys().cloned().collect();
+            for key in &keys {
+                self.held_mut(Timestamp(now_ms), key);
+            }
+            let keys: Vec<Key> = self.entries.keys().cloned().collect();
+            for key in keys {
+                self.close_until(&key, open_now);
+            }
+            self.holding.retain(|_, h| !h.held.is_zero());
+            // Entries that hold nothing and whose total has decayed to
+            // nothing (33 half-lives: the factor is 0 in Q32) go.
+            let gone_after = 33 * self.half_life_s as i64;
+            let holding = &self.holding;
+            self.entries.retain(|k, e| {
+                holding.contains_key(k)
+                    || !e.open.is_zero()
+                    || (!e.decayed.is_zero() && now_s - e.decayed_at < gone_after)
+            });
         }
-        // Entries that hold nothing and whose total has decayed to nothing
-        // (33 half-lives: the factor is 0 in Q32) go.
-        let gone_after = 33 * self.half_life_s as i64;
-        let last_held = &held;
-        self.entries.retain(|k, e| {
-            last_held.contains_key(k)
-                || !e.open.is_zero()
-                || (!e.decayed.is_zero() && now_s - e.decayed_at < gone_after)
-        });
-        self.last = Some((now_ms, held));
+        let period = now_s.div_euclid(self.recalc_s as i64);
+        let due = self.recalc_period != Some(period);
+        self.recalc_period = Some(period);
+        due
+    }
+
+    /// Records that `held` is what every (queue, user) holds from `now`
+    /// on (what is not in it holds nothing), then advances to `now`; what
+    /// was held before counts for the time since. Returns what
+    /// [`UsageHistory::advance`] returns. A convenience for callers that
+    /// know whole maps; [`UsageHistory::held_mut`] is the incremental way.
+    pub fn sample(&mut self, now: Timestamp, held: Held) -> bool {
+        let gone: Vec<Key> = self
+            .holding
+            .keys()
+            .filter(|k| !held.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in &gone {
+            *self.held_mut(now, key) = Resources::zero();
+        }
+        for (key, r) in held {
+            let h = self.held_mut(now, &key);
+            if *h != r {
+                *h = r;
+            }
+        }
+        self.advance(now)
     }
 
     /// Adds `r` held over `[t0, t1)` (ms) to `key`'s buckets.
-    fn accrue(&mut self, key: &(String, String), r: &Resources, t0: i64, t1: i64) {
+    fn accrue(&mut self, key: &Key, r: &Resources, t0: i64, t1: i64) {
         let mut t = t0;
         while t < t1 {
             let start = self.bucket_start(t.div_euclid(1000));
@@ -136,7 +246,7 @@ impl UsageHistory {
 
     /// Closes `key`'s open bucket if it starts before `open_start`, and
     /// moves the open bucket there.
-    fn close_until(&mut self, key: &(String, String), open_start: i64) {
+    fn close_until(&mut self, key: &Key, open_start: i64) {
         let hl = self.half_life_s;
         let width = self.bucket_s;
         let Some(e) = self.entries.get_mut(key) else {
@@ -161,17 +271,46 @@ impl UsageHistory {
     }
 
     /// Decayed usage per leaf queue at `now`: each user's closed total
-    /// decayed to `now`, plus its open bucket (not yet decayed).
+    /// decayed to `now`, plus its open bucket and what it holds since it
+    /// was last accrued (not yet decayed).
     pub fn decayed(&self, now: Timestamp) -> BTreeMap<String, Usage> {
-        let now_s = now.0.div_euclid(1000);
+        let now_ms = self.at(now);
+        let now_s = now_ms.div_euclid(1000);
+        // Most entries were decayed last at the same bucket boundary: one
+        // factor per age.
+        let mut factors: BTreeMap<i64, u64> = BTreeMap::new();
         let mut out: BTreeMap<String, Usage> = BTreeMap::new();
+        let mut add = |queue: &str, d: &Usage| {
+            if d.is_zero() {
+                return;
+            }
+            match out.get_mut(queue) {
+                Some(u) => u.add(d),
+                None => {
+                    out.insert(queue.to_string(), d.clone());
+                }
+            }
+        };
         for ((queue, _), e) in &self.entries {
             let mut d = e.decayed.clone();
-            let mut at = e.decayed_at;
-            decay_to(&mut d, &mut at, now_s, self.half_life_s);
+            if now_s > e.decayed_at && !d.is_zero() {
+                let age = now_s - e.decayed_at;
+                let f = *factors
+                    .entry(age)
+                    .or_insert_with(|| exp2_neg_q32(age as u128, u128::from(self.half_life_s)));
+                d.scale_q32(f);
+            }
             d.add(&e.open);
-            if !d.is_zero() {
-                out.entry(queue.clone()).or_default().add(&d);
+            add(queue, &d);
+        }
+        for ((queue, _), h) in &self.holding {
+            if now_ms > h.since_ms && !h.held.is_zero() {
+                let dt = (now_ms - h.since_ms) as u128;
+                let mut d = Usage::new();
+                for (name, v) in h.held.iter() {
+                    d.add_to(name.as_str(), u128::from(v) * dt / 1000);
+                }
+                add(queue, &d);
             }
         }
         out
@@ -183,7 +322,7 @@ impl UsageHistory {
     }
 
     /// A history rebuilt from the closed buckets a store kept (any order);
-    /// nothing is held until the next sample.
+    /// nothing is held until told otherwise.
     pub fn restore(half_life_s: u64, buckets: impl IntoIterator<Item = ClosedBucket>) -> Self {
         let mut h = UsageHistory::new(half_life_s);
         let mut sorted: Vec<ClosedBucket> = buckets.into_iter().collect();
@@ -298,15 +437,64 @@ mod tests {
     }
 
     #[test]
-    fn an_old_sample_is_ignored_and_idle_entries_go() {
+    fn a_late_change_counts_from_the_clock_and_idle_entries_go() {
         let mut h = UsageHistory::new(60);
         h.sample(Timestamp(10_000), held(1));
+        // Older than the clock: taken as happening at 10 s, not before.
         h.sample(Timestamp(5_000), held(4));
         h.sample(Timestamp(20_000), BTreeMap::new());
-        assert_eq!(gpu_s(&h.decayed(Timestamp(20_000)), "a"), 1000 * 10);
+        assert_eq!(gpu_s(&h.decayed(Timestamp(20_000)), "a"), 4000 * 10);
         // 33+ half-lives later the usage has decayed to nothing.
         h.sample(Timestamp(20_000 + 60 * 40 * 1000), BTreeMap::new());
         assert!(h.decayed(Timestamp(20_000 + 60 * 40 * 1000)).is_empty());
         assert!(h.entries.is_empty());
+        assert!(h.holding.is_empty());
+    }
+
+    #[test]
+    fn held_changes_count_from_when_they_happen_without_a_sample_between() {
+        let mut h = UsageHistory::new(64 * 3600);
+        let key = ("a".to_string(), "ns".to_string());
+        h.advance(Timestamp(0));
+        *h.held_mut(Timestamp(0), &key) = Resources::zero().with_gpus(2);
+        // 2 GPUs for 30 min, then 6 for 30 min, then nothing.
+        h.held_mut(Timestamp(1_800_000), &key)
+            .add(&Resources::zero().with_gpus(4));
+        *h.held_mut(Timestamp(3_600_000), &key) = Resources::zero();
+        assert!(h.advance(Timestamp(3_600_000)));
+        let closed = h.take_closed();
+        assert_eq!(closed.len(), 1);
+        assert_eq!(closed[0].used.get(&ResourceName::Gpu), (2000 + 6000) * 1800);
+        assert!(h.held(&key).is_none());
+    }
+
+    #[test]
+    fn held_time_is_counted_across_buckets_before_any_advance() {
+        let mut h = UsageHistory::new(64 * 3600);
+        let key = ("a".to_string(), "ns".to_string());
+        *h.held_mut(Timestamp(0), &key) = Resources::zero().with_gpus(1);
+        // Still held, never changed: what the decayed totals show grows.
+        let at_90 = gpu_s(&h.decayed(Timestamp(5_400_000)), "a");
+        assert_eq!(at_90, 1000 * 5400);
+        h.advance(Timestamp(7_200_000));
+        let closed = h.take_closed();
+        assert_eq!(
+            closed.iter().map(|b| b.start_s).collect::<Vec<_>>(),
+            vec![0, 3600]
+        );
+        assert_eq!(h.held(&key), Some(&Resources::zero().with_gpus(1)));
+    }
+
+    #[test]
+    fn recalculation_is_due_once_per_period() {
+        let mut h = UsageHistory::new(7 * 86_400);
+        assert_eq!(h.recalc_s(), RECALC_PERIOD_S);
+        assert!(h.advance(Timestamp(0)));
+        assert!(!h.advance(Timestamp(1_000)));
+        assert!(!h.advance(Timestamp(299_999)));
+        assert!(h.advance(Timestamp(300_000)));
+        assert!(!h.advance(Timestamp(301_000)));
+        // A short half-life recalculates every bucket.
+        assert_eq!(UsageHistory::new(3600).recalc_s(), 60);
     }
 }

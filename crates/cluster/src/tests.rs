@@ -452,11 +452,10 @@ fn a_job_whose_last_pod_goes_is_gone_even_when_the_queue_tree_changes_too() {
 /// One step of the usage property test.
 #[derive(Clone, Debug)]
 enum UsageOp {
-    /// Job `job` (in queue `queue`, namespace `ns`) with these tasks bound.
+    /// Job `job` (in queue `queue`) with these tasks bound.
     Upsert {
         job: u8,
         queue: u8,
-        ns: u8,
         bound: Vec<bool>,
     },
     Remove(u8),
@@ -523,10 +522,9 @@ proptest! {
         let mut now = 0i64;
         for op in ops {
             match op {
-                UsageOp::Upsert { job, queue, ns, bound } => {
-                    let mut j = Job::gang(&format!("ns{ns}/j{job}"), &format!("q{queue}"), vec![gpus(1); bound.len()]);
-                    // One id, one namespace: the id decides it.
-                    j.id = format!("ns{}/j{job}", job % 2);
+                UsageOp::Upsert { job, queue, bound } => {
+                    // The namespace is part of the id: one per job.
+                    let mut j = Job::gang(format!("ns{}/j{job}", job % 2), format!("q{queue}"), vec![gpus(1); bound.len()]);
                     for (k, b) in bound.iter().enumerate() {
                         if *b {
                             j = bound_task(j, k);

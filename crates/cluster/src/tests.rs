@@ -469,18 +469,8 @@ enum UsageOp {
 
 fn usage_op() -> impl Strategy<Value = UsageOp> {
     prop_oneof![
-        (
-            0u8..6,
-            0u8..3,
-            0u8..2,
-            prop::collection::vec(any::<bool>(), 1..4)
-        )
-            .prop_map(|(job, queue, ns, bound)| UsageOp::Upsert {
-                job,
-                queue,
-                ns,
-                bound
-            }),
+        (0u8..6, 0u8..3, prop::collection::vec(any::<bool>(), 1..4))
+            .prop_map(|(job, queue, bound)| UsageOp::Upsert { job, queue, bound }),
         (0u8..6).prop_map(UsageOp::Remove),
         (0u8..6).prop_map(UsageOp::Assume),
         Just(UsageOp::Confirm),

@@ -70,6 +70,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "trainyard-runtime",
             "trainyard-serve",
+            "trainyard-store",
             "trainyard-sim",
             "trainyard-cluster",
             "trainyard-ingest",

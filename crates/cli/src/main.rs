@@ -4,6 +4,7 @@ mod fgd;
 mod progress;
 mod render;
 mod simulate;
+mod usage;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -117,6 +118,25 @@ enum Command {
     ///   trainyard serve --config serve.yaml -v
     #[command(verbatim_doc_comment)]
     Serve(ServeArgs),
+    /// Report GPU-, CPU- and memory-hours per queue and namespace.
+    ///
+    /// Reads the usage history the scheduler keeps in its store
+    /// (service.store.path): what the bound pods of each leaf queue and
+    /// namespace held, in buckets of an hour (a day, after two days).
+    /// Buckets that straddle the window's ends count in proportion. The
+    /// store is locked while a scheduler holds it: read a copy, or run this
+    /// where a stopped replica left it. Live totals are on /metrics as
+    /// trainyard_queue_usage_seconds_total.
+    ///
+    /// Examples:
+    ///
+    ///   trainyard usage --store /var/lib/trainyard/state.redb --since 7d
+    ///
+    ///   trainyard usage --store state.redb --since 30d --by both --output csv > usage.csv
+    ///
+    ///   trainyard usage --store state.redb --since 1d --until 2026-11-22T00:00:00Z --output json
+    #[command(verbatim_doc_comment)]
+    Usage(usage::UsageArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -209,6 +229,10 @@ fn main() {
         Command::Simulate(args) => simulate::run(*args),
         Command::Crds(args) => cmd_crds(args),
         Command::Serve(args) => cmd_serve(args),
+        Command::Usage(args) => {
+            let until = args.until().map(str::to_string);
+            usage::run(args, || parse_time("--until", until.as_deref()))
+        }
     };
     if let Err(e) = result {
         // `trainyard ... | head`: the reader went away; that is not an error.
@@ -481,6 +505,11 @@ fn parse_config(text: &str, name: &str) -> Result<Config> {
 }
 
 fn parse_now(s: Option<&str>) -> Result<Timestamp> {
+    parse_time("--now", s)
+}
+
+/// The time `flag` gives, RFC 3339 or Unix seconds; now when absent.
+fn parse_time(flag: &str, s: Option<&str>) -> Result<Timestamp> {
     match s {
         None => {
             // The binary edge is the only place that reads the clock.
@@ -494,7 +523,7 @@ fn parse_now(s: Option<&str>) -> Result<Timestamp> {
                 return Ok(Timestamp::from_secs(secs));
             }
             trainyard_crd::parse_rfc3339(s).map_err(|e| {
-                anyhow::anyhow!("--now {s:?}: expected RFC 3339 time or Unix seconds: {e}")
+                anyhow::anyhow!("{flag} {s:?}: expected RFC 3339 time or Unix seconds: {e}")
             })
         }
     }

@@ -33,7 +33,8 @@
 //! ([`leader`], [`conn`]); Prometheus metrics ([`metrics`],
 //! [`api_metrics`]) and probes ([`http`]); settings reloaded from their
 //! file ([`reload`]); on shutdown, the writes in flight drain before the
-//! lease is released. Not yet: persisted state (issue 18).
+//! lease is released. The usage history and its accounting are kept in a
+//! store on the leader's disk ([`persist`]).
 
 pub mod admission;
 pub mod api_metrics;
@@ -276,10 +277,19 @@ pub async fn run_with(
         scheduler_name: service.scheduler_name.clone(),
     };
     let mut world = World::new(opts).inferring(grouper::enabled(service, &kinds));
-    // The time-decayed fair share needs a usage history: rebuilt from the
-    // store when there is one (docs/persistence.md).
+    // Usage is always tracked: the accounting (metrics, `trainyard usage`
+    // on the store) needs it, and the time-decayed fair share reads its
+    // decayed totals. Without `fairShare.usageHalfLifeSeconds` the core
+    // ignores them and the history decays by the accounting's default
+    // half-life (its window and compaction only). Rebuilt from the store
+    // when there is one (docs/persistence.md).
     let mut persist = None;
-    if let Some(hl) = settings.scheduler.fair_share.usage_half_life_seconds {
+    {
+        let hl = settings
+            .scheduler
+            .fair_share
+            .usage_half_life_seconds
+            .unwrap_or(persist::ACCOUNTING_HALF_LIFE_S);
         let fresh = || trainyard_cluster::usage::UsageHistory::new(hl);
         let history = if service.store.path.is_empty() {
             fresh()
@@ -489,6 +499,7 @@ pub async fn run_with(
                     world.state.sample_usage(now);
                     if let Some(h) = world.state.usage_history() {
                         let closed = h.take_closed();
+                        metrics.record_usage(&closed);
                         if let Some(p) = &persist {
                             p.closed(closed);
                         }
@@ -592,8 +603,13 @@ pub async fn run_with(
         }
     }
     // The usage history handed to the store is written before the end.
-    if let Some(p) = persist {
-        p.close();
+    // Joined off the runtime's threads: the last commit may take a moment.
+    if let Some(p) = persist
+        && tokio::task::spawn_blocking(move || p.close())
+            .await
+            .is_err()
+    {
+        tracing::error!("the store's thread could not be joined");
     }
     // Stopping: no new cycle; what was handed to the writer gets `drain`
     // to land; then the lease is released (after the last write, so no

@@ -60,6 +60,14 @@ pub struct QueueResourceLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UsageLabels {
+    pub queue: String,
+    pub namespace: String,
+    pub resource: String,
+    pub unit: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     /// `get`, `list`, `watch`, `create`, `patch`, `update`, `delete`.
     pub verb: String,
@@ -82,6 +90,7 @@ pub struct ResultLabels {
 }
 
 type FloatGauge = Gauge<f64, AtomicU64>;
+type FloatCounter = Counter<f64, AtomicU64>;
 
 /// Every metric the service exports.
 pub struct Metrics {
@@ -106,6 +115,9 @@ pub struct Metrics {
     pub leader: Gauge,
     /// The store could not be read at start and was moved aside.
     pub store_rebuilt: Counter,
+    /// Accounting: what each (leaf queue, namespace) used, resource·seconds
+    /// in the resource's unit, counted as usage buckets close.
+    pub usage: Family<UsageLabels, FloatCounter>,
     pub config_reloads: Family<ResultLabels, Counter>,
     /// The label sets set by the last cycle, to clear those that went.
     last: Mutex<Seen>,
@@ -152,6 +164,7 @@ impl Metrics {
             api_requests: Family::default(),
             leader: Gauge::default(),
             store_rebuilt: Counter::default(),
+            usage: Family::default(),
             config_reloads: Family::default(),
             last: Mutex::new(Seen::default()),
             registry: Registry::default(),
@@ -235,6 +248,11 @@ impl Metrics {
             m.api_requests.clone(),
         );
         r.register(
+            "queue_usage_seconds",
+            "Accounting: resource-seconds used by the bound pods of each leaf queue and namespace (resource in its unit: core, device, byte), counted when a usage bucket closes (at most hourly)",
+            m.usage.clone(),
+        );
+        r.register(
             "store_rebuilt",
             "Times the persisted state could not be read at start and was moved aside",
             m.store_rebuilt.clone(),
@@ -263,6 +281,30 @@ impl Metrics {
     }
 
     /// The exposition in the OpenMetrics text format.
+    /// Counts closed usage buckets into the accounting counters.
+    pub fn record_usage(&self, closed: &[trainyard_cluster::usage::ClosedBucket]) {
+        for b in closed {
+            for (name, v) in b.used.iter() {
+                let name = ResourceName::parse(name);
+                let (unit, scale) = match &name {
+                    ResourceName::Cpu => ("core", 1000.0),
+                    ResourceName::Gpu => ("device", 1000.0),
+                    ResourceName::Memory => ("byte", 1.0),
+                    ResourceName::Extended(_) => ("integer", 1.0),
+                };
+                let l = UsageLabels {
+                    queue: b.queue.clone(),
+                    namespace: b.user.clone(),
+                    resource: name.to_string(),
+                    unit,
+                };
+                // Exported as a float, as every Prometheus sample is; the
+                // amounts themselves are integers until here.
+                self.usage.get_or_create(&l).inc_by(v as f64 / scale);
+            }
+        }
+    }
+
     pub fn openmetrics(&self) -> String {
         let mut out = String::new();
         // Writing into a String cannot fail.
@@ -440,6 +482,29 @@ pub fn to_prometheus_text(openmetrics: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn closed_usage_buckets_count_into_the_accounting_counters() {
+        use trainyard_cluster::usage::ClosedBucket;
+        use trainyard_model::{Resources, Usage};
+        let m = Metrics::new();
+        let bucket = |gpus: u64| ClosedBucket {
+            queue: "org/ml".into(),
+            user: "team-a".into(),
+            start_s: 0,
+            width_s: 3600,
+            used: Usage::of(&Resources::new(500, 1 << 30, 0).with_gpus(gpus), 3600),
+        };
+        m.record_usage(&[bucket(2), bucket(6)]);
+        let text = m.prometheus_text();
+        for line in [
+            "trainyard_queue_usage_seconds_total{queue=\"org/ml\",namespace=\"team-a\",resource=\"nvidia.com/gpu\",unit=\"device\"} 28800.0\n",
+            "trainyard_queue_usage_seconds_total{queue=\"org/ml\",namespace=\"team-a\",resource=\"cpu\",unit=\"core\"} 3600.0\n",
+            "trainyard_queue_usage_seconds_total{queue=\"org/ml\",namespace=\"team-a\",resource=\"memory\",unit=\"byte\"} 7730941132800.0\n",
+        ] {
+            assert!(text.contains(line), "{line} not in {text}");
+        }
+    }
 
     #[test]
     fn counters_are_renamed_for_the_text_format() {

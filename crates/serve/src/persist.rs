@@ -21,6 +21,11 @@ use trainyard_store::{
     Backend, Batch, Records, Recovery, Store, StoreError, UsageKey, UsageRecord,
 };
 
+/// The half-life the usage history decays by when the time-decayed fair
+/// share is off: it sets only the buckets' width (an hour) and how long
+/// the store keeps them (eight half-lives, 56 days), for the accounting.
+pub const ACCOUNTING_HALF_LIFE_S: u64 = 7 * 86_400;
+
 /// The store's record of one usage amount.
 pub fn record_of(used: &Usage, width_s: u32) -> UsageRecord {
     let mut r = UsageRecord {
@@ -79,6 +84,70 @@ pub fn restore(store: &dyn Store, half_life_s: u64) -> Result<UsageHistory, Stor
         used: usage_of(&r),
     });
     Ok(UsageHistory::restore(half_life_s, buckets))
+}
+
+/// How `trainyard usage` groups its rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UsageBy {
+    Queue,
+    Namespace,
+    /// One row per (queue, namespace).
+    Both,
+}
+
+/// Usage of one row of `trainyard usage` over `[from_s, to_s)`, in
+/// resource·seconds of Trainyard's units (integers, as stored).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct UsageRow {
+    /// Leaf queue; empty when grouped by namespace only.
+    pub queue: String,
+    /// Namespace (the user); empty when grouped by queue only.
+    pub namespace: String,
+    /// Milli-GPU·seconds.
+    pub gpu_milli_seconds: u128,
+    /// Millicore·seconds.
+    pub cpu_milli_seconds: u128,
+    /// Byte·seconds.
+    pub memory_byte_seconds: u128,
+}
+
+/// What each (queue, namespace) used in `[from_s, to_s)` as the store
+/// kept it, grouped `by`, in name order. A bucket that straddles an end
+/// of the window counts in proportion to its overlap (rounded down):
+/// after compaction, buckets older than two days are a day wide.
+pub fn usage_report(
+    store: &dyn Store,
+    from_s: i64,
+    to_s: i64,
+    by: UsageBy,
+) -> Result<Vec<UsageRow>, StoreError> {
+    let mut rows: std::collections::BTreeMap<(String, String), UsageRow> =
+        std::collections::BTreeMap::new();
+    for (k, r) in store.usage(None)? {
+        let (start, end) = (k.start_s, k.start_s + i64::from(r.width_s.max(1)));
+        let overlap = end.min(to_s) - start.max(from_s);
+        if overlap <= 0 {
+            continue;
+        }
+        let (num, den) = (overlap as u128, (end - start) as u128);
+        let part = |v: u128| v / den * num + v % den * num / den;
+        let (queue, namespace) = match by {
+            UsageBy::Queue => (k.queue, String::new()),
+            UsageBy::Namespace => (String::new(), k.user),
+            UsageBy::Both => (k.queue, k.user),
+        };
+        let row = rows
+            .entry((queue.clone(), namespace.clone()))
+            .or_insert_with(|| UsageRow {
+                queue,
+                namespace,
+                ..UsageRow::default()
+            });
+        row.gpu_milli_seconds += part(r.gpu);
+        row.cpu_milli_seconds += part(r.cpu);
+        row.memory_byte_seconds += part(r.memory);
+    }
+    Ok(rows.into_values().collect())
 }
 
 /// What the cycle loop holds: the sending side of the store's thread.
@@ -183,6 +252,59 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
     use trainyard_model::{Resources, Timestamp};
+
+    fn store_with(buckets: &[(&str, &str, i64, u32, u64)]) -> (tempfile::TempDir, Box<dyn Store>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut store =
+            trainyard_store::open(&dir.path().join("s.redb"), Backend::Redb).expect("opens");
+        let closed: Vec<ClosedBucket> = buckets
+            .iter()
+            .map(|(q, u, start_s, width_s, gpus)| ClosedBucket {
+                queue: q.to_string(),
+                user: u.to_string(),
+                start_s: *start_s,
+                width_s: *width_s,
+                used: Usage::of(&Resources::zero().with_gpus(*gpus), u64::from(*width_s)),
+            })
+            .collect();
+        store.apply(&batch_of(&closed)).expect("commits");
+        (dir, store)
+    }
+
+    #[test]
+    fn the_usage_report_counts_the_window_and_prorates_its_edges() {
+        let (_dir, store) = store_with(&[
+            ("a", "ns1", 0, 86_400, 2),
+            ("a", "ns2", 86_400, 3600, 8),
+            ("b", "ns1", 90_000, 3600, 1),
+            // Outside the window.
+            ("b", "ns1", 200_000, 3600, 64),
+        ]);
+        // From noon of day 0 to the end of hour 25.
+        let rows = usage_report(store.as_ref(), 43_200, 93_600, UsageBy::Both).expect("reads");
+        let got: Vec<(String, String, u128)> = rows
+            .iter()
+            .map(|r| (r.queue.clone(), r.namespace.clone(), r.gpu_milli_seconds))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a".into(), "ns1".into(), 2000 * 43_200),
+                ("a".into(), "ns2".into(), 8000 * 3600),
+                ("b".into(), "ns1".into(), 1000 * 3600),
+            ]
+        );
+        let by_ns =
+            usage_report(store.as_ref(), 43_200, 93_600, UsageBy::Namespace).expect("reads");
+        assert_eq!(by_ns.len(), 2);
+        assert_eq!(by_ns[0].gpu_milli_seconds, 2000 * 43_200 + 1000 * 3600);
+        assert_eq!(by_ns[0].queue, "");
+        let by_q = usage_report(store.as_ref(), 0, 1_000_000, UsageBy::Queue).expect("reads");
+        assert_eq!(
+            by_q.iter().map(|r| r.gpu_milli_seconds).collect::<Vec<_>>(),
+            vec![2000 * 86_400 + 8000 * 3600, 1000 * 3600 + 64_000 * 3600]
+        );
+    }
 
     #[test]
     fn usage_and_records_convert_both_ways() {

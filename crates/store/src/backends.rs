@@ -87,10 +87,7 @@ impl RedbStore {
     }
 
     fn fail(&self, what: &str, e: impl std::fmt::Display) -> StoreError {
-        StoreError::Io {
-            path: self.path.clone(),
-            detail: format!("{what}: {e}"),
-        }
+        io_error(&self.path, what, e)
     }
 }
 
@@ -212,10 +209,7 @@ impl SledStore {
     }
 
     fn fail(&self, what: &str, e: impl std::fmt::Display) -> StoreError {
-        StoreError::Io {
-            path: self.path.clone(),
-            detail: format!("{what}: {e}"),
-        }
+        io_error(&self.path, what, e)
     }
 }
 
@@ -271,5 +265,13 @@ impl Store for SledStore {
             .flush()
             .map(|_| ())
             .map_err(|e| self.fail("flush", e))
+    }
+}
+
+/// An engine's error as the store's: the file, what was being done, why.
+fn io_error(path: &Path, what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Io {
+        path: path.to_path_buf(),
+        detail: format!("{what}: {e}"),
     }
 }

@@ -1,0 +1,188 @@
+//! `trainyard usage`: what each queue and namespace used, from the
+//! scheduler's store (docs/persistence.md, "Accounting").
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::ValueEnum;
+use trainyard_serve::persist::{UsageBy, UsageRow, usage_report};
+use trainyard_store::Backend;
+
+#[derive(clap::Args, Debug)]
+pub struct UsageArgs {
+    /// The scheduler's store: its `service.store.path` (a redb file, or a
+    /// sled directory with --backend sled). A store a running scheduler
+    /// holds is locked: read a copy, or stop that replica.
+    #[arg(long, value_name = "PATH")]
+    store: PathBuf,
+    /// The store's engine.
+    #[arg(long, value_enum, default_value_t = BackendArg::Redb)]
+    backend: BackendArg,
+    /// How far back from --until: `90m`, `36h`, `7d`, `4w`.
+    #[arg(long, default_value = "7d", value_name = "DURATION")]
+    since: String,
+    /// End of the window, RFC 3339 (e.g. 2026-11-22T10:00:00Z) or Unix seconds. Defaults to now.
+    #[arg(long, value_name = "TIME")]
+    until: Option<String>,
+    /// One row per leaf queue, per namespace, or per (queue, namespace).
+    #[arg(long, value_enum, default_value_t = ByArg::Queue)]
+    by: ByArg,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = UsageOutput::Table)]
+    output: UsageOutput,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum BackendArg {
+    Redb,
+    Sled,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ByArg {
+    Queue,
+    Namespace,
+    Both,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum UsageOutput {
+    /// Aligned columns for people, with a total.
+    Table,
+    /// One row per line, a header first; hours with three decimals.
+    Csv,
+    /// The window and the rows in integer units (milli-GPU·s, millicore·s, byte·s).
+    Json,
+}
+
+impl UsageArgs {
+    pub fn until(&self) -> Option<&str> {
+        self.until.as_deref()
+    }
+}
+
+/// `v` thousandths as a decimal with three places.
+fn thousandths(v: u128) -> String {
+    format!("{}.{:03}", v / 1000, v % 1000)
+}
+
+/// GPU-hours, CPU core-hours and memory GiB-hours of a row, each to the
+/// thousandth (rounded down), from its integer amounts.
+fn hours(r: &UsageRow) -> [String; 3] {
+    [
+        thousandths(r.gpu_milli_seconds / 3600),
+        thousandths(r.cpu_milli_seconds / 3600),
+        thousandths(r.memory_byte_seconds * 1000 / (3600 << 30)),
+    ]
+}
+
+pub fn run(
+    args: UsageArgs,
+    now: impl FnOnce() -> Result<trainyard_model::Timestamp>,
+) -> Result<()> {
+    let since_ms =
+        trainyard_sim::spec::parse_duration_ms(&serde_json::Value::String(args.since.clone()))
+            .map_err(|e| anyhow::anyhow!("--since {:?}: {e}", args.since))?;
+    let until = now()?;
+    let to_s = until.0.div_euclid(1000);
+    let from_s = to_s.saturating_sub(i64::try_from(since_ms / 1000).unwrap_or(i64::MAX));
+    let backend = match args.backend {
+        BackendArg::Redb => Backend::Redb,
+        BackendArg::Sled => Backend::Sled,
+    };
+    if !args.store.exists() {
+        bail!(
+            "--store {}: no such file or directory; expected the scheduler's store (service.store.path)",
+            args.store.display()
+        );
+    }
+    let store = trainyard_store::open(&args.store, backend).map_err(|e| {
+        anyhow::anyhow!(
+            "{e}\n(a store a running scheduler holds is locked: read a copy of it, or stop that replica)"
+        )
+    })?;
+    let by = match args.by {
+        ByArg::Queue => UsageBy::Queue,
+        ByArg::Namespace => UsageBy::Namespace,
+        ByArg::Both => UsageBy::Both,
+    };
+    let rows = usage_report(store.as_ref(), from_s, to_s, by)?;
+    let mut out = std::io::stdout().lock();
+    use std::io::Write;
+    match args.output {
+        UsageOutput::Json => {
+            let v = serde_json::json!({
+                "from": trainyard_serve::report::rfc3339(trainyard_model::Timestamp::from_secs(from_s)),
+                "to": trainyard_serve::report::rfc3339(trainyard_model::Timestamp::from_secs(to_s)),
+                "rows": rows,
+            });
+            writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        }
+        UsageOutput::Csv => {
+            let mut w = csv::Writer::from_writer(out);
+            w.write_record([
+                "queue",
+                "namespace",
+                "gpu_hours",
+                "cpu_core_hours",
+                "memory_gib_hours",
+            ])?;
+            for r in &rows {
+                let [g, c, m] = hours(r);
+                w.write_record([r.queue.as_str(), r.namespace.as_str(), &g, &c, &m])?;
+            }
+            w.flush()?;
+        }
+        UsageOutput::Table => {
+            writeln!(
+                out,
+                "usage from {} to {}",
+                trainyard_serve::report::rfc3339(trainyard_model::Timestamp::from_secs(from_s)),
+                trainyard_serve::report::rfc3339(trainyard_model::Timestamp::from_secs(to_s)),
+            )?;
+            if rows.is_empty() {
+                writeln!(out, "no usage recorded in this window")?;
+                return Ok(());
+            }
+            let mut t = comfy_table::Table::new();
+            t.load_preset(comfy_table::presets::NOTHING);
+            let mut header = Vec::new();
+            if !matches!(by, UsageBy::Namespace) {
+                header.push("QUEUE");
+            }
+            if !matches!(by, UsageBy::Queue) {
+                header.push("NAMESPACE");
+            }
+            header.extend(["GPU-HOURS", "CPU CORE-HOURS", "MEMORY GIB-HOURS"]);
+            t.set_header(header);
+            let mut total = UsageRow::default();
+            for r in &rows {
+                total.gpu_milli_seconds += r.gpu_milli_seconds;
+                total.cpu_milli_seconds += r.cpu_milli_seconds;
+                total.memory_byte_seconds += r.memory_byte_seconds;
+                let mut cells = Vec::new();
+                if !matches!(by, UsageBy::Namespace) {
+                    cells.push(r.queue.clone());
+                }
+                if !matches!(by, UsageBy::Queue) {
+                    cells.push(r.namespace.clone());
+                }
+                cells.extend(hours(r));
+                t.add_row(cells);
+            }
+            let mut cells = vec!["TOTAL".to_string()];
+            if matches!(by, UsageBy::Both) {
+                cells.push(String::new());
+            }
+            cells.extend(hours(&total));
+            t.add_row(cells);
+            for i in t.column_count().saturating_sub(3)..t.column_count() {
+                if let Some(c) = t.column_mut(i) {
+                    c.set_cell_alignment(comfy_table::CellAlignment::Right);
+                }
+            }
+            writeln!(out, "{t}")?;
+        }
+    }
+    Ok(())
+}

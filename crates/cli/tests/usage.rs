@@ -1,0 +1,157 @@
+//! `trainyard usage` on a store written as the service writes it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use trainyard_cluster::usage::ClosedBucket;
+use trainyard_model::{Resources, Usage};
+use trainyard_store::{Backend, Records};
+
+fn trainyard(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_trainyard"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+/// A store holding, for a day and an hour from the epoch: `ml` (namespace
+/// `alice`) 8 GPUs all day, then `ml` (`bob`) 2 GPUs for the hour after it,
+/// and `infra` (`alice`) 4 CPUs and 16 GiB all day.
+fn store(dir: &Path, backend: Backend) -> PathBuf {
+    let path = dir.join(format!("state.{}", backend.name()));
+    let mut s = trainyard_store::open(&path, backend).expect("opens");
+    let bucket = |queue: &str, user: &str, start_s: i64, width_s: u32, r: Resources| ClosedBucket {
+        queue: queue.into(),
+        user: user.into(),
+        start_s,
+        width_s,
+        used: Usage::of(&r, u64::from(width_s)),
+    };
+    let closed = vec![
+        bucket("ml", "alice", 0, 86_400, Resources::zero().with_gpus(8)),
+        bucket("ml", "bob", 86_400, 3600, Resources::zero().with_gpus(2)),
+        bucket(
+            "infra",
+            "alice",
+            0,
+            86_400,
+            Resources::new(4000, 16 << 30, 0),
+        ),
+    ];
+    s.apply(&trainyard_serve::persist::batch_of(&closed))
+        .expect("commits");
+    path
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("trainyard-usage-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).expect("utf-8")
+}
+
+#[test]
+fn usage_reports_hours_per_queue_and_namespace_as_csv_table_and_json() {
+    let dir = scratch("report");
+    for backend in [Backend::Redb, Backend::Sled] {
+        let p = store(&dir, backend);
+        let p = p.to_str().expect("utf-8 path");
+        // The last 12 hours of the day and the hour after it.
+        let base = [
+            "usage",
+            "--store",
+            p,
+            "--backend",
+            backend.name(),
+            "--since",
+            "13h",
+            "--until",
+            "90000",
+        ];
+        let csv = stdout(&trainyard(
+            &[&base[..], &["--by", "both", "--output", "csv"]].concat(),
+        ));
+        expect_test::expect![[r#"
+            queue,namespace,gpu_hours,cpu_core_hours,memory_gib_hours
+            infra,alice,0.000,48.000,192.000
+            ml,alice,96.000,0.000,0.000
+            ml,bob,2.000,0.000,0.000
+        "#]]
+        .assert_eq(&csv);
+        let table = stdout(&trainyard(&[&base[..], &["--by", "queue"]].concat()));
+        expect_test::expect![[r#"
+            usage from 1970-01-01T12:00:00Z to 1970-01-02T01:00:00Z
+             QUEUE  GPU-HOURS  CPU CORE-HOURS  MEMORY GIB-HOURS 
+             infra      0.000          48.000           192.000 
+             ml        98.000           0.000             0.000 
+             TOTAL     98.000          48.000           192.000 
+        "#]]
+        .assert_eq(&table);
+        let json = stdout(&trainyard(
+            &[&base[..], &["--by", "namespace", "--output", "json"]].concat(),
+        ));
+        let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+        assert_eq!(v["from"], "1970-01-01T12:00:00Z");
+        assert_eq!(v["rows"][0]["namespace"], "alice");
+        assert_eq!(v["rows"][0]["gpu_milli_seconds"], 8000u64 * 43_200);
+        assert_eq!(v["rows"][1]["namespace"], "bob");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn usage_fails_clearly_on_a_missing_store_and_a_bad_duration() {
+    let dir = scratch("bad");
+    let missing = dir.join("none.redb");
+    let out = trainyard(&["usage", "--store", missing.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "no such file or directory; expected the scheduler's store (service.store.path)"
+        ),
+        "{err}"
+    );
+    assert!(!missing.exists(), "a missing store must not be created");
+    let p = store(&dir, Backend::Redb);
+    let out = trainyard(&[
+        "usage",
+        "--store",
+        p.to_str().expect("utf-8"),
+        "--since",
+        "a week",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("error: --since \"a week\": "), "{err}");
+    let out = trainyard(&[
+        "usage",
+        "--store",
+        p.to_str().expect("utf-8"),
+        "--until",
+        "yesterday",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--until \"yesterday\": expected RFC 3339 time or Unix seconds"),
+        "{err}"
+    );
+    // A file that is no store is named, and left as it was.
+    let junk = dir.join("junk.redb");
+    std::fs::write(&junk, b"not a store").expect("writes");
+    let out = trainyard(&["usage", "--store", junk.to_str().expect("utf-8")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("junk.redb"), "{err}");
+    assert_eq!(std::fs::read(&junk).expect("still there"), b"not a store");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -30,7 +30,7 @@ use regex::Regex;
 use serde_json::Value;
 use trainyard_serve::metrics::{
     EvictionLabels, Metrics, PhaseLabels, QueueLabels, QueueResourceLabels, ReasonLabels,
-    RequestCodeLabels, RequestLabels, ResultLabels,
+    RequestCodeLabels, RequestLabels, ResultLabels, UsageLabels,
 };
 
 // ---------------------------------------------------------------- paths, tools
@@ -772,6 +772,14 @@ fn populated() -> Metrics {
     m.config_reloads
         .get_or_create(&ResultLabels { result: "ok" })
         .inc();
+    m.usage
+        .get_or_create(&UsageLabels {
+            queue: "team".into(),
+            namespace: "ns".into(),
+            resource: "nvidia.com/gpu".into(),
+            unit: "device",
+        })
+        .inc_by(3600.0);
     m
 }
 

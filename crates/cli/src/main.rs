@@ -328,6 +328,10 @@ fn cmd_serve(args: ServeArgs) -> Result<()> {
                 reload,
                 metrics,
                 drain: std::time::Duration::from_secs(args.drain_seconds),
+                own: trainyard_serve::reload::Own {
+                    namespace: namespace.clone(),
+                    pod: pod.clone(),
+                },
             },
         )
         .await?;

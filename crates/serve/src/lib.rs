@@ -157,6 +157,9 @@ pub struct Options {
     pub metrics: std::sync::Arc<metrics::Metrics>,
     /// After `shutdown`, how long writes already handed over may take.
     pub drain: Duration,
+    /// This replica's pod, for Events about the scheduler itself (empty:
+    /// none are written).
+    pub own: reload::Own,
 }
 
 pub(crate) fn wall_clock() -> Timestamp {
@@ -185,6 +188,7 @@ pub async fn run(
             reload: None,
             metrics: std::sync::Arc::new(metrics::Metrics::new()),
             drain: Duration::from_secs(10),
+            own: reload::Own::default(),
         },
     )
     .await
@@ -205,6 +209,7 @@ pub async fn run_with(
         mut reload,
         metrics,
         drain,
+        own,
     } = options;
     let kinds = watch::served_kinds(&client)
         .await
@@ -299,6 +304,18 @@ pub async fn run_with(
                     if let trainyard_store::Recovery::Rebuilt { moved_to, reason } = &recovery {
                         tracing::error!(moved_to = %moved_to.display(), "{reason}; a new store was started");
                         metrics.store_rebuilt.inc();
+                        // Before the first cycle, once: where the operator
+                        // looks first (`kubectl describe pod`).
+                        reload::own_event(
+                            &client,
+                            &own,
+                            "StoreRebuilt",
+                            &format!(
+                                "{reason}; moved aside to {}, a new store was started (usage history lost)",
+                                moved_to.display()
+                            ),
+                        )
+                        .await;
                     }
                     persist = Some(p);
                     history

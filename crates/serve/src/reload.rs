@@ -67,7 +67,8 @@ pub fn apply(old: &ServiceSettings, new: &ServiceSettings) -> ServiceSettings {
     }
 }
 
-/// Where the scheduler runs, for the Event of a refused reload.
+/// Where the scheduler runs: its own pod, for the Events about itself (a
+/// refused reload, a store moved aside).
 #[derive(Clone, Debug, Default)]
 pub struct Own {
     pub namespace: String,
@@ -119,15 +120,23 @@ pub async fn watch_file(
                     .inc();
                 tracing::error!("{e}; the running settings stay");
                 if let Some((client, own)) = &client {
-                    refused_event(client, own, &e.to_string()).await;
+                    own_event(
+                        client,
+                        own,
+                        "ConfigRejected",
+                        &format!("{e}; the running settings stay"),
+                    )
+                    .await;
                 }
             }
         }
     }
 }
 
-/// A Warning Event `ConfigRejected` on the scheduler's pod.
-async fn refused_event(client: &Client, own: &Own, message: &str) {
+/// A Warning Event `reason` on the scheduler's own pod; nothing when the
+/// pod is not known (`POD_NAME`, `POD_NAMESPACE` unset). A failure is
+/// logged, never fatal: the log and the metrics say it too.
+pub async fn own_event(client: &Client, own: &Own, reason: &str, message: &str) {
     if own.pod.is_empty() || own.namespace.is_empty() {
         return;
     }
@@ -136,8 +145,8 @@ async fn refused_event(client: &Client, own: &Own, message: &str) {
         "metadata": {"generateName": format!("{}.", own.pod), "namespace": own.namespace},
         "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": own.pod,
                            "namespace": own.namespace},
-        "reason": "ConfigRejected",
-        "message": format!("{message}; the running settings stay"),
+        "reason": reason,
+        "message": message,
         "type": "Warning",
         "source": {"component": crate::events::COMPONENT},
         "reportingComponent": crate::events::COMPONENT,
@@ -149,7 +158,7 @@ async fn refused_event(client: &Client, own: &Own, message: &str) {
     let api: Api<k8s_openapi::api::core::v1::Event> =
         Api::namespaced(client.clone(), &own.namespace);
     if let Err(e) = api.create(&PostParams::default(), &event).await {
-        tracing::warn!("ConfigRejected Event: {e}");
+        tracing::warn!("{reason} Event: {e}");
     }
 }
 

@@ -104,6 +104,7 @@ fn replica(server: &TestApiServer, identity: &str) -> Replica {
                 reload: None,
                 metrics: Arc::new(trainyard_serve::metrics::Metrics::new()),
                 drain: Duration::from_secs(2),
+                own: Default::default(),
             },
         )
         .await

@@ -277,6 +277,7 @@ fn start_observed(server: &trainyard_testapi::TestApiServer) -> Running {
                 reload: None,
                 metrics: m,
                 drain: Duration::from_secs(2),
+                own: Default::default(),
             },
         )
         .await

@@ -1,0 +1,112 @@
+//! The service and its store (docs/persistence.md): a store that cannot
+//! be read is moved aside at start, counted, and reported as a Warning
+//! Event on the scheduler's own pod; the new store it starts is read
+//! again at the next start without complaint.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use k8s_openapi::api::core::v1::Event;
+use kube::Client;
+use kube::api::{Api, ListParams};
+use tokio::sync::watch;
+use trainyard_serve::metrics::Metrics;
+use trainyard_serve::persist::StoreSettings;
+use trainyard_serve::reload::Own;
+use trainyard_serve::{Options, Progress};
+use trainyard_store::Backend;
+
+/// Runs the service on `store` as pod `ml/trainyard-0` until it has run a
+/// cycle that leaves `pending` jobs pending and bound `binds` pods, then
+/// stops it; returns its metrics.
+async fn run_once(client: &Client, store: &Path, binds: u64) -> Arc<Metrics> {
+    let mut settings = fast_settings();
+    settings.service.store = StoreSettings {
+        path: store.display().to_string(),
+        backend: Backend::Redb,
+    };
+    let metrics = Arc::new(Metrics::new());
+    let (stop, shutdown) = watch::channel(false);
+    let (tx, mut progress) = watch::channel(Progress::default());
+    let (c, m) = (client.clone(), metrics.clone());
+    let task = tokio::spawn(async move {
+        trainyard_serve::run_with(
+            c,
+            settings,
+            Options {
+                shutdown,
+                progress: tx,
+                reload: None,
+                metrics: m,
+                drain: Duration::from_secs(2),
+                own: Own {
+                    namespace: "ml".into(),
+                    pod: "trainyard-0".into(),
+                },
+            },
+        )
+        .await
+        .expect("service runs");
+    });
+    until(&mut progress, "a cycle with the gang bound", |p| {
+        p.cycles > 0 && p.written.binds == binds
+    })
+    .await;
+    stop.send_replace(true);
+    task.await.expect("the service stops");
+    metrics
+}
+
+async fn store_events(client: &Client) -> Vec<Event> {
+    let api: Api<Event> = Api::namespaced(client.clone(), "ml");
+    api.list(&ListParams::default())
+        .await
+        .expect("events listed")
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("StoreRebuilt"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_store_is_moved_aside_counted_and_reported_on_the_scheduler_pod() {
+    let (_server, client) = server().await;
+    cluster(&client).await;
+    gang(&client, "fits", "team", 2, 4).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("state.redb");
+    std::fs::write(&path, b"this is not a redb file").expect("written");
+
+    let metrics = run_once(&client, &path, 2).await;
+    assert_eq!(metrics.store_rebuilt.get(), 1);
+    let events = store_events(&client).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let e = &events[0];
+    assert_eq!(e.type_.as_deref(), Some("Warning"));
+    assert_eq!(e.involved_object.kind.as_deref(), Some("Pod"));
+    assert_eq!(e.involved_object.name.as_deref(), Some("trainyard-0"));
+    let message = e.message.as_deref().unwrap_or("");
+    assert!(message.contains("moved aside to"), "{message}");
+    assert!(message.contains("state.redb.broken-"), "{message}");
+    // The damaged file is kept, as it was, beside the new store.
+    let aside: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("listed")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.display().to_string().contains(".broken-"))
+        .collect();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert_eq!(
+        std::fs::read(&aside[0]).expect("kept"),
+        b"this is not a redb file"
+    );
+    trainyard_store::open(&path, Backend::Redb).expect("the new store opens");
+
+    // The next start reads the new store: nothing moved, no new Event.
+    let metrics = run_once(&client, &path, 0).await;
+    assert_eq!(metrics.store_rebuilt.get(), 0);
+    assert_eq!(store_events(&client).await.len(), 1);
+}

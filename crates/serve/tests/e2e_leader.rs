@@ -18,7 +18,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::Api;
 use tokio::sync::watch;
-use trainyard_serve::{Options, Progress, Settings};
+use trainyard_serve::{Progress, Settings};
 use trainyard_testapi::TestApiServer;
 
 /// A client layer that fails every request while `cut` is set: the
@@ -91,25 +91,16 @@ fn replica(server: &TestApiServer, identity: &str) -> Replica {
         .expect("builder")
         .with_layer(&Partition(cut.clone()))
         .build();
-    let (stop, shutdown) = watch::channel(false);
-    let (tx, progress) = watch::channel(Progress::default());
-    let settings = settings(identity);
-    let task = tokio::spawn(async move {
-        trainyard_serve::run_with(
-            client,
-            settings,
-            Options {
-                shutdown,
-                progress: tx,
-                reload: None,
-                metrics: Arc::new(trainyard_serve::metrics::Metrics::new()),
-                drain: Duration::from_secs(2),
-                own: Default::default(),
-            },
-        )
-        .await
-        .expect("service runs");
-    });
+    let Spawned {
+        progress,
+        stop,
+        task,
+    } = spawn_service(
+        client,
+        settings(identity),
+        Arc::new(trainyard_serve::metrics::Metrics::new()),
+        Default::default(),
+    );
     Replica {
         progress,
         stop,

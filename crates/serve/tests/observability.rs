@@ -25,7 +25,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
 use tokio::sync::watch;
 use trainyard_serve::metrics::Metrics;
-use trainyard_serve::{Options, Progress, Settings};
+use trainyard_serve::{Progress, Settings};
 
 // ---------------------------------------------------------------- tools
 
@@ -264,25 +264,11 @@ fn start_observed(server: &trainyard_testapi::TestApiServer) -> Running {
     le.lease_duration_seconds = 3;
     le.renew_deadline_seconds = 2;
     le.retry_period_seconds = 1;
-    let (stop, shutdown) = watch::channel(false);
-    let (tx, progress) = watch::channel(Progress::default());
-    let m = metrics.clone();
-    let task = tokio::spawn(async move {
-        trainyard_serve::run_with(
-            client,
-            settings,
-            Options {
-                shutdown,
-                progress: tx,
-                reload: None,
-                metrics: m,
-                drain: Duration::from_secs(2),
-                own: Default::default(),
-            },
-        )
-        .await
-        .expect("service runs");
-    });
+    let Spawned {
+        progress,
+        stop,
+        task,
+    } = spawn_service(client, settings, metrics, Default::default());
     Running {
         port,
         progress,

@@ -7,17 +7,14 @@ mod common;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::*;
 use k8s_openapi::api::core::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use tokio::sync::watch;
 use trainyard_serve::metrics::Metrics;
 use trainyard_serve::persist::StoreSettings;
 use trainyard_serve::reload::Own;
-use trainyard_serve::{Options, Progress};
 use trainyard_store::Backend;
 
 /// Runs the service on `store` as pod `ml/trainyard-0` until it has run a
@@ -30,28 +27,19 @@ async fn run_once(client: &Client, store: &Path, binds: u64) -> Arc<Metrics> {
         backend: Backend::Redb,
     };
     let metrics = Arc::new(Metrics::new());
-    let (stop, shutdown) = watch::channel(false);
-    let (tx, mut progress) = watch::channel(Progress::default());
-    let (c, m) = (client.clone(), metrics.clone());
-    let task = tokio::spawn(async move {
-        trainyard_serve::run_with(
-            c,
-            settings,
-            Options {
-                shutdown,
-                progress: tx,
-                reload: None,
-                metrics: m,
-                drain: Duration::from_secs(2),
-                own: Own {
-                    namespace: "ml".into(),
-                    pod: "trainyard-0".into(),
-                },
-            },
-        )
-        .await
-        .expect("service runs");
-    });
+    let Spawned {
+        mut progress,
+        stop,
+        task,
+    } = spawn_service(
+        client.clone(),
+        settings,
+        metrics.clone(),
+        Own {
+            namespace: "ml".into(),
+            pod: "trainyard-0".into(),
+        },
+    );
     until(&mut progress, "a cycle with the gang bound", |p| {
         p.cycles > 0 && p.written.binds == binds
     })

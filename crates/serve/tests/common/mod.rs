@@ -283,6 +283,47 @@ pub fn start_with(
     (progress_rx, stop_tx)
 }
 
+/// A service run in-process by [`spawn_service`].
+pub struct Spawned {
+    pub progress: watch::Receiver<Progress>,
+    pub stop: watch::Sender<bool>,
+    pub task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts the service with `settings` through `run_with`: its metrics in
+/// `metrics`, Events about itself on `own` (default: none), two seconds to
+/// drain at stop.
+pub fn spawn_service(
+    client: Client,
+    settings: Settings,
+    metrics: std::sync::Arc<trainyard_serve::metrics::Metrics>,
+    own: trainyard_serve::reload::Own,
+) -> Spawned {
+    let (stop, shutdown) = watch::channel(false);
+    let (tx, progress) = watch::channel(Progress::default());
+    let task = tokio::spawn(async move {
+        trainyard_serve::run_with(
+            client,
+            settings,
+            trainyard_serve::Options {
+                shutdown,
+                progress: tx,
+                reload: None,
+                metrics,
+                drain: Duration::from_secs(2),
+                own,
+            },
+        )
+        .await
+        .expect("service runs");
+    });
+    Spawned {
+        progress,
+        stop,
+        task,
+    }
+}
+
 /// Waits (on the service's progress, not a clock) until `done` holds.
 pub async fn until(
     progress: &mut watch::Receiver<Progress>,

@@ -165,6 +165,11 @@ pub struct StoreSettings {
     pub path: String,
     /// `redb` (default) or `sled`.
     pub backend: Backend,
+    /// How many days of usage history the store keeps (`trainyard usage`
+    /// reaches that far back; a restart rebuilds the decayed usage from
+    /// it); `None`: eight half-lives. At least four half-lives when the
+    /// time-decayed fair share is on (checked at load).
+    pub retention_days: Option<u32>,
 }
 
 impl Default for StoreSettings {
@@ -172,6 +177,7 @@ impl Default for StoreSettings {
         StoreSettings {
             path: String::new(),
             backend: Backend::Redb,
+            retention_days: None,
         }
     }
 }
@@ -186,10 +192,14 @@ impl Persist {
         let path = PathBuf::from(&settings.path);
         let (mut store, recovery) = trainyard_store::open_or_recover(&path, settings.backend)?;
         let history = restore(store.as_ref(), half_life_s)?;
+        let retention_s = match settings.retention_days {
+            Some(d) => u64::from(d) * 86_400,
+            None => half_life_s.saturating_mul(8),
+        };
         let (tx, rx) = mpsc::channel::<Vec<ClosedBucket>>();
         let thread = std::thread::Builder::new()
             .name("trainyard-store".into())
-            .spawn(move || write_loop(store.as_mut(), rx, half_life_s))
+            .spawn(move || write_loop(store.as_mut(), rx, retention_s))
             .map_err(|e| StoreError::Io {
                 path: path.clone(),
                 detail: format!("cannot start the store's thread: {e}"),
@@ -213,8 +223,9 @@ impl Persist {
     }
 }
 
-/// Commits what arrives; compacts once per day of bucket time.
-fn write_loop(store: &mut dyn Store, rx: mpsc::Receiver<Vec<ClosedBucket>>, half_life_s: u64) {
+/// Commits what arrives; compacts once per day of bucket time, keeping
+/// `retention_s` seconds of history.
+fn write_loop(store: &mut dyn Store, rx: mpsc::Receiver<Vec<ClosedBucket>>, retention_s: u64) {
     let mut last_day: Option<i64> = None;
     while let Ok(buckets) = rx.recv() {
         let end = buckets
@@ -228,7 +239,7 @@ fn write_loop(store: &mut dyn Store, rx: mpsc::Receiver<Vec<ClosedBucket>>, half
         }
         let day = end.div_euclid(86_400);
         if last_day.is_some_and(|d| d != day) {
-            let window = (8 * half_life_s).min(i64::MAX as u64) as i64;
+            let window = retention_s.min(i64::MAX as u64) as i64;
             match store.compact_usage(end - 2 * 86_400, 86_400, end.saturating_sub(window)) {
                 Ok(st) => {
                     tracing::info!(
@@ -326,6 +337,7 @@ mod tests {
             let settings = StoreSettings {
                 path: dir.path().join("state").to_string_lossy().into_owned(),
                 backend,
+                retention_days: None,
             };
             let hl = 7 * 86_400;
             let (p, mut h, rec) = Persist::start(&settings, hl).unwrap();

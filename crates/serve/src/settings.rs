@@ -28,6 +28,10 @@
 //!     leaseDurationSeconds: 15
 //!     renewDeadlineSeconds: 10
 //!     retryPeriodSeconds: 2
+//!   store:                      # docs/persistence.md
+//!     path: ""                  # "" keeps nothing
+//!     backend: redb             # or sled
+//!     retentionDays: null       # null: eight half-lives
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -241,6 +245,26 @@ impl Settings {
                 return Err(err(field, "must be at least 1, found 0".into()));
             }
         }
+        if let Some(days) = s.store.retention_days {
+            let field = "service.store.retentionDays";
+            if !(1..=3660).contains(&days) {
+                return Err(err(
+                    field,
+                    format!("must be from 1 to 3660 days, found {days}"),
+                ));
+            }
+            if let Some(hl) = settings.scheduler.fair_share.usage_half_life_seconds
+                && u64::from(days) * 86_400 < 4 * hl
+            {
+                return Err(err(
+                    field,
+                    format!(
+                        "{days} days is less than four of scheduler.fairShare.usageHalfLifeSeconds ({hl} s): a restart would forget usage that still counts; keep at least {} days",
+                        (4 * hl).div_ceil(86_400)
+                    ),
+                ));
+            }
+        }
         let le = &s.leader_election;
         for (field, v) in [
             (
@@ -350,5 +374,34 @@ mod tests {
         .expect("valid");
         assert!(!s.service.infer_pod_groups);
         assert_eq!(s.service.default_queue, "");
+    }
+
+    #[test]
+    fn store_retention_is_checked_against_the_half_life() {
+        let s = Settings::parse(
+            "service: {store: {path: /var/lib/trainyard/state.redb, backend: sled, retentionDays: 90}}",
+            "s.yaml",
+        )
+        .expect("valid");
+        assert_eq!(s.service.store.retention_days, Some(90));
+        assert_eq!(s.service.store.backend, trainyard_store::Backend::Sled);
+        let e = Settings::parse("service: {store: {retentionDays: 0}}", "s.yaml").expect_err("0");
+        assert_eq!(
+            e.to_string(),
+            "s.yaml: service.store.retentionDays: must be from 1 to 3660 days, found 0"
+        );
+        let e = Settings::parse(
+            "scheduler: {fairShare: {usageHalfLifeSeconds: 1209600}}\nservice: {store: {retentionDays: 30}}",
+            "s.yaml",
+        )
+        .expect_err("shorter than four half-lives");
+        assert_eq!(
+            e.to_string(),
+            "s.yaml: service.store.retentionDays: 30 days is less than four of scheduler.fairShare.usageHalfLifeSeconds (1209600 s): a restart would forget usage that still counts; keep at least 56 days"
+        );
+        let e =
+            Settings::parse("service: {store: {backend: rocks}}", "s.yaml").expect_err("engine");
+        assert_eq!(e.field, "service.store.backend");
+        assert!(e.message.contains("redb"), "{e}");
     }
 }

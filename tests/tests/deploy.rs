@@ -212,6 +212,8 @@ struct ValueSet {
     replicas: u64,
     leader_election: bool,
     service_monitor: bool,
+    /// The store's engine, when the values turn the store on.
+    store: Option<&'static str>,
 }
 
 const VALUE_SETS: &[ValueSet] = &[
@@ -221,6 +223,7 @@ const VALUE_SETS: &[ValueSet] = &[
         replicas: 2,
         leader_election: true,
         service_monitor: false,
+        store: None,
     },
     ValueSet {
         name: "ha-off",
@@ -228,6 +231,7 @@ const VALUE_SETS: &[ValueSet] = &[
         replicas: 1,
         leader_election: false,
         service_monitor: false,
+        store: None,
     },
     ValueSet {
         name: "servicemonitor-and-custom-config",
@@ -235,6 +239,7 @@ const VALUE_SETS: &[ValueSet] = &[
         replicas: 3,
         leader_election: true,
         service_monitor: true,
+        store: Some("sled"),
     },
 ];
 
@@ -418,10 +423,28 @@ fn check_restricted(pod: &Value, what: &str) {
         spec["securityContext"]["seccompProfile"]["type"], "RuntimeDefault",
         "{what}"
     );
+    // The volume types the restricted standard allows (no hostPath).
+    let allowed = [
+        "configMap",
+        "csi",
+        "downwardAPI",
+        "emptyDir",
+        "ephemeral",
+        "persistentVolumeClaim",
+        "projected",
+        "secret",
+    ];
     for v in spec["volumes"].as_array().into_iter().flatten() {
+        let types: Vec<&str> = v
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| *k != "name")
+            .collect();
         assert!(
-            v.get("configMap").is_some(),
-            "{what}: volume {v} is not a ConfigMap"
+            types.len() == 1 && allowed.contains(&types[0]),
+            "{what}: volume {v} is not of a type the restricted standard allows"
         );
     }
     let containers = spec["containers"].as_array().expect("containers");
@@ -511,6 +534,33 @@ fn rendered_objects_fit_together() {
             .and_then(|v| v.iter().find(|v| v["name"] == mount["name"]))
             .expect("the mounted volume");
         assert_eq!(volume["configMap"]["name"], name(cm), "{what}");
+        // The store, when on: a writable volume at /var/lib/trainyard, and
+        // the config's store path inside it.
+        let store_mount = c["volumeMounts"]
+            .as_array()
+            .and_then(|m| m.iter().find(|m| m["mountPath"] == "/var/lib/trainyard"));
+        match set.store {
+            Some(backend) => {
+                let m = store_mount.unwrap_or_else(|| panic!("{what}: no store mount"));
+                assert_ne!(m["readOnly"], true, "{what}");
+                let v = pod["spec"]["volumes"]
+                    .as_array()
+                    .and_then(|v| v.iter().find(|v| v["name"] == m["name"]))
+                    .unwrap_or_else(|| panic!("{what}: the store's volume"));
+                assert!(v["emptyDir"].is_object(), "{what}: {v}");
+                let store = &settings.service.store;
+                assert_eq!(
+                    store.path,
+                    format!("/var/lib/trainyard/state.{backend}"),
+                    "{what}"
+                );
+                assert_eq!(store.backend.name(), backend, "{what}");
+            }
+            None => {
+                assert!(store_mount.is_none(), "{what}");
+                assert!(settings.service.store.path.is_empty(), "{what}");
+            }
+        }
         let env: BTreeMap<&str, &Value> = c["env"]
             .as_array()
             .expect("env")

@@ -83,6 +83,13 @@ the same values).
 {{- $_ := set $service "httpAddress" (printf "0.0.0.0:%d" (int .Values.httpPort)) }}
 {{- $election := dict "enabled" .Values.leaderElection.enabled "leaseName" .Values.leaderElection.leaseName "leaseNamespace" .Release.Namespace "leaseDurationSeconds" (int .Values.leaderElection.leaseDurationSeconds) "renewDeadlineSeconds" (int .Values.leaderElection.renewDeadlineSeconds) "retryPeriodSeconds" (int .Values.leaderElection.retryPeriodSeconds) }}
 {{- $_ := set $service "leaderElection" $election }}
+{{- if .Values.store.enabled }}
+{{- $store := dict "path" (printf "/var/lib/trainyard/state.%s" .Values.store.backend) "backend" .Values.store.backend }}
+{{- if .Values.store.retentionDays }}
+{{- $_ := set $store "retentionDays" (int .Values.store.retentionDays) }}
+{{- end }}
+{{- $_ := set $service "store" $store }}
+{{- end }}
 {{- $config := dict "scheduler" (default dict .Values.config.scheduler) "service" $service }}
 {{- toYaml $config }}
 {{- end }}

@@ -299,6 +299,7 @@ impl<'a> Engine<'a> {
                 external: Vec::new(),
                 topology: opts.topology.clone(),
                 usage: Default::default(),
+                user_usage: Default::default(),
             }),
             node_up: vec![true; input.nodes.len()],
             rt: Vec::with_capacity(input.jobs.len()),

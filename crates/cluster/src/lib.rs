@@ -99,6 +99,7 @@ pub struct ClusterState {
     /// last [`ClusterState::sample_usage`].
     usage: Option<usage::UsageHistory>,
     decayed: BTreeMap<String, trainyard_model::Usage>,
+    decayed_users: BTreeMap<String, BTreeMap<String, trainyard_model::Usage>>,
     /// What each job counted into the usage history's holdings at the
     /// last sample, and the jobs changed since (kept only with a history).
     usage_counted: std::collections::HashMap<String, (usage::Key, Resources)>,
@@ -205,9 +206,10 @@ impl ClusterState {
             }
         }
         if h.advance(now) {
-            let decayed = h.decayed(now);
-            if decayed != self.decayed {
-                self.decayed = decayed;
+            let by_user = h.decayed_by_user(now);
+            if by_user != self.decayed_users {
+                self.decayed = usage::per_queue(&by_user);
+                self.decayed_users = by_user;
                 self.stale.usage = true;
             }
         }
@@ -297,6 +299,7 @@ impl ClusterState {
                     // Usage is not part of the world's objects: the
                     // state's own history keeps it.
                     usage: _,
+                    user_usage: _,
                 } = snap;
                 self.nodes.clear();
                 for n in nodes {
@@ -453,6 +456,7 @@ impl ClusterState {
                 external: self.external.values().cloned().collect(),
                 topology: self.topology.clone(),
                 usage: self.decayed.clone(),
+                user_usage: self.decayed_users.clone(),
             });
             self.cache = Some(Arc::clone(&snap));
             return snap;
@@ -474,6 +478,7 @@ impl ClusterState {
             }
             if stale.usage {
                 s.usage = self.decayed.clone();
+                s.user_usage = self.decayed_users.clone();
             }
             for id in &stale.jobs {
                 let now = self.views.get(id).or_else(|| self.jobs.get(id));

@@ -544,7 +544,10 @@ proptest! {
                     let h = s.usage_history().expect("tracked");
                     got.extend(h.take_closed());
                     want.extend(reference.take_closed());
-                    prop_assert_eq!(h.decayed(Timestamp(now)), reference.decayed(Timestamp(now)));
+                    prop_assert_eq!(h.decayed_by_user(Timestamp(now)), reference.decayed_by_user(Timestamp(now)));
+                    // The snapshot carries both, the queues' the sum of their users'.
+                    let snap = s.snapshot();
+                    prop_assert_eq!(&snap.usage, &crate::usage::per_queue(&snap.user_usage));
                 }
             }
         }

@@ -270,28 +270,38 @@ impl UsageHistory {
         e.open_start = open_start;
     }
 
-    /// Decayed usage per leaf queue at `now`: each user's closed total
-    /// decayed to `now`, plus its open bucket and what it holds since it
-    /// was last accrued (not yet decayed).
+    /// Decayed usage per leaf queue at `now`: the sum of its users'
+    /// ([`UsageHistory::decayed_by_user`]).
     pub fn decayed(&self, now: Timestamp) -> BTreeMap<String, Usage> {
+        per_queue(&self.decayed_by_user(now))
+    }
+
+    /// Decayed usage per leaf queue and user at `now`: each user's closed
+    /// total decayed to `now`, plus its open bucket and what it holds
+    /// since it was last accrued (not yet decayed).
+    pub fn decayed_by_user(&self, now: Timestamp) -> BTreeMap<String, BTreeMap<String, Usage>> {
         let now_ms = self.at(now);
         let now_s = now_ms.div_euclid(1000);
         // Most entries were decayed last at the same bucket boundary: one
         // factor per age.
         let mut factors: BTreeMap<i64, u64> = BTreeMap::new();
-        let mut out: BTreeMap<String, Usage> = BTreeMap::new();
-        let mut add = |queue: &str, d: &Usage| {
+        let mut out: BTreeMap<String, BTreeMap<String, Usage>> = BTreeMap::new();
+        let mut add = |queue: &str, user: &str, d: &Usage| {
             if d.is_zero() {
                 return;
             }
-            match out.get_mut(queue) {
+            let users = match out.get_mut(queue) {
+                Some(u) => u,
+                None => out.entry(queue.to_string()).or_default(),
+            };
+            match users.get_mut(user) {
                 Some(u) => u.add(d),
                 None => {
-                    out.insert(queue.to_string(), d.clone());
+                    users.insert(user.to_string(), d.clone());
                 }
             }
         };
-        for ((queue, _), e) in &self.entries {
+        for ((queue, user), e) in &self.entries {
             let mut d = e.decayed.clone();
             if now_s > e.decayed_at && !d.is_zero() {
                 let age = now_s - e.decayed_at;
@@ -301,16 +311,16 @@ impl UsageHistory {
                 d.scale_q32(f);
             }
             d.add(&e.open);
-            add(queue, &d);
+            add(queue, user, &d);
         }
-        for ((queue, _), h) in &self.holding {
+        for ((queue, user), h) in &self.holding {
             if now_ms > h.since_ms && !h.held.is_zero() {
                 let dt = (now_ms - h.since_ms) as u128;
                 let mut d = Usage::new();
                 for (name, v) in h.held.iter() {
                     d.add_to(name.as_str(), u128::from(v) * dt / 1000);
                 }
-                add(queue, &d);
+                add(queue, user, &d);
             }
         }
         out
@@ -341,6 +351,20 @@ impl UsageHistory {
         }
         h
     }
+}
+
+/// Per leaf queue, the sum of its users' usage.
+pub fn per_queue(by_user: &BTreeMap<String, BTreeMap<String, Usage>>) -> BTreeMap<String, Usage> {
+    by_user
+        .iter()
+        .map(|(q, users)| {
+            let mut sum = Usage::new();
+            for u in users.values() {
+                sum.add(u);
+            }
+            (q.clone(), sum)
+        })
+        .collect()
 }
 
 /// Decays `d` (as of `*at`) to `to`, seconds; never backwards.

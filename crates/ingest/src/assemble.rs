@@ -297,6 +297,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             external: external.into_iter().map(Arc::new).collect(),
             topology: cx.topology.topology.clone(),
             usage: Default::default(),
+            user_usage: Default::default(),
         },
         warnings: cx.warnings,
     })

@@ -59,6 +59,11 @@ pub struct Snapshot {
     /// nothing.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub usage: BTreeMap<String, Usage>,
+    /// The same, by leaf queue and then user (the job's namespace): what
+    /// orders the jobs of one priority inside a leaf when the time-decayed
+    /// fair share is on (the users' shares of their leaf's usage).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub user_usage: BTreeMap<String, BTreeMap<String, Usage>>,
 }
 
 impl Snapshot {
@@ -71,6 +76,7 @@ impl Snapshot {
             external: Vec::new(),
             topology: None,
             usage: BTreeMap::new(),
+            user_usage: BTreeMap::new(),
         }
     }
 

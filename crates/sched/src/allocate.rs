@@ -133,6 +133,10 @@ struct World<'s> {
     topo: Option<topo::TopoIndex>,
     fair: Vec<Resources>,
     demand: Vec<Resources>,
+    /// Per leaf queue, each user's (namespace's) dominant share of the
+    /// leaf's decayed usage (Q32): jobs of one priority go less-used user
+    /// first. Empty unless the time-decayed fair share is on.
+    user_shares: Vec<BTreeMap<&'s str, u128>>,
     /// Jobs with an unexpired nomination: they wait, they do not evict again.
     nominated: Vec<bool>,
     /// Constraint sets interned by value: `Arc` pointer → dense id, so

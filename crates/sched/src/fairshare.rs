@@ -178,7 +178,26 @@ pub const USAGE_STEEPNESS: u128 = 4;
 /// zero. Integers only.
 pub fn usage_factors(weights: &[u64], usage: &[&Usage]) -> Vec<u64> {
     let wsum: u128 = weights.iter().map(|w| u128::from(*w)).sum();
-    // Per resource, the siblings' total.
+    weights
+        .iter()
+        .zip(dominant_usage_shares(usage))
+        .map(|(&w, share)| {
+            if w == 0 || wsum == 0 {
+                return FACTOR_ONE;
+            }
+            // U / S = share · Σw / (w · 2³²).
+            let f = exp2_neg_q32(share * wsum * USAGE_STEEPNESS, u128::from(w) << 32);
+            (f >> 22).max(1)
+        })
+        .collect()
+}
+
+/// Each one's dominant usage share among `usage`, in Q32 (2³² is all of
+/// it): its share of the total in the resource where that share is
+/// largest. The siblings' `U` of [`usage_factors`], and the order of users
+/// inside a leaf queue (the allocate walk: less used first).
+pub fn dominant_usage_shares(usage: &[&Usage]) -> Vec<u128> {
+    // Per resource, the total.
     let mut totals: BTreeMap<&str, u128> = BTreeMap::new();
     for u in usage {
         for (r, v) in u.iter() {
@@ -186,22 +205,13 @@ pub fn usage_factors(weights: &[u64], usage: &[&Usage]) -> Vec<u64> {
             *e = e.saturating_add(v);
         }
     }
-    weights
+    usage
         .iter()
-        .zip(usage)
-        .map(|(&w, u)| {
-            if w == 0 || wsum == 0 {
-                return FACTOR_ONE;
-            }
-            // Dominant usage share, Q32.
-            let share: u128 = u
-                .iter()
+        .map(|u| {
+            u.iter()
                 .map(|(r, v)| share_q32(v, totals.get(r).copied().unwrap_or(0)))
                 .max()
-                .unwrap_or(0);
-            // U / S = share · Σw / (w · 2³²).
-            let f = exp2_neg_q32(share * wsum * USAGE_STEEPNESS, u128::from(w) << 32);
-            (f >> 22).max(1)
+                .unwrap_or(0)
         })
         .collect()
 }

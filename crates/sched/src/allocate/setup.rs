@@ -328,6 +328,16 @@ impl<'s> Cycle<'s> {
                 u
             });
         let fs = fairshare::compute(tree, &capacity, &leaf_demand, usage.as_deref());
+        let mut user_shares: Vec<BTreeMap<&str, u128>> = Vec::new();
+        if config.fair_share.usage_half_life_seconds.is_some() {
+            user_shares = vec![BTreeMap::new(); tree.len()];
+            for (name, users) in &snapshot.user_usage {
+                let Some(q) = tree.get(name) else { continue };
+                let list: Vec<&trainyard_model::Usage> = users.values().collect();
+                let shares = fairshare::dominant_usage_shares(&list);
+                user_shares[q.0] = users.keys().map(String::as_str).zip(shares).collect();
+            }
+        }
 
         let stats = CycleStats {
             nodes: nodes.len() as u32,
@@ -349,6 +359,7 @@ impl<'s> Cycle<'s> {
                 topo,
                 fair: fs.fair,
                 demand: fs.demand,
+                user_shares,
                 nominated,
                 constraint_ids,
                 rules,

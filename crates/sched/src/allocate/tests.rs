@@ -522,3 +522,45 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn with_decay_the_user_who_used_less_of_the_leaf_goes_first_among_equals() {
+    use trainyard_model::Usage;
+    let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
+    // Same queue, same priority; heavy's job is older.
+    let mut heavy = Job::gang("heavy/train", "q", vec![gpu_task(8)]);
+    heavy.submit_time = Timestamp(0);
+    let mut light = Job::gang("light/train", "q", vec![gpu_task(8)]);
+    light.submit_time = Timestamp(10_000);
+    let mut high = Job::gang("heavy/urgent", "q", vec![gpu_task(8)]);
+    high.submit_time = Timestamp(20_000);
+    high.priority = 100;
+    let mut s = snapshot(nodes, vec![QueueSpec::new("q")], vec![heavy, light]);
+    let gpu_hours = |h: u64| Usage::of(&Resources::zero().with_gpus(8), h * 3600);
+    s.user_usage = BTreeMap::from([(
+        "q".to_string(),
+        BTreeMap::from([
+            ("heavy".to_string(), gpu_hours(100)),
+            ("light".to_string(), gpu_hours(5)),
+        ]),
+    )]);
+    let mut decay = Config::default();
+    decay.fair_share.usage_half_life_seconds = Some(7 * 86_400);
+    let now = Timestamp(30_000);
+    // Off: submission order.
+    let d = schedule(&s, &Config::default(), now);
+    assert_eq!(bound_jobs(&d).keys().collect::<Vec<_>>(), ["heavy/train"]);
+    // On: the less-used user first.
+    let d = schedule(&s, &decay, now);
+    assert_eq!(bound_jobs(&d).keys().collect::<Vec<_>>(), ["light/train"]);
+    // Priority still comes first.
+    let mut s2 = s.clone();
+    s2.jobs.push(Arc::new(high));
+    s2.jobs.sort_by(|a, b| a.id.cmp(&b.id));
+    let d = schedule(&s2, &decay, now);
+    assert_eq!(bound_jobs(&d).keys().collect::<Vec<_>>(), ["heavy/urgent"]);
+    // A user with no recorded usage counts as having used nothing.
+    s.user_usage.get_mut("q").expect("q").remove("light");
+    let d = schedule(&s, &decay, now);
+    assert_eq!(bound_jobs(&d).keys().collect::<Vec<_>>(), ["light/train"]);
+}

@@ -136,10 +136,21 @@ impl<'s> Ledger<'s> {
         let mut active = vec![0u32; w.tree.len()];
         let mut queues = Vec::with_capacity(per_leaf.len());
         for (q, mut list) in per_leaf.into_iter().enumerate() {
+            // With the time-decayed fair share, the user (namespace) who
+            // used less of this leaf lately goes first among equals in
+            // priority, as in Slurm's fair share between an account's users.
+            let shares = w.user_shares.get(q).filter(|m| !m.is_empty());
+            let share = |j: &trainyard_model::Job| {
+                shares.map_or(0, |m| {
+                    let user = j.id.split_once('/').map_or("", |(ns, _)| ns);
+                    m.get(user).copied().unwrap_or(0)
+                })
+            };
             list.sort_by(|&a, &b| {
                 let (ja, jb) = (self.jobs[a].job, self.jobs[b].job);
                 jb.priority
                     .cmp(&ja.priority)
+                    .then_with(|| share(ja).cmp(&share(jb)))
                     .then(ja.submit_time.cmp(&jb.submit_time))
                     .then(ja.id.cmp(&jb.id))
             });

@@ -128,6 +128,11 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
     assert_eq!(condition.reason.as_deref(), Some("Unschedulable"));
     let message = condition.message.unwrap_or_default();
     assert!(message.contains("gang"), "{message}");
+    events_until(&client, "ml", 1, |e| {
+        e.reason.as_deref() == Some("FailedScheduling")
+            && e.involved_object.name.as_deref() == Some("too-big-0")
+    })
+    .await;
     let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "ml");
     let failed: Vec<_> = events
         .list(&ListParams::default().fields("involvedObject.name=too-big-0"))
@@ -138,11 +143,11 @@ async fn a_gang_that_fits_binds_whole_and_one_that_does_not_binds_nothing() {
         .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
         .collect();
     assert_eq!(failed.len(), 1, "one event while the reason stays the same");
-    let scheduled = events
-        .list(&ListParams::default().fields("involvedObject.name=fits-0,reason=Scheduled"))
-        .await
-        .expect("events")
-        .items;
+    let scheduled = events_until(&client, "ml", 1, |e| {
+        e.reason.as_deref() == Some("Scheduled")
+            && e.involved_object.name.as_deref() == Some("fits-0")
+    })
+    .await;
     assert_eq!(scheduled.len(), 1, "{scheduled:?}");
     let node = &placed["fits-0"].0;
     assert_eq!(

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use kube::runtime::{WatchStreamExt, watcher};
 use trainyard_serve::GPU_DEVICES_ANNOTATION;
@@ -71,12 +71,10 @@ async fn a_node_deleted_mid_bind_leaves_no_partial_gang() {
             "{name} holds GPUs on {node:?} in an incomplete gang"
         );
     }
-    let events: Api<Event> = Api::namespaced(client.clone(), "ml");
-    let repaired = events
-        .list(&ListParams::default().fields("reason=IncompleteGang"))
-        .await
-        .expect("events")
-        .items;
+    let repaired = events_until(&client, "ml", 1, |e| {
+        e.reason.as_deref() == Some("IncompleteGang")
+    })
+    .await;
     assert!(!repaired.is_empty(), "an IncompleteGang event");
     let message = repaired[0].message.clone().unwrap_or_default();
     assert!(

@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -136,13 +136,12 @@ async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
     let evicted = until(&mut progress, "two evictions", |p| p.written.evictions >= 2).await;
     assert_eq!(evicted.written.evictions, 2, "{evicted:?}");
     // The victims, from the Reclaimed Events (the pods may be gone
-    // already where a kubelet stops them at once).
-    let events: Api<Event> = Api::namespaced(client.clone(), "ml");
-    let reclaimed = events
-        .list(&ListParams::default().fields("reason=Reclaimed"))
-        .await
-        .expect("events")
-        .items;
+    // already where a kubelet stops them at once). Events are written by
+    // a task of their own, after the evictions: watched until both are in.
+    let reclaimed = events_until(&client, "ml", 2, |e| {
+        e.reason.as_deref() == Some("Reclaimed")
+    })
+    .await;
     assert_eq!(reclaimed.len(), 2, "{reclaimed:?}");
     let message = reclaimed[0].message.clone().unwrap_or_default();
     assert!(

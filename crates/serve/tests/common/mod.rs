@@ -343,6 +343,43 @@ pub async fn until(
     }
 }
 
+/// The first `n` Events of `namespace` that `pick` selects, by name, as a
+/// watch (its first list included) delivers them: Events are written by a
+/// task of their own, after the writes they report, so a test waits for
+/// them rather than listing once. Fails after 30 s.
+pub async fn events_until(
+    client: &Client,
+    namespace: &str,
+    n: usize,
+    pick: impl Fn(&k8s_openapi::api::core::v1::Event) -> bool,
+) -> Vec<k8s_openapi::api::core::v1::Event> {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), namespace);
+    let mut stream = watcher(events, watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    let mut seen = BTreeMap::new();
+    let wait = async {
+        while seen.len() < n {
+            match stream.next().await {
+                Some(Ok(e)) if pick(&e) => {
+                    seen.insert(e.metadata.name.clone().unwrap_or_default(), e);
+                }
+                Some(_) => {}
+                None => break,
+            }
+        }
+    };
+    if tokio::time::timeout(Duration::from_secs(30), wait)
+        .await
+        .is_err()
+    {
+        panic!("timed out waiting for {n} Events in {namespace}: {seen:?}");
+    }
+    seen.into_values().collect()
+}
+
 /// Node and GPU devices of every bound pod, from the API.
 pub async fn placements(client: &Client) -> BTreeMap<String, (String, Vec<u32>)> {
     let api: Api<Pod> = Api::namespaced(client.clone(), "ml");

@@ -360,6 +360,46 @@ fn a_nominated_job_waits_and_keeps_its_room() {
 }
 
 #[test]
+fn a_nominated_job_whose_victims_cannot_make_its_room_evicts_elsewhere() {
+    // b/big was nominated on n0 for 8 GPUs, evicting a/x and a/y there.
+    // a/x is terminating; a/y's eviction was refused (a disruption budget)
+    // and a/y now counts as no victim. Waiting for a/x would free only 4
+    // GPUs: b/big reclaims n1 instead, at once.
+    let mut big = pending("b/big", "b", 1, 8);
+    big.tasks[0].nomination = Some(trainyard_model::Nomination {
+        node: "n0".into(),
+        since: Timestamp(NOW.0 - MIN),
+        gpus: None,
+    });
+    let mut x = running("a/x", "a", &[("n0", &[0, 1, 2, 3])], 100);
+    x.tasks[0].terminating = true;
+    let mut y = running("a/y", "a", &[("n0", &[4, 5, 6, 7])], 100);
+    y.preemptible = false;
+    let jobs = |y: Job| {
+        vec![
+            x.clone(),
+            y,
+            running("a/z", "a", &[("n1", &[0, 1, 2, 3])], 100),
+            running("a/w", "a", &[("n1", &[4, 5, 6, 7])], 100),
+            big.clone(),
+        ]
+    };
+    let d = run(nodes(2), vec![q("a", 8), q("b", 8)], jobs(y.clone()));
+    assert_eq!(evicted(&d), ["a/w-0", "a/z-0"]);
+    assert_eq!(d.nominations.len(), 1);
+    assert_eq!(d.nominations[0].node.to_string(), "n1");
+    // With a/y terminating too, the room is coming: b/big waits.
+    y.tasks[0].terminating = true;
+    let d = run(nodes(2), vec![q("a", 8), q("b", 8)], jobs(y));
+    assert!(d.evictions.is_empty(), "{:?}", evicted(&d));
+    assert!(
+        d.pending[0].message.starts_with("waiting for 2 evicted pod(s)"),
+        "{}",
+        d.pending[0].message
+    );
+}
+
+#[test]
 fn a_stale_nomination_never_takes_another_preemptors_devices() {
     // a/early was nominated on n0 devices 0-3 but its bind was taken back,
     // and a/other now runs on devices 0-1. b/late was nominated on devices

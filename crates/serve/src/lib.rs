@@ -81,6 +81,9 @@ pub struct Progress {
     pub written: Written,
     /// Pending jobs after the last cycle.
     pub pending: u64,
+    /// Running jobs that a PodDisruptionBudget kept from being victims in
+    /// the last cycle ([`pdb`]).
+    pub protected: u64,
     /// Queue statuses written (only when changed), summed over cycles.
     pub queue_statuses: u64,
     /// Pending pods told why they wait (a condition and an Event each),
@@ -521,7 +524,8 @@ pub async fn run_with(
                             p.closed(closed);
                         }
                     }
-                    let (snapshot, _protected) = pdbs.protect(world.state.snapshot());
+                    let (snapshot, protected) = pdbs.protect(world.state.snapshot());
+                    done.protected = protected.len() as u64;
                     phase(&metrics, "snapshot", t);
                     let t = Instant::now();
                     let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);

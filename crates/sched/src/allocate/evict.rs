@@ -161,6 +161,45 @@ impl<'s> Cycle<'s> {
         }
     }
 
+    /// Whether the nominated pending tasks of job `j` that hold no room
+    /// yet fit their nominated nodes once the terminating pods there are
+    /// gone: per node, its free capacity plus what those pods hold covers
+    /// what the tasks ask.
+    fn room_once_victims_go(&self, j: usize) -> bool {
+        let job = self.ledger.jobs[j].job;
+        let held: BTreeSet<usize> = self.ledger.reserved[j].iter().map(|(t, _, _)| *t).collect();
+        let mut need: std::collections::BTreeMap<usize, Resources> = Default::default();
+        for &t in &self.ledger.jobs[j].pending {
+            let task = &job.tasks[t];
+            let Some(nom) = &task.nomination else {
+                continue;
+            };
+            if held.contains(&t) {
+                continue;
+            }
+            let Ok(n) = self
+                .world
+                .nodes
+                .binary_search_by(|node| node.name.as_str().cmp(nom.node.as_str()))
+            else {
+                return false;
+            };
+            need.entry(n).or_insert_with(Resources::zero).add(&task.requests);
+        }
+        need.iter().all(|(&n, asked)| {
+            let name = self.world.nodes[n].name.as_str();
+            let mut room = self.ledger.state.nodes()[n].free.clone();
+            for t in self.ledger.jobs.iter().flat_map(|jw| jw.job.tasks.iter()) {
+                if t.terminating
+                    && matches!(&t.state, TaskState::Bound { node, .. } if node.as_str() == name)
+                {
+                    room.add(&t.requests);
+                }
+            }
+            asked.fits_in(&room)
+        })
+    }
+
     /// One walk of the eviction pass over the gangs `round`; returns those
     /// that found no victims.
     fn eviction_round(&mut self, round: &BTreeSet<usize>) -> Vec<usize> {
@@ -196,10 +235,12 @@ impl<'s> Cycle<'s> {
                             && matches!(&t.state, TaskState::Bound { node, .. } if nodes.contains(node))
                     })
                     .count() as u32;
-                // While its victims terminate it waits. Once they are gone
-                // and it still did not fit (a job of higher priority in its
-                // queue took the room), it is an ordinary pending gang.
-                if victims > 0 {
+                // While its victims terminate it waits, if their going
+                // makes the room it was nominated for. Otherwise (a victim
+                // the Eviction API refused, or a job of higher priority in
+                // its queue took the room) it is an ordinary pending gang
+                // now, not after the victims are gone.
+                if victims > 0 && self.room_once_victims_go(j) {
                     self.outcome.pending.insert(
                         j,
                         PendingReason::WaitingForVictims {

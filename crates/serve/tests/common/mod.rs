@@ -26,8 +26,14 @@ use tokio::sync::watch;
 use trainyard_serve::{GPU_DEVICES_ANNOTATION, Progress, Settings};
 use trainyard_testapi::{Config, TestApiServer};
 
+/// A client of the test API server. Like the service's own
+/// ([`trainyard_serve::connect`]), it has no retry layer: kube's default
+/// one retries a 429 with backoff for seconds, and an eviction that a
+/// PodDisruptionBudget refuses answers 429, so a service given a retrying
+/// client would wait where the real one decides again.
 pub fn client(server: &TestApiServer) -> Client {
-    let config = kube::Config::new(server.url().parse().expect("url"));
+    let mut config = kube::Config::new(server.url().parse().expect("url"));
+    config.default_retry = false;
     Client::try_from(config).expect("client")
 }
 
@@ -116,12 +122,13 @@ pub async fn env() -> (Env, Client) {
         .await;
     let kubeconfig =
         kube::config::Kubeconfig::read_from(&path).expect("TRAINYARD_E2E_KUBECONFIG readable");
-    let config = kube::Config::from_custom_kubeconfig(
+    let mut config = kube::Config::from_custom_kubeconfig(
         kubeconfig,
         &kube::config::KubeConfigOptions::default(),
     )
     .await
     .expect("a usable kubeconfig");
+    config.default_retry = false;
     let client = Client::try_from(config).expect("client");
     install_crds(&client).await;
     clean(&client).await;

@@ -141,8 +141,18 @@ impl<'s> Cycle<'s> {
             // A nominated preemptor that lost its bind does not evict again
             // in the same cycle; the next cycle it is an ordinary gang. Also
             // again: gangs that found nothing in a leaf where this round
-            // bound or took back pods (the room there changed).
+            // bound or took back pods (the room there changed), and every
+            // gang that found nothing when this round left a queue on the
+            // path of a changed leaf above its fair share (new victims for
+            // every other queue's reclaim: the next cycle would find them).
             let changed: BTreeSet<QueueId> = std::mem::take(&mut self.outcome.changed_leaves);
+            let above_fair = changed.iter().any(|&leaf| {
+                self.world.tree.ancestors(leaf).any(|q| {
+                    self.ledger.alloc[q.0]
+                        .iter()
+                        .any(|(r, v)| v > self.world.fair[q.0].get(&r))
+                })
+            });
             round = std::mem::take(&mut self.outcome.yielded)
                 .into_iter()
                 .filter(|j| {
@@ -155,7 +165,7 @@ impl<'s> Cycle<'s> {
                 .chain(
                     refused
                         .into_iter()
-                        .filter(|j| changed.contains(&self.ledger.jobs[*j].leaf)),
+                        .filter(|j| above_fair || changed.contains(&self.ledger.jobs[*j].leaf)),
                 )
                 .collect();
         }

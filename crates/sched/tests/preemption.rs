@@ -393,7 +393,9 @@ fn a_nominated_job_whose_victims_cannot_make_its_room_evicts_elsewhere() {
     let d = run(nodes(2), vec![q("a", 8), q("b", 8)], jobs(y));
     assert!(d.evictions.is_empty(), "{:?}", evicted(&d));
     assert!(
-        d.pending[0].message.starts_with("waiting for 2 evicted pod(s)"),
+        d.pending[0]
+            .message
+            .starts_with("waiting for 2 evicted pod(s)"),
         "{}",
         d.pending[0].message
     );

@@ -45,6 +45,7 @@ pub mod group_status;
 pub mod grouper;
 pub mod http;
 pub mod infer;
+pub mod journal;
 pub mod leader;
 pub mod metrics;
 pub mod pdb;
@@ -102,6 +103,8 @@ pub struct Progress {
     pub events: events::EventCounts,
     /// Whether this replica leads (always, without leader election).
     pub leader: bool,
+    /// What this start did with the bind journal's open intents.
+    pub recovered: journal::Recovered,
 }
 
 /// The service could not start.
@@ -292,6 +295,9 @@ pub async fn run_with(
     // half-life (its window and compaction only). Rebuilt from the store
     // when there is one (docs/persistence.md).
     let mut persist = None;
+    // The bind journal's intents left open by the last run: resolved at
+    // the first cycle as leader ([`journal`]).
+    let mut open_intents = std::collections::BTreeMap::new();
     {
         let hl = settings
             .scheduler
@@ -303,7 +309,13 @@ pub async fn run_with(
             fresh()
         } else {
             match persist::Persist::start(&service.store, hl) {
-                Ok((p, history, recovery)) => {
+                Ok(persist::Started {
+                    persist: p,
+                    history,
+                    recovery,
+                    intents,
+                }) => {
+                    open_intents = intents;
                     if let trainyard_store::Recovery::Rebuilt { moved_to, reason } = &recovery {
                         tracing::error!(moved_to = %moved_to.display(), "{reason}; a new store was started");
                         metrics.store_rebuilt.inc();
@@ -341,11 +353,15 @@ pub async fn run_with(
     // another: no cycle waits for them.
     let (events, events_task) =
         events::EventSink::spawn(conn.clone(), service.event_queue, service.bind_concurrency);
+    let journal = persist
+        .as_ref()
+        .map(|p| p.journal(open_intents.keys().next_back().copied().unwrap_or(0)));
     let mut writer = write::Writer::spawn(
         conn.clone(),
         events.clone(),
         service.bind_concurrency,
         service.nominate_before_bind,
+        journal.clone(),
     );
     let mut period = Duration::from_millis(service.cycle_period_millis);
     let mut debounce = Duration::from_millis(service.debounce_millis);
@@ -501,6 +517,13 @@ pub async fn run_with(
                 if synced && leading {
                     let started = Instant::now();
                     let now = wall_clock();
+                    if let Some(j) = &journal
+                        && !open_intents.is_empty()
+                    {
+                        let intents = std::mem::take(&mut open_intents);
+                        done.recovered = journal::recover(intents, &mut world.state, &mut writer, j, (&conn, &events), now).await;
+                        metrics.writes_in_flight.set(writer.in_flight() as i64);
+                    }
                     let grouped = grouper.cycle(&conn, &events, &world, now).await;
                     done.groups_created += grouped.created;
                     done.written.failed += grouped.failed;

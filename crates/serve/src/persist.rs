@@ -9,16 +9,21 @@
 //! older than two days into days, buckets older than eight half-lives
 //! dropped) and shrinks the file.
 //!
+//! The same thread keeps the gang bind journal ([`crate::journal`]): an
+//! intent is committed before a gang's binds are issued (the writer waits
+//! for that commit) and removed when they are done.
+//!
 //! Conversions between the cluster state's `Usage` and the store's
 //! `UsageRecord` are here, the one place that knows both.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
 use trainyard_cluster::usage::{ClosedBucket, UsageHistory};
 use trainyard_model::{ResourceName, Usage};
 use trainyard_store::{
-    Backend, Batch, Records, Recovery, Store, StoreError, UsageKey, UsageRecord,
+    Backend, Batch, JournalRecord, Records, Recovery, Store, StoreError, UsageKey, UsageRecord,
 };
 
 /// The half-life the usage history decays by when the time-decayed fair
@@ -150,10 +155,35 @@ pub fn usage_report(
     Ok(rows.into_values().collect())
 }
 
+/// What the store's thread is handed.
+pub(crate) enum Msg {
+    /// Usage buckets that closed.
+    Closed(Vec<ClosedBucket>),
+    /// Writes (or rewrites) intent `id` of the bind journal; `done` hears
+    /// once it is durable, or why it is not.
+    Intent {
+        id: u64,
+        rec: JournalRecord,
+        done: Option<tokio::sync::oneshot::Sender<Result<(), String>>>,
+    },
+    /// Removes intent `id`: its binds are done or undone.
+    CloseIntent(u64),
+}
+
 /// What the cycle loop holds: the sending side of the store's thread.
 pub struct Persist {
-    tx: mpsc::Sender<Vec<ClosedBucket>>,
+    tx: mpsc::Sender<Msg>,
     thread: std::thread::JoinHandle<()>,
+}
+
+/// What [`Persist::start`] found and started.
+pub struct Started {
+    pub persist: Persist,
+    /// The usage history rebuilt from the store.
+    pub history: UsageHistory,
+    pub recovery: Recovery,
+    /// Bind journal intents left open by the last run, by id.
+    pub intents: BTreeMap<u64, JournalRecord>,
 }
 
 /// Where and how the service keeps its state.
@@ -185,18 +215,16 @@ impl Default for StoreSettings {
 impl Persist {
     /// Opens the store (moving a damaged one aside), rebuilds the usage
     /// history from it and starts the thread that writes to it.
-    pub fn start(
-        settings: &StoreSettings,
-        half_life_s: u64,
-    ) -> Result<(Persist, UsageHistory, Recovery), StoreError> {
+    pub fn start(settings: &StoreSettings, half_life_s: u64) -> Result<Started, StoreError> {
         let path = PathBuf::from(&settings.path);
         let (mut store, recovery) = trainyard_store::open_or_recover(&path, settings.backend)?;
         let history = restore(store.as_ref(), half_life_s)?;
+        let intents = store.journal()?;
         let retention_s = match settings.retention_days {
             Some(d) => u64::from(d) * 86_400,
             None => half_life_s.saturating_mul(8),
         };
-        let (tx, rx) = mpsc::channel::<Vec<ClosedBucket>>();
+        let (tx, rx) = mpsc::channel::<Msg>();
         let thread = std::thread::Builder::new()
             .name("trainyard-store".into())
             .spawn(move || write_loop(store.as_mut(), rx, retention_s))
@@ -204,14 +232,25 @@ impl Persist {
                 path: path.clone(),
                 detail: format!("cannot start the store's thread: {e}"),
             })?;
-        Ok((Persist { tx, thread }, history, recovery))
+        Ok(Started {
+            persist: Persist { tx, thread },
+            history,
+            recovery,
+            intents,
+        })
     }
 
     /// Hands closed buckets to the store's thread (never blocks).
     pub fn closed(&self, buckets: Vec<ClosedBucket>) {
-        if !buckets.is_empty() && self.tx.send(buckets).is_err() {
+        if !buckets.is_empty() && self.tx.send(Msg::Closed(buckets)).is_err() {
             tracing::error!("the store's thread has stopped; usage history is not being kept");
         }
+    }
+
+    /// A handle on the bind journal, for the writer; its intent ids
+    /// start above `after` (the highest id left open).
+    pub fn journal(&self, after: u64) -> crate::journal::Journal {
+        crate::journal::Journal::new(self.tx.clone(), after)
     }
 
     /// Waits until everything handed over is written and the store closed.
@@ -225,9 +264,33 @@ impl Persist {
 
 /// Commits what arrives; compacts once per day of bucket time, keeping
 /// `retention_s` seconds of history.
-fn write_loop(store: &mut dyn Store, rx: mpsc::Receiver<Vec<ClosedBucket>>, retention_s: u64) {
+fn write_loop(store: &mut dyn Store, rx: mpsc::Receiver<Msg>, retention_s: u64) {
     let mut last_day: Option<i64> = None;
-    while let Ok(buckets) = rx.recv() {
+    while let Ok(msg) = rx.recv() {
+        let buckets = match msg {
+            Msg::Closed(b) => b,
+            Msg::Intent { id, rec, done } => {
+                let mut batch = Batch::default();
+                batch.intent(id, &rec);
+                let result = store.apply(&batch).map_err(|e| e.to_string());
+                if let Err(e) = &result {
+                    tracing::error!("bind journal: intent {id} of {} not stored: {e}", rec.gang);
+                }
+                if let Some(done) = done {
+                    // The writer may have stopped waiting (the service stops).
+                    let _ = done.send(result);
+                }
+                continue;
+            }
+            Msg::CloseIntent(id) => {
+                let mut batch = Batch::default();
+                batch.close_intent(id);
+                if let Err(e) = store.apply(&batch) {
+                    tracing::error!("bind journal: intent {id} not closed: {e}");
+                }
+                continue;
+            }
+        };
         let end = buckets
             .iter()
             .map(|b| b.start_s + i64::from(b.width_s))
@@ -340,7 +403,13 @@ mod tests {
                 retention_days: None,
             };
             let hl = 7 * 86_400;
-            let (p, mut h, rec) = Persist::start(&settings, hl).unwrap();
+            let Started {
+                persist: p,
+                history: mut h,
+                recovery: rec,
+                intents,
+            } = Persist::start(&settings, hl).unwrap();
+            assert!(intents.is_empty());
             assert_eq!(rec, Recovery::Opened);
             let held = BTreeMap::from([(
                 ("team-a".to_string(), "ns".to_string()),

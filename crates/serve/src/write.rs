@@ -29,6 +29,7 @@ use trainyard_sched::decisions::{Bind, Eviction, EvictionKind};
 
 use crate::conn::Conn;
 use crate::events::{EventSink, Record};
+use crate::journal::Journal;
 pub use crate::settings::NominateBeforeBind;
 
 /// Annotation with the GPU device indices chosen on the node
@@ -199,19 +200,44 @@ fn units(writes: Vec<Write>, nominate: NominateBeforeBind) -> Vec<(bool, Vec<Wri
     out
 }
 
-/// Writes one unit: nominations first if asked (all at once; a failed
-/// nomination is logged, the bind goes ahead), then its writes, each
-/// request holding one of `permits`.
+/// Writes one unit: a gang's intent into the bind journal first (when
+/// there is one, and the unit is not already under intent `intent`),
+/// nominations if asked (all at once; a failed nomination is logged, the
+/// bind goes ahead), then its writes, each request holding one of
+/// `permits`; the intent is closed when they are done.
 async fn write_unit(
     conn: &Conn,
     events: &EventSink,
     permits: &Semaphore,
-    at: Timestamp,
+    (at, intent, journal): (Timestamp, Option<u64>, Option<&Journal>),
     (nominate_first, writes): (bool, Vec<Write>),
     out: &mpsc::UnboundedSender<Outcome>,
 ) {
     let when = crate::report::rfc3339(at);
     let when = when.as_str();
+    let binds: Vec<Bind> = writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::Bind(b) => Some(b.clone()),
+            _ => None,
+        })
+        .collect();
+    // A gang's binds (two or more: one pod is never a partial gang).
+    let intent = match (intent, journal) {
+        (Some(id), _) => Some(id),
+        (None, Some(j)) if binds.len() > 1 => match j.open(at, &binds).await {
+            Ok(id) => Some(id),
+            Err(e) => {
+                // Bound anyway: the repair timer still guards the gang.
+                tracing::error!(
+                    "bind journal: gang {} bound without an intent: {e}",
+                    binds[0].job
+                );
+                None
+            }
+        },
+        _ => None,
+    };
     if nominate_first {
         let nominations = writes.iter().filter_map(|w| match w {
             Write::Bind(b) => Some(async move {
@@ -255,6 +281,9 @@ async fn write_unit(
         });
     });
     futures::future::join_all(requests).await;
+    if let (Some(id), Some(j)) = (intent, journal) {
+        j.close(id);
+    }
 }
 
 /// The writer: a task that writes the cycles' binds, evictions and
@@ -263,7 +292,7 @@ async fn write_unit(
 /// ([`Writer::send`]) and reads what became of them
 /// ([`Writer::outcome`]); a failed write's assumption is then forgotten.
 pub struct Writer {
-    tx: mpsc::UnboundedSender<(Timestamp, Vec<Write>)>,
+    tx: mpsc::UnboundedSender<(Timestamp, Vec<Write>, Option<u64>)>,
     rx: mpsc::UnboundedReceiver<Outcome>,
     /// Writes not yet done, by the time of their cycle.
     in_flight: BTreeMap<Timestamp, usize>,
@@ -276,23 +305,32 @@ impl Writer {
         events: EventSink,
         concurrency: usize,
         nominate: NominateBeforeBind,
+        journal: Option<Journal>,
     ) -> Writer {
-        let (tx, mut batches) = mpsc::unbounded_channel::<(Timestamp, Vec<Write>)>();
+        let (tx, mut batches) = mpsc::unbounded_channel::<(Timestamp, Vec<Write>, Option<u64>)>();
         let (out, rx) = mpsc::unbounded_channel();
         let permits = Arc::new(Semaphore::new(concurrency.max(1)));
         let task = tokio::spawn(async move {
             futures::stream::poll_fn(move |cx| batches.poll_recv(cx))
-                .flat_map(|(at, writes)| {
-                    futures::stream::iter(units(writes, nominate).into_iter().map(move |u| (at, u)))
+                .flat_map(|(at, writes, intent)| {
+                    futures::stream::iter(
+                        units(writes, nominate)
+                            .into_iter()
+                            .map(move |u| (at, intent, u)),
+                    )
                 })
-                .for_each_concurrent(concurrency.max(1), |(at, unit)| {
-                    let (conn, events, permits, out) = (
+                .for_each_concurrent(concurrency.max(1), |(at, intent, unit)| {
+                    let (conn, events, permits, out, journal) = (
                         Arc::clone(&conn),
                         events.clone(),
                         Arc::clone(&permits),
                         out.clone(),
+                        journal.clone(),
                     );
-                    async move { write_unit(&conn, &events, &permits, at, unit, &out).await }
+                    async move {
+                        let ctx = (at, intent, journal.as_ref());
+                        write_unit(&conn, &events, &permits, ctx, unit, &out).await
+                    }
                 })
                 .await;
         });
@@ -306,12 +344,18 @@ impl Writer {
 
     /// Hands over the writes of the cycle at `at`.
     pub fn send(&mut self, at: Timestamp, writes: Vec<Write>) {
+        self.send_under(at, writes, None);
+    }
+
+    /// Hands over the rest of one gang's binds under intent `intent` of
+    /// the bind journal (a start completing it): closed when they are done.
+    pub fn send_under(&mut self, at: Timestamp, writes: Vec<Write>, intent: Option<u64>) {
         if writes.is_empty() {
             return;
         }
         *self.in_flight.entry(at).or_default() += writes.len();
         // The task ends only with the writer.
-        let _ = self.tx.send((at, writes));
+        let _ = self.tx.send((at, writes, intent));
     }
 
     /// The next write done (waits; pending forever when none is in flight).

@@ -226,9 +226,15 @@ async fn an_eviction_the_budget_refuses_is_decided_again() {
 
     job(&client, "b-big", "b", 8).await;
     // The refusal, then the two victims on the other node.
-    let refused = until(&mut progress, "a refused eviction", |p| p.written.failed >= 1).await;
+    let refused = until(&mut progress, "a refused eviction", |p| {
+        p.written.failed >= 1
+    })
+    .await;
     assert_eq!(refused.written.binds, 4, "{refused:?}");
-    until(&mut progress, "three evictions", |p| p.written.evictions >= 3).await;
+    until(&mut progress, "three evictions", |p| {
+        p.written.evictions >= 3
+    })
+    .await;
     env.tick();
     let end = until(&mut progress, "b-big bound", |p| p.written.binds >= 5).await;
     assert_eq!(end.written.evictions, 3, "{end:?}");

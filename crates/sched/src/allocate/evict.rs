@@ -194,7 +194,9 @@ impl<'s> Cycle<'s> {
             else {
                 return false;
             };
-            need.entry(n).or_insert_with(Resources::zero).add(&task.requests);
+            need.entry(n)
+                .or_insert_with(Resources::zero)
+                .add(&task.requests);
         }
         need.iter().all(|(&n, asked)| {
             let name = self.world.nodes[n].name.as_str();

@@ -176,7 +176,11 @@ impl<'s> Cycle<'s> {
                 let mut order: Vec<usize> = (0..units.len()).collect();
                 order.sort_by_key(|&u| {
                     let job = self.ledger.jobs[units[u].job].job;
-                    (std::cmp::Reverse(job.priority), job.submit_time, units[u].job)
+                    (
+                        std::cmp::Reverse(job.priority),
+                        job.submit_time,
+                        units[u].job,
+                    )
                 });
                 let mut taken: BTreeSet<usize> = (0..units.len()).collect();
                 for &keep in order.iter().take(MINIMISE_TRIES) {

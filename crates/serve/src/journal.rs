@@ -199,6 +199,8 @@ pub(crate) async fn recover(
 ) -> Recovered {
     let mut done = Recovered::default();
     let at = crate::report::rfc3339(now);
+    // The objects the watch listed, into jobs.
+    state.refresh();
     for (id, rec) in intents {
         match resolve(&rec, state.job(&rec.gang)) {
             Resolution::Close => {

@@ -646,15 +646,6 @@ pub async fn run_with(
             }
         }
     }
-    // The usage history handed to the store is written before the end.
-    // Joined off the runtime's threads: the last commit may take a moment.
-    if let Some(p) = persist
-        && tokio::task::spawn_blocking(move || p.close())
-            .await
-            .is_err()
-    {
-        tracing::error!("the store's thread could not be joined");
-    }
     // Stopping: no new cycle; what was handed to the writer gets `drain`
     // to land; then the lease is released (after the last write, so no
     // other replica writes while this one still does).
@@ -673,7 +664,20 @@ pub async fn run_with(
             }
         }
     }
-    drop(writer);
+    // Gone before the store's thread is joined: it holds the journal's
+    // sender (intents of writes abandoned above stay open for the next
+    // start).
+    writer.stop().await;
+    drop(journal);
+    // The usage history handed to the store is written before the end.
+    // Joined off the runtime's threads: the last commit may take a moment.
+    if let Some(p) = persist
+        && tokio::task::spawn_blocking(move || p.close())
+            .await
+            .is_err()
+    {
+        tracing::error!("the store's thread could not be joined");
+    }
     for w in watchers {
         w.abort();
     }

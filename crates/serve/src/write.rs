@@ -383,6 +383,16 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// Stops the task (writes still queued are lost, as on drop) and waits
+    /// until it is gone, with everything it held (the journal's handle on
+    /// the store's thread among them).
+    pub async fn stop(mut self) {
+        self.task.abort();
+        let _ = (&mut self.task).await;
+    }
+}
+
 impl Drop for Writer {
     fn drop(&mut self) {
         // Writes still queued are lost, as in a crash: their assumptions

@@ -331,15 +331,16 @@ async fn killed_while_binding_gangs_no_partial_gang_survives_and_no_pod_is_bound
             .all(|(bound, live)| *bound == 0 || (*bound == *live && *live == MEMBERS))
     })
     .await;
-    let s = seen.lock().expect("not poisoned");
-    for (uid, (name, _, nodes, _)) in &s.pods {
-        assert!(
-            nodes.len() <= 1,
-            "{name} ({uid}) was bound more than once: {nodes:?}\n{log:#?}"
-        );
-    }
-    let gangs = s.gangs();
-    drop(s);
+    let gangs = {
+        let s = seen.lock().expect("not poisoned");
+        for (uid, (name, _, nodes, _)) in &s.pods {
+            assert!(
+                nodes.len() <= 1,
+                "{name} ({uid}) was bound more than once: {nodes:?}\n{log:#?}"
+            );
+        }
+        s.gangs()
+    };
     // Every gang whose members are all there ran whole.
     for (g, (bound, live)) in &gangs {
         if *live == MEMBERS {
@@ -353,6 +354,12 @@ async fn killed_while_binding_gangs_no_partial_gang_survives_and_no_pod_is_bound
                 "{g} lost a member and keeps {bound} bound\n{log:#?}"
             );
         }
+    }
+    for (uid, (name, _, nodes, _)) in &seen.lock().expect("not poisoned").pods {
+        assert!(
+            nodes.len() <= 1,
+            "{name} ({uid}) was bound more than once: {nodes:?}\n{log:#?}"
+        );
     }
     // The test was not vacuous: kills left gangs in part, some of which
     // lost a member.

@@ -626,25 +626,46 @@ fn rendered_objects_fit_together() {
             }
         }
 
-        // Leader election: the Role grants the config's Lease in its namespace.
+        // The Role grants the config's Lease (with leader election) and
+        // its checkpoint ConfigMap (with checkpoints) in its namespace.
+        let store = &service["store"];
+        let checkpoint = store["checkpointSeconds"].as_u64().unwrap_or(0) > 0;
         match maybe(&objects, "Role") {
             Some(role) => {
-                assert!(set.leader_election, "{what}: a lease Role without election");
+                assert!(
+                    set.leader_election || checkpoint,
+                    "{what}: a Role without election or checkpoint"
+                );
                 assert_eq!(election["leaseNamespace"], role["metadata"]["namespace"]);
-                let named = role["rules"]
-                    .as_array()
-                    .expect("rules")
-                    .iter()
-                    .find(|r| r.get("resourceNames").is_some())
-                    .expect("a rule for the lease by name");
+                let named = |resource: &str| -> Option<Vec<String>> {
+                    role["rules"]
+                        .as_array()
+                        .expect("rules")
+                        .iter()
+                        .find(|r| {
+                            r.get("resourceNames").is_some()
+                                && strings(&r["resources"]) == [resource]
+                        })
+                        .map(|r| strings(&r["resourceNames"]))
+                };
                 assert_eq!(
-                    strings(&named["resourceNames"]),
-                    [election["leaseName"].as_str().unwrap_or("")],
+                    named("leases"),
+                    set.leader_election
+                        .then(|| vec![election["leaseName"].as_str().unwrap_or("").to_string()]),
+                    "{what}"
+                );
+                assert_eq!(
+                    named("configmaps"),
+                    checkpoint
+                        .then(|| vec![store["checkpointName"].as_str().unwrap_or("").to_string()]),
                     "{what}"
                 );
                 one(&objects, "RoleBinding");
             }
-            None => assert!(!set.leader_election, "{what}: no lease Role"),
+            None => assert!(
+                !set.leader_election && !checkpoint,
+                "{what}: no Role for the lease or the checkpoint"
+            ),
         }
         assert_eq!(
             settings.service.scheduler_name,
@@ -1058,25 +1079,37 @@ fn rbac_covers_what_the_service_calls() {
         missing.join("\n  ")
     );
 
-    // Leases: only in the release namespace, only the configured one by name.
+    // Leases and the checkpoint ConfigMap: only in the release namespace,
+    // beyond create only the configured ones by name.
     let role = one_of(&objects, "Role");
-    let lease_rules: Vec<&Value> = role["rules"].as_array().expect("rules").iter().collect();
-    for rule in &lease_rules {
-        assert_eq!(strings(&rule["apiGroups"]), ["coordination.k8s.io"]);
-        assert_eq!(strings(&rule["resources"]), ["leases"]);
+    let rules: Vec<&Value> = role["rules"].as_array().expect("rules").iter().collect();
+    for rule in &rules {
+        let (group, name) = match strings(&rule["resources"]).as_slice() {
+            [r] if r == "leases" => ("coordination.k8s.io", "trainyard"),
+            [r] if r == "configmaps" => ("", "trainyard-checkpoint"),
+            other => panic!("the Role grants {other:?}: only leases and configmaps"),
+        };
+        assert_eq!(strings(&rule["apiGroups"]), [group]);
         let verbs = strings(&rule["verbs"]);
         if verbs != ["create"] {
             assert_eq!(
                 strings(&rule["resourceNames"]),
-                ["trainyard"],
-                "lease verbs {verbs:?} beyond create are for the one Lease"
+                [name],
+                "verbs {verbs:?} beyond create are for the one object"
             );
         }
     }
-    let lease = grants(role);
-    let verbs = &lease[&("coordination.k8s.io".to_string(), "leases".to_string())];
+    let granted = grants(role);
+    let verbs = &granted[&("coordination.k8s.io".to_string(), "leases".to_string())];
     for v in ["get", "create", "update"] {
-        assert!(verbs.contains(v), "the lease Role lacks {v}");
+        assert!(verbs.contains(v), "the Role lacks {v} on leases");
+    }
+    let verbs = &granted[&(String::new(), "configmaps".to_string())];
+    for v in ["get", "create", "patch"] {
+        assert!(
+            verbs.contains(v),
+            "the Role lacks {v} on configmaps (the checkpoint)"
+        );
     }
     let config: Value = serde_saphyr::from_str(
         one_of(&objects, "ConfigMap")["data"]["config.yaml"]

@@ -326,6 +326,15 @@ impl UsageHistory {
         out
     }
 
+    /// The latest time (seconds) this history knows of: its clock, else
+    /// the end of its newest closed bucket (a history restored from a
+    /// store); `None` when it knows nothing.
+    pub fn known_until_s(&self) -> Option<i64> {
+        let clock = self.clock_ms.map(|c| c.div_euclid(1000));
+        let newest = self.entries.values().map(|e| e.decayed_at).max();
+        clock.max(newest)
+    }
+
     /// The buckets closed since the last call, in the order they closed.
     pub fn take_closed(&mut self) -> Vec<ClosedBucket> {
         std::mem::take(&mut self.closed)

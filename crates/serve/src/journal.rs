@@ -22,9 +22,9 @@
 //! no journal, and a partial gang is left to the repair timer
 //! ([`crate::repair`], `gangRepairSeconds`), which stays as the backstop.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 
 use trainyard_model::{Job, TaskKey, TaskState, Timestamp};
 use trainyard_sched::decisions::Bind;
@@ -38,6 +38,9 @@ use crate::repair::RepairEviction;
 pub struct Journal {
     tx: mpsc::Sender<Msg>,
     next: Arc<AtomicU64>,
+    /// The intents open now (durable and not yet closed), for the
+    /// checkpoint ([`crate::checkpoint`]).
+    open: Arc<Mutex<BTreeMap<u64, JournalRecord>>>,
 }
 
 impl Journal {
@@ -45,7 +48,20 @@ impl Journal {
         Journal {
             tx,
             next: Arc::new(AtomicU64::new(after.saturating_add(1))),
+            open: Arc::default(),
         }
+    }
+
+    /// The intents open now, in id order.
+    pub fn open_intents(&self) -> Vec<JournalRecord> {
+        // A poisoned lock means a panic elsewhere: report what it holds.
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        open.values().cloned().collect()
+    }
+
+    /// A fresh id, for an intent taken over from a checkpoint.
+    pub fn next_id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Commits the intent of `binds` (one gang's) and waits until it is
@@ -63,17 +79,26 @@ impl Journal {
         self.tx
             .send(Msg::Intent {
                 id,
-                rec,
+                rec: rec.clone(),
                 done: Some(done),
             })
             .map_err(|_| "the store's thread has stopped".to_string())?;
         answer
             .await
-            .map_err(|_| "the store's thread has stopped".to_string())?
+            .map_err(|_| "the store's thread has stopped".to_string())??;
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, rec);
+        Ok(())
     }
 
     /// Removes intent `id` (does not wait).
     pub fn close(&self, id: u64) {
+        self.open
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&id);
         if self.tx.send(Msg::CloseIntent(id)).is_err() {
             tracing::error!("bind journal: intent {id} not closed: the store's thread has stopped");
         }
@@ -190,7 +215,7 @@ pub struct Recovered {
 /// eviction went through (else it stays for the next start, and the
 /// repair timer is the backstop).
 pub(crate) async fn recover(
-    intents: std::collections::BTreeMap<u64, JournalRecord>,
+    intents: BTreeMap<u64, JournalRecord>,
     state: &mut trainyard_cluster::ClusterState,
     writer: &mut crate::write::Writer,
     journal: &Journal,

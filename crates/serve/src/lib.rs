@@ -38,6 +38,7 @@
 
 pub mod admission;
 pub mod api_metrics;
+pub mod checkpoint;
 pub mod conn;
 pub mod decision_log;
 pub mod events;
@@ -105,6 +106,11 @@ pub struct Progress {
     pub leader: bool,
     /// What this start did with the bind journal's open intents.
     pub recovered: journal::Recovered,
+    /// Checkpoints written to the API server ([`checkpoint`]).
+    pub checkpoints: u64,
+    /// Whether this replica's usage history resumed from a checkpoint
+    /// when it last became leader.
+    pub resumed: bool,
 }
 
 /// The service could not start.
@@ -396,6 +402,15 @@ pub async fn run_with(
         .position(|k| k.group == "policy" && k.kind == "PodDisruptionBudget");
     let mut pdbs = pdb::Pdbs::default();
     let mut group_statuses = queue_status::StatusCache::default();
+    // The checkpoint: read once on becoming leader, written every
+    // `checkpointSeconds` while leading ([`checkpoint`]).
+    let mut resumed = false;
+    let mut last_checkpoint: Option<Timestamp> = None;
+    let ck_namespace = if service.leader_election.lease_namespace.is_empty() {
+        "default".to_string()
+    } else {
+        service.leader_election.lease_namespace.clone()
+    };
     loop {
         tokio::select! {
             biased;
@@ -417,6 +432,8 @@ pub async fn run_with(
                 progress.send_replace(done);
                 if was && !leading {
                     metrics.clear_cycle_gauges();
+                    resumed = false;
+                    last_checkpoint = None;
                 }
                 if leading && !was {
                     // What this replica remembers writing may have been
@@ -517,6 +534,12 @@ pub async fn run_with(
                 if synced && leading {
                     let started = Instant::now();
                     let now = wall_clock();
+                    if !resumed {
+                        resumed = true;
+                        if live.store.checkpoint_seconds > 0 {
+                            done.resumed = resume(&client, &ck_namespace, &live.store.checkpoint_name, &mut world, journal.as_ref(), &mut open_intents).await;
+                        }
+                    }
                     if let Some(j) = &journal
                         && !open_intents.is_empty()
                     {
@@ -629,6 +652,19 @@ pub async fn run_with(
                             }
                         }
                     }
+                    let every_ms = i64::try_from(live.store.checkpoint_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+                    if every_ms > 0 && last_checkpoint.is_none_or(|t| now.0 - t.0 >= every_ms)
+                        && let Some(h) = world.state.usage_history()
+                    {
+                        let intents = journal.as_ref().map(|j| j.open_intents()).unwrap_or_default();
+                        let ck = checkpoint::Checkpoint::take(h, now, &intents);
+                        match checkpoint::write(&conn, &ck_namespace, &live.store.checkpoint_name, &ck).await {
+                            Ok(()) => done.checkpoints += 1,
+                            Err(e) => tracing::warn!("checkpoint not written: {e}"),
+                        }
+                        // Tried again one interval later, not every cycle.
+                        last_checkpoint = Some(now);
+                    }
                     phase(&metrics, "write", t);
                     phase(&metrics, "total", started);
                     metrics.cycles.inc();
@@ -692,6 +728,65 @@ pub async fn run_with(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// On becoming leader: reads the checkpoint; when it is newer than what
+/// this replica's usage history knows, the history restarts from it and
+/// the jobs running now count as held since it was taken; its open
+/// intents join `open_intents` (written to this replica's journal first,
+/// so they survive another stop). Returns whether it resumed.
+async fn resume(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    world: &mut World,
+    journal: Option<&journal::Journal>,
+    open_intents: &mut std::collections::BTreeMap<u64, trainyard_store::JournalRecord>,
+) -> bool {
+    let ck = match checkpoint::read(client, namespace, name).await {
+        Ok(Some(ck)) => ck,
+        Ok(None) => return false,
+        Err(e) => {
+            tracing::warn!("{e}; the usage history goes on from this replica's own store");
+            return false;
+        }
+    };
+    let taken_s = ck.taken_at_ms.div_euclid(1000);
+    let Some(h) = world.state.usage_history() else {
+        return false;
+    };
+    let known = h.known_until_s();
+    if known.is_some_and(|k| k >= taken_s) {
+        tracing::info!(checkpoint_s = taken_s, known_s = ?known, "the checkpoint is not newer than this replica's usage history; not used");
+        return false;
+    }
+    let half_life = h.half_life_s();
+    // The objects the watch listed, into jobs: what runs now.
+    world.state.refresh();
+    world.state.track_usage(ck.history(half_life));
+    world.state.sample_usage(Timestamp(ck.taken_at_ms));
+    tracing::info!(checkpoint_s = taken_s, known_s = ?known, queues = ck.usage.len(), intents = ck.intents.len(), "usage history resumed from the checkpoint");
+    if let Some(j) = journal {
+        for rec in ck.intents() {
+            if open_intents
+                .values()
+                .any(|o| o.gang == rec.gang && o.opened_s == rec.opened_s)
+            {
+                continue;
+            }
+            let id = j.next_id();
+            match j.write(id, rec.clone()).await {
+                Ok(()) => {
+                    open_intents.insert(id, rec);
+                }
+                Err(e) => tracing::error!(
+                    "bind journal: intent of {} from the checkpoint not kept: {e}",
+                    rec.gang
+                ),
+            }
+        }
+    }
+    true
 }
 
 /// Records the duration of a cycle's phase since `since`.

@@ -200,6 +200,13 @@ pub struct StoreSettings {
     /// it); `None`: eight half-lives. At least four half-lives when the
     /// time-decayed fair share is on (checked at load).
     pub retention_days: Option<u32>,
+    /// How often (seconds) the leader writes a checkpoint of the essential
+    /// state (decayed usage per queue and user, open bind intents) to a
+    /// ConfigMap in the lease's namespace; a new leader resumes from it
+    /// when it is newer than its own store ([`crate::checkpoint`]). 0: none.
+    pub checkpoint_seconds: u64,
+    /// The checkpoint ConfigMap's name.
+    pub checkpoint_name: String,
 }
 
 impl Default for StoreSettings {
@@ -208,6 +215,8 @@ impl Default for StoreSettings {
             path: String::new(),
             backend: Backend::Redb,
             retention_days: None,
+            checkpoint_seconds: 60,
+            checkpoint_name: "trainyard-checkpoint".into(),
         }
     }
 }
@@ -400,7 +409,7 @@ mod tests {
             let settings = StoreSettings {
                 path: dir.path().join("state").to_string_lossy().into_owned(),
                 backend,
-                retention_days: None,
+                ..StoreSettings::default()
             };
             let hl = 7 * 86_400;
             let Started {

@@ -32,6 +32,8 @@
 //!     path: ""                  # "" keeps nothing
 //!     backend: redb             # or sled
 //!     retentionDays: null       # null: eight half-lives
+//!     checkpointSeconds: 60     # 0: no checkpoint to the API server
+//!     checkpointName: trainyard-checkpoint  # a ConfigMap, lease namespace
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -265,6 +267,32 @@ impl Settings {
                 ));
             }
         }
+        if s.store.checkpoint_seconds > 86_400 {
+            return Err(err(
+                "service.store.checkpointSeconds",
+                format!(
+                    "must be from 0 (off) to 86400 s, found {}",
+                    s.store.checkpoint_seconds
+                ),
+            ));
+        }
+        let name = &s.store.checkpoint_name;
+        if s.store.checkpoint_seconds > 0
+            && (name.is_empty()
+                || name.len() > 253
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+                || !name.starts_with(|c: char| c.is_ascii_alphanumeric())
+                || !name.ends_with(|c: char| c.is_ascii_alphanumeric()))
+        {
+            return Err(err(
+                "service.store.checkpointName",
+                format!(
+                    "must be a ConfigMap name (lower-case letters, digits, '-' and '.'; starting and ending with a letter or digit), found {name:?}"
+                ),
+            ));
+        }
         let le = &s.leader_election;
         for (field, v) in [
             (
@@ -385,6 +413,22 @@ mod tests {
         .expect("valid");
         assert_eq!(s.service.store.retention_days, Some(90));
         assert_eq!(s.service.store.backend, trainyard_store::Backend::Sled);
+        let e = Settings::parse("service: {store: {checkpointName: Bad_Name}}", "s.yaml")
+            .expect_err("bad name");
+        expect_test::expect![[r#"s.yaml: service.store.checkpointName: must be a ConfigMap name (lower-case letters, digits, '-' and '.'; starting and ending with a letter or digit), found "Bad_Name""#]]
+            .assert_eq(&e.to_string());
+        let e = Settings::parse("service: {store: {checkpointSeconds: 100000}}", "s.yaml")
+            .expect_err("too long");
+        assert_eq!(
+            e.to_string(),
+            "s.yaml: service.store.checkpointSeconds: must be from 0 (off) to 86400 s, found 100000"
+        );
+        let off = Settings::parse(
+            "service: {store: {checkpointSeconds: 0, checkpointName: ''}}",
+            "s.yaml",
+        )
+        .expect("off needs no name");
+        assert_eq!(off.service.store.checkpoint_seconds, 0);
         let e = Settings::parse("service: {store: {retentionDays: 0}}", "s.yaml").expect_err("0");
         assert_eq!(
             e.to_string(),

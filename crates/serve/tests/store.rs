@@ -25,7 +25,7 @@ async fn run_once(client: &Client, store: &Path, binds: u64) -> Arc<Metrics> {
     settings.service.store = StoreSettings {
         path: store.display().to_string(),
         backend: Backend::Redb,
-        retention_days: None,
+        ..Default::default()
     };
     let metrics = Arc::new(Metrics::new());
     let Spawned {

@@ -83,13 +83,15 @@ the same values).
 {{- $_ := set $service "httpAddress" (printf "0.0.0.0:%d" (int .Values.httpPort)) }}
 {{- $election := dict "enabled" .Values.leaderElection.enabled "leaseName" .Values.leaderElection.leaseName "leaseNamespace" .Release.Namespace "leaseDurationSeconds" (int .Values.leaderElection.leaseDurationSeconds) "renewDeadlineSeconds" (int .Values.leaderElection.renewDeadlineSeconds) "retryPeriodSeconds" (int .Values.leaderElection.retryPeriodSeconds) }}
 {{- $_ := set $service "leaderElection" $election }}
+{{- $store := dict "checkpointSeconds" (int .Values.store.checkpointSeconds) "checkpointName" .Values.store.checkpointName }}
 {{- if .Values.store.enabled }}
-{{- $store := dict "path" (printf "/var/lib/trainyard/state.%s" .Values.store.backend) "backend" .Values.store.backend }}
+{{- $_ := set $store "path" (printf "/var/lib/trainyard/state.%s" .Values.store.backend) }}
+{{- $_ := set $store "backend" .Values.store.backend }}
 {{- if .Values.store.retentionDays }}
 {{- $_ := set $store "retentionDays" (int .Values.store.retentionDays) }}
 {{- end }}
-{{- $_ := set $service "store" $store }}
 {{- end }}
+{{- $_ := set $service "store" $store }}
 {{- $config := dict "scheduler" (default dict .Values.config.scheduler) "service" $service }}
 {{- toYaml $config }}
 {{- end }}

@@ -1,0 +1,122 @@
+//! A failover loses at most one checkpoint interval of usage history.
+//!
+//! Two replicas with leader election and stores of their own, against the
+//! test API server; `checkpointSeconds: 1`. The leader binds a job holding
+//! 8 GPUs and checkpoints its usage history for several intervals, then
+//! stops; the standby, whose own store knows nothing, takes over. Its first
+//! checkpoint must show the job's GPU time as if nothing had happened: what
+//! the old leader's last checkpoint said plus 8 GPUs since then, short by
+//! at most one interval's worth, never more than that (no double count).
+//! The numbers are read from the ConfigMap the replicas write, the truth
+//! from the old leader's checkpoints (8 GPUs held throughout).
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Client;
+use kube::api::Api;
+use trainyard_serve::checkpoint::Checkpoint;
+use trainyard_serve::{Progress, Settings};
+
+fn settings(identity: &str, store: &std::path::Path) -> Settings {
+    let mut s = fast_settings();
+    let le = &mut s.service.leader_election;
+    le.enabled = true;
+    le.identity = identity.into();
+    le.lease_namespace = "default".into();
+    le.lease_duration_seconds = 3;
+    le.renew_deadline_seconds = 2;
+    le.retry_period_seconds = 1;
+    s.service.store.path = store.display().to_string();
+    s.service.store.checkpoint_seconds = 1;
+    s
+}
+
+fn replica(client: &Client, identity: &str, store: &std::path::Path) -> Spawned {
+    spawn_service(
+        client.clone(),
+        settings(identity, store),
+        Arc::new(trainyard_serve::metrics::Metrics::new()),
+        Default::default(),
+    )
+}
+
+/// The checkpoint as it is in the API now, and team's GPU usage in it
+/// (milli-GPU·seconds).
+async fn checkpoint(client: &Client) -> (Checkpoint, u128) {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let cm = cms
+        .get("trainyard-checkpoint")
+        .await
+        .expect("the checkpoint");
+    let text = cm
+        .data
+        .and_then(|mut d| d.remove(trainyard_serve::checkpoint::KEY))
+        .expect("checkpoint.json");
+    let ck = Checkpoint::parse(&text, "the checkpoint").expect("a checkpoint");
+    let gpu = ck
+        .usage
+        .iter()
+        .filter(|u| u.queue == "team")
+        .map(|u| u.gpu)
+        .sum();
+    (ck, gpu)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_loses_at_most_one_checkpoint_interval_of_history() {
+    if skip_on_cluster("the checkpoint test", "two in-process replicas") {
+        return;
+    }
+    let (_env, client) = env().await;
+    cluster(&client).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut a = replica(&client, "replica-a", &dir.path().join("a.redb"));
+    until(&mut a.progress, "a leads", |p: &Progress| p.leader).await;
+    let mut b = replica(&client, "replica-b", &dir.path().join("b.redb"));
+    gang(&client, "big", "team", 1, 8).await;
+    until(&mut a.progress, "the bind", |p| p.written.binds == 1).await;
+    let start = a.progress.borrow().checkpoints;
+    until(&mut a.progress, "four checkpoints after the bind", |p| {
+        p.checkpoints >= start + 4
+    })
+    .await;
+    assert!(!b.progress.borrow().leader, "b leads too");
+    // a stops (releasing the lease); its last checkpoint is in the API.
+    a.stop.send_replace(true);
+    a.task.await.expect("a stops");
+    let (last_a, used_a) = checkpoint(&client).await;
+    assert!(used_a > 0, "a's checkpoint shows no usage: {last_a:?}");
+
+    until(&mut b.progress, "b leads and checkpoints", |p| {
+        p.leader && p.checkpoints >= 1
+    })
+    .await;
+    assert!(
+        b.progress.borrow().resumed,
+        "b did not resume from a's checkpoint"
+    );
+    let (first_b, used_b) = checkpoint(&client).await;
+    assert!(first_b.taken_at_ms > last_a.taken_at_ms);
+    // 8 GPUs held all along: a's total, plus 8 GPUs since a's checkpoint.
+    let elapsed_ms = (first_b.taken_at_ms - last_a.taken_at_ms) as u128;
+    let expected = used_a + 8_000 * elapsed_ms / 1000;
+    // 8 GPUs for one interval (checkpointSeconds: 1).
+    let one_interval = 8_000;
+    assert!(
+        used_b + one_interval >= expected,
+        "b's usage {used_b} lost more than one interval of {expected} (a's {used_a} at {}, b's at {})",
+        last_a.taken_at_ms,
+        first_b.taken_at_ms
+    );
+    // Nothing counted twice (decay over seconds and bucket rounding: 1%).
+    assert!(
+        used_b <= expected + expected / 100,
+        "b's usage {used_b} is more than {expected}: counted twice"
+    );
+    b.stop.send_replace(true);
+    b.task.await.expect("b stops");
+}

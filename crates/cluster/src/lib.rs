@@ -104,6 +104,20 @@ pub struct ClusterState {
     /// last sample, and the jobs changed since (kept only with a history).
     usage_counted: std::collections::HashMap<String, (usage::Key, Resources)>,
     usage_dirty: BTreeSet<String>,
+    /// Per job holding something: what it used so far (accounting).
+    job_usage: std::collections::HashMap<String, JobAccount>,
+    /// Jobs that stopped holding anything since the last
+    /// [`ClusterState::take_finished_jobs`].
+    finished_jobs: Vec<usage::JobUsage>,
+}
+
+/// One job's running account.
+#[derive(Clone, Debug)]
+struct JobAccount {
+    start_ms: i64,
+    /// Accrued up to here.
+    since_ms: i64,
+    used: trainyard_model::Usage,
 }
 
 /// What changed since the cached snapshot.
@@ -143,6 +157,7 @@ impl ClusterState {
     pub fn track_usage(&mut self, history: usage::UsageHistory) {
         self.usage = Some(history);
         self.usage_counted.clear();
+        self.job_usage.clear();
         self.usage_dirty = self.jobs.keys().cloned().collect();
     }
 
@@ -194,14 +209,40 @@ impl ClusterState {
             }
             if let Some((key, r)) = before {
                 h.held_mut(now, key).saturating_sub(r);
+                // The job's own account, up to now, at what it held.
+                if let Some(acc) = self.job_usage.get_mut(&id) {
+                    let dt = u128::try_from(now.0 - acc.since_ms).unwrap_or(0);
+                    for (name, v) in r.iter() {
+                        acc.used.add_to(name.as_str(), u128::from(v) * dt / 1000);
+                    }
+                    acc.since_ms = acc.since_ms.max(now.0);
+                }
             }
             match counted {
                 Some((key, r)) => {
                     h.held_mut(now, &key).add(&r);
+                    self.job_usage
+                        .entry(id.clone())
+                        .or_insert_with(|| JobAccount {
+                            start_ms: now.0,
+                            since_ms: now.0,
+                            used: trainyard_model::Usage::new(),
+                        });
                     self.usage_counted.insert(id, (key, r));
                 }
                 None => {
-                    self.usage_counted.remove(&id);
+                    if let Some((key, _)) = self.usage_counted.remove(&id)
+                        && let Some(acc) = self.job_usage.remove(&id)
+                    {
+                        self.finished_jobs.push(usage::JobUsage {
+                            job: id,
+                            queue: key.0,
+                            user: key.1,
+                            start_ms: acc.start_ms,
+                            end_ms: now.0.max(acc.start_ms),
+                            used: acc.used,
+                        });
+                    }
                 }
             }
         }
@@ -213,6 +254,13 @@ impl ClusterState {
                 self.stale.usage = true;
             }
         }
+    }
+
+    /// The jobs that stopped holding anything (ended, were evicted or
+    /// deleted) since the last call, with what each used while it held
+    /// something: the accounting's per-job records.
+    pub fn take_finished_jobs(&mut self) -> Vec<usage::JobUsage> {
+        std::mem::take(&mut self.finished_jobs)
     }
 
     /// Applies one change. A job upsert confirms the assumptions its new

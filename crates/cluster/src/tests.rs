@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use trainyard_model::{Job, Node, Resources, Snapshot, TaskKey, TaskState, Timestamp};
+use trainyard_model::{Job, Node, Resources, Snapshot, TaskKey, TaskState, Timestamp, Usage};
 use trainyard_sched::{Bind, Decisions, Eviction, EvictionKind, NominationDecision};
 
 use crate::{Change, ClusterState, Write};
@@ -509,6 +509,11 @@ proptest! {
         s.track_usage(crate::usage::UsageHistory::new(hl));
         let mut reference = crate::usage::UsageHistory::new(hl);
         let (mut got, mut want) = (Vec::new(), Vec::new());
+        // Per job holding something: (start, held, used so far), from the
+        // jobs the state shows at each sample, not from its ledger.
+        let mut open: BTreeMap<String, (i64, (String, String), Resources, Usage)> = BTreeMap::new();
+        let (mut got_jobs, mut want_jobs) = (Vec::new(), Vec::new());
+        let mut last = 0i64;
         let mut now = 0i64;
         for op in ops {
             match op {
@@ -541,6 +546,37 @@ proptest! {
                     now += i64::from(secs) * 1000;
                     s.sample_usage(Timestamp(now));
                     reference.sample(Timestamp(now), held_from_scratch(&s));
+                    for (_, (_, _, held, used)) in open.iter_mut() {
+                        for (name, v) in held.iter() {
+                            used.add_to(name.as_str(), u128::from(v) * u128::try_from(now - last).unwrap_or(0) / 1000);
+                        }
+                    }
+                    last = now;
+                    let mut held_now: BTreeMap<String, ((String, String), Resources)> = BTreeMap::new();
+                    for j in s.jobs() {
+                        let mut r = Resources::zero();
+                        for t in &j.tasks {
+                            if matches!(t.state, TaskState::Bound { .. }) {
+                                r.add(&t.requests);
+                            }
+                        }
+                        if !r.is_zero() {
+                            let user = j.id.split_once('/').map_or("", |(ns, _)| ns).to_string();
+                            held_now.insert(j.id.clone(), ((j.queue.clone(), user), r));
+                        }
+                    }
+                    let ended: Vec<String> = open.keys().filter(|id| !held_now.contains_key(*id)).cloned().collect();
+                    for id in ended {
+                        if let Some((start, (queue, user), _, used)) = open.remove(&id) {
+                            want_jobs.push(crate::usage::JobUsage { job: id, queue, user, start_ms: start, end_ms: now, used });
+                        }
+                    }
+                    for (id, (key, r)) in held_now {
+                        let e = open.entry(id).or_insert_with(|| (now, key.clone(), r.clone(), Usage::new()));
+                        e.1 = key;
+                        e.2 = r;
+                    }
+                    got_jobs.extend(s.take_finished_jobs());
                     let h = s.usage_history().expect("tracked");
                     got.extend(h.take_closed());
                     want.extend(reference.take_closed());
@@ -555,6 +591,11 @@ proptest! {
         got.sort_by_key(key);
         want.sort_by_key(key);
         prop_assert_eq!(got, want);
+        // Per job: the same records, each job's use over its holding.
+        let jkey = |j: &crate::usage::JobUsage| (j.end_ms, j.job.clone());
+        got_jobs.sort_by_key(jkey);
+        want_jobs.sort_by_key(jkey);
+        prop_assert_eq!(got_jobs, want_jobs);
     }
 }
 

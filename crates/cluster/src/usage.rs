@@ -47,6 +47,19 @@ pub struct ClosedBucket {
     pub used: Usage,
 }
 
+/// What one job used from when it first held something until it held
+/// nothing (ended, evicted, deleted): one accounting record. A job that
+/// holds something again later gets another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobUsage {
+    pub job: String,
+    pub queue: String,
+    pub user: String,
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub used: Usage,
+}
+
 #[derive(Clone, Debug, Default)]
 struct Entry {
     /// Start of the open bucket, seconds.

@@ -183,7 +183,23 @@ impl SledStore {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let p = path.to_path_buf();
         guarded(path, || {
-            let db = sled::Config::new().path(path).open().map_err(|e| match e {
+            // sled's flusher thread lets go of the file lock a moment after
+            // the last handle of the same process is dropped: a reopen
+            // right after a close waits for it, a bounded while (another
+            // process holding the store is still refused, after it).
+            let mut tries = 0;
+            let opened = loop {
+                match sled::Config::new().path(path).open() {
+                    Err(sled::Error::Io(io))
+                        if io.kind() == std::io::ErrorKind::WouldBlock && tries < 100 =>
+                    {
+                        tries += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(10));
+                    }
+                    other => break other,
+                }
+            };
+            let db = opened.map_err(|e| match e {
                 sled::Error::Io(io) => StoreError::Open {
                     path: p.clone(),
                     detail: io.to_string(),

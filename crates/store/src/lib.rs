@@ -26,12 +26,13 @@ use std::path::{Path, PathBuf};
 
 pub use backends::{RedbStore, SledStore};
 pub use records::{
-    Batch, CompactStats, GangRecord, JournalBind, JournalRecord, JournalState, Records, UsageKey,
-    UsageRecord,
+    Batch, CompactStats, GangRecord, JobRecord, JournalBind, JournalRecord, JournalState, Records,
+    UsageKey, UsageRecord,
 };
 
-/// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema version this build writes and reads. 2 added the `jobs`
+/// table (an older store is migrated at open: the table starts empty).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The logical tables, the same in every backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -44,10 +45,19 @@ pub enum Table {
     Gangs,
     /// The gang bind journal: one intent per gang being bound.
     Journal,
+    /// Accounting: one record per job, from when it first held something
+    /// until it held nothing (schema version 2).
+    Jobs,
 }
 
 impl Table {
-    pub const ALL: [Table; 4] = [Table::Meta, Table::Usage, Table::Gangs, Table::Journal];
+    pub const ALL: [Table; 5] = [
+        Table::Meta,
+        Table::Usage,
+        Table::Gangs,
+        Table::Journal,
+        Table::Jobs,
+    ];
 
     /// The table's name on disk (redb table name; sled key prefix).
     pub fn name(self) -> &'static str {
@@ -56,6 +66,7 @@ impl Table {
             Table::Usage => "usage",
             Table::Gangs => "gangs",
             Table::Journal => "journal",
+            Table::Jobs => "jobs",
         }
     }
 
@@ -67,6 +78,7 @@ impl Table {
             Table::Usage => b'u',
             Table::Gangs => b'g',
             Table::Journal => b'j',
+            Table::Jobs => b'J',
         }
     }
 }
@@ -189,6 +201,7 @@ pub fn open(path: &Path, backend: Backend) -> Result<Box<dyn Store>, StoreError>
     store.usage(None)?;
     store.gangs()?;
     store.journal()?;
+    store.jobs(i64::MIN)?;
     Ok(store)
 }
 
@@ -200,7 +213,7 @@ fn check_schema(store: &mut dyn Store) -> Result<(), StoreError> {
     match (format, schema) {
         (None, None) => {
             // A fresh store, unless some other table already has data.
-            for t in [Table::Usage, Table::Gangs, Table::Journal] {
+            for t in [Table::Usage, Table::Gangs, Table::Journal, Table::Jobs] {
                 if !store.scan(t, &[])?.is_empty() {
                     return Err(StoreError::Foreign {
                         path,
@@ -244,14 +257,22 @@ fn check_schema(store: &mut dyn Store) -> Result<(), StoreError> {
                     supported: SCHEMA_VERSION,
                 });
             }
-            // Version 1 is the first: nothing older to migrate from yet.
-            // A later version adds its migration here, in one commit with
-            // the new version number.
             if found == 0 {
                 return Err(StoreError::Corrupt {
                     path,
                     detail: "schema version 0 was never written".into(),
                 });
+            }
+            // Migrations, each in one commit with its new version number.
+            // 1 → 2: the `jobs` table is new and starts empty (the engines
+            // create their tables at open), so only the number changes.
+            if found < SCHEMA_VERSION {
+                tracing::info!(store = %path.display(), from = found, to = SCHEMA_VERSION, "store schema migrated");
+                store.commit(&[Op::Put {
+                    table: Table::Meta,
+                    key: SCHEMA_KEY.to_vec(),
+                    value: SCHEMA_VERSION.to_le_bytes().to_vec(),
+                }])?;
             }
             Ok(())
         }

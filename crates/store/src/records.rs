@@ -88,6 +88,39 @@ pub struct GangRecord {
     pub nominated: Vec<(String, String)>,
 }
 
+/// What one job used from when it first held something until it held
+/// nothing: one accounting record (Slurm's job record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct JobRecord {
+    /// The job (`namespace/name`).
+    pub job: String,
+    pub queue: String,
+    /// The namespace.
+    pub user: String,
+    /// Seconds since the epoch.
+    pub start_s: i64,
+    pub end_s: i64,
+    /// Millicore·seconds.
+    pub cpu: u128,
+    /// Byte·seconds.
+    pub memory: u128,
+    /// Milli-GPU·seconds.
+    pub gpu: u128,
+    /// Other resources by Kubernetes name: count·seconds.
+    pub extended: BTreeMap<String, u128>,
+}
+
+/// The key of a job record: its end (8 bytes, big-endian, so records are
+/// in end order), then the job's name, NUL, and a sequence number (a job
+/// may have two records ending in the same second).
+fn job_key(rec: &JobRecord, seq: u32) -> Vec<u8> {
+    let mut k = (rec.end_s as u64 ^ (1 << 63)).to_be_bytes().to_vec();
+    k.extend_from_slice(rec.job.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
 /// One bind of a journal intent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JournalBind {
@@ -255,6 +288,23 @@ impl Batch {
         self
     }
 
+    /// Adds job record `rec`; `seq` tells apart records of one job that
+    /// end in the same second.
+    pub fn job(&mut self, rec: &JobRecord, seq: u32) -> Result<&mut Self, BadName> {
+        if rec.job.as_bytes().contains(&0) {
+            return Err(BadName {
+                what: "job",
+                name: rec.job.clone(),
+            });
+        }
+        self.ops.push(Op::Put {
+            table: Table::Jobs,
+            key: job_key(rec, seq),
+            value: encode(rec),
+        });
+        Ok(self)
+    }
+
     /// Writes (or rewrites) intent `id`.
     pub fn intent(&mut self, id: u64, rec: &JournalRecord) -> &mut Self {
         self.ops.push(Op::Put {
@@ -322,6 +372,45 @@ pub trait Records: Store {
             out.insert(name, decode(self.path(), Table::Gangs, &k, &v)?);
         }
         Ok(out)
+    }
+
+    /// The job records that end at or after `from_s`, in end order.
+    fn jobs(&self, from_s: i64) -> Result<Vec<JobRecord>, StoreError> {
+        let mut out = Vec::new();
+        let from = (from_s as u64) ^ (1 << 63);
+        for (k, v) in self.scan(Table::Jobs, &[])? {
+            let end = <[u8; 8]>::try_from(k.get(..8).unwrap_or_default())
+                .map(u64::from_be_bytes)
+                .map_err(|_| StoreError::Record {
+                    path: self.path().to_path_buf(),
+                    table: Table::Jobs.name(),
+                    key: format!("{k:?}"),
+                    detail: "a job key starts with its 8-byte end".into(),
+                })?;
+            if end < from {
+                continue;
+            }
+            out.push(decode(self.path(), Table::Jobs, &k, &v)?);
+        }
+        Ok(out)
+    }
+
+    /// Drops the job records that ended before `before_s`; how many.
+    fn drop_jobs_before(&mut self, before_s: i64) -> Result<usize, StoreError> {
+        let limit = (before_s as u64) ^ (1 << 63);
+        let mut batch = Batch::default();
+        for (k, _) in self.scan(Table::Jobs, &[])? {
+            let end = <[u8; 8]>::try_from(k.get(..8).unwrap_or_default()).map(u64::from_be_bytes);
+            if end.is_ok_and(|e| e < limit) {
+                batch.ops.push(Op::Delete {
+                    table: Table::Jobs,
+                    key: k,
+                });
+            }
+        }
+        let n = batch.ops.len();
+        self.apply(&batch)?;
+        Ok(n)
     }
 
     /// The journal's intents still open, by id.

@@ -8,8 +8,8 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use trainyard_store::{
-    Backend, Batch, GangRecord, JournalBind, JournalRecord, JournalState, Op, Records, Recovery,
-    StoreError, Table, UsageKey, UsageRecord,
+    Backend, Batch, GangRecord, JobRecord, JournalBind, JournalRecord, JournalState, Op, Records,
+    Recovery, StoreError, Table, UsageKey, UsageRecord,
 };
 
 const BACKENDS: [Backend; 2] = [Backend::Redb, Backend::Sled];
@@ -199,6 +199,65 @@ proptest! {
 }
 
 #[test]
+fn a_version_1_store_is_migrated_and_keeps_job_records() {
+    for b in BACKENDS {
+        let dir = tempfile::tempdir().unwrap();
+        let path = store_path(&dir, b);
+        {
+            let mut s = trainyard_store::open(&path, b).unwrap();
+            let mut batch = Batch::default();
+            batch.usage(&key("a", "ns", 0), &gpu(3600, 7)).unwrap();
+            s.apply(&batch).unwrap();
+            // As version 1 left it.
+            s.commit(&[Op::Put {
+                table: Table::Meta,
+                key: b"schema".to_vec(),
+                value: 1u32.to_le_bytes().to_vec(),
+            }])
+            .unwrap();
+        }
+        let job = |name: &str, end_s: i64| JobRecord {
+            job: name.into(),
+            queue: "a".into(),
+            user: "ns".into(),
+            start_s: end_s - 100,
+            end_s,
+            gpu: 8_000 * 100,
+            ..JobRecord::default()
+        };
+        {
+            let mut s = trainyard_store::open(&path, b).unwrap();
+            let schema = s.get(Table::Meta, b"schema").unwrap().unwrap();
+            assert_eq!(schema, 2u32.to_le_bytes().to_vec(), "{b:?}: migrated");
+            assert_eq!(s.usage(None).unwrap().len(), 1, "{b:?}: usage kept");
+            let mut batch = Batch::default();
+            batch.job(&job("ns/x", 500), 0).unwrap();
+            batch.job(&job("ns/x", 500), 1).unwrap();
+            batch.job(&job("ns/y", 200), 0).unwrap();
+            // Before the epoch: ordered by the sign-flipped key too.
+            batch.job(&job("ns/old", -50), 0).unwrap();
+            s.apply(&batch).unwrap();
+            assert!(batch.job(&job("ns/\0", 1), 0).is_err());
+        }
+        let mut s = trainyard_store::open(&path, b).unwrap();
+        let names = |v: Vec<JobRecord>| v.into_iter().map(|r| (r.job, r.end_s)).collect::<Vec<_>>();
+        assert_eq!(
+            names(s.jobs(i64::MIN).unwrap()),
+            [
+                ("ns/old".into(), -50),
+                ("ns/y".into(), 200),
+                ("ns/x".into(), 500),
+                ("ns/x".into(), 500)
+            ],
+            "{b:?}"
+        );
+        assert_eq!(names(s.jobs(300).unwrap()).len(), 2, "{b:?}");
+        assert_eq!(s.drop_jobs_before(300).unwrap(), 2, "{b:?}");
+        assert_eq!(names(s.jobs(i64::MIN).unwrap()).len(), 2, "{b:?}");
+    }
+}
+
+#[test]
 fn a_store_from_a_newer_trainyard_is_refused_and_kept() {
     for b in BACKENDS {
         let dir = tempfile::tempdir().unwrap();
@@ -208,12 +267,12 @@ fn a_store_from_a_newer_trainyard_is_refused_and_kept() {
             s.commit(&[Op::Put {
                 table: Table::Meta,
                 key: b"schema".to_vec(),
-                value: 2u32.to_le_bytes().to_vec(),
+                value: 3u32.to_le_bytes().to_vec(),
             }])
             .unwrap();
         }
         let msg = format!(
-            "store {}: written with schema version 2, this Trainyard reads up to 1; upgrade Trainyard or move the store aside (it is rebuilt from the API server and the last checkpoint)",
+            "store {}: written with schema version 3, this Trainyard reads up to 2; upgrade Trainyard or move the store aside (it is rebuilt from the API server and the last checkpoint)",
             path.display()
         );
         match trainyard_store::open(&path, b) {

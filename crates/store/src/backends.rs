@@ -190,8 +190,9 @@ impl SledStore {
             let mut tries = 0;
             let opened = loop {
                 match sled::Config::new().path(path).open() {
+                    // sled reports it as `Other` with this text.
                     Err(sled::Error::Io(io))
-                        if io.kind() == std::io::ErrorKind::WouldBlock && tries < 100 =>
+                        if io.to_string().starts_with("could not acquire lock") && tries < 100 =>
                     {
                         tries += 1;
                         std::thread::sleep(std::time::Duration::from_millis(10));

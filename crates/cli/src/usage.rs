@@ -1,4 +1,4 @@
-//! `trainyard usage`: what each queue and namespace used, from the
+//! `trainyard usage`: what each queue, namespace and job used, from the
 //! scheduler's store (docs/persistence.md, "Accounting").
 
 use std::path::PathBuf;
@@ -24,7 +24,9 @@ pub struct UsageArgs {
     /// End of the window, RFC 3339 (e.g. 2026-11-22T10:00:00Z) or Unix seconds. Defaults to now.
     #[arg(long, value_name = "TIME")]
     until: Option<String>,
-    /// One row per leaf queue, per namespace, or per (queue, namespace).
+    /// One row per leaf queue, per namespace, per (queue, namespace), or
+    /// per job (jobs that stopped holding resources in the window: ended,
+    /// evicted or deleted; a job still running is not listed yet).
     #[arg(long, value_enum, default_value_t = ByArg::Queue)]
     by: ByArg,
     /// Output format.
@@ -43,6 +45,7 @@ enum ByArg {
     Queue,
     Namespace,
     Both,
+    Job,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -105,6 +108,12 @@ pub fn run(
         ByArg::Queue => UsageBy::Queue,
         ByArg::Namespace => UsageBy::Namespace,
         ByArg::Both => UsageBy::Both,
+        ByArg::Job => UsageBy::Job,
+    };
+    let by_job = by == UsageBy::Job;
+    let time = |s: Option<i64>| {
+        s.map(|s| trainyard_serve::report::rfc3339(trainyard_model::Timestamp::from_secs(s)))
+            .unwrap_or_default()
     };
     let rows = usage_report(store.as_ref(), from_s, to_s, by)?;
     let mut out = std::io::stdout().lock();
@@ -120,16 +129,19 @@ pub fn run(
         }
         UsageOutput::Csv => {
             let mut w = csv::Writer::from_writer(out);
-            w.write_record([
-                "queue",
-                "namespace",
-                "gpu_hours",
-                "cpu_core_hours",
-                "memory_gib_hours",
-            ])?;
+            let mut header = vec!["queue", "namespace"];
+            if by_job {
+                header.extend(["job", "start", "end"]);
+            }
+            header.extend(["gpu_hours", "cpu_core_hours", "memory_gib_hours"]);
+            w.write_record(header)?;
             for r in &rows {
-                let [g, c, m] = hours(r);
-                w.write_record([r.queue.as_str(), r.namespace.as_str(), &g, &c, &m])?;
+                let mut cells = vec![r.queue.clone(), r.namespace.clone()];
+                if by_job {
+                    cells.extend([r.job.clone(), time(r.start_s), time(r.end_s)]);
+                }
+                cells.extend(hours(r));
+                w.write_record(cells)?;
             }
             w.flush()?;
         }
@@ -153,6 +165,9 @@ pub fn run(
             if !matches!(by, UsageBy::Queue) {
                 header.push("NAMESPACE");
             }
+            if by_job {
+                header.extend(["JOB", "START", "END"]);
+            }
             header.extend(["GPU-HOURS", "CPU CORE-HOURS", "MEMORY GIB-HOURS"]);
             t.set_header(header);
             let mut total = UsageRow::default();
@@ -167,13 +182,19 @@ pub fn run(
                 if !matches!(by, UsageBy::Queue) {
                     cells.push(r.namespace.clone());
                 }
+                if by_job {
+                    cells.extend([r.job.clone(), time(r.start_s), time(r.end_s)]);
+                }
                 cells.extend(hours(r));
                 t.add_row(cells);
             }
             let mut cells = vec!["TOTAL".to_string()];
-            if matches!(by, UsageBy::Both) {
-                cells.push(String::new());
-            }
+            let blanks = match by {
+                UsageBy::Both => 1,
+                UsageBy::Job => 4,
+                UsageBy::Queue | UsageBy::Namespace => 0,
+            };
+            cells.extend(std::iter::repeat_n(String::new(), blanks));
             cells.extend(hours(&total));
             t.add_row(cells);
             for i in t.column_count().saturating_sub(3)..t.column_count() {

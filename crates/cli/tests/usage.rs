@@ -40,6 +40,43 @@ fn store(dir: &Path, backend: Backend) -> PathBuf {
     ];
     s.apply(&trainyard_serve::persist::batch_of(&closed))
         .expect("commits");
+    // Jobs as the service records them when they stop holding anything:
+    // alice/train ran 8 GPUs for the day, bob/eval 2 GPUs for the hour.
+    let job = |job: &str, queue: &str, start_ms: i64, end_ms: i64, r: Resources| {
+        trainyard_serve::persist::job_record(&trainyard_cluster::usage::JobUsage {
+            job: job.into(),
+            queue: queue.into(),
+            user: job.split('/').next().unwrap_or_default().into(),
+            start_ms,
+            end_ms,
+            used: Usage::of(&r, u64::try_from((end_ms - start_ms) / 1000).unwrap_or(0)),
+        })
+    };
+    let mut batch = trainyard_store::Batch::default();
+    batch
+        .job(
+            &job(
+                "alice/train",
+                "ml",
+                0,
+                86_400_000,
+                Resources::zero().with_gpus(8),
+            ),
+            0,
+        )
+        .expect("a job")
+        .job(
+            &job(
+                "bob/eval",
+                "ml",
+                86_400_000,
+                90_000_000,
+                Resources::zero().with_gpus(2),
+            ),
+            0,
+        )
+        .expect("a job");
+    s.apply(&batch).expect("commits");
     path
 }
 
@@ -104,6 +141,19 @@ fn usage_reports_hours_per_queue_and_namespace_as_csv_table_and_json() {
         assert_eq!(v["rows"][0]["namespace"], "alice");
         assert_eq!(v["rows"][0]["gpu_milli_seconds"], 8000u64 * 43_200);
         assert_eq!(v["rows"][1]["namespace"], "bob");
+        // Per job: each job's share of the window.
+        let jobs = stdout(&trainyard(
+            &[&base[..], &["--by", "job", "--output", "csv"]].concat(),
+        ));
+        expect_test::expect![[r#"
+            queue,namespace,job,start,end,gpu_hours,cpu_core_hours,memory_gib_hours
+            ml,alice,alice/train,1970-01-01T00:00:00Z,1970-01-02T00:00:00Z,96.000,0.000,0.000
+            ml,bob,bob/eval,1970-01-02T00:00:00Z,1970-01-02T01:00:00Z,2.000,0.000,0.000
+        "#]]
+        .assert_eq(&jobs);
+        let table = stdout(&trainyard(&[&base[..], &["--by", "job"]].concat()));
+        assert!(table.contains(" TOTAL "), "{table}");
+        assert!(table.contains("98.000"), "{table}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -108,6 +108,9 @@ pub struct Progress {
     pub recovered: journal::Recovered,
     /// Checkpoints written to the API server ([`checkpoint`]).
     pub checkpoints: u64,
+    /// Jobs that stopped holding anything, with their accounting records
+    /// (handed to the store when there is one).
+    pub accounted: u64,
     /// Whether this replica's usage history resumed from a checkpoint
     /// when it last became leader.
     pub resumed: bool,
@@ -569,6 +572,11 @@ pub async fn run_with(
                         if let Some(p) = &persist {
                             p.closed(closed);
                         }
+                    }
+                    let finished = world.state.take_finished_jobs();
+                    done.accounted += finished.len() as u64;
+                    if let Some(p) = &persist {
+                        p.jobs(finished);
                     }
                     let (snapshot, protected) = pdbs.protect(world.state.snapshot());
                     done.protected = protected.len() as u64;

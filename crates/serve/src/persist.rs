@@ -20,10 +20,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
-use trainyard_cluster::usage::{ClosedBucket, UsageHistory};
+use trainyard_cluster::usage::{ClosedBucket, JobUsage, UsageHistory};
 use trainyard_model::{ResourceName, Usage};
 use trainyard_store::{
-    Backend, Batch, JournalRecord, Records, Recovery, Store, StoreError, UsageKey, UsageRecord,
+    Backend, Batch, JobRecord, JournalRecord, Records, Recovery, Store, StoreError, UsageKey,
+    UsageRecord,
 };
 
 /// The half-life the usage history decays by when the time-decayed fair
@@ -98,6 +99,9 @@ pub enum UsageBy {
     Namespace,
     /// One row per (queue, namespace).
     Both,
+    /// One row per job record (a job that ended, was evicted or deleted
+    /// in the window; a job still running is not in it yet).
+    Job,
 }
 
 /// Usage of one row of `trainyard usage` over `[from_s, to_s)`, in
@@ -108,6 +112,15 @@ pub struct UsageRow {
     pub queue: String,
     /// Namespace (the user); empty when grouped by queue only.
     pub namespace: String,
+    /// The job (`namespace/name`), by job only; empty otherwise.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub job: String,
+    /// When the job started and ended (seconds since the epoch), by job
+    /// only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_s: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_s: Option<i64>,
     /// Milli-GPU·seconds.
     pub gpu_milli_seconds: u128,
     /// Millicore·seconds.
@@ -126,6 +139,30 @@ pub fn usage_report(
     to_s: i64,
     by: UsageBy,
 ) -> Result<Vec<UsageRow>, StoreError> {
+    if by == UsageBy::Job {
+        let mut out = Vec::new();
+        for r in store.jobs(from_s)? {
+            let (start, end) = (r.start_s, r.end_s.max(r.start_s + 1));
+            let overlap = end.min(to_s) - start.max(from_s);
+            if overlap <= 0 {
+                continue;
+            }
+            let (num, den) = (overlap as u128, (end - start) as u128);
+            let part = |v: u128| v / den * num + v % den * num / den;
+            out.push(UsageRow {
+                queue: r.queue,
+                namespace: r.user,
+                job: r.job,
+                start_s: Some(r.start_s),
+                end_s: Some(r.end_s),
+                gpu_milli_seconds: part(r.gpu),
+                cpu_milli_seconds: part(r.cpu),
+                memory_byte_seconds: part(r.memory),
+            });
+        }
+        out.sort_by(|a, b| (&a.queue, &a.job, a.end_s).cmp(&(&b.queue, &b.job, b.end_s)));
+        return Ok(out);
+    }
     let mut rows: std::collections::BTreeMap<(String, String), UsageRow> =
         std::collections::BTreeMap::new();
     for (k, r) in store.usage(None)? {
@@ -139,7 +176,7 @@ pub fn usage_report(
         let (queue, namespace) = match by {
             UsageBy::Queue => (k.queue, String::new()),
             UsageBy::Namespace => (String::new(), k.user),
-            UsageBy::Both => (k.queue, k.user),
+            UsageBy::Both | UsageBy::Job => (k.queue, k.user),
         };
         let row = rows
             .entry((queue.clone(), namespace.clone()))
@@ -155,6 +192,23 @@ pub fn usage_report(
     Ok(rows.into_values().collect())
 }
 
+/// The store's record of a finished job's use.
+pub fn job_record(j: &JobUsage) -> JobRecord {
+    let r = record_of(&j.used, 0);
+    JobRecord {
+        job: j.job.clone(),
+        queue: j.queue.clone(),
+        user: j.user.clone(),
+        start_s: j.start_ms.div_euclid(1000),
+        // A job shorter than a second still ends after it starts.
+        end_s: (j.end_ms + 999).div_euclid(1000),
+        cpu: r.cpu,
+        memory: r.memory,
+        gpu: r.gpu,
+        extended: r.extended,
+    }
+}
+
 /// What the store's thread is handed.
 pub(crate) enum Msg {
     /// Usage buckets that closed.
@@ -168,6 +222,8 @@ pub(crate) enum Msg {
     },
     /// Removes intent `id`: its binds are done or undone.
     CloseIntent(u64),
+    /// Jobs that stopped holding anything: accounting records.
+    Jobs(Vec<JobUsage>),
 }
 
 /// What the cycle loop holds: the sending side of the store's thread.
@@ -256,6 +312,14 @@ impl Persist {
         }
     }
 
+    /// Hands finished jobs' accounting records to the store's thread
+    /// (never blocks).
+    pub fn jobs(&self, jobs: Vec<JobUsage>) {
+        if !jobs.is_empty() && self.tx.send(Msg::Jobs(jobs)).is_err() {
+            tracing::error!("the store's thread has stopped; job accounting is not being kept");
+        }
+    }
+
     /// A handle on the bind journal, for the writer; its intent ids
     /// start above `after` (the highest id left open).
     pub fn journal(&self, after: u64) -> crate::journal::Journal {
@@ -291,6 +355,18 @@ fn write_loop(store: &mut dyn Store, rx: mpsc::Receiver<Msg>, retention_s: u64) 
                 }
                 continue;
             }
+            Msg::Jobs(jobs) => {
+                let mut batch = Batch::default();
+                for (seq, j) in jobs.iter().enumerate() {
+                    if let Err(e) = batch.job(&job_record(j), seq as u32) {
+                        tracing::error!("job accounting: {e}");
+                    }
+                }
+                if let Err(e) = store.apply(&batch) {
+                    tracing::error!("job accounting not stored: {e}");
+                }
+                continue;
+            }
             Msg::CloseIntent(id) => {
                 let mut batch = Batch::default();
                 batch.close_intent(id);
@@ -312,6 +388,9 @@ fn write_loop(store: &mut dyn Store, rx: mpsc::Receiver<Msg>, retention_s: u64) 
         let day = end.div_euclid(86_400);
         if last_day.is_some_and(|d| d != day) {
             let window = retention_s.min(i64::MAX as u64) as i64;
+            if let Err(e) = store.drop_jobs_before(end.saturating_sub(window)) {
+                tracing::error!("job accounting not trimmed: {e}");
+            }
             match store.compact_usage(end - 2 * 86_400, 86_400, end.saturating_sub(window)) {
                 Ok(st) => {
                     tracing::info!(

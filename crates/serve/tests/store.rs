@@ -99,3 +99,57 @@ async fn a_damaged_store_is_moved_aside_counted_and_reported_on_the_scheduler_po
     assert_eq!(metrics.store_rebuilt.get(), 0);
     assert_eq!(store_events(&client).await.len(), 1);
 }
+
+/// A job that stops holding anything (here: its pods deleted) leaves one
+/// accounting record in the store: its job, queue, namespace, start and
+/// end, and what it used (`trainyard usage --by job`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_job_leaves_an_accounting_record() {
+    let (server, client) = server().await;
+    cluster(&client).await;
+    gang(&client, "done", "team", 2, 4).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("state.redb");
+    let mut settings = fast_settings();
+    settings.service.store = StoreSettings {
+        path: path.display().to_string(),
+        ..Default::default()
+    };
+    let Spawned {
+        mut progress,
+        stop,
+        task,
+    } = spawn_service(
+        client.clone(),
+        settings,
+        Arc::new(Metrics::new()),
+        Own::default(),
+    );
+    until(&mut progress, "the gang bound", |p| p.written.binds == 2).await;
+    until(&mut progress, "a cycle that counts it", |p| p.cycles > 2).await;
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "ml");
+    pods.delete_collection(&Default::default(), &ListParams::default())
+        .await
+        .expect("pods deleted");
+    // Kubelet: the pods stop and are gone.
+    server.tick();
+    until(&mut progress, "the job accounted", |p| p.accounted == 1).await;
+    stop.send_replace(true);
+    task.await.expect("the service stops");
+    let store = trainyard_store::open(&path, Backend::Redb).expect("opens");
+    use trainyard_store::Records;
+    let jobs = store.jobs(i64::MIN).expect("job records");
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    let j = &jobs[0];
+    assert_eq!(
+        (j.job.as_str(), j.queue.as_str(), j.user.as_str()),
+        ("ml/done", "team", "ml")
+    );
+    assert!(j.end_s >= j.start_s, "{j:?}");
+    // 8 GPUs for the time it held them: at least the three cycles seen.
+    assert!(
+        j.gpu >= 8_000 * u128::try_from(j.end_s - j.start_s - 1).unwrap_or(0),
+        "{j:?}"
+    );
+    assert!(j.gpu > 0, "{j:?}");
+}

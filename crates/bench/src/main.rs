@@ -110,6 +110,9 @@ struct Args {
     /// Simulated days of `--store`.
     #[arg(long, value_name = "N", default_value_t = 365)]
     days: u64,
+    /// Jobs ending per day in `--store` (one accounting record each).
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    jobs_per_day: u64,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -150,7 +153,7 @@ fn main() -> anyhow::Result<()> {
             args.queues > 0 && args.days > 0,
             "--queues and --days must be at least 1"
         );
-        return store::store_bench(args.queues, args.days);
+        return store::store_bench(args.queues, args.days, args.jobs_per_day);
     }
     if args.load {
         return load::load_bench(args.runs, args.nodes.unwrap_or(20_000));

@@ -2,7 +2,8 @@
 //!
 //! A simulated year of usage history for `--queues` leaf queues (one user
 //! each), written as the service writes it: every hour one commit of the
-//! hour's closed buckets (one per queue), every day a compaction (hourly
+//! hour's closed buckets (one per queue) and of the accounting records of
+//! the jobs that ended in it (`--jobs-per-day`), every day a compaction (hourly
 //! buckets older than 2 days merged into days, buckets older than 56 days,
 //! eight 7-day half-lives, dropped; then the file shrunk). Then 2,000 cycles each committing what
 //! a busy cycle changes (five pending gangs' records, one bind intent
@@ -26,10 +27,11 @@ fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)
 }
 
-pub fn store_bench(queues: usize, days: u64) -> anyhow::Result<()> {
+pub fn store_bench(queues: usize, days: u64, jobs_per_day: u64) -> anyhow::Result<()> {
     sampling(queues);
     println!(
-        "| backend | store after 91 / 182 / 273 / {days} days | hourly commit ({queues} buckets), median | daily compaction, median | cycle commit, median / p99 |"
+        "| backend | store after 91 / 182 / 273 / {days} days | hourly commit ({queues} buckets, {} job records), median | daily compaction, median | cycle commit, median / p99 |",
+        jobs_per_day / 24
     );
     println!("|---|---|---|---|---|");
     for backend in [Backend::Redb, Backend::Sled] {
@@ -38,7 +40,7 @@ pub fn store_bench(queues: usize, days: u64) -> anyhow::Result<()> {
             std::process::id(),
             backend.name()
         ));
-        let result = run(backend, &path, queues, days);
+        let result = run(backend, &path, (queues, days, jobs_per_day));
         // Removed whatever happened: a file (redb) or a directory (sled).
         let _ = std::fs::remove_file(&path);
         let _ = std::fs::remove_dir_all(&path);
@@ -100,6 +102,7 @@ fn sampling(queues: usize) {
         if let Some(h) = state.usage_history() {
             std::hint::black_box(h.take_closed());
         }
+        std::hint::black_box(state.take_finished_jobs());
         let took = t.elapsed();
         // The decayed totals are recomputed once per recalculation period
         // (and at the first sample, which counts every job): those cycles
@@ -143,8 +146,7 @@ type Measured = (Vec<u64>, Vec<Duration>, Vec<Duration>, Vec<Duration>);
 fn run(
     backend: Backend,
     path: &std::path::Path,
-    queues: usize,
-    days: u64,
+    (queues, days, jobs_per_day): (usize, u64, u64),
 ) -> anyhow::Result<Measured> {
     let mut store = trainyard_store::open(path, backend)?;
     let names: Vec<String> = (0..queues).map(|q| format!("org/team-{q:04}")).collect();
@@ -169,12 +171,28 @@ fn run(
             };
             b.usage(&key, &rec)?;
         }
+        for j in 0..jobs_per_day / 24 {
+            let q = (j as usize * 13 + hour as usize) % queues;
+            let rec = trainyard_store::JobRecord {
+                job: format!("ns-{q:04}/train-{hour}-{j}"),
+                queue: names[q].clone(),
+                user: format!("ns-{q:04}"),
+                start_s: start_s - 7200,
+                end_s: start_s + (j as i64 * 3600 / (jobs_per_day / 24).max(1) as i64),
+                cpu: 8 * 20_000 * 7200,
+                memory: 8 * (200 << 30) * 7200,
+                gpu: 8_000 * 7200,
+                ..trainyard_store::JobRecord::default()
+            };
+            b.job(&rec, 0)?;
+        }
         let t = Instant::now();
         store.apply(&b)?;
         hourly.push(t.elapsed());
         if hour % 24 == 23 {
             let now = start_s + 3600;
             let t = Instant::now();
+            store.drop_jobs_before(now - 56 * 86_400)?;
             store.compact_usage(now - 2 * 86_400, 86_400, now - 56 * 86_400)?;
             store.shrink()?;
             daily.push(t.elapsed());

@@ -298,8 +298,9 @@ async fn killed_while_binding_gangs_no_partial_gang_survives_and_no_pod_is_bound
         let what = format!("{name}: killed after {after} binds seen, {bound} bound at the kill");
         if bound > 0 && bound < MEMBERS {
             partial_at_kill += 1;
-            // Sometimes a member goes while the scheduler is down.
-            if rng.random_bool(0.4) {
+            // Sometimes a member goes while the scheduler is down (always
+            // the first time, so the roll-back is always exercised).
+            if rng.random_bool(0.4) || member_deleted == 0 {
                 let unbound: Vec<String> = pods
                     .list(&Default::default())
                     .await

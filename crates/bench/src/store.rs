@@ -192,7 +192,8 @@ fn run(
         if hour % 24 == 23 {
             let now = start_s + 3600;
             let t = Instant::now();
-            store.drop_jobs_before(now - 56 * 86_400)?;
+            // The service's default: 14 days of job records.
+            store.drop_jobs_before(now - 14 * 86_400)?;
             store.compact_usage(now - 2 * 86_400, 86_400, now - 56 * 86_400)?;
             store.shrink()?;
             daily.push(t.elapsed());

@@ -192,6 +192,9 @@ pub fn usage_report(
     Ok(rows.into_values().collect())
 }
 
+/// Days of per-job accounting records kept by default.
+pub const DEFAULT_JOB_RETENTION_DAYS: u64 = 14;
+
 /// The store's record of a finished job's use.
 pub fn job_record(j: &JobUsage) -> JobRecord {
     let r = record_of(&j.used, 0);
@@ -256,6 +259,11 @@ pub struct StoreSettings {
     /// it); `None`: eight half-lives. At least four half-lives when the
     /// time-decayed fair share is on (checked at load).
     pub retention_days: Option<u32>,
+    /// How many days of per-job accounting records the store keeps (as
+    /// Slurm's `PurgeJobAfter`); `None`: 14, or `retentionDays` if that is
+    /// shorter. A record is a few hundred bytes on disk: 10,000 jobs a day
+    /// kept 14 days are about 35 MiB (docs/benchmarks.md).
+    pub job_retention_days: Option<u32>,
     /// How often (seconds) the leader writes a checkpoint of the essential
     /// state (decayed usage per queue and user, open bind intents) to a
     /// ConfigMap in the lease's namespace; a new leader resumes from it
@@ -271,6 +279,7 @@ impl Default for StoreSettings {
             path: String::new(),
             backend: Backend::Redb,
             retention_days: None,
+            job_retention_days: None,
             checkpoint_seconds: 60,
             checkpoint_name: "trainyard-checkpoint".into(),
         }
@@ -289,10 +298,14 @@ impl Persist {
             Some(d) => u64::from(d) * 86_400,
             None => half_life_s.saturating_mul(8),
         };
+        let job_retention_s = settings
+            .job_retention_days
+            .map_or(DEFAULT_JOB_RETENTION_DAYS * 86_400, |d| u64::from(d) * 86_400)
+            .min(retention_s);
         let (tx, rx) = mpsc::channel::<Msg>();
         let thread = std::thread::Builder::new()
             .name("trainyard-store".into())
-            .spawn(move || write_loop(store.as_mut(), rx, retention_s))
+            .spawn(move || write_loop(store.as_mut(), rx, (retention_s, job_retention_s)))
             .map_err(|e| StoreError::Io {
                 path: path.clone(),
                 detail: format!("cannot start the store's thread: {e}"),
@@ -337,7 +350,11 @@ impl Persist {
 
 /// Commits what arrives; compacts once per day of bucket time, keeping
 /// `retention_s` seconds of history.
-fn write_loop(store: &mut dyn Store, rx: mpsc::Receiver<Msg>, retention_s: u64) {
+fn write_loop(
+    store: &mut dyn Store,
+    rx: mpsc::Receiver<Msg>,
+    (retention_s, job_retention_s): (u64, u64),
+) {
     let mut last_day: Option<i64> = None;
     while let Ok(msg) = rx.recv() {
         let buckets = match msg {
@@ -388,7 +405,8 @@ fn write_loop(store: &mut dyn Store, rx: mpsc::Receiver<Msg>, retention_s: u64) 
         let day = end.div_euclid(86_400);
         if last_day.is_some_and(|d| d != day) {
             let window = retention_s.min(i64::MAX as u64) as i64;
-            if let Err(e) = store.drop_jobs_before(end.saturating_sub(window)) {
+            let jobs_window = job_retention_s.min(i64::MAX as u64) as i64;
+            if let Err(e) = store.drop_jobs_before(end.saturating_sub(jobs_window)) {
                 tracing::error!("job accounting not trimmed: {e}");
             }
             match store.compact_usage(end - 2 * 86_400, 86_400, end.saturating_sub(window)) {

@@ -32,6 +32,7 @@
 //!     path: ""                  # "" keeps nothing
 //!     backend: redb             # or sled
 //!     retentionDays: null       # null: eight half-lives
+//!     jobRetentionDays: null    # per-job records; null: 14 (at most retentionDays)
 //!     checkpointSeconds: 60     # 0: no checkpoint to the API server
 //!     checkpointName: trainyard-checkpoint  # a ConfigMap, lease namespace
 //! ```
@@ -267,6 +268,14 @@ impl Settings {
                 ));
             }
         }
+        if let Some(days) = s.store.job_retention_days
+            && !(1..=3660).contains(&days)
+        {
+            return Err(err(
+                "service.store.jobRetentionDays",
+                format!("must be from 1 to 3660 days, found {days}"),
+            ));
+        }
         if s.store.checkpoint_seconds > 86_400 {
             return Err(err(
                 "service.store.checkpointSeconds",
@@ -413,6 +422,12 @@ mod tests {
         .expect("valid");
         assert_eq!(s.service.store.retention_days, Some(90));
         assert_eq!(s.service.store.backend, trainyard_store::Backend::Sled);
+        let e = Settings::parse("service: {store: {jobRetentionDays: 0}}", "s.yaml")
+            .expect_err("0 days");
+        assert_eq!(
+            e.to_string(),
+            "s.yaml: service.store.jobRetentionDays: must be from 1 to 3660 days, found 0"
+        );
         let e = Settings::parse("service: {store: {checkpointName: Bad_Name}}", "s.yaml")
             .expect_err("bad name");
         expect_test::expect![[r#"s.yaml: service.store.checkpointName: must be a ConfigMap name (lower-case letters, digits, '-' and '.'; starting and ending with a letter or digit), found "Bad_Name""#]]

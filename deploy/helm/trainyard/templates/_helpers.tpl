@@ -90,6 +90,9 @@ the same values).
 {{- if .Values.store.retentionDays }}
 {{- $_ := set $store "retentionDays" (int .Values.store.retentionDays) }}
 {{- end }}
+{{- if .Values.store.jobRetentionDays }}
+{{- $_ := set $store "jobRetentionDays" (int .Values.store.jobRetentionDays) }}
+{{- end }}
 {{- end }}
 {{- $_ := set $service "store" $store }}
 {{- $config := dict "scheduler" (default dict .Values.config.scheduler) "service" $service }}

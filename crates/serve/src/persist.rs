@@ -300,7 +300,9 @@ impl Persist {
         };
         let job_retention_s = settings
             .job_retention_days
-            .map_or(DEFAULT_JOB_RETENTION_DAYS * 86_400, |d| u64::from(d) * 86_400)
+            .map_or(DEFAULT_JOB_RETENTION_DAYS * 86_400, |d| {
+                u64::from(d) * 86_400
+            })
             .min(retention_s);
         let (tx, rx) = mpsc::channel::<Msg>();
         let thread = std::thread::Builder::new()

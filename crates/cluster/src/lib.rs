@@ -104,6 +104,11 @@ pub struct ClusterState {
     /// last sample, and the jobs changed since (kept only with a history).
     usage_counted: std::collections::HashMap<String, (usage::Key, Resources)>,
     usage_dirty: BTreeSet<String>,
+    /// Whether the snapshot does not carry the decayed usage
+    /// ([`ClusterState::publish_usage`]; carried by default); and whether
+    /// it is due at the next sample whatever the recalculation period says.
+    usage_hidden: bool,
+    usage_publish_due: bool,
     /// Per job holding something: what it used so far (accounting).
     job_usage: std::collections::HashMap<String, JobAccount>,
     /// Jobs that stopped holding anything since the last
@@ -159,6 +164,25 @@ impl ClusterState {
         self.usage_counted.clear();
         self.job_usage.clear();
         self.usage_dirty = self.jobs.keys().cloned().collect();
+    }
+
+    /// Whether the snapshot carries the decayed usage (on by default).
+    /// The core reads it only with the time-decayed fair share on; off,
+    /// the history still keeps buckets and job accounts, but the decayed
+    /// totals are not recomputed every recalculation period. Turned on,
+    /// they are computed at the next sample.
+    pub fn publish_usage(&mut self, on: bool) {
+        if on != self.usage_hidden {
+            return;
+        }
+        self.usage_hidden = !on;
+        if on {
+            self.usage_publish_due = true;
+        } else {
+            self.decayed.clear();
+            self.decayed_users.clear();
+            self.stale.usage = true;
+        }
     }
 
     /// The usage history, when one is kept.
@@ -246,7 +270,8 @@ impl ClusterState {
                 }
             }
         }
-        if h.advance(now) {
+        let due = h.advance(now);
+        if !self.usage_hidden && (due || std::mem::take(&mut self.usage_publish_due)) {
             let by_user = h.decayed_by_user(now);
             if by_user != self.decayed_users {
                 self.decayed = usage::per_queue(&by_user);

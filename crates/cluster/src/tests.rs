@@ -607,3 +607,30 @@ fn bound_task(mut j: Job, task: usize) -> Job {
     j.tasks[task].started = Some(Timestamp(0));
     j
 }
+
+/// With the decayed usage unpublished (the service with the time-decayed
+/// fair share off) the snapshot carries none and nothing is recomputed;
+/// published again, the next sample computes it, period boundary or not.
+#[test]
+fn unpublished_usage_is_not_in_the_snapshot_until_published_again() {
+    let mut s = ClusterState::new();
+    s.apply(Change::Node(Node::new("n1", 64_000, 512 << 30, 8)));
+    s.track_usage(crate::usage::UsageHistory::new(3600));
+    s.apply(Change::Job(bound_task(
+        Job::gang("ns/a", "q", vec![gpus(2)]),
+        0,
+    )));
+    s.publish_usage(false);
+    s.sample_usage(Timestamp(0));
+    s.sample_usage(Timestamp(3_600_000));
+    assert!(s.snapshot().usage.is_empty());
+    // Buckets still close (the accounting), and the job's account runs.
+    assert!(!s.usage_history().expect("tracked").take_closed().is_empty());
+    s.publish_usage(true);
+    // Not on a recalculation boundary: due anyway.
+    s.sample_usage(Timestamp(3_600_000 + 1_000));
+    let snap = s.snapshot();
+    assert_eq!(snap.usage.len(), 1, "{:?}", snap.usage);
+    s.publish_usage(false);
+    assert!(s.snapshot().usage.is_empty());
+}

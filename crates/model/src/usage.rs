@@ -44,8 +44,14 @@ impl Usage {
         if v == 0 {
             return;
         }
-        let e = self.0.entry(name.to_string()).or_default();
-        *e = e.saturating_add(v);
+        // The name is copied only the first time (most calls add to a
+        // resource the entry has).
+        match self.0.get_mut(name) {
+            Some(e) => *e = e.saturating_add(v),
+            None => {
+                self.0.insert(name.to_string(), v);
+            }
+        }
     }
 
     pub fn add(&mut self, other: &Usage) {

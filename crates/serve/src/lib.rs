@@ -565,6 +565,8 @@ pub async fn run_with(
                     // Usage held since the last cycle (this cycle's binds
                     // count from the next), into the snapshot; buckets that
                     // closed go to the store's thread.
+                    // The decayed totals only when the core reads them.
+                    world.state.publish_usage(settings.scheduler.fair_share.usage_half_life_seconds.is_some());
                     world.state.sample_usage(now);
                     if let Some(h) = world.state.usage_history() {
                         let closed = h.take_closed();

@@ -215,14 +215,44 @@ async fn an_eviction_the_budget_refuses_is_decided_again() {
     pdbs.create(&PostParams::default(), &pdb)
         .await
         .expect("pdb created");
-    env.tick();
-    let status = pdbs
-        .get("one-of-two")
-        .await
-        .expect("pdb")
-        .status
-        .expect("status");
-    assert_eq!(status.disruptions_allowed, 1);
+    // Kubelet steps until the budget counts both pods healthy (one step
+    // is enough unless a pod of the pair was not running yet); bounded.
+    let mut allowed = None;
+    for _ in 0..20 {
+        env.tick();
+        let status = pdbs
+            .get("one-of-two")
+            .await
+            .expect("pdb")
+            .status
+            .expect("status");
+        allowed = Some(status.disruptions_allowed);
+        if status.disruptions_allowed == 1 {
+            break;
+        }
+    }
+    if allowed != Some(1) {
+        let states: Vec<String> = pods
+            .list(&ListParams::default())
+            .await
+            .expect("pods")
+            .into_iter()
+            .map(|p| {
+                let s = p.status.unwrap_or_default();
+                format!(
+                    "{:?} {:?} {:?}",
+                    p.metadata.name,
+                    s.phase,
+                    s.conditions
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|c| format!("{}={}@{:?}", c.type_, c.status, c.last_transition_time))
+                        .collect::<Vec<_>>()
+                )
+            })
+            .collect();
+        panic!("the budget allows {allowed:?}, not 1; pods: {states:#?}");
+    }
 
     job(&client, "b-big", "b", 8).await;
     // The refusal, then the two victims on the other node.

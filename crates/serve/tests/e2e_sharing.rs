@@ -47,6 +47,49 @@ async fn job(client: &Client, name: &str, queue: &str, gpus: u32) {
         .expect("pod created");
 }
 
+/// Waits (on a watch) until every pod of `names` runs and is Ready: with
+/// the test server after a kubelet step; on a cluster (or the test server
+/// as its own process) its kubelet starts them when it does. A pending pod
+/// is no budget's concern (the Eviction API ignores budgets for it).
+async fn running(client: &Client, names: &[String]) {
+    use kube::runtime::wait::{await_condition, conditions};
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    for name in names {
+        tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            await_condition(pods.clone(), name, conditions::is_pod_running()),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("{name} not running within 30 s"))
+        .expect("the pod watch");
+    }
+}
+
+/// Waits (on a watch) until PDB `name` counts `healthy` healthy pods of
+/// the `desired` it needs, and so allows `allowed` disruptions (a status
+/// not yet computed reads as zeros).
+async fn budget_allows(client: &Client, name: &str, (healthy, desired, allowed): (i32, i32, i32)) {
+    use kube::runtime::wait::await_condition;
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "ml");
+    let cond = move |p: Option<&PodDisruptionBudget>| {
+        p.and_then(|p| p.status.as_ref()).is_some_and(|s| {
+            (s.current_healthy, s.desired_healthy, s.disruptions_allowed)
+                == (healthy, desired, allowed)
+        })
+    };
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        await_condition(pdbs, name, cond),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        panic!(
+            "PDB {name} never counted {healthy}/{desired} healthy, {allowed} allowed, within 30 s"
+        )
+    })
+    .expect("the PDB watch");
+}
+
 /// Bound GPUs per queue label, from the API.
 async fn gpus_by_queue(client: &Client) -> BTreeMap<String, u32> {
     let api: Api<Pod> = Api::namespaced(client.clone(), "ml");
@@ -103,6 +146,8 @@ async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
     until(&mut progress, "team a's binds", |p| p.written.binds == 4).await;
     // Kubelet: the pods run.
     env.tick();
+    let all: Vec<String> = (0..4).map(|i| format!("a-{i}")).collect();
+    running(&client, &all).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
     let nodes_before: BTreeMap<String, String> = pods
         .list(&ListParams::default())
@@ -123,13 +168,8 @@ async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
         .await
         .expect("pdb created");
     env.tick();
-    let status = pdbs
-        .get("keep-a-0")
-        .await
-        .expect("pdb")
-        .status
-        .expect("status");
-    assert_eq!(status.disruptions_allowed, 0);
+    // a-0 runs: the budget needs it and allows no disruption.
+    budget_allows(&client, "keep-a-0", (1, 1, 0)).await;
     // The service's PDB watch is a stream of its own: the PDB may reach it
     // after a pod created later. Created before the service knows it, b-big
     // could have a-0 chosen as a victim, refused by the Eviction API (429)
@@ -190,6 +230,8 @@ async fn an_eviction_the_budget_refuses_is_decided_again() {
     let (mut progress, stop) = start(client.clone());
     until(&mut progress, "team a's binds", |p| p.written.binds == 4).await;
     env.tick();
+    let all: Vec<String> = (0..4).map(|i| format!("a-{i}")).collect();
+    running(&client, &all).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
     let node_of = |list: Vec<Pod>| -> BTreeMap<String, String> {
         list.into_iter()
@@ -215,44 +257,8 @@ async fn an_eviction_the_budget_refuses_is_decided_again() {
     pdbs.create(&PostParams::default(), &pdb)
         .await
         .expect("pdb created");
-    // Kubelet steps until the budget counts both pods healthy (one step
-    // is enough unless a pod of the pair was not running yet); bounded.
-    let mut allowed = None;
-    for _ in 0..20 {
-        env.tick();
-        let status = pdbs
-            .get("one-of-two")
-            .await
-            .expect("pdb")
-            .status
-            .expect("status");
-        allowed = Some(status.disruptions_allowed);
-        if status.disruptions_allowed == 1 {
-            break;
-        }
-    }
-    if allowed != Some(1) {
-        let states: Vec<String> = pods
-            .list(&ListParams::default())
-            .await
-            .expect("pods")
-            .into_iter()
-            .map(|p| {
-                let s = p.status.unwrap_or_default();
-                format!(
-                    "{:?} {:?} {:?}",
-                    p.metadata.name,
-                    s.phase,
-                    s.conditions
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|c| format!("{}={}@{:?}", c.type_, c.status, c.last_transition_time))
-                        .collect::<Vec<_>>()
-                )
-            })
-            .collect();
-        panic!("the budget allows {allowed:?}, not 1; pods: {states:#?}");
-    }
+    env.tick();
+    budget_allows(&client, "one-of-two", (2, 1, 1)).await;
 
     job(&client, "b-big", "b", 8).await;
     // The refusal, then the two victims on the other node.

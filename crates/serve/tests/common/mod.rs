@@ -156,6 +156,9 @@ async fn clean(client: &Client) {
     let pdbs: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
         Api::namespaced(client.clone(), "ml");
     let _ = pdbs.delete_collection(&now, &all).await;
+    // Events name pods by name: an earlier test's would pass for this one's.
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "ml");
+    let _ = events.delete_collection(&now, &all).await;
     let queues: Api<DynamicObject> = Api::all_with(client.clone(), &trainyard("Queue", "queues"));
     let _ = queues.delete_collection(&now, &all).await;
     let nodes: Api<Node> = Api::all(client.clone());

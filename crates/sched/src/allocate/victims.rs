@@ -167,40 +167,6 @@ impl<'s> Cycle<'s> {
         }
         self.ledger.state.rollback(mark);
         match found {
-            Ok(mut plan) if plan.units.is_empty() => {
-                // Only this cycle's binds behind it were in the way: it
-                // takes back those it needs, not all of them. The others
-                // keep their binds (a nominated one would not bind again
-                // this cycle, and its room would go to whoever comes next).
-                // Kept first: higher priority, then earlier submitted.
-                let mut order: Vec<usize> = (0..units.len()).collect();
-                order.sort_by_key(|&u| {
-                    let job = self.ledger.jobs[units[u].job].job;
-                    (
-                        std::cmp::Reverse(job.priority),
-                        job.submit_time,
-                        units[u].job,
-                    )
-                });
-                let mut taken: BTreeSet<usize> = (0..units.len()).collect();
-                for &keep in order.iter().take(MINIMISE_TRIES) {
-                    let without: Vec<&Unit> = taken
-                        .iter()
-                        .filter(|&&u| u != keep)
-                        .map(|&u| &units[u])
-                        .collect();
-                    if self.fits_without(j, &min.0, &min.1, min.2, &without) {
-                        taken.remove(&keep);
-                    }
-                }
-                plan.units = units
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(u, _)| taken.contains(u))
-                    .map(|(_, unit)| unit)
-                    .collect();
-                Ok(plan)
-            }
             Ok(mut plan) => {
                 plan.units.extend(units);
                 Ok(plan)

@@ -236,9 +236,7 @@ impl ClusterState {
                 // The job's own account, up to now, at what it held.
                 if let Some(acc) = self.job_usage.get_mut(&id) {
                     let dt = u128::try_from(now.0 - acc.since_ms).unwrap_or(0);
-                    for (name, v) in r.iter() {
-                        acc.used.add_to(name.as_str(), u128::from(v) * dt / 1000);
-                    }
+                    acc.used.add_held_ms(r, dt);
                     acc.since_ms = acc.since_ms.max(now.0);
                 }
             }

@@ -250,9 +250,7 @@ impl UsageHistory {
                 ..Entry::default()
             });
             let dt = (until - t) as u128;
-            for (name, v) in r.iter() {
-                e.open.add_to(name.as_str(), u128::from(v) * dt / 1000);
-            }
+            e.open.add_held_ms(r, dt);
             t = until;
         }
     }
@@ -330,9 +328,7 @@ impl UsageHistory {
             if now_ms > h.since_ms && !h.held.is_zero() {
                 let dt = (now_ms - h.since_ms) as u128;
                 let mut d = Usage::new();
-                for (name, v) in h.held.iter() {
-                    d.add_to(name.as_str(), u128::from(v) * dt / 1000);
-                }
+                d.add_held_ms(&h.held, dt);
                 add(queue, user, &d);
             }
         }

@@ -39,6 +39,14 @@ impl Usage {
         }
     }
 
+    /// Adds `r` held for `ms` milliseconds (each resource rounded down to
+    /// whole resource·seconds).
+    pub fn add_held_ms(&mut self, r: &Resources, ms: u128) {
+        for (name, v) in r.iter() {
+            self.add_to(name.as_str(), u128::from(v) * ms / 1000);
+        }
+    }
+
     /// Adds `v` resource·seconds of resource `name`.
     pub fn add_to(&mut self, name: &str, v: u128) {
         if v == 0 {

@@ -22,14 +22,7 @@ use trainyard_serve::checkpoint::Checkpoint;
 use trainyard_serve::{Progress, Settings};
 
 fn settings(identity: &str, store: &std::path::Path) -> Settings {
-    let mut s = fast_settings();
-    let le = &mut s.service.leader_election;
-    le.enabled = true;
-    le.identity = identity.into();
-    le.lease_namespace = "default".into();
-    le.lease_duration_seconds = 3;
-    le.renew_deadline_seconds = 2;
-    le.retry_period_seconds = 1;
+    let mut s = leader_settings(identity);
     s.service.store.path = store.display().to_string();
     s.service.store.checkpoint_seconds = 1;
     s

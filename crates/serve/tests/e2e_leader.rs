@@ -18,7 +18,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::Api;
 use tokio::sync::watch;
-use trainyard_serve::{Progress, Settings};
+use trainyard_serve::Progress;
 use trainyard_testapi::TestApiServer;
 
 /// A client layer that fails every request while `cut` is set: the
@@ -72,18 +72,6 @@ struct Replica {
     cut: Arc<AtomicBool>,
 }
 
-fn settings(identity: &str) -> Settings {
-    let mut s = fast_settings();
-    let le = &mut s.service.leader_election;
-    le.enabled = true;
-    le.identity = identity.into();
-    le.lease_namespace = "default".into();
-    le.lease_duration_seconds = 3;
-    le.renew_deadline_seconds = 2;
-    le.retry_period_seconds = 1;
-    s
-}
-
 fn replica(server: &TestApiServer, identity: &str) -> Replica {
     let cut = Arc::new(AtomicBool::new(false));
     let config = kube::Config::new(server.url().parse().expect("url"));
@@ -97,7 +85,7 @@ fn replica(server: &TestApiServer, identity: &str) -> Replica {
         task,
     } = spawn_service(
         client,
-        settings(identity),
+        leader_settings(identity),
         Arc::new(trainyard_serve::metrics::Metrics::new()),
         Default::default(),
     );

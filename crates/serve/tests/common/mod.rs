@@ -278,6 +278,20 @@ pub fn fast_settings() -> Settings {
     settings
 }
 
+/// Fast settings with leader election on a Lease in `default` (3 s
+/// lease, 1 s retry) as replica `identity`.
+pub fn leader_settings(identity: &str) -> Settings {
+    let mut s = fast_settings();
+    let le = &mut s.service.leader_election;
+    le.enabled = true;
+    le.identity = identity.into();
+    le.lease_namespace = "default".into();
+    le.lease_duration_seconds = 3;
+    le.renew_deadline_seconds = 2;
+    le.retry_period_seconds = 1;
+    s
+}
+
 /// Starts the service with `settings`.
 pub fn start_with(
     client: Client,

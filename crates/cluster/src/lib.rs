@@ -98,8 +98,8 @@ pub struct ClusterState {
     /// ([`ClusterState::track_usage`]), and its decayed totals as of the
     /// last [`ClusterState::sample_usage`].
     usage: Option<usage::UsageHistory>,
-    decayed: BTreeMap<String, trainyard_model::Usage>,
-    decayed_users: BTreeMap<String, BTreeMap<String, trainyard_model::Usage>>,
+    decayed: Arc<BTreeMap<String, trainyard_model::Usage>>,
+    decayed_users: Arc<BTreeMap<String, BTreeMap<String, trainyard_model::Usage>>>,
     /// What each job counted into the usage history's holdings at the
     /// last sample, and the jobs changed since (kept only with a history).
     usage_counted: std::collections::HashMap<String, (usage::Key, Resources)>,
@@ -179,8 +179,8 @@ impl ClusterState {
         if on {
             self.usage_publish_due = true;
         } else {
-            self.decayed.clear();
-            self.decayed_users.clear();
+            self.decayed = Arc::default();
+            self.decayed_users = Arc::default();
             self.stale.usage = true;
         }
     }
@@ -200,13 +200,21 @@ impl ClusterState {
         }
     }
 
+    /// [`ClusterState::record_usage`], then [`ClusterState::recalc_usage`]:
+    /// the history told what is held, and the decayed totals the next
+    /// snapshot carries updated when due. Does nothing without a history.
+    pub fn sample_usage(&mut self, now: trainyard_model::Timestamp) {
+        self.record_usage(now);
+        self.recalc_usage(now);
+    }
+
     /// Tells the usage history what every (leaf queue, user) holds at
     /// `now` (bound tasks of the world with the assumed decisions laid
     /// over it; the user is the job's namespace), from the jobs changed
-    /// since the last sample only, and, once per recalculation period
-    /// ([`usage::RECALC_PERIOD_S`]), updates the decayed usage the next
-    /// snapshot carries. Does nothing without a history.
-    pub fn sample_usage(&mut self, now: trainyard_model::Timestamp) {
+    /// since the last sample only. Costs the jobs that changed. When a
+    /// recalculation period ([`usage::RECALC_PERIOD_S`]) began, the
+    /// decayed totals become due ([`ClusterState::recalc_usage`]).
+    pub fn record_usage(&mut self, now: trainyard_model::Timestamp) {
         if self.usage.is_none() {
             return;
         }
@@ -268,15 +276,38 @@ impl ClusterState {
                 }
             }
         }
-        let due = h.advance(now);
-        if !self.usage_hidden && (due || std::mem::take(&mut self.usage_publish_due)) {
+        if h.advance(now) {
+            self.usage_publish_due = true;
+        }
+    }
+
+    /// Whether the decayed totals are due: a recalculation period began,
+    /// or the publication was just turned on, or none was published yet.
+    pub fn usage_recalc_due(&self) -> bool {
+        self.usage.is_some() && !self.usage_hidden && self.usage_publish_due
+    }
+
+    /// Recomputes the decayed totals the next snapshot carries, when due
+    /// ([`ClusterState::usage_recalc_due`]); returns whether it did. Costs
+    /// every (queue, user) of the history: a service runs it after a cycle,
+    /// not inside one, as Slurm's decay runs beside its scheduling loop.
+    pub fn recalc_usage(&mut self, now: trainyard_model::Timestamp) -> bool {
+        if !self.usage_recalc_due() {
+            return false;
+        }
+        self.usage_publish_due = false;
+        if let Some(h) = self.usage.as_ref() {
             let by_user = h.decayed_by_user(now);
-            if by_user != self.decayed_users {
-                self.decayed = usage::per_queue(&by_user);
-                self.decayed_users = by_user;
+            // Not compared with the last: decay changes every non-zero
+            // total between two recalculations, and the snapshot takes
+            // the new maps by pointer.
+            if !(by_user.is_empty() && self.decayed_users.is_empty()) {
+                self.decayed = Arc::new(usage::per_queue(&by_user));
+                self.decayed_users = Arc::new(by_user);
                 self.stale.usage = true;
             }
         }
+        true
     }
 
     /// The jobs that stopped holding anything (ended, were evicted or

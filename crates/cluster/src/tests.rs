@@ -583,7 +583,7 @@ proptest! {
                     prop_assert_eq!(h.decayed_by_user(Timestamp(now)), reference.decayed_by_user(Timestamp(now)));
                     // The snapshot carries both, the queues' the sum of their users'.
                     let snap = s.snapshot();
-                    prop_assert_eq!(&snap.usage, &crate::usage::per_queue(&snap.user_usage));
+                    prop_assert_eq!(&*snap.usage, &crate::usage::per_queue(&snap.user_usage));
                 }
             }
         }

@@ -296,43 +296,50 @@ impl UsageHistory {
         // Most entries were decayed last at the same bucket boundary: one
         // factor per age.
         let mut factors: BTreeMap<i64, u64> = BTreeMap::new();
-        let mut out: BTreeMap<String, BTreeMap<String, Usage>> = BTreeMap::new();
-        let mut add = |queue: &str, user: &str, d: &Usage| {
-            if d.is_zero() {
-                return;
-            }
-            let users = match out.get_mut(queue) {
-                Some(u) => u,
-                None => out.entry(queue.to_string()).or_default(),
+        // Entries and holdings are both ordered by (queue, user): merged,
+        // they give the output in order, so the maps are built from sorted
+        // runs (no search per key).
+        let mut grouped: Vec<(String, Vec<(String, Usage)>)> = Vec::new();
+        let mut entries = self.entries.iter().peekable();
+        let mut holding = self.holding.iter().peekable();
+        loop {
+            let key: &Key = match (entries.peek(), holding.peek()) {
+                (Some((a, _)), Some((b, _))) => (*a).min(*b),
+                (Some((a, _)), None) => a,
+                (None, Some((b, _))) => b,
+                (None, None) => break,
             };
-            match users.get_mut(user) {
-                Some(u) => u.add(d),
-                None => {
-                    users.insert(user.to_string(), d.clone());
+            let mut d = Usage::new();
+            if let Some((_, e)) = entries.next_if(|(k, _)| *k == key) {
+                d = e.decayed.clone();
+                if now_s > e.decayed_at && !d.is_zero() {
+                    let age = now_s - e.decayed_at;
+                    let f = *factors
+                        .entry(age)
+                        .or_insert_with(|| exp2_neg_q32(age as u128, u128::from(self.half_life_s)));
+                    d.scale_q32(f);
                 }
+                d.add(&e.open);
             }
-        };
-        for ((queue, user), e) in &self.entries {
-            let mut d = e.decayed.clone();
-            if now_s > e.decayed_at && !d.is_zero() {
-                let age = now_s - e.decayed_at;
-                let f = *factors
-                    .entry(age)
-                    .or_insert_with(|| exp2_neg_q32(age as u128, u128::from(self.half_life_s)));
-                d.scale_q32(f);
+            if let Some((_, h)) = holding.next_if(|(k, _)| *k == key)
+                && now_ms > h.since_ms
+                && !h.held.is_zero()
+            {
+                d.add_held_ms(&h.held, (now_ms - h.since_ms) as u128);
             }
-            d.add(&e.open);
-            add(queue, user, &d);
-        }
-        for ((queue, user), h) in &self.holding {
-            if now_ms > h.since_ms && !h.held.is_zero() {
-                let dt = (now_ms - h.since_ms) as u128;
-                let mut d = Usage::new();
-                d.add_held_ms(&h.held, dt);
-                add(queue, user, &d);
+            if d.is_zero() {
+                continue;
+            }
+            let (queue, user) = key;
+            match grouped.last_mut() {
+                Some((q, users)) if q == queue => users.push((user.clone(), d)),
+                _ => grouped.push((queue.clone(), vec![(user.clone(), d)])),
             }
         }
-        out
+        grouped
+            .into_iter()
+            .map(|(q, users)| (q, users.into_iter().collect()))
+            .collect()
     }
 
     /// The latest time (seconds) this history knows of: its clock, else

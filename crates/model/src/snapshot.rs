@@ -57,13 +57,19 @@ pub struct Snapshot {
     /// what the fair share weighs over-quota capacity by when
     /// `fairShare.usageHalfLifeSeconds` is set. Missing queues used
     /// nothing.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub usage: BTreeMap<String, Usage>,
+    /// Shared: the cluster state publishes it once per recalculation
+    /// period, and every snapshot until the next shares it.
+    #[serde(default, skip_serializing_if = "empty")]
+    pub usage: Arc<BTreeMap<String, Usage>>,
     /// The same, by leaf queue and then user (the job's namespace): what
     /// orders the jobs of one priority inside a leaf when the time-decayed
     /// fair share is on (the users' shares of their leaf's usage).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub user_usage: BTreeMap<String, BTreeMap<String, Usage>>,
+    #[serde(default, skip_serializing_if = "empty")]
+    pub user_usage: Arc<BTreeMap<String, BTreeMap<String, Usage>>>,
+}
+
+fn empty<K, V>(m: &Arc<BTreeMap<K, V>>) -> bool {
+    m.is_empty()
 }
 
 impl Snapshot {
@@ -75,8 +81,8 @@ impl Snapshot {
             jobs: jobs.into_iter().map(Arc::new).collect(),
             external: Vec::new(),
             topology: None,
-            usage: BTreeMap::new(),
-            user_usage: BTreeMap::new(),
+            usage: Arc::default(),
+            user_usage: Arc::default(),
         }
     }
 

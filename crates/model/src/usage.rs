@@ -9,13 +9,20 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::resources::{ResourceName, Resources};
+use crate::resources::{GPU_RESOURCE, ResourceName, Resources};
 
 /// Resource·seconds by Kubernetes resource name; zero entries are never
-/// stored.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Usage(BTreeMap<String, u128>);
+/// stored. CPU, memory and GPUs are fields (no allocation to copy or add
+/// them: the usage history clones and sums one per queue and user); other
+/// resources are kept by name. Iterated, compared and serialized as one
+/// map ordered by name.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Usage {
+    cpu: u128,
+    memory: u128,
+    gpu: u128,
+    extended: BTreeMap<String, u128>,
+}
 
 impl Usage {
     pub fn new() -> Self {
@@ -34,16 +41,34 @@ impl Usage {
         if seconds == 0 {
             return;
         }
-        for (name, v) in r.iter() {
-            self.add_to(name.as_str(), u128::from(v) * u128::from(seconds));
-        }
+        self.add_held_scaled(r, u128::from(seconds), 1);
     }
 
     /// Adds `r` held for `ms` milliseconds (each resource rounded down to
     /// whole resource·seconds).
     pub fn add_held_ms(&mut self, r: &Resources, ms: u128) {
+        self.add_held_scaled(r, ms, 1000);
+    }
+
+    /// Adds `r · num / den` for each resource of `r`.
+    fn add_held_scaled(&mut self, r: &Resources, num: u128, den: u128) {
+        let f = |v: u64| u128::from(v) * num / den;
+        self.cpu = self.cpu.saturating_add(f(r.cpu));
+        self.memory = self.memory.saturating_add(f(r.memory));
+        self.gpu = self.gpu.saturating_add(f(r.gpu));
         for (name, v) in r.iter() {
-            self.add_to(name.as_str(), u128::from(v) * ms / 1000);
+            if let ResourceName::Extended(n) = &name {
+                self.add_to(n, f(v));
+            }
+        }
+    }
+
+    fn slot(&mut self, name: &str) -> Option<&mut u128> {
+        match name {
+            "cpu" => Some(&mut self.cpu),
+            "memory" => Some(&mut self.memory),
+            GPU_RESOURCE => Some(&mut self.gpu),
+            _ => None,
         }
     }
 
@@ -52,45 +77,109 @@ impl Usage {
         if v == 0 {
             return;
         }
+        if let Some(e) = self.slot(name) {
+            *e = e.saturating_add(v);
+            return;
+        }
         // The name is copied only the first time (most calls add to a
         // resource the entry has).
-        match self.0.get_mut(name) {
+        match self.extended.get_mut(name) {
             Some(e) => *e = e.saturating_add(v),
             None => {
-                self.0.insert(name.to_string(), v);
+                self.extended.insert(name.to_string(), v);
             }
         }
     }
 
     pub fn add(&mut self, other: &Usage) {
-        for (k, v) in &other.0 {
+        self.cpu = self.cpu.saturating_add(other.cpu);
+        self.memory = self.memory.saturating_add(other.memory);
+        self.gpu = self.gpu.saturating_add(other.gpu);
+        for (k, v) in &other.extended {
             self.add_to(k, *v);
         }
     }
 
     pub fn get(&self, name: &ResourceName) -> u128 {
-        self.0.get(name.as_str()).copied().unwrap_or(0)
+        match name {
+            ResourceName::Cpu => self.cpu,
+            ResourceName::Memory => self.memory,
+            ResourceName::Gpu => self.gpu,
+            ResourceName::Extended(n) => self.extended.get(n.as_str()).copied().unwrap_or(0),
+        }
     }
 
-    /// (resource name, resource·seconds), by name.
+    /// (resource name, resource·seconds) of the non-zero entries, by name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u128)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), *v))
+        // "cpu" < "memory" < "nvidia.com/gpu": merged with the others by name.
+        let fixed = [
+            ("cpu", self.cpu),
+            ("memory", self.memory),
+            (GPU_RESOURCE, self.gpu),
+        ];
+        let mut fixed = fixed.into_iter().filter(|(_, v)| *v > 0).peekable();
+        let mut ext = self
+            .extended
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .peekable();
+        std::iter::from_fn(move || match (fixed.peek(), ext.peek()) {
+            (Some(f), Some(e)) if e.0 < f.0 => ext.next(),
+            (Some(_), _) => fixed.next(),
+            (None, _) => ext.next(),
+        })
     }
 
     pub fn is_zero(&self) -> bool {
-        self.0.is_empty()
+        self.cpu == 0 && self.memory == 0 && self.gpu == 0 && self.extended.is_empty()
     }
 
     /// Every entry times `factor / 2³²`, rounded down (the decay step;
     /// factors above one, 2³², are taken as one).
     pub fn scale_q32(&mut self, factor: u64) {
         let factor = factor.min(1 << 32);
-        for v in self.0.values_mut() {
+        let scale = |v: &mut u128| {
             // Split to stay inside u128: v < 2¹²⁸, factor < 2⁶⁴.
             let (hi, lo) = (*v >> 64, *v & u128::from(u64::MAX));
             *v = ((hi * u128::from(factor)) << 32) + ((lo * u128::from(factor)) >> 32);
+        };
+        scale(&mut self.cpu);
+        scale(&mut self.memory);
+        scale(&mut self.gpu);
+        for v in self.extended.values_mut() {
+            scale(v);
         }
-        self.0.retain(|_, v| *v > 0);
+        self.extended.retain(|_, v| *v > 0);
+    }
+}
+
+/// Ordered as the map of its entries by name (as it serializes).
+impl Ord for Usage {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.iter().cmp(other.iter())
+    }
+}
+
+impl PartialOrd for Usage {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Serialize for Usage {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.iter())
+    }
+}
+
+impl<'de> Deserialize<'de> for Usage {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let map = BTreeMap::<String, u128>::deserialize(d)?;
+        let mut u = Usage::new();
+        for (k, v) in map {
+            u.add_to(&k, v);
+        }
+        Ok(u)
     }
 }
 
@@ -170,6 +259,46 @@ mod tests {
         assert_eq!(u.get(&ResourceName::Cpu), 2_000 * 3600);
         assert_eq!(u.get(&ResourceName::Memory), (1u128 << 30) * 3600);
         assert!(Usage::of(&r, 0).is_zero());
+    }
+
+    #[test]
+    fn entries_iterate_serialize_and_compare_as_one_map_by_name() {
+        let mut u = Usage::new();
+        u.add_to("zz.io/x", 7);
+        u.add_to(GPU_RESOURCE, 3);
+        u.add_to("amd.com/gpu", 5);
+        u.add_to("example.com/nic", 11);
+        u.add_to("cpu", 2);
+        let names: Vec<&str> = u.iter().map(|(k, _)| k).collect();
+        assert_eq!(
+            names,
+            [
+                "amd.com/gpu",
+                "cpu",
+                "example.com/nic",
+                GPU_RESOURCE,
+                "zz.io/x"
+            ]
+        );
+        let json = serde_json::to_string(&u).expect("serializes");
+        assert_eq!(
+            json,
+            r#"{"amd.com/gpu":5,"cpu":2,"example.com/nic":11,"nvidia.com/gpu":3,"zz.io/x":7}"#
+        );
+        let back: Usage = serde_json::from_str(&json).expect("parses");
+        assert_eq!(back, u);
+        // Zero entries read are not kept.
+        let z: Usage = serde_json::from_str(r#"{"cpu":0,"a":0}"#).expect("parses");
+        assert!(z.is_zero());
+        // Ordered as the maps were: by the first differing (name, value).
+        let mut a = Usage::new();
+        a.add_to("cpu", 1);
+        let mut b = Usage::new();
+        b.add_to("amd.com/gpu", 1);
+        assert!(b < a, "amd.com/gpu sorts before cpu");
+        let mut c = a.clone();
+        c.add_to("memory", 1);
+        assert!(a < c, "a prefix sorts first");
     }
 
     #[test]

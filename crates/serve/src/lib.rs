@@ -409,6 +409,7 @@ pub async fn run_with(
     // `checkpointSeconds` while leading ([`checkpoint`]).
     let mut resumed = false;
     let mut last_checkpoint: Option<Timestamp> = None;
+    let mut checkpoint_task: Option<tokio::task::JoinHandle<Result<(), String>>> = None;
     let ck_namespace = if service.leader_election.lease_namespace.is_empty() {
         "default".to_string()
     } else {
@@ -437,6 +438,11 @@ pub async fn run_with(
                     metrics.clear_cycle_gauges();
                     resumed = false;
                     last_checkpoint = None;
+                    // A follower writes no checkpoint (the fence would
+                    // refuse it anyway).
+                    if let Some(task) = checkpoint_task.take() {
+                        task.abort();
+                    }
                 }
                 if leading && !was {
                     // What this replica remembers writing may have been
@@ -537,6 +543,7 @@ pub async fn run_with(
                 if synced && leading {
                     let started = Instant::now();
                     let now = wall_clock();
+                    let first_cycle = !resumed;
                     if !resumed {
                         resumed = true;
                         if live.store.checkpoint_seconds > 0 {
@@ -565,9 +572,14 @@ pub async fn run_with(
                     // Usage held since the last cycle (this cycle's binds
                     // count from the next), into the snapshot; buckets that
                     // closed go to the store's thread.
-                    // The decayed totals only when the core reads them.
+                    // The decayed totals only when the core reads them,
+                    // recomputed after the cycle when due (but in the first
+                    // cycle as leader, which has none yet).
                     world.state.publish_usage(settings.scheduler.fair_share.usage_half_life_seconds.is_some());
-                    world.state.sample_usage(now);
+                    world.state.record_usage(now);
+                    if first_cycle {
+                        world.state.recalc_usage(now);
+                    }
                     if let Some(h) = world.state.usage_history() {
                         let closed = h.take_closed();
                         metrics.record_usage(&closed);
@@ -662,21 +674,33 @@ pub async fn run_with(
                             }
                         }
                     }
+                    phase(&metrics, "write", t);
+                    phase(&metrics, "total", started);
+                    // After the cycle: what costs every queue rather than
+                    // what changed. The decayed totals (for the next cycle)
+                    // when due, and the checkpoint, written by a task of
+                    // its own (one at a time; the next waits its turn).
+                    world.state.recalc_usage(now);
+                    if let Some(task) = checkpoint_task.take_if(|t| t.is_finished()) {
+                        match task.await {
+                            Ok(Ok(())) => done.checkpoints += 1,
+                            Ok(Err(e)) => tracing::warn!("checkpoint not written: {e}"),
+                            Err(e) => tracing::warn!("checkpoint task failed: {e}"),
+                        }
+                    }
                     let every_ms = i64::try_from(live.store.checkpoint_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-                    if every_ms > 0 && last_checkpoint.is_none_or(|t| now.0 - t.0 >= every_ms)
+                    if every_ms > 0 && checkpoint_task.is_none() && last_checkpoint.is_none_or(|t| now.0 - t.0 >= every_ms)
                         && let Some(h) = world.state.usage_history()
                     {
                         let intents = journal.as_ref().map(|j| j.open_intents()).unwrap_or_default();
                         let ck = checkpoint::Checkpoint::take(h, now, &intents);
-                        match checkpoint::write(&conn, &ck_namespace, &live.store.checkpoint_name, &ck).await {
-                            Ok(()) => done.checkpoints += 1,
-                            Err(e) => tracing::warn!("checkpoint not written: {e}"),
-                        }
+                        let (conn, namespace, name) = (conn.clone(), ck_namespace.clone(), live.store.checkpoint_name.clone());
+                        checkpoint_task = Some(tokio::spawn(async move {
+                            checkpoint::write(&conn, &namespace, &name, &ck).await
+                        }));
                         // Tried again one interval later, not every cycle.
                         last_checkpoint = Some(now);
                     }
-                    phase(&metrics, "write", t);
-                    phase(&metrics, "total", started);
                     metrics.cycles.inc();
                     metrics.observe_cycle(&snapshot, &decisions, now);
                     let ev = events.counts();
@@ -709,6 +733,12 @@ pub async fn run_with(
                 break;
             }
         }
+    }
+    // A checkpoint on its way lands within the same deadline.
+    if let Some(task) = checkpoint_task
+        && tokio::time::timeout_at(deadline, task).await.is_err()
+    {
+        tracing::warn!("stopping: the checkpoint still being written is abandoned");
     }
     // Gone before the store's thread is joined: it holds the journal's
     // sender (intents of writes abandoned above stay open for the next

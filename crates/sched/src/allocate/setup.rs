@@ -320,7 +320,7 @@ impl<'s> Cycle<'s> {
         let usage: Option<Vec<trainyard_model::Usage>> =
             config.fair_share.usage_half_life_seconds.map(|_| {
                 let mut u = vec![trainyard_model::Usage::new(); tree.len()];
-                for (name, used) in &snapshot.usage {
+                for (name, used) in snapshot.usage.iter() {
                     if let Some(q) = tree.get(name) {
                         u[q.0] = used.clone();
                     }
@@ -331,7 +331,7 @@ impl<'s> Cycle<'s> {
         let mut user_shares: Vec<BTreeMap<&str, u128>> = Vec::new();
         if config.fair_share.usage_half_life_seconds.is_some() {
             user_shares = vec![BTreeMap::new(); tree.len()];
-            for (name, users) in &snapshot.user_usage {
+            for (name, users) in snapshot.user_usage.iter() {
                 let Some(q) = tree.get(name) else { continue };
                 let list: Vec<&trainyard_model::Usage> = users.values().collect();
                 let shares = fairshare::dominant_usage_shares(&list);

@@ -537,13 +537,13 @@ fn with_decay_the_user_who_used_less_of_the_leaf_goes_first_among_equals() {
     high.priority = 100;
     let mut s = snapshot(nodes, vec![QueueSpec::new("q")], vec![heavy, light]);
     let gpu_hours = |h: u64| Usage::of(&Resources::zero().with_gpus(8), h * 3600);
-    s.user_usage = BTreeMap::from([(
+    s.user_usage = std::sync::Arc::new(BTreeMap::from([(
         "q".to_string(),
         BTreeMap::from([
             ("heavy".to_string(), gpu_hours(100)),
             ("light".to_string(), gpu_hours(5)),
         ]),
-    )]);
+    )]));
     let mut decay = Config::default();
     decay.fair_share.usage_half_life_seconds = Some(7 * 86_400);
     let now = Timestamp(30_000);
@@ -560,7 +560,10 @@ fn with_decay_the_user_who_used_less_of_the_leaf_goes_first_among_equals() {
     let d = schedule(&s2, &decay, now);
     assert_eq!(bound_jobs(&d).keys().collect::<Vec<_>>(), ["heavy/urgent"]);
     // A user with no recorded usage counts as having used nothing.
-    s.user_usage.get_mut("q").expect("q").remove("light");
+    std::sync::Arc::make_mut(&mut s.user_usage)
+        .get_mut("q")
+        .expect("q")
+        .remove("light");
     let d = schedule(&s, &decay, now);
     assert_eq!(bound_jobs(&d).keys().collect::<Vec<_>>(), ["light/train"]);
 }

@@ -634,3 +634,38 @@ fn unpublished_usage_is_not_in_the_snapshot_until_published_again() {
     s.publish_usage(false);
     assert!(s.snapshot().usage.is_empty());
 }
+
+/// Recording what changed never moves the published totals; the
+/// recalculation does, once per period, and the snapshots in between share
+/// the same totals.
+#[test]
+fn recording_usage_leaves_the_totals_to_the_recalculation_once_per_period() {
+    let mut s = ClusterState::new();
+    s.apply(Change::Node(Node::new("n1", 64_000, 512 << 30, 8)));
+    s.track_usage(crate::usage::UsageHistory::new(7 * 86_400));
+    s.apply(Change::Job(bound_task(
+        Job::gang("ns/a", "q", vec![gpus(2)]),
+        0,
+    )));
+    s.record_usage(Timestamp(0));
+    assert!(s.usage_recalc_due(), "nothing published yet");
+    assert!(s.recalc_usage(Timestamp(0)));
+    assert!(!s.recalc_usage(Timestamp(0)), "done for this period");
+    // 2 GPUs held for 100 s: recorded, not yet published.
+    s.record_usage(Timestamp(100_000));
+    assert!(!s.usage_recalc_due());
+    let before = s.snapshot();
+    assert!(before.usage.is_empty(), "{:?}", before.usage);
+    // A new period: due; published; the next snapshots share one map.
+    let period_ms = crate::usage::RECALC_PERIOD_S as i64 * 1000;
+    s.record_usage(Timestamp(period_ms));
+    assert!(s.usage_recalc_due());
+    assert!(s.recalc_usage(Timestamp(period_ms)));
+    let a = s.snapshot();
+    let gpu_s = a.usage["q"].get(&trainyard_model::ResourceName::Gpu);
+    assert_eq!(gpu_s, 2_000 * crate::usage::RECALC_PERIOD_S as u128);
+    s.record_usage(Timestamp(period_ms + 1_000));
+    let b = s.snapshot();
+    assert!(std::sync::Arc::ptr_eq(&a.usage, &b.usage));
+    assert!(std::sync::Arc::ptr_eq(&a.user_usage, &b.user_usage));
+}

@@ -109,6 +109,9 @@ pub struct ClusterState {
     /// it is due at the next sample whatever the recalculation period says.
     usage_hidden: bool,
     usage_publish_due: bool,
+    /// Whether the next sample is the first since `track_usage`: job
+    /// accounts it opens start when the jobs' pods did.
+    usage_backdate: bool,
     /// Per job holding something: what it used so far (accounting).
     job_usage: std::collections::HashMap<String, JobAccount>,
     /// Jobs that stopped holding anything since the last
@@ -164,6 +167,7 @@ impl ClusterState {
         self.usage_counted.clear();
         self.job_usage.clear();
         self.usage_dirty = self.jobs.keys().cloned().collect();
+        self.usage_backdate = true;
     }
 
     /// Whether the snapshot carries the decayed usage (on by default).
@@ -251,13 +255,31 @@ impl ClusterState {
             match counted {
                 Some((key, r)) => {
                     h.held_mut(now, &key).add(&r);
-                    self.job_usage
-                        .entry(id.clone())
-                        .or_insert_with(|| JobAccount {
+                    let backdate = self.usage_backdate;
+                    self.job_usage.entry(id.clone()).or_insert_with(|| {
+                        // Running before the history began (a restart, a
+                        // takeover): the job's own account starts when its
+                        // pods did, so its record covers its whole run. The
+                        // queues' buckets count from now (what came before
+                        // is in the store that recorded it).
+                        let mut acc = JobAccount {
                             start_ms: now.0,
                             since_ms: now.0,
                             used: trainyard_model::Usage::new(),
-                        });
+                        };
+                        if backdate && let Some(j) = job {
+                            for t in &j.tasks {
+                                if let (trainyard_model::TaskState::Bound { .. }, Some(s)) =
+                                    (&t.state, t.started)
+                                    && s.0 < now.0
+                                {
+                                    acc.start_ms = acc.start_ms.min(s.0);
+                                    acc.used.add_held_ms(&t.requests, (now.0 - s.0) as u128);
+                                }
+                            }
+                        }
+                        acc
+                    });
                     self.usage_counted.insert(id, (key, r));
                 }
                 None => {
@@ -279,6 +301,7 @@ impl ClusterState {
         if h.advance(now) {
             self.usage_publish_due = true;
         }
+        self.usage_backdate = false;
     }
 
     /// Whether the decayed totals are due: a recalculation period began,

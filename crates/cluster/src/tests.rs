@@ -515,6 +515,7 @@ proptest! {
         let (mut got_jobs, mut want_jobs) = (Vec::new(), Vec::new());
         let mut last = 0i64;
         let mut now = 0i64;
+        let mut first_sample = true;
         for op in ops {
             match op {
                 UsageOp::Upsert { job, queue, bound } => {
@@ -552,27 +553,37 @@ proptest! {
                         }
                     }
                     last = now;
-                    let mut held_now: BTreeMap<String, ((String, String), Resources)> = BTreeMap::new();
+                    // Jobs held at the first sample count from their pods'
+                    // start (the history began while they ran).
+                    let mut held_now: BTreeMap<String, ((String, String), Resources, (i64, Usage))> = BTreeMap::new();
                     for j in s.jobs() {
                         let mut r = Resources::zero();
+                        let mut since = (now, Usage::new());
                         for t in &j.tasks {
                             if matches!(t.state, TaskState::Bound { .. }) {
                                 r.add(&t.requests);
+                                if let Some(st) = t.started.filter(|st| first_sample && st.0 < now) {
+                                    since.0 = since.0.min(st.0);
+                                    for (name, v) in t.requests.iter() {
+                                        since.1.add_to(name.as_str(), u128::from(v) * u128::try_from(now - st.0).unwrap_or(0) / 1000);
+                                    }
+                                }
                             }
                         }
                         if !r.is_zero() {
                             let user = j.id.split_once('/').map_or("", |(ns, _)| ns).to_string();
-                            held_now.insert(j.id.clone(), ((j.queue.clone(), user), r));
+                            held_now.insert(j.id.clone(), ((j.queue.clone(), user), r, since));
                         }
                     }
+                    first_sample = false;
                     let ended: Vec<String> = open.keys().filter(|id| !held_now.contains_key(*id)).cloned().collect();
                     for id in ended {
                         if let Some((start, (queue, user), _, used)) = open.remove(&id) {
                             want_jobs.push(crate::usage::JobUsage { job: id, queue, user, start_ms: start, end_ms: now, used });
                         }
                     }
-                    for (id, (key, r)) in held_now {
-                        let e = open.entry(id).or_insert_with(|| (now, key.clone(), r.clone(), Usage::new()));
+                    for (id, (key, r, (start, used))) in held_now {
+                        let e = open.entry(id).or_insert_with(|| (start, key.clone(), r.clone(), used));
                         e.1 = key;
                         e.2 = r;
                     }
@@ -668,4 +679,46 @@ fn recording_usage_leaves_the_totals_to_the_recalculation_once_per_period() {
     let b = s.snapshot();
     assert!(std::sync::Arc::ptr_eq(&a.usage, &b.usage));
     assert!(std::sync::Arc::ptr_eq(&a.user_usage, &b.user_usage));
+}
+
+/// A job already running when the history begins (a restart, a takeover)
+/// is recorded from its pods' start, not from the first sample; the
+/// queue's buckets count from the first sample only.
+#[test]
+fn a_job_running_when_the_history_begins_is_recorded_from_its_start() {
+    let mut s = ClusterState::new();
+    s.apply(Change::Node(Node::new("n1", 64_000, 512 << 30, 8)));
+    let mut j = bound_task(Job::gang("ns/a", "q", vec![gpus(2), gpus(2)]), 0);
+    j = bound_task(j, 1);
+    j.tasks[0].started = Some(Timestamp(1_000_000));
+    j.tasks[1].started = Some(Timestamp(3_000_000));
+    s.apply(Change::Job(j));
+    s.track_usage(crate::usage::UsageHistory::new(7 * 86_400));
+    s.sample_usage(Timestamp(5_000_000));
+    s.apply(Change::JobGone("ns/a".into()));
+    s.sample_usage(Timestamp(6_000_000));
+    let rec = s.take_finished_jobs();
+    assert_eq!(rec.len(), 1, "{rec:?}");
+    assert_eq!((rec[0].start_ms, rec[0].end_ms), (1_000_000, 6_000_000));
+    // 2 GPUs for 5,000 s, 2 more for 3,000 s (milli-GPU·s).
+    let gpu = trainyard_model::ResourceName::Gpu;
+    assert_eq!(rec[0].used.get(&gpu), 2_000 * 5_000 + 2_000 * 3_000);
+    // The queue's history: 4 GPUs for the 1,000 s it saw.
+    let d = s
+        .usage_history()
+        .expect("tracked")
+        .decayed(Timestamp(6_000_000));
+    assert_eq!(d["q"].get(&gpu), 4_000 * 1_000);
+    // Later jobs count from the sample that first sees them.
+    let mut k = bound_task(Job::gang("ns/b", "q", vec![gpus(1)]), 0);
+    k.tasks[0].started = Some(Timestamp(0));
+    s.apply(Change::Job(k));
+    s.sample_usage(Timestamp(7_000_000));
+    s.apply(Change::JobGone("ns/b".into()));
+    s.sample_usage(Timestamp(8_000_000));
+    let rec = s.take_finished_jobs();
+    assert_eq!(
+        (rec[0].start_ms, rec[0].used.get(&gpu)),
+        (7_000_000, 1_000 * 1_000)
+    );
 }

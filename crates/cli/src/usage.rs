@@ -1,5 +1,6 @@
 //! `trainyard usage`: what each queue, namespace and job used, from the
-//! scheduler's store (docs/persistence.md, "Accounting").
+//! scheduler's store, or from a running scheduler's `/usage` (which asks
+//! its store) (docs/persistence.md, "Accounting").
 
 use std::path::PathBuf;
 
@@ -12,9 +13,20 @@ use trainyard_store::Backend;
 pub struct UsageArgs {
     /// The scheduler's store: its `service.store.path` (a redb file, or a
     /// sled directory with --backend sled). A store a running scheduler
-    /// holds is locked: read a copy, or stop that replica.
-    #[arg(long, value_name = "PATH")]
-    store: PathBuf,
+    /// holds is locked: ask that scheduler with --server instead.
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "server",
+        conflicts_with = "server"
+    )]
+    store: Option<PathBuf>,
+    /// A running scheduler's HTTP address (`service.httpAddress`), e.g.
+    /// `http://127.0.0.1:8080` after `kubectl port-forward`: its `/usage`
+    /// answers from the store it holds. Ask the leader: a standby's store
+    /// holds only what was recorded while it led.
+    #[arg(long, value_name = "URL")]
+    server: Option<String>,
     /// The store's engine.
     #[arg(long, value_enum, default_value_t = BackendArg::Redb)]
     backend: BackendArg,
@@ -93,29 +105,43 @@ pub fn run(
         BackendArg::Redb => Backend::Redb,
         BackendArg::Sled => Backend::Sled,
     };
-    if !args.store.exists() {
-        bail!(
-            "--store {}: no such file or directory; expected the scheduler's store (service.store.path)",
-            args.store.display()
-        );
-    }
-    let store = trainyard_store::open(&args.store, backend).map_err(|e| {
-        anyhow::anyhow!(
-            "{e}\n(a store a running scheduler holds is locked: read a copy of it, or stop that replica)"
-        )
-    })?;
     let by = match args.by {
         ByArg::Queue => UsageBy::Queue,
         ByArg::Namespace => UsageBy::Namespace,
         ByArg::Both => UsageBy::Both,
         ByArg::Job => UsageBy::Job,
     };
+    let rows = match (&args.store, &args.server) {
+        (_, Some(server)) => {
+            let (rows, leading) = ask_server(server, from_s, to_s, by)?;
+            if !leading {
+                eprintln!(
+                    "note: {server} is not the leader; its store holds only the usage recorded while it led"
+                );
+            }
+            rows
+        }
+        (Some(path), None) => {
+            if !path.exists() {
+                bail!(
+                    "--store {}: no such file or directory; expected the scheduler's store (service.store.path)",
+                    path.display()
+                );
+            }
+            let store = trainyard_store::open(path, backend).map_err(|e| {
+                anyhow::anyhow!(
+                    "{e}\n(a store a running scheduler holds is locked: ask that scheduler with --server, or read a copy of the store)"
+                )
+            })?;
+            usage_report(store.as_ref(), from_s, to_s, by)?
+        }
+        (None, None) => bail!("--store or --server is required"),
+    };
     let by_job = by == UsageBy::Job;
     let time = |s: Option<i64>| {
         s.map(|s| trainyard_serve::report::rfc3339(trainyard_model::Timestamp::from_secs(s)))
             .unwrap_or_default()
     };
-    let rows = usage_report(store.as_ref(), from_s, to_s, by)?;
     let mut out = std::io::stdout().lock();
     use std::io::Write;
     match args.output {
@@ -206,4 +232,15 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+/// Asks `server`'s `/usage` ([`trainyard_serve::http::ask_usage`]).
+fn ask_server(server: &str, from_s: i64, to_s: i64, by: UsageBy) -> Result<(Vec<UsageRow>, bool)> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let a = rt
+        .block_on(trainyard_serve::http::ask_usage(server, from_s, to_s, by))
+        .map_err(|e| anyhow::anyhow!("--server {server}: {e}"))?;
+    Ok((a.rows, a.leading))
 }

@@ -203,5 +203,28 @@ fn usage_fails_clearly_on_a_missing_store_and_a_bad_duration() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("junk.redb"), "{err}");
     assert_eq!(std::fs::read(&junk).expect("still there"), b"not a store");
+    // A server that does not answer, a scheme not spoken, neither source.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("a port")
+        .local_addr()
+        .expect("its address")
+        .port();
+    let url = format!("http://127.0.0.1:{closed}");
+    let out = trainyard(&["usage", "--server", &url]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--server {url}: cannot connect to 127.0.0.1:{closed}"
+        )),
+        "{err}"
+    );
+    let out = trainyard(&["usage", "--server", "https://sched:8080"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("https:// is not supported"), "{err}");
+    let out = trainyard(&["usage"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--store <PATH>"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -495,6 +495,10 @@ fn held_from_scratch(s: &ClusterState) -> crate::usage::Held {
     held
 }
 
+/// A job's (queue, user), what it holds, and its account's (start, use)
+/// when first seen.
+type HeldNow = ((String, String), Resources, (i64, Usage));
+
 proptest! {
     /// Sampling only the jobs that changed gives the history a full
     /// recount at every sample gives: the same closed buckets and the same
@@ -555,7 +559,7 @@ proptest! {
                     last = now;
                     // Jobs held at the first sample count from their pods'
                     // start (the history began while they ran).
-                    let mut held_now: BTreeMap<String, ((String, String), Resources, (i64, Usage))> = BTreeMap::new();
+                    let mut held_now: BTreeMap<String, HeldNow> = BTreeMap::new();
                     for j in s.jobs() {
                         let mut r = Resources::zero();
                         let mut since = (now, Usage::new());

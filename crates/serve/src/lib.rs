@@ -249,6 +249,7 @@ pub async fn run_with(
         Duration::from_millis(service.cycle_period_millis.saturating_mul(10))
             .max(Duration::from_secs(30)),
     ));
+    let usage_source = http::UsageSource::default();
     let http_task = if service.http_address.is_empty() {
         None
     } else {
@@ -259,11 +260,12 @@ pub async fn run_with(
                     address: service.http_address.clone(),
                     source,
                 })?;
-        tracing::info!(address = %service.http_address, "serving /metrics, /healthz, /readyz");
+        tracing::info!(address = %service.http_address, "serving /metrics, /healthz, /readyz, /usage");
         Some(tokio::spawn(http::serve(
             listener,
             health.clone(),
             metrics.clone(),
+            usage_source.clone(),
         )))
     };
     // Leader election: the fence opens only while this replica holds the
@@ -341,6 +343,7 @@ pub async fn run_with(
                         )
                         .await;
                     }
+                    let _ = usage_source.set(p.reports());
                     persist = Some(p);
                     history
                 }

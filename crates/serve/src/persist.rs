@@ -104,9 +104,31 @@ pub enum UsageBy {
     Job,
 }
 
+impl UsageBy {
+    /// Every grouping, as `/usage?by=` and `--by` spell them.
+    pub const ALL: [(&'static str, UsageBy); 4] = [
+        ("queue", UsageBy::Queue),
+        ("namespace", UsageBy::Namespace),
+        ("both", UsageBy::Both),
+        ("job", UsageBy::Job),
+    ];
+
+    pub fn parse(s: &str) -> Option<UsageBy> {
+        Self::ALL.iter().find(|(n, _)| *n == s).map(|(_, b)| *b)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, b)| *b == self)
+            .map_or("queue", |(n, _)| n)
+    }
+}
+
 /// Usage of one row of `trainyard usage` over `[from_s, to_s)`, in
 /// resource·seconds of Trainyard's units (integers, as stored).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct UsageRow {
     /// Leaf queue; empty when grouped by namespace only.
     pub queue: String,
@@ -227,11 +249,58 @@ pub(crate) enum Msg {
     CloseIntent(u64),
     /// Jobs that stopped holding anything: accounting records.
     Jobs(Vec<JobUsage>),
+    /// A `trainyard usage` question asked of the running service
+    /// ([`Reports`]): answered from the store between two commits.
+    Report {
+        from_s: i64,
+        to_s: i64,
+        by: UsageBy,
+        reply: tokio::sync::oneshot::Sender<Result<Vec<UsageRow>, String>>,
+    },
+}
+
+/// Asks the store's thread for usage reports: how `/usage` reads a store
+/// the running service holds locked. Cloned freely; its sender is taken
+/// away when the store closes, so a handle kept by the HTTP server never
+/// keeps the store's thread alive.
+#[derive(Clone, Debug)]
+pub struct Reports {
+    tx: std::sync::Arc<std::sync::Mutex<Option<mpsc::Sender<Msg>>>>,
+}
+
+impl Reports {
+    /// [`usage_report`] over `[from_s, to_s)`, asked of the store's
+    /// thread; an error when the thread stopped or the store failed.
+    pub async fn report(
+        &self,
+        from_s: i64,
+        to_s: i64,
+        by: UsageBy,
+    ) -> Result<Vec<UsageRow>, String> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let stopped = || "the store is closed (the service is stopping)".to_string();
+        self.tx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .ok_or_else(stopped)?
+            .send(Msg::Report {
+                from_s,
+                to_s,
+                by,
+                reply,
+            })
+            .map_err(|_| stopped())?;
+        answer
+            .await
+            .map_err(|_| "the store's thread stopped before answering".to_string())?
+    }
 }
 
 /// What the cycle loop holds: the sending side of the store's thread.
 pub struct Persist {
     tx: mpsc::Sender<Msg>,
+    reports: Reports,
     thread: std::thread::JoinHandle<()>,
 }
 
@@ -312,8 +381,15 @@ impl Persist {
                 path: path.clone(),
                 detail: format!("cannot start the store's thread: {e}"),
             })?;
+        let reports = Reports {
+            tx: std::sync::Arc::new(std::sync::Mutex::new(Some(tx.clone()))),
+        };
         Ok(Started {
-            persist: Persist { tx, thread },
+            persist: Persist {
+                tx,
+                reports,
+                thread,
+            },
             history,
             recovery,
             intents,
@@ -335,6 +411,11 @@ impl Persist {
         }
     }
 
+    /// A handle for usage reports (`/usage`).
+    pub fn reports(&self) -> Reports {
+        self.reports.clone()
+    }
+
     /// A handle on the bind journal, for the writer; its intent ids
     /// start above `after` (the highest id left open).
     pub fn journal(&self, after: u64) -> crate::journal::Journal {
@@ -344,6 +425,11 @@ impl Persist {
     /// Waits until everything handed over is written and the store closed.
     pub fn close(self) {
         drop(self.tx);
+        self.reports
+            .tx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if self.thread.join().is_err() {
             tracing::error!("the store's thread panicked");
         }
@@ -392,6 +478,17 @@ fn write_loop(
                 if let Err(e) = store.apply(&batch) {
                     tracing::error!("bind journal: intent {id} not closed: {e}");
                 }
+                continue;
+            }
+            Msg::Report {
+                from_s,
+                to_s,
+                by,
+                reply,
+            } => {
+                let rows = usage_report(&*store, from_s, to_s, by).map_err(|e| e.to_string());
+                // The asker may have gone (its connection closed).
+                let _ = reply.send(rows);
                 continue;
             }
         };

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Event;
 use kube::Client;
 use kube::api::{Api, ListParams};
 use trainyard_serve::metrics::Metrics;
-use trainyard_serve::persist::StoreSettings;
+use trainyard_serve::persist::{StoreSettings, UsageBy};
 use trainyard_serve::reload::Own;
 use trainyard_store::Backend;
 
@@ -115,6 +115,11 @@ async fn a_finished_job_leaves_an_accounting_record() {
         path: path.display().to_string(),
         ..Default::default()
     };
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        l.local_addr().expect("its address").port()
+    };
+    settings.service.http_address = format!("127.0.0.1:{port}");
     let Spawned {
         mut progress,
         stop,
@@ -134,6 +139,26 @@ async fn a_finished_job_leaves_an_accounting_record() {
     // Kubelet: the pods stop and are gone.
     server.tick();
     until(&mut progress, "the job accounted", |p| p.accounted == 1).await;
+    // The running service answers `trainyard usage --server` from the
+    // store it holds locked (the record was handed to the store's thread
+    // before the question, which that thread answers after it).
+    let url = format!("http://127.0.0.1:{port}");
+    let asked = trainyard_serve::http::ask_usage(&url, 0, i64::from(i32::MAX), UsageBy::Job)
+        .await
+        .expect("/usage answers");
+    assert!(asked.leading, "one replica without election leads");
+    assert_eq!(asked.rows.len(), 1, "{:?}", asked.rows);
+    let row = &asked.rows[0];
+    assert_eq!(
+        (row.job.as_str(), row.queue.as_str(), row.namespace.as_str()),
+        ("ml/done", "team", "ml")
+    );
+    assert!(row.gpu_milli_seconds > 0, "{row:?}");
+    let bad = trainyard_serve::http::ask_usage(&url, 9, 5, UsageBy::Queue).await;
+    assert_eq!(
+        bad.map(|a| a.rows),
+        Err("400 Bad Request: /usage: from=9 is after to=5".into())
+    );
     stop.send_replace(true);
     task.await.expect("the service stops");
     let store = trainyard_store::open(&path, Backend::Redb).expect("opens");

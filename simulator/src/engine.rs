@@ -195,6 +195,10 @@ struct Rt {
     saved: BTreeMap<u32, u64>,
     /// The job's lost-work model.
     lost_work: LostWork,
+    /// The walltime of each start (ms): declared, else the queue's default.
+    walltime_ms: Option<u64>,
+    /// The current start ends at the walltime, before its work is done.
+    timed_out: bool,
 }
 
 /// Why a job restarts as a whole.
@@ -401,6 +405,17 @@ impl<'a> Engine<'a> {
                 work_ms: j.duration_ms,
                 saved: BTreeMap::new(),
                 lost_work: j.lost_work.unwrap_or(opts.eviction.lost_work),
+                walltime_ms: j
+                    .walltime_seconds
+                    .or_else(|| {
+                        let q = input.queues.get(&j.queue)?;
+                        input
+                            .queues
+                            .ancestors(q)
+                            .find_map(|a| input.queues.spec(a).default_walltime_seconds)
+                    })
+                    .map(|s| s.saturating_mul(1000)),
+                timed_out: false,
             });
         }
         for i in order {

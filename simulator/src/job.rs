@@ -47,6 +47,11 @@ pub struct SimJob {
     /// ([`crate::preemption::EvictionModel`]).
     #[serde(default)]
     pub lost_work: Option<LostWork>,
+    /// The longest the job may run from a start (seconds), as declared;
+    /// `None`: its queue's default walltime, else none. A start that would
+    /// run past it is ended there: the job is `timed_out`.
+    #[serde(default)]
+    pub walltime_seconds: Option<u64>,
 }
 
 fn yes() -> bool {

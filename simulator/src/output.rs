@@ -395,6 +395,7 @@ pub(crate) fn state_name(s: JobState) -> &'static str {
         JobState::Running => "running",
         JobState::Pending => "pending",
         JobState::Rejected => "rejected",
+        JobState::TimedOut => "timed_out",
     }
 }
 

@@ -19,6 +19,9 @@ pub enum JobState {
     Pending,
     /// Never schedulable as submitted (unknown queue, above a limit, ...).
     Rejected,
+    /// Ended at its walltime, before its work was done (Slurm's
+    /// `TIMEOUT`).
+    TimedOut,
 }
 
 /// One job's life.
@@ -326,6 +329,9 @@ pub struct Summary {
     pub running_at_end: u64,
     pub pending_at_end: u64,
     pub rejected: u64,
+    /// Jobs ended at their walltime.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub timed_out: u64,
     pub wait_seconds: Stats,
     pub jct_seconds: Stats,
     /// ∫ allocated GPUs dt / ∫ GPU capacity dt over the run.
@@ -507,6 +513,7 @@ impl SimOutput {
             running_at_end: count(JobState::Running),
             pending_at_end: count(JobState::Pending),
             rejected: count(JobState::Rejected),
+            timed_out: count(JobState::TimedOut),
             wait_seconds: Stats::of(started.iter().map(|j| j.wait_ms(end)).collect()),
             jct_seconds: Stats::of(self.jobs.iter().filter_map(|j| j.jct_ms()).collect()),
             gpu_allocation_ratio: if cap_int > 0.0 {
@@ -789,4 +796,8 @@ mod tests {
         assert_eq!(jain(&[1.0, 0.0]), Some(0.5));
         assert_eq!(jain(&[]), None);
     }
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }

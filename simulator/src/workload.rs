@@ -162,6 +162,9 @@ struct JobDoc {
     preemptible: Option<bool>,
     #[serde(default)]
     lost_work: Option<serde_json::Value>,
+    /// The job's declared walltime (a duration); absent: its queue's.
+    #[serde(default)]
+    walltime: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -256,6 +259,14 @@ struct TemplateDoc {
     preemptible: Option<bool>,
     #[serde(default)]
     lost_work: Option<serde_json::Value>,
+    /// Every job's declared walltime (a duration).
+    #[serde(default)]
+    walltime: Option<serde_json::Value>,
+    /// Every job's declared walltime as its own duration times this
+    /// (at least 1: users overestimate, as Slurm's logs show); rounded up
+    /// to whole seconds. Exclusive with `walltime`.
+    #[serde(default)]
+    walltime_factor: Option<f64>,
 }
 
 fn one_pod() -> IntDist {
@@ -406,6 +417,11 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
             parse_duration_ms(&j.submit).map_err(|e| SpecError::new(source, &f("submit"), e))?;
         let duration = parse_duration_ms(&j.duration)
             .map_err(|e| SpecError::new(source, &f("duration"), e))?;
+        let walltime_seconds = j
+            .walltime
+            .as_ref()
+            .map(|v| walltime_s(v).map_err(|e| SpecError::new(source, &f("walltime"), e)))
+            .transpose()?;
         if j.tasks.is_empty() {
             return Err(SpecError::new(
                 source,
@@ -491,9 +507,18 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
             tasks,
             preemptible: j.preemptible.unwrap_or(default_preemptible(j.priority)),
             lost_work: lost,
+            walltime_seconds,
         });
     }
     Ok(out)
+}
+
+/// A walltime: a duration above zero, in whole seconds (rounded up).
+fn walltime_s(v: &serde_json::Value) -> Result<u64, String> {
+    match parse_duration_ms(v)? {
+        0 => Err("expected a duration above zero".into()),
+        ms => Ok(ms.div_ceil(1000)),
+    }
 }
 
 /// Standard normal sample (Box–Muller).
@@ -648,6 +673,26 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
         };
         let constraints = constraints(&t.node_selector, &mut cache);
         let topology = TopologyDoc::constraint(t.topology.as_ref(), &f("topology"), source)?;
+        let walltime = t
+            .walltime
+            .as_ref()
+            .map(|v| walltime_s(v).map_err(|e| err("walltime", e)))
+            .transpose()?;
+        match (walltime, t.walltime_factor) {
+            (Some(_), Some(_)) => {
+                return Err(err(
+                    "walltimeFactor",
+                    "expected either walltime or walltimeFactor, not both".into(),
+                ));
+            }
+            (_, Some(x)) if !(1.0..=1000.0).contains(&x) => {
+                return Err(err(
+                    "walltimeFactor",
+                    format!("expected a number from 1 to 1000, found {x}"),
+                ));
+            }
+            _ => {}
+        }
         let lost = t
             .lost_work
             .as_ref()
@@ -693,6 +738,11 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                 }],
                 preemptible: t.preemptible.unwrap_or(default_preemptible(t.priority)),
                 lost_work: lost,
+                walltime_seconds: walltime.or_else(|| {
+                    // Whole seconds of duration × factor, rounded up.
+                    t.walltime_factor
+                        .map(|x| ((duration_ms as f64 * x) / 1000.0).ceil() as u64)
+                }),
             });
         }
     }

@@ -124,6 +124,63 @@ fn fifo_on_one_node_exact_waits_and_jcts() {
     }
 }
 
+/// A start that would run past its walltime is ended there: the job is
+/// timed out (Slurm's TIMEOUT) and frees its GPUs for the next. The
+/// walltime is the job's own, else the nearest queue default.
+#[test]
+fn a_job_past_its_walltime_is_ended_and_counted() {
+    let nodes = [Node::new("n1", 64_000, 512 * GI, 8)];
+    let js = jobs(
+        "  - {name: long, queue: q, submit: 0, duration: 100, walltime: 40, tasks: [{count: 1, requests: {nvidia.com/gpu: 8}}]}
+  - {name: ok, queue: q, submit: 1, duration: 30, walltime: 30, tasks: [{count: 1, requests: {nvidia.com/gpu: 8}}]}
+  - {name: dflt, queue: q, submit: 2, duration: 500, tasks: [{count: 1, requests: {nvidia.com/gpu: 8}}]}
+",
+    );
+    let mut q = QueueSpec::new("q");
+    q.default_walltime_seconds = Some(60);
+    let tree = QueueTree::build(vec![q]).unwrap();
+    let out = simulate(
+        SimInput {
+            nodes: &nodes,
+            queues: &tree,
+            jobs: &js,
+            faults: &[],
+        },
+        &Config::default(),
+        &SimOptions {
+            cycle_period_ms: 0,
+            ..SimOptions::default()
+        },
+        &mut |_| {},
+    );
+    assert_eq!(
+        timeline(&out),
+        vec![
+            s("sim/long", 0, 40),
+            s("sim/ok", 40, 70),
+            s("sim/dflt", 70, 130)
+        ]
+    );
+    let states: Vec<JobState> = out.jobs.iter().map(|j| j.state).collect();
+    assert_eq!(
+        states,
+        [JobState::TimedOut, JobState::Completed, JobState::TimedOut]
+    );
+    let sum = out.summary();
+    assert_eq!((sum.completed, sum.timed_out), (1, 2));
+    // A walltime of zero, or both walltime and a factor, are refused.
+    let bad = parse_workload(
+        "kind: Workload\nspec:\n  jobs:\n  - {name: z, queue: q, submit: 0, duration: 10, walltime: 0, tasks: [{count: 1, requests: {nvidia.com/gpu: 1}}]}\n",
+        "w.yaml",
+    );
+    assert!(
+        bad.as_ref().is_err_and(|e| e
+            .to_string()
+            .contains("walltime: expected a duration above zero")),
+        "{bad:?}"
+    );
+}
+
 #[test]
 fn cycle_period_batches_changes() {
     // With a 60 s period, the job submitted at 10 s waits for the 60 s cycle.

@@ -100,6 +100,16 @@ impl RawDuration {
     pub fn seconds(&self) -> Result<u64, DurationError> {
         parse_duration_seconds(&self.0)
     }
+
+    /// [`RawDuration::seconds`], refusing zero (a walltime): `Err` says
+    /// what was expected.
+    pub fn positive_seconds(&self) -> Result<u64, String> {
+        match self.seconds() {
+            Ok(0) => Err(format!("{:?}: expected a duration above zero", self.0)),
+            Ok(s) => Ok(s),
+            Err(e) => Err(e.to_string()),
+        }
+    }
 }
 
 impl fmt::Display for RawDuration {

@@ -344,6 +344,8 @@ fn volcano(q: VolcanoQueue, version: &str) -> Option<(Queue, Vec<String>)> {
             .collect(),
         min_runtime: None,
         preemption_delay: None,
+        default_walltime: None,
+        max_walltime: None,
     };
     Some((queue(q.metadata, version, out), warnings))
 }

@@ -128,6 +128,13 @@ pub struct PodGroupSpec {
     /// (`120`) or a duration (`"2m"`). Absent: its queue's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemption_delay: Option<crate::RawDuration>,
+    /// The longest the gang may run from its start: seconds (`14400`) or a
+    /// duration (`"4h"`), as Slurm's `--time`. Absent: the shortest
+    /// `activeDeadlineSeconds` of its pods, else its queue's default
+    /// walltime, else none. Reservations for waiting gangs are planned
+    /// from running gangs' walltimes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walltime: Option<crate::RawDuration>,
     /// Parts of the gang with their own minimum and topology (for example
     /// the workers and the parameter servers). Names are unique.
     #[serde(
@@ -159,6 +166,7 @@ impl Default for PodGroupSpec {
             priority: None,
             preemptible: None,
             preemption_delay: None,
+            walltime: None,
             sub_groups: Vec::new(),
             topology: TopologyConstraintSpec::default(),
         }
@@ -346,6 +354,7 @@ impl PodGroup {
                 priority: None,
                 preemptible: None,
                 preemption_delay: None,
+                walltime: None,
                 sub_groups: Vec::new(),
                 topology,
             },
@@ -417,6 +426,9 @@ impl PodGroup {
                 "spec.preemptionDelay",
                 e.to_string(),
             ));
+        }
+        if let Some(Err(e)) = self.spec.walltime.as_ref().map(|d| d.positive_seconds()) {
+            errors.push(ApiError::new(&object, "spec.walltime", e));
         }
         for mark in preemptible_marks(&self.metadata) {
             if let Err(message) = mark.value {

@@ -148,6 +148,16 @@ pub struct QueueSpecDoc {
     /// inherited from the nearest ancestor, else the scheduler's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemption_delay: Option<RawDuration>,
+    /// The walltime of a job that declares none (as Slurm's partition
+    /// `DefaultTime`): seconds or a duration (`"4h"`). Absent: inherited
+    /// from the nearest ancestor, else none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_walltime: Option<RawDuration>,
+    /// The longest walltime a job may declare (as Slurm's partition
+    /// `MaxTime`); a job that declares more stays pending and says why.
+    /// Absent: inherited from the nearest ancestor, else no maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_walltime: Option<RawDuration>,
 }
 
 fn one() -> u32 {
@@ -164,6 +174,8 @@ impl Default for QueueSpecDoc {
             limit: BTreeMap::new(),
             min_runtime: None,
             preemption_delay: None,
+            default_walltime: None,
+            max_walltime: None,
         }
     }
 }
@@ -290,6 +302,19 @@ impl Queue {
                 }
             },
         };
+        let mut walltime = |field: &str, raw: &Option<RawDuration>| match raw {
+            None => None,
+            Some(raw) => match raw.positive_seconds() {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    errors.push(ApiError::new(&object, field, e));
+                    None
+                }
+            },
+        };
+        let default_walltime_seconds =
+            walltime("spec.defaultWalltime", &self.spec.default_walltime);
+        let max_walltime_seconds = walltime("spec.maxWalltime", &self.spec.max_walltime);
         let preemption_delay_seconds = match &self.spec.preemption_delay {
             None => None,
             Some(raw) => match raw.seconds() {
@@ -316,6 +341,8 @@ impl Queue {
             priority: self.spec.priority,
             min_runtime_seconds,
             preemption_delay_seconds,
+            default_walltime_seconds,
+            max_walltime_seconds,
         })
     }
 }

@@ -193,6 +193,9 @@ struct PodSpec {
     runtime_class_name: Option<String>,
     #[serde(default, deserialize_with = "null_default")]
     volumes: Vec<Volume>,
+    /// Seconds the pod may run from its start before the kubelet ends it.
+    #[serde(default)]
+    active_deadline_seconds: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -486,6 +489,9 @@ pub struct PodInfo {
     /// `status.startTime`, else the earliest `lastTransitionTime` of its
     /// `Ready`/`PodScheduled` conditions (used for bound pods only).
     pub started: Option<Timestamp>,
+    /// `spec.activeDeadlineSeconds`: how long the pod may run from its
+    /// start (part of its job's walltime).
+    pub active_deadline_seconds: Option<u64>,
     /// `metadata.deletionTimestamp` is set.
     pub terminating: bool,
     /// A pending pod's `status.nominatedNodeName` and since when: the

@@ -200,6 +200,14 @@ pub struct Job {
     /// ancestor, else the core's `preemption.delaySeconds`.
     #[serde(default)]
     pub preemption_delay_seconds: Option<u64>,
+    /// The longest the job may run, from its start (seconds), as it
+    /// declared it: the PodGroup's `spec.walltime`, else the shortest
+    /// `activeDeadlineSeconds` of its pods. `None`: its queue's default
+    /// (`QueueSpec::default_walltime_seconds`), else no limit. A job
+    /// running past its walltime is ended (the simulator; the service when
+    /// `enforceWalltime` is on).
+    #[serde(default)]
+    pub walltime_seconds: Option<u64>,
     /// Set when the job can never be scheduled as submitted (e.g. its queue
     /// does not exist): the core reports it and places nothing.
     pub rejected: Option<String>,
@@ -266,6 +274,7 @@ impl Job {
             preempts: true,
             tasks,
             preemption_delay_seconds: None,
+            walltime_seconds: None,
             rejected: None,
         }
     }

@@ -36,6 +36,17 @@ pub struct QueueSpec {
     /// parent (none at the top: the core's default).
     #[serde(default)]
     pub preemption_delay_seconds: Option<u64>,
+    /// The walltime of a job of this queue that declares none (as Slurm's
+    /// partition `DefaultTime`). `None`: inherit from the parent (none at
+    /// the top: the job has no walltime).
+    #[serde(default)]
+    pub default_walltime_seconds: Option<u64>,
+    /// The longest walltime a job of this queue may declare (as Slurm's
+    /// partition `MaxTime`); a job that declares more stays pending and
+    /// says why. `None`: inherit from the parent (none at the top: no
+    /// maximum).
+    #[serde(default)]
+    pub max_walltime_seconds: Option<u64>,
 }
 
 impl QueueSpec {
@@ -50,6 +61,8 @@ impl QueueSpec {
             priority: 0,
             min_runtime_seconds: None,
             preemption_delay_seconds: None,
+            default_walltime_seconds: None,
+            max_walltime_seconds: None,
         }
     }
     pub fn min_runtime(mut self, seconds: u64) -> Self {

@@ -200,6 +200,15 @@ pub enum PendingReason {
         needs: u64,
         limit: u64,
     },
+    /// The job declares a walltime above the maximum of a queue on its
+    /// path (Slurm's `PartitionTimeLimit`): it never starts there as
+    /// submitted.
+    #[serde(rename_all = "camelCase")]
+    ExceedsMaxWalltime {
+        queue: String,
+        walltime_seconds: u64,
+        max_seconds: u64,
+    },
     /// Fewer pods exist than the gang's minimum.
     #[serde(rename_all = "camelCase")]
     NotEnoughPods {
@@ -295,6 +304,7 @@ impl PendingReason {
             PendingReason::Unschedulable { .. } => "Unschedulable",
             PendingReason::QueueAtLimit { .. } => "QueueAtLimit",
             PendingReason::ExceedsQueueLimit { .. } => "ExceedsQueueLimit",
+            PendingReason::ExceedsMaxWalltime { .. } => "ExceedsMaxWalltime",
             PendingReason::NotEnoughPods { .. } => "NotEnoughPods",
             PendingReason::Unsupported { .. } => "Unsupported",
             PendingReason::InvalidRequest { .. } => "InvalidRequest",
@@ -385,6 +395,16 @@ impl fmt::Display for PendingReason {
                 "gang minimum needs {} {resource}, above the limit {} of queue {queue}; it can never run there",
                 resource.format_amount(*needs),
                 resource.format_amount(*limit)
+            ),
+            PendingReason::ExceedsMaxWalltime {
+                queue,
+                walltime_seconds,
+                max_seconds,
+            } => write!(
+                f,
+                "walltime {} is above the maximum {} of queue {queue}; it can never start there",
+                trainyard_model::format_seconds(*walltime_seconds),
+                trainyard_model::format_seconds(*max_seconds)
             ),
             PendingReason::NotEnoughPods {
                 subgroup,

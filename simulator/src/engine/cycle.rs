@@ -89,12 +89,15 @@ impl Engine<'_> {
                 };
                 let extra = rt.record.topology.as_ref().map_or(0, |t| t.slowdown_ms);
                 rt.run_ms = duration.saturating_add(extra).min(MAX_DURATION_MS);
+                rt.timed_out = rt.walltime_ms.is_some_and(|w| rt.run_ms > w);
             }
             // Each task runs `run_ms` from its start, less what an earlier
             // run of it (an elastic pod evicted alone) kept by checkpoints.
             let mut by_end: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
             for ti in tasks {
                 let left = rt.run_ms - rt.saved.get(&ti).copied().unwrap_or(0).min(rt.run_ms);
+                // Ended at the walltime, counted from this start.
+                let left = rt.walltime_ms.map_or(left, |w| left.min(w));
                 by_end.entry(now.0 + left as i64).or_default().push(ti);
             }
             let epoch = rt.epoch;
@@ -124,6 +127,7 @@ impl Engine<'_> {
                 p.reason,
                 PendingReason::Rejected { .. }
                     | PendingReason::ExceedsQueueLimit { .. }
+                    | PendingReason::ExceedsMaxWalltime { .. }
                     | PendingReason::Unsupported { .. }
                     | PendingReason::InvalidRequest { .. }
             );

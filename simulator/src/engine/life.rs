@@ -20,6 +20,7 @@ impl Engine<'_> {
             tasks,
             // Workload jobs take their queue's delay.
             preemption_delay_seconds: None,
+            walltime_seconds: sj.walltime_seconds,
             rejected: None,
         };
         self.rt[j].live = true;
@@ -106,7 +107,11 @@ impl Engine<'_> {
     pub(super) fn complete(&mut self, j: usize, now: Timestamp) {
         let rt = &mut self.rt[j];
         rt.record.end = Some(now);
-        rt.record.state = JobState::Completed;
+        rt.record.state = if rt.timed_out {
+            JobState::TimedOut
+        } else {
+            JobState::Completed
+        };
         rt.live = false;
         self.live.remove(&rt.record.id);
         self.world.apply(Change::JobGone(rt.record.id.clone()));

@@ -244,6 +244,7 @@ pub fn parse_pods(text: &str, source: &str, opts: &ImportOptions) -> Result<Impo
             // by the snapshot default, which runs only within quota.
             preemptible: true,
             lost_work: None,
+            walltime_seconds: None,
         });
         report.imported += 1;
     }

@@ -175,6 +175,7 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
         .unwrap_or(Timestamp(0));
 
     // Tasks.
+    let walltime_seconds = job_walltime(pg, &members);
     let mut tasks: Vec<Task> = members
         .into_iter()
         .map(|m| {
@@ -234,8 +235,24 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
         preemption_delay_seconds: pg
             .and_then(|(_, g)| g.spec.preemption_delay.as_ref())
             .and_then(|d| d.seconds().ok()),
+        walltime_seconds,
         rejected: None,
     }
+}
+
+/// The job's declared walltime: the PodGroup's `spec.walltime`, else the
+/// shortest `activeDeadlineSeconds` of its pods (the kubelet ends each pod
+/// at its own; the gang lives as long as its shortest). Bad values were
+/// reported when the objects were read.
+fn job_walltime(pg: Option<&(Loc, PodGroup)>, members: &[Member]) -> Option<u64> {
+    pg.and_then(|(_, g)| g.spec.walltime.as_ref())
+        .and_then(|d| d.positive_seconds().ok())
+        .or_else(|| {
+            members
+                .iter()
+                .filter_map(|m| m.pod.active_deadline_seconds)
+                .min()
+        })
 }
 
 /// Whether the job may be evicted, from the first source that says so:

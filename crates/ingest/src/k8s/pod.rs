@@ -331,6 +331,17 @@ impl K8sPod {
                     nominated_gpus,
                 )
             });
+        let active_deadline_seconds = match spec.active_deadline_seconds {
+            None => None,
+            Some(s) if s > 0 => Some(s as u64),
+            Some(s) => {
+                errors.push((
+                    "spec.activeDeadlineSeconds".into(),
+                    format!("{s}: expected a positive number of seconds"),
+                ));
+                None
+            }
+        };
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -362,6 +373,7 @@ impl K8sPod {
             gpus,
             gpu_share: sharing.share,
             started,
+            active_deadline_seconds,
             terminating,
             nomination,
             meta,

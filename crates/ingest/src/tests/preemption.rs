@@ -418,3 +418,41 @@ fn queue_min_runtime() {
         cluster.yaml: document 1: Queue x: spec.minRuntime: duration "-30m" is negative; expected zero or more
         cluster.yaml: document 2: Queue y: spec.minRuntime: invalid duration "1w": unknown unit "w"; expected ms, s, m, h or d"#]].assert_eq(&errors_of(&text));
 }
+
+/// Walltime: a PodGroup's `spec.walltime` comes first, else the shortest
+/// `activeDeadlineSeconds` of the job's pods; queues carry their default
+/// and maximum as written (the core inherits them); bad values are named.
+#[test]
+fn walltime_comes_from_the_podgroup_else_the_pods_deadlines() {
+    let text = [
+        "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: team}\nspec: {defaultWalltime: 4h, maxWalltime: \"86400\"}\n".to_string(),
+        "apiVersion: trainyard.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\nspec: {minMember: 2, walltime: 90m}\n".to_string(),
+        plain_pod("g-0", "  labels: {trainyard.io/pod-group: g}\n", "  activeDeadlineSeconds: 60\n"),
+        plain_pod("g-1", "  labels: {trainyard.io/pod-group: g}\n", ""),
+        plain_pod("p-0", "  labels: {trainyard.io/pod-group: p}\n", "  activeDeadlineSeconds: 7200\n"),
+        plain_pod("p-1", "  labels: {trainyard.io/pod-group: p}\n", "  activeDeadlineSeconds: 3600\n"),
+        plain_pod("plain", "", ""),
+    ]
+    .join("---\n");
+    let loaded = load_one(&text).unwrap();
+    assert_eq!(job(&loaded, "ml/g").walltime_seconds, Some(5400));
+    assert_eq!(job(&loaded, "ml/p").walltime_seconds, Some(3600));
+    assert_eq!(job(&loaded, "ml/plain").walltime_seconds, None);
+    let q = &loaded.snapshot.queues;
+    let team = q.spec(q.get("team").unwrap());
+    assert_eq!(
+        (team.default_walltime_seconds, team.max_walltime_seconds),
+        (Some(14_400), Some(86_400))
+    );
+
+    let text = [
+        "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: q}\nspec: {maxWalltime: 0}\n".to_string(),
+        "apiVersion: trainyard.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\nspec: {walltime: 0s}\n".to_string(),
+        plain_pod("bad", "", "  activeDeadlineSeconds: -5\n"),
+    ]
+    .join("---\n");
+    expect![[r#"
+        cluster.yaml: document 2: PodGroup ml/g: spec.walltime: "0s": expected a duration above zero
+        cluster.yaml: document 3: Pod ml/bad: spec.activeDeadlineSeconds: -5: expected a positive number of seconds
+        cluster.yaml: document 1: Queue q: spec.maxWalltime: "0": expected a duration above zero"#]].assert_eq(&errors_of(&text));
+}

@@ -435,6 +435,20 @@ impl<'s> Cycle<'s> {
             }
             _ => {}
         }
+        // A declared walltime above the nearest maximum on the path.
+        if let (Some(q), Some(w)) = (leaf, job.walltime_seconds)
+            && !pending.is_empty()
+            && let Some((a, max)) = tree
+                .ancestors(q)
+                .find_map(|a| tree.spec(a).max_walltime_seconds.map(|m| (a, m)))
+            && w > max
+        {
+            return Some(PendingReason::ExceedsMaxWalltime {
+                queue: tree.path(a).to_string(),
+                walltime_seconds: w,
+                max_seconds: max,
+            });
+        }
         if let Some(q) = leaf
             && tree
                 .ancestors(q)

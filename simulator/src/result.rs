@@ -732,6 +732,10 @@ impl SimOutput {
     }
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -796,8 +800,4 @@ mod tests {
         assert_eq!(jain(&[1.0, 0.0]), Some(0.5));
         assert_eq!(jain(&[]), None);
     }
-}
-
-fn is_zero(v: &u64) -> bool {
-    *v == 0
 }

@@ -179,6 +179,31 @@ fn a_job_past_its_walltime_is_ended_and_counted() {
             .contains("walltime: expected a duration above zero")),
         "{bad:?}"
     );
+    // A generator's factor: each job's own duration times it, rounded up.
+    let gen_with = |extra: &str| {
+        parse_workload(
+            &format!(
+                "kind: WorkloadGenerator\nspec:\n  seed: 3\n  templates:\n  - {{name: t, queue: q, count: 5, arrival: {{every: 1m}}, pods: {{fixed: 1}}, podRequests: {{nvidia.com/gpu: 1}}, duration: {{exponential: {{mean: 10m}}}}{extra}}}\n"
+            ),
+            "gen.yaml",
+        )
+    };
+    let generated = gen_with(", walltimeFactor: 2").unwrap();
+    for j in &generated {
+        assert_eq!(
+            j.walltime_seconds,
+            Some((j.duration_ms * 2).div_ceil(1000)),
+            "{}",
+            j.id
+        );
+    }
+    let both = gen_with(", walltime: 1h, walltimeFactor: 2");
+    assert!(
+        both.as_ref().is_err_and(|e| e
+            .to_string()
+            .contains("expected either walltime or walltimeFactor, not both")),
+        "{both:?}"
+    );
 }
 
 #[test]

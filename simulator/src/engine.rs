@@ -405,15 +405,9 @@ impl<'a> Engine<'a> {
                 work_ms: j.duration_ms,
                 saved: BTreeMap::new(),
                 lost_work: j.lost_work.unwrap_or(opts.eviction.lost_work),
-                walltime_ms: j
-                    .walltime_seconds
-                    .or_else(|| {
-                        let q = input.queues.get(&j.queue)?;
-                        input
-                            .queues
-                            .ancestors(q)
-                            .find_map(|a| input.queues.spec(a).default_walltime_seconds)
-                    })
+                walltime_ms: input
+                    .queues
+                    .walltime(&j.queue, j.walltime_seconds)
                     .map(|s| s.saturating_mul(1000)),
                 timed_out: false,
             });

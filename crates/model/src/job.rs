@@ -214,6 +214,16 @@ pub struct Job {
 }
 
 impl Job {
+    /// When the job started: the earliest start of its bound tasks that
+    /// say (`None` when none does).
+    pub fn started_at(&self) -> Option<Timestamp> {
+        self.tasks
+            .iter()
+            .filter(|t| !t.is_pending())
+            .filter_map(|t| t.started)
+            .min()
+    }
+
     /// Sum of the requests of all tasks (running and pending).
     pub fn total_requests(&self) -> Resources {
         let mut r = Resources::zero();

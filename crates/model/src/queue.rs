@@ -367,6 +367,16 @@ impl QueueTree {
         std::iter::successors(Some(id), move |q| self.nodes[q.0].parent)
             .take_while(|q| *q != Self::ROOT)
     }
+    /// The walltime of a job of queue `queue` (seconds): `declared`, else
+    /// the nearest `default_walltime_seconds` on its path; `None`: no
+    /// limit (also for a queue the tree does not have).
+    pub fn walltime(&self, queue: &str, declared: Option<u64>) -> Option<u64> {
+        declared.or_else(|| {
+            let q = self.get(queue)?;
+            self.ancestors(q)
+                .find_map(|a| self.spec(a).default_walltime_seconds)
+        })
+    }
     /// All user queue ids, in name order.
     pub fn ids(&self) -> impl Iterator<Item = QueueId> + '_ {
         self.by_name.values().copied()

@@ -58,6 +58,7 @@ pub mod report;
 pub mod settings;
 #[cfg(test)]
 mod testkit;
+pub mod walltime;
 pub mod watch;
 pub mod world;
 pub mod write;
@@ -106,6 +107,9 @@ pub struct Progress {
     pub leader: bool,
     /// What this start did with the bind journal's open intents.
     pub recovered: journal::Recovered,
+    /// Pods evicted because their job ran past its walltime
+    /// ([`walltime`]).
+    pub walltime_evictions: u64,
     /// Checkpoints written to the API server ([`checkpoint`]).
     pub checkpoints: u64,
     /// Jobs that stopped holding anything, with their accounting records
@@ -390,6 +394,7 @@ pub async fn run_with(
     let mut decision_log = decision_log::DecisionLog::default();
     let mut queue_statuses = queue_status::StatusCache::default();
     let mut repair = repair::Repair::default();
+    let mut expiry = walltime::Expiry::default();
     let mut grouper = grouper::Grouper::new(service, &kinds);
     // Trainyard's own Queues get status; the peers' kinds are theirs.
     let queue_stream = kinds
@@ -454,6 +459,7 @@ pub async fn run_with(
                     queue_statuses = queue_status::StatusCache::default();
                     group_statuses = queue_status::StatusCache::default();
                     repair = repair::Repair::default();
+                    expiry = walltime::Expiry::default();
                     next = Instant::now();
                 }
             }
@@ -627,6 +633,23 @@ pub async fn run_with(
                             Err(err) => {
                                 tracing::warn!("evict {} of incomplete gang {}: {err}", e.task, e.job);
                                 done.written.failed += 1;
+                            }
+                        }
+                    }
+                    if live.enforce_walltime {
+                        for e in expiry.check(&snapshot, now, live.assume_timeout_seconds) {
+                            let result = write::evict_with_event(&conn, &events, &e.task, "WalltimeExceeded", &e.message, &at).await;
+                            let reason = match &result {
+                                Ok(()) => "evicted".to_string(),
+                                Err(err) => metrics::reason_of(err),
+                            };
+                            metrics.evictions.get_or_create(&metrics::EvictionLabels { kind: "walltime", reason }).inc();
+                            match result {
+                                Ok(()) => done.walltime_evictions += 1,
+                                Err(err) => {
+                                    tracing::warn!("evict {} of job {} past its walltime: {err}", e.task, e.job);
+                                    done.written.failed += 1;
+                                }
                             }
                         }
                     }

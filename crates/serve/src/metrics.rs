@@ -41,7 +41,7 @@ pub struct ReasonLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EvictionLabels {
-    /// `reclaim`, `preempt` or `incomplete_gang`.
+    /// `reclaim`, `preempt`, `incomplete_gang` or `walltime`.
     pub kind: &'static str,
     /// `evicted`, or why not (`pdb`, `not_found`, ...; see [`reason_of`]).
     pub reason: String,

@@ -61,6 +61,7 @@ pub fn apply(old: &ServiceSettings, new: &ServiceSettings) -> ServiceSettings {
         debounce_millis: new.debounce_millis,
         assume_timeout_seconds: new.assume_timeout_seconds,
         gang_repair_seconds: new.gang_repair_seconds,
+        enforce_walltime: new.enforce_walltime,
         admission_gating: new.admission_gating,
         bind_concurrency: new.bind_concurrency,
         ..old.clone()

@@ -72,6 +72,11 @@ pub struct ServiceSettings {
     /// A gang with some members bound but fewer than its minimum for this
     /// long has its bound members evicted ([`crate::repair`]).
     pub gang_repair_seconds: u64,
+    /// End jobs at their walltime: a job that has run its walltime (its
+    /// PodGroup's `spec.walltime`, else its queue's default) has its pods
+    /// evicted with a `WalltimeExceeded` Event ([`crate::walltime`]). Off
+    /// by default, as walltimes are new to Kubernetes users.
+    pub enforce_walltime: bool,
     /// Queue-admission gating: remove the `trainyard.io/admission`
     /// scheduling gate from a job's pods only when its queue has room
     /// ([`crate::admission`]).
@@ -161,6 +166,7 @@ impl Default for ServiceSettings {
             bind_concurrency: 16,
             assume_timeout_seconds: 30,
             gang_repair_seconds: 60,
+            enforce_walltime: false,
             admission_gating: false,
             client_qps: 5000,
             client_burst: 10000,

@@ -134,14 +134,27 @@ pub async fn evict_incomplete(
     e: &crate::repair::RepairEviction,
     at: &str,
 ) -> Result<(), kube::Error> {
-    pods(conn.client().await?, &e.task)
-        .evict(&e.task.name, &EvictParams::default())
+    evict_with_event(conn, events, &e.task, "IncompleteGang", &e.message, at).await
+}
+
+/// Evicts `task` through the Eviction API and, once evicted, records a
+/// Warning Event `reason` on it.
+pub async fn evict_with_event(
+    conn: &Conn,
+    events: &EventSink,
+    task: &TaskKey,
+    reason: &'static str,
+    message: &str,
+    at: &str,
+) -> Result<(), kube::Error> {
+    pods(conn.client().await?, task)
+        .evict(&task.name, &EvictParams::default())
         .await?;
     events.record(Record {
-        task: e.task.clone(),
+        task: task.clone(),
         type_: "Warning",
-        reason: "IncompleteGang",
-        message: e.message.clone(),
+        reason,
+        message: message.to_string(),
         at: at.to_string(),
     });
     Ok(())

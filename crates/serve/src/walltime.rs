@@ -1,0 +1,158 @@
+//! Walltime enforced: a job that has run its walltime loses its pods
+//! (`service.enforceWalltime`, off by default), as Slurm ends a job at its
+//! time limit.
+//!
+//! The walltime is the one the core and the simulator use
+//! ([`trainyard_model::QueueTree::walltime`]: the job's own, else its
+//! queue's default); the start is the earliest start of its bound pods
+//! (`status.startTime`). At `start + walltime` every bound pod of the job
+//! that is not already terminating is evicted through the Eviction API
+//! with a `WalltimeExceeded` Event; an eviction refused (a budget) is asked
+//! again after the retry period. The kubelet already ends a pod at its own
+//! `activeDeadlineSeconds`; this rule ends a gang at its PodGroup's
+//! `spec.walltime` or its queue's default, and all its pods together.
+//!
+//! Pure: the snapshot and the time in, evictions out.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use trainyard_model::{Snapshot, TaskKey, Timestamp, format_seconds};
+
+/// A bound pod of a job past its walltime, to evict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WalltimeEviction {
+    pub job: String,
+    pub task: TaskKey,
+    /// For people: `job ml/train ran 4h2m, past its walltime 4h`.
+    pub message: String,
+}
+
+/// The evictions asked, and when (asked again only after the retry).
+#[derive(Clone, Debug, Default)]
+pub struct Expiry {
+    asked: BTreeMap<TaskKey, Timestamp>,
+}
+
+impl Expiry {
+    /// The bound pods of jobs past their walltime at `now`.
+    pub fn check(
+        &mut self,
+        snapshot: &Snapshot,
+        now: Timestamp,
+        retry_seconds: u64,
+    ) -> Vec<WalltimeEviction> {
+        let mut out = Vec::new();
+        let mut seen = BTreeSet::new();
+        for job in &snapshot.jobs {
+            let Some(walltime) = snapshot.queues.walltime(&job.queue, job.walltime_seconds) else {
+                continue;
+            };
+            let Some(start) = job.started_at() else {
+                continue;
+            };
+            let ran = now.secs_since(start);
+            if ran < walltime {
+                continue;
+            }
+            let message = format!(
+                "job {} ran {}, past its walltime {}; its pods are evicted",
+                job.id,
+                format_seconds(ran),
+                format_seconds(walltime)
+            );
+            for t in job
+                .tasks
+                .iter()
+                .filter(|t| !t.is_pending() && !t.terminating)
+            {
+                seen.insert(t.key.clone());
+                let again = self
+                    .asked
+                    .get(&t.key)
+                    .is_none_or(|at| now.secs_since(*at) >= retry_seconds);
+                if again {
+                    self.asked.insert(t.key.clone(), now);
+                    out.push(WalltimeEviction {
+                        job: job.id.clone(),
+                        task: t.key.clone(),
+                        message: message.clone(),
+                    });
+                }
+            }
+        }
+        self.asked.retain(|k, _| seen.contains(k));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use trainyard_model::{Job, Node, QueueSpec, QueueTree, Resources, TaskState};
+
+    use super::*;
+
+    fn running(id: &str, queue: &str, pods: usize, started_s: i64, walltime: Option<u64>) -> Job {
+        let mut j = Job::gang(
+            id,
+            queue,
+            vec![Resources::new(1000, 1 << 30, 0).with_gpus(1); pods],
+        );
+        for t in &mut j.tasks {
+            t.state = TaskState::Bound {
+                node: "n1".into(),
+                gpus: None,
+            };
+            t.started = Some(Timestamp::from_secs(started_s));
+        }
+        j.walltime_seconds = walltime;
+        j
+    }
+
+    fn snap(jobs: Vec<Job>) -> Snapshot {
+        let mut team = QueueSpec::new("team");
+        team.default_walltime_seconds = Some(3600);
+        let leaf = QueueSpec::new("nlp").parent("team");
+        let queues = QueueTree::build(vec![team, leaf, QueueSpec::new("free")]).expect("tree");
+        Snapshot::new(vec![Node::new("n1", 64_000, 512 << 30, 8)], queues, jobs)
+    }
+
+    fn names(e: &[WalltimeEviction]) -> Vec<String> {
+        e.iter().map(|e| e.task.to_string()).collect()
+    }
+
+    #[test]
+    fn a_job_past_its_walltime_loses_every_pod_and_is_asked_again_after_the_retry() {
+        let s = snap(vec![
+            // Its own walltime, 10 min, from its earliest start.
+            running("ml/own", "free", 2, 0, Some(600)),
+            // The queue's default (team's, inherited): 1 h.
+            running("ml/dflt", "nlp", 1, 0, None),
+            // No walltime anywhere: runs on.
+            running("ml/free", "free", 1, 0, None),
+        ]);
+        let mut x = Expiry::default();
+        assert!(x.check(&s, Timestamp::from_secs(599), 10).is_empty());
+        let e = x.check(&s, Timestamp::from_secs(600), 10);
+        assert_eq!(names(&e), ["ml/own-0", "ml/own-1"]);
+        assert_eq!(
+            e[0].message,
+            "job ml/own ran 10m, past its walltime 10m; its pods are evicted"
+        );
+        // Not asked again before the retry; then again, with the default's.
+        assert!(x.check(&s, Timestamp::from_secs(605), 10).is_empty());
+        let e = x.check(&s, Timestamp::from_secs(3600), 10);
+        assert_eq!(names(&e), ["ml/own-0", "ml/own-1", "ml/dflt-0"]);
+    }
+
+    #[test]
+    fn terminating_pods_and_jobs_not_started_are_left_alone() {
+        let mut j = running("ml/own", "free", 2, 0, Some(60));
+        j.tasks[0].terminating = true;
+        let mut pending = running("ml/wait", "free", 1, 0, Some(60));
+        pending.tasks[0].state = TaskState::Pending;
+        pending.tasks[0].started = None;
+        let s = snap(vec![j, pending]);
+        let e = Expiry::default().check(&s, Timestamp::from_secs(120), 10);
+        assert_eq!(names(&e), ["ml/own-1"]);
+    }
+}

@@ -1,0 +1,77 @@
+//! `enforceWalltime`: a gang that has run its PodGroup's walltime loses
+//! all its pods, each with a `WalltimeExceeded` Event; a gang without a
+//! walltime runs on. Against the test API server (its kubelet sets each
+//! pod's `status.startTime` when it starts the pod).
+
+mod common;
+
+use common::*;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_past_its_walltime_loses_its_pods_with_an_event() {
+    let (server, client) = server().await;
+    cluster(&client).await;
+    create(
+        &client,
+        &trainyard("PodGroup", "podgroups"),
+        Some("ml"),
+        json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+               "metadata": {"name": "short", "namespace": "ml"},
+               "spec": {"queue": "team", "minMember": 2, "walltime": "2s"}}),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    for i in 0..2 {
+        let p: Pod = serde_json::from_value(json!({
+            "metadata": {"name": format!("short-{i}"), "namespace": "ml",
+                         "labels": {"trainyard.io/pod-group": "short"}},
+            "spec": {"schedulerName": "trainyard", "containers": [{"name": "c", "image": "train:1",
+                     "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}
+        }))
+        .expect("pod");
+        pods.create(&PostParams::default(), &p)
+            .await
+            .expect("pod created");
+    }
+    gang(&client, "long", "team", 1, 2).await;
+    let mut settings = fast_settings();
+    settings.service.enforce_walltime = true;
+    let (mut progress, stop) = start_with(client.clone(), settings);
+    until(&mut progress, "both gangs bound", |p| p.written.binds == 3).await;
+    // Kubelet: the pods start (status.startTime).
+    server.tick();
+    let events = events_until(&client, "ml", 2, |e| {
+        e.reason.as_deref() == Some("WalltimeExceeded")
+    })
+    .await;
+    let mut about: Vec<String> = events
+        .iter()
+        .map(|e| e.involved_object.name.clone().unwrap_or_default())
+        .collect();
+    about.sort();
+    assert_eq!(about, ["short-0", "short-1"]);
+    for e in &events {
+        let m = e.message.as_deref().unwrap_or_default();
+        assert!(
+            m.starts_with("job ml/short ran ")
+                && m.ends_with(", past its walltime 2s; its pods are evicted"),
+            "{m}"
+        );
+    }
+    let seen = until(&mut progress, "the evictions counted", |p| {
+        p.walltime_evictions == 2
+    })
+    .await;
+    // Three cycles later: the gang without a walltime still runs.
+    until(&mut progress, "three more cycles", |p| {
+        p.cycles >= seen.cycles + 3
+    })
+    .await;
+    assert_eq!(progress.borrow().walltime_evictions, 2);
+    let long = pods.get("long-0").await.expect("long-0 still there");
+    assert!(long.metadata.deletion_timestamp.is_none(), "{long:?}");
+    stop.send_replace(true);
+}

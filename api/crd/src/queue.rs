@@ -556,7 +556,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             errs.to_string(),
-            "Queue nlp: spec.limits: unknown field `limits`, expected one of `parent`, `priority`, `overQuotaWeight`, `quota`, `limit`, `minRuntime`, `preemptionDelay`"
+            "Queue nlp: spec.limits: unknown field `limits`, expected one of `parent`, `priority`, `overQuotaWeight`, `quota`, `limit`, `minRuntime`, `preemptionDelay`, `defaultWalltime`, `maxWalltime`"
         );
     }
 }

@@ -107,6 +107,9 @@ pub struct Progress {
     pub leader: bool,
     /// What this start did with the bind journal's open intents.
     pub recovered: journal::Recovered,
+    /// Usage samples taken (each leading cycle, and each period of a
+    /// standby, which records usage too).
+    pub usage_samples: u64,
     /// Pods evicted because their job ran past its walltime
     /// ([`walltime`]).
     pub walltime_evictions: u64,
@@ -359,6 +362,10 @@ pub async fn run_with(
         };
         world.state.track_usage(history);
     }
+    // How far this replica's own history reached when it started: a
+    // checkpoint newer than that is resumed from when it leads (what it
+    // recorded since, as a standby, lacks the time before it started).
+    let history_known_at_start = world.state.usage_history().and_then(|h| h.known_until_s());
     let conn = std::sync::Arc::new(conn::Conn::new(
         client.clone(),
         service.client_qps,
@@ -556,7 +563,7 @@ pub async fn run_with(
                     if !resumed {
                         resumed = true;
                         if live.store.checkpoint_seconds > 0 {
-                            done.resumed = resume(&client, &ck_namespace, &live.store.checkpoint_name, &mut world, journal.as_ref(), &mut open_intents).await;
+                            done.resumed = resume(&client, &ck_namespace, &live.store.checkpoint_name, &mut world, journal.as_ref(), &mut open_intents, history_known_at_start).await;
                         }
                     }
                     if let Some(j) = &journal
@@ -586,6 +593,7 @@ pub async fn run_with(
                     // cycle as leader, which has none yet).
                     world.state.publish_usage(settings.scheduler.fair_share.usage_half_life_seconds.is_some());
                     world.state.record_usage(now);
+                    done.usage_samples += 1;
                     if first_cycle {
                         world.state.recalc_usage(now);
                     }
@@ -737,6 +745,26 @@ pub async fn run_with(
                         tracing::info!(writes = queued, in_flight = writer.in_flight(), pending = done.pending, "cycle {}", done.cycles);
                     }
                     progress.send_replace(done);
+                } else if synced {
+                    // A standby records usage too, from the bound pods it
+                    // watches: its store's accounting (buckets, job
+                    // records) has no hole when it takes over. Metrics stay
+                    // the leader's (a sum over replicas would count twice).
+                    let now = wall_clock();
+                    world.state.record_usage(now);
+                    done.usage_samples += 1;
+                    if let Some(h) = world.state.usage_history() {
+                        let closed = h.take_closed();
+                        if let Some(p) = &persist {
+                            p.closed(closed);
+                        }
+                    }
+                    let finished = world.state.take_finished_jobs();
+                    done.accounted += finished.len() as u64;
+                    if let Some(p) = &persist {
+                        p.jobs(finished);
+                    }
+                    progress.send_replace(done);
                 }
                 next = Instant::now() + period;
             }
@@ -808,6 +836,7 @@ async fn resume(
     world: &mut World,
     journal: Option<&journal::Journal>,
     open_intents: &mut std::collections::BTreeMap<u64, trainyard_store::JournalRecord>,
+    known: Option<i64>,
 ) -> bool {
     let ck = match checkpoint::read(client, namespace, name).await {
         Ok(Some(ck)) => ck,
@@ -821,7 +850,6 @@ async fn resume(
     let Some(h) = world.state.usage_history() else {
         return false;
     };
-    let known = h.known_until_s();
     if known.is_some_and(|k| k >= taken_s) {
         tracing::info!(checkpoint_s = taken_s, known_s = ?known, "the checkpoint is not newer than this replica's usage history; not used");
         return false;

@@ -113,3 +113,70 @@ async fn a_failover_loses_at_most_one_checkpoint_interval_of_history() {
     b.stop.send_replace(true);
     b.task.await.expect("b stops");
 }
+
+/// A standby records usage from the pods it watches: a job that ends while
+/// another replica leads is in the standby's own store too, so its
+/// accounting has no hole when it takes over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_keeps_the_accounting_of_what_the_leader_ran() {
+    if skip_on_cluster("the standby accounting test", "two in-process replicas") {
+        return;
+    }
+    let (env, client) = env().await;
+    cluster(&client).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let b_store = dir.path().join("b.redb");
+    let mut a = replica(&client, "replica-a", &dir.path().join("a.redb"));
+    until(&mut a.progress, "a leads", |p: &Progress| p.leader).await;
+    let mut b = replica(&client, "replica-b", &b_store);
+    gang(&client, "done", "team", 2, 4).await;
+    until(&mut a.progress, "the binds", |p| p.written.binds == 2).await;
+    // Both replicas see the pods bound (through their watches) and record
+    // them in the samples after that (a bind counts from the next sample;
+    // four, as the replicas' watches may trail the test's).
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "ml");
+    for name in ["done-0", "done-1"] {
+        let bound = |p: Option<&k8s_openapi::api::core::v1::Pod>| {
+            p.and_then(|p| p.spec.as_ref())
+                .is_some_and(|s| s.node_name.is_some())
+        };
+        tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            kube::runtime::wait::await_condition(pods.clone(), name, bound),
+        )
+        .await
+        .expect("bound within 30 s")
+        .expect("the pod watch");
+    }
+    for r in [&mut a, &mut b] {
+        let s = r.progress.borrow().usage_samples;
+        until(&mut r.progress, "four more samples", |p| {
+            p.usage_samples >= s + 4
+        })
+        .await;
+    }
+    pods.delete_collection(&Default::default(), &Default::default())
+        .await
+        .expect("pods deleted");
+    // The kubelet: the pods stop and are gone.
+    env.tick();
+    until(&mut a.progress, "a accounts the job", |p| p.accounted == 1).await;
+    until(&mut b.progress, "b, a standby, accounts it too", |p| {
+        p.accounted == 1
+    })
+    .await;
+    assert!(!b.progress.borrow().leader, "b leads");
+    a.stop.send_replace(true);
+    b.stop.send_replace(true);
+    a.task.await.expect("a stops");
+    b.task.await.expect("b stops");
+    let store = trainyard_store::open(&b_store, trainyard_store::Backend::Redb).expect("b's store");
+    use trainyard_store::Records;
+    let jobs = store.jobs(i64::MIN).expect("job records");
+    assert_eq!(jobs.len(), 1, "{jobs:?}");
+    assert_eq!(
+        (jobs[0].job.as_str(), jobs[0].queue.as_str()),
+        ("ml/done", "team")
+    );
+    assert!(jobs[0].gpu > 0, "{:?}", jobs[0]);
+}

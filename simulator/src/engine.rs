@@ -199,6 +199,8 @@ struct Rt {
     walltime_ms: Option<u64>,
     /// The current start ends at the walltime, before its work is done.
     timed_out: bool,
+    /// When the current start began (ms): the walltime counts from it.
+    run_start_ms: i64,
 }
 
 /// Why a job restarts as a whole.
@@ -410,6 +412,7 @@ impl<'a> Engine<'a> {
                     .walltime(&j.queue, j.walltime_seconds)
                     .map(|s| s.saturating_mul(1000)),
                 timed_out: false,
+                run_start_ms: 0,
             });
         }
         for i in order {

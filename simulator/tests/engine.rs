@@ -168,6 +168,32 @@ fn a_job_past_its_walltime_is_ended_and_counted() {
     );
     let sum = out.summary();
     assert_eq!((sum.completed, sum.timed_out), (1, 2));
+    // A kill restarts the clock: down at 30 s, up at 35 s, the job starts
+    // again at 35 s and is ended at its walltime from there (85 s).
+    let js = jobs(
+        "  - {name: w, queue: q, submit: 0, duration: 100, walltime: 50, tasks: [{count: 1, requests: {nvidia.com/gpu: 8}}]}
+",
+    );
+    let faults = [
+        Fault {
+            at: Timestamp(30_000),
+            node: "n1".into(),
+            up: false,
+        },
+        Fault {
+            at: Timestamp(35_000),
+            node: "n1".into(),
+            up: true,
+        },
+    ];
+    let out = run_with(&nodes, &["q"], &js, &faults, 0);
+    assert_eq!(
+        out.jobs[0].end,
+        Some(Timestamp(85_000)),
+        "{:?}",
+        out.jobs[0]
+    );
+    assert_eq!(out.jobs[0].state, JobState::TimedOut);
     // A walltime of zero, or both walltime and a factor, are refused.
     let bad = parse_workload(
         "kind: Workload\nspec:\n  jobs:\n  - {name: z, queue: q, submit: 0, duration: 10, walltime: 0, tasks: [{count: 1, requests: {nvidia.com/gpu: 1}}]}\n",

@@ -43,6 +43,12 @@ impl Engine<'_> {
             };
             let gpu = task.requests.gpu;
             let rt = &mut self.rt[j];
+            if rt.bound == 0 {
+                // A start (the first, or after a kill): the walltime
+                // counts from here.
+                rt.run_start_ms = now.0;
+                rt.timed_out = false;
+            }
             rt.bound += 1;
             rt.gpu_bound += gpu;
             rt.bound_req.add(&task.requests);
@@ -89,15 +95,24 @@ impl Engine<'_> {
                 };
                 let extra = rt.record.topology.as_ref().map_or(0, |t| t.slowdown_ms);
                 rt.run_ms = duration.saturating_add(extra).min(MAX_DURATION_MS);
-                rt.timed_out = rt.walltime_ms.is_some_and(|w| rt.run_ms > w);
             }
             // Each task runs `run_ms` from its start, less what an earlier
             // run of it (an elastic pod evicted alone) kept by checkpoints.
             let mut by_end: BTreeMap<i64, Vec<u32>> = BTreeMap::new();
             for ti in tasks {
                 let left = rt.run_ms - rt.saved.get(&ti).copied().unwrap_or(0).min(rt.run_ms);
-                // Ended at the walltime, counted from this start.
-                let left = rt.walltime_ms.map_or(left, |w| left.min(w));
+                // Ended at the walltime, counted from the job's start (a
+                // pod bound later, elastic, ends with the others).
+                let left = match rt.walltime_ms {
+                    Some(w) => {
+                        let to_limit = (rt.run_start_ms + w as i64 - now.0).max(0) as u64;
+                        if to_limit < left {
+                            rt.timed_out = true;
+                        }
+                        left.min(to_limit)
+                    }
+                    None => left,
+                };
                 by_end.entry(now.0 + left as i64).or_default().push(ti);
             }
             let epoch = rt.epoch;

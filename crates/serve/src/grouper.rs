@@ -597,6 +597,7 @@ mod tests {
             min_member: 4,
             queue: None,
             priority_class_name: None,
+            walltime_seconds: None,
             owner: OwnerRef {
                 name: "bert".into(),
                 ..owner("kubeflow.org/v1", "PyTorchJob")

@@ -67,6 +67,10 @@ pub struct InferredGroup {
     pub queue: Option<String>,
     /// The pod's `spec.priorityClassName`.
     pub priority_class_name: Option<String>,
+    /// The shortest active deadline of its owners (seconds): a batch
+    /// Job's or a RayJob's `spec.activeDeadlineSeconds`, a Kubeflow job's
+    /// `spec.runPolicy.activeDeadlineSeconds`; the PodGroup's walltime.
+    pub walltime_seconds: Option<u64>,
     /// The workload the group belongs to (the topmost known owner): the
     /// PodGroup's controller owner reference, so it is garbage-collected
     /// with the workload.
@@ -83,6 +87,9 @@ impl InferredGroup {
         }
         if let Some(p) = &self.priority_class_name {
             spec["priorityClassName"] = p.as_str().into();
+        }
+        if let Some(w) = self.walltime_seconds {
+            spec["walltime"] = w.into();
         }
         json!({
             "apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
@@ -397,6 +404,21 @@ fn group_name(owner: &OwnerRef, suffix: &str) -> String {
     format!("{kind}-{name}{tail}")
 }
 
+/// An owner's active deadline (seconds), where its kind keeps one; values
+/// that are not a positive whole number are not deadlines (an API server
+/// refuses them).
+fn owner_deadline(owner: &Value) -> Option<u64> {
+    let spec = &owner["spec"];
+    let v = match Workload::of_object(owner) {
+        Some(Workload::Job | Workload::RayJob) => &spec["activeDeadlineSeconds"],
+        Some(Workload::PyTorchJob | Workload::TfJob | Workload::MpiJob) => {
+            &spec["runPolicy"]["activeDeadlineSeconds"]
+        }
+        _ => return None,
+    };
+    v.as_u64().filter(|s| *s > 0)
+}
+
 fn queue_label(object: &Value) -> Option<&str> {
     [keys::QUEUE, keys::KAI_QUEUE]
         .into_iter()
@@ -487,6 +509,8 @@ pub fn group_for(
             .as_str()
             .filter(|p| !p.is_empty())
             .map(str::to_string),
+        // The tightest deadline of any owner (a JobSet's Jobs carry theirs).
+        walltime_seconds: owner_chain.iter().filter_map(owner_deadline).min(),
         owner,
     })
 }
@@ -585,6 +609,38 @@ mod tests {
             group_for(&master, &[job], Some(&namespace(Some("team")))),
             Ok(g)
         );
+    }
+
+    #[test]
+    fn owners_active_deadlines_become_the_walltime() {
+        let job = pytorchjob(json!({"pytorchReplicaSpecs": {"Worker": {"replicas": 2}},
+                                    "runPolicy": {"activeDeadlineSeconds": 7200}}));
+        let p = pytorch_pod(&job, "worker", 0);
+        let g = group_for(&p, std::slice::from_ref(&job), None).expect("group");
+        assert_eq!(g.walltime_seconds, Some(7200));
+        assert_eq!(g.pod_group(Some("q"))["spec"]["walltime"], json!(7200));
+        // A batch Job's own, and the tightest of a chain.
+        let batch = object(
+            "batch/v1",
+            "Job",
+            "eval",
+            "9a9a9a9a-aaaa-4bbb-8ccc-0123456789ab",
+            json!({"activeDeadlineSeconds": 600}),
+        );
+        let r = OwnerRef::to(&batch);
+        let bp = pod(
+            "eval-0",
+            owned(&r.api_version, &r.kind, &r.name, &r.uid),
+            json!({}),
+        );
+        let g = group_for(&bp, std::slice::from_ref(&batch), None).expect("group");
+        assert_eq!(g.walltime_seconds, Some(600));
+        // None set, or not a positive number: no walltime, no field.
+        let plain = pytorchjob(json!({"pytorchReplicaSpecs": {"Worker": {"replicas": 2}},
+                                      "runPolicy": {"activeDeadlineSeconds": -1}}));
+        let g = group_for(&p, &[plain], None).expect("group");
+        assert_eq!(g.walltime_seconds, None);
+        assert!(g.pod_group(None)["spec"].get("walltime").is_none());
     }
 
     #[test]

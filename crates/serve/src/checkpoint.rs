@@ -248,6 +248,67 @@ pub async fn write(
     }
 }
 
+/// On becoming leader: reads the checkpoint; when it is newer than what
+/// this replica's usage history knows, the history restarts from it and
+/// the jobs running now count as held since it was taken; its open
+/// intents join `open_intents` (written to this replica's journal first,
+/// so they survive another stop). Returns whether it resumed.
+pub(crate) async fn resume(
+    client: &kube::Client,
+    namespace: &str,
+    name: &str,
+    world: &mut crate::world::World,
+    journal: Option<&crate::journal::Journal>,
+    open_intents: &mut std::collections::BTreeMap<u64, trainyard_store::JournalRecord>,
+    known: Option<i64>,
+) -> bool {
+    let ck = match read(client, namespace, name).await {
+        Ok(Some(ck)) => ck,
+        Ok(None) => return false,
+        Err(e) => {
+            tracing::warn!("{e}; the usage history goes on from this replica's own store");
+            return false;
+        }
+    };
+    let taken_s = ck.taken_at_ms.div_euclid(1000);
+    let Some(h) = world.state.usage_history() else {
+        return false;
+    };
+    if known.is_some_and(|k| k >= taken_s) {
+        tracing::info!(checkpoint_s = taken_s, known_s = ?known, "the checkpoint is not newer than this replica's usage history; not used");
+        return false;
+    }
+    let half_life = h.half_life_s();
+    // The objects the watch listed, into jobs: what runs now.
+    world.state.refresh();
+    world.state.track_usage(ck.history(half_life));
+    world
+        .state
+        .sample_usage(trainyard_model::Timestamp(ck.taken_at_ms));
+    tracing::info!(checkpoint_s = taken_s, known_s = ?known, queues = ck.usage.len(), intents = ck.intents.len(), "usage history resumed from the checkpoint");
+    if let Some(j) = journal {
+        for rec in ck.intents() {
+            if open_intents
+                .values()
+                .any(|o| o.gang == rec.gang && o.opened_s == rec.opened_s)
+            {
+                continue;
+            }
+            let id = j.next_id();
+            match j.write(id, rec.clone()).await {
+                Ok(()) => {
+                    open_intents.insert(id, rec);
+                }
+                Err(e) => tracing::error!(
+                    "bind journal: intent of {} from the checkpoint not kept: {e}",
+                    rec.gang
+                ),
+            }
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -563,7 +563,7 @@ pub async fn run_with(
                     if !resumed {
                         resumed = true;
                         if live.store.checkpoint_seconds > 0 {
-                            done.resumed = resume(&client, &ck_namespace, &live.store.checkpoint_name, &mut world, journal.as_ref(), &mut open_intents, history_known_at_start).await;
+                            done.resumed = checkpoint::resume(&client, &ck_namespace, &live.store.checkpoint_name, &mut world, journal.as_ref(), &mut open_intents, history_known_at_start).await;
                         }
                     }
                     if let Some(j) = &journal
@@ -592,22 +592,9 @@ pub async fn run_with(
                     // recomputed after the cycle when due (but in the first
                     // cycle as leader, which has none yet).
                     world.state.publish_usage(settings.scheduler.fair_share.usage_half_life_seconds.is_some());
-                    world.state.record_usage(now);
-                    done.usage_samples += 1;
+                    record_usage(&mut world, persist.as_ref(), Some(&metrics), now, &mut done);
                     if first_cycle {
                         world.state.recalc_usage(now);
-                    }
-                    if let Some(h) = world.state.usage_history() {
-                        let closed = h.take_closed();
-                        metrics.record_usage(&closed);
-                        if let Some(p) = &persist {
-                            p.closed(closed);
-                        }
-                    }
-                    let finished = world.state.take_finished_jobs();
-                    done.accounted += finished.len() as u64;
-                    if let Some(p) = &persist {
-                        p.jobs(finished);
                     }
                     let (snapshot, protected) = pdbs.protect(world.state.snapshot());
                     done.protected = protected.len() as u64;
@@ -750,20 +737,7 @@ pub async fn run_with(
                     // watches: its store's accounting (buckets, job
                     // records) has no hole when it takes over. Metrics stay
                     // the leader's (a sum over replicas would count twice).
-                    let now = wall_clock();
-                    world.state.record_usage(now);
-                    done.usage_samples += 1;
-                    if let Some(h) = world.state.usage_history() {
-                        let closed = h.take_closed();
-                        if let Some(p) = &persist {
-                            p.closed(closed);
-                        }
-                    }
-                    let finished = world.state.take_finished_jobs();
-                    done.accounted += finished.len() as u64;
-                    if let Some(p) = &persist {
-                        p.jobs(finished);
-                    }
+                    record_usage(&mut world, persist.as_ref(), None, wall_clock(), &mut done);
                     progress.send_replace(done);
                 }
                 next = Instant::now() + period;
@@ -824,63 +798,32 @@ pub async fn run_with(
     Ok(())
 }
 
-/// On becoming leader: reads the checkpoint; when it is newer than what
-/// this replica's usage history knows, the history restarts from it and
-/// the jobs running now count as held since it was taken; its open
-/// intents join `open_intents` (written to this replica's journal first,
-/// so they survive another stop). Returns whether it resumed.
-async fn resume(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
+/// Tells the usage history what the jobs that changed hold at `now`; the
+/// buckets that closed go to the store (and, for the leader, to the
+/// `metrics`), the finished jobs' records to the store.
+fn record_usage(
     world: &mut World,
-    journal: Option<&journal::Journal>,
-    open_intents: &mut std::collections::BTreeMap<u64, trainyard_store::JournalRecord>,
-    known: Option<i64>,
-) -> bool {
-    let ck = match checkpoint::read(client, namespace, name).await {
-        Ok(Some(ck)) => ck,
-        Ok(None) => return false,
-        Err(e) => {
-            tracing::warn!("{e}; the usage history goes on from this replica's own store");
-            return false;
+    persist: Option<&persist::Persist>,
+    metrics: Option<&metrics::Metrics>,
+    now: Timestamp,
+    done: &mut Progress,
+) {
+    world.state.record_usage(now);
+    done.usage_samples += 1;
+    if let Some(h) = world.state.usage_history() {
+        let closed = h.take_closed();
+        if let Some(m) = metrics {
+            m.record_usage(&closed);
         }
-    };
-    let taken_s = ck.taken_at_ms.div_euclid(1000);
-    let Some(h) = world.state.usage_history() else {
-        return false;
-    };
-    if known.is_some_and(|k| k >= taken_s) {
-        tracing::info!(checkpoint_s = taken_s, known_s = ?known, "the checkpoint is not newer than this replica's usage history; not used");
-        return false;
-    }
-    let half_life = h.half_life_s();
-    // The objects the watch listed, into jobs: what runs now.
-    world.state.refresh();
-    world.state.track_usage(ck.history(half_life));
-    world.state.sample_usage(Timestamp(ck.taken_at_ms));
-    tracing::info!(checkpoint_s = taken_s, known_s = ?known, queues = ck.usage.len(), intents = ck.intents.len(), "usage history resumed from the checkpoint");
-    if let Some(j) = journal {
-        for rec in ck.intents() {
-            if open_intents
-                .values()
-                .any(|o| o.gang == rec.gang && o.opened_s == rec.opened_s)
-            {
-                continue;
-            }
-            let id = j.next_id();
-            match j.write(id, rec.clone()).await {
-                Ok(()) => {
-                    open_intents.insert(id, rec);
-                }
-                Err(e) => tracing::error!(
-                    "bind journal: intent of {} from the checkpoint not kept: {e}",
-                    rec.gang
-                ),
-            }
+        if let Some(p) = persist {
+            p.closed(closed);
         }
     }
-    true
+    let finished = world.state.take_finished_jobs();
+    done.accounted += finished.len() as u64;
+    if let Some(p) = persist {
+        p.jobs(finished);
+    }
 }
 
 /// Records the duration of a cycle's phase since `since`.

@@ -605,22 +605,46 @@ impl ClusterState {
                 s.usage = self.decayed.clone();
                 s.user_usage = self.decayed_users.clone();
             }
-            for id in &stale.jobs {
-                let now = self.views.get(id).or_else(|| self.jobs.get(id));
-                match (now, s.jobs.binary_search_by(|j| j.id.as_str().cmp(id))) {
-                    (Some(j), Ok(p)) => s.jobs[p] = Arc::clone(j),
-                    (Some(j), Err(p)) => s.jobs.insert(p, Arc::clone(j)),
-                    (None, Ok(p)) => {
-                        s.jobs.remove(p);
+            let now = |id: &str| self.views.get(id).or_else(|| self.jobs.get(id));
+            if stale.jobs.len() <= PATCH_IN_PLACE {
+                for id in &stale.jobs {
+                    match (now(id), s.jobs.binary_search_by(|j| j.id.as_str().cmp(id))) {
+                        (Some(j), Ok(p)) => s.jobs[p] = Arc::clone(j),
+                        (Some(j), Err(p)) => s.jobs.insert(p, Arc::clone(j)),
+                        (None, Ok(p)) => {
+                            s.jobs.remove(p);
+                        }
+                        (None, Err(_)) => {}
                     }
-                    (None, Err(_)) => {}
                 }
+            } else {
+                // Many changes: one merge of the two sorted lists, rather
+                // than a shift of the whole list per insert or removal.
+                let old = std::mem::take(&mut s.jobs);
+                let mut out = Vec::with_capacity(old.len() + stale.jobs.len());
+                let mut changed = stale.jobs.iter().peekable();
+                for j in old {
+                    while let Some(id) = changed.next_if(|id| id.as_str() < j.id.as_str()) {
+                        out.extend(now(id).cloned());
+                    }
+                    if changed.next_if(|id| **id == j.id).is_some() {
+                        out.extend(now(&j.id).cloned());
+                    } else {
+                        out.push(j);
+                    }
+                }
+                out.extend(changed.filter_map(|id| now(id).cloned()));
+                s.jobs = out;
             }
         }
         self.cache = Some(Arc::clone(&cache));
         cache
     }
 }
+
+/// Up to this many changed jobs, the last snapshot's job list is patched
+/// in place (a search each); above it, merged with the changes in one pass.
+const PATCH_IN_PLACE: usize = 16;
 
 #[cfg(test)]
 mod tests;

@@ -726,3 +726,52 @@ fn a_job_running_when_the_history_begins_is_recorded_from_its_start() {
         (7_000_000, 1_000 * 1_000)
     );
 }
+
+/// A snapshot patched for many changed jobs at once (merged) and for a
+/// few (in place) lists the same jobs, in the same order, as one built
+/// from scratch.
+#[test]
+fn a_snapshot_patched_for_many_changes_equals_one_built_afresh() {
+    let mut s = ClusterState::new();
+    s.apply(Change::Node(Node::new("n1", 64_000, 512 << 30, 8)));
+    for i in 0..60 {
+        s.apply(Change::Job(Job::gang(
+            format!("ns/j{i:02}"),
+            "q",
+            vec![gpus(1)],
+        )));
+    }
+    let _ = s.snapshot();
+    for changes in [40usize, 3] {
+        // Removals, updates and inserts interleaved by id.
+        for i in 0..changes {
+            let _ = match i % 3 {
+                0 => s.apply(Change::JobGone(format!("ns/j{:02}", i))),
+                1 => s.apply(Change::Job(Job::gang(
+                    format!("ns/j{:02}", i),
+                    "q",
+                    vec![gpus(2)],
+                ))),
+                _ => s.apply(Change::Job(Job::gang(
+                    format!("ns/k{i:02}"),
+                    "q",
+                    vec![gpus(1)],
+                ))),
+            };
+        }
+        let patched = s.snapshot();
+        let mut fresh = ClusterState::new();
+        fresh.apply(Change::Node(Node::new("n1", 64_000, 512 << 30, 8)));
+        for j in s.jobs() {
+            fresh.apply(Change::Job(j.clone()));
+        }
+        let want = fresh.snapshot();
+        let ids = |sn: &trainyard_model::Snapshot| -> Vec<(String, u64)> {
+            sn.jobs
+                .iter()
+                .map(|j| (j.id.clone(), j.tasks[0].requests.gpu))
+                .collect()
+        };
+        assert_eq!(ids(&patched), ids(&want), "{changes} changes");
+    }
+}

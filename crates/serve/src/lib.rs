@@ -617,34 +617,18 @@ pub async fn run_with(
                     let counts = group_pods.counts();
                     let finishing = |id: &str| counts.get(id).is_some_and(|c| c.succeeded + c.failed > 0);
                     for e in repair.check(&snapshot, now, live.gang_repair_seconds, live.assume_timeout_seconds, finishing) {
-                        let result = write::evict_incomplete(&conn, &events, &e, &at).await;
-                        let reason = match &result {
-                            Ok(()) => "evicted".to_string(),
-                            Err(err) => metrics::reason_of(err),
-                        };
-                        metrics.evictions.get_or_create(&metrics::EvictionLabels { kind: "incomplete_gang", reason }).inc();
-                        match result {
-                            Ok(()) => done.repairs += 1,
-                            Err(err) => {
-                                tracing::warn!("evict {} of incomplete gang {}: {err}", e.task, e.job);
-                                done.written.failed += 1;
-                            }
+                        if evict_by_rule(&conn, &events, &metrics, ("incomplete_gang", "IncompleteGang"), &e, &at).await {
+                            done.repairs += 1;
+                        } else {
+                            done.written.failed += 1;
                         }
                     }
                     if live.enforce_walltime {
                         for e in expiry.check(&snapshot, now, live.assume_timeout_seconds) {
-                            let result = write::evict_with_event(&conn, &events, &e.task, "WalltimeExceeded", &e.message, &at).await;
-                            let reason = match &result {
-                                Ok(()) => "evicted".to_string(),
-                                Err(err) => metrics::reason_of(err),
-                            };
-                            metrics.evictions.get_or_create(&metrics::EvictionLabels { kind: "walltime", reason }).inc();
-                            match result {
-                                Ok(()) => done.walltime_evictions += 1,
-                                Err(err) => {
-                                    tracing::warn!("evict {} of job {} past its walltime: {err}", e.task, e.job);
-                                    done.written.failed += 1;
-                                }
+                            if evict_by_rule(&conn, &events, &metrics, ("walltime", "WalltimeExceeded"), &e, &at).await {
+                                done.walltime_evictions += 1;
+                            } else {
+                                done.written.failed += 1;
                             }
                         }
                     }
@@ -796,6 +780,35 @@ pub async fn run_with(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Evicts a pod a rule of the service chose ([`repair`], [`walltime`])
+/// with its Event (`kind.1`), counted in `trainyard_evictions_total` under
+/// `kind.0`; whether it was evicted.
+async fn evict_by_rule(
+    conn: &conn::Conn,
+    events: &events::EventSink,
+    metrics: &metrics::Metrics,
+    (kind, reason): (&'static str, &'static str),
+    e: &repair::RepairEviction,
+    at: &str,
+) -> bool {
+    let result = write::evict_with_event(conn, events, &e.task, reason, &e.message, at).await;
+    let outcome = match &result {
+        Ok(()) => "evicted".to_string(),
+        Err(err) => metrics::reason_of(err),
+    };
+    metrics
+        .evictions
+        .get_or_create(&metrics::EvictionLabels {
+            kind,
+            reason: outcome,
+        })
+        .inc();
+    if let Err(err) = &result {
+        tracing::warn!("evict {} of {} ({reason}): {err}", e.task, e.job);
+    }
+    result.is_ok()
 }
 
 /// Tells the usage history what the jobs that changed hold at `now`; the

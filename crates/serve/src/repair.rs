@@ -26,7 +26,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use trainyard_model::{Job, Snapshot, Task, TaskKey, TaskState, Timestamp};
 
-/// A bound member of an incomplete gang to evict.
+/// A bound pod a rule of the service evicts: a member of an incomplete
+/// gang (here, and the journal's roll-back), or of a job past its walltime
+/// ([`crate::walltime`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RepairEviction {
     pub job: String,
@@ -36,13 +38,54 @@ pub struct RepairEviction {
     pub message: String,
 }
 
+/// Evictions a rule asked, and when: one is asked again only after the
+/// retry period, and forgotten once its pod is no longer a candidate.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Asked {
+    at: BTreeMap<TaskKey, Timestamp>,
+    /// The candidates of the current check.
+    seen: BTreeSet<TaskKey>,
+}
+
+impl Asked {
+    /// Pushes an eviction of `task` onto `out` unless it was asked less
+    /// than `retry_seconds` ago; `task` stays a candidate either way.
+    pub(crate) fn ask(
+        &mut self,
+        out: &mut Vec<RepairEviction>,
+        (job, task, message): (&str, &TaskKey, &str),
+        now: Timestamp,
+        retry_seconds: u64,
+    ) {
+        self.seen.insert(task.clone());
+        let again = self
+            .at
+            .get(task)
+            .is_none_or(|at| now.secs_since(*at) >= retry_seconds);
+        if again {
+            self.at.insert(task.clone(), now);
+            out.push(RepairEviction {
+                job: job.to_string(),
+                task: task.clone(),
+                message: message.to_string(),
+            });
+        }
+    }
+
+    /// Ends a check: forgets the pods that were no candidate in it.
+    pub(crate) fn end_check(&mut self) {
+        let seen = std::mem::take(&mut self.seen);
+        self.at.retain(|k, _| seen.contains(k));
+    }
+}
+
 /// How long each incomplete gang has been so, across cycles.
 #[derive(Clone, Debug, Default)]
 pub struct Repair {
     /// Incomplete gangs, since when.
     since: BTreeMap<String, Timestamp>,
-    /// Evictions asked, and when (asked again only after `retry_ms`).
-    asked: BTreeMap<TaskKey, Timestamp>,
+    /// Evictions asked (asked again only after the retry period).
+    asked: Asked,
 }
 
 /// Whether `task` is bound to a node the snapshot has (a member bound to
@@ -105,7 +148,6 @@ impl Repair {
     ) -> Vec<RepairEviction> {
         let mut out = Vec::new();
         let mut present = BTreeSet::new();
-        let mut tasks = BTreeSet::new();
         for job in &snapshot.jobs {
             present.insert(job.id.as_str());
             let found = incomplete(snapshot, job).filter(|_| !finishing(&job.id));
@@ -123,23 +165,12 @@ impl Repair {
                 job.id
             );
             for t in job.tasks.iter().filter(|t| !t.is_pending()) {
-                tasks.insert(t.key.clone());
-                let again = self
-                    .asked
-                    .get(&t.key)
-                    .is_none_or(|at| now.secs_since(*at) >= retry_seconds);
-                if again {
-                    self.asked.insert(t.key.clone(), now);
-                    out.push(RepairEviction {
-                        job: job.id.clone(),
-                        task: t.key.clone(),
-                        message: message.clone(),
-                    });
-                }
+                self.asked
+                    .ask(&mut out, (&job.id, &t.key, &message), now, retry_seconds);
             }
         }
         self.since.retain(|id, _| present.contains(id.as_str()));
-        self.asked.retain(|k, _| tasks.contains(k));
+        self.asked.end_check();
         out
     }
 }

@@ -14,23 +14,14 @@
 //!
 //! Pure: the snapshot and the time in, evictions out.
 
-use std::collections::{BTreeMap, BTreeSet};
+use trainyard_model::{Snapshot, Timestamp, format_seconds};
 
-use trainyard_model::{Snapshot, TaskKey, Timestamp, format_seconds};
+use crate::repair::{Asked, RepairEviction};
 
-/// A bound pod of a job past its walltime, to evict.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WalltimeEviction {
-    pub job: String,
-    pub task: TaskKey,
-    /// For people: `job ml/train ran 4h2m, past its walltime 4h`.
-    pub message: String,
-}
-
-/// The evictions asked, and when (asked again only after the retry).
+/// The evictions asked (asked again only after the retry period).
 #[derive(Clone, Debug, Default)]
 pub struct Expiry {
-    asked: BTreeMap<TaskKey, Timestamp>,
+    asked: Asked,
 }
 
 impl Expiry {
@@ -40,9 +31,8 @@ impl Expiry {
         snapshot: &Snapshot,
         now: Timestamp,
         retry_seconds: u64,
-    ) -> Vec<WalltimeEviction> {
+    ) -> Vec<RepairEviction> {
         let mut out = Vec::new();
-        let mut seen = BTreeSet::new();
         for job in &snapshot.jobs {
             let Some(walltime) = snapshot.queues.walltime(&job.queue, job.walltime_seconds) else {
                 continue;
@@ -65,22 +55,11 @@ impl Expiry {
                 .iter()
                 .filter(|t| !t.is_pending() && !t.terminating)
             {
-                seen.insert(t.key.clone());
-                let again = self
-                    .asked
-                    .get(&t.key)
-                    .is_none_or(|at| now.secs_since(*at) >= retry_seconds);
-                if again {
-                    self.asked.insert(t.key.clone(), now);
-                    out.push(WalltimeEviction {
-                        job: job.id.clone(),
-                        task: t.key.clone(),
-                        message: message.clone(),
-                    });
-                }
+                self.asked
+                    .ask(&mut out, (&job.id, &t.key, &message), now, retry_seconds);
             }
         }
-        self.asked.retain(|k, _| seen.contains(k));
+        self.asked.end_check();
         out
     }
 }
@@ -116,7 +95,7 @@ mod tests {
         Snapshot::new(vec![Node::new("n1", 64_000, 512 << 30, 8)], queues, jobs)
     }
 
-    fn names(e: &[WalltimeEviction]) -> Vec<String> {
+    fn names(e: &[RepairEviction]) -> Vec<String> {
         e.iter().map(|e| e.task.to_string()).collect()
     }
 

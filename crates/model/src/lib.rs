@@ -32,6 +32,6 @@ pub use podrules::{
 pub use queue::{QueueError, QueueId, QueueSpec, QueueTree};
 pub use resources::{Limits, ResourceName, Resources};
 pub use snapshot::{ExternalPod, Snapshot};
-pub use time::{Timestamp, format_seconds};
+pub use time::{Timestamp, format_seconds, format_utc_minute};
 pub use trainyard_topology as topology;
 pub use usage::{Usage, exp2_neg_q32};

@@ -12,8 +12,9 @@
 //!    more pending pods; each pod above the minimum is placed if it fits.
 //!
 //! A gang that does not fit is skipped and jobs behind it are still tried
-//! (backfill); with `gangStarvationSeconds` set, a gang pending that long
-//! blocks the rest of its own leaf queue instead.
+//! (backfill). A starving one first gets a reservation (`reserve.rs`): the
+//! nodes it could start on once running jobs end, held from then, so later
+//! jobs use them only if they end before.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
@@ -27,7 +28,7 @@ use trainyard_model::{
 use crate::config::Config;
 use crate::decisions::{
     Bind, CycleStats, Decisions, Eviction, FilterReason, GangPlacement, NominationDecision,
-    PendingJob, PendingReason, QueueReport,
+    PendingJob, PendingReason, QueueReport, Reservation,
 };
 use crate::fairshare;
 use crate::plugins::{self, Predicate};
@@ -187,6 +188,13 @@ struct Ledger<'s> {
     /// Preemptible jobs with bound pods (victim candidates), set by the
     /// eviction pass.
     running: Vec<usize>,
+    /// Reservations made this cycle, in the order made (`reserve.rs`).
+    holds: Vec<reserve::Hold>,
+    /// Their start times (ms), ascending, without repeats.
+    hold_times: Vec<i64>,
+    /// The time placements are for (ms): now, or a reservation's projected
+    /// start while it is searched for.
+    start_at: i64,
 }
 
 /// What the cycle decides, becoming `Decisions`: binds, gang placements,
@@ -217,10 +225,11 @@ struct Memo {
     /// Single-shape gangs that failed: (constraint id, request) → smallest
     /// pod count that failed, and its reason. Capacity only shrinks within a
     /// cycle, so a gang of that shape and at least that size fails too.
-    failed_shapes: HashMap<(u32, Resources), (u32, PendingReason)>,
-    /// Request shapes (constraint id, request) interned as they are met,
-    /// each with its dense id and its GPU ask, classified once per cycle.
-    shapes: HashMap<(u32, Resources), (u32, GpuAsk)>,
+    failed_shapes: HashMap<(u32, Resources, i64), (u32, PendingReason)>,
+    /// Request shapes (constraint id, request, `PodView::ends`) interned
+    /// as they are met, each with its dense id and its GPU ask, classified
+    /// once per cycle.
+    shapes: HashMap<(u32, Resources, i64), (u32, GpuAsk)>,
     /// Per shape id: the shape's ranking of nodes, built at its second run
     /// of the cycle (`None` after the first).
     ranked: HashMap<u32, Option<ranked::Ranked>, PairHash>,
@@ -229,7 +238,7 @@ struct Memo {
     room_seen: HashMap<u32, (u64, u64, u32)>,
     /// Copies per node of a pod shape, as the eviction pass last counted
     /// them (cleared with `room_seen`).
-    copies_seen: HashMap<(u32, Resources), std::rc::Rc<Vec<u32>>>,
+    copies_seen: HashMap<(u32, Resources, i64), std::rc::Rc<Vec<u32>>>,
 }
 
 impl<'s> Cycle<'s> {
@@ -250,20 +259,10 @@ impl<'s> Cycle<'s> {
             };
             self.outcome.stats.jobs_considered += 1;
             if let Err(reason) = self.try_gang(j) {
-                let starving = self.world.config.gang_starvation_seconds.is_some_and(|s| {
-                    self.world
-                        .now
-                        .secs_since(self.ledger.jobs[j].job.submit_time)
-                        >= s
-                }) && self.could_ever_fit(j, &reason);
+                let reserve = self.wants_reservation(j, &reason);
                 self.outcome.pending.insert(j, reason);
-                if starving {
-                    let gang = self.ledger.jobs[j].job.id.clone();
-                    while let Some(k) = self.world.pop_job(leaf, &mut walk) {
-                        self.outcome
-                            .pending
-                            .insert(k, PendingReason::BehindStarvingGang { gang: gang.clone() });
-                    }
+                if reserve {
+                    self.reserve(j);
                 }
             }
         }
@@ -294,6 +293,7 @@ impl<'s> Cycle<'s> {
         let shape_key = (
             self.world.constraint_id(&first.constraints),
             first.requests.clone(),
+            self.ledger.ends_of(&self.world, j),
         );
         // Topology constraints: checked here, where the topology is known.
         let constrained =
@@ -356,6 +356,7 @@ impl<'s> Cycle<'s> {
         };
         let mark = self.ledger.state.begin();
         self.ledger.release_reservations(&self.world, j);
+        self.ledger.release_holds(&self.world, j);
         let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
             Ok(p) => p,
             Err(reason) => {
@@ -461,18 +462,11 @@ impl<'s> Cycle<'s> {
         Ok(placed)
     }
 
-    /// Whether a gang that did not fit could fit on its nodes if they were
-    /// empty. Only such a gang may hold back its queue as starving: one that
-    /// can never fit must not block anything.
-    fn could_ever_fit(&mut self, j: usize, reason: &PendingReason) -> bool {
-        let PendingReason::Unschedulable { needs, .. } = reason else {
-            return false;
-        };
-        let job = self.ledger.jobs[j].job;
-        let Some(&first) = self.ledger.jobs[j].pending.first() else {
-            return false;
-        };
-        let task = &job.tasks[first];
+    /// Whether job `j`'s minimum (`needs`, its first pod task `t`) could
+    /// fit on its nodes if they were empty: only such a gang gets a
+    /// reservation.
+    fn could_ever_fit(&mut self, j: usize, t: usize, needs: &Resources) -> bool {
+        let task = &self.ledger.jobs[j].job.tasks[t];
         let key = self.memo.static_filter(&self.world, &task.constraints);
         let Some(filter) = self.memo.filters.get(&key) else {
             return false;
@@ -552,6 +546,7 @@ impl<'s> Cycle<'s> {
             let job = self.ledger.jobs[j].job;
             // Room held for its nominated pods is its own to use now.
             self.ledger.release_reservations(&self.world, j);
+            self.ledger.release_holds(&self.world, j);
             let pending = self.ledger.jobs[j].pending.clone();
             let mut placed_total = 0u32;
             let mut failure: Option<String> = None;
@@ -623,7 +618,8 @@ impl<'s> Cycle<'s> {
 
     // ---- output -------------------------------------------------------
 
-    fn finish(self) -> Decisions {
+    fn finish(mut self) -> Decisions {
+        let reservations = self.finish_reservations();
         let pending = self
             .outcome
             .pending
@@ -687,6 +683,7 @@ impl<'s> Cycle<'s> {
             placements: self.outcome.placements,
             evictions: self.outcome.evictions,
             nominations: self.outcome.nominations,
+            reservations,
             pending,
             queues,
             warnings: self.outcome.warnings,
@@ -791,6 +788,7 @@ mod evict;
 mod place;
 mod radix;
 mod ranked;
+mod reserve;
 mod ruled;
 mod setup;
 #[cfg(test)]

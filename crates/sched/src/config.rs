@@ -174,18 +174,70 @@ impl Default for ScoringConfig {
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct Config {
     pub scoring: ScoringConfig,
-    /// A gang pending at least this long (seconds since submission) that
-    /// still does not fit blocks later jobs *of its own leaf queue* for the
-    /// rest of the cycle, so small jobs of the same team cannot starve it
-    /// forever. `None` (the default) disables blocking: jobs behind a gang
-    /// that does not fit are always tried (backfill).
-    pub gang_starvation_seconds: Option<u64>,
+    /// Reservations for starving gangs and conservative backfill.
+    pub reservations: ReservationConfig,
+    /// `gangStarvationSeconds` was replaced by `reservations`: reading it
+    /// fails with the migration (docs/scheduling.md, section 2).
+    #[serde(rename = "gangStarvationSeconds", skip_serializing)]
+    pub replaced_gang_starvation_seconds: Replaced,
     /// How gangs use the cluster's network topology (when it has one).
     pub topology: TopologyConfig,
     /// Reclaim across queues and preemption inside a queue.
     pub preemption: PreemptionConfig,
     /// How past usage weighs in the fair share.
     pub fair_share: FairShareConfig,
+}
+
+/// `reservations:` in the scheduler config (docs/scheduling.md, section 2).
+///
+/// A gang that has waited `starvingAfterSeconds` and still does not fit
+/// gets a reservation: the earliest time at which it could start, and the
+/// nodes, found by letting running jobs end at their walltimes and placing
+/// it again. From then on, a later job may use those nodes only if its own
+/// walltime ends before that time (conservative backfill, as Slurm's
+/// `sched/backfill`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ReservationConfig {
+    /// Reservations made per cycle at most, for the gangs the walk meets
+    /// first (its highest-ranked). 0 turns reservations off.
+    #[serde(deserialize_with = "max_gangs")]
+    pub max_gangs: u32,
+    /// Seconds a gang must have waited (since submission) before it gets a
+    /// reservation. 0: from its first failed try.
+    pub starving_after_seconds: u64,
+}
+
+impl Default for ReservationConfig {
+    fn default() -> Self {
+        ReservationConfig {
+            max_gangs: 8,
+            starving_after_seconds: 0,
+        }
+    }
+}
+
+/// Most reservations per cycle accepted in config.
+pub const MAX_RESERVATIONS: u32 = 1000;
+
+fn max_gangs<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 0, MAX_RESERVATIONS)
+}
+
+/// A config key that was replaced: it is never written, and reading any
+/// value of it fails with what to write instead.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Replaced;
+
+impl<'de> Deserialize<'de> for Replaced {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "gangStarvationSeconds was replaced by reservations (docs/scheduling.md, section 2): \
+             write `reservations: {starvingAfterSeconds: N}` instead, with the same N; \
+             a starving gang now reserves nodes and lets only jobs that end in time use them, \
+             instead of blocking its queue",
+        ))
+    }
 }
 
 /// `fairShare:` in the scheduler config.

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use trainyard_model::{JobId, Limits, NodeName, QueueId, ResourceName, Resources, TaskKey};
+use trainyard_model::{
+    JobId, Limits, NodeName, QueueId, ResourceName, Resources, TaskKey, Timestamp,
+};
 
 /// Put task `task` of job `job` on `node`, holding GPU devices `gpus`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +98,9 @@ pub enum FilterReason {
     TopologySpread,
     /// A host port of the pod is in use on the node.
     HostPortInUse,
+    /// The node is held for a starving gang's reservation, and the pod's
+    /// job has no walltime that ends before the reservation starts.
+    Reserved,
 }
 
 impl fmt::Display for FilterReason {
@@ -121,6 +126,7 @@ impl fmt::Display for FilterReason {
             }
             FilterReason::TopologySpread => f.write_str("topology spread skew"),
             FilterReason::HostPortInUse => f.write_str("host port in use"),
+            FilterReason::Reserved => f.write_str("held for a reservation"),
         }
     }
 }
@@ -147,6 +153,7 @@ impl<'de> Deserialize<'de> for FilterReason {
             FilterReason::ExistingPodAntiAffinity,
             FilterReason::TopologySpread,
             FilterReason::HostPortInUse,
+            FilterReason::Reserved,
         ];
         if let Some(r) = fixed.into_iter().find(|r| r.to_string() == text) {
             return Ok(r);
@@ -223,8 +230,26 @@ pub enum PendingReason {
     InvalidRequest { pod: String, message: String },
     /// The job was rejected before scheduling (e.g. unknown queue).
     Rejected { message: String },
-    /// An earlier gang in the same leaf queue is starving and blocks it.
-    BehindStarvingGang { gang: String },
+    /// A starving gang that does not fit now holds a reservation: the
+    /// earliest time its minimum could start as running jobs end at their
+    /// walltimes, and the nodes it would take then (held for it: only jobs
+    /// that end before `start` may use them).
+    #[serde(rename_all = "camelCase")]
+    Reserved {
+        start: Timestamp,
+        /// `start` minus the cycle's time, in seconds.
+        starts_in_seconds: u64,
+        nodes: Vec<String>,
+        /// The tightest topology domain holding every node (`leaf g3`),
+        /// when the cluster has a topology and one below the whole
+        /// cluster does.
+        domain: Option<String>,
+        /// Jobs this cycle started on the held nodes, each ending before
+        /// `start`.
+        backfilled: u32,
+        /// Why it does not fit now, as the placement said.
+        detail: String,
+    },
     /// The gang (or one sub-group) fits in no single domain of its
     /// required topology level.
     #[serde(rename_all = "camelCase")]
@@ -309,7 +334,7 @@ impl PendingReason {
             PendingReason::Unsupported { .. } => "Unsupported",
             PendingReason::InvalidRequest { .. } => "InvalidRequest",
             PendingReason::Rejected { .. } => "Rejected",
-            PendingReason::BehindStarvingGang { .. } => "BehindStarvingGang",
+            PendingReason::Reserved { .. } => "Reserved",
             PendingReason::TopologyUnfit { .. } => "TopologyUnfit",
             PendingReason::TooManyLeaves { .. } => "TooManyLeaves",
             PendingReason::NonPreemptibleOverQuota { .. } => "NonPreemptibleOverQuota",
@@ -329,6 +354,7 @@ impl PendingReason {
             PendingReason::Unschedulable { .. }
                 | PendingReason::TopologyUnfit { .. }
                 | PendingReason::TooManyLeaves { .. }
+                | PendingReason::Reserved { .. }
         )
     }
 }
@@ -429,8 +455,34 @@ impl fmt::Display for PendingReason {
                 write!(f, "pod {pod}: invalid request: {message}")
             }
             PendingReason::Rejected { message } => write!(f, "rejected: {message}"),
-            PendingReason::BehindStarvingGang { gang } => {
-                write!(f, "waiting behind starving gang {gang} in the same queue")
+            PendingReason::Reserved {
+                start,
+                starts_in_seconds,
+                nodes,
+                domain,
+                backfilled,
+                ..
+            } => {
+                let n = nodes.len();
+                write!(f, "reserved {n} node{}", if n == 1 { "" } else { "s" })?;
+                if let Some(d) = domain {
+                    write!(f, " in {d}")?;
+                }
+                let now = Timestamp(start.0 - (*starts_in_seconds as i64) * 1000);
+                write!(
+                    f,
+                    " from {} (in {})",
+                    trainyard_model::format_utc_minute(*start, now),
+                    trainyard_model::format_seconds(*starts_in_seconds)
+                )?;
+                if *backfilled > 0 {
+                    write!(
+                        f,
+                        "; {backfilled} job{} backfilled ahead of it",
+                        if *backfilled == 1 { "" } else { "s" }
+                    )?;
+                }
+                Ok(())
             }
             PendingReason::TopologyUnfit {
                 scope,
@@ -563,6 +615,23 @@ pub struct QueueReport {
     pub demand: Resources,
 }
 
+/// A reservation held by a starving gang (see `PendingReason::Reserved`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reservation {
+    pub job: JobId,
+    /// Queue path.
+    pub queue: String,
+    /// When its minimum is expected to fit.
+    pub start: Timestamp,
+    /// The nodes held for it, by name.
+    pub nodes: Vec<NodeName>,
+    /// The tightest topology domain holding them (`leaf g3`).
+    pub domain: Option<String>,
+    /// Jobs this cycle started on those nodes, each ending before `start`.
+    pub backfilled: u32,
+}
+
 /// Counters of one cycle.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -591,6 +660,9 @@ pub struct Decisions {
     /// capacity is reserved for them (`status.nominatedNodeName`).
     #[serde(default)]
     pub nominations: Vec<NominationDecision>,
+    /// Reservations of starving gangs, in the order they were made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reservations: Vec<Reservation>,
     pub pending: Vec<PendingJob>,
     pub queues: Vec<QueueReport>,
     /// Inconsistencies in the input the cycle worked around.

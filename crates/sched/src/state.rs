@@ -102,6 +102,12 @@ pub struct PodView<'a> {
     /// The pod's member id when the cycle checks rules between pods
     /// (`crate::podrules`): taking the pod lists it on its node.
     pub member: Option<u32>,
+    /// When the pod's job would end if it started now (ms; its walltime),
+    /// as the cycle's reservations classify it: a node held for a
+    /// reservation from time `H` takes the pod only when `ends <= H`
+    /// (conservative backfill). `i64::MAX`: no walltime, or no reservation
+    /// to compare with.
+    pub ends: i64,
 }
 
 impl<'a> PodView<'a> {
@@ -120,6 +126,7 @@ impl<'a> PodView<'a> {
             models: &c.gpu_models,
             salt: 0,
             member: None,
+            ends: i64::MAX,
         }
     }
 
@@ -140,6 +147,10 @@ pub struct NodeState {
     /// Member ids of the pods on the node, when the cycle checks rules
     /// between pods (`crate::podrules`); empty otherwise.
     pub members: Vec<u32>,
+    /// The earliest start (ms) of a reservation that holds the node:
+    /// only pods whose job ends by then may take it (`PodView::ends`).
+    /// `i64::MAX`: not held.
+    pub held_until: i64,
 }
 
 const FULL: u16 = MILLI_PER_GPU as u16;
@@ -152,6 +163,7 @@ impl NodeState {
             gpu_used: vec![0; node.gpus.len()],
             tags: Vec::new(),
             members: Vec::new(),
+            held_until: i64::MAX,
         }
     }
 
@@ -205,6 +217,9 @@ impl NodeState {
     /// Whether the pod fits now: the hot path of placement, same answer as
     /// [`fit`](Self::fit) without building a reason.
     pub fn fits(&self, node: &Node, pod: &PodView) -> bool {
+        if pod.ends > self.held_until {
+            return false;
+        }
         if node.max_pods.is_some_and(|max| self.pods >= max) || !self.non_gpu_fits(pod) {
             return false;
         }
@@ -217,6 +232,9 @@ impl NodeState {
 
     /// Whether the pod fits now; the first reason when it does not.
     pub fn fit(&self, node: &Node, pod: &PodView) -> Result<(), FilterReason> {
+        if pod.ends > self.held_until {
+            return Err(FilterReason::Reserved);
+        }
         if let Some(max) = node.max_pods
             && self.pods >= max
         {
@@ -478,6 +496,14 @@ impl ClusterState {
         self.nodes[n].give(node, pod, slots);
     }
 
+    /// Holds node `n` for a reservation from `until` (ms): the node's
+    /// `held_until` becomes `until`, recorded for rollback.
+    pub fn hold(&mut self, n: usize, until: i64) {
+        self.undo.push((n, self.nodes[n].clone()));
+        self.changes.push(n as u32);
+        self.nodes[n].held_until = until;
+    }
+
     /// Restores every node changed since `mark`.
     pub fn rollback(&mut self, mark: Mark) {
         while self.undo.len() > mark.0 {
@@ -654,7 +680,7 @@ mod tests {
             }
             node.max_pods = max_pods;
             let free_gpu: u64 = used.iter().map(|u| 1000 - *u as u64).sum();
-            let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used, tags: Vec::new(), members: Vec::new() };
+            let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used, tags: Vec::new(), members: Vec::new(), held_until: i64::MAX };
             let req = Resources::new(cpu, 0, gpu);
             let c = PlacementConstraints { gpu_memory: mem_share, ..PlacementConstraints::default() };
             let pod = view(&req, &c);

@@ -184,10 +184,14 @@ impl Engine<'_> {
                 self.last_queue.insert(q.queue.clone(), now_vals);
             }
         }
-        // A starving gang changes decisions with time alone: wake up then.
-        if let Some(s) = self.config.gang_starvation_seconds
+        // A gang becoming starving (it may then reserve) changes decisions
+        // with time alone: wake up then.
+        let r = self.config.reservations;
+        if r.max_gangs > 0
+            && r.starving_after_seconds > 0
             && self.pending > 0
         {
+            let s = r.starving_after_seconds;
             let wake = self
                 .world
                 .jobs()

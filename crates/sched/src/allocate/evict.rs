@@ -35,8 +35,9 @@ use crate::decisions::{Eviction, EvictionKind, NominationDecision, PendingReason
 pub(super) type Minimum = (Vec<usize>, Resources, bool);
 
 /// What makes two victim searches alike: leaf, constraint set, pod
-/// request, and (priority, preemptible, preempts).
-type FailedSearch = (QueueId, u32, Resources, (i32, bool, bool));
+/// request, (priority, preemptible, preempts), and the end class that
+/// decides which held nodes it may use (`Ledger::ends_of`).
+type FailedSearch = (QueueId, u32, Resources, (i32, bool, bool), i64);
 
 /// Rounds of the eviction pass in one cycle (see `run_evictions`).
 const EVICTION_ROUNDS: usize = 4;
@@ -848,6 +849,7 @@ impl<'s> Ledger<'s> {
             w.constraint_id(&first.constraints),
             first.requests.clone(),
             (job.priority, job.preemptible, job.preempts),
+            self.ends_of(w, j),
         );
         Some((key, chosen.len()))
     }

@@ -42,13 +42,15 @@ impl Search<'_, '_> {
         let head = &job.tasks[run[0]];
         let req = &head.requests;
         let key = self.m.static_filter(self.w, &head.constraints);
-        let (shape, ask) = self.m.shape(key, req, &head.constraints);
+        let ends = self.l.ends_of(self.w, j);
+        let (shape, ask) = self.m.shape(key, req, ends, &head.constraints);
         // Rules between pods: one pod at a time, every node scored again.
         if self.run_is_ruled(run, j) {
             return self.place_ruled((run, j), placed, scope, rail, key, ask);
         }
         let mut pod = PodView::new(req, ask, &head.constraints);
         pod.salt = crate::scoring::salt_of(&head.name);
+        pod.ends = ends;
         let feasible = self
             .m
             .filters
@@ -219,10 +221,12 @@ impl Search<'_, '_> {
         &mut self,
         req: &Resources,
         c: &Arc<PlacementConstraints>,
+        ends: i64,
     ) -> (u32, BTreeMap<FilterReason, u32>) {
         let key = self.m.static_filter(self.w, c);
         let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
-        let pod = PodView::new(req, ask, c);
+        let mut pod = PodView::new(req, ask, c);
+        pod.ends = ends;
         let (feasible, mut reasons) = match self.m.filters.get(&key) {
             Some(f) => (f.feasible.clone(), f.rejected.clone()),
             None => (Vec::new(), BTreeMap::new()),
@@ -240,19 +244,21 @@ impl Search<'_, '_> {
 }
 
 impl Memo {
-    /// The shape of a run of identical pods (constraint id, request):
+    /// The shape of a run of identical pods (constraint id, request, end
+    /// class for held nodes):
     /// its dense id and GPU ask, interned and classified the first time
     /// the cycle meets it (pending requests classify: `static_block`).
     pub(super) fn shape(
         &mut self,
         cid: u32,
         req: &Resources,
+        ends: i64,
         c: &PlacementConstraints,
     ) -> (u32, GpuAsk) {
         let next = self.shapes.len() as u32;
         *self
             .shapes
-            .entry((cid, req.clone()))
+            .entry((cid, req.clone(), ends))
             .or_insert_with(|| (next, GpuAsk::of(req, c).unwrap_or(GpuAsk::None)))
     }
 

@@ -380,6 +380,9 @@ impl<'s> Cycle<'s> {
                 set_aside: std::collections::BTreeSet::new(),
                 victim_need: Vec::new(),
                 running: Vec::new(),
+                holds: Vec::new(),
+                hold_times: Vec::new(),
+                start_at: now.0,
             },
             outcome: Outcome {
                 binds: Vec::new(),

@@ -234,9 +234,11 @@ fn elastic_pods_wait_for_other_gangs_minimums() {
 }
 
 #[test]
-fn starving_gang_blocks_its_own_queue_only_when_configured() {
-    // Two 8-GPU nodes, one busy with another team's running job: the
-    // 2 × 8-GPU gang could fit on the empty cluster but not now.
+fn a_starving_gang_reserves_and_only_jobs_that_end_in_time_backfill() {
+    // Two 8-GPU nodes; n1 runs another team's job until 01:00 (started at
+    // 00:00 with a 1 h walltime). Now is 00:30: the 2 x 8-GPU gang fits
+    // only once that job ends, so it reserves both nodes from 01:00. Of
+    // the 1-GPU jobs behind it, only the one that ends by then starts.
     let nodes = vec![
         Node::new("n0", 64_000, 512 * GI, 8),
         Node::new("n1", 64_000, 512 * GI, 8),
@@ -246,42 +248,66 @@ fn starving_gang_blocks_its_own_queue_only_when_configured() {
         node: "n1".into(),
         gpus: None,
     };
+    running.tasks[0].started = Some(Timestamp::from_secs(0));
+    running.walltime_seconds = Some(3600);
     let mut big = Job::gang("a/big", "a", vec![gpu_task(8); 2]);
     big.submit_time = Timestamp::from_secs(0);
-    let mut small = Job::gang("a/small", "a", vec![gpu_task(1)]);
-    small.submit_time = Timestamp::from_secs(10);
+    let small = |name: &str, at: i64, walltime: Option<u64>| {
+        let mut j = Job::gang(name, "a", vec![gpu_task(1)]);
+        j.submit_time = Timestamp::from_secs(at);
+        j.walltime_seconds = walltime;
+        j
+    };
     let s = snapshot(
         nodes,
         vec![QueueSpec::new("a"), QueueSpec::new("b")],
-        vec![big, small, running],
+        vec![
+            big,
+            small("a/short", 10, Some(600)),
+            small("a/long", 20, Some(7200)),
+            small("a/none", 30, None),
+            running,
+        ],
     );
-    let d = schedule(&s, &Config::default(), Timestamp::from_secs(3600));
-    assert_eq!(bound_jobs(&d).get("a/small"), Some(&1));
-    let cfg = Config {
-        gang_starvation_seconds: Some(600),
-        ..Config::default()
-    };
-    let d = schedule(&s, &cfg, Timestamp::from_secs(3600));
-    assert!(d.binds.is_empty());
-    expect!["waiting behind starving gang a/big in the same queue"]
-        .assert_eq(&d.pending[1].message);
+    let now = Timestamp::from_secs(1800);
+    let d = schedule(&s, &Config::default(), now);
+    let bound = bound_jobs(&d);
+    assert_eq!(bound.keys().collect::<Vec<_>>(), ["a/short"]);
+    assert_eq!(d.reservations.len(), 1);
+    assert_eq!(d.reservations[0].start, Timestamp::from_secs(3600));
+    let messages: Vec<String> = d
+        .pending
+        .iter()
+        .map(|p| format!("{}: {}", p.job.0, p.message))
+        .collect();
+    expect![[r#"
+        [
+            "a/big: reserved 2 nodes from 01:00 UTC (in 30m); 1 job backfilled ahead of it",
+            "a/long: gang needs 1 × nvidia.com/gpu in 1 pod(s); 0/2 nodes fit: 2 held for a reservation",
+            "a/none: gang needs 1 × nvidia.com/gpu in 1 pod(s); 0/2 nodes fit: 2 held for a reservation",
+        ]
+    "#]]
+    .assert_debug_eq(&messages);
+    // Turned off, the cycle backfills as before: every small job starts.
+    let mut off = Config::default();
+    off.reservations.max_gangs = 0;
+    let d = schedule(&s, &off, now);
+    assert_eq!(bound_jobs(&d).len(), 3);
+    assert!(d.reservations.is_empty());
 }
 
 #[test]
-fn a_gang_that_can_never_fit_does_not_starve_its_queue() {
-    // 2 × 8 GPUs on one 8-GPU node never fits: even with aging on, the
+fn a_gang_that_can_never_fit_reserves_nothing() {
+    // 2 x 8 GPUs on one 8-GPU node never fits: no reservation, and the
     // small job behind it runs.
     let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
     let big = Job::gang("a/big", "a", vec![gpu_task(8); 2]);
     let mut small = Job::gang("a/small", "a", vec![gpu_task(1)]);
     small.submit_time = Timestamp::from_secs(10);
     let s = snapshot(nodes, vec![QueueSpec::new("a")], vec![big, small]);
-    let cfg = Config {
-        gang_starvation_seconds: Some(60),
-        ..Config::default()
-    };
-    let d = schedule(&s, &cfg, Timestamp::from_secs(3600));
+    let d = schedule(&s, &Config::default(), Timestamp::from_secs(3600));
     assert_eq!(bound_jobs(&d).get("a/small"), Some(&1));
+    assert!(d.reservations.is_empty());
 }
 
 #[test]

@@ -52,11 +52,11 @@ impl TopoIndex {
         }
     }
 
-    fn level_name(&self, l: usize) -> &str {
+    pub(super) fn level_name(&self, l: usize) -> &str {
         &self.topo.levels()[l].name
     }
 
-    fn domain_name(&self, l: usize, d: u32) -> &str {
+    pub(super) fn domain_name(&self, l: usize, d: u32) -> &str {
         &self.topo.levels()[l].domains[d as usize].name
     }
 
@@ -145,7 +145,7 @@ impl<'s> Cycle<'s> {
             .as_deref()
             .and_then(|l| ti.topo.level_index(l));
         let top = required.unwrap_or(levels.saturating_sub(1));
-        let copies = self.copies_per_node(&shapes);
+        let copies = self.copies_per_node(j, &shapes);
         let scope_all: Vec<usize> = (0..self.world.nodes.len())
             .filter(|&n| copies[n].iter().any(|c| *c > 0))
             .collect();
@@ -197,13 +197,16 @@ impl<'s> Cycle<'s> {
         }
     }
 
-    /// Copies of each shape per node (0 where statically infeasible).
-    fn copies_per_node(&mut self, shapes: &[Shape]) -> Vec<Vec<u32>> {
+    /// Copies of each shape of job `j` per node (0 where statically
+    /// infeasible or held for a reservation the job may not use).
+    fn copies_per_node(&mut self, j: usize, shapes: &[Shape]) -> Vec<Vec<u32>> {
+        let ends = self.ledger.ends_of(&self.world, j);
         let mut out = vec![vec![0u32; shapes.len()]; self.world.nodes.len()];
         for (s, shape) in shapes.iter().enumerate() {
             let key = self.memo.static_filter(&self.world, shape.constraints);
             let ask = GpuAsk::of(shape.req, shape.constraints).unwrap_or(GpuAsk::None);
-            let pod = PodView::new(shape.req, ask, shape.constraints);
+            let mut pod = PodView::new(shape.req, ask, shape.constraints);
+            pod.ends = ends;
             if let Some(f) = self.memo.filters.get(&key) {
                 for &n in &f.feasible {
                     let n = n as usize;
@@ -240,7 +243,7 @@ impl<'s> Cycle<'s> {
                 _ => None,
             };
             if let Some(r) = within {
-                let copies = self.copies_per_node(&shapes);
+                let copies = self.copies_per_node(j, &shapes);
                 let cands = self.world.candidates(scope, r, &copies, &shapes);
                 let mut done = false;
                 for (_, _, _, nodes) in cands.into_iter().take(TRIES_PER_LEVEL) {
@@ -329,7 +332,7 @@ impl<'s> Cycle<'s> {
             && shapes.len() == 1
             && self.world.topo.is_some()
         {
-            let copies = self.copies_per_node(&shapes);
+            let copies = self.copies_per_node(j, &shapes);
             let Some(ti) = &self.world.topo else {
                 return Err(());
             };
@@ -438,7 +441,7 @@ impl<'s> Cycle<'s> {
         let levels = self.world.topo.as_ref()?.topo.levels().len();
         let job = self.ledger.jobs[j].job;
         let shapes = shapes_of(job, chosen);
-        let copies = self.copies_per_node(&shapes);
+        let copies = self.copies_per_node(j, &shapes);
         let scope: Vec<usize> = (0..self.world.nodes.len()).collect();
         (0..levels).find(|&l| {
             !self

@@ -703,7 +703,7 @@ impl Search<'_, '_> {
         pod: &PodView,
     ) -> std::rc::Rc<Vec<u32>> {
         let cache = self.l.set_aside.is_empty();
-        if cache && let Some(v) = self.m.copies_seen.get(&(key, req.clone())) {
+        if cache && let Some(v) = self.m.copies_seen.get(&(key, req.clone(), pod.ends)) {
             return std::rc::Rc::clone(v);
         }
         let v: std::rc::Rc<Vec<u32>> = std::rc::Rc::new(
@@ -717,7 +717,7 @@ impl Search<'_, '_> {
         if cache {
             self.m
                 .copies_seen
-                .insert((key, req.clone()), std::rc::Rc::clone(&v));
+                .insert((key, req.clone(), pod.ends), std::rc::Rc::clone(&v));
         }
         v
     }
@@ -737,7 +737,8 @@ impl Search<'_, '_> {
             return true;
         }
         let head = &job.tasks[chosen[0]];
-        let pod = PodView::of_task(head);
+        let mut pod = PodView::of_task(head);
+        pod.ends = self.l.ends_of(self.w, j);
         let key = self.m.static_filter(self.w, &head.constraints);
         let Some(mask) = self.m.filters.get(&key).map(|f| f.mask.clone()) else {
             return true;
@@ -786,7 +787,8 @@ impl Search<'_, '_> {
     ) -> Vec<&'u Unit> {
         let job = self.l.jobs[j].job;
         let head = &job.tasks[chosen[0]];
-        let pod = PodView::of_task(head);
+        let mut pod = PodView::of_task(head);
+        pod.ends = self.l.ends_of(self.w, j);
         let key = self.m.static_filter(self.w, &head.constraints);
         let Some(mask) = self.m.filters.get(&key).map(|f| f.mask.clone()) else {
             return Vec::new();

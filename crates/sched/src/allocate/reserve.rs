@@ -1,0 +1,333 @@
+//! Reservations for starving gangs, and conservative backfill
+//! (docs/scheduling.md, section 2).
+//!
+//! When a gang the walk meets has waited `reservations.starvingAfterSeconds`
+//! and its minimum does not fit, the cycle projects the future on its own
+//! node state: running jobs leave in the order of their expected end
+//! (start plus walltime; a job without one never leaves), and after each
+//! group of ends the gang's minimum is placed again by the one node
+//! search. The first time it fits is the reservation's start; the nodes it
+//! took there are held from then on (`NodeState::held_until`), and the
+//! projection is rolled back.
+//!
+//! A held node takes a pod only if the pod's job ends by the hold's start
+//! (`PodView::ends`), so every later placement of the cycle, by any pass,
+//! is conservative backfill: it never delays the reservation. Jobs
+//! without a walltime never use held nodes. The search is exponential
+//! then binary over the groups of ends, so a projection costs
+//! `O(log groups)` placement tries.
+
+use super::*;
+
+/// A reservation made this cycle.
+pub(super) struct Hold {
+    /// The reserved job.
+    pub(super) job: usize,
+    /// When its minimum is expected to fit (ms).
+    pub(super) start: i64,
+    /// Node indices held for it, ascending.
+    pub(super) nodes: Vec<usize>,
+    /// `Outcome::binds` as long as it was when the hold was made: binds
+    /// after it on the held nodes are backfill.
+    pub(super) binds_before: usize,
+}
+
+impl<'s> Cycle<'s> {
+    /// Whether job `j`, whose minimum just failed with `reason`, gets a
+    /// reservation: reservations left this cycle, a lack of room (not a
+    /// limit or a rule), waited long enough, and it would fit on its nodes
+    /// if they were empty.
+    pub(super) fn wants_reservation(&mut self, j: usize, reason: &PendingReason) -> bool {
+        let cfg = self.world.config.reservations;
+        if self.ledger.holds.len() >= cfg.max_gangs as usize || !reason.is_lack_of_room() {
+            return false;
+        }
+        let job = self.ledger.jobs[j].job;
+        if self.world.now.secs_since(job.submit_time) < cfg.starving_after_seconds {
+            return false;
+        }
+        match self.minimum_of(j) {
+            Some((chosen, needs, _)) => self.could_ever_fit(j, chosen[0], &needs),
+            None => false,
+        }
+    }
+
+    /// Projects when and where job `j`'s minimum fits as running jobs end,
+    /// and holds those nodes from then (see the module comment). Nothing
+    /// is held when it never fits within the jobs' walltimes.
+    pub(super) fn reserve(&mut self, j: usize) {
+        let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
+            return;
+        };
+        let now = self.world.now.0;
+        let mut ends: Vec<(i64, usize)> = (0..self.ledger.jobs.len())
+            .filter(|&v| v != j && !self.ledger.bound_at[v].is_empty())
+            .filter_map(|v| Some((self.ledger.expected_end(&self.world, v)?, v)))
+            .collect();
+        if ends.is_empty() {
+            return;
+        }
+        ends.sort_unstable();
+        // Prefix lengths of `ends` that end a group of equal end times.
+        let mut cuts: Vec<usize> = Vec::new();
+        for i in 1..=ends.len() {
+            if i == ends.len() || ends[i].0 != ends[i - 1].0 {
+                cuts.push(i);
+            }
+        }
+        let outer = self.ledger.state.begin();
+        // Its own nominated room and holds are its to use.
+        self.ledger.release_reservations(&self.world, j);
+        self.ledger.release_holds(&self.world, j);
+        // State: `ends[..given]` gone, and `lo_mark` taken there. The
+        // probes go 1, 2, 4, ... groups further until the gang fits, then
+        // bisect back to the first group after which it fits.
+        let mut given = 0usize;
+        let mut lo: Option<usize> = None;
+        let mut lo_mark = self.ledger.state.begin();
+        let mut k = 0usize;
+        let mut step = 1usize;
+        let mut found: Option<(usize, Vec<Placed>)> = None;
+        loop {
+            match self.fits_after(j, (&chosen, &needs, topo_search), &ends, given, cuts[k]) {
+                Some(placed) => {
+                    found = Some((k, placed));
+                    break;
+                }
+                None => {
+                    lo = Some(k);
+                    given = cuts[k];
+                    lo_mark = self.ledger.state.begin();
+                }
+            }
+            if k + 1 == cuts.len() {
+                break;
+            }
+            k = (k + step).min(cuts.len() - 1);
+            step *= 2;
+        }
+        let Some((mut hi, mut hi_placed)) = found else {
+            self.ledger.state.rollback(outer);
+            return;
+        };
+        self.ledger.state.rollback(lo_mark);
+        loop {
+            let first = lo.map_or(0, |l| l + 1);
+            if first >= hi {
+                break;
+            }
+            let mid = first + (hi - first) / 2;
+            match self.fits_after(j, (&chosen, &needs, topo_search), &ends, given, cuts[mid]) {
+                Some(placed) => {
+                    hi = mid;
+                    hi_placed = placed;
+                    self.ledger.state.rollback(lo_mark);
+                }
+                None => {
+                    lo = Some(mid);
+                    given = cuts[mid];
+                    lo_mark = self.ledger.state.begin();
+                }
+            }
+        }
+        self.ledger.state.rollback(outer);
+        let start = ends[cuts[hi] - 1].0.max(now);
+        let mut nodes: Vec<usize> = hi_placed.iter().map(|(_, n, _)| *n).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let mark = self.ledger.state.begin();
+        for &n in &nodes {
+            if start < self.ledger.state.nodes()[n].held_until {
+                self.ledger.state.hold(n, start);
+            }
+        }
+        self.ledger.state.commit(mark);
+        if let Err(i) = self.ledger.hold_times.binary_search(&start) {
+            self.ledger.hold_times.insert(i, start);
+        }
+        self.ledger.holds.push(Hold {
+            job: j,
+            start,
+            nodes,
+            binds_before: self.outcome.binds.len(),
+        });
+    }
+
+    /// With `ends[..given]` gone, gives back `ends[given..upto]` too and
+    /// tries the minimum at the last of their end times; the placement is
+    /// rolled back, the gives are kept.
+    fn fits_after(
+        &mut self,
+        j: usize,
+        (chosen, needs, topo_search): (&[usize], &Resources, bool),
+        ends: &[(i64, usize)],
+        given: usize,
+        upto: usize,
+    ) -> Option<Vec<Placed>> {
+        for &(_, v) in &ends[given..upto] {
+            let job = self.ledger.jobs[v].job;
+            for (t, n, slots) in self.ledger.bound_at[v].clone() {
+                let pod = self.world.pod_of(job, v, t);
+                self.ledger.state.give(n, self.world.nodes[n], &pod, &slots);
+            }
+        }
+        let mark = self.ledger.state.begin();
+        self.ledger.start_at = ends[upto - 1].0.max(self.world.now.0);
+        let placed = self
+            .place_chosen_or(j, chosen, needs, topo_search, false)
+            .ok();
+        self.ledger.start_at = self.world.now.0;
+        self.ledger.state.rollback(mark);
+        placed
+    }
+
+    /// The reservations as decided, and each reserved job's pending reason
+    /// (the failure it had kept as `detail`). A reserved job that was
+    /// placed after all (by reclaim, say) keeps its own reason and shows no
+    /// reservation.
+    pub(super) fn finish_reservations(&mut self) -> Vec<Reservation> {
+        let mut out = Vec::new();
+        for h in std::mem::take(&mut self.ledger.holds) {
+            let Some(reason) = self.outcome.pending.get(&h.job) else {
+                continue;
+            };
+            let detail = match reason {
+                PendingReason::InQuotaNoRoom { detail, .. } => detail.clone(),
+                r if r.is_lack_of_room() => r.to_string(),
+                _ => continue,
+            };
+            let names: std::collections::BTreeSet<&str> = h
+                .nodes
+                .iter()
+                .map(|&n| self.world.nodes[n].name.as_str())
+                .collect();
+            let mut backfilled: Vec<&JobId> = self.outcome.binds[h.binds_before..]
+                .iter()
+                .enumerate()
+                .filter(|(i, b)| {
+                    !self.outcome.dropped_binds.contains(&(h.binds_before + i))
+                        && names.contains(b.node.0.as_str())
+                })
+                .map(|(_, b)| &b.job)
+                .collect();
+            backfilled.sort_unstable();
+            backfilled.dedup();
+            let backfilled = backfilled.len() as u32;
+            let domain = self.world.tightest_domain(&h.nodes);
+            let jw = &self.ledger.jobs[h.job];
+            let nodes: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+            self.outcome.pending.insert(
+                h.job,
+                PendingReason::Reserved {
+                    start: Timestamp(h.start),
+                    starts_in_seconds: Timestamp(h.start).secs_since(self.world.now),
+                    nodes: nodes.clone(),
+                    domain: domain.clone(),
+                    backfilled,
+                    detail,
+                },
+            );
+            out.push(Reservation {
+                job: JobId(jw.job.id.clone()),
+                queue: if jw.leaf == QueueTree::ROOT {
+                    jw.job.queue.clone()
+                } else {
+                    self.world.tree.path(jw.leaf).to_string()
+                },
+                start: Timestamp(h.start),
+                nodes: nodes.into_iter().map(NodeName).collect(),
+                domain,
+                backfilled,
+            });
+        }
+        out
+    }
+}
+
+impl<'s> Ledger<'s> {
+    /// When running job `v` is expected to end (ms): its start plus its
+    /// walltime (declared, else its queue's default), not before now; now
+    /// for a job with a pod terminating. `None` without a walltime: it is
+    /// never expected to end.
+    pub(super) fn expected_end(&self, w: &World<'_>, v: usize) -> Option<i64> {
+        let job = self.jobs[v].job;
+        let now = w.now.0;
+        if job.tasks.iter().any(|t| t.terminating) {
+            return Some(now);
+        }
+        let wall = w.walltime_of(job)?;
+        let start = job.started_at().map_or(now, |s| s.0.min(now));
+        Some(
+            start
+                .saturating_add((wall as i64).saturating_mul(1000))
+                .max(now),
+        )
+    }
+
+    /// Job `j`'s end for the holds (`PodView::ends`): its start (now, or
+    /// the projected start) plus its walltime, rounded up to the first
+    /// hold start at or after it, so jobs that may use the same held nodes
+    /// share one pod shape; `i64::MAX` when no node is held or the job has
+    /// no walltime.
+    pub(super) fn ends_of(&self, w: &World<'_>, j: usize) -> i64 {
+        if self.hold_times.is_empty() {
+            return i64::MAX;
+        }
+        let job = self.jobs[j].job;
+        let Some(wall) = w.walltime_of(job) else {
+            return i64::MAX;
+        };
+        let start = job
+            .started_at()
+            .map_or(self.start_at, |s| s.0.min(self.start_at));
+        let end = start.saturating_add((wall as i64).saturating_mul(1000));
+        match self.hold_times.binary_search(&end) {
+            Ok(i) => self.hold_times[i],
+            Err(i) => self.hold_times.get(i).copied().unwrap_or(i64::MAX),
+        }
+    }
+
+    /// Lifts job `j`'s own holds (it is being placed), inside the caller's
+    /// transaction: each node it held is held again only by the other
+    /// reservations on it.
+    pub(super) fn release_holds(&mut self, _w: &World<'_>, j: usize) {
+        let Some(mine) = self.holds.iter().position(|h| h.job == j) else {
+            return;
+        };
+        for i in 0..self.holds[mine].nodes.len() {
+            let n = self.holds[mine].nodes[i];
+            let rest = self
+                .holds
+                .iter()
+                .filter(|h| h.job != j && h.nodes.binary_search(&n).is_ok())
+                .map(|h| h.start)
+                .min()
+                .unwrap_or(i64::MAX);
+            if rest != self.state.nodes()[n].held_until {
+                self.state.hold(n, rest);
+            }
+        }
+    }
+}
+
+impl World<'_> {
+    /// A job's walltime (seconds): declared, else its queue's default.
+    pub(super) fn walltime_of(&self, job: &Job) -> Option<u64> {
+        self.tree.walltime(&job.queue, job.walltime_seconds)
+    }
+
+    /// The tightest topology domain holding all of `nodes`, as
+    /// `LEVEL NAME` (`leaf g3`); `None` without a topology or when only
+    /// the whole cluster does.
+    pub(super) fn tightest_domain(&self, nodes: &[usize]) -> Option<String> {
+        let ti = self.topo.as_ref()?;
+        let first = *nodes.first()?;
+        (0..ti.domain_of.len()).find_map(|l| {
+            let d = ti.domain_of[l][first]?;
+            nodes
+                .iter()
+                .all(|&n| ti.domain_of[l][n] == Some(d))
+                .then(|| format!("{} {}", ti.level_name(l), ti.domain_name(l, d)))
+        })
+    }
+}

@@ -20,6 +20,8 @@
 //!   - {pod: ns/name, message: "exact text"}    # or `contains:`; node optional
 //!   nominations:                    # exactly these pods are nominated (optional)
 //!   - {pod: ns/name, node: n1, gpus: [0]}
+//!   reservations:                   # exactly these reservations (optional)
+//!   - {job: ns/name, start: 2026-11-22T11:00:00Z, nodes: [n1, n2], domain: leaf l0, backfilled: 1}
 //!   loadError: "text"               # instead of the above: loading must fail with this text
 //! ```
 //!
@@ -62,6 +64,22 @@ pub struct Expect {
     pub evictions: Vec<ExpectEviction>,
     #[serde(default)]
     pub nominations: Option<Vec<ExpectBind>>,
+    #[serde(default)]
+    pub reservations: Option<Vec<ExpectReservation>>,
+}
+
+/// A reservation: `domain` and `backfilled` are checked when given.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectReservation {
+    pub job: String,
+    /// RFC 3339.
+    pub start: String,
+    pub nodes: Vec<String>,
+    #[serde(default)]
+    pub domain: Option<String>,
+    #[serde(default)]
+    pub backfilled: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -296,6 +314,54 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
             errors.push(format!(
                 "unexpected eviction {pod} on {}: {}",
                 e.node, e.message
+            ));
+        }
+    }
+    if let Some(want) = &sc.expect.reservations {
+        let mut got: BTreeMap<&str, &trainyard_sched::Reservation> = d
+            .reservations
+            .iter()
+            .map(|r| (r.job.as_str(), r))
+            .collect();
+        for w in want {
+            let Some(r) = got.remove(w.job.as_str()) else {
+                errors.push(format!("expected a reservation of {}; there was none", w.job));
+                continue;
+            };
+            match trainyard_crd::parse_rfc3339(&w.start) {
+                Ok(t) if t == r.start => {}
+                Ok(_) => errors.push(format!(
+                    "reservation of {} starts at {} ms, expected {}",
+                    w.job, r.start.0, w.start
+                )),
+                Err(e) => errors.push(format!("reservation of {}: start: {e}", w.job)),
+            }
+            let nodes: Vec<&str> = r.nodes.iter().map(|n| n.0.as_str()).collect();
+            if nodes != w.nodes.iter().map(String::as_str).collect::<Vec<_>>() {
+                errors.push(format!(
+                    "reservation of {} holds {nodes:?}, expected {:?}",
+                    w.job, w.nodes
+                ));
+            }
+            if w.domain.is_some() && w.domain != r.domain {
+                errors.push(format!(
+                    "reservation of {} in {:?}, expected {:?}",
+                    w.job, r.domain, w.domain
+                ));
+            }
+            if let Some(b) = w.backfilled
+                && b != r.backfilled
+            {
+                errors.push(format!(
+                    "reservation of {}: {} jobs backfilled, expected {b}",
+                    w.job, r.backfilled
+                ));
+            }
+        }
+        for (job, r) in got {
+            errors.push(format!(
+                "unexpected reservation of {job} from {} ms on {:?}",
+                r.start.0, r.nodes
             ));
         }
     }

@@ -20,10 +20,11 @@ pub mod state;
 
 pub use allocate::schedule;
 pub use config::{
-    Config, ConfigError, GpuScorerConfig, GpuStrategy, ScorerConfig, ScoringConfig, Strategy,
-    TopologyConfig, TopologyPlacement, TypicalPodConfig, TypicalPodsConfig,
+    Config, ConfigError, GpuScorerConfig, GpuStrategy, ReservationConfig, ScorerConfig,
+    ScoringConfig, Strategy, TopologyConfig, TopologyPlacement, TypicalPodConfig,
+    TypicalPodsConfig,
 };
 pub use decisions::{
     Bind, CycleStats, Decisions, Eviction, EvictionKind, FilterReason, GangPlacement,
-    NominationDecision, PendingJob, PendingReason, QueueReport,
+    NominationDecision, PendingJob, PendingReason, QueueReport, Reservation,
 };

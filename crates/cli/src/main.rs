@@ -579,10 +579,16 @@ mod tests {
             format!("{e:#}"),
             "cfg.yaml: document 1: scoring.gpu.strategy: unknown variant `bnpack`, expected one of `binpack`, `spread`, `random`, `dotProd`, `clustering`, `packing`, `bestFit`, `fgd`, `trainyard`"
         );
-        let e = parse_config("gangStarvationSecs: 5\n", "cfg.yaml").unwrap_err();
+        let e = parse_config("reservation: 5\n", "cfg.yaml").unwrap_err();
         assert_eq!(
             format!("{e:#}"),
-            "cfg.yaml: document 1: gangStarvationSecs: unknown field `gangStarvationSecs`, expected one of `scoring`, `gangStarvationSeconds`, `topology`, `preemption`, `fairShare`"
+            "cfg.yaml: document 1: reservation: unknown field `reservation`, expected one of `scoring`, `reservations`, `gangStarvationSeconds`, `topology`, `preemption`, `fairShare`"
+        );
+        // The replaced key says what to write instead.
+        let e = parse_config("gangStarvationSeconds: 600\n", "cfg.yaml").unwrap_err();
+        assert_eq!(
+            format!("{e:#}"),
+            "cfg.yaml: document 1: gangStarvationSeconds: replaced by `reservations` (docs/scheduling.md, section 2): write `reservations: {starvingAfterSeconds: N}` instead, with the same N; a starving gang now reserves nodes and lets only jobs that end in time use them, instead of blocking its queue"
         );
         // The half-life's range.
         let e = parse_config("fairShare: {usageHalfLifeSeconds: 5}\n", "cfg.yaml").unwrap_err();
@@ -622,12 +628,13 @@ mod tests {
 
     #[test]
     fn config_reports_every_type_error_in_plain_words() {
-        let text = "scoring: {gpu: {strategy: pack, weight: x}, cpuMemory: {strategy: spread, weight: 1}}\npreemption: {reclaim: maybe, maxVictimJobs: -1}\ngangStarvationSeconds: soon\n";
+        let text = "scoring: {gpu: {strategy: pack, weight: x}, cpuMemory: {strategy: spread, weight: 1}}\npreemption: {reclaim: maybe, maxVictimJobs: -1}\nreservations: {maxGangs: lots, starvingAfterSeconds: soon}\n";
         assert_eq!(
             format!("{:#}", parse_config(text, "cfg.yaml").unwrap_err()),
-            "cfg.yaml: document 1: gangStarvationSeconds: expected a whole number from 0 to 18446744073709551615, found \"soon\"
-cfg.yaml: document 1: preemption.maxVictimJobs: expected a whole number from 0 to 4294967295, found -1
+            "cfg.yaml: document 1: preemption.maxVictimJobs: expected a whole number from 0 to 4294967295, found -1
 cfg.yaml: document 1: preemption.reclaim: expected true or false, found \"maybe\"
+cfg.yaml: document 1: reservations.maxGangs: expected a whole number from 0 to 1000, found \"lots\"
+cfg.yaml: document 1: reservations.starvingAfterSeconds: expected a whole number from 0 to 18446744073709551615, found \"soon\"
 cfg.yaml: document 1: scoring.gpu.strategy: unknown variant `pack`, expected one of `binpack`, `spread`, `random`, `dotProd`, `clustering`, `packing`, `bestFit`, `fgd`, `trainyard`
 cfg.yaml: document 1: scoring.gpu.weight: expected a whole number from 0 to 100, found \"x\""
         );

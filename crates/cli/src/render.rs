@@ -135,6 +135,33 @@ pub fn render(d: &Decisions) -> String {
         out.push_str(&t.to_string());
         out.push('\n');
     }
+    if !d.reservations.is_empty() {
+        out.push_str(&format!(
+            "\nRESERVATIONS (nodes held for starving gangs; only jobs ending before START may use them): {}\n",
+            d.reservations.len()
+        ));
+        let mut t = table(&["JOB", "QUEUE", "START", "IN", "NODES", "WHERE", "BACKFILLED"]);
+        for r in &d.reservations {
+            let now = trainyard_model::Timestamp(r.start.0 - r.starts_in_seconds as i64 * 1000);
+            let names: Vec<&str> = r.nodes.iter().map(|n| n.0.as_str()).collect();
+            let shown = if names.len() > 4 {
+                format!("{},... ({} in all)", names[..3].join(","), names.len())
+            } else {
+                names.join(",")
+            };
+            t.add_row(vec![
+                Cell::new(&r.job),
+                Cell::new(&r.queue),
+                Cell::new(trainyard_model::format_utc_minute(r.start, now)),
+                right(trainyard_model::format_seconds(r.starts_in_seconds)),
+                Cell::new(shown),
+                Cell::new(r.domain.as_deref().unwrap_or("cluster")),
+                right(r.backfilled.to_string()),
+            ]);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
     out.push_str(&format!("\nPENDING: {} job(s)\n", d.pending.len()));
     if !d.pending.is_empty() {
         let mut t = table(&["JOB", "QUEUE", "REASON"]);

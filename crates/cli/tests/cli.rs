@@ -117,6 +117,27 @@ fn table_output_has_the_three_sections() {
 }
 
 #[test]
+fn table_output_shows_reservations() {
+    let out = trainyard(&[
+        "schedule",
+        "examples/reservation.yaml",
+        "--now",
+        "2026-11-22T10:00:00Z",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let section = text
+        .split("\n\n")
+        .find(|s| s.starts_with("RESERVATIONS"))
+        .unwrap_or_else(|| panic!("no RESERVATIONS section in\n{text}"));
+    expect_test::expect![[r#"
+        RESERVATIONS (nodes held for starving gangs; only jobs ending before START may use them): 1
+         JOB     QUEUE   START      IN     NODES                    WHERE    BACKFILLED 
+         ml/llm  team-a  11:20 UTC  1h20m  n0,n1,n2,... (8 in all)  cluster           1 "#]]
+    .assert_eq(section);
+}
+
+#[test]
 fn bad_file_names_file_object_and_field() {
     let dir = std::env::temp_dir().join(format!("trainyard-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

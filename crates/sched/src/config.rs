@@ -232,7 +232,7 @@ pub struct Replaced;
 impl<'de> Deserialize<'de> for Replaced {
     fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
         Err(serde::de::Error::custom(
-            "gangStarvationSeconds was replaced by reservations (docs/scheduling.md, section 2): \
+            "replaced by `reservations` (docs/scheduling.md, section 2): \
              write `reservations: {starvingAfterSeconds: N}` instead, with the same N; \
              a starving gang now reserves nodes and lets only jobs that end in time use them, \
              instead of blocking its queue",

@@ -624,6 +624,8 @@ pub struct Reservation {
     pub queue: String,
     /// When its minimum is expected to fit.
     pub start: Timestamp,
+    /// `start` minus the cycle's time, in seconds.
+    pub starts_in_seconds: u64,
     /// The nodes held for it, by name.
     pub nodes: Vec<NodeName>,
     /// The tightest topology domain holding them (`leaf g3`).

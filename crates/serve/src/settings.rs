@@ -380,13 +380,13 @@ mod tests {
     #[test]
     fn fields_are_read_and_bad_ones_named() {
         let s = Settings::parse(
-            "service: {cyclePeriodMillis: 250, bindConcurrency: 4}\nscheduler: {gangStarvationSeconds: 600}",
+            "service: {cyclePeriodMillis: 250, bindConcurrency: 4}\nscheduler: {reservations: {starvingAfterSeconds: 600}}",
             "s.yaml",
         )
         .expect("valid");
         assert_eq!(s.service.cycle_period_millis, 250);
         assert_eq!(s.service.bind_concurrency, 4);
-        assert_eq!(s.scheduler.gang_starvation_seconds, Some(600));
+        assert_eq!(s.scheduler.reservations.starving_after_seconds, 600);
 
         let e = Settings::parse("service: {cyclePeriodMilis: 5}", "s.yaml").expect_err("typo");
         assert_eq!(e.field, "service.cyclePeriodMilis");

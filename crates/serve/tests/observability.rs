@@ -564,7 +564,7 @@ async fn a_changed_settings_file_is_reloaded_when_valid_and_refused_when_not() {
     // A valid change: the receiver gets it, counted as ok.
     replace(
         &path,
-        "service:\n  cyclePeriodMillis: 250\nscheduler:\n  gangStarvationSeconds: 600\n",
+        "service:\n  cyclePeriodMillis: 250\nscheduler:\n  reservations: {starvingAfterSeconds: 600}\n",
     );
     tokio::time::timeout(Duration::from_secs(10), rx.changed())
         .await
@@ -572,7 +572,7 @@ async fn a_changed_settings_file_is_reloaded_when_valid_and_refused_when_not() {
         .expect("the watcher runs");
     let got = rx.borrow_and_update().clone();
     assert_eq!(got.service.cycle_period_millis, 250);
-    assert_eq!(got.scheduler.gang_starvation_seconds, Some(600));
+    assert_eq!(got.scheduler.reservations.starving_after_seconds, 600);
     assert_eq!(reloads(&metrics, "ok"), 1.0);
     assert_eq!(reloads(&metrics, "invalid"), 0.0);
 

@@ -235,6 +235,7 @@ impl<'s> Cycle<'s> {
                     self.world.tree.path(jw.leaf).to_string()
                 },
                 start: Timestamp(h.start),
+                starts_in_seconds: Timestamp(h.start).secs_since(self.world.now),
                 nodes: nodes.into_iter().map(NodeName).collect(),
                 domain,
                 backfilled,

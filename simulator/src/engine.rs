@@ -374,6 +374,7 @@ impl<'a> Engine<'a> {
                 evicted_pods: 0,
                 lost: LostGpu::default(),
                 topology: None,
+                reserved_start: None,
             };
             if let Some(reason) = too_large(j, input.nodes, &total) {
                 record.state = JobState::Rejected;

@@ -543,6 +543,7 @@ mod tests {
                         node_faults: 900_000_000,
                     },
                     topology: None,
+                    reserved_start: None,
                 },
                 JobRecord {
                     id: "team-b/\"big\" eval".into(),
@@ -560,6 +561,7 @@ mod tests {
                     evicted_pods: 0,
                     lost: Default::default(),
                     topology: None,
+                    reserved_start: None,
                 },
             ],
             queues: vec![QueueSample {

@@ -57,6 +57,10 @@ pub struct JobRecord {
     /// two or more pods on a cluster with a topology (at the last start).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<JobTopology>,
+    /// The start of the first reservation the core made for the job
+    /// while it waited (docs/scheduling.md, section 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_start: Option<Timestamp>,
 }
 
 /// Work lost to kills, in milli-GPU × ms, by cause.

@@ -129,6 +129,11 @@ impl Engine<'_> {
             }
         }
         self.apply_evictions(&d, &applied, now);
+        for r in &d.reservations {
+            if let Some(&j) = self.by_id.get(r.job.as_str()) {
+                self.rt[j].record.reserved_start.get_or_insert(r.start);
+            }
+        }
         for p in &d.pending {
             let Some(&j) = self.by_id.get(p.job.as_str()) else {
                 continue;

@@ -59,6 +59,7 @@ fn synthetic(policy: &str, skew: u64, hours: i64) -> SimOutput {
             evicted_pods: 0,
             lost: Default::default(),
             topology: None,
+            reserved_start: None,
         });
     }
     let mut qs = Vec::new();

@@ -215,6 +215,43 @@ pub fn summary_table(runs: &[Summary]) -> String {
     row("wait p50", &|r| stat(&r.wait_seconds, r.wait_seconds.p50));
     row("wait p95", &|r| stat(&r.wait_seconds, r.wait_seconds.p95));
     row("wait p99", &|r| stat(&r.wait_seconds, r.wait_seconds.p99));
+    let classes: Vec<String> = {
+        let mut seen: Vec<String> = Vec::new();
+        for r in runs {
+            for c in &r.wait_by_size {
+                if !seen.contains(&c.class) {
+                    seen.push(c.class.clone());
+                }
+            }
+        }
+        seen
+    };
+    for class in &classes {
+        row(
+            &format!("wait p50/p95/p99, {class} GPUs"),
+            &|r| match r.wait_by_size.iter().find(|c| &c.class == class) {
+                Some(c) => {
+                    let w = &c.wait_seconds;
+                    let never = if c.never_started > 0 {
+                        format!(" ({} never started)", c.never_started)
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "{} / {} / {}{never}",
+                        stat(w, w.p50),
+                        stat(w, w.p95),
+                        stat(w, w.p99)
+                    )
+                }
+                None => "-".into(),
+            },
+        );
+    }
+    if runs.iter().any(|r| r.reserved_jobs > 0 || r.timed_out > 0) {
+        row("reserved jobs", &|r| r.reserved_jobs.to_string());
+        row("timed out", &|r| r.timed_out.to_string());
+    }
     row("JCT mean", &|r| stat(&r.jct_seconds, r.jct_seconds.mean));
     row("JCT p95", &|r| stat(&r.jct_seconds, r.jct_seconds.p95));
     row("GPU allocation", &|r| fmt_percent(r.gpu_allocation_ratio));

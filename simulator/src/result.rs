@@ -249,6 +249,26 @@ fn round3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0
 }
 
+/// Waits of the jobs of one size class (see `Summary::wait_by_size`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SizeClassWait {
+    /// `≤1`, `2-8`, `9-64` or `65+` (GPUs).
+    pub class: String,
+    /// Of its jobs, those that never started.
+    pub never_started: u64,
+    pub wait_seconds: Stats,
+}
+
+/// The size classes of `Summary::wait_by_size`: name and largest GPU
+/// count (milli-GPU) in it.
+const SIZE_CLASSES: [(&str, u64); 4] = [
+    ("≤1", 1000),
+    ("2-8", 8000),
+    ("9-64", 64_000),
+    ("65+", u64::MAX),
+];
+
 /// Per-queue part of the summary.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -337,6 +357,15 @@ pub struct Summary {
     #[serde(default, skip_serializing_if = "is_zero")]
     pub timed_out: u64,
     pub wait_seconds: Stats,
+    /// Waits by the job's size in GPUs (`≤1`, `2-8`, `9-64`, `65+`;
+    /// classes without jobs left out; jobs without GPUs in none). Unlike
+    /// `wait_seconds`, a job that never started counts, with its wait
+    /// until the end of the run (a lower bound): starved gangs must show.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wait_by_size: Vec<SizeClassWait>,
+    /// Jobs that held a reservation at some time while they waited.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reserved_jobs: u64,
     pub jct_seconds: Stats,
     /// ∫ allocated GPUs dt / ∫ GPU capacity dt over the run.
     pub gpu_allocation_ratio: f64,
@@ -507,6 +536,28 @@ impl SimOutput {
                 s.mean_share_ratio = round3(num / den);
             }
         }
+        let mut by_size: Vec<(Vec<i64>, u64)> = vec![(Vec::new(), 0); SIZE_CLASSES.len()];
+        for j in self.jobs.iter().filter(|j| j.gpu_milli > 0) {
+            if j.state == JobState::Rejected || j.submit > end {
+                continue;
+            }
+            let c = SIZE_CLASSES
+                .iter()
+                .position(|(_, max)| j.gpu_milli <= *max)
+                .unwrap_or(SIZE_CLASSES.len() - 1);
+            by_size[c].0.push(j.wait_ms(end));
+            by_size[c].1 += u64::from(j.start.is_none());
+        }
+        let wait_by_size = SIZE_CLASSES
+            .iter()
+            .zip(by_size)
+            .filter(|(_, (w, _))| !w.is_empty())
+            .map(|((name, _), (w, never))| SizeClassWait {
+                class: name.to_string(),
+                never_started: never,
+                wait_seconds: Stats::of(w),
+            })
+            .collect();
         let preemption = self.preemption_summary(&mut per_queue);
         let count = |st: JobState| self.jobs.iter().filter(|j| j.state == st).count() as u64;
         let topology = self.topology.as_ref().map(|t| self.topology_summary(t));
@@ -519,6 +570,12 @@ impl SimOutput {
             rejected: count(JobState::Rejected),
             timed_out: count(JobState::TimedOut),
             wait_seconds: Stats::of(started.iter().map(|j| j.wait_ms(end)).collect()),
+            wait_by_size,
+            reserved_jobs: self
+                .jobs
+                .iter()
+                .filter(|j| j.reserved_start.is_some())
+                .count() as u64,
             jct_seconds: Stats::of(self.jobs.iter().filter_map(|j| j.jct_ms()).collect()),
             gpu_allocation_ratio: if cap_int > 0.0 {
                 round3(alloc_int / cap_int)

@@ -685,11 +685,8 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                     "expected either walltime or walltimeFactor, not both".into(),
                 ));
             }
-            (_, Some(x)) if !(1.0..=1000.0).contains(&x) => {
-                return Err(err(
-                    "walltimeFactor",
-                    format!("expected a number from 1 to 1000, found {x}"),
-                ));
+            (_, Some(x)) => {
+                check_walltime_factor(x).map_err(|e| err("walltimeFactor", e))?;
             }
             _ => {}
         }
@@ -738,15 +735,37 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                 }],
                 preemptible: t.preemptible.unwrap_or(default_preemptible(t.priority)),
                 lost_work: lost,
-                walltime_seconds: walltime.or_else(|| {
-                    // Whole seconds of duration × factor, rounded up.
-                    t.walltime_factor
-                        .map(|x| ((duration_ms as f64 * x) / 1000.0).ceil() as u64)
-                }),
+                walltime_seconds: walltime
+                    .or_else(|| t.walltime_factor.map(|x| walltime_of(duration_ms, x))),
             });
         }
     }
     Ok(out)
+}
+
+/// Whole seconds of a run time (ms) × `factor`, rounded up: a walltime
+/// that overestimates the run `factor` times, as users' do.
+fn walltime_of(duration_ms: u64, factor: f64) -> u64 {
+    ((duration_ms as f64 * factor) / 1000.0).ceil() as u64
+}
+
+/// Checks a walltime factor: a number from 1 to 1000 (a walltime below
+/// the run time would end every job early).
+pub fn check_walltime_factor(x: f64) -> Result<f64, String> {
+    if (1.0..=1000.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("expected a number from 1 to 1000, found {x}"))
+    }
+}
+
+/// Gives every job that declares no walltime one of its run time ×
+/// `factor` (`trainyard simulate --walltime-factor`); jobs with their own
+/// keep it.
+pub fn set_walltimes(jobs: &mut [SimJob], factor: f64) {
+    for j in jobs.iter_mut().filter(|j| j.walltime_seconds.is_none()) {
+        j.walltime_seconds = Some(walltime_of(j.duration_ms, factor));
+    }
 }
 
 /// A sampled gang size: rounded, at least 1, at most `max`.

@@ -102,6 +102,11 @@ pub struct SimulateArgs {
     /// `spec.preemption.lostWork`; jobs that set their own keep it.
     #[arg(long, value_name = "MODEL", allow_hyphen_values = true)]
     lost_work: Option<String>,
+    /// Give every job that declares no walltime one of its run time × X
+    /// (1 to 1000; e.g. 2: users' walltimes overestimate runs twice).
+    /// Reservations and backfill need walltimes (docs/scheduling.md).
+    #[arg(long, value_name = "X")]
+    walltime_factor: Option<f64>,
     /// Write jobs.csv, queues.csv, summary.json, timing.json and report.html here
     /// (one sub-directory per policy when several, plus comparison files).
     #[arg(long, value_name = "DIR")]
@@ -222,7 +227,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     }
     // Workload.
     let mut settings = PreemptionSettings::default();
-    let jobs: Vec<SimJob> = match (&args.workload, &args.trace) {
+    let mut jobs: Vec<SimJob> = match (&args.workload, &args.trace) {
         (Some(w), _) => {
             let spec =
                 trainyard_sim::workload::parse_workload_spec(&read(w)?, &w.display().to_string())?;
@@ -256,6 +261,11 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         }
         (None, None) => bail!("give --workload or --trace"),
     };
+    if let Some(x) = args.walltime_factor {
+        let x = trainyard_sim::workload::check_walltime_factor(x)
+            .map_err(|e| anyhow::anyhow!("--walltime-factor: {e}"))?;
+        trainyard_sim::workload::set_walltimes(&mut jobs, x);
+    }
     // Queues.
     let queues = match &args.queues {
         Some(q) => {

@@ -147,10 +147,15 @@ pub struct NodeState {
     /// Member ids of the pods on the node, when the cycle checks rules
     /// between pods (`crate::podrules`); empty otherwise.
     pub members: Vec<u32>,
-    /// The earliest start (ms) of a reservation that holds the node:
-    /// only pods whose job ends by then may take it (`PodView::ends`).
-    /// `i64::MAX`: not held.
+    /// The earliest start (ms) of a reservation that holds the node: a
+    /// pod whose job ends later (`PodView::ends`) may take only what the
+    /// reservation leaves over, `held_slack`. `i64::MAX`: not held.
     pub held_until: i64,
+    /// While held: what stays free on the node at `held_until` once the
+    /// reservation's pods are placed, as the projection found it, less
+    /// what pods that end later took since. Pods that end by
+    /// `held_until` do not count: they are gone by then.
+    pub held_slack: Resources,
 }
 
 const FULL: u16 = MILLI_PER_GPU as u16;
@@ -164,6 +169,7 @@ impl NodeState {
             tags: Vec::new(),
             members: Vec::new(),
             held_until: i64::MAX,
+            held_slack: Resources::zero(),
         }
     }
 
@@ -214,10 +220,17 @@ impl NodeState {
         }
     }
 
+    /// Whether a reservation holding the node lets the pod take it: the
+    /// pod's job ends by the reservation's start, or the pod fits in what
+    /// the reservation leaves over.
+    fn hold_allows(&self, pod: &PodView) -> bool {
+        pod.ends <= self.held_until || pod.req.fits_in(&self.held_slack)
+    }
+
     /// Whether the pod fits now: the hot path of placement, same answer as
     /// [`fit`](Self::fit) without building a reason.
     pub fn fits(&self, node: &Node, pod: &PodView) -> bool {
-        if pod.ends > self.held_until {
+        if !self.hold_allows(pod) {
             return false;
         }
         if node.max_pods.is_some_and(|max| self.pods >= max) || !self.non_gpu_fits(pod) {
@@ -232,7 +245,7 @@ impl NodeState {
 
     /// Whether the pod fits now; the first reason when it does not.
     pub fn fit(&self, node: &Node, pod: &PodView) -> Result<(), FilterReason> {
-        if pod.ends > self.held_until {
+        if !self.hold_allows(pod) {
             return Err(FilterReason::Reserved);
         }
         if let Some(max) = node.max_pods
@@ -386,6 +399,10 @@ impl NodeState {
             _ => Self::charged_gpu(node, pod, slots),
         };
         self.free.saturating_sub_charged(pod.req, gpu);
+        if pod.ends > self.held_until {
+            // Still there when the reservation starts.
+            self.held_slack.saturating_sub_charged(pod.req, gpu);
+        }
         self.pods += 1;
         for &s in slots {
             if let (Some(u), Some(dev)) = (self.gpu_used.get_mut(s), node.gpus.get(s)) {
@@ -496,12 +513,14 @@ impl ClusterState {
         self.nodes[n].give(node, pod, slots);
     }
 
-    /// Holds node `n` for a reservation from `until` (ms): the node's
-    /// `held_until` becomes `until`, recorded for rollback.
-    pub fn hold(&mut self, n: usize, until: i64) {
+    /// Holds node `n` for reservations from `until` (ms), leaving `slack`
+    /// to pods that end later (`i64::MAX`: not held); recorded for
+    /// rollback.
+    pub fn hold(&mut self, n: usize, until: i64, slack: Resources) {
         self.undo.push((n, self.nodes[n].clone()));
         self.changes.push(n as u32);
         self.nodes[n].held_until = until;
+        self.nodes[n].held_slack = slack;
     }
 
     /// Restores every node changed since `mark`.
@@ -680,7 +699,7 @@ mod tests {
             }
             node.max_pods = max_pods;
             let free_gpu: u64 = used.iter().map(|u| 1000 - *u as u64).sum();
-            let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used, tags: Vec::new(), members: Vec::new(), held_until: i64::MAX };
+            let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used, tags: Vec::new(), members: Vec::new(), held_until: i64::MAX, held_slack: Resources::zero() };
             let req = Resources::new(cpu, 0, gpu);
             let c = PlacementConstraints { gpu_memory: mem_share, ..PlacementConstraints::default() };
             let pod = view(&req, &c);

@@ -295,6 +295,10 @@ impl<'s> Cycle<'s> {
                 refused_jobs.push(j);
                 continue;
             }
+            // Its own reservation's nodes are its to use (lifted for good
+            // when a plan applies).
+            let lifted = self.ledger.state.begin();
+            self.ledger.release_holds(&self.world, j);
             let found = if self.ledger.jobs[j].job.preempts {
                 self.find_victims(j, &min)
             } else {
@@ -303,12 +307,15 @@ impl<'s> Cycle<'s> {
             match found {
                 Ok(plan) => {
                     self.apply_plan(j, plan);
+                    self.ledger.state.commit(lifted);
+                    self.ledger.holds.retain(|h| h.job != j);
                     walk.changed();
                     failed.clear();
                     self.memo.room_seen.clear();
                     self.memo.copies_seen.clear();
                 }
                 Err(refused) => {
+                    self.ledger.state.rollback(lifted);
                     refused_jobs.push(j);
                     if let Some((k, n)) = key {
                         let e = failed.entry(k).or_insert((n, refused.clone()));

@@ -25,8 +25,9 @@ pub(super) struct Hold {
     pub(super) job: usize,
     /// When its minimum is expected to fit (ms).
     pub(super) start: i64,
-    /// Node indices held for it, ascending.
-    pub(super) nodes: Vec<usize>,
+    /// Node indices held for it, ascending, each with what the
+    /// reservation leaves over there (`NodeState::held_slack`).
+    pub(super) nodes: Vec<(usize, Resources)>,
     /// `Outcome::binds` as long as it was when the hold was made: binds
     /// after it on the held nodes are backfill.
     pub(super) binds_before: usize,
@@ -87,7 +88,7 @@ impl<'s> Cycle<'s> {
         let mut lo_mark = self.ledger.state.begin();
         let mut k = 0usize;
         let mut step = 1usize;
-        let mut found: Option<(usize, Vec<Placed>)> = None;
+        let mut found: Option<(usize, Vec<(usize, Resources)>)> = None;
         loop {
             match self.fits_after(j, (&chosen, &needs, topo_search), &ends, given, cuts[k]) {
                 Some(placed) => {
@@ -132,14 +133,16 @@ impl<'s> Cycle<'s> {
         }
         self.ledger.state.rollback(outer);
         let start = ends[cuts[hi] - 1].0.max(now);
-        let mut nodes: Vec<usize> = hi_placed.iter().map(|(_, n, _)| *n).collect();
-        nodes.sort_unstable();
-        nodes.dedup();
+        let nodes = hi_placed;
         let mark = self.ledger.state.begin();
-        for &n in &nodes {
-            if start < self.ledger.state.nodes()[n].held_until {
-                self.ledger.state.hold(n, start);
-            }
+        for (n, slack) in &nodes {
+            let st = &self.ledger.state.nodes()[*n];
+            let (until, slack) = if st.held_until == i64::MAX {
+                (start, slack.clone())
+            } else {
+                (st.held_until.min(start), st.held_slack.min(slack))
+            };
+            self.ledger.state.hold(*n, until, slack);
         }
         self.ledger.state.commit(mark);
         if let Err(i) = self.ledger.hold_times.binary_search(&start) {
@@ -154,8 +157,9 @@ impl<'s> Cycle<'s> {
     }
 
     /// With `ends[..given]` gone, gives back `ends[given..upto]` too and
-    /// tries the minimum at the last of their end times; the placement is
-    /// rolled back, the gives are kept.
+    /// tries the minimum at the last of their end times: the nodes it
+    /// takes then, each with what stays free there after it. The placement
+    /// is rolled back, the gives are kept.
     fn fits_after(
         &mut self,
         j: usize,
@@ -163,7 +167,7 @@ impl<'s> Cycle<'s> {
         ends: &[(i64, usize)],
         given: usize,
         upto: usize,
-    ) -> Option<Vec<Placed>> {
+    ) -> Option<Vec<(usize, Resources)>> {
         for &(_, v) in &ends[given..upto] {
             let job = self.ledger.jobs[v].job;
             for (t, n, slots) in self.ledger.bound_at[v].clone() {
@@ -175,7 +179,17 @@ impl<'s> Cycle<'s> {
         self.ledger.start_at = ends[upto - 1].0.max(self.world.now.0);
         let placed = self
             .place_chosen_or(j, chosen, needs, topo_search, false)
-            .ok();
+            .ok()
+            .map(|placed| {
+                let mut nodes: Vec<usize> = placed.iter().map(|(_, n, _)| *n).collect();
+                nodes.sort_unstable();
+                nodes.dedup();
+                let st = self.ledger.state.nodes();
+                nodes
+                    .into_iter()
+                    .map(|n| (n, st[n].free.clone()))
+                    .collect::<Vec<_>>()
+            });
         self.ledger.start_at = self.world.now.0;
         self.ledger.state.rollback(mark);
         placed
@@ -199,7 +213,7 @@ impl<'s> Cycle<'s> {
             let names: std::collections::BTreeSet<&str> = h
                 .nodes
                 .iter()
-                .map(|&n| self.world.nodes[n].name.as_str())
+                .map(|(n, _)| self.world.nodes[*n].name.as_str())
                 .collect();
             let mut backfilled: Vec<&JobId> = self.outcome.binds[h.binds_before..]
                 .iter()
@@ -213,7 +227,8 @@ impl<'s> Cycle<'s> {
             backfilled.sort_unstable();
             backfilled.dedup();
             let backfilled = backfilled.len() as u32;
-            let domain = self.world.tightest_domain(&h.nodes);
+            let held: Vec<usize> = h.nodes.iter().map(|(n, _)| *n).collect();
+            let domain = self.world.tightest_domain(&held);
             let jw = &self.ledger.jobs[h.job];
             let nodes: Vec<String> = names.iter().map(|s| s.to_string()).collect();
             self.outcome.pending.insert(
@@ -290,23 +305,23 @@ impl<'s> Ledger<'s> {
 
     /// Lifts job `j`'s own holds (it is being placed), inside the caller's
     /// transaction: each node it held is held again only by the other
-    /// reservations on it.
+    /// reservations on it (the earliest start, the least slack).
     pub(super) fn release_holds(&mut self, _w: &World<'_>, j: usize) {
         let Some(mine) = self.holds.iter().position(|h| h.job == j) else {
             return;
         };
         for i in 0..self.holds[mine].nodes.len() {
-            let n = self.holds[mine].nodes[i];
-            let rest = self
-                .holds
-                .iter()
-                .filter(|h| h.job != j && h.nodes.binary_search(&n).is_ok())
-                .map(|h| h.start)
-                .min()
-                .unwrap_or(i64::MAX);
-            if rest != self.state.nodes()[n].held_until {
-                self.state.hold(n, rest);
+            let n = self.holds[mine].nodes[i].0;
+            let mut until = i64::MAX;
+            let mut slack: Option<Resources> = None;
+            for h in self.holds.iter().filter(|h| h.job != j) {
+                if let Ok(k) = h.nodes.binary_search_by_key(&n, |(m, _)| *m) {
+                    until = until.min(h.start);
+                    let s = &h.nodes[k].1;
+                    slack = Some(slack.map_or_else(|| s.clone(), |x| x.min(s)));
+                }
             }
+            self.state.hold(n, until, slack.unwrap_or_else(Resources::zero));
         }
     }
 }

@@ -28,6 +28,11 @@
 //! 8. `--store`: the persisted state on redb and sled: a simulated year
 //!    of usage history for `--queues` (2,000) queues (size, hourly commit,
 //!    daily compaction), then per-cycle commits into it.
+//! 9. `--reservations`: a cycle on `--nodes` (5,000) nodes, 98% full of
+//!    running jobs with walltimes, the allocate suite's pending gangs plus
+//!    `--large` (20) 64-GPU gangs that do not fit: with that many
+//!    reservations against none, and the cost they add (reclaim and
+//!    preemption off in both, so the walk is what is timed).
 
 mod load;
 mod store;
@@ -61,7 +66,7 @@ use trainyard_sched::{Config, fairshare, schedule};
 ///   trainyard-bench --topology --pods 128    # a 1,024-GPU gang on rails
 #[derive(Parser, Debug)]
 #[command(name = "trainyard-bench", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store"])))]
+#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations"])))]
 struct Args {
     /// Nodes in the cluster (each 192 cores, 2 TiB, 8 GPUs). Default per
     /// suite: allocate 5,000, topology 4,096, reclaim 1,000, load 20,000.
@@ -113,6 +118,12 @@ struct Args {
     /// Jobs ending per day in `--store` (one accounting record each).
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     jobs_per_day: u64,
+    /// A cycle with reservations for starving gangs against one without.
+    #[arg(long)]
+    reservations: bool,
+    /// Starving 64-GPU gangs of `--reservations` (and reservations made).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    large: usize,
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -141,6 +152,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.reclaim {
         return suites::reclaim_bench(args.runs, args.nodes.unwrap_or(1000));
+    }
+    if args.reservations {
+        return suites::reservations_bench(args.runs, args.nodes.unwrap_or(5000), args.large);
     }
     if args.snapshot {
         return suites::snapshot_bench(args.runs);

@@ -251,6 +251,54 @@ pub fn reclaim_bench(runs: usize, nodes: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The `--reservations` benchmark: see the module docs. The two configs
+/// alternate run by run, so a change of load hits both alike.
+pub fn reservations_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Result<()> {
+    let (snap, now) = workloads::reservation_cluster(13, nodes, large);
+    let mut on = Config::default();
+    on.preemption.reclaim = false;
+    on.preemption.preempt = false;
+    on.reservations.max_gangs = u32::try_from(large)?;
+    let mut off = on.clone();
+    off.reservations.max_gangs = 0;
+    let (mut t_on, mut t_off) = (Vec::new(), Vec::new());
+    let (mut d_on, mut d_off) = (None, None);
+    for _ in 0..runs.max(1) * 4 {
+        let t = Instant::now();
+        d_off = Some(schedule(&snap, &off, now));
+        t_off.push(t.elapsed());
+        let t = Instant::now();
+        d_on = Some(schedule(&snap, &on, now));
+        t_on.push(t.elapsed());
+    }
+    let (d_on, d_off) = (
+        d_on.ok_or_else(|| anyhow::anyhow!("no run"))?,
+        d_off.ok_or_else(|| anyhow::anyhow!("no run"))?,
+    );
+    let (m_on, m_off) = (median(t_on).as_secs_f64(), median(t_off).as_secs_f64());
+    let running = snap.jobs.iter().filter(|j| j.tasks.iter().any(|t| !t.is_pending())).count();
+    println!("| benchmark | input | median time | result |");
+    println!("|---|---|---|---|");
+    let input = format!(
+        "{} nodes × 8 GPUs, 98% full ({running} running jobs), {} pending jobs, no reclaim",
+        snap.nodes.len(),
+        snap.jobs.len() - running
+    );
+    println!(
+        "| cycle, reservations off | {input} | {:.1} ms | {} pods bound |",
+        m_off * 1e3,
+        d_off.binds.len()
+    );
+    println!(
+        "| cycle, up to {large} reservations | {input} | {:.1} ms | {} reservations, {} pods bound; **{:+.1}%** |",
+        m_on * 1e3,
+        d_on.reservations.len(),
+        d_on.binds.len(),
+        (m_on / m_off - 1.0) * 100.0
+    );
+    Ok(())
+}
+
 /// The `--snapshot` benchmark: see the module docs.
 pub fn snapshot_bench(runs: usize) -> anyhow::Result<()> {
     use std::fmt::Write as _;

@@ -259,6 +259,66 @@ pub fn reclaim_cluster(seed: u64, nodes: usize) -> (Snapshot, Timestamp) {
     (snap, Timestamp(36_000_000))
 }
 
+/// The reservations input: `nodes` nodes × 8 GPUs, 98% of them full of
+/// running jobs (1–4 GPUs each, priorities 0–2, walltimes of 1–24 hours,
+/// started within them over the last 10 hours), and the pending gangs of
+/// [`allocate_cluster`] (walltimes of 1–24 hours), which fill the free
+/// nodes, plus `large` pending 64-GPU gangs (8 pods × 8 GPUs) submitted
+/// after them, which then do not fit: with reservations on, they are the
+/// starving gangs that reserve.
+/// Returns the snapshot and the time to schedule at.
+pub fn reservation_cluster(seed: u64, nodes: usize, large: usize) -> (Snapshot, Timestamp) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let now = Timestamp(36_000_000);
+    let base = allocate_cluster(seed, nodes, gangs_for(nodes));
+    let full = nodes * 98 / 100;
+    let splits: [&[u32]; 3] = [&[1, 1, 2, 2, 2], &[1, 1, 1, 1, 4], &[1, 1, 1, 2, 3]];
+    let leaves = ["llm", "vision", "prod", "dev"];
+    let mut jobs = Vec::with_capacity(full * 5 + base.jobs.len() + large);
+    for n in base.nodes.iter().take(full) {
+        let split = splits[rng.random_range(0..splits.len())];
+        let mut next = 0u32;
+        for &k in split {
+            let id = format!("run/j{:06}", jobs.len());
+            let mut job = Job::gang(
+                id,
+                leaves[jobs.len() % leaves.len()],
+                vec![Resources::new(8_000 * k as u64, 64 * GI, 0).with_gpus(k as u64)],
+            );
+            job.priority = rng.random_range(0..3);
+            let wall: u64 = rng.random_range(3600..=86_400);
+            job.walltime_seconds = Some(wall);
+            job.tasks[0].state = TaskState::Bound {
+                node: n.name.clone(),
+                gpus: Some((next..next + k).collect()),
+            };
+            // Started within its walltime: none has overrun.
+            let ran = rng.random_range(0..(wall as i64 * 1000).min(now.0));
+            job.tasks[0].started = Some(Timestamp(now.0 - ran));
+            next += k;
+            jobs.push(job);
+        }
+    }
+    for i in 0..large {
+        let mut gang = Job::gang(
+            format!("big/llm-{i:03}"),
+            leaves[i % leaves.len()],
+            vec![Resources::new(96_000, 1000 * GI, 0).with_gpus(8); 8],
+        );
+        gang.walltime_seconds = Some(86_400);
+        gang.submit_time = Timestamp(now.0 - 1000);
+        jobs.push(gang);
+    }
+    for j in base.jobs.iter() {
+        let mut j = (**j).clone();
+        j.walltime_seconds = Some(rng.random_range(3600..=86_400));
+        j.submit_time = Timestamp(j.submit_time.0 + 1000);
+        jobs.push(j);
+    }
+    let snap = Snapshot::new(base.nodes.iter().map(|n| (**n).clone()).collect(), (*base.queues).clone(), jobs);
+    (snap, now)
+}
+
 /// A `kubectl get -o yaml`-shaped dump (one `List`, as kubectl prints it,
 /// with the fields a real dump carries: labels, annotations, managed
 /// fields left out, conditions, capacity and allocatable, images) of

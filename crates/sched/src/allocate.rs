@@ -195,6 +195,12 @@ struct Ledger<'s> {
     /// The time placements are for (ms): now, or a reservation's projected
     /// start while it is searched for.
     start_at: i64,
+    /// Running jobs by expected end, built at the first reservation.
+    end_order: Option<Vec<(i64, usize)>>,
+    /// Prefix lengths of `end_order` that end a group of equal end times.
+    end_cuts: Vec<usize>,
+    /// Jobs in `end_order` (or known to have no expected end).
+    end_known: Vec<bool>,
 }
 
 /// What the cycle decides, becoming `Decisions`: binds, gang placements,
@@ -239,6 +245,10 @@ struct Memo {
     /// Copies per node of a pod shape, as the eviction pass last counted
     /// them (cleared with `room_seen`).
     copies_seen: HashMap<(u32, Resources, i64), std::rc::Rc<Vec<u32>>>,
+    /// Per (constraint id, request, end class): copies of the pod per node
+    /// and their sum, as of a position of the state's change log (the
+    /// reservation search's count, `reserve.rs`).
+    reserve_copies: HashMap<(u32, Resources, i64), (usize, Vec<i64>, i64)>,
 }
 
 impl<'s> Cycle<'s> {

@@ -57,25 +57,30 @@ impl<'s> Cycle<'s> {
     /// and holds those nodes from then (see the module comment). Nothing
     /// is held when it never fits within the jobs' walltimes.
     pub(super) fn reserve(&mut self, j: usize) {
-        let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
+        let Some(min) = self.minimum_of(j) else {
             return;
         };
+        self.refresh_end_order();
+        // Taken out while the state changes, put back after.
+        let ends = self.ledger.end_order.take().unwrap_or_default();
+        let cuts = std::mem::take(&mut self.ledger.end_cuts);
+        if !ends.is_empty() {
+            self.reserve_over(j, min, &ends, &cuts);
+        }
+        self.ledger.end_order = Some(ends);
+        self.ledger.end_cuts = cuts;
+    }
+
+    /// [`Cycle::reserve`] over running jobs `ends` (by expected end) and
+    /// `cuts` (prefix lengths that end a group of equal end times).
+    fn reserve_over(
+        &mut self,
+        j: usize,
+        (chosen, needs, topo_search): super::evict::Minimum,
+        ends: &[(i64, usize)],
+        cuts: &[usize],
+    ) {
         let now = self.world.now.0;
-        let mut ends: Vec<(i64, usize)> = (0..self.ledger.jobs.len())
-            .filter(|&v| v != j && !self.ledger.bound_at[v].is_empty())
-            .filter_map(|v| Some((self.ledger.expected_end(&self.world, v)?, v)))
-            .collect();
-        if ends.is_empty() {
-            return;
-        }
-        ends.sort_unstable();
-        // Prefix lengths of `ends` that end a group of equal end times.
-        let mut cuts: Vec<usize> = Vec::new();
-        for i in 1..=ends.len() {
-            if i == ends.len() || ends[i].0 != ends[i - 1].0 {
-                cuts.push(i);
-            }
-        }
         let outer = self.ledger.state.begin();
         // Its own nominated room and holds are its to use.
         self.ledger.release_reservations(&self.world, j);
@@ -85,12 +90,22 @@ impl<'s> Cycle<'s> {
         // bisect back to the first group after which it fits.
         let mut given = 0usize;
         let mut lo: Option<usize> = None;
+        // Groups after which not even the copies of the gang's first pod
+        // shape that fit (held nodes counted as usable) reach its count
+        // cannot hold it: they are given back without a placement try.
+        let mut k = self.skip_short(j, &chosen, ends, cuts, &mut given);
+        if k == cuts.len() {
+            self.ledger.state.rollback(outer);
+            return;
+        }
+        if k > 0 {
+            lo = Some(k - 1);
+        }
         let mut lo_mark = self.ledger.state.begin();
-        let mut k = 0usize;
         let mut step = 1usize;
         let mut found: Option<(usize, Vec<(usize, Resources)>)> = None;
         loop {
-            match self.fits_after(j, (&chosen, &needs, topo_search), &ends, given, cuts[k]) {
+            match self.fits_after(j, (&chosen, &needs, topo_search), ends, given, cuts[k]) {
                 Some(placed) => {
                     found = Some((k, placed));
                     break;
@@ -118,7 +133,7 @@ impl<'s> Cycle<'s> {
                 break;
             }
             let mid = first + (hi - first) / 2;
-            match self.fits_after(j, (&chosen, &needs, topo_search), &ends, given, cuts[mid]) {
+            match self.fits_after(j, (&chosen, &needs, topo_search), ends, given, cuts[mid]) {
                 Some(placed) => {
                     hi = mid;
                     hi_placed = placed;
@@ -156,6 +171,150 @@ impl<'s> Cycle<'s> {
         });
     }
 
+    /// Brings `Ledger::end_order` (running jobs with an expected end, by
+    /// end, then index) and `end_cuts` up to date: built at the cycle's
+    /// first reservation, jobs this cycle bound since merged in at each
+    /// later one.
+    fn refresh_end_order(&mut self) {
+        let l = &mut self.ledger;
+        let mut changed = false;
+        if l.end_order.is_none() {
+            let mut all: Vec<(i64, usize)> = (0..l.jobs.len())
+                .filter(|&v| !l.bound_at[v].is_empty())
+                .filter_map(|v| Some((l.expected_end(&self.world, v)?, v)))
+                .collect();
+            all.sort_unstable();
+            l.end_known = vec![false; l.jobs.len()];
+            for v in 0..l.jobs.len() {
+                l.end_known[v] = !l.bound_at[v].is_empty();
+            }
+            l.end_order = Some(all);
+            changed = true;
+        }
+        // Jobs bound by this cycle since (the set's order does not matter:
+        // the list is sorted again).
+        let fresh: Vec<usize> = l.fresh.iter().map(|&(v, _)| v).collect();
+        let mut added: Vec<(i64, usize)> = Vec::new();
+        for v in fresh {
+            if !l.end_known[v] {
+                l.end_known[v] = true;
+                if let Some(e) = l.expected_end(&self.world, v) {
+                    added.push((e, v));
+                }
+            }
+        }
+        let order = l.end_order.get_or_insert_with(Vec::new);
+        if !added.is_empty() {
+            order.extend(added);
+            order.sort_unstable();
+            changed = true;
+        }
+        if changed {
+            l.end_cuts = (1..=order.len())
+                .filter(|&i| i == order.len() || order[i].0 != order[i - 1].0)
+                .collect();
+        }
+    }
+
+    /// Gives back, group by group from `cuts[0]`, the running jobs after
+    /// whose end the copies of the gang's first pod shape that fit on its
+    /// nodes (as the gang would run from that end: held nodes by its end
+    /// then) still fall short of that shape's pods; returns the first
+    /// group where they do not (its jobs not given), or `cuts.len()` when
+    /// none. `given` follows what was given. A necessary condition only:
+    /// the placement search confirms.
+    fn skip_short(
+        &mut self,
+        j: usize,
+        chosen: &[usize],
+        ends: &[(i64, usize)],
+        cuts: &[usize],
+        given: &mut usize,
+    ) -> usize {
+        let job = self.ledger.jobs[j].job;
+        let head = &job.tasks[chosen[0]];
+        let need = super::run_end(job, chosen, 0) as i64;
+        let key = self.memo.static_filter(&self.world, &head.constraints);
+        let Some(mask) = self.memo.filters.get(&key).map(|f| f.mask.clone()) else {
+            return 0;
+        };
+        let held: Vec<usize> = (0..self.world.nodes.len())
+            .filter(|&n| mask[n] && self.ledger.state.nodes()[n].held_until != i64::MAX)
+            .collect();
+        let mut pod = PodView::of_task(head);
+        let nodes = &self.world.nodes;
+        let copies_on = |st: &ClusterState, pod: &PodView, n: usize| -> i64 {
+            if mask[n] {
+                i64::from(st.nodes()[n].copies(nodes[n], pod))
+            } else {
+                0
+            }
+        };
+        let Some(&first) = cuts.first() else {
+            return 0;
+        };
+        // The copies per node now, kept per shape and end class across the
+        // cycle's reservations: only nodes changed since are counted again.
+        self.ledger.start_at = ends[first - 1].0.max(self.world.now.0);
+        pod.ends = self.ledger.ends_of(&self.world, j);
+        self.ledger.start_at = self.world.now.0;
+        let cache_key = (key, head.requests.clone(), pod.ends);
+        let log = self.ledger.state.changes();
+        let (mut contrib, mut total) = match self.memo.reserve_copies.remove(&cache_key) {
+            Some((seen, mut contrib, mut total)) => {
+                for &n in &log[seen..] {
+                    let n = n as usize;
+                    let c = copies_on(&self.ledger.state, &pod, n);
+                    total += c - contrib[n];
+                    contrib[n] = c;
+                }
+                (contrib, total)
+            }
+            None => {
+                let contrib: Vec<i64> = (0..nodes.len())
+                    .map(|n| copies_on(&self.ledger.state, &pod, n))
+                    .collect();
+                let total = contrib.iter().sum();
+                (contrib, total)
+            }
+        };
+        self.memo
+            .reserve_copies
+            .insert(cache_key, (log.len(), contrib.clone(), total));
+        let mut ends_now = pod.ends;
+        for (k, &upto) in cuts.iter().enumerate() {
+            // The gang's end class if it started at this group's end.
+            self.ledger.start_at = ends[upto - 1].0.max(self.world.now.0);
+            pod.ends = self.ledger.ends_of(&self.world, j);
+            self.ledger.start_at = self.world.now.0;
+            let mark = self.ledger.state.begin();
+            if ends_now != pod.ends {
+                for &n in &held {
+                    let c = copies_on(&self.ledger.state, &pod, n);
+                    total += c - contrib[n];
+                    contrib[n] = c;
+                }
+            }
+            ends_now = pod.ends;
+            for &(_, v) in ends[*given..upto].iter().filter(|e| e.1 != j) {
+                let vj = self.ledger.jobs[v].job;
+                for (t, n, slots) in self.ledger.bound_at[v].clone() {
+                    let p = self.world.pod_of(vj, v, t);
+                    self.ledger.state.give(n, nodes[n], &p, &slots);
+                    let c = copies_on(&self.ledger.state, &pod, n);
+                    total += c - contrib[n];
+                    contrib[n] = c;
+                }
+            }
+            if total >= need {
+                self.ledger.state.rollback(mark);
+                return k;
+            }
+            *given = upto;
+        }
+        cuts.len()
+    }
+
     /// With `ends[..given]` gone, gives back `ends[given..upto]` too and
     /// tries the minimum at the last of their end times: the nodes it
     /// takes then, each with what stays free there after it. The placement
@@ -168,7 +327,7 @@ impl<'s> Cycle<'s> {
         given: usize,
         upto: usize,
     ) -> Option<Vec<(usize, Resources)>> {
-        for &(_, v) in &ends[given..upto] {
+        for &(_, v) in ends[given..upto].iter().filter(|e| e.1 != j) {
             let job = self.ledger.jobs[v].job;
             for (t, n, slots) in self.ledger.bound_at[v].clone() {
                 let pod = self.world.pod_of(job, v, t);

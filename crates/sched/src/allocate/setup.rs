@@ -383,6 +383,9 @@ impl<'s> Cycle<'s> {
                 holds: Vec::new(),
                 hold_times: Vec::new(),
                 start_at: now.0,
+                end_order: None,
+                end_cuts: Vec::new(),
+                end_known: Vec::new(),
             },
             outcome: Outcome {
                 binds: Vec::new(),
@@ -404,6 +407,7 @@ impl<'s> Cycle<'s> {
                 ranked: HashMap::default(),
                 room_seen: HashMap::new(),
                 copies_seen: HashMap::new(),
+                reserve_copies: HashMap::new(),
             },
         }
     }

@@ -227,26 +227,27 @@ pub fn summary_table(runs: &[Summary]) -> String {
         seen
     };
     for class in &classes {
-        row(
-            &format!("wait p50/p95/p99, {class} GPUs"),
-            &|r| match r.wait_by_size.iter().find(|c| &c.class == class) {
-                Some(c) => {
-                    let w = &c.wait_seconds;
-                    let never = if c.never_started > 0 {
-                        format!(" ({} never started)", c.never_started)
-                    } else {
-                        String::new()
-                    };
-                    format!(
-                        "{} / {} / {}{never}",
-                        stat(w, w.p50),
-                        stat(w, w.p95),
-                        stat(w, w.p99)
-                    )
-                }
-                None => "-".into(),
-            },
-        );
+        row(&format!("wait p50/p95/p99, {class} GPUs"), &|r| match r
+            .wait_by_size
+            .iter()
+            .find(|c| &c.class == class)
+        {
+            Some(c) => {
+                let w = &c.wait_seconds;
+                let never = if c.never_started > 0 {
+                    format!(" ({} never started)", c.never_started)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{} / {} / {}{never}",
+                    stat(w, w.p50),
+                    stat(w, w.p95),
+                    stat(w, w.p99)
+                )
+            }
+            None => "-".into(),
+        });
     }
     if runs.iter().any(|r| r.reserved_jobs > 0 || r.timed_out > 0) {
         row("reserved jobs", &|r| r.reserved_jobs.to_string());

@@ -11,7 +11,7 @@ const GI: u64 = 1 << 30;
 
 fn run(nodes: usize, workload: &str, config: &Config) -> SimOutput {
     let nodes: Vec<Node> = (0..nodes)
-        .map(|i| Node::new(&format!("n{i}"), 64_000, 512 * GI, 8))
+        .map(|i| Node::new(format!("n{i}"), 64_000, 512 * GI, 8))
         .collect();
     let jobs = parse_workload(
         &format!("kind: Workload\nspec:\n  jobs:\n{workload}"),
@@ -72,7 +72,13 @@ fn a_64_gpu_gang_behind_a_stream_of_1_gpu_jobs_starts_at_its_predicted_time() {
     }
     w.push_str(&gang(10, 8, 3600));
     for k in 0..100i64 {
-        w.push_str(&job((&format!("stream-{k:03}"), 20 + 60 * k, 1, 1200, 1200)));
+        w.push_str(&job((
+            &format!("stream-{k:03}"),
+            20 + 60 * k,
+            1,
+            1200,
+            1200,
+        )));
     }
     let on = run(8, &w, &Config::default());
     let llm = record(&on, "sim/llm");

@@ -318,14 +318,14 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
         }
     }
     if let Some(want) = &sc.expect.reservations {
-        let mut got: BTreeMap<&str, &trainyard_sched::Reservation> = d
-            .reservations
-            .iter()
-            .map(|r| (r.job.as_str(), r))
-            .collect();
+        let mut got: BTreeMap<&str, &trainyard_sched::Reservation> =
+            d.reservations.iter().map(|r| (r.job.as_str(), r)).collect();
         for w in want {
             let Some(r) = got.remove(w.job.as_str()) else {
-                errors.push(format!("expected a reservation of {}; there was none", w.job));
+                errors.push(format!(
+                    "expected a reservation of {}; there was none",
+                    w.job
+                ));
                 continue;
             };
             match trainyard_crd::parse_rfc3339(&w.start) {

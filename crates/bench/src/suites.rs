@@ -276,7 +276,11 @@ pub fn reservations_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Re
         d_off.ok_or_else(|| anyhow::anyhow!("no run"))?,
     );
     let (m_on, m_off) = (median(t_on).as_secs_f64(), median(t_off).as_secs_f64());
-    let running = snap.jobs.iter().filter(|j| j.tasks.iter().any(|t| !t.is_pending())).count();
+    let running = snap
+        .jobs
+        .iter()
+        .filter(|j| j.tasks.iter().any(|t| !t.is_pending()))
+        .count();
     println!("| benchmark | input | median time | result |");
     println!("|---|---|---|---|");
     let input = format!(

@@ -315,7 +315,11 @@ pub fn reservation_cluster(seed: u64, nodes: usize, large: usize) -> (Snapshot, 
         j.submit_time = Timestamp(j.submit_time.0 + 1000);
         jobs.push(j);
     }
-    let snap = Snapshot::new(base.nodes.iter().map(|n| (**n).clone()).collect(), (*base.queues).clone(), jobs);
+    let snap = Snapshot::new(
+        base.nodes.iter().map(|n| (**n).clone()).collect(),
+        (*base.queues).clone(),
+        jobs,
+    );
     (snap, now)
 }
 

@@ -140,7 +140,15 @@ pub fn render(d: &Decisions) -> String {
             "\nRESERVATIONS (nodes held for starving gangs; only jobs ending before START may use them): {}\n",
             d.reservations.len()
         ));
-        let mut t = table(&["JOB", "QUEUE", "START", "IN", "NODES", "WHERE", "BACKFILLED"]);
+        let mut t = table(&[
+            "JOB",
+            "QUEUE",
+            "START",
+            "IN",
+            "NODES",
+            "WHERE",
+            "BACKFILLED",
+        ]);
         for r in &d.reservations {
             let now = trainyard_model::Timestamp(r.start.0 - r.starts_in_seconds as i64 * 1000);
             let names: Vec<&str> = r.nodes.iter().map(|n| n.0.as_str()).collect();

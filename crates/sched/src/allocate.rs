@@ -231,11 +231,11 @@ struct Memo {
     /// Single-shape gangs that failed: (constraint id, request) → smallest
     /// pod count that failed, and its reason. Capacity only shrinks within a
     /// cycle, so a gang of that shape and at least that size fails too.
-    failed_shapes: HashMap<(u32, Resources, i64), (u32, PendingReason)>,
+    failed_shapes: HashMap<ShapeKey, (u32, PendingReason)>,
     /// Request shapes (constraint id, request, `PodView::ends`) interned
     /// as they are met, each with its dense id and its GPU ask, classified
     /// once per cycle.
-    shapes: HashMap<(u32, Resources, i64), (u32, GpuAsk)>,
+    shapes: HashMap<ShapeKey, (u32, GpuAsk)>,
     /// Per shape id: the shape's ranking of nodes, built at its second run
     /// of the cycle (`None` after the first).
     ranked: HashMap<u32, Option<ranked::Ranked>, PairHash>,
@@ -244,12 +244,16 @@ struct Memo {
     room_seen: HashMap<u32, (u64, u64, u32)>,
     /// Copies per node of a pod shape, as the eviction pass last counted
     /// them (cleared with `room_seen`).
-    copies_seen: HashMap<(u32, Resources, i64), std::rc::Rc<Vec<u32>>>,
+    copies_seen: HashMap<ShapeKey, std::rc::Rc<Vec<u32>>>,
     /// Per (constraint id, request, end class): copies of the pod per node
     /// and their sum, as of a position of the state's change log (the
     /// reservation search's count, `reserve.rs`).
-    reserve_copies: HashMap<(u32, Resources, i64), (usize, Vec<i64>, i64)>,
+    reserve_copies: HashMap<ShapeKey, (usize, Vec<i64>, i64)>,
 }
+
+/// A pod shape as the caches key it: constraint id, request, and the end
+/// class that decides which held nodes it may use (`Ledger::ends_of`).
+type ShapeKey = (u32, Resources, i64);
 
 impl<'s> Cycle<'s> {
     fn run_minimums(&mut self) {

@@ -192,10 +192,7 @@ impl Engine<'_> {
         // A gang becoming starving (it may then reserve) changes decisions
         // with time alone: wake up then.
         let r = self.config.reservations;
-        if r.max_gangs > 0
-            && r.starving_after_seconds > 0
-            && self.pending > 0
-        {
+        if r.max_gangs > 0 && r.starving_after_seconds > 0 && self.pending > 0 {
             let s = r.starving_after_seconds;
             let wake = self
                 .world

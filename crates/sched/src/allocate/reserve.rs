@@ -480,7 +480,8 @@ impl<'s> Ledger<'s> {
                     slack = Some(slack.map_or_else(|| s.clone(), |x| x.min(s)));
                 }
             }
-            self.state.hold(n, until, slack.unwrap_or_else(Resources::zero));
+            self.state
+                .hold(n, until, slack.unwrap_or_else(Resources::zero));
         }
     }
 }

@@ -201,6 +201,10 @@ struct Ledger<'s> {
     end_cuts: Vec<usize>,
     /// Jobs in `end_order` (or known to have no expected end).
     end_known: Vec<bool>,
+    /// Jobs this cycle bound pods of, in order (repeats allowed).
+    bound_log: Vec<usize>,
+    /// `bound_log` merged into `end_order` so far.
+    end_seen: usize,
 }
 
 /// What the cycle decides, becoming `Decisions`: binds, gang placements,
@@ -249,6 +253,9 @@ struct Memo {
     /// and their sum, as of a position of the state's change log (the
     /// reservation search's count, `reserve.rs`).
     reserve_copies: HashMap<ShapeKey, (usize, Vec<i64>, i64)>,
+    /// (constraint id, pod request, gang needs) → whether such a gang
+    /// would fit on its nodes were they empty.
+    ever_fits: HashMap<(u32, Resources, Resources), bool>,
 }
 
 /// A pod shape as the caches key it: constraint id, request, and the end
@@ -482,6 +489,10 @@ impl<'s> Cycle<'s> {
     fn could_ever_fit(&mut self, j: usize, t: usize, needs: &Resources) -> bool {
         let task = &self.ledger.jobs[j].job.tasks[t];
         let key = self.memo.static_filter(&self.world, &task.constraints);
+        let memo_key = (key, task.requests.clone(), needs.clone());
+        if let Some(&known) = self.memo.ever_fits.get(&memo_key) {
+            return known;
+        }
         let Some(filter) = self.memo.filters.get(&key) else {
             return false;
         };
@@ -492,11 +503,16 @@ impl<'s> Cycle<'s> {
             capacity.add(alloc);
             pod_fits |= task.requests.fits_in(alloc);
         }
-        pod_fits && needs.fits_in(&capacity)
+        let fits = pod_fits && needs.fits_in(&capacity);
+        self.memo.ever_fits.insert(memo_key, fits);
+        fits
     }
 
     /// Commits placements of job `j`: binds and queue allocation.
     fn record(&mut self, j: usize, placed: Vec<Placed>) {
+        if !placed.is_empty() {
+            self.ledger.bound_log.push(j);
+        }
         let jw = &mut self.ledger.jobs[j];
         let job = jw.job;
         let mut add = Resources::zero();

@@ -47,6 +47,11 @@ impl<'s> Cycle<'s> {
         if self.world.now.secs_since(job.submit_time) < cfg.starving_after_seconds {
             return false;
         }
+        // Nothing running is expected to end: no projection can help.
+        self.refresh_end_order();
+        if self.ledger.end_order.as_ref().is_none_or(|o| o.is_empty()) {
+            return false;
+        }
         match self.minimum_of(j) {
             Some((chosen, needs, _)) => self.could_ever_fit(j, chosen[0], &needs),
             None => false,
@@ -191,9 +196,9 @@ impl<'s> Cycle<'s> {
             l.end_order = Some(all);
             changed = true;
         }
-        // Jobs bound by this cycle since (the set's order does not matter:
-        // the list is sorted again).
-        let fresh: Vec<usize> = l.fresh.iter().map(|&(v, _)| v).collect();
+        // Jobs this cycle bound since.
+        let fresh: Vec<usize> = l.bound_log[l.end_seen..].to_vec();
+        l.end_seen = l.bound_log.len();
         let mut added: Vec<(i64, usize)> = Vec::new();
         for v in fresh {
             if !l.end_known[v] {

@@ -386,6 +386,8 @@ impl<'s> Cycle<'s> {
                 end_order: None,
                 end_cuts: Vec::new(),
                 end_known: Vec::new(),
+                bound_log: Vec::new(),
+                end_seen: 0,
             },
             outcome: Outcome {
                 binds: Vec::new(),
@@ -408,6 +410,7 @@ impl<'s> Cycle<'s> {
                 room_seen: HashMap::new(),
                 copies_seen: HashMap::new(),
                 reserve_copies: HashMap::new(),
+                ever_fits: HashMap::new(),
             },
         }
     }

@@ -244,8 +244,8 @@ pub enum PendingReason {
         /// when the cluster has a topology and one below the whole
         /// cluster does.
         domain: Option<String>,
-        /// Jobs this cycle started on the held nodes, each ending before
-        /// `start`.
+        /// Jobs on the held nodes that started after this one was
+        /// submitted (or this cycle) and end by `start`.
         backfilled: u32,
         /// Why it does not fit now, as the placement said.
         detail: String,
@@ -468,12 +468,13 @@ impl fmt::Display for PendingReason {
                 if let Some(d) = domain {
                     write!(f, " in {d}")?;
                 }
+                // No countdown: the message changes only when the
+                // reservation does (it is written to pods when it changes).
                 let now = Timestamp(start.0 - (*starts_in_seconds as i64) * 1000);
                 write!(
                     f,
-                    " from {} (in {})",
-                    trainyard_model::format_utc_minute(*start, now),
-                    trainyard_model::format_seconds(*starts_in_seconds)
+                    " from {}",
+                    trainyard_model::format_utc_minute(*start, now)
                 )?;
                 if *backfilled > 0 {
                     write!(
@@ -630,7 +631,8 @@ pub struct Reservation {
     pub nodes: Vec<NodeName>,
     /// The tightest topology domain holding them (`leaf g3`).
     pub domain: Option<String>,
-    /// Jobs this cycle started on those nodes, each ending before `start`.
+    /// Jobs on those nodes that started after it was submitted (or this
+    /// cycle) and end by `start`.
     pub backfilled: u32,
 }
 

@@ -28,9 +28,6 @@ pub(super) struct Hold {
     /// Node indices held for it, ascending, each with what the
     /// reservation leaves over there (`NodeState::held_slack`).
     pub(super) nodes: Vec<(usize, Resources)>,
-    /// `Outcome::binds` as long as it was when the hold was made: binds
-    /// after it on the held nodes are backfill.
-    pub(super) binds_before: usize,
 }
 
 impl<'s> Cycle<'s> {
@@ -172,7 +169,6 @@ impl<'s> Cycle<'s> {
             job: j,
             start,
             nodes,
-            binds_before: self.outcome.binds.len(),
         });
     }
 
@@ -359,13 +355,66 @@ impl<'s> Cycle<'s> {
         placed
     }
 
+    /// Per hold: the jobs backfilled ahead of its gang, as the cluster
+    /// shows them (so the count changes only when such a job starts or
+    /// ends, not from cycle to cycle): jobs with a pod on a held node,
+    /// started after the gang was submitted (or bound by this cycle), and
+    /// expected to end by the reservation's start.
+    fn backfilled(&self, holds: &[Hold]) -> Vec<u32> {
+        let mut on_node: Vec<smallvec::SmallVec<[u32; 1]>> = Vec::new();
+        for (i, h) in holds.iter().enumerate() {
+            for (n, _) in &h.nodes {
+                if on_node.len() <= *n {
+                    on_node.resize(*n + 1, smallvec::SmallVec::new());
+                }
+                on_node[*n].push(i as u32);
+            }
+        }
+        let mut counts = vec![0u32; holds.len()];
+        let mut hit: Vec<u32> = Vec::new();
+        for v in 0..self.ledger.jobs.len() {
+            hit.clear();
+            for (_, n, _) in &self.ledger.bound_at[v] {
+                if let Some(hs) = on_node.get(*n) {
+                    hit.extend(hs.iter().copied());
+                }
+            }
+            if hit.is_empty() {
+                continue;
+            }
+            hit.sort_unstable();
+            hit.dedup();
+            let l = &self.ledger;
+            let job = l.jobs[v].job;
+            let started = if l.bound_at[v]
+                .iter()
+                .any(|(t, _, _)| l.fresh.contains(&(v, *t)))
+            {
+                self.world.now
+            } else {
+                job.started_at().unwrap_or(Timestamp(i64::MIN))
+            };
+            let end = l.expected_end(&self.world, v);
+            for &i in &hit {
+                let h = &holds[i as usize];
+                let gang = l.jobs[h.job].job;
+                if v != h.job && started >= gang.submit_time && end.is_some_and(|e| e <= h.start) {
+                    counts[i as usize] += 1;
+                }
+            }
+        }
+        counts
+    }
+
     /// The reservations as decided, and each reserved job's pending reason
     /// (the failure it had kept as `detail`). A reserved job that was
     /// placed after all (by reclaim, say) keeps its own reason and shows no
     /// reservation.
     pub(super) fn finish_reservations(&mut self) -> Vec<Reservation> {
         let mut out = Vec::new();
-        for h in std::mem::take(&mut self.ledger.holds) {
+        let holds = std::mem::take(&mut self.ledger.holds);
+        let backfill = self.backfilled(&holds);
+        for (h, backfilled) in holds.into_iter().zip(backfill) {
             let Some(reason) = self.outcome.pending.get(&h.job) else {
                 continue;
             };
@@ -379,18 +428,6 @@ impl<'s> Cycle<'s> {
                 .iter()
                 .map(|(n, _)| self.world.nodes[*n].name.as_str())
                 .collect();
-            let mut backfilled: Vec<&JobId> = self.outcome.binds[h.binds_before..]
-                .iter()
-                .enumerate()
-                .filter(|(i, b)| {
-                    !self.outcome.dropped_binds.contains(&(h.binds_before + i))
-                        && names.contains(b.node.0.as_str())
-                })
-                .map(|(_, b)| &b.job)
-                .collect();
-            backfilled.sort_unstable();
-            backfilled.dedup();
-            let backfilled = backfilled.len() as u32;
             let held: Vec<usize> = h.nodes.iter().map(|(n, _)| *n).collect();
             let domain = self.world.tightest_domain(&held);
             let jw = &self.ledger.jobs[h.job];

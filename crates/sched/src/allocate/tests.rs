@@ -236,7 +236,8 @@ fn elastic_pods_wait_for_other_gangs_minimums() {
 #[test]
 fn a_starving_gang_reserves_and_only_jobs_that_end_in_time_backfill() {
     // Two 8-GPU nodes; n1 runs another team's job until 01:00 (started at
-    // 00:00 with a 1 h walltime). Now is 00:30: the 2 x 8-GPU gang fits
+    // 00:00 with a 1 h walltime, before the gang was submitted at 00:01:40,
+    // so it is no backfill). Now is 00:30: the 2 x 8-GPU gang fits
     // only once that job ends, so it reserves both nodes from 01:00. Of
     // the 1-GPU jobs behind it, only the one that ends by then starts.
     let nodes = vec![
@@ -251,7 +252,7 @@ fn a_starving_gang_reserves_and_only_jobs_that_end_in_time_backfill() {
     running.tasks[0].started = Some(Timestamp::from_secs(0));
     running.walltime_seconds = Some(3600);
     let mut big = Job::gang("a/big", "a", vec![gpu_task(8); 2]);
-    big.submit_time = Timestamp::from_secs(0);
+    big.submit_time = Timestamp::from_secs(100);
     let small = |name: &str, at: i64, walltime: Option<u64>| {
         let mut j = Job::gang(name, "a", vec![gpu_task(1)]);
         j.submit_time = Timestamp::from_secs(at);
@@ -263,9 +264,9 @@ fn a_starving_gang_reserves_and_only_jobs_that_end_in_time_backfill() {
         vec![QueueSpec::new("a"), QueueSpec::new("b")],
         vec![
             big,
-            small("a/short", 10, Some(600)),
-            small("a/long", 20, Some(7200)),
-            small("a/none", 30, None),
+            small("a/short", 110, Some(600)),
+            small("a/long", 120, Some(7200)),
+            small("a/none", 130, None),
             running,
         ],
     );
@@ -282,12 +283,16 @@ fn a_starving_gang_reserves_and_only_jobs_that_end_in_time_backfill() {
         .collect();
     expect![[r#"
         [
-            "a/big: reserved 2 nodes from 01:00 UTC (in 30m); 1 job backfilled ahead of it",
+            "a/big: reserved 2 nodes from 01:00 UTC; 1 job backfilled ahead of it",
             "a/long: gang needs 1 × nvidia.com/gpu in 1 pod(s); 0/2 nodes fit: 2 held for a reservation",
             "a/none: gang needs 1 × nvidia.com/gpu in 1 pod(s); 0/2 nodes fit: 2 held for a reservation",
         ]
     "#]]
     .assert_debug_eq(&messages);
+    // A later cycle with the same cluster says the same (no countdown):
+    // the service rewrites pod conditions only when the message changes.
+    let later = schedule(&s, &Config::default(), Timestamp::from_secs(1900));
+    assert_eq!(later.pending[0].message, d.pending[0].message);
     // Turned off, the cycle backfills as before: every small job starts.
     let mut off = Config::default();
     off.reservations.max_gangs = 0;

@@ -201,6 +201,9 @@ struct Ledger<'s> {
     end_cuts: Vec<usize>,
     /// Jobs in `end_order` (or known to have no expected end).
     end_known: Vec<bool>,
+    /// While a reserved gang's victim search runs with its own holds
+    /// lifted: the node counts it sees are not kept (`copies_now`).
+    holds_lifted: bool,
     /// Jobs this cycle bound pods of, in order (repeats allowed).
     bound_log: Vec<usize>,
     /// `bound_log` merged into `end_order` so far.
@@ -346,6 +349,7 @@ impl<'s> Cycle<'s> {
         let cacheable = single_shape
             && !constrained
             && self.ledger.reserved[j].is_empty()
+            && !self.ledger.holds.iter().any(|h| h.job == j)
             && !chosen.iter().any(|&t| self.world.affected(j, t));
         if cacheable
             && let Some((n, reason)) = self.memo.failed_shapes.get(&shape_key)
@@ -396,6 +400,8 @@ impl<'s> Cycle<'s> {
             }
         };
         self.ledger.state.commit(mark);
+        // Placed: its reservation (if any) is done with.
+        self.ledger.holds.retain(|h| h.job != j);
         self.outcome.stats.gangs_placed += 1;
         let bound = self.ledger.jobs[j].bound_total as usize;
         if chosen.len() + bound > 1

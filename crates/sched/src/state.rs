@@ -224,7 +224,16 @@ impl NodeState {
     /// pod's job ends by the reservation's start, or the pod fits in what
     /// the reservation leaves over.
     fn hold_allows(&self, pod: &PodView) -> bool {
-        pod.ends <= self.held_until || pod.req.fits_in(&self.held_slack)
+        if pod.ends <= self.held_until {
+            return true;
+        }
+        // A share may land on a device the reservation counted as whole:
+        // against the slack it takes one whole device.
+        if pod.ask.is_shared() {
+            pod.req.fits_in_except_gpu(&self.held_slack) && self.held_slack.gpu >= MILLI_PER_GPU
+        } else {
+            pod.req.fits_in(&self.held_slack)
+        }
     }
 
     /// Whether the pod fits now: the hot path of placement, same answer as
@@ -400,8 +409,14 @@ impl NodeState {
         };
         self.free.saturating_sub_charged(pod.req, gpu);
         if pod.ends > self.held_until {
-            // Still there when the reservation starts.
-            self.held_slack.saturating_sub_charged(pod.req, gpu);
+            // Still there when the reservation starts (a share as a whole
+            // device, as `hold_allows` counts it).
+            let held = if pod.ask.is_shared() {
+                MILLI_PER_GPU
+            } else {
+                gpu
+            };
+            self.held_slack.saturating_sub_charged(pod.req, held);
         }
         self.pods += 1;
         for &s in slots {

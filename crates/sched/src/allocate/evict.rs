@@ -296,19 +296,25 @@ impl<'s> Cycle<'s> {
                 continue;
             }
             // Its own reservation's nodes are its to use (lifted for good
-            // when a plan applies).
+            // when a plan applies); the caches are not kept meanwhile.
             let lifted = self.ledger.state.begin();
+            let holding = self.ledger.holds.iter().any(|h| h.job == j);
             self.ledger.release_holds(&self.world, j);
+            self.ledger.holds_lifted = holding;
             let found = if self.ledger.jobs[j].job.preempts {
                 self.find_victims(j, &min)
             } else {
                 Err("its PriorityClass says preemptionPolicy: Never".into())
             };
+            self.ledger.holds_lifted = false;
             match found {
                 Ok(plan) => {
-                    self.apply_plan(j, plan);
-                    self.ledger.state.commit(lifted);
-                    self.ledger.holds.retain(|h| h.job != j);
+                    if self.apply_plan(j, plan) {
+                        self.ledger.state.commit(lifted);
+                        self.ledger.holds.retain(|h| h.job != j);
+                    } else {
+                        self.ledger.state.rollback(lifted);
+                    }
                     walk.changed();
                     failed.clear();
                     self.memo.room_seen.clear();
@@ -475,9 +481,9 @@ impl<'s> Cycle<'s> {
     }
 
     /// Commits a plan: victims leave, the preemptor is placed and nominated.
-    fn apply_plan(&mut self, j: usize, mut plan: Plan) {
+    fn apply_plan(&mut self, j: usize, mut plan: Plan) -> bool {
         let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
-            return;
+            return false;
         };
         self.with_orphans(&mut plan);
         let mark = self.ledger.state.begin();
@@ -489,7 +495,7 @@ impl<'s> Cycle<'s> {
                 // The search proved this fits; a different result means the
                 // state changed under it, so do nothing rather than evict.
                 self.ledger.state.rollback(mark);
-                return;
+                return false;
             }
         };
         self.ledger.state.commit(mark);
@@ -666,7 +672,7 @@ impl<'s> Cycle<'s> {
             self.outcome.pending.remove(&j);
             self.note_elastic_left(j);
             self.outcome.yields += 1;
-            return;
+            return true;
         }
         // The preemptor's room is held for it for the rest of the cycle and
         // counted for its queue; it binds once the victims are gone.
@@ -691,6 +697,7 @@ impl<'s> Cycle<'s> {
                 nodes: nodes.into_iter().collect(),
             },
         );
+        true
     }
 }
 
@@ -848,6 +855,7 @@ impl<'s> Ledger<'s> {
             || !super::one_shape(job, chosen)
             || w.nominated[j]
             || !self.reserved[j].is_empty()
+            || self.holds.iter().any(|h| h.job == j)
         {
             return None;
         }

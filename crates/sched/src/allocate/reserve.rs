@@ -157,7 +157,9 @@ impl<'s> Cycle<'s> {
             let (until, slack) = if st.held_until == i64::MAX {
                 (start, slack.clone())
             } else {
-                (st.held_until.min(start), st.held_slack.min(slack))
+                // `slack` already counts the earlier holds' slack as the
+                // gang's pods left it.
+                (st.held_until.min(start), slack.clone())
             };
             self.ledger.state.hold(*n, until, slack);
         }
@@ -345,9 +347,19 @@ impl<'s> Cycle<'s> {
                 nodes.sort_unstable();
                 nodes.dedup();
                 let st = self.ledger.state.nodes();
+                // What stays free there after the gang; on a node an
+                // earlier reservation holds, no more than that one's slack
+                // once the gang's pods took from it.
                 nodes
                     .into_iter()
-                    .map(|n| (n, st[n].free.clone()))
+                    .map(|n| {
+                        let s = &st[n];
+                        if s.held_until == i64::MAX {
+                            (n, s.free.clone())
+                        } else {
+                            (n, s.free.min(&s.held_slack))
+                        }
+                    })
                     .collect::<Vec<_>>()
             });
         self.ledger.start_at = self.world.now.0;
@@ -474,11 +486,7 @@ impl<'s> Ledger<'s> {
         }
         let wall = w.walltime_of(job)?;
         let start = job.started_at().map_or(now, |s| s.0.min(now));
-        Some(
-            start
-                .saturating_add((wall as i64).saturating_mul(1000))
-                .max(now),
-        )
+        Some(start.saturating_add(wall_ms(wall)).max(now))
     }
 
     /// Job `j`'s end for the holds (`PodView::ends`): its start (now, or
@@ -497,7 +505,7 @@ impl<'s> Ledger<'s> {
         let start = job
             .started_at()
             .map_or(self.start_at, |s| s.0.min(self.start_at));
-        let end = start.saturating_add((wall as i64).saturating_mul(1000));
+        let end = start.saturating_add(wall_ms(wall));
         match self.hold_times.binary_search(&end) {
             Ok(i) => self.hold_times[i],
             Err(i) => self.hold_times.get(i).copied().unwrap_or(i64::MAX),
@@ -506,7 +514,8 @@ impl<'s> Ledger<'s> {
 
     /// Lifts job `j`'s own holds (it is being placed), inside the caller's
     /// transaction: each node it held is held again only by the other
-    /// reservations on it (the earliest start, the least slack).
+    /// reservations on it (the earliest start), with no more slack than
+    /// it has now (what longer pods took stays taken).
     pub(super) fn release_holds(&mut self, _w: &World<'_>, j: usize) {
         let Some(mine) = self.holds.iter().position(|h| h.job == j) else {
             return;
@@ -526,6 +535,13 @@ impl<'s> Ledger<'s> {
                 .hold(n, until, slack.unwrap_or_else(Resources::zero));
         }
     }
+}
+
+/// A walltime in seconds as milliseconds, saturating.
+fn wall_ms(seconds: u64) -> i64 {
+    i64::try_from(seconds)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(1000)
 }
 
 impl World<'_> {

@@ -386,6 +386,7 @@ impl<'s> Cycle<'s> {
                 end_order: None,
                 end_cuts: Vec::new(),
                 end_known: Vec::new(),
+                holds_lifted: false,
                 bound_log: Vec::new(),
                 end_seen: 0,
             },

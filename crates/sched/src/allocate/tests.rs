@@ -302,6 +302,55 @@ fn a_starving_gang_reserves_and_only_jobs_that_end_in_time_backfill() {
 }
 
 #[test]
+fn a_share_counts_as_a_whole_device_against_a_reservation() {
+    // One 8-GPU node: a 6-GPU job on devices 2-7 until 01:00, two short
+    // half-GPU shares on devices 0 and 1 until 00:10. A 7-GPU pod
+    // reserves the node from 01:00, leaving one device over. Of two
+    // half-GPU shares without a walltime, only one may start: each could
+    // land on a device the reservation needs whole.
+    let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
+    let bound = |id: &str, req: Resources, gpus: Vec<u32>, walltime: u64| {
+        let mut j = Job::gang(id, "b", vec![req]);
+        j.tasks[0].state = TaskState::Bound {
+            node: "n0".into(),
+            gpus: Some(gpus),
+        };
+        j.tasks[0].started = Some(Timestamp::from_secs(0));
+        j.walltime_seconds = Some(walltime);
+        j
+    };
+    let share = || Resources::new(500, GI, 500);
+    let mut big = Job::gang("a/big", "a", vec![gpu_task(7)]);
+    big.submit_time = Timestamp::from_secs(100);
+    let mut long1 = Job::gang("a/long1", "a", vec![share()]);
+    long1.submit_time = Timestamp::from_secs(110);
+    let mut long2 = Job::gang("a/long2", "a", vec![share()]);
+    long2.submit_time = Timestamp::from_secs(120);
+    let s = snapshot(
+        nodes,
+        vec![QueueSpec::new("a"), QueueSpec::new("b")],
+        vec![
+            bound("b/six", gpu_task(6), (2..8).collect(), 3600),
+            bound("b/s0", share(), vec![0], 600),
+            bound("b/s1", share(), vec![1], 600),
+            big,
+            long1,
+            long2,
+        ],
+    );
+    let d = schedule(&s, &Config::default(), Timestamp::from_secs(300));
+    assert_eq!(d.reservations.len(), 1);
+    assert_eq!(d.reservations[0].start, Timestamp::from_secs(3600));
+    assert_eq!(bound_jobs(&d).keys().collect::<Vec<_>>(), ["a/long1"]);
+    let long2 = d.pending.iter().find(|p| p.job.0 == "a/long2");
+    assert!(
+        long2.is_some_and(|p| p.message.contains("held for a reservation")),
+        "{:?}",
+        d.pending
+    );
+}
+
+#[test]
 fn a_gang_that_can_never_fit_reserves_nothing() {
     // 2 x 8 GPUs on one 8-GPU node never fits: no reservation, and the
     // small job behind it runs.

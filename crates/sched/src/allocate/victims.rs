@@ -702,7 +702,7 @@ impl Search<'_, '_> {
         req: &Resources,
         pod: &PodView,
     ) -> std::rc::Rc<Vec<u32>> {
-        let cache = self.l.set_aside.is_empty();
+        let cache = self.l.set_aside.is_empty() && !self.l.holds_lifted;
         if cache && let Some(v) = self.m.copies_seen.get(&(key, req.clone(), pod.ends)) {
             return std::rc::Rc::clone(v);
         }

@@ -285,8 +285,8 @@ impl<'s> Cycle<'s> {
             if let Err(reason) = self.try_gang(j) {
                 let reserve = self.wants_reservation(j, &reason);
                 self.outcome.pending.insert(j, reason);
-                if reserve {
-                    self.reserve(j);
+                if let Some(min) = reserve {
+                    self.reserve(j, min);
                 }
             }
         }
@@ -664,11 +664,7 @@ impl<'s> Cycle<'s> {
                 let jw = &self.ledger.jobs[j];
                 PendingJob {
                     job: JobId(jw.job.id.clone()),
-                    queue: if jw.leaf == QueueTree::ROOT {
-                        jw.job.queue.clone()
-                    } else {
-                        self.world.tree.path(jw.leaf).to_string()
-                    },
+                    queue: self.world.queue_label(jw),
                     queue_id: (jw.leaf != QueueTree::ROOT).then_some(jw.leaf),
                     message: reason.to_string(),
                     reason,

@@ -34,34 +34,33 @@ impl<'s> Cycle<'s> {
     /// Whether job `j`, whose minimum just failed with `reason`, gets a
     /// reservation: reservations left this cycle, a lack of room (not a
     /// limit or a rule), waited long enough, and it would fit on its nodes
-    /// if they were empty.
-    pub(super) fn wants_reservation(&mut self, j: usize, reason: &PendingReason) -> bool {
+    /// if they were empty. Its minimum, when it does.
+    pub(super) fn wants_reservation(
+        &mut self,
+        j: usize,
+        reason: &PendingReason,
+    ) -> Option<super::evict::Minimum> {
         let cfg = self.world.config.reservations;
         if self.ledger.holds.len() >= cfg.max_gangs as usize || !reason.is_lack_of_room() {
-            return false;
+            return None;
         }
         let job = self.ledger.jobs[j].job;
         if self.world.now.secs_since(job.submit_time) < cfg.starving_after_seconds {
-            return false;
+            return None;
         }
         // Nothing running is expected to end: no projection can help.
         self.refresh_end_order();
         if self.ledger.end_order.as_ref().is_none_or(|o| o.is_empty()) {
-            return false;
+            return None;
         }
-        match self.minimum_of(j) {
-            Some((chosen, needs, _)) => self.could_ever_fit(j, chosen[0], &needs),
-            None => false,
-        }
+        let min = self.minimum_of(j)?;
+        self.could_ever_fit(j, min.0[0], &min.1).then_some(min)
     }
 
-    /// Projects when and where job `j`'s minimum fits as running jobs end,
-    /// and holds those nodes from then (see the module comment). Nothing
-    /// is held when it never fits within the jobs' walltimes.
-    pub(super) fn reserve(&mut self, j: usize) {
-        let Some(min) = self.minimum_of(j) else {
-            return;
-        };
+    /// Projects when and where job `j`'s minimum `min` fits as running
+    /// jobs end, and holds those nodes from then (see the module comment).
+    /// Nothing is held when it never fits within the jobs' walltimes.
+    pub(super) fn reserve(&mut self, j: usize, min: super::evict::Minimum) {
         self.refresh_end_order();
         // Taken out while the state changes, put back after.
         let ends = self.ledger.end_order.take().unwrap_or_default();
@@ -152,16 +151,11 @@ impl<'s> Cycle<'s> {
         let start = ends[cuts[hi] - 1].0.max(now);
         let nodes = hi_placed;
         let mark = self.ledger.state.begin();
-        for (n, slack) in &nodes {
-            let st = &self.ledger.state.nodes()[*n];
-            let (until, slack) = if st.held_until == i64::MAX {
-                (start, slack.clone())
-            } else {
-                // `slack` already counts the earlier holds' slack as the
-                // gang's pods left it.
-                (st.held_until.min(start), slack.clone())
-            };
-            self.ledger.state.hold(*n, until, slack);
+        for (n, slack) in nodes.iter().cloned() {
+            // `slack` already counts an earlier hold's slack as the gang's
+            // pods left it; an unheld node's `held_until` is `i64::MAX`.
+            let until = self.ledger.state.nodes()[n].held_until.min(start);
+            self.ledger.state.hold(n, until, slack);
         }
         self.ledger.state.commit(mark);
         if let Err(i) = self.ledger.hold_times.binary_search(&start) {
@@ -300,14 +294,11 @@ impl<'s> Cycle<'s> {
             }
             ends_now = pod.ends;
             for &(_, v) in ends[*given..upto].iter().filter(|e| e.1 != j) {
-                let vj = self.ledger.jobs[v].job;
-                for (t, n, slots) in self.ledger.bound_at[v].clone() {
-                    let p = self.world.pod_of(vj, v, t);
-                    self.ledger.state.give(n, nodes[n], &p, &slots);
-                    let c = copies_on(&self.ledger.state, &pod, n);
+                self.ledger.give_job(&self.world, v, |st, n| {
+                    let c = copies_on(st, &pod, n);
                     total += c - contrib[n];
                     contrib[n] = c;
-                }
+                });
             }
             if total >= need {
                 self.ledger.state.rollback(mark);
@@ -331,11 +322,7 @@ impl<'s> Cycle<'s> {
         upto: usize,
     ) -> Option<Vec<(usize, Resources)>> {
         for &(_, v) in ends[given..upto].iter().filter(|e| e.1 != j) {
-            let job = self.ledger.jobs[v].job;
-            for (t, n, slots) in self.ledger.bound_at[v].clone() {
-                let pod = self.world.pod_of(job, v, t);
-                self.ledger.state.give(n, self.world.nodes[n], &pod, &slots);
-            }
+            self.ledger.give_job(&self.world, v, |_, _| {});
         }
         let mark = self.ledger.state.begin();
         self.ledger.start_at = ends[upto - 1].0.max(self.world.now.0);
@@ -457,11 +444,7 @@ impl<'s> Cycle<'s> {
             );
             out.push(Reservation {
                 job: JobId(jw.job.id.clone()),
-                queue: if jw.leaf == QueueTree::ROOT {
-                    jw.job.queue.clone()
-                } else {
-                    self.world.tree.path(jw.leaf).to_string()
-                },
+                queue: self.world.queue_label(jw),
                 start: Timestamp(h.start),
                 starts_in_seconds: Timestamp(h.start).secs_since(self.world.now),
                 nodes: nodes.into_iter().map(NodeName).collect(),
@@ -474,6 +457,17 @@ impl<'s> Cycle<'s> {
 }
 
 impl<'s> Ledger<'s> {
+    /// Gives back every placed pod of job `v` (inside the caller's
+    /// transaction), calling `after(state, node)` after each.
+    fn give_job(&mut self, w: &World<'_>, v: usize, mut after: impl FnMut(&ClusterState, usize)) {
+        let job = self.jobs[v].job;
+        for (t, n, slots) in &self.bound_at[v] {
+            let pod = w.pod_of(job, v, *t);
+            self.state.give(*n, w.nodes[*n], &pod, slots);
+            after(&self.state, *n);
+        }
+    }
+
     /// When running job `v` is expected to end (ms): its start plus its
     /// walltime (declared, else its queue's default), not before now; now
     /// for a job with a pod terminating. `None` without a walltime: it is
@@ -545,6 +539,16 @@ fn wall_ms(seconds: u64) -> i64 {
 }
 
 impl World<'_> {
+    /// The queue a job is reported under: its leaf's path, else the name
+    /// it gave (a queue that does not exist).
+    pub(super) fn queue_label(&self, jw: &JobWork<'_>) -> String {
+        if jw.leaf == QueueTree::ROOT {
+            jw.job.queue.clone()
+        } else {
+            self.tree.path(jw.leaf).to_string()
+        }
+    }
+
     /// A job's walltime (seconds): declared, else its queue's default.
     pub(super) fn walltime_of(&self, job: &Job) -> Option<u64> {
         self.tree.walltime(&job.queue, job.walltime_seconds)

@@ -95,6 +95,10 @@ struct JobWork<'s> {
     bound_total: u32,
     /// Set when the job cannot be scheduled at all this cycle.
     blocked: Option<PendingReason>,
+    /// When its first pod that holds a node started (`Job::started_at`).
+    started: Option<Timestamp>,
+    /// Whether any of its pods is terminating.
+    terminating: bool,
 }
 
 /// A node in `place_run`'s heap: window rank (rail plans), total score,
@@ -259,6 +263,8 @@ struct Memo {
     /// (constraint id, pod request, gang needs) → whether such a gang
     /// would fit on its nodes were they empty.
     ever_fits: HashMap<(u32, Resources, Resources), bool>,
+    /// Per static filter: the allocatable of its feasible nodes, summed.
+    filter_capacity: HashMap<u32, Resources>,
 }
 
 /// A pod shape as the caches key it: constraint id, request, and the end
@@ -502,14 +508,20 @@ impl<'s> Cycle<'s> {
         let Some(filter) = self.memo.filters.get(&key) else {
             return false;
         };
-        let mut capacity = Resources::zero();
-        let mut pod_fits = false;
-        for &n in &filter.feasible {
-            let alloc = &self.world.nodes[n as usize].allocatable;
-            capacity.add(alloc);
-            pod_fits |= task.requests.fits_in(alloc);
-        }
-        let fits = pod_fits && needs.fits_in(&capacity);
+        let nodes = &self.world.nodes;
+        // The feasible nodes' capacity depends on the filter only.
+        let capacity = self.memo.filter_capacity.entry(key).or_insert_with(|| {
+            let mut c = Resources::zero();
+            for &n in &filter.feasible {
+                c.add(&nodes[n as usize].allocatable);
+            }
+            c
+        });
+        let fits = needs.fits_in(capacity)
+            && filter
+                .feasible
+                .iter()
+                .any(|&n| task.requests.fits_in(&nodes[n as usize].allocatable));
         self.memo.ever_fits.insert(memo_key, fits);
         fits
     }

@@ -358,8 +358,13 @@ impl<'s> Cycle<'s> {
     /// shows them (so the count changes only when such a job starts or
     /// ends, not from cycle to cycle): jobs with a pod on a held node,
     /// started after the gang was submitted (or bound by this cycle), and
-    /// expected to end by the reservation's start.
-    fn backfilled(&self, holds: &[Hold]) -> Vec<u32> {
+    /// expected to end by the reservation's start. Only jobs in the end
+    /// order up to the latest start can count.
+    fn backfilled(&mut self, holds: &[Hold]) -> Vec<u32> {
+        let mut counts = vec![0u32; holds.len()];
+        let Some(latest) = holds.iter().map(|h| h.start).max() else {
+            return counts;
+        };
         let mut on_node: Vec<smallvec::SmallVec<[u32; 1]>> = Vec::new();
         for (i, h) in holds.iter().enumerate() {
             for (n, _) in &h.nodes {
@@ -369,11 +374,15 @@ impl<'s> Cycle<'s> {
                 on_node[*n].push(i as u32);
             }
         }
-        let mut counts = vec![0u32; holds.len()];
+        // Jobs bound since the last reservation are merged in first.
+        self.refresh_end_order();
+        let l = &self.ledger;
+        let ends = l.end_order.as_deref().unwrap_or_default();
+        let upto = ends.partition_point(|e| e.0 <= latest);
         let mut hit: Vec<u32> = Vec::new();
-        for v in 0..self.ledger.jobs.len() {
+        for &(end, v) in &ends[..upto] {
             hit.clear();
-            for (_, n, _) in &self.ledger.bound_at[v] {
+            for (_, n, _) in &l.bound_at[v] {
                 if let Some(hs) = on_node.get(*n) {
                     hit.extend(hs.iter().copied());
                 }
@@ -383,21 +392,18 @@ impl<'s> Cycle<'s> {
             }
             hit.sort_unstable();
             hit.dedup();
-            let l = &self.ledger;
-            let job = l.jobs[v].job;
             let started = if l.bound_at[v]
                 .iter()
                 .any(|(t, _, _)| l.fresh.contains(&(v, *t)))
             {
                 self.world.now
             } else {
-                job.started_at().unwrap_or(Timestamp(i64::MIN))
+                l.jobs[v].started.unwrap_or(Timestamp(i64::MIN))
             };
-            let end = l.expected_end(&self.world, v);
             for &i in &hit {
                 let h = &holds[i as usize];
                 let gang = l.jobs[h.job].job;
-                if v != h.job && started >= gang.submit_time && end.is_some_and(|e| e <= h.start) {
+                if v != h.job && started >= gang.submit_time && end <= h.start {
                     counts[i as usize] += 1;
                 }
             }
@@ -473,13 +479,13 @@ impl<'s> Ledger<'s> {
     /// for a job with a pod terminating. `None` without a walltime: it is
     /// never expected to end.
     pub(super) fn expected_end(&self, w: &World<'_>, v: usize) -> Option<i64> {
-        let job = self.jobs[v].job;
+        let jw = &self.jobs[v];
         let now = w.now.0;
-        if job.tasks.iter().any(|t| t.terminating) {
+        if jw.terminating {
             return Some(now);
         }
-        let wall = w.walltime_of(job)?;
-        let start = job.started_at().map_or(now, |s| s.0.min(now));
+        let wall = w.walltime_of(jw.job)?;
+        let start = jw.started.map_or(now, |s| s.0.min(now));
         Some(start.saturating_add(wall_ms(wall)).max(now))
     }
 
@@ -492,13 +498,11 @@ impl<'s> Ledger<'s> {
         if self.hold_times.is_empty() {
             return i64::MAX;
         }
-        let job = self.jobs[j].job;
-        let Some(wall) = w.walltime_of(job) else {
+        let jw = &self.jobs[j];
+        let Some(wall) = w.walltime_of(jw.job) else {
             return i64::MAX;
         };
-        let start = job
-            .started_at()
-            .map_or(self.start_at, |s| s.0.min(self.start_at));
+        let start = jw.started.map_or(self.start_at, |s| s.0.min(self.start_at));
         let end = start.saturating_add(wall_ms(wall));
         match self.hold_times.binary_search(&end) {
             Ok(i) => self.hold_times[i],

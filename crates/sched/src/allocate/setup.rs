@@ -107,8 +107,11 @@ impl<'s> Cycle<'s> {
             let mut pending = Vec::new();
             let mut bound_req = Resources::zero();
             let mut pending_req = Resources::zero();
+            let mut started: Option<Timestamp> = None;
+            let mut terminating = false;
             for &t in &order {
                 let task = &job.tasks[t];
+                terminating |= task.terminating;
                 match &task.state {
                     TaskState::Pending => {
                         pending.push(t);
@@ -116,6 +119,9 @@ impl<'s> Cycle<'s> {
                     }
                     TaskState::Bound { node, gpus } => {
                         bound_total += 1;
+                        if let Some(s) = task.started {
+                            started = Some(started.map_or(s, |m| m.min(s)));
+                        }
                         // Only sub-group minimums need the per-group count.
                         if !job.subgroups.is_empty() {
                             *bound_by_sub
@@ -171,6 +177,8 @@ impl<'s> Cycle<'s> {
                 bound_by_sub,
                 bound_total,
                 blocked,
+                started,
+                terminating,
             });
         }
 
@@ -412,6 +420,7 @@ impl<'s> Cycle<'s> {
                 copies_seen: HashMap::new(),
                 reserve_copies: HashMap::new(),
                 ever_fits: HashMap::new(),
+                filter_capacity: HashMap::new(),
             },
         }
     }

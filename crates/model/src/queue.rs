@@ -371,9 +371,16 @@ impl QueueTree {
     /// the nearest `default_walltime_seconds` on its path; `None`: no
     /// limit (also for a queue the tree does not have).
     pub fn walltime(&self, queue: &str, declared: Option<u64>) -> Option<u64> {
+        self.walltime_in(
+            declared.is_none().then(|| self.get(queue)).flatten(),
+            declared,
+        )
+    }
+    /// [`QueueTree::walltime`] for a queue already looked up (`None`: one
+    /// the tree does not have).
+    pub fn walltime_in(&self, queue: Option<QueueId>, declared: Option<u64>) -> Option<u64> {
         declared.or_else(|| {
-            let q = self.get(queue)?;
-            self.ancestors(q)
+            self.ancestors(queue?)
                 .find_map(|a| self.spec(a).default_walltime_seconds)
         })
     }

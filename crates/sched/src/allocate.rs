@@ -99,6 +99,9 @@ struct JobWork<'s> {
     started: Option<Timestamp>,
     /// Whether any of its pods is terminating.
     terminating: bool,
+    /// Its walltime: declared, else its queue's default
+    /// (`QueueTree::walltime`); `None`: it has none.
+    walltime: Option<u64>,
 }
 
 /// A node in `place_run`'s heap: window rank (rail plans), total score,
@@ -323,7 +326,7 @@ impl<'s> Cycle<'s> {
         let shape_key = (
             self.world.constraint_id(&first.constraints),
             first.requests.clone(),
-            self.ledger.ends_of(&self.world, j),
+            self.ledger.ends_of(j),
         );
         // Topology constraints: checked here, where the topology is known.
         let constrained =

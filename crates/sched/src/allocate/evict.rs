@@ -864,7 +864,7 @@ impl<'s> Ledger<'s> {
             w.constraint_id(&first.constraints),
             first.requests.clone(),
             (job.priority, job.preemptible, job.preempts),
-            self.ends_of(w, j),
+            self.ends_of(j),
         );
         Some((key, chosen.len()))
     }

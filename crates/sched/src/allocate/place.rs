@@ -42,7 +42,7 @@ impl Search<'_, '_> {
         let head = &job.tasks[run[0]];
         let req = &head.requests;
         let key = self.m.static_filter(self.w, &head.constraints);
-        let ends = self.l.ends_of(self.w, j);
+        let ends = self.l.ends_of(j);
         let (shape, ask) = self.m.shape(key, req, ends, &head.constraints);
         // Rules between pods: one pod at a time, every node scored again.
         if self.run_is_ruled(run, j) {

@@ -202,8 +202,20 @@ impl<'s> Cycle<'s> {
         }
         let order = l.end_order.get_or_insert_with(Vec::new);
         if !added.is_empty() {
-            order.extend(added);
-            order.sort_unstable();
+            // Merged into the sorted order (a few into many).
+            added.sort_unstable();
+            let old = std::mem::take(order);
+            order.reserve(old.len() + added.len());
+            let (mut a, mut b) = (old.into_iter().peekable(), added.into_iter().peekable());
+            loop {
+                let next = match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) if x <= y => a.next(),
+                    (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+                    (Some(_), None) => a.next(),
+                    (None, None) => break,
+                };
+                order.extend(next);
+            }
             changed = true;
         }
         if changed {
@@ -235,9 +247,16 @@ impl<'s> Cycle<'s> {
         let Some(mask) = self.memo.filters.get(&key).map(|f| f.mask.clone()) else {
             return 0;
         };
-        let held: Vec<usize> = (0..self.world.nodes.len())
+        // Only the holds' nodes can be held (each hold lists its nodes).
+        let mut held: Vec<usize> = self
+            .ledger
+            .holds
+            .iter()
+            .flat_map(|h| h.nodes.iter().map(|(n, _)| *n))
             .filter(|&n| mask[n] && self.ledger.state.nodes()[n].held_until != i64::MAX)
             .collect();
+        held.sort_unstable();
+        held.dedup();
         let mut pod = PodView::of_task(head);
         let nodes = &self.world.nodes;
         let copies_on = |st: &ClusterState, pod: &PodView, n: usize| -> i64 {
@@ -253,7 +272,7 @@ impl<'s> Cycle<'s> {
         // The copies per node now, kept per shape and end class across the
         // cycle's reservations: only nodes changed since are counted again.
         self.ledger.start_at = ends[first - 1].0.max(self.world.now.0);
-        pod.ends = self.ledger.ends_of(&self.world, j);
+        pod.ends = self.ledger.ends_of(j);
         self.ledger.start_at = self.world.now.0;
         let cache_key = (key, head.requests.clone(), pod.ends);
         let log = self.ledger.state.changes();
@@ -282,7 +301,7 @@ impl<'s> Cycle<'s> {
         for (k, &upto) in cuts.iter().enumerate() {
             // The gang's end class if it started at this group's end.
             self.ledger.start_at = ends[upto - 1].0.max(self.world.now.0);
-            pod.ends = self.ledger.ends_of(&self.world, j);
+            pod.ends = self.ledger.ends_of(j);
             self.ledger.start_at = self.world.now.0;
             let mark = self.ledger.state.begin();
             if ends_now != pod.ends {
@@ -484,7 +503,7 @@ impl<'s> Ledger<'s> {
         if jw.terminating {
             return Some(now);
         }
-        let wall = w.walltime_of(jw.job)?;
+        let wall = jw.walltime?;
         let start = jw.started.map_or(now, |s| s.0.min(now));
         Some(start.saturating_add(wall_ms(wall)).max(now))
     }
@@ -494,12 +513,12 @@ impl<'s> Ledger<'s> {
     /// hold start at or after it, so jobs that may use the same held nodes
     /// share one pod shape; `i64::MAX` when no node is held or the job has
     /// no walltime.
-    pub(super) fn ends_of(&self, w: &World<'_>, j: usize) -> i64 {
+    pub(super) fn ends_of(&self, j: usize) -> i64 {
         if self.hold_times.is_empty() {
             return i64::MAX;
         }
         let jw = &self.jobs[j];
-        let Some(wall) = w.walltime_of(jw.job) else {
+        let Some(wall) = jw.walltime else {
             return i64::MAX;
         };
         let start = jw.started.map_or(self.start_at, |s| s.0.min(self.start_at));
@@ -551,11 +570,6 @@ impl World<'_> {
         } else {
             self.tree.path(jw.leaf).to_string()
         }
-    }
-
-    /// A job's walltime (seconds): declared, else its queue's default.
-    pub(super) fn walltime_of(&self, job: &Job) -> Option<u64> {
-        self.tree.walltime(&job.queue, job.walltime_seconds)
     }
 
     /// The tightest topology domain holding all of `nodes`, as

@@ -100,7 +100,7 @@ impl Search<'_, '_> {
             let mut pod = PodView::new(&task.requests, ask, &task.constraints);
             pod.salt = crate::scoring::salt_of(&task.name);
             pod.member = self.w.member_of(j, t);
-            pod.ends = self.l.ends_of(self.w, j);
+            pod.ends = self.l.ends_of(j);
             let w = self.w;
             let state = &self.l.state;
             let check = w.pod_check(job, j, t, state);
@@ -163,12 +163,12 @@ impl Search<'_, '_> {
         let job = self.l.jobs[j].job;
         let task = &job.tasks[t];
         if !self.w.affected(j, t) {
-            return self.diagnose(&task.requests, &task.constraints, self.l.ends_of(self.w, j));
+            return self.diagnose(&task.requests, &task.constraints, self.l.ends_of(j));
         }
         let key = self.m.static_filter(self.w, &task.constraints);
         let ask = GpuAsk::of(&task.requests, &task.constraints).unwrap_or(GpuAsk::None);
         let mut pod = PodView::new(&task.requests, ask, &task.constraints);
-        pod.ends = self.l.ends_of(self.w, j);
+        pod.ends = self.l.ends_of(j);
         let (feasible, mut reasons) = match self.m.filters.get(&key) {
             Some(f) => (f.feasible.clone(), f.rejected.clone()),
             None => (Vec::new(), BTreeMap::new()),

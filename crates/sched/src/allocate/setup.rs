@@ -154,6 +154,7 @@ impl<'s> Cycle<'s> {
             }
             let leaf = tree.get(&job.queue);
             let blocked = Self::static_block(job, leaf, tree, &pending);
+            let walltime = tree.walltime_in(leaf, job.walltime_seconds);
             let leaf = match leaf {
                 Some(q) if tree.is_leaf(q) => q,
                 _ => QueueTree::ROOT,
@@ -179,6 +180,7 @@ impl<'s> Cycle<'s> {
                 blocked,
                 started,
                 terminating,
+                walltime,
             });
         }
 

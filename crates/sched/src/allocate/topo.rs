@@ -200,7 +200,7 @@ impl<'s> Cycle<'s> {
     /// Copies of each shape of job `j` per node (0 where statically
     /// infeasible or held for a reservation the job may not use).
     fn copies_per_node(&mut self, j: usize, shapes: &[Shape]) -> Vec<Vec<u32>> {
-        let ends = self.ledger.ends_of(&self.world, j);
+        let ends = self.ledger.ends_of(j);
         let mut out = vec![vec![0u32; shapes.len()]; self.world.nodes.len()];
         for (s, shape) in shapes.iter().enumerate() {
             let key = self.memo.static_filter(&self.world, shape.constraints);

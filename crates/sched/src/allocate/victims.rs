@@ -738,7 +738,7 @@ impl Search<'_, '_> {
         }
         let head = &job.tasks[chosen[0]];
         let mut pod = PodView::of_task(head);
-        pod.ends = self.l.ends_of(self.w, j);
+        pod.ends = self.l.ends_of(j);
         let key = self.m.static_filter(self.w, &head.constraints);
         let Some(mask) = self.m.filters.get(&key).map(|f| f.mask.clone()) else {
             return true;
@@ -788,7 +788,7 @@ impl Search<'_, '_> {
         let job = self.l.jobs[j].job;
         let head = &job.tasks[chosen[0]];
         let mut pod = PodView::of_task(head);
-        pod.ends = self.l.ends_of(self.w, j);
+        pod.ends = self.l.ends_of(j);
         let key = self.m.static_filter(self.w, &head.constraints);
         let Some(mask) = self.m.filters.get(&key).map(|f| f.mask.clone()) else {
             return Vec::new();

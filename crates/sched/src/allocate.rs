@@ -202,18 +202,18 @@ struct Ledger<'s> {
     /// The time placements are for (ms): now, or a reservation's projected
     /// start while it is searched for.
     start_at: i64,
-    /// Running jobs by expected end, built at the first reservation.
-    end_order: Option<Vec<(i64, usize)>>,
-    /// Prefix lengths of `end_order` that end a group of equal end times.
-    end_cuts: Vec<usize>,
-    /// Jobs in `end_order` (or known to have no expected end).
+    /// Running jobs by expected end (listed at set-up when reservations
+    /// are on, sorted as far as reservations read).
+    ends: ends::EndOrder,
+    /// Jobs listed in `ends` (or known to have no expected end): those
+    /// running at set-up and those bound since that `end_seen` covers.
     end_known: Vec<bool>,
     /// While a reserved gang's victim search runs with its own holds
     /// lifted: the node counts it sees are not kept (`copies_now`).
     holds_lifted: bool,
     /// Jobs this cycle bound pods of, in order (repeats allowed).
     bound_log: Vec<usize>,
-    /// `bound_log` merged into `end_order` so far.
+    /// `bound_log` added to `ends` so far.
     end_seen: usize,
 }
 
@@ -831,6 +831,7 @@ fn select_minimum(
 }
 
 mod accounts;
+mod ends;
 mod evict;
 mod place;
 mod radix;

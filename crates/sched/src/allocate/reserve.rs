@@ -17,6 +17,7 @@
 //! then binary over the groups of ends, so a projection costs
 //! `O(log groups)` placement tries.
 
+use super::ends::EndOrder;
 use super::*;
 
 /// A reservation made this cycle.
@@ -50,7 +51,7 @@ impl<'s> Cycle<'s> {
         }
         // Nothing running is expected to end: no projection can help.
         self.refresh_end_order();
-        if self.ledger.end_order.as_ref().is_none_or(|o| o.is_empty()) {
+        if self.ledger.ends.is_empty() {
             return None;
         }
         let min = self.minimum_of(j)?;
@@ -63,23 +64,20 @@ impl<'s> Cycle<'s> {
     pub(super) fn reserve(&mut self, j: usize, min: super::evict::Minimum) {
         self.refresh_end_order();
         // Taken out while the state changes, put back after.
-        let ends = self.ledger.end_order.take().unwrap_or_default();
-        let cuts = std::mem::take(&mut self.ledger.end_cuts);
-        if !ends.is_empty() {
-            self.reserve_over(j, min, &ends, &cuts);
+        let mut order = std::mem::take(&mut self.ledger.ends);
+        if !order.is_empty() {
+            self.reserve_over(j, min, &mut order);
         }
-        self.ledger.end_order = Some(ends);
-        self.ledger.end_cuts = cuts;
+        self.ledger.ends = order;
     }
 
-    /// [`Cycle::reserve`] over running jobs `ends` (by expected end) and
-    /// `cuts` (prefix lengths that end a group of equal end times).
+    /// [`Cycle::reserve`] over running jobs by expected end, in groups
+    /// of equal end times (`order`, sorted as far as the probes read).
     fn reserve_over(
         &mut self,
         j: usize,
         (chosen, needs, topo_search): super::evict::Minimum,
-        ends: &[(i64, usize)],
-        cuts: &[usize],
+        order: &mut EndOrder,
     ) {
         let now = self.world.now.0;
         let outer = self.ledger.state.begin();
@@ -94,8 +92,8 @@ impl<'s> Cycle<'s> {
         // Groups after which not even the copies of the gang's first pod
         // shape that fit (held nodes counted as usable) reach its count
         // cannot hold it: they are given back without a placement try.
-        let mut k = self.skip_short(j, &chosen, ends, cuts, &mut given);
-        if k == cuts.len() {
+        let mut k = self.skip_short(j, &chosen, order, &mut given);
+        if k == order.cuts().len() {
             self.ledger.state.rollback(outer);
             return;
         }
@@ -106,21 +104,30 @@ impl<'s> Cycle<'s> {
         let mut step = 1usize;
         let mut found: Option<(usize, Vec<(usize, Resources)>)> = None;
         loop {
-            match self.fits_after(j, (&chosen, &needs, topo_search), ends, given, cuts[k]) {
+            let upto = order.cuts()[k];
+            match self.fits_after(
+                j,
+                (&chosen, &needs, topo_search),
+                order.sorted(),
+                given,
+                upto,
+            ) {
                 Some(placed) => {
                     found = Some((k, placed));
                     break;
                 }
                 None => {
                     lo = Some(k);
-                    given = cuts[k];
+                    given = upto;
                     lo_mark = self.ledger.state.begin();
                 }
             }
-            if k + 1 == cuts.len() {
+            let more = order.has_group(k + step, |v| !self.ledger.bound_at[v].is_empty());
+            let last = order.cuts().len() - 1;
+            if !more && k == last {
                 break;
             }
-            k = (k + step).min(cuts.len() - 1);
+            k = (k + step).min(last);
             step *= 2;
         }
         let Some((mut hi, mut hi_placed)) = found else {
@@ -134,7 +141,14 @@ impl<'s> Cycle<'s> {
                 break;
             }
             let mid = first + (hi - first) / 2;
-            match self.fits_after(j, (&chosen, &needs, topo_search), ends, given, cuts[mid]) {
+            let upto = order.cuts()[mid];
+            match self.fits_after(
+                j,
+                (&chosen, &needs, topo_search),
+                order.sorted(),
+                given,
+                upto,
+            ) {
                 Some(placed) => {
                     hi = mid;
                     hi_placed = placed;
@@ -142,13 +156,13 @@ impl<'s> Cycle<'s> {
                 }
                 None => {
                     lo = Some(mid);
-                    given = cuts[mid];
+                    given = upto;
                     lo_mark = self.ledger.state.begin();
                 }
             }
         }
         self.ledger.state.rollback(outer);
-        let start = ends[cuts[hi] - 1].0.max(now);
+        let start = order.sorted()[order.cuts()[hi] - 1].0.max(now);
         let nodes = hi_placed;
         let mark = self.ledger.state.begin();
         for (n, slack) in nodes.iter().cloned() {
@@ -168,76 +182,36 @@ impl<'s> Cycle<'s> {
         });
     }
 
-    /// Brings `Ledger::end_order` (running jobs with an expected end, by
-    /// end, then index) and `end_cuts` up to date: built at the cycle's
-    /// first reservation, jobs this cycle bound since merged in at each
-    /// later one.
+    /// Brings `Ledger::ends` up to date: jobs this cycle bound since the
+    /// last look are added with their expected ends.
     fn refresh_end_order(&mut self) {
         let l = &mut self.ledger;
-        let mut changed = false;
-        if l.end_order.is_none() {
-            let mut all: Vec<(i64, usize)> = (0..l.jobs.len())
-                .filter(|&v| !l.bound_at[v].is_empty())
-                .filter_map(|v| Some((l.expected_end(&self.world, v)?, v)))
-                .collect();
-            all.sort_unstable();
-            l.end_known = vec![false; l.jobs.len()];
-            for v in 0..l.jobs.len() {
-                l.end_known[v] = !l.bound_at[v].is_empty();
-            }
-            l.end_order = Some(all);
-            changed = true;
-        }
-        // Jobs this cycle bound since.
-        let fresh: Vec<usize> = l.bound_log[l.end_seen..].to_vec();
-        l.end_seen = l.bound_log.len();
+        let now = self.world.now.0;
         let mut added: Vec<(i64, usize)> = Vec::new();
-        for v in fresh {
+        for &v in &l.bound_log[l.end_seen..] {
             if !l.end_known[v] {
                 l.end_known[v] = true;
-                if let Some(e) = l.expected_end(&self.world, v) {
+                if let Some(e) = expected_end(&l.jobs[v], now) {
                     added.push((e, v));
                 }
             }
         }
-        let order = l.end_order.get_or_insert_with(Vec::new);
-        if !added.is_empty() {
-            // Merged into the sorted order (a few into many).
-            added.sort_unstable();
-            let old = std::mem::take(order);
-            order.reserve(old.len() + added.len());
-            let (mut a, mut b) = (old.into_iter().peekable(), added.into_iter().peekable());
-            loop {
-                let next = match (a.peek(), b.peek()) {
-                    (Some(x), Some(y)) if x <= y => a.next(),
-                    (Some(_), Some(_)) | (None, Some(_)) => b.next(),
-                    (Some(_), None) => a.next(),
-                    (None, None) => break,
-                };
-                order.extend(next);
-            }
-            changed = true;
-        }
-        if changed {
-            l.end_cuts = (1..=order.len())
-                .filter(|&i| i == order.len() || order[i].0 != order[i - 1].0)
-                .collect();
-        }
+        l.end_seen = l.bound_log.len();
+        l.ends.add(added);
     }
 
-    /// Gives back, group by group from `cuts[0]`, the running jobs after
+    /// Gives back, group by group from the first, the running jobs after
     /// whose end the copies of the gang's first pod shape that fit on its
     /// nodes (as the gang would run from that end: held nodes by its end
     /// then) still fall short of that shape's pods; returns the first
-    /// group where they do not (its jobs not given), or `cuts.len()` when
-    /// none. `given` follows what was given. A necessary condition only:
-    /// the placement search confirms.
+    /// group where they do not (its jobs not given), or the number of
+    /// groups when none. `given` follows what was given. A necessary
+    /// condition only: the placement search confirms.
     fn skip_short(
         &mut self,
         j: usize,
         chosen: &[usize],
-        ends: &[(i64, usize)],
-        cuts: &[usize],
+        order: &mut EndOrder,
         given: &mut usize,
     ) -> usize {
         let job = self.ledger.jobs[j].job;
@@ -266,12 +240,12 @@ impl<'s> Cycle<'s> {
                 0
             }
         };
-        let Some(&first) = cuts.first() else {
+        if !order.has_group(0, |v| !self.ledger.bound_at[v].is_empty()) {
             return 0;
-        };
+        }
         // The copies per node now, kept per shape and end class across the
         // cycle's reservations: only nodes changed since are counted again.
-        self.ledger.start_at = ends[first - 1].0.max(self.world.now.0);
+        self.ledger.start_at = order.sorted()[order.cuts()[0] - 1].0.max(self.world.now.0);
         pod.ends = self.ledger.ends_of(j);
         self.ledger.start_at = self.world.now.0;
         let cache_key = (key, head.requests.clone(), pod.ends);
@@ -298,7 +272,9 @@ impl<'s> Cycle<'s> {
             .reserve_copies
             .insert(cache_key, (log.len(), contrib.clone(), total));
         let mut ends_now = pod.ends;
-        for (k, &upto) in cuts.iter().enumerate() {
+        let mut k = 0;
+        while order.has_group(k, |v| !self.ledger.bound_at[v].is_empty()) {
+            let (ends, upto) = (order.sorted(), order.cuts()[k]);
             // The gang's end class if it started at this group's end.
             self.ledger.start_at = ends[upto - 1].0.max(self.world.now.0);
             pod.ends = self.ledger.ends_of(j);
@@ -324,8 +300,9 @@ impl<'s> Cycle<'s> {
                 return k;
             }
             *given = upto;
+            k += 1;
         }
-        cuts.len()
+        k
     }
 
     /// With `ends[..given]` gone, gives back `ends[given..upto]` too and
@@ -393,10 +370,13 @@ impl<'s> Cycle<'s> {
                 on_node[*n].push(i as u32);
             }
         }
-        // Jobs bound since the last reservation are merged in first.
+        // Jobs bound since the last reservation are added first.
         self.refresh_end_order();
+        let l = &mut self.ledger;
+        let bound_at = &l.bound_at;
+        l.ends.cover(latest, |v| !bound_at[v].is_empty());
         let l = &self.ledger;
-        let ends = l.end_order.as_deref().unwrap_or_default();
+        let ends = l.ends.sorted();
         let upto = ends.partition_point(|e| e.0 <= latest);
         let mut hit: Vec<u32> = Vec::new();
         for &(end, v) in &ends[..upto] {
@@ -493,21 +473,6 @@ impl<'s> Ledger<'s> {
         }
     }
 
-    /// When running job `v` is expected to end (ms): its start plus its
-    /// walltime (declared, else its queue's default), not before now; now
-    /// for a job with a pod terminating. `None` without a walltime: it is
-    /// never expected to end.
-    pub(super) fn expected_end(&self, w: &World<'_>, v: usize) -> Option<i64> {
-        let jw = &self.jobs[v];
-        let now = w.now.0;
-        if jw.terminating {
-            return Some(now);
-        }
-        let wall = jw.walltime?;
-        let start = jw.started.map_or(now, |s| s.0.min(now));
-        Some(start.saturating_add(wall_ms(wall)).max(now))
-    }
-
     /// Job `j`'s end for the holds (`PodView::ends`): its start (now, or
     /// the projected start) plus its walltime, rounded up to the first
     /// hold start at or after it, so jobs that may use the same held nodes
@@ -559,6 +524,19 @@ fn wall_ms(seconds: u64) -> i64 {
     i64::try_from(seconds)
         .unwrap_or(i64::MAX)
         .saturating_mul(1000)
+}
+
+/// When running job `jw` is expected to end (ms): its start plus its
+/// walltime (declared, else its queue's default), not before `now`; now
+/// for a job with a pod terminating. `None` without a walltime: it is
+/// never expected to end.
+pub(super) fn expected_end(jw: &JobWork<'_>, now: i64) -> Option<i64> {
+    if jw.terminating {
+        return Some(now);
+    }
+    let wall = jw.walltime?;
+    let start = jw.started.map_or(now, |s| s.0.min(now));
+    Some(start.saturating_add(wall_ms(wall)).max(now))
 }
 
 impl World<'_> {

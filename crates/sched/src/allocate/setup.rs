@@ -69,6 +69,10 @@ impl<'s> Cycle<'s> {
         // One buffer for every job's task order.
         let mut order: Vec<usize> = Vec::new();
         let mut bound_at: Vec<PlacedList> = Vec::with_capacity(jobs_sorted.len());
+        // Running jobs' expected ends, for reservations.
+        let list_ends = config.reservations.max_gangs > 0;
+        let mut setup_ends: Vec<(i64, usize)> = Vec::new();
+        let mut end_known: Vec<bool> = Vec::with_capacity(jobs_sorted.len());
         // Intern constraint sets by value (ids in first-seen order over the
         // canonical job/task order, so they are deterministic), in the same
         // pass as the accounting (one visit to each task's constraints).
@@ -182,6 +186,15 @@ impl<'s> Cycle<'s> {
                 terminating,
                 walltime,
             });
+            if let Some(jw) = jobs.last() {
+                end_known.push(list_ends && jw.bound_total > 0);
+                if list_ends
+                    && jw.bound_total > 0
+                    && let Some(end) = super::reserve::expected_end(jw, now.0)
+                {
+                    setup_ends.push((end, jw.index));
+                }
+            }
         }
 
         // Rules between pods: when any pod has one, every pod is a member
@@ -393,9 +406,8 @@ impl<'s> Cycle<'s> {
                 holds: Vec::new(),
                 hold_times: Vec::new(),
                 start_at: now.0,
-                end_order: None,
-                end_cuts: Vec::new(),
-                end_known: Vec::new(),
+                ends: ends::EndOrder::new(setup_ends),
+                end_known,
                 holds_lifted: false,
                 bound_log: Vec::new(),
                 end_seen: 0,

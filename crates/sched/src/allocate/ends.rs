@@ -74,8 +74,9 @@ impl EndOrder {
 
     /// Sorts more of the pool into the prefix (at least [`CHUNK`] jobs or
     /// as many as it holds, and all of the last group), keeping only the
-    /// jobs `keep` accepts. Whether the prefix grew by at least one group.
-    pub(super) fn extend(&mut self, keep: impl Fn(usize) -> bool) -> bool {
+    /// jobs `keep` accepts (it is told of each once, and may note those it
+    /// refuses). Whether the prefix grew by at least one group.
+    pub(super) fn extend(&mut self, mut keep: impl FnMut(usize) -> bool) -> bool {
         loop {
             if self.pool.is_empty() {
                 return false;
@@ -116,9 +117,9 @@ impl EndOrder {
 
     /// Extends until the prefix has more than `k` groups or the pool is
     /// empty; whether it has.
-    pub(super) fn has_group(&mut self, k: usize, keep: impl Fn(usize) -> bool) -> bool {
+    pub(super) fn has_group(&mut self, k: usize, mut keep: impl FnMut(usize) -> bool) -> bool {
         while self.cuts.len() <= k {
-            if !self.extend(&keep) {
+            if !self.extend(&mut keep) {
                 return false;
             }
         }
@@ -126,9 +127,9 @@ impl EndOrder {
     }
 
     /// Extends until every job ending by `t` is in the prefix.
-    pub(super) fn cover(&mut self, t: i64, keep: impl Fn(usize) -> bool) {
+    pub(super) fn cover(&mut self, t: i64, mut keep: impl FnMut(usize) -> bool) {
         while self.sorted.last().is_none_or(|e| e.0 < t) {
-            if !self.extend(&keep) {
+            if !self.extend(&mut keep) {
                 return;
             }
         }
@@ -140,12 +141,10 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The whole order, read group by group with extensions, is the full
-    /// sort of what was listed and inserted (less what `keep` refused),
-    /// with a cut after every group.
-    fn read_all(o: &mut EndOrder, keep: impl Fn(usize) -> bool) -> Vec<(i64, usize)> {
+    /// Reads the whole order group by group, extending as it goes.
+    fn read_all(o: &mut EndOrder, mut keep: impl FnMut(usize) -> bool) -> Vec<(i64, usize)> {
         let mut k = 0;
-        while o.has_group(k, &keep) {
+        while o.has_group(k, &mut keep) {
             k += 1;
         }
         assert_eq!(o.cuts.len(), k);
@@ -153,26 +152,60 @@ mod tests {
     }
 
     proptest! {
+        /// Read in rounds, with jobs added between them (as the cycle
+        /// binds) and a refusal that changes between rounds (as jobs stop
+        /// holding nodes), the order comes out as the full sort of what
+        /// was kept, with a cut after every group; every job it refused
+        /// was told to `keep` once, and only those.
         #[test]
         fn reads_as_a_full_sort(
-            listed in proptest::collection::vec(0i64..40, 0..700),
-            later in proptest::collection::vec(0i64..40, 0..50),
-            read_first in 0usize..6,
-            refused in 0usize..7,
+            listed in proptest::collection::vec(0i64..400, 0..900),
+            rounds in proptest::collection::vec(
+                (0usize..300, proptest::collection::vec(0i64..400, 0..30), 0usize..7),
+                0..4,
+            ),
         ) {
-            // Jobs inserted later (indices from 1000) are always kept.
-            let keep = |v: usize| v >= 1000 || refused == 0 || v % 7 != refused;
             let listed: Vec<(i64, usize)> = listed.into_iter().zip(0..).collect();
-            let later: Vec<(i64, usize)> = later.into_iter().zip(1000..).collect();
             let mut o = EndOrder::new(listed.clone());
-            // Some groups read, then jobs bound later come in.
-            for k in 0..read_first {
-                o.has_group(k, keep);
+            let mut all = listed.clone();
+            let mut refused: Vec<usize> = Vec::new();
+            let mut asked = std::collections::BTreeSet::new();
+            // A job is refused when its index is 3 mod 7 in round `r`'s
+            // rule; added jobs (indices from 10,000) are never refused.
+            let mut rule = 0usize;
+            let mut next = 10_000usize;
+            for (read, added, r) in rounds {
+                rule = r;
+                let mut keep = |v: usize| {
+                    assert!(asked.insert(v), "job {v} asked twice");
+                    let k = v >= 10_000 || rule == 0 || v % 7 != rule;
+                    if !k {
+                        refused.push(v);
+                    }
+                    k
+                };
+                for k in 0..read {
+                    o.has_group(k, &mut keep);
+                }
+                let added: Vec<(i64, usize)> = added
+                    .into_iter()
+                    .map(|e| {
+                        next += 1;
+                        (e, next)
+                    })
+                    .collect();
+                all.extend(added.iter().copied());
+                o.add(added);
             }
-            o.add(later.iter().copied());
-            let got = read_all(&mut o, keep);
+            let got = read_all(&mut o, |v| {
+                let k = v >= 10_000 || rule == 0 || v % 7 != rule;
+                if !k {
+                    refused.push(v);
+                }
+                k
+            });
             let mut want: Vec<(i64, usize)> =
-                listed.iter().chain(&later).filter(|e| keep(e.1)).copied().collect();
+                all.into_iter().filter(|e| !refused.contains(&e.1)).collect();
             want.sort_unstable();
             prop_assert_eq!(&got, &want);
             let cuts: Vec<usize> = (1..=got.len())

@@ -122,7 +122,10 @@ impl<'s> Cycle<'s> {
                     lo_mark = self.ledger.state.begin();
                 }
             }
-            let more = order.has_group(k + step, |v| !self.ledger.bound_at[v].is_empty());
+            let more = order.has_group(
+                k + step,
+                holding(&self.ledger.bound_at, &mut self.ledger.end_known),
+            );
             let last = order.cuts().len() - 1;
             if !more && k == last {
                 break;
@@ -214,6 +217,12 @@ impl<'s> Cycle<'s> {
         order: &mut EndOrder,
         given: &mut usize,
     ) -> usize {
+        if !order.has_group(
+            0,
+            holding(&self.ledger.bound_at, &mut self.ledger.end_known),
+        ) {
+            return 0;
+        }
         let job = self.ledger.jobs[j].job;
         let head = &job.tasks[chosen[0]];
         let need = super::run_end(job, chosen, 0) as i64;
@@ -240,9 +249,6 @@ impl<'s> Cycle<'s> {
                 0
             }
         };
-        if !order.has_group(0, |v| !self.ledger.bound_at[v].is_empty()) {
-            return 0;
-        }
         // The copies per node now, kept per shape and end class across the
         // cycle's reservations: only nodes changed since are counted again.
         self.ledger.start_at = order.sorted()[order.cuts()[0] - 1].0.max(self.world.now.0);
@@ -273,7 +279,10 @@ impl<'s> Cycle<'s> {
             .insert(cache_key, (log.len(), contrib.clone(), total));
         let mut ends_now = pod.ends;
         let mut k = 0;
-        while order.has_group(k, |v| !self.ledger.bound_at[v].is_empty()) {
+        while order.has_group(
+            k,
+            holding(&self.ledger.bound_at, &mut self.ledger.end_known),
+        ) {
             let (ends, upto) = (order.sorted(), order.cuts()[k]);
             // The gang's end class if it started at this group's end.
             self.ledger.start_at = ends[upto - 1].0.max(self.world.now.0);
@@ -373,8 +382,7 @@ impl<'s> Cycle<'s> {
         // Jobs bound since the last reservation are added first.
         self.refresh_end_order();
         let l = &mut self.ledger;
-        let bound_at = &l.bound_at;
-        l.ends.cover(latest, |v| !bound_at[v].is_empty());
+        l.ends.cover(latest, holding(&l.bound_at, &mut l.end_known));
         let l = &self.ledger;
         let ends = l.ends.sorted();
         let upto = ends.partition_point(|e| e.0 <= latest);
@@ -524,6 +532,23 @@ fn wall_ms(seconds: u64) -> i64 {
     i64::try_from(seconds)
         .unwrap_or(i64::MAX)
         .saturating_mul(1000)
+}
+
+/// What the end order keeps of the jobs listed as running: those that
+/// hold nodes. One that holds none (its pods are on nodes the snapshot
+/// does not have) is dropped and no longer known, so if the cycle binds
+/// it later it is listed again with its end.
+fn holding<'a>(
+    bound_at: &'a [PlacedList],
+    known: &'a mut [bool],
+) -> impl FnMut(usize) -> bool + 'a {
+    move |v| {
+        let holds = !bound_at[v].is_empty();
+        if !holds {
+            known[v] = false;
+        }
+        holds
+    }
 }
 
 /// When running job `jw` is expected to end (ms): its start plus its

@@ -208,6 +208,30 @@ pub fn rail_topology<N: std::borrow::Borrow<Node>>(nodes: &[N]) -> Topology {
         .expect("a topology spec with levels")
 }
 
+/// Fills node `n` with running single-pod jobs: one of three splits of its
+/// 8 GPUs (1–4 GPUs each, picked by `rng`), each job bound to its own
+/// devices. `job(rng, i, k)` makes job number `i` (its position in `jobs`)
+/// of `k` GPUs: its id, queue, priority and times.
+fn fill_node(
+    rng: &mut ChaCha8Rng,
+    n: &Node,
+    jobs: &mut Vec<Job>,
+    mut job: impl FnMut(&mut ChaCha8Rng, usize, u32) -> Job,
+) {
+    let splits: [&[u32]; 3] = [&[1, 1, 2, 2, 2], &[1, 1, 1, 1, 4], &[1, 1, 1, 2, 3]];
+    let split = splits[rng.random_range(0..splits.len())];
+    let mut next = 0u32;
+    for &k in split {
+        let mut j = job(rng, jobs.len(), k);
+        j.tasks[0].state = TaskState::Bound {
+            node: n.name.clone(),
+            gpus: Some((next..next + k).collect()),
+        };
+        next += k;
+        jobs.push(j);
+    }
+}
+
 /// A full cluster of `nodes` nodes × 8 GPUs, every node running 5 jobs of
 /// team `a` (1–4 GPUs each, priorities 0–2, started over 10 hours), and a
 /// pending 64-GPU gang (8 pods × 8 GPUs) of team `b`; both teams' quota is
@@ -215,28 +239,19 @@ pub fn rail_topology<N: std::borrow::Borrow<Node>>(nodes: &[N]) -> Topology {
 pub fn reclaim_cluster(seed: u64, nodes: usize) -> (Snapshot, Timestamp) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let nodes = gpu_nodes("n", nodes);
-    let splits: [&[u32]; 3] = [&[1, 1, 2, 2, 2], &[1, 1, 1, 1, 4], &[1, 1, 1, 2, 3]];
     let mut jobs = Vec::with_capacity(nodes.len() * 5 + 1);
     for n in &nodes {
-        let split = splits[rng.random_range(0..splits.len())];
-        let mut next = 0u32;
-        for &k in split {
-            let id = format!("a/j{:06}", jobs.len());
+        fill_node(&mut rng, n, &mut jobs, |rng, i, k| {
             let mut job = Job::gang(
-                id,
+                format!("a/j{i:06}"),
                 "a",
                 vec![Resources::new(8_000 * k as u64, 64 * GI, 0).with_gpus(k as u64)],
             );
             job.priority = rng.random_range(0..3);
             job.submit_time = Timestamp(0);
-            job.tasks[0].state = TaskState::Bound {
-                node: n.name.clone(),
-                gpus: Some((next..next + k).collect()),
-            };
             job.tasks[0].started = Some(Timestamp(rng.random_range(0..36_000_000)));
-            next += k;
-            jobs.push(job);
-        }
+            job
+        });
     }
     let mut gang = Job::gang(
         "b/llm-64",
@@ -272,32 +287,23 @@ pub fn reservation_cluster(seed: u64, nodes: usize, large: usize) -> (Snapshot, 
     let now = Timestamp(36_000_000);
     let base = allocate_cluster(seed, nodes, gangs_for(nodes));
     let full = nodes * 98 / 100;
-    let splits: [&[u32]; 3] = [&[1, 1, 2, 2, 2], &[1, 1, 1, 1, 4], &[1, 1, 1, 2, 3]];
     let leaves = ["llm", "vision", "prod", "dev"];
     let mut jobs = Vec::with_capacity(full * 5 + base.jobs.len() + large);
     for n in base.nodes.iter().take(full) {
-        let split = splits[rng.random_range(0..splits.len())];
-        let mut next = 0u32;
-        for &k in split {
-            let id = format!("run/j{:06}", jobs.len());
+        fill_node(&mut rng, n, &mut jobs, |rng, i, k| {
             let mut job = Job::gang(
-                id,
-                leaves[jobs.len() % leaves.len()],
+                format!("run/j{i:06}"),
+                leaves[i % leaves.len()],
                 vec![Resources::new(8_000 * k as u64, 64 * GI, 0).with_gpus(k as u64)],
             );
             job.priority = rng.random_range(0..3);
             let wall: u64 = rng.random_range(3600..=86_400);
             job.walltime_seconds = Some(wall);
-            job.tasks[0].state = TaskState::Bound {
-                node: n.name.clone(),
-                gpus: Some((next..next + k).collect()),
-            };
             // Started within its walltime: none has overrun.
             let ran = rng.random_range(0..(wall as i64 * 1000).min(now.0));
             job.tasks[0].started = Some(Timestamp(now.0 - ran));
-            next += k;
-            jobs.push(job);
-        }
+            job
+        });
     }
     for i in 0..large {
         let mut gang = Job::gang(

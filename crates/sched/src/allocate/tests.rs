@@ -302,6 +302,68 @@ fn a_starving_gang_reserves_and_only_jobs_that_end_in_time_backfill() {
 }
 
 #[test]
+fn a_job_bound_later_in_the_cycle_ends_in_the_next_projection() {
+    // Three 8-GPU nodes at 00:30: b/r0 on n0 until 02:00, b/r1 on n1
+    // until 03:00, n2 free. a/u has one pod on a node the snapshot lacks
+    // (started 00:00, 1 h walltime) and one pending. The walk meets a/g1
+    // (2 x 8 GPUs) first: it reserves n0 and n2 from 02:00, its projection
+    // reading past a/u, which holds no node yet. a/u then starts on n2 (it
+    // ends at 01:00, before the hold). a/g2 (8 GPUs for 30 min) fits once
+    // a/u ends: it reserves n2 from 01:00, not n1 from 03:00.
+    let nodes = vec![
+        Node::new("n0", 64_000, 512 * GI, 8),
+        Node::new("n1", 64_000, 512 * GI, 8),
+        Node::new("n2", 64_000, 512 * GI, 8),
+    ];
+    let running = |id: &str, node: &str, walltime: u64| {
+        let mut j = Job::gang(id, "b", vec![gpu_task(8)]);
+        j.tasks[0].state = TaskState::Bound {
+            node: node.into(),
+            gpus: None,
+        };
+        j.tasks[0].started = Some(Timestamp::from_secs(0));
+        j.walltime_seconds = Some(walltime);
+        j
+    };
+    let mut u = Job::gang("a/u", "a", vec![gpu_task(8); 2]);
+    u.tasks[0].state = TaskState::Bound {
+        node: "ghost".into(),
+        gpus: None,
+    };
+    u.tasks[0].started = Some(Timestamp::from_secs(0));
+    u.walltime_seconds = Some(3600);
+    u.submit_time = Timestamp::from_secs(200);
+    let mut g1 = Job::gang("a/g1", "a", vec![gpu_task(8); 2]);
+    g1.submit_time = Timestamp::from_secs(100);
+    g1.walltime_seconds = Some(3600);
+    let mut g2 = Job::gang("a/g2", "a", vec![gpu_task(8)]);
+    g2.submit_time = Timestamp::from_secs(300);
+    g2.walltime_seconds = Some(1800);
+    let s = snapshot(
+        nodes,
+        vec![QueueSpec::new("a"), QueueSpec::new("b")],
+        vec![
+            running("b/r0", "n0", 7200),
+            running("b/r1", "n1", 10_800),
+            u,
+            g1,
+            g2,
+        ],
+    );
+    let d = schedule(&s, &Config::default(), Timestamp::from_secs(1800));
+    assert_eq!(bound_jobs(&d).keys().collect::<Vec<_>>(), ["a/u"]);
+    let got: Vec<String> = d
+        .reservations
+        .iter()
+        .map(|r| {
+            let nodes: Vec<&str> = r.nodes.iter().map(|n| n.0.as_str()).collect();
+            format!("{} {} {:?}", r.job.0, r.start.0 / 1000, nodes)
+        })
+        .collect();
+    assert_eq!(got, ["a/g1 7200 [\"n0\", \"n2\"]", "a/g2 3600 [\"n2\"]"]);
+}
+
+#[test]
 fn a_share_counts_as_a_whole_device_against_a_reservation() {
     // One 8-GPU node: a 6-GPU job on devices 2-7 until 01:00, two short
     // half-GPU shares on devices 0 and 1 until 00:10. A 7-GPU pod

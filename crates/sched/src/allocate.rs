@@ -358,7 +358,7 @@ impl<'s> Cycle<'s> {
         let cacheable = single_shape
             && !constrained
             && self.ledger.reserved[j].is_empty()
-            && !self.ledger.holds.iter().any(|h| h.job == j)
+            && !self.ledger.has_hold(j)
             && !chosen.iter().any(|&t| self.world.affected(j, t));
         if cacheable
             && let Some((n, reason)) = self.memo.failed_shapes.get(&shape_key)

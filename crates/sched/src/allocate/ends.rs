@@ -50,6 +50,11 @@ impl EndOrder {
         &self.cuts
     }
 
+    /// The end time of group `k` of the sorted prefix (it must have one).
+    pub(super) fn group_end(&self, k: usize) -> i64 {
+        self.sorted[self.cuts[k] - 1].0
+    }
+
     /// Adds jobs: into the prefix those that end by its last end (its
     /// groups then recounted), into the pool the rest.
     pub(super) fn add(&mut self, jobs: impl IntoIterator<Item = (i64, usize)>) {

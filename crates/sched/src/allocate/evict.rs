@@ -298,7 +298,7 @@ impl<'s> Cycle<'s> {
             // Its own reservation's nodes are its to use (lifted for good
             // when a plan applies); the caches are not kept meanwhile.
             let lifted = self.ledger.state.begin();
-            let holding = self.ledger.holds.iter().any(|h| h.job == j);
+            let holding = self.ledger.has_hold(j);
             self.ledger.release_holds(&self.world, j);
             self.ledger.holds_lifted = holding;
             let found = if self.ledger.jobs[j].job.preempts {
@@ -855,7 +855,7 @@ impl<'s> Ledger<'s> {
             || !super::one_shape(job, chosen)
             || w.nominated[j]
             || !self.reserved[j].is_empty()
-            || self.holds.iter().any(|h| h.job == j)
+            || self.has_hold(j)
         {
             return None;
         }

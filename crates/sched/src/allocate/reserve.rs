@@ -84,7 +84,7 @@ impl<'s> Cycle<'s> {
         // Its own nominated room and holds are its to use.
         self.ledger.release_reservations(&self.world, j);
         self.ledger.release_holds(&self.world, j);
-        // State: `ends[..given]` gone, and `lo_mark` taken there. The
+        // State: `order`'s first `given` jobs gone, `lo_mark` taken there. The
         // probes go 1, 2, 4, ... groups further until the gang fits, then
         // bisect back to the first group after which it fits.
         let mut given = 0usize;
@@ -104,21 +104,14 @@ impl<'s> Cycle<'s> {
         let mut step = 1usize;
         let mut found: Option<(usize, Vec<(usize, Resources)>)> = None;
         loop {
-            let upto = order.cuts()[k];
-            match self.fits_after(
-                j,
-                (&chosen, &needs, topo_search),
-                order.sorted(),
-                given,
-                upto,
-            ) {
+            match self.fits_after(j, (&chosen, &needs, topo_search), order, given, k) {
                 Some(placed) => {
                     found = Some((k, placed));
                     break;
                 }
                 None => {
                     lo = Some(k);
-                    given = upto;
+                    given = order.cuts()[k];
                     lo_mark = self.ledger.state.begin();
                 }
             }
@@ -144,14 +137,7 @@ impl<'s> Cycle<'s> {
                 break;
             }
             let mid = first + (hi - first) / 2;
-            let upto = order.cuts()[mid];
-            match self.fits_after(
-                j,
-                (&chosen, &needs, topo_search),
-                order.sorted(),
-                given,
-                upto,
-            ) {
+            match self.fits_after(j, (&chosen, &needs, topo_search), order, given, mid) {
                 Some(placed) => {
                     hi = mid;
                     hi_placed = placed;
@@ -159,13 +145,13 @@ impl<'s> Cycle<'s> {
                 }
                 None => {
                     lo = Some(mid);
-                    given = upto;
+                    given = order.cuts()[mid];
                     lo_mark = self.ledger.state.begin();
                 }
             }
         }
         self.ledger.state.rollback(outer);
-        let start = order.sorted()[order.cuts()[hi] - 1].0.max(now);
+        let start = order.group_end(hi).max(now);
         let nodes = hi_placed;
         let mark = self.ledger.state.begin();
         for (n, slack) in nodes.iter().cloned() {
@@ -251,7 +237,7 @@ impl<'s> Cycle<'s> {
         };
         // The copies per node now, kept per shape and end class across the
         // cycle's reservations: only nodes changed since are counted again.
-        self.ledger.start_at = order.sorted()[order.cuts()[0] - 1].0.max(self.world.now.0);
+        self.ledger.start_at = order.group_end(0).max(self.world.now.0);
         pod.ends = self.ledger.ends_of(j);
         self.ledger.start_at = self.world.now.0;
         let cache_key = (key, head.requests.clone(), pod.ends);
@@ -283,9 +269,9 @@ impl<'s> Cycle<'s> {
             k,
             holding(&self.ledger.bound_at, &mut self.ledger.end_known),
         ) {
-            let (ends, upto) = (order.sorted(), order.cuts()[k]);
+            let upto = order.cuts()[k];
             // The gang's end class if it started at this group's end.
-            self.ledger.start_at = ends[upto - 1].0.max(self.world.now.0);
+            self.ledger.start_at = order.group_end(k).max(self.world.now.0);
             pod.ends = self.ledger.ends_of(j);
             self.ledger.start_at = self.world.now.0;
             let mark = self.ledger.state.begin();
@@ -297,7 +283,7 @@ impl<'s> Cycle<'s> {
                 }
             }
             ends_now = pod.ends;
-            for &(_, v) in ends[*given..upto].iter().filter(|e| e.1 != j) {
+            for &(_, v) in order.sorted()[*given..upto].iter().filter(|e| e.1 != j) {
                 self.ledger.give_job(&self.world, v, |st, n| {
                     let c = copies_on(st, &pod, n);
                     total += c - contrib[n];
@@ -314,23 +300,24 @@ impl<'s> Cycle<'s> {
         k
     }
 
-    /// With `ends[..given]` gone, gives back `ends[given..upto]` too and
-    /// tries the minimum at the last of their end times: the nodes it
-    /// takes then, each with what stays free there after it. The placement
-    /// is rolled back, the gives are kept.
+    /// With the first `given` jobs of `order` gone, gives back the rest of
+    /// its groups up to group `k` too and tries the minimum at group `k`'s
+    /// end time: the nodes it takes then, each with what stays free there
+    /// after it. The placement is rolled back, the gives are kept.
     fn fits_after(
         &mut self,
         j: usize,
         (chosen, needs, topo_search): (&[usize], &Resources, bool),
-        ends: &[(i64, usize)],
+        order: &EndOrder,
         given: usize,
-        upto: usize,
+        k: usize,
     ) -> Option<Vec<(usize, Resources)>> {
-        for &(_, v) in ends[given..upto].iter().filter(|e| e.1 != j) {
+        let upto = order.cuts()[k];
+        for &(_, v) in order.sorted()[given..upto].iter().filter(|e| e.1 != j) {
             self.ledger.give_job(&self.world, v, |_, _| {});
         }
         let mark = self.ledger.state.begin();
-        self.ledger.start_at = ends[upto - 1].0.max(self.world.now.0);
+        self.ledger.start_at = order.group_end(k).max(self.world.now.0);
         let placed = self
             .place_chosen_or(j, chosen, needs, topo_search, false)
             .ok()
@@ -500,6 +487,11 @@ impl<'s> Ledger<'s> {
             Ok(i) => self.hold_times[i],
             Err(i) => self.hold_times.get(i).copied().unwrap_or(i64::MAX),
         }
+    }
+
+    /// Whether job `j` holds a reservation made this cycle.
+    pub(super) fn has_hold(&self, j: usize) -> bool {
+        self.holds.iter().any(|h| h.job == j)
     }
 
     /// Lifts job `j`'s own holds (it is being placed), inside the caller's

@@ -187,11 +187,9 @@ impl<'s> Cycle<'s> {
                 walltime,
             });
             if let Some(jw) = jobs.last() {
-                end_known.push(list_ends && jw.bound_total > 0);
-                if list_ends
-                    && jw.bound_total > 0
-                    && let Some(end) = super::reserve::expected_end(jw, now.0)
-                {
+                let listed = list_ends && jw.bound_total > 0;
+                end_known.push(listed);
+                if listed && let Some(end) = super::reserve::expected_end(jw, now.0) {
                     setup_ends.push((end, jw.index));
                 }
             }

@@ -2,8 +2,11 @@
 # The reservations study of docs/simulator.md ("Reservations and
 # backfill"): each dataset under reservations on (the default) and off
 # (maxGangs: 0), with walltimes exact (--walltime-factor 1) and twice the
-# run time (2). Prints one Markdown table per dataset from the runs'
-# summary.json files.
+# run time (2); and with no walltime declared, reservations on without
+# the runtime estimate (runtimeEstimate: null) and with it (the default:
+# the ends of running jobs from the runtimes their queue's jobs were
+# observed to run).
+# Prints one Markdown table per dataset from the runs' summary.json files.
 #
 #   scripts/reservation-study.sh OUT_DIR [TRAINYARD_BINARY]
 #
@@ -17,6 +20,8 @@ bin=${2:-target/release/trainyard}
 mkdir -p "$out"
 printf '{}\n' > "$out/on.yaml"
 printf 'reservations: {maxGangs: 0}\n' > "$out/off.yaml"
+printf 'reservations: {runtimeEstimate: {}}\n' > "$out/estimate.yaml"
+printf 'reservations: {runtimeEstimate: null}\n' > "$out/no-estimate.yaml"
 
 run() { # name, then simulate's input arguments
     local name=$1
@@ -26,6 +31,8 @@ run() { # name, then simulate's input arguments
             --policy "$out/on.yaml" --policy "$out/off.yaml" \
             --out "$out/$name-w$w" --output json > /dev/null
     done
+    "$bin" simulate "$@" --policy "$out/no-estimate.yaml" --policy "$out/estimate.yaml" \
+        --out "$out/$name-w0" --output json > /dev/null
 }
 
 run week --cluster examples/sim/cluster.yaml --queues examples/sim/queues.yaml \
@@ -53,11 +60,17 @@ def fmt(s):
     return f"{s//86400}d{(s%86400)//3600}h"
 for name in ["week", "teams", "starve", "openb"]:
     runs = []
-    for w in (1, 2):
-        for pol in ("on", "off"):
-            p = os.path.join(out, f"{name}-w{w}", pol, "summary.json")
-            if os.path.exists(p):
-                runs.append((f"{pol}, walltime ×{w}", json.load(open(p))))
+    for w, pol, label in [
+        (1, "on", "on, walltime ×1"),
+        (1, "off", "off, walltime ×1"),
+        (2, "on", "on, walltime ×2"),
+        (2, "off", "off, walltime ×2"),
+        (0, "no-estimate", "on, no walltime"),
+        (0, "estimate", "on + estimate, no walltime"),
+    ]:
+        p = os.path.join(out, f"{name}-w{w}", pol, "summary.json")
+        if os.path.exists(p):
+            runs.append((label, json.load(open(p))))
     if not runs:
         continue
     print(f"\n### {name}\n")

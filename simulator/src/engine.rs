@@ -306,6 +306,7 @@ impl<'a> Engine<'a> {
                 topology: opts.topology.clone(),
                 usage: Default::default(),
                 user_usage: Default::default(),
+                runtimes: Default::default(),
             }),
             node_up: vec![true; input.nodes.len()],
             rt: Vec::with_capacity(input.jobs.len()),
@@ -352,6 +353,14 @@ impl<'a> Engine<'a> {
             e.world
                 .track_usage(trainyard_cluster::usage::UsageHistory::new(h));
         }
+        // The reservations' runtime estimate needs the observed runtimes.
+        e.world.track_runtimes(
+            config
+                .reservations
+                .runtime_estimate
+                .filter(|_| config.reservations.max_gangs > 0)
+                .map(|r| r.samples),
+        );
         // Largest node and whole cluster, to reject what can never fit.
         let mut total = Resources::zero();
         for n in input.nodes {

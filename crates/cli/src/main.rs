@@ -619,6 +619,40 @@ mod tests {
             ),
             "cfg.yaml: document 1: scoring.typicalPods.coveragePercent: expected a whole number from 1 to 100, found 0"
         );
+        // The runtime estimate: defaults when named, ranges checked.
+        let c = parse_config("reservations: {runtimeEstimate: {percentile: 50}}\n", "cfg.yaml")
+            .unwrap();
+        assert_eq!(
+            c.reservations.runtime_estimate,
+            Some(trainyard_sched::config::RuntimeEstimateConfig {
+                percentile: 50,
+                ..Default::default()
+            })
+        );
+        let c = parse_config("reservations: {runtimeEstimate: null}\n", "cfg.yaml").unwrap();
+        assert_eq!(c.reservations.runtime_estimate, None);
+        assert_eq!(
+            format!(
+                "{:#}",
+                parse_config(
+                    "reservations: {runtimeEstimate: {samples: 5, minSamples: 6}}\n",
+                    "cfg.yaml"
+                )
+                .unwrap_err()
+            ),
+            "cfg.yaml: document 1: reservations.runtimeEstimate.minSamples: expected at most `samples` (5), found 6"
+        );
+        assert_eq!(
+            format!(
+                "{:#}",
+                parse_config(
+                    "reservations: {runtimeEstimate: {percentile: 0, samples: 20000}}\n",
+                    "cfg.yaml"
+                )
+                .unwrap_err()
+            ),
+            "cfg.yaml: document 1: reservations.runtimeEstimate.percentile: expected a whole number from 1 to 100, found 0\ncfg.yaml: document 1: reservations.runtimeEstimate.samples: expected a whole number from 1 to 10000, found 20000"
+        );
         assert_eq!(parse_config("", "empty.yaml").unwrap(), Config::default());
         assert_eq!(
             parse_config("# defaults\n", "empty.yaml").unwrap(),

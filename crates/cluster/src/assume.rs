@@ -160,6 +160,7 @@ impl ClusterState {
         for (i, e) in d.evictions.iter().enumerate() {
             if add(self, e.job.as_str(), &e.task, Effect::Evict).is_some() {
                 self.writes.push(Write::Evict(e.clone()));
+                self.mark_evicted(e.job.as_str());
                 applied.evictions.push(i);
             }
         }
@@ -216,6 +217,7 @@ impl ClusterState {
         }
         for (i, e) in d.evictions.iter().enumerate() {
             if take(self, e.job.as_str(), &e.task, &Effect::Evict) {
+                self.mark_evicted(e.job.as_str());
                 applied.evictions.push(i);
                 touched.push(e.job.as_str());
             }

@@ -29,6 +29,7 @@ mod assume;
 mod decode;
 mod index;
 mod objects;
+pub mod runtimes;
 pub mod usage;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -117,6 +118,10 @@ pub struct ClusterState {
     /// Jobs that stopped holding anything since the last
     /// [`ClusterState::take_finished_jobs`].
     finished_jobs: Vec<usage::JobUsage>,
+    /// Observed runtimes ([`ClusterState::track_runtimes`]), measured by
+    /// the job accounts, and as the snapshots carry them.
+    runtimes: Option<runtimes::RuntimeHistory>,
+    runtime_samples: Arc<BTreeMap<String, trainyard_model::RuntimeSamples>>,
 }
 
 /// One job's running account.
@@ -126,6 +131,9 @@ struct JobAccount {
     /// Accrued up to here.
     since_ms: i64,
     used: trainyard_model::Usage,
+    /// The scheduler evicted some of its pods during this run
+    /// ([`ClusterState::mark_evicted`]): its runtime is not the job's own.
+    evicted: bool,
 }
 
 /// What changed since the cached snapshot.
@@ -136,6 +144,7 @@ struct Stale {
     external: bool,
     meta: bool,
     usage: bool,
+    runtimes: bool,
 }
 
 impl ClusterState {
@@ -189,6 +198,51 @@ impl ClusterState {
         }
     }
 
+    /// Keeps the latest `window` runtimes of each leaf queue's jobs that
+    /// end on their own (`Some`), or none (`None`, and the snapshots carry
+    /// none); what `reservations.runtimeEstimate` reads. Runtimes are
+    /// measured by the job accounts of the usage history, from when a job
+    /// first held something to when it held nothing, at the samples
+    /// ([`ClusterState::sample_usage`]); without a history one is kept from
+    /// now on, its decayed totals not published. A run during which the
+    /// scheduler evicted any of the job's pods is not counted. Called
+    /// again with a window, the runtimes kept stay (the oldest dropped
+    /// past the new window).
+    pub fn track_runtimes(&mut self, window: Option<u32>) {
+        match (window, self.runtimes.as_mut()) {
+            (None, None) => {}
+            (None, Some(_)) => {
+                self.runtimes = None;
+                self.runtime_samples = Arc::default();
+                self.stale.runtimes = true;
+            }
+            (Some(w), Some(h)) => {
+                if h.window() != w.max(1) as usize {
+                    h.set_window(w);
+                    self.runtime_samples = Arc::new(h.samples());
+                    self.stale.runtimes = true;
+                }
+            }
+            (Some(w), None) => {
+                if self.usage.is_none() {
+                    self.track_usage(usage::UsageHistory::new(usage::ACCOUNTING_HALF_LIFE_S));
+                    self.publish_usage(false);
+                }
+                self.runtimes = Some(runtimes::RuntimeHistory::new(w));
+            }
+        }
+    }
+
+    /// The scheduler evicted pods of job `id` by a rule of its own outside
+    /// the core's decisions (a gang repair): its current run does not
+    /// count as an observed runtime. Evictions assumed or applied from
+    /// [`Decisions`] are marked already.
+    pub fn mark_evicted(&mut self, id: &str) {
+        if let Some(acc) = self.job_usage.get_mut(id) {
+            acc.evicted = true;
+        }
+    }
+
     /// The usage history, when one is kept.
     pub fn usage_history(&mut self) -> Option<&mut usage::UsageHistory> {
         self.usage.as_mut()
@@ -227,6 +281,7 @@ impl ClusterState {
         let Some(h) = self.usage.as_mut() else {
             return;
         };
+        let mut runtimes_changed = false;
         for id in dirty {
             let job = self.views.get(&id).or_else(|| self.jobs.get(&id));
             let counted = job.and_then(|j| {
@@ -266,6 +321,7 @@ impl ClusterState {
                             start_ms: now.0,
                             since_ms: now.0,
                             used: trainyard_model::Usage::new(),
+                            evicted: false,
                         };
                         if backdate && let Some(j) = job {
                             for t in &j.tasks {
@@ -286,12 +342,19 @@ impl ClusterState {
                     if let Some((key, _)) = self.usage_counted.remove(&id)
                         && let Some(acc) = self.job_usage.remove(&id)
                     {
+                        let end_ms = now.0.max(acc.start_ms);
+                        if !acc.evicted
+                            && let Some(r) = self.runtimes.as_mut()
+                        {
+                            r.record(&key.0, end_ms - acc.start_ms);
+                            runtimes_changed = true;
+                        }
                         self.finished_jobs.push(usage::JobUsage {
                             job: id,
                             queue: key.0,
                             user: key.1,
                             start_ms: acc.start_ms,
-                            end_ms: now.0.max(acc.start_ms),
+                            end_ms,
                             used: acc.used,
                         });
                     }
@@ -300,6 +363,10 @@ impl ClusterState {
         }
         if h.advance(now) {
             self.usage_publish_due = true;
+        }
+        if runtimes_changed && let Some(r) = &self.runtimes {
+            self.runtime_samples = Arc::new(r.samples());
+            self.stale.runtimes = true;
         }
         self.usage_backdate = false;
     }
@@ -421,10 +488,11 @@ impl ClusterState {
                     jobs,
                     external,
                     topology,
-                    // Usage is not part of the world's objects: the
-                    // state's own history keeps it.
+                    // Usage and runtimes are not part of the world's
+                    // objects: the state's own histories keep them.
                     usage: _,
                     user_usage: _,
+                    runtimes: _,
                 } = snap;
                 self.nodes.clear();
                 for n in nodes {
@@ -582,12 +650,13 @@ impl ClusterState {
                 topology: self.topology.clone(),
                 usage: self.decayed.clone(),
                 user_usage: self.decayed_users.clone(),
+                runtimes: self.runtime_samples.clone(),
             });
             self.cache = Some(Arc::clone(&snap));
             return snap;
         };
         let changed =
-            stale.nodes || stale.external || stale.meta || stale.usage || !stale.jobs.is_empty();
+            stale.nodes || stale.external || stale.meta || stale.usage || stale.runtimes || !stale.jobs.is_empty();
         if changed {
             // Copied only if the last snapshot is still held elsewhere.
             let s = Arc::make_mut(&mut cache);
@@ -604,6 +673,9 @@ impl ClusterState {
             if stale.usage {
                 s.usage = self.decayed.clone();
                 s.user_usage = self.decayed_users.clone();
+            }
+            if stale.runtimes {
+                s.runtimes = self.runtime_samples.clone();
             }
             let now = |id: &str| self.views.get(id).or_else(|| self.jobs.get(id));
             if stale.jobs.len() <= PATCH_IN_PLACE {

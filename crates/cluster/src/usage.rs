@@ -37,6 +37,12 @@ pub type Held = BTreeMap<Key, Resources>;
 /// How often, at most, the decayed totals are recomputed (seconds).
 pub const RECALC_PERIOD_S: u64 = 300;
 
+/// The half-life of a history kept for the accounting (and the observed
+/// runtimes) when the time-decayed fair share is off: it sets only the
+/// buckets' width (an hour) and how long a store keeps them (eight
+/// half-lives, 56 days).
+pub const ACCOUNTING_HALF_LIFE_S: u64 = 7 * 86_400;
+
 /// One closed bucket: `[start_s, start_s + width_s)` of (queue, user).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClosedBucket {

@@ -298,6 +298,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             topology: cx.topology.topology.clone(),
             usage: Default::default(),
             user_usage: Default::default(),
+            runtimes: Default::default(),
         },
         warnings: cx.warnings,
     })

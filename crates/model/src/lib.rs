@@ -13,6 +13,7 @@ pub mod node;
 pub mod podrules;
 pub mod queue;
 pub mod resources;
+pub mod runtimes;
 pub mod snapshot;
 pub mod time;
 pub mod usage;
@@ -31,6 +32,7 @@ pub use podrules::{
 };
 pub use queue::{QueueError, QueueId, QueueSpec, QueueTree};
 pub use resources::{Limits, ResourceName, Resources};
+pub use runtimes::RuntimeSamples;
 pub use snapshot::{ExternalPod, Snapshot};
 pub use time::{Timestamp, format_seconds, format_utc_minute};
 pub use trainyard_topology as topology;

@@ -11,6 +11,7 @@ use crate::node::Node;
 use crate::podrules::PodRules;
 use crate::queue::QueueTree;
 use crate::resources::Resources;
+use crate::runtimes::RuntimeSamples;
 use crate::usage::Usage;
 
 /// A pod Trainyard does not schedule (another scheduler's, a DaemonSet's)
@@ -66,6 +67,12 @@ pub struct Snapshot {
     /// fair share is on (the users' shares of their leaf's usage).
     #[serde(default, skip_serializing_if = "empty")]
     pub user_usage: Arc<BTreeMap<String, BTreeMap<String, Usage>>>,
+    /// Observed runtimes by leaf queue name
+    /// (`trainyard_cluster::ClusterState::track_runtimes`): what
+    /// `reservations.runtimeEstimate` projects a running job's end from
+    /// when it declares no walltime. Shared like `usage`.
+    #[serde(default, skip_serializing_if = "empty")]
+    pub runtimes: Arc<BTreeMap<String, RuntimeSamples>>,
 }
 
 fn empty<K, V>(m: &Arc<BTreeMap<K, V>>) -> bool {
@@ -83,6 +90,7 @@ impl Snapshot {
             topology: None,
             usage: Arc::default(),
             user_usage: Arc::default(),
+            runtimes: Arc::default(),
         }
     }
 

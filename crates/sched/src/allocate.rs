@@ -158,6 +158,8 @@ struct World<'s> {
     member_base: Vec<u32>,
     pod_predicates: Vec<Box<dyn plugins::PodPredicate>>,
     pod_scorers: Vec<Box<dyn plugins::PodScorer>>,
+    /// Observed runtimes, for the ends of running jobs without a walltime.
+    estimates: reserve::Estimates<'s>,
 }
 
 /// What placements and evictions change, and roll back together: per-job

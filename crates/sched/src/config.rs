@@ -206,6 +206,58 @@ pub struct ReservationConfig {
     /// Seconds a gang must have waited (since submission) before it gets a
     /// reservation. 0: from its first failed try.
     pub starving_after_seconds: u64,
+    /// Where a running job declares no walltime (and its queue sets no
+    /// default), its end is estimated from the runtimes its leaf queue's
+    /// jobs were observed to run. `None`: such a job is never expected to
+    /// end. Only the projection of running jobs' ends reads it: a job
+    /// without a walltime still never starts on held nodes. On by default
+    /// (`runtimeEstimate: null` turns it off).
+    pub runtime_estimate: Option<RuntimeEstimateConfig>,
+}
+
+/// `reservations.runtimeEstimate:` in the scheduler config
+/// (docs/scheduling.md, section 2).
+///
+/// A running job with no walltime that has run `e` seconds is expected to
+/// run, in all, the `percentile` of the runtimes longer than `e` among the
+/// last `samples` jobs of its leaf queue that ended on their own (not
+/// evicted by the scheduler). With fewer than `minSamples` runtimes, or
+/// none longer than `e`, its end stays unknown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct RuntimeEstimateConfig {
+    /// Runtimes kept per leaf queue, the latest (1 to 10,000).
+    #[serde(deserialize_with = "estimate_samples")]
+    pub samples: u32,
+    /// Runtimes a queue needs before its jobs' ends are estimated (1 to
+    /// `samples`).
+    #[serde(deserialize_with = "estimate_samples")]
+    pub min_samples: u32,
+    /// Which percentile of the longer runtimes (1 to 100; nearest rank).
+    #[serde(deserialize_with = "estimate_percentile")]
+    pub percentile: u8,
+}
+
+impl Default for RuntimeEstimateConfig {
+    fn default() -> Self {
+        RuntimeEstimateConfig {
+            samples: 100,
+            min_samples: 10,
+            percentile: 90,
+        }
+    }
+}
+
+/// Most runtimes kept per queue accepted in config.
+pub const MAX_RUNTIME_SAMPLES: u32 = 10_000;
+
+fn estimate_samples<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    in_range(d, 1, MAX_RUNTIME_SAMPLES)
+}
+
+fn estimate_percentile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::Error> {
+    // In range, so the cast cannot truncate.
+    in_range(d, 1, 100).map(|p| p as u8)
 }
 
 impl Default for ReservationConfig {
@@ -213,6 +265,7 @@ impl Default for ReservationConfig {
         ReservationConfig {
             max_gangs: 8,
             starving_after_seconds: 0,
+            runtime_estimate: Some(RuntimeEstimateConfig::default()),
         }
     }
 }
@@ -363,6 +416,17 @@ impl Config {
                 field: "fairShare.usageHalfLifeSeconds",
                 message: format!(
                     "expected seconds from 60 (a minute) to 31622400 (a year), found {h}"
+                ),
+            });
+        }
+        if let Some(e) = self.reservations.runtime_estimate
+            && e.min_samples > e.samples
+        {
+            return Err(ConfigError {
+                field: "reservations.runtimeEstimate.minSamples",
+                message: format!(
+                    "expected at most `samples` ({}), found {}",
+                    e.samples, e.min_samples
                 ),
             });
         }

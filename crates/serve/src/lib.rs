@@ -592,6 +592,9 @@ pub async fn run_with(
                     // recomputed after the cycle when due (but in the first
                     // cycle as leader, which has none yet).
                     world.state.publish_usage(settings.scheduler.fair_share.usage_half_life_seconds.is_some());
+                    // Observed runtimes for the reservations' estimate (as the settings say now).
+                    let r = &settings.scheduler.reservations;
+                    world.state.track_runtimes(r.runtime_estimate.filter(|_| r.max_gangs > 0).map(|e| e.samples));
                     record_usage(&mut world, persist.as_ref(), Some(&metrics), now, &mut done);
                     if first_cycle {
                         world.state.recalc_usage(now);
@@ -618,6 +621,8 @@ pub async fn run_with(
                     let finishing = |id: &str| counts.get(id).is_some_and(|c| c.succeeded + c.failed > 0);
                     for e in repair.check(&snapshot, now, live.gang_repair_seconds, live.assume_timeout_seconds, finishing) {
                         if evict_by_rule(&conn, &events, &metrics, ("incomplete_gang", "IncompleteGang"), &e, &at).await {
+                            // A broken run is no observed runtime.
+                            world.state.mark_evicted(&e.job);
                             done.repairs += 1;
                         } else {
                             done.written.failed += 1;

@@ -28,9 +28,8 @@ use trainyard_store::{
 };
 
 /// The half-life the usage history decays by when the time-decayed fair
-/// share is off: it sets only the buckets' width (an hour) and how long
-/// the store keeps them (eight half-lives, 56 days), for the accounting.
-pub const ACCOUNTING_HALF_LIFE_S: u64 = 7 * 86_400;
+/// share is off (`trainyard_cluster::usage::ACCOUNTING_HALF_LIFE_S`).
+pub use trainyard_cluster::usage::ACCOUNTING_HALF_LIFE_S;
 
 /// The store's record of one usage amount.
 pub fn record_of(used: &Usage, width_s: u32) -> UsageRecord {

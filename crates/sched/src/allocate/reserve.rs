@@ -4,7 +4,9 @@
 //! When a gang the walk meets has waited `reservations.starvingAfterSeconds`
 //! and its minimum does not fit, the cycle projects the future on its own
 //! node state: running jobs leave in the order of their expected end
-//! (start plus walltime; a job without one never leaves), and after each
+//! (start plus walltime; without one, start plus the runtime its queue's
+//! jobs were observed to run, with `reservations.runtimeEstimate`; else it
+//! never leaves), and after each
 //! group of ends the gang's minimum is placed again by the one node
 //! search. The first time it fits is the reservation's start; the nodes it
 //! took there are held from then on (`NodeState::held_until`), and the
@@ -18,6 +20,8 @@
 //! `O(log groups)` placement tries.
 
 use super::ends::EndOrder;
+use crate::config::ReservationConfig;
+use trainyard_model::RuntimeSamples;
 use super::*;
 
 /// A reservation made this cycle.
@@ -180,7 +184,7 @@ impl<'s> Cycle<'s> {
         for &v in &l.bound_log[l.end_seen..] {
             if !l.end_known[v] {
                 l.end_known[v] = true;
-                if let Some(e) = expected_end(&l.jobs[v], now) {
+                if let Some(e) = expected_end(&l.jobs[v], now, &self.world.estimates) {
                     added.push((e, v));
                 }
             }
@@ -545,15 +549,66 @@ fn holding<'a>(
 
 /// When running job `jw` is expected to end (ms): its start plus its
 /// walltime (declared, else its queue's default), not before `now`; now
-/// for a job with a pod terminating. `None` without a walltime: it is
-/// never expected to end.
-pub(super) fn expected_end(jw: &JobWork<'_>, now: i64) -> Option<i64> {
+/// for a job with a pod terminating. Without a walltime, its start plus
+/// the runtime `estimates` gives its leaf queue for a job that ran as long
+/// as it has. `None` without either: it is never expected to end.
+pub(super) fn expected_end(jw: &JobWork<'_>, now: i64, estimates: &Estimates<'_>) -> Option<i64> {
     if jw.terminating {
         return Some(now);
     }
-    let wall = jw.walltime?;
     let start = jw.started.map_or(now, |s| s.0.min(now));
-    Some(start.saturating_add(wall_ms(wall)).max(now))
+    match jw.walltime {
+        Some(wall) => Some(start.saturating_add(wall_ms(wall)).max(now)),
+        None => estimates
+            .runtime(jw.leaf, now - start)
+            .map(|r| start.saturating_add(r)),
+    }
+}
+
+/// The observed runtimes running jobs without a walltime are projected by
+/// (`reservations.runtimeEstimate`): per leaf queue id, its samples when it
+/// has enough.
+#[derive(Default)]
+pub(super) struct Estimates<'s> {
+    by_leaf: Vec<Option<&'s RuntimeSamples>>,
+    percentile: u8,
+}
+
+impl<'s> Estimates<'s> {
+    /// The snapshot's runtimes of leaf queues with at least `minSamples`;
+    /// none when the config has no `runtimeEstimate`.
+    pub(super) fn new(
+        config: &ReservationConfig,
+        tree: &QueueTree,
+        runtimes: &'s BTreeMap<String, RuntimeSamples>,
+    ) -> Self {
+        let Some(e) = config.runtime_estimate.filter(|_| config.max_gangs > 0) else {
+            return Estimates::default();
+        };
+        let mut by_leaf = vec![None; tree.len()];
+        for (name, samples) in runtimes {
+            if let Some(q) = tree.get(name)
+                && tree.is_leaf(q)
+                && samples.len() >= e.min_samples as usize
+            {
+                by_leaf[q.0] = Some(samples);
+            }
+        }
+        Estimates {
+            by_leaf,
+            percentile: e.percentile,
+        }
+    }
+
+    /// How long a job of leaf `leaf` that has run `elapsed` ms is expected
+    /// to run in all; always more than `elapsed`.
+    fn runtime(&self, leaf: QueueId, elapsed: i64) -> Option<i64> {
+        self.by_leaf
+            .get(leaf.0)
+            .copied()
+            .flatten()?
+            .conditional_percentile(elapsed, self.percentile)
+    }
 }
 
 impl World<'_> {

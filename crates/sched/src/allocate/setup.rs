@@ -72,6 +72,8 @@ impl<'s> Cycle<'s> {
         // Running jobs' expected ends, for reservations.
         let list_ends = config.reservations.max_gangs > 0;
         let mut setup_ends: Vec<(i64, usize)> = Vec::new();
+        let estimates =
+            super::reserve::Estimates::new(&config.reservations, tree, &snapshot.runtimes);
         let mut end_known: Vec<bool> = Vec::with_capacity(jobs_sorted.len());
         // Intern constraint sets by value (ids in first-seen order over the
         // canonical job/task order, so they are deterministic), in the same
@@ -189,7 +191,7 @@ impl<'s> Cycle<'s> {
             if let Some(jw) = jobs.last() {
                 let listed = list_ends && jw.bound_total > 0;
                 end_known.push(listed);
-                if listed && let Some(end) = super::reserve::expected_end(jw, now.0) {
+                if listed && let Some(end) = super::reserve::expected_end(jw, now.0, &estimates) {
                     setup_ends.push((end, jw.index));
                 }
             }
@@ -387,6 +389,7 @@ impl<'s> Cycle<'s> {
                 member_base,
                 pod_predicates: plugins::default_pod_predicates(),
                 pod_scorers: plugins::default_pod_scorers(),
+                estimates,
             },
             ledger: Ledger {
                 jobs,

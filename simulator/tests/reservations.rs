@@ -179,3 +179,44 @@ proptest! {
         );
     }
 }
+
+/// No job declares a walltime. Sixty-four 1-GPU jobs of 20 minutes fill
+/// eight 8-GPU nodes from 0 s; a 1-GPU job of 20 minutes arrives every
+/// 20 s from 10 s, and a 64-GPU gang at 600 s. When the first jobs end at
+/// 1200 s, queue q has 64 observed runtimes of 1200 s, so the stream jobs
+/// that start then (those submitted before the gang, walked first) are
+/// expected to end at 2400 s: the gang reserves the cluster from 2400 s,
+/// the later stream jobs (no walltime) stay off the held nodes, and the
+/// gang starts then. Without the estimate no running job's end is known,
+/// nothing is reserved, and the gang waits until the stream dries up.
+#[test]
+fn without_walltimes_the_observed_runtimes_give_the_gang_its_reservation() {
+    let line = |name: &str, submit: i64, pods: u32, gpus: u32| {
+        format!(
+            "  - {{name: {name}, queue: q, submit: {submit}, duration: 1200, tasks: [{{count: {pods}, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n"
+        )
+    };
+    let mut w = String::new();
+    for k in 0..64 {
+        w.push_str(&line(&format!("init-{k:02}"), 0, 1, 1));
+    }
+    w.push_str(&line("llm", 600, 8, 8));
+    for k in 0..300i64 {
+        w.push_str(&line(&format!("stream-{k:03}"), 10 + 20 * k, 1, 1));
+    }
+    let on = run(8, &w, &Config::default());
+    let llm = record(&on, "sim/llm");
+    assert_eq!(llm.reserved_start, Some(Timestamp::from_secs(2400)));
+    assert_eq!(llm.start, Some(Timestamp::from_secs(2400)));
+
+    let mut off = Config::default();
+    off.reservations.runtime_estimate = None;
+    let off = run(8, &w, &off);
+    let llm_off = record(&off, "sim/llm");
+    assert_eq!(llm_off.reserved_start, None);
+    let start_off = llm_off.start.map_or(i64::MAX, |s| s.0);
+    assert!(
+        start_off > 6_000_000,
+        "without the estimate the gang should starve behind the stream; it started at {start_off} ms"
+    );
+}

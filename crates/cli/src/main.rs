@@ -620,8 +620,11 @@ mod tests {
             "cfg.yaml: document 1: scoring.typicalPods.coveragePercent: expected a whole number from 1 to 100, found 0"
         );
         // The runtime estimate: defaults when named, ranges checked.
-        let c = parse_config("reservations: {runtimeEstimate: {percentile: 50}}\n", "cfg.yaml")
-            .unwrap();
+        let c = parse_config(
+            "reservations: {runtimeEstimate: {percentile: 50}}\n",
+            "cfg.yaml",
+        )
+        .unwrap();
         assert_eq!(
             c.reservations.runtime_estimate,
             Some(trainyard_sched::config::RuntimeEstimateConfig {

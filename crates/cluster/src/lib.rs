@@ -655,8 +655,12 @@ impl ClusterState {
             self.cache = Some(Arc::clone(&snap));
             return snap;
         };
-        let changed =
-            stale.nodes || stale.external || stale.meta || stale.usage || stale.runtimes || !stale.jobs.is_empty();
+        let changed = stale.nodes
+            || stale.external
+            || stale.meta
+            || stale.usage
+            || stale.runtimes
+            || !stale.jobs.is_empty();
         if changed {
             // Copied only if the last snapshot is still held elsewhere.
             let s = Arc::make_mut(&mut cache);

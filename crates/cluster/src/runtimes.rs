@@ -65,7 +65,11 @@ mod tests {
     use trainyard_sched::{Decisions, Eviction, EvictionKind};
 
     fn running(id: &str, queue: &str, started_ms: i64) -> Job {
-        let mut j = Job::gang(id, queue, vec![Resources::new(1000, 1 << 30, 0).with_gpus(1)]);
+        let mut j = Job::gang(
+            id,
+            queue,
+            vec![Resources::new(1000, 1 << 30, 0).with_gpus(1)],
+        );
         j.tasks[0].state = TaskState::Bound {
             node: "n1".to_string(),
             gpus: Some(vec![0]),

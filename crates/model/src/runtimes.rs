@@ -81,7 +81,10 @@ mod tests {
         assert_eq!(s.conditional_percentile(9999, 50), Some(10_000));
         // Longer than every run: no estimate.
         assert_eq!(s.conditional_percentile(10_000, 90), None);
-        assert_eq!(RuntimeSamples::default().conditional_percentile(0, 90), None);
+        assert_eq!(
+            RuntimeSamples::default().conditional_percentile(0, 90),
+            None
+        );
     }
 
     #[test]

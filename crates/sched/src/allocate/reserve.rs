@@ -20,9 +20,9 @@
 //! `O(log groups)` placement tries.
 
 use super::ends::EndOrder;
+use super::*;
 use crate::config::ReservationConfig;
 use trainyard_model::RuntimeSamples;
-use super::*;
 
 /// A reservation made this cycle.
 pub(super) struct Hold {

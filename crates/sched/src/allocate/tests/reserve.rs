@@ -197,10 +197,7 @@ fn running_jobs_without_a_walltime_end_by_their_queues_observed_runtimes() {
     let d = schedule(&s, &median, now);
     assert_eq!(
         summary(&d),
-        [
-            "reserved a/big 21600 [\"n0\", \"n1\"]",
-            "bound a/short"
-        ]
+        ["reserved a/big 21600 [\"n0\", \"n1\"]", "bound a/short"]
     );
     let none_reason = d.pending.iter().find(|p| p.job.0 == "a/none");
     expect![[r#"
@@ -218,7 +215,10 @@ fn running_jobs_without_a_walltime_end_by_their_queues_observed_runtimes() {
     off.reservations.runtime_estimate = None;
     let few = {
         let mut f = s.clone();
-        f.runtimes = Arc::new(BTreeMap::from([("b".to_string(), hours[1..].to_vec().into())]));
+        f.runtimes = Arc::new(BTreeMap::from([(
+            "b".to_string(),
+            hours[1..].to_vec().into(),
+        )]));
         f
     };
     let none_kept = {

@@ -329,6 +329,29 @@ pub fn reservation_cluster(seed: u64, nodes: usize, large: usize) -> (Snapshot, 
     (snap, now)
 }
 
+/// [`reservation_cluster`]'s snapshot with no running job declaring a
+/// walltime: instead each leaf queue has 100 observed runtimes of 1–24
+/// hours, so the reservations project the running jobs' ends by the
+/// runtime estimate (`reservations.runtimeEstimate`).
+pub fn estimated_ends(snap: &Snapshot, seed: u64) -> Snapshot {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = snap.clone();
+    for j in &mut out.jobs {
+        if j.tasks.iter().any(|t| !t.is_pending()) {
+            Arc::make_mut(j).walltime_seconds = None;
+        }
+    }
+    let mut runtimes = std::collections::BTreeMap::new();
+    for q in ["llm", "vision", "prod", "dev"] {
+        let ms: Vec<i64> = (0..100)
+            .map(|_| rng.random_range(3_600_000..=86_400_000))
+            .collect();
+        runtimes.insert(q.to_string(), ms.into());
+    }
+    out.runtimes = Arc::new(runtimes);
+    out
+}
+
 /// A `kubectl get -o yaml`-shaped dump (one `List`, as kubectl prints it,
 /// with the fields a real dump carries: labels, annotations, managed
 /// fields left out, conditions, capacity and allocatable, images) of

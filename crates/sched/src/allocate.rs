@@ -255,6 +255,9 @@ struct Memo {
     /// Per shape id: the shape's ranking of nodes, built at its second run
     /// of the cycle (`None` after the first).
     ranked: HashMap<u32, Option<ranked::Ranked>, PairHash>,
+    /// Per (constraint id, request): why its pod fits on no node, kept up
+    /// to date from the state's change log (`allocate/diagnosis.rs`).
+    diagnoses: HashMap<(u32, Resources), diagnosis::Diagnosis>,
     /// Free GPUs, most on one node, and usable nodes per constraint set, as
     /// the eviction pass last counted them (cleared when a plan applies).
     room_seen: HashMap<u32, (u64, u64, u32)>,
@@ -833,6 +836,7 @@ fn select_minimum(
 }
 
 mod accounts;
+mod diagnosis;
 mod ends;
 mod evict;
 mod place;

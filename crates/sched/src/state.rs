@@ -223,7 +223,10 @@ impl NodeState {
     /// Whether a reservation holding the node lets the pod take it: the
     /// pod's job ends by the reservation's start, or the pod fits in what
     /// the reservation leaves over.
-    fn hold_allows(&self, pod: &PodView) -> bool {
+    /// Whether the node's hold (if any) lets the pod in: its job ends by
+    /// the hold's start, or it fits in what the reservation leaves over.
+    /// Always true on a node that is not held.
+    pub fn hold_allows(&self, pod: &PodView) -> bool {
         if pod.ends <= self.held_until {
             return true;
         }
@@ -257,6 +260,12 @@ impl NodeState {
         if !self.hold_allows(pod) {
             return Err(FilterReason::Reserved);
         }
+        self.fit_capacity(node, pod)
+    }
+
+    /// [`fit`](Self::fit) but for the node's hold: what the pod's end
+    /// (`PodView::ends`) does not change.
+    pub fn fit_capacity(&self, node: &Node, pod: &PodView) -> Result<(), FilterReason> {
         if let Some(max) = node.max_pods
             && self.pods >= max
         {

@@ -227,19 +227,16 @@ impl Search<'_, '_> {
         let ask = GpuAsk::of(req, c).unwrap_or(GpuAsk::None);
         let mut pod = PodView::new(req, ask, c);
         pod.ends = ends;
-        let (feasible, mut reasons) = match self.m.filters.get(&key) {
-            Some(f) => (f.feasible.clone(), f.rejected.clone()),
-            None => (Vec::new(), BTreeMap::new()),
+        let Some(f) = self.m.filters.get(&key) else {
+            return (0, BTreeMap::new());
         };
-        let mut fit = 0;
-        for n in feasible {
-            let n = n as usize;
-            match self.l.state.nodes()[n].fit(self.w.nodes[n], &pod) {
-                Ok(()) => fit += 1,
-                Err(r) => *reasons.entry(r).or_default() += 1,
-            }
-        }
-        (fit, reasons)
+        let state = &self.l.state;
+        let nodes = &self.w.nodes;
+        self.m
+            .diagnoses
+            .entry((key, req.clone()))
+            .or_insert_with(|| diagnosis::Diagnosis::new(state, nodes, &f.mask, &pod))
+            .counts(state, nodes, &pod, &f.rejected)
     }
 }
 

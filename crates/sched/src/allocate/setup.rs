@@ -429,6 +429,7 @@ impl<'s> Cycle<'s> {
             memo: Memo {
                 filters: HashMap::new(),
                 failed_shapes: HashMap::new(),
+                diagnoses: HashMap::new(),
                 shapes: HashMap::new(),
                 ranked: HashMap::default(),
                 room_seen: HashMap::new(),

@@ -248,10 +248,9 @@ struct Memo {
     /// pod count that failed, and its reason. Capacity only shrinks within a
     /// cycle, so a gang of that shape and at least that size fails too.
     failed_shapes: HashMap<ShapeKey, (u32, PendingReason)>,
-    /// Request shapes (constraint id, request, `PodView::ends`) interned
-    /// as they are met, each with its dense id and its GPU ask, classified
-    /// once per cycle.
-    shapes: HashMap<ShapeKey, (u32, GpuAsk)>,
+    /// Request shapes (constraint id, request) interned as they are met,
+    /// each with its dense id and its GPU ask, classified once per cycle.
+    shapes: HashMap<(u32, Resources), (u32, GpuAsk)>,
     /// Per shape id: the shape's ranking of nodes, built at its second run
     /// of the cycle (`None` after the first).
     ranked: HashMap<u32, Option<ranked::Ranked>, PairHash>,

@@ -43,7 +43,7 @@ impl Search<'_, '_> {
         let req = &head.requests;
         let key = self.m.static_filter(self.w, &head.constraints);
         let ends = self.l.ends_of(j);
-        let (shape, ask) = self.m.shape(key, req, ends, &head.constraints);
+        let (shape, ask) = self.m.shape(key, req, &head.constraints);
         // Rules between pods: one pod at a time, every node scored again.
         if self.run_is_ruled(run, j) {
             return self.place_ruled((run, j), placed, scope, rail, key, ask);
@@ -63,6 +63,7 @@ impl Search<'_, '_> {
         let rankable =
             scope.is_none() && !rail.is_some_and(|p| p.node_pref) && !self.w.scoring.uses_salt();
         if rankable {
+            // One ranking per shape whatever the job's end (`Ranked::pod`).
             let ranked = match self.m.ranked.remove(&shape) {
                 Some(Some(r)) => Some(r),
                 Some(None) => Some(ranked::Ranked::build(
@@ -70,7 +71,7 @@ impl Search<'_, '_> {
                     &self.w.nodes,
                     &self.l.state,
                     &feasible,
-                    &pod,
+                    &ranked::Ranked::pod(&pod),
                 )),
                 None => None,
             };
@@ -106,12 +107,19 @@ impl Search<'_, '_> {
         rail: Option<&topo::RailPlan>,
         key: u32,
     ) -> Result<(), usize> {
+        let rank_pod = ranked::Ranked::pod(pod);
         if let Some(f) = self.m.filters.get(&key) {
-            r.refresh(&self.w.scoring, &self.w.nodes, &self.l.state, &f.mask, pod);
+            r.refresh(
+                &self.w.scoring,
+                &self.w.nodes,
+                &self.l.state,
+                &f.mask,
+                &rank_pod,
+            );
         }
         debug_assert!(r.is_current(&self.l.state), "ranking behind the state");
         for (pos, &t) in run.iter().enumerate() {
-            let Some((n, devices)) = r.best() else {
+            let Some((n, devices)) = r.best(&self.l.state, pod) else {
                 return Err(pos);
             };
             let slots = self.l.slots_for(self.w, n, devices, pod, rail);
@@ -120,7 +128,7 @@ impl Search<'_, '_> {
             taken.member = self.w.member_of(j, t);
             self.l.state.take(n, self.w.nodes[n], &taken, &slots);
             placed.push((t, n, slots.into()));
-            r.changed_here(&self.w.scoring, &self.w.nodes, &self.l.state, n, pod);
+            r.changed_here(&self.w.scoring, &self.w.nodes, &self.l.state, n, &rank_pod);
         }
         Ok(())
     }
@@ -241,21 +249,19 @@ impl Search<'_, '_> {
 }
 
 impl Memo {
-    /// The shape of a run of identical pods (constraint id, request, end
-    /// class for held nodes):
+    /// The shape of a run of identical pods (constraint id, request):
     /// its dense id and GPU ask, interned and classified the first time
     /// the cycle meets it (pending requests classify: `static_block`).
     pub(super) fn shape(
         &mut self,
         cid: u32,
         req: &Resources,
-        ends: i64,
         c: &PlacementConstraints,
     ) -> (u32, GpuAsk) {
         let next = self.shapes.len() as u32;
         *self
             .shapes
-            .entry((cid, req.clone(), ends))
+            .entry((cid, req.clone()))
             .or_insert_with(|| (next, GpuAsk::of(req, c).unwrap_or(GpuAsk::None)))
     }
 

@@ -14,6 +14,12 @@
 //! a second placement rule. It is used only where an evaluation depends on
 //! the node's state and the pod shape alone (no per-pod salt, no rail
 //! window preference, no scope); `place_run` scores directly otherwise.
+//!
+//! Jobs of one shape that end at different times see held nodes
+//! differently (`PodView::ends`). The ranking is of the shape as if no
+//! hold refused it (built with [`Ranked::pod`]), and [`Ranked::best`]
+//! passes over the held nodes that refuse the job at hand, so one ranking
+//! serves every end.
 
 use std::cmp::Reverse;
 use std::collections::BTreeSet;
@@ -43,6 +49,14 @@ pub(super) struct Ranked {
 }
 
 impl Ranked {
+    /// The pod as the ranking evaluates it: `pod` with an end that every
+    /// hold lets in.
+    pub(super) fn pod<'a>(pod: &PodView<'a>) -> PodView<'a> {
+        let mut p = *pod;
+        p.ends = i64::MIN;
+        p
+    }
+
     /// Evaluates every node of `feasible` on the current state.
     pub(super) fn build(
         scoring: &Scoring,
@@ -109,11 +123,21 @@ impl Ranked {
         self.seen == state.changes().len()
     }
 
-    /// The best node for the shape now, and its device choice.
-    pub(super) fn best(&self) -> Option<(usize, DeviceChoice)> {
-        let &(_, _, Reverse(n)) = self.order.last()?;
-        let n = n as usize;
-        self.entry[n].map(|(_, d)| (n, d))
+    /// The best node for `pod` now (the shape with its own end), and its
+    /// device choice: the ranking's best whose hold lets it in.
+    pub(super) fn best(
+        &self,
+        state: &ClusterState,
+        pod: &PodView,
+    ) -> Option<(usize, DeviceChoice)> {
+        self.order.iter().rev().find_map(|&(_, _, Reverse(n))| {
+            let n = n as usize;
+            if state.nodes()[n].hold_allows(pod) {
+                self.entry[n].map(|(_, d)| (n, d))
+            } else {
+                None
+            }
+        })
     }
 
     fn update(
@@ -208,12 +232,12 @@ mod tests {
             r4.refresh(&scoring, &nodes, &state, &mask, &pod4);
             assert!(r1.is_current(&state) && r4.is_current(&state));
             assert_eq!(
-                r1.best().map(|b| b.0),
+                r1.best(&state, &pod1).map(|b| b.0),
                 best_by_scan(&scoring, &nodes, &state, &pod1),
                 "1-GPU shape, step {step}"
             );
             assert_eq!(
-                r4.best().map(|b| b.0),
+                r4.best(&state, &pod4).map(|b| b.0),
                 best_by_scan(&scoring, &nodes, &state, &pod4),
                 "4-GPU shape, step {step}"
             );
@@ -226,8 +250,8 @@ mod tests {
                 r1.changed_here(&scoring, &nodes, &state, n, &pod1);
             }
         }
-        assert_eq!(r1.best(), None);
+        assert_eq!(r1.best(&state, &pod1), None);
         r4.refresh(&scoring, &nodes, &state, &mask, &pod4);
-        assert_eq!(r4.best(), None);
+        assert_eq!(r4.best(&state, &pod4), None);
     }
 }

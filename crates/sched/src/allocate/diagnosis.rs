@@ -57,16 +57,16 @@ impl Diagnosis {
         let Some(slot) = self.verdict.get_mut(n) else {
             return;
         };
-        if let Some(old) = slot.take() {
-            if !self.held.remove(&(n as u32)) {
-                match old {
-                    Ok(()) => self.fit -= 1,
-                    Err(r) => {
-                        if let Some(c) = self.reasons.get_mut(&r) {
-                            *c -= 1;
-                            if *c == 0 {
-                                self.reasons.remove(&r);
-                            }
+        if let Some(old) = slot.take()
+            && !self.held.remove(&(n as u32))
+        {
+            match old {
+                Ok(()) => self.fit -= 1,
+                Err(r) => {
+                    if let Some(c) = self.reasons.get_mut(&r) {
+                        *c -= 1;
+                        if *c == 0 {
+                            self.reasons.remove(&r);
                         }
                     }
                 }
@@ -96,8 +96,8 @@ impl Diagnosis {
         rejected: &BTreeMap<FilterReason, u32>,
     ) -> (u32, BTreeMap<FilterReason, u32>) {
         let changes = state.changes();
-        for i in self.seen..changes.len() {
-            let n = changes[i] as usize;
+        for &n in &changes[self.seen.min(changes.len())..] {
+            let n = n as usize;
             if self.verdict.get(n).is_some_and(|v| v.is_some()) {
                 self.judge(state, nodes, n, pod);
             }

@@ -25,8 +25,13 @@ pub(super) struct Diagnosis {
     /// reasons of the others.
     fit: u32,
     reasons: BTreeMap<FilterReason, u32>,
-    /// Feasible nodes that are held now.
+    /// Feasible nodes that are held now, and the same as a mask.
     held: BTreeSet<u32>,
+    is_held: Vec<bool>,
+    /// Per node index: the look that last judged it (a node the log names
+    /// twice is judged once).
+    stamp: Vec<u32>,
+    pass: u32,
 }
 
 impl Diagnosis {
@@ -43,6 +48,9 @@ impl Diagnosis {
             fit: 0,
             reasons: BTreeMap::new(),
             held: BTreeSet::new(),
+            is_held: vec![false; mask.len()],
+            stamp: vec![0; mask.len()],
+            pass: 0,
         };
         for (n, &feasible) in mask.iter().enumerate() {
             if feasible {
@@ -57,8 +65,12 @@ impl Diagnosis {
         let Some(slot) = self.verdict.get_mut(n) else {
             return;
         };
+        let was_held = std::mem::take(&mut self.is_held[n]);
+        if was_held {
+            self.held.remove(&(n as u32));
+        }
         if let Some(old) = slot.take()
-            && !self.held.remove(&(n as u32))
+            && !was_held
         {
             match old {
                 Ok(()) => self.fit -= 1,
@@ -81,6 +93,7 @@ impl Diagnosis {
             }
         } else {
             self.held.insert(n as u32);
+            self.is_held[n] = true;
         }
         self.verdict[n] = Some(v);
     }
@@ -96,13 +109,17 @@ impl Diagnosis {
         rejected: &BTreeMap<FilterReason, u32>,
     ) -> (u32, BTreeMap<FilterReason, u32>) {
         let changes = state.changes();
-        for &n in &changes[self.seen.min(changes.len())..] {
-            let n = n as usize;
-            if self.verdict.get(n).is_some_and(|v| v.is_some()) {
-                self.judge(state, nodes, n, pod);
+        if self.seen < changes.len() {
+            self.pass += 1;
+            for &n in &changes[self.seen..] {
+                let n = n as usize;
+                if self.verdict.get(n).is_some_and(|v| v.is_some()) && self.stamp[n] != self.pass {
+                    self.stamp[n] = self.pass;
+                    self.judge(state, nodes, n, pod);
+                }
             }
+            self.seen = changes.len();
         }
-        self.seen = changes.len();
         let mut fit = self.fit;
         let mut reasons = self.reasons.clone();
         for (r, c) in rejected {

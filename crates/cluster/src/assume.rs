@@ -281,6 +281,10 @@ impl ClusterState {
             }
             self.writes
                 .retain(|w| !old.iter().any(|a| w.is_for(&id, a)));
+            // A bind that never happened is no run of the job's own.
+            if old.iter().any(|a| matches!(a.effect, Effect::Bind { .. })) {
+                self.mark_evicted(&id);
+            }
             gone.extend(old.into_iter().map(|a| (id.clone(), a)));
             self.rebuild_view(&id);
             self.note_nominations(&id);
@@ -305,6 +309,10 @@ impl ClusterState {
         list.retain(|a| !(a.task == *task && write.is_for(job, a)));
         if list.len() == before {
             return false;
+        }
+        // A bind that never happened is no run of the job's own.
+        if matches!(write, Write::Bind(_)) {
+            self.mark_evicted(job);
         }
         self.rebuild_view(job);
         self.note_nominations(job);

@@ -233,10 +233,12 @@ impl ClusterState {
         }
     }
 
-    /// The scheduler evicted pods of job `id` by a rule of its own outside
-    /// the core's decisions (a gang repair): its current run does not
-    /// count as an observed runtime. Evictions assumed or applied from
-    /// [`Decisions`] are marked already.
+    /// Job `id`'s current run was cut short by something other than the
+    /// job itself: the scheduler evicted its pods by a rule of its own
+    /// outside the core's decisions (a gang repair, a walltime), or its
+    /// node failed (the simulator). It does not count as an observed
+    /// runtime. Evictions assumed or applied from [`Decisions`], and binds
+    /// forgotten unconfirmed, are marked already.
     pub fn mark_evicted(&mut self, id: &str) {
         if let Some(acc) = self.job_usage.get_mut(id) {
             acc.evicted = true;
@@ -281,7 +283,7 @@ impl ClusterState {
         let Some(h) = self.usage.as_mut() else {
             return;
         };
-        let mut runtimes_changed = false;
+        let mut runtimes_changed: BTreeSet<String> = BTreeSet::new();
         for id in dirty {
             let job = self.views.get(&id).or_else(|| self.jobs.get(&id));
             let counted = job.and_then(|j| {
@@ -347,7 +349,7 @@ impl ClusterState {
                             && let Some(r) = self.runtimes.as_mut()
                         {
                             r.record(&key.0, end_ms - acc.start_ms);
-                            runtimes_changed = true;
+                            runtimes_changed.insert(key.0.clone());
                         }
                         self.finished_jobs.push(usage::JobUsage {
                             job: id,
@@ -364,8 +366,16 @@ impl ClusterState {
         if h.advance(now) {
             self.usage_publish_due = true;
         }
-        if runtimes_changed && let Some(r) = &self.runtimes {
-            self.runtime_samples = Arc::new(r.samples());
+        if !runtimes_changed.is_empty()
+            && let Some(r) = &self.runtimes
+        {
+            // Only the queues a run ended in are sorted again.
+            let published = Arc::make_mut(&mut self.runtime_samples);
+            for q in runtimes_changed {
+                if let Some(s) = r.samples_of(&q) {
+                    published.insert(q, s);
+                }
+            }
             self.stale.runtimes = true;
         }
         self.usage_backdate = false;

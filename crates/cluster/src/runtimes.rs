@@ -51,9 +51,15 @@ impl RuntimeHistory {
     /// Every queue's runtimes, ascending: what a snapshot carries.
     pub fn samples(&self) -> BTreeMap<String, RuntimeSamples> {
         self.by_queue
-            .iter()
-            .map(|(q, ms)| (q.clone(), RuntimeSamples::from(Vec::from(ms.clone()))))
+            .keys()
+            .filter_map(|q| Some((q.clone(), self.samples_of(q)?)))
             .collect()
+    }
+
+    /// Queue `queue`'s runtimes, ascending; `None` when it has none.
+    pub fn samples_of(&self, queue: &str) -> Option<RuntimeSamples> {
+        let ms = self.by_queue.get(queue)?;
+        Some(RuntimeSamples::from(Vec::from(ms.clone())))
     }
 }
 
@@ -137,6 +143,27 @@ mod tests {
         }
         assert_eq!(samples(&mut s, "q"), vec![2_000, 5_000]);
         assert_eq!(samples(&mut s, "r"), Vec::<i64>::new());
+        // A bind assumed, seen by a sample, then forgotten unconfirmed (it
+        // failed): the job held something for a while, but did not run.
+        let mut g = running("ns/g", "q", 0);
+        g.tasks[0].state = TaskState::Pending;
+        g.tasks[0].started = None;
+        s.apply(Change::Job(g));
+        let bind = trainyard_sched::Bind {
+            job: "ns/g".into(),
+            task: TaskKey::named("ns/g-0"),
+            node: "n1".into(),
+            gpus: vec![0],
+        };
+        let d = Decisions {
+            binds: vec![bind.clone()],
+            ..Decisions::default()
+        };
+        assert_eq!(s.assume(&d, Timestamp(100_000)).binds, vec![0]);
+        s.sample_usage(Timestamp(100_000));
+        assert!(s.forget_write(&crate::Write::Bind(bind)));
+        s.sample_usage(Timestamp(130_000));
+        assert_eq!(samples(&mut s, "q"), vec![2_000, 5_000]);
         // A smaller window drops the oldest; none drops them all.
         s.track_runtimes(Some(1));
         assert_eq!(samples(&mut s, "q"), vec![2_000]);

@@ -458,6 +458,9 @@ pub async fn run_with(
                     if let Some(task) = checkpoint_task.take() {
                         task.abort();
                     }
+                    // A standby cannot tell the leader's evictions from
+                    // runs that ended: it measures again when it leads.
+                    world.state.track_runtimes(None);
                 }
                 if leading && !was {
                     // What this replica remembers writing may have been
@@ -631,6 +634,8 @@ pub async fn run_with(
                     if live.enforce_walltime {
                         for e in expiry.check(&snapshot, now, live.assume_timeout_seconds) {
                             if evict_by_rule(&conn, &events, &metrics, ("walltime", "WalltimeExceeded"), &e, &at).await {
+                                // Cut at its walltime: no observed runtime.
+                                world.state.mark_evicted(&e.job);
                                 done.walltime_evictions += 1;
                             } else {
                                 done.written.failed += 1;

@@ -24,6 +24,12 @@ impl Engine<'_> {
         let applied = self.world.apply_decisions(&d, now);
         // What is held from now on includes this cycle's binds.
         self.world.sample_usage(now);
+        // The simulator keeps no accounting records: dropped, so a long
+        // run's history does not grow.
+        self.world.take_finished_jobs();
+        if let Some(h) = self.world.usage_history() {
+            h.take_closed();
+        }
 
         // Binds, grouped by job.
         let mut started: BTreeMap<usize, Vec<u32>> = BTreeMap::new();

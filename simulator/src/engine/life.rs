@@ -114,6 +114,10 @@ impl Engine<'_> {
         };
         rt.live = false;
         self.live.remove(&rt.record.id);
+        if rt.timed_out {
+            // Ended at its walltime, not on its own: no observed runtime.
+            self.world.mark_evicted(&rt.record.id);
+        }
         self.world.apply(Change::JobGone(rt.record.id.clone()));
         self.running -= 1;
         self.finished += 1;
@@ -171,6 +175,8 @@ impl Engine<'_> {
                 }
             }
         }
+        // A cut-short run is no observed runtime.
+        self.world.mark_evicted(&id);
         let rt = &mut self.rt[j];
         match why {
             Kill::NodeFault => {

@@ -560,7 +560,7 @@ pub(super) fn expected_end(jw: &JobWork<'_>, now: i64, estimates: &Estimates<'_>
     match jw.walltime {
         Some(wall) => Some(start.saturating_add(wall_ms(wall)).max(now)),
         None => estimates
-            .runtime(jw.leaf, now - start)
+            .runtime(jw.leaf, now.saturating_sub(start))
             .map(|r| start.saturating_add(r)),
     }
 }

@@ -354,13 +354,8 @@ impl<'a> Engine<'a> {
                 .track_usage(trainyard_cluster::usage::UsageHistory::new(h));
         }
         // The reservations' runtime estimate needs the observed runtimes.
-        e.world.track_runtimes(
-            config
-                .reservations
-                .runtime_estimate
-                .filter(|_| config.reservations.max_gangs > 0)
-                .map(|r| r.samples),
-        );
+        e.world
+            .track_runtimes(config.reservations.estimate().map(|r| r.samples));
         // Largest node and whole cluster, to reject what can never fit.
         let mut total = Resources::zero();
         for n in input.nodes {

@@ -303,19 +303,20 @@ pub fn reservations_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Re
         m_off * 1e3,
         d_off.binds.len()
     );
-    println!(
-        "| cycle, up to {large} reservations | {input} | {:.1} ms | {} reservations, {} pods bound; **{:+.1}%** |",
-        m_on * 1e3,
-        d_on.reservations.len(),
-        d_on.binds.len(),
-        (m_on / m_off - 1.0) * 100.0
-    );
-    println!(
-        "| cycle, up to {large} reservations, running jobs' ends estimated (no walltimes; 100 observed runtimes per queue) | {input} | {:.1} ms | {} reservations, {} pods bound; **{:+.1}%** |",
-        m_est * 1e3,
-        d_est.reservations.len(),
-        d_est.binds.len(),
-        (m_est / m_off - 1.0) * 100.0
+    let row = |what: &str, m: f64, d: &trainyard_sched::Decisions| {
+        println!(
+            "| cycle, up to {large} reservations{what} | {input} | {:.1} ms | {} reservations, {} pods bound; **{:+.1}%** |",
+            m * 1e3,
+            d.reservations.len(),
+            d.binds.len(),
+            (m / m_off - 1.0) * 100.0
+        );
+    };
+    row("", m_on, &d_on);
+    row(
+        ", running jobs' ends estimated (no walltimes; 100 observed runtimes per queue)",
+        m_est,
+        &d_est,
     );
     Ok(())
 }

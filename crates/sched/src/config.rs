@@ -260,6 +260,13 @@ fn estimate_percentile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u8, D::
     in_range(d, 1, 100).map(|p| p as u8)
 }
 
+impl ReservationConfig {
+    /// The runtime estimate in force: none when reservations are off.
+    pub fn estimate(&self) -> Option<RuntimeEstimateConfig> {
+        self.runtime_estimate.filter(|_| self.max_gangs > 0)
+    }
+}
+
 impl Default for ReservationConfig {
     fn default() -> Self {
         ReservationConfig {

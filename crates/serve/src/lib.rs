@@ -596,8 +596,7 @@ pub async fn run_with(
                     // cycle as leader, which has none yet).
                     world.state.publish_usage(settings.scheduler.fair_share.usage_half_life_seconds.is_some());
                     // Observed runtimes for the reservations' estimate (as the settings say now).
-                    let r = &settings.scheduler.reservations;
-                    world.state.track_runtimes(r.runtime_estimate.filter(|_| r.max_gangs > 0).map(|e| e.samples));
+                    world.state.track_runtimes(settings.scheduler.reservations.estimate().map(|e| e.samples));
                     record_usage(&mut world, persist.as_ref(), Some(&metrics), now, &mut done);
                     if first_cycle {
                         world.state.recalc_usage(now);

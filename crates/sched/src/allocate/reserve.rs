@@ -582,7 +582,7 @@ impl<'s> Estimates<'s> {
         tree: &QueueTree,
         runtimes: &'s BTreeMap<String, RuntimeSamples>,
     ) -> Self {
-        let Some(e) = config.runtime_estimate.filter(|_| config.max_gangs > 0) else {
+        let Some(e) = config.estimate() else {
             return Estimates::default();
         };
         let mut by_leaf = vec![None; tree.len()];

@@ -233,6 +233,12 @@ impl ClusterState {
         }
     }
 
+    /// How many observed runtimes are kept, over all queues (none when
+    /// they are not tracked).
+    pub fn runtimes_kept(&self) -> usize {
+        self.runtime_samples.values().map(|r| r.len()).sum()
+    }
+
     /// Job `id`'s current run was cut short by something other than the
     /// job itself: the scheduler evicted its pods by a rule of its own
     /// outside the core's decisions (a gang repair, a walltime), or its

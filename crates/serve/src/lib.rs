@@ -118,6 +118,10 @@ pub struct Progress {
     /// Jobs that stopped holding anything, with their accounting records
     /// (handed to the store when there is one).
     pub accounted: u64,
+    /// Observed runtimes kept for the reservations' runtime estimate
+    /// (`reservations.runtimeEstimate`), over all queues, after the last
+    /// usage sample: only a leader keeps them.
+    pub runtimes: u64,
     /// Whether this replica's usage history resumed from a checkpoint
     /// when it last became leader.
     pub resumed: bool,
@@ -448,7 +452,6 @@ pub async fn run_with(
                 leading = now_role == leader::Role::Leader;
                 metrics.leader.set(i64::from(leading));
                 done.leader = leading;
-                progress.send_replace(done);
                 if was && !leading {
                     metrics.clear_cycle_gauges();
                     resumed = false;
@@ -461,7 +464,9 @@ pub async fn run_with(
                     // A standby cannot tell the leader's evictions from
                     // runs that ended: it measures again when it leads.
                     world.state.track_runtimes(None);
+                    done.runtimes = world.state.runtimes_kept() as u64;
                 }
+                progress.send_replace(done);
                 if leading && !was {
                     // What this replica remembers writing may have been
                     // changed by another leader since: write it all again.
@@ -841,6 +846,7 @@ fn record_usage(
             p.closed(closed);
         }
     }
+    done.runtimes = world.state.runtimes_kept() as u64;
     let finished = world.state.take_finished_jobs();
     done.accounted += finished.len() as u64;
     if let Some(p) = persist {

@@ -110,6 +110,9 @@ pub struct Metrics {
     pub queue_allocated: Family<QueueResourceLabels, FloatGauge>,
     pub queue_demand: Family<QueueResourceLabels, FloatGauge>,
     pub queue_oldest_pending: Family<QueueLabels, Gauge>,
+    /// Runtimes a leaf queue's jobs ran to their own end, kept for the
+    /// reservations' runtime estimate.
+    pub queue_observed_runtimes: Family<QueueLabels, Gauge>,
     pub api_duration: Family<RequestLabels, Histogram>,
     pub api_requests: Family<RequestCodeLabels, Counter>,
     pub leader: Gauge,
@@ -160,6 +163,7 @@ impl Metrics {
             queue_allocated: Family::default(),
             queue_demand: Family::default(),
             queue_oldest_pending: Family::default(),
+            queue_observed_runtimes: Family::default(),
             api_duration: Family::new_with_constructor(|| Histogram::new(seconds_buckets())),
             api_requests: Family::default(),
             leader: Gauge::default(),
@@ -236,6 +240,11 @@ impl Metrics {
             "queue_oldest_pending_gang_age_seconds",
             "How long the oldest pending job of a queue has waited",
             m.queue_oldest_pending.clone(),
+        );
+        r.register(
+            "queue_observed_runtimes",
+            "How many runtimes of a leaf queue's jobs that ended on their own the reservations' runtime estimate holds (it estimates from runtimeEstimate.minSamples)",
+            m.queue_observed_runtimes.clone(),
         );
         r.register(
             "api_request_duration_seconds",
@@ -323,6 +332,7 @@ impl Metrics {
     pub fn clear_cycle_gauges(&self) {
         self.pending_gangs.clear();
         self.queue_oldest_pending.clear();
+        self.queue_observed_runtimes.clear();
         for family in [
             &self.queue_quota,
             &self.queue_fair_share,
@@ -335,8 +345,8 @@ impl Metrics {
     }
 
     /// After a cycle: pending jobs by reason, and per queue its quota, fair
-    /// share, allocation, pending demand and the age of its oldest pending
-    /// job. Label sets of the last cycle that are gone are removed.
+    /// share, allocation, pending demand, the age of its oldest pending
+    /// job and the observed runtimes the snapshot carried. Label sets of the last cycle that are gone are removed.
     pub fn observe_cycle(&self, snapshot: &Snapshot, decisions: &Decisions, now: Timestamp) {
         let mut reasons: BTreeMap<&'static str, i64> = BTreeMap::new();
         let mut oldest: BTreeMap<String, i64> = BTreeMap::new();
@@ -368,6 +378,10 @@ impl Metrics {
             self.queue_oldest_pending
                 .get_or_create(&ql)
                 .set(oldest.get(&q.queue).copied().unwrap_or(0));
+            let runtimes = snapshot.runtimes.get(&q.queue).map_or(0, |r| r.len());
+            self.queue_observed_runtimes
+                .get_or_create(&ql)
+                .set(i64::try_from(runtimes).unwrap_or(i64::MAX));
             seen.queues.push(ql);
             let mut demand = q.demand.clone();
             demand.saturating_sub(&q.allocated);
@@ -397,6 +411,7 @@ impl Metrics {
         }
         for l in last.queues.iter().filter(|l| !seen.queues.contains(l)) {
             self.queue_oldest_pending.remove(l);
+            self.queue_observed_runtimes.remove(l);
         }
         for l in last
             .queue_resources

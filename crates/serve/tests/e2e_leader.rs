@@ -1,8 +1,9 @@
 //! Two replicas with leader election on a Lease, against the test API
 //! server: exactly one writes; the standby takes over when the leader is
 //! killed (no release) and when the leader is cut off from the API (its
-//! requests fail: it steps down); no gang is lost or bound twice. Outcomes
-//! are read from the API objects.
+//! requests fail: it steps down); no gang is lost or bound twice; a
+//! replica that steps down keeps no observed runtimes. Outcomes are read
+//! from the API objects.
 
 mod common;
 
@@ -183,6 +184,27 @@ async fn one_leader_writes_and_the_standby_takes_over_when_it_dies_or_is_cut_off
     let (old, new) = (leader, standby);
     drop(old);
     let mut leader = new;
+    // A job ends on its own under the new leader: it keeps its runtime
+    // for the reservations' estimate.
+    gang(&client, "brief", "team", 1, 1).await;
+    let bound = until(&mut leader.progress, "brief bound", |p| {
+        p.written.binds == 3
+    })
+    .await;
+    // Seen running by a usage sample, then gone.
+    until(&mut leader.progress, "two more cycles", |p| {
+        p.cycles >= bound.cycles + 2
+    })
+    .await;
+    server
+        .delete("v1", "Pod", "ml", "brief-0")
+        .expect("brief-0 deleted");
+    // Graceful: the kubelet stops it.
+    server.tick();
+    until(&mut leader.progress, "brief's runtime observed", |p| {
+        p.runtimes == 1
+    })
+    .await;
 
     // A third replica joins as standby; the leader is then cut off from
     // the API: it steps down (its fence closes) and the standby leads.
@@ -192,10 +214,12 @@ async fn one_leader_writes_and_the_standby_takes_over_when_it_dies_or_is_cut_off
     })
     .await;
     leader.cut.store(true, Ordering::SeqCst);
-    until(&mut leader.progress, "the cut-off leader steps down", |p| {
+    let stepped_down = until(&mut leader.progress, "the cut-off leader steps down", |p| {
         !p.leader
     })
     .await;
+    // A standby cannot tell the leader's evictions from runs that ended.
+    assert_eq!(stepped_down.runtimes, 0, "{stepped_down:?}");
     gang(&client, "three", "team", 2, 2).await;
     until(&mut standby.progress, "the standby leads", |p| p.leader).await;
     until(&mut standby.progress, "its binds", |p| p.written.binds == 2).await;

@@ -383,6 +383,11 @@ async fn metrics_endpoint_passes_promtool_and_holds_what_the_service_did() {
         &[("queue", "team")],
     );
     assert!((0.0..600.0).contains(&age), "age {age}");
+    // No job ended on its own: no runtime for the estimate yet.
+    assert_eq!(
+        v("trainyard_queue_observed_runtimes", &[("queue", "team")]),
+        0.0
+    );
     // Cycle phases: each observed once per cycle, the total above the core.
     let cycles = v("trainyard_cycles_total", &[]);
     for phase in ["snapshot", "schedule", "assume", "write", "total"] {

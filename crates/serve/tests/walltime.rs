@@ -1,7 +1,9 @@
 //! `enforceWalltime`: a gang that has run its PodGroup's walltime loses
 //! all its pods, each with a `WalltimeExceeded` Event; a gang without a
-//! walltime runs on. Against the test API server (its kubelet sets each
-//! pod's `status.startTime` when it starts the pod).
+//! walltime runs on; the run cut short is no observed runtime for the
+//! reservations' estimate, while a job that ended on its own is one.
+//! Against the test API server (its kubelet sets each pod's
+//! `status.startTime` when it starts the pod).
 
 mod common;
 
@@ -37,10 +39,26 @@ async fn a_gang_past_its_walltime_loses_its_pods_with_an_event() {
             .expect("pod created");
     }
     gang(&client, "long", "team", 1, 2).await;
+    gang(&client, "done", "team", 1, 1).await;
     let mut settings = fast_settings();
     settings.service.enforce_walltime = true;
     let (mut progress, stop) = start_with(client.clone(), settings);
-    until(&mut progress, "both gangs bound", |p| p.written.binds == 3).await;
+    let bound = until(&mut progress, "the gangs bound", |p| p.written.binds == 4).await;
+    // A job that ends on its own (its pod goes) after a usage sample saw
+    // it run: one observed runtime.
+    until(&mut progress, "two more cycles", |p| {
+        p.cycles >= bound.cycles + 2
+    })
+    .await;
+    server
+        .delete("v1", "Pod", "ml", "done-0")
+        .expect("done-0 deleted");
+    // Graceful: the kubelet stops it.
+    server.tick();
+    until(&mut progress, "done's runtime observed", |p| {
+        p.runtimes == 1
+    })
+    .await;
     // Kubelet: the pods start (status.startTime).
     server.tick();
     let events = events_until(&client, "ml", 2, |e| {
@@ -65,6 +83,15 @@ async fn a_gang_past_its_walltime_loses_its_pods_with_an_event() {
         p.walltime_evictions == 2
     })
     .await;
+    // The evicted pods go (the kubelet stops them): `short` ended, cut at
+    // its walltime, which is not a runtime of its own.
+    let accounted = seen.accounted;
+    server.tick();
+    let gone = until(&mut progress, "short's end accounted", |p| {
+        p.accounted > accounted
+    })
+    .await;
+    assert_eq!(gone.runtimes, 1, "{gone:?}");
     // Three cycles later: the gang without a walltime still runs.
     until(&mut progress, "three more cycles", |p| {
         p.cycles >= seen.cycles + 3

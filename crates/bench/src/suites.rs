@@ -251,8 +251,10 @@ pub fn reclaim_bench(runs: usize, nodes: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The `--reservations` benchmark: see the module docs. The three runs
-/// alternate, so a change of load hits them alike.
+/// The `--reservations` benchmark: see the module docs. The four runs
+/// alternate, so a change of load hits them alike. Each reservations row
+/// is compared with reservations off on its own input (the estimated
+/// input is a copy of the other without walltimes: its memory differs).
 pub fn reservations_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Result<()> {
     let (snap, now) = workloads::reservation_cluster(13, nodes, large);
     let est = workloads::estimated_ends(&snap, 13);
@@ -262,8 +264,9 @@ pub fn reservations_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Re
     on.reservations.max_gangs = u32::try_from(large)?;
     let mut off = on.clone();
     off.reservations.max_gangs = 0;
-    let (mut t_on, mut t_off, mut t_est) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut d_on, mut d_off, mut d_est) = (None, None, None);
+    let (mut t_on, mut t_off, mut t_est, mut t_est_off) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut d_on, mut d_off, mut d_est, mut d_est_off) = (None, None, None, None);
     for _ in 0..runs.max(1) * 4 {
         let t = Instant::now();
         d_off = Some(schedule(&snap, &off, now));
@@ -274,17 +277,22 @@ pub fn reservations_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Re
         let t = Instant::now();
         d_est = Some(schedule(&est, &on, now));
         t_est.push(t.elapsed());
+        let t = Instant::now();
+        d_est_off = Some(schedule(&est, &off, now));
+        t_est_off.push(t.elapsed());
     }
     let no_run = || anyhow::anyhow!("no run");
-    let (d_on, d_off, d_est) = (
+    let (d_on, d_off, d_est, d_est_off) = (
         d_on.ok_or_else(no_run)?,
         d_off.ok_or_else(no_run)?,
         d_est.ok_or_else(no_run)?,
+        d_est_off.ok_or_else(no_run)?,
     );
-    let (m_on, m_off, m_est) = (
+    let (m_on, m_off, m_est, m_est_off) = (
         median(t_on).as_secs_f64(),
         median(t_off).as_secs_f64(),
         median(t_est).as_secs_f64(),
+        median(t_est_off).as_secs_f64(),
     );
     let running = snap
         .jobs
@@ -298,26 +306,28 @@ pub fn reservations_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Re
         snap.nodes.len(),
         snap.jobs.len() - running
     );
-    println!(
-        "| cycle, reservations off | {input} | {:.1} ms | {} pods bound |",
-        m_off * 1e3,
-        d_off.binds.len()
-    );
-    let row = |what: &str, m: f64, d: &trainyard_sched::Decisions| {
+    let off_row = |what: &str, m: f64, d: &trainyard_sched::Decisions| {
+        println!(
+            "| cycle, reservations off{what} | {input} | {:.1} ms | {} pods bound |",
+            m * 1e3,
+            d.binds.len()
+        );
+    };
+    let row = |what: &str, m: f64, off: f64, d: &trainyard_sched::Decisions| {
         println!(
             "| cycle, up to {large} reservations{what} | {input} | {:.1} ms | {} reservations, {} pods bound; **{:+.1}%** |",
             m * 1e3,
             d.reservations.len(),
             d.binds.len(),
-            (m / m_off - 1.0) * 100.0
+            (m / off - 1.0) * 100.0
         );
     };
-    row("", m_on, &d_on);
-    row(
-        ", running jobs' ends estimated (no walltimes; 100 observed runtimes per queue)",
-        m_est,
-        &d_est,
-    );
+    off_row("", m_off, &d_off);
+    row("", m_on, m_off, &d_on);
+    let estimated =
+        ", running jobs' ends estimated (no walltimes; 100 observed runtimes per queue)";
+    off_row(estimated, m_est_off, &d_est_off);
+    row(estimated, m_est, m_est_off, &d_est);
     Ok(())
 }
 

@@ -50,12 +50,21 @@ impl RuntimeSamples {
     /// to run in all, judged by the jobs that ran longer. `None` when none
     /// ran longer. Always more than `elapsed_ms`.
     pub fn conditional_percentile(&self, elapsed_ms: i64, percentile: u8) -> Option<i64> {
+        self.percentile_from(self.first_longer(elapsed_ms), percentile)
+    }
+
+    /// Where the runtimes longer than `elapsed_ms` begin.
+    pub fn first_longer(&self, elapsed_ms: i64) -> usize {
+        self.sorted_ms.partition_point(|&x| x <= elapsed_ms)
+    }
+
+    /// The `percentile` (nearest rank) of the runtimes from position
+    /// `first` on; `None` when there are none. What
+    /// [`RuntimeSamples::conditional_percentile`] gives for the elapsed
+    /// times whose [`RuntimeSamples::first_longer`] is `first`.
+    pub fn percentile_from(&self, first: usize, percentile: u8) -> Option<i64> {
         let s = &self.sorted_ms;
-        let first = s.partition_point(|&x| x <= elapsed_ms);
-        let longer = s.len() - first;
-        if longer == 0 {
-            return None;
-        }
+        let longer = s.len().checked_sub(first).filter(|&n| n > 0)?;
         let p = usize::from(percentile.clamp(1, 100));
         // Nearest rank: the smallest sample with at least p% at or below it.
         let rank = (p * longer).div_ceil(100).max(1);
@@ -85,6 +94,19 @@ mod tests {
             RuntimeSamples::default().conditional_percentile(0, 90),
             None
         );
+    }
+
+    #[test]
+    fn equal_runtimes_are_passed_together() {
+        let s = RuntimeSamples::from(vec![1000, 2000, 2000, 2000, 5000]);
+        assert_eq!(s.first_longer(999), 0);
+        assert_eq!(s.first_longer(1000), 1);
+        // Ran 2 s: every 2-s run is behind it, not some of them.
+        assert_eq!(s.first_longer(2000), 4);
+        assert_eq!(s.conditional_percentile(2000, 50), Some(5000));
+        assert_eq!(s.percentile_from(1, 50), Some(2000));
+        assert_eq!(s.percentile_from(5, 50), None);
+        assert_eq!(s.percentile_from(6, 50), None);
     }
 
     #[test]

@@ -493,6 +493,13 @@ pub struct ClusterState {
     nodes: Vec<NodeState>,
     undo: Vec<(usize, NodeState)>,
     changes: Vec<u32>,
+    /// Per node, where in `undo` its latest saved state is (stale once
+    /// popped: `undo` no longer reaches it or holds another node there).
+    saved_at: Vec<usize>,
+    /// `undo`'s length at the latest [`ClusterState::begin`]: a node saved
+    /// at or after it needs no second copy, since rolling back to any
+    /// mark still open restores its oldest copy since that mark.
+    last_begin: std::cell::Cell<usize>,
 }
 
 /// A point to roll back to.
@@ -502,9 +509,11 @@ pub struct Mark(usize);
 impl ClusterState {
     pub fn new(nodes: Vec<NodeState>) -> Self {
         ClusterState {
+            saved_at: vec![usize::MAX; nodes.len()],
             nodes,
             undo: Vec::new(),
             changes: Vec::new(),
+            last_begin: std::cell::Cell::new(0),
         }
     }
 
@@ -520,20 +529,32 @@ impl ClusterState {
     }
 
     pub fn begin(&self) -> Mark {
+        self.last_begin.set(self.undo.len());
         Mark(self.undo.len())
+    }
+
+    /// Before node `n` changes: its state into the undo log, unless a
+    /// copy made since the latest mark is there already; the change
+    /// logged.
+    fn save(&mut self, n: usize) {
+        let at = self.saved_at[n];
+        let saved = at >= self.last_begin.get() && self.undo.get(at).is_some_and(|(m, _)| *m == n);
+        if !saved {
+            self.saved_at[n] = self.undo.len();
+            self.undo.push((n, self.nodes[n].clone()));
+        }
+        self.changes.push(n as u32);
     }
 
     /// Places on node `n`, recording the previous state for rollback.
     pub fn take(&mut self, n: usize, node: &Node, pod: &PodView, slots: &[usize]) {
-        self.undo.push((n, self.nodes[n].clone()));
-        self.changes.push(n as u32);
+        self.save(n);
         self.nodes[n].take(node, pod, slots);
     }
 
     /// Frees on node `n`, recording the previous state for rollback.
     pub fn give(&mut self, n: usize, node: &Node, pod: &PodView, slots: &[usize]) {
-        self.undo.push((n, self.nodes[n].clone()));
-        self.changes.push(n as u32);
+        self.save(n);
         self.nodes[n].give(node, pod, slots);
     }
 
@@ -541,8 +562,7 @@ impl ClusterState {
     /// to pods that end later (`i64::MAX`: not held); recorded for
     /// rollback.
     pub fn hold(&mut self, n: usize, until: i64, slack: Resources) {
-        self.undo.push((n, self.nodes[n].clone()));
-        self.changes.push(n as u32);
+        self.save(n);
         self.nodes[n].held_until = until;
         self.nodes[n].held_slack = slack;
     }
@@ -753,5 +773,93 @@ mod tests {
         assert_eq!(cs.nodes[0].free_whole_gpus(), 4);
         cs.rollback(m);
         assert_eq!(cs.nodes, before);
+    }
+
+    /// One step of a random transaction script.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Begin,
+        Take(usize, usize),
+        Give(usize),
+        Hold(usize, i64),
+        Rollback,
+        Commit,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(Op::Begin),
+            (0..3usize, 0..8usize).prop_map(|(n, g)| Op::Take(n, g)),
+            (0..3usize).prop_map(Op::Give),
+            (0..3usize, 0..100i64).prop_map(|(n, t)| Op::Hold(n, t)),
+            Just(Op::Rollback),
+            Just(Op::Commit),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever the nesting of marks, the state after each step is the
+        /// one a plain undo log gives (every change saving a copy of its
+        /// node): a node's copy is made once per mark, however often it
+        /// changes, and rolling back or committing the innermost mark does
+        /// as before.
+        #[test]
+        fn the_undo_log_keeps_one_copy_per_mark_and_restores_as_before(
+            ops in proptest::collection::vec(op(), 1..80)
+        ) {
+            let node = Node::new("n", 8000, 1 << 30, 8);
+            let c = none();
+            let r = Resources::new(100, 0, 0).with_gpus(1);
+            let pod = view(&r, &c);
+            let mut cs = ClusterState::new(vec![NodeState::new(&node); 3]);
+            // The plain log: nodes, and a copy per change.
+            let mut plain_nodes = cs.nodes.clone();
+            let mut plain_undo: Vec<(usize, NodeState)> = Vec::new();
+            // Open marks, innermost last: this log's and the plain one's.
+            let mut open: Vec<(Mark, usize)> = Vec::new();
+            for op in ops {
+                match op {
+                    Op::Begin => open.push((cs.begin(), plain_undo.len())),
+                    Op::Take(n, g) => {
+                        if plain_nodes[n].gpu_used[g] == 0 {
+                            cs.take(n, &node, &pod, &[g]);
+                            plain_undo.push((n, plain_nodes[n].clone()));
+                            plain_nodes[n].take(&node, &pod, &[g]);
+                        }
+                    }
+                    Op::Give(n) => {
+                        if let Some(g) = plain_nodes[n].gpu_used.iter().position(|u| *u > 0) {
+                            cs.give(n, &node, &pod, &[g]);
+                            plain_undo.push((n, plain_nodes[n].clone()));
+                            plain_nodes[n].give(&node, &pod, &[g]);
+                        }
+                    }
+                    Op::Hold(n, t) => {
+                        cs.hold(n, t, Resources::zero());
+                        plain_undo.push((n, plain_nodes[n].clone()));
+                        plain_nodes[n].held_until = t;
+                        plain_nodes[n].held_slack = Resources::zero();
+                    }
+                    Op::Rollback => {
+                        if let Some((m, pm)) = open.pop() {
+                            cs.rollback(m);
+                            while plain_undo.len() > pm {
+                                if let Some((n, prev)) = plain_undo.pop() {
+                                    plain_nodes[n] = prev;
+                                }
+                            }
+                        }
+                    }
+                    Op::Commit => {
+                        if let Some((m, pm)) = open.pop() {
+                            cs.commit(m);
+                            plain_undo.truncate(pm);
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(&cs.nodes, &plain_nodes);
+            }
+        }
     }
 }

@@ -566,12 +566,13 @@ pub(super) fn expected_end(jw: &JobWork<'_>, now: i64, estimates: &Estimates<'_>
 }
 
 /// The observed runtimes running jobs without a walltime are projected by
-/// (`reservations.runtimeEstimate`): per leaf queue id, its samples when it
-/// has enough.
+/// (`reservations.runtimeEstimate`): per leaf queue id, when it has
+/// enough samples, the samples and the estimate for each position a job's
+/// elapsed time can fall at among them (`RuntimeSamples::percentile_from`,
+/// computed once per cycle rather than once per running job).
 #[derive(Default)]
 pub(super) struct Estimates<'s> {
-    by_leaf: Vec<Option<&'s RuntimeSamples>>,
-    percentile: u8,
+    by_leaf: Vec<Option<(&'s RuntimeSamples, Vec<i64>)>>,
 }
 
 impl<'s> Estimates<'s> {
@@ -591,23 +592,20 @@ impl<'s> Estimates<'s> {
                 && tree.is_leaf(q)
                 && samples.len() >= e.min_samples as usize
             {
-                by_leaf[q.0] = Some(samples);
+                let at: Vec<i64> = (0..samples.len())
+                    .filter_map(|first| samples.percentile_from(first, e.percentile))
+                    .collect();
+                by_leaf[q.0] = Some((samples, at));
             }
         }
-        Estimates {
-            by_leaf,
-            percentile: e.percentile,
-        }
+        Estimates { by_leaf }
     }
 
     /// How long a job of leaf `leaf` that has run `elapsed` ms is expected
     /// to run in all; always more than `elapsed`.
     fn runtime(&self, leaf: QueueId, elapsed: i64) -> Option<i64> {
-        self.by_leaf
-            .get(leaf.0)
-            .copied()
-            .flatten()?
-            .conditional_percentile(elapsed, self.percentile)
+        let (samples, at) = self.by_leaf.get(leaf.0)?.as_ref()?;
+        at.get(samples.first_longer(elapsed)).copied()
     }
 }
 

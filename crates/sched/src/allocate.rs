@@ -263,10 +263,11 @@ struct Memo {
     /// Copies per node of a pod shape, as the eviction pass last counted
     /// them (cleared with `room_seen`).
     copies_seen: HashMap<ShapeKey, std::rc::Rc<Vec<u32>>>,
-    /// Per (constraint id, request, end class): copies of the pod per node
-    /// and their sum, as of a position of the state's change log (the
-    /// reservation search's count, `reserve.rs`).
-    reserve_copies: HashMap<ShapeKey, (usize, Vec<i64>, i64)>,
+    /// Per (constraint id, request): copies of the pod per node and their
+    /// sum, as of a position of the state's change log and for an end
+    /// class (the reservation search's count, `reserve.rs`). Only held
+    /// nodes count differently for another end class.
+    reserve_copies: HashMap<(u32, Resources), ReserveCopies>,
     /// (constraint id, pod request, gang needs) → whether such a gang
     /// would fit on its nodes were they empty.
     ever_fits: HashMap<(u32, Resources, Resources), bool>,
@@ -277,6 +278,16 @@ struct Memo {
 /// A pod shape as the caches key it: constraint id, request, and the end
 /// class that decides which held nodes it may use (`Ledger::ends_of`).
 type ShapeKey = (u32, Resources, i64);
+
+/// [`Memo::reserve_copies`]' entry.
+struct ReserveCopies {
+    /// How much of the state's change log it has read.
+    seen: usize,
+    /// The end class (`PodView::ends`) the held nodes were counted for.
+    ends: i64,
+    per_node: Vec<i64>,
+    total: i64,
+}
 
 impl<'s> Cycle<'s> {
     fn run_minimums(&mut self) {

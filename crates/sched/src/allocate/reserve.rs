@@ -244,17 +244,26 @@ impl<'s> Cycle<'s> {
         self.ledger.start_at = order.group_end(0).max(self.world.now.0);
         pod.ends = self.ledger.ends_of(j);
         self.ledger.start_at = self.world.now.0;
-        let cache_key = (key, head.requests.clone(), pod.ends);
+        let cache_key = (key, head.requests.clone());
         let log = self.ledger.state.changes();
         let (mut contrib, mut total) = match self.memo.reserve_copies.remove(&cache_key) {
-            Some((seen, mut contrib, mut total)) => {
-                for &n in &log[seen..] {
+            Some(mut c) => {
+                for &n in &log[c.seen..] {
                     let n = n as usize;
-                    let c = copies_on(&self.ledger.state, &pod, n);
-                    total += c - contrib[n];
-                    contrib[n] = c;
+                    let now = copies_on(&self.ledger.state, &pod, n);
+                    c.total += now - c.per_node[n];
+                    c.per_node[n] = now;
                 }
-                (contrib, total)
+                // Another end class: only held nodes judge by it (and any
+                // node held or unheld since was read from the log above).
+                if c.ends != pod.ends {
+                    for &n in &held {
+                        let now = copies_on(&self.ledger.state, &pod, n);
+                        c.total += now - c.per_node[n];
+                        c.per_node[n] = now;
+                    }
+                }
+                (c.per_node, c.total)
             }
             None => {
                 let contrib: Vec<i64> = (0..nodes.len())
@@ -264,9 +273,10 @@ impl<'s> Cycle<'s> {
                 (contrib, total)
             }
         };
-        self.memo
-            .reserve_copies
-            .insert(cache_key, (log.len(), contrib.clone(), total));
+        // Kept as the gives below leave it, as of the log before them:
+        // the next use reads every node they (and their rollback) touched
+        // again.
+        let seen = log.len();
         let mut ends_now = pod.ends;
         let mut k = 0;
         while order.has_group(
@@ -296,11 +306,20 @@ impl<'s> Cycle<'s> {
             }
             if total >= need {
                 self.ledger.state.rollback(mark);
-                return k;
+                break;
             }
             *given = upto;
             k += 1;
         }
+        self.memo.reserve_copies.insert(
+            cache_key,
+            super::ReserveCopies {
+                seen,
+                ends: ends_now,
+                per_node: contrib,
+                total,
+            },
+        );
         k
     }
 

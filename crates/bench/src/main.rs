@@ -34,7 +34,8 @@
 //!    reservations against none, and the cost they add (reclaim and
 //!    preemption off in both, so the walk is what is timed); then the same
 //!    with the running jobs' walltimes removed and their ends estimated
-//!    from 100 observed runtimes per queue.
+//!    from 100 observed runtimes per queue, against reservations off on
+//!    that same input.
 
 mod load;
 mod store;

@@ -233,6 +233,26 @@ impl ClusterState {
         }
     }
 
+    /// The observed runtimes kept, per queue in the order they ended
+    /// (what a checkpoint carries); `None` when they are not tracked.
+    pub fn runtimes_recent(&self) -> Option<BTreeMap<String, Vec<i64>>> {
+        self.runtimes.as_ref().map(runtimes::RuntimeHistory::recent)
+    }
+
+    /// Runtimes observed before this history began (a checkpoint's, per
+    /// queue, oldest first): put ahead of those kept, within the window.
+    /// Ignored when runtimes are not tracked.
+    pub fn restore_runtimes(&mut self, older: &BTreeMap<String, Vec<i64>>) {
+        let Some(h) = self.runtimes.as_mut() else {
+            return;
+        };
+        for (queue, ms) in older {
+            h.restore_older(queue, ms);
+        }
+        self.runtime_samples = Arc::new(h.samples());
+        self.stale.runtimes = true;
+    }
+
     /// How many observed runtimes are kept, over all queues (none when
     /// they are not tracked).
     pub fn runtimes_kept(&self) -> usize {

@@ -48,6 +48,29 @@ impl RuntimeHistory {
         q.push_back(ms.max(0));
     }
 
+    /// Every queue's runtimes in the order they ended, oldest first: what
+    /// a checkpoint keeps.
+    pub fn recent(&self) -> BTreeMap<String, Vec<i64>> {
+        self.by_queue
+            .iter()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|(name, q)| (name.clone(), Vec::from(q.clone())))
+            .collect()
+    }
+
+    /// Runtimes of `queue` that ended before those kept (oldest first, as
+    /// [`RuntimeHistory::recent`] gives them): put ahead of them, as far
+    /// as the window has room (the latest of them first).
+    pub fn restore_older(&mut self, queue: &str, older: &[i64]) {
+        let q = self.by_queue.entry(queue.to_string()).or_default();
+        for &ms in older.iter().rev() {
+            if q.len() >= self.window {
+                break;
+            }
+            q.push_front(ms.max(0));
+        }
+    }
+
     /// Every queue's runtimes, ascending: what a snapshot carries.
     pub fn samples(&self) -> BTreeMap<String, RuntimeSamples> {
         self.by_queue
@@ -184,5 +207,27 @@ mod tests {
         h.set_window(1);
         assert_eq!(h.samples()["a"].as_slice(), &[0]);
         assert_eq!(h.window(), 1);
+    }
+
+    #[test]
+    fn restored_runtimes_go_ahead_of_those_kept_within_the_window() {
+        let mut h = RuntimeHistory::new(4);
+        h.record("a", 50);
+        h.record("a", 60);
+        // A checkpoint's, oldest first: only the latest two have room.
+        h.restore_older("a", &[10, 20, 30]);
+        h.restore_older("b", &[7]);
+        assert_eq!(h.recent()["a"], [20, 30, 50, 60]);
+        assert_eq!(h.recent()["b"], [7]);
+        // The next run ends: the oldest (restored) one goes first.
+        h.record("a", 70);
+        assert_eq!(h.recent()["a"], [30, 50, 60, 70]);
+        // What a checkpoint keeps is what a new history restores.
+        let mut again = RuntimeHistory::new(4);
+        for (q, ms) in h.recent() {
+            again.restore_older(&q, &ms);
+        }
+        assert_eq!(again.recent(), h.recent());
+        assert_eq!(again.samples(), h.samples());
     }
 }

@@ -5,8 +5,8 @@
 //! Every `service.store.checkpointSeconds` (default 60) the leader writes
 //! one ConfigMap (`service.store.checkpointName`, in the lease's
 //! namespace), key `checkpoint.json`: when it was taken, the decayed usage
-//! of every (leaf queue, user) at that moment, and the bind journal's open
-//! intents. The pending queue's order is not in it: every input of it is
+//! of every (leaf queue, user) at that moment, the bind journal's open
+//! intents, and the observed runtimes of the reservations' estimate. The pending queue's order is not in it: every input of it is
 //! in API objects already (docs/persistence.md).
 //!
 //! A replica that becomes leader reads it once, before its first cycle:
@@ -17,7 +17,10 @@
 //! and what runs now is counted as held since the checkpoint. So a
 //! failover loses at most the usage of jobs that ended between the last
 //! checkpoint and the takeover: one interval at most. The checkpoint's
-//! intents join the replica's own open intents ([`crate::journal`]).
+//! intents join the replica's own open intents ([`crate::journal`]). Its
+//! observed runtimes are restored whether or not it is newer (a replica
+//! that starts to lead keeps none of its own), so a restarted or new
+//! leader estimates running jobs' ends from its first cycle.
 //!
 //! The format is this module's own (versioned JSON), never the store's
 //! records.
@@ -82,11 +85,22 @@ pub struct Checkpoint {
     pub taken_at_ms: i64,
     pub usage: Vec<UsageEntry>,
     pub intents: Vec<Intent>,
+    /// The observed runtimes (ms) of each leaf queue's jobs that ended on
+    /// their own, in the order they ended, oldest first
+    /// (`reservations.runtimeEstimate`); absent in older checkpoints.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub runtimes: BTreeMap<String, Vec<i64>>,
 }
 
 impl Checkpoint {
-    /// The checkpoint of `history` at `now`, with the open `intents`.
-    pub fn take(history: &UsageHistory, now: Timestamp, intents: &[JournalRecord]) -> Checkpoint {
+    /// The checkpoint of `history` at `now`, with the open `intents` and
+    /// the observed `runtimes`.
+    pub fn take(
+        history: &UsageHistory,
+        now: Timestamp,
+        intents: &[JournalRecord],
+        runtimes: BTreeMap<String, Vec<i64>>,
+    ) -> Checkpoint {
         let mut usage = Vec::new();
         for (queue, users) in history.decayed_by_user(now) {
             for (user, used) in users {
@@ -123,6 +137,7 @@ impl Checkpoint {
                         .collect(),
                 })
                 .collect(),
+            runtimes,
         }
     }
 
@@ -261,6 +276,7 @@ pub(crate) async fn resume(
     journal: Option<&crate::journal::Journal>,
     open_intents: &mut std::collections::BTreeMap<u64, trainyard_store::JournalRecord>,
     known: Option<i64>,
+    runtime_window: Option<u32>,
 ) -> bool {
     let ck = match read(client, namespace, name).await {
         Ok(Some(ck)) => ck,
@@ -271,6 +287,17 @@ pub(crate) async fn resume(
         }
     };
     let taken_s = ck.taken_at_ms.div_euclid(1000);
+    if let Some(window) = runtime_window
+        && !ck.runtimes.is_empty()
+    {
+        world.state.track_runtimes(Some(window));
+        world.state.restore_runtimes(&ck.runtimes);
+        tracing::info!(
+            queues = ck.runtimes.len(),
+            runtimes = world.state.runtimes_kept(),
+            "observed runtimes restored from the checkpoint"
+        );
+    }
     let Some(h) = world.state.usage_history() else {
         return false;
     };
@@ -331,10 +358,12 @@ mod tests {
         h.sample(Timestamp(0), held);
         let t = Timestamp(2 * 3_600_000 + 17_000);
         h.sample(t, BTreeMap::new());
-        let c = Checkpoint::take(&h, t, &[]);
+        let runtimes = BTreeMap::from([("a".to_string(), vec![60_000, 5_000])]);
+        let c = Checkpoint::take(&h, t, &[], runtimes.clone());
         let text = serde_json::to_string(&c).expect("json");
         let back = Checkpoint::parse(&text, "cm").expect("parses");
         assert_eq!(back, c);
+        assert_eq!(back.runtimes, runtimes);
         let r = back.history(hl);
         for later in [
             t,
@@ -379,8 +408,19 @@ mod tests {
             &UsageHistory::new(60),
             Timestamp(1000),
             std::slice::from_ref(&rec),
+            BTreeMap::new(),
         );
         assert_eq!(c.intents(), vec![rec]);
+        // No runtimes: none written, and a checkpoint without them (an
+        // older one) reads as none.
+        let text = serde_json::to_string(&c).expect("json");
+        assert!(!text.contains("runtimes"), "{text}");
+        let old = Checkpoint::parse(
+            r#"{"version": 1, "takenAtMs": 0, "usage": [], "intents": []}"#,
+            "ConfigMap d/c",
+        )
+        .expect("an older checkpoint");
+        assert!(old.runtimes.is_empty());
         let e = Checkpoint::parse(
             r#"{"version": 9, "takenAtMs": 0, "usage": [], "intents": []}"#,
             "ConfigMap d/c",

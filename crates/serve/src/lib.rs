@@ -571,7 +571,7 @@ pub async fn run_with(
                     if !resumed {
                         resumed = true;
                         if live.store.checkpoint_seconds > 0 {
-                            done.resumed = checkpoint::resume(&client, &ck_namespace, &live.store.checkpoint_name, &mut world, journal.as_ref(), &mut open_intents, history_known_at_start).await;
+                            done.resumed = checkpoint::resume(&client, &ck_namespace, &live.store.checkpoint_name, &mut world, journal.as_ref(), &mut open_intents, history_known_at_start, settings.scheduler.reservations.estimate().map(|e| e.samples)).await;
                         }
                     }
                     if let Some(j) = &journal
@@ -708,11 +708,14 @@ pub async fn run_with(
                         }
                     }
                     let every_ms = i64::try_from(live.store.checkpoint_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-                    if every_ms > 0 && checkpoint_task.is_none() && last_checkpoint.is_none_or(|t| now.0 - t.0 >= every_ms)
+                    let due = every_ms > 0 && checkpoint_task.is_none() && last_checkpoint.is_none_or(|t| now.0 - t.0 >= every_ms);
+                    // Read before the usage history is borrowed.
+                    let runtimes = if due { world.state.runtimes_recent().unwrap_or_default() } else { Default::default() };
+                    if due
                         && let Some(h) = world.state.usage_history()
                     {
                         let intents = journal.as_ref().map(|j| j.open_intents()).unwrap_or_default();
-                        let ck = checkpoint::Checkpoint::take(h, now, &intents);
+                        let ck = checkpoint::Checkpoint::take(h, now, &intents, runtimes);
                         let (conn, namespace, name) = (conn.clone(), ck_namespace.clone(), live.store.checkpoint_name.clone());
                         checkpoint_task = Some(tokio::spawn(async move {
                             checkpoint::write(&conn, &namespace, &name, &ck).await

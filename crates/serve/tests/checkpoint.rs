@@ -8,7 +8,9 @@
 //! the old leader's last checkpoint said plus 8 GPUs since then, short by
 //! at most one interval's worth, never more than that (no double count).
 //! The numbers are read from the ConfigMap the replicas write, the truth
-//! from the old leader's checkpoints (8 GPUs held throughout).
+//! from the old leader's checkpoints (8 GPUs held throughout). The
+//! observed runtime of a job that ended under the old leader is in its
+//! checkpoint, and the new leader has it from its first cycle.
 
 mod common;
 
@@ -64,7 +66,7 @@ async fn a_failover_loses_at_most_one_checkpoint_interval_of_history() {
     if skip_on_cluster("the checkpoint test", "two in-process replicas") {
         return;
     }
-    let (_env, client) = env().await;
+    let (env, client) = env().await;
     cluster(&client).await;
     let dir = tempfile::tempdir().expect("temp dir");
     let mut a = replica(&client, "replica-a", &dir.path().join("a.redb"));
@@ -72,6 +74,19 @@ async fn a_failover_loses_at_most_one_checkpoint_interval_of_history() {
     let mut b = replica(&client, "replica-b", &dir.path().join("b.redb"));
     gang(&client, "big", "team", 1, 8).await;
     until(&mut a.progress, "the bind", |p| p.written.binds == 1).await;
+    // A job ends on its own under a, after a usage sample saw it run.
+    gang(&client, "brief", "team", 1, 1).await;
+    let bound = until(&mut a.progress, "brief bound", |p| p.written.binds == 2).await;
+    until(&mut a.progress, "two more cycles", |p| {
+        p.cycles >= bound.cycles + 2
+    })
+    .await;
+    env.delete("Pod", "ml", "brief-0").await;
+    env.tick();
+    until(&mut a.progress, "brief's runtime observed", |p| {
+        p.runtimes == 1
+    })
+    .await;
     let start = a.progress.borrow().checkpoints;
     until(&mut a.progress, "four checkpoints after the bind", |p| {
         p.checkpoints >= start + 4
@@ -83,6 +98,11 @@ async fn a_failover_loses_at_most_one_checkpoint_interval_of_history() {
     a.task.await.expect("a stops");
     let (last_a, used_a) = checkpoint(&client).await;
     assert!(used_a > 0, "a's checkpoint shows no usage: {last_a:?}");
+    assert_eq!(
+        last_a.runtimes.get("team").map(Vec::len),
+        Some(1),
+        "{last_a:?}"
+    );
 
     until(&mut b.progress, "b leads and checkpoints", |p| {
         p.leader && p.checkpoints >= 1
@@ -92,6 +112,8 @@ async fn a_failover_loses_at_most_one_checkpoint_interval_of_history() {
         b.progress.borrow().resumed,
         "b did not resume from a's checkpoint"
     );
+    // No job ended under b: its one runtime is a's, from the checkpoint.
+    assert_eq!(b.progress.borrow().runtimes, 1);
     let (first_b, used_b) = checkpoint(&client).await;
     assert!(first_b.taken_at_ms > last_a.taken_at_ms);
     // 8 GPUs held all along: a's total, plus 8 GPUs since a's checkpoint.

@@ -267,11 +267,12 @@ pub async fn write(
 /// this replica's usage history knows, the history restarts from it and
 /// the jobs running now count as held since it was taken; its open
 /// intents join `open_intents` (written to this replica's journal first,
-/// so they survive another stop). Returns whether it resumed.
+/// so they survive another stop); its observed runtimes are restored
+/// (with `runtime_window`, the estimate's `samples`, when it is on).
+/// Returns whether it resumed. `(client, namespace, name)`: where the
+/// checkpoint is.
 pub(crate) async fn resume(
-    client: &kube::Client,
-    namespace: &str,
-    name: &str,
+    (client, namespace, name): (&kube::Client, &str, &str),
     world: &mut crate::world::World,
     journal: Option<&crate::journal::Journal>,
     open_intents: &mut std::collections::BTreeMap<u64, trainyard_store::JournalRecord>,

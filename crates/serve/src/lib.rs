@@ -571,7 +571,7 @@ pub async fn run_with(
                     if !resumed {
                         resumed = true;
                         if live.store.checkpoint_seconds > 0 {
-                            done.resumed = checkpoint::resume(&client, &ck_namespace, &live.store.checkpoint_name, &mut world, journal.as_ref(), &mut open_intents, history_known_at_start, settings.scheduler.reservations.estimate().map(|e| e.samples)).await;
+                            done.resumed = checkpoint::resume((&client, &ck_namespace, &live.store.checkpoint_name), &mut world, journal.as_ref(), &mut open_intents, history_known_at_start, settings.scheduler.reservations.estimate().map(|e| e.samples)).await;
                         }
                     }
                     if let Some(j) = &journal

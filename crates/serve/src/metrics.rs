@@ -113,6 +113,10 @@ pub struct Metrics {
     /// Runtimes a leaf queue's jobs ran to their own end, kept for the
     /// reservations' runtime estimate.
     pub queue_observed_runtimes: Family<QueueLabels, Gauge>,
+    /// Gangs of a queue holding a reservation after the last cycle.
+    pub queue_reserved_gangs: Family<QueueLabels, Gauge>,
+    /// Nodes held for reservations after the last cycle.
+    pub reserved_nodes: Gauge,
     pub api_duration: Family<RequestLabels, Histogram>,
     pub api_requests: Family<RequestCodeLabels, Counter>,
     pub leader: Gauge,
@@ -164,6 +168,8 @@ impl Metrics {
             queue_demand: Family::default(),
             queue_oldest_pending: Family::default(),
             queue_observed_runtimes: Family::default(),
+            queue_reserved_gangs: Family::default(),
+            reserved_nodes: Gauge::default(),
             api_duration: Family::new_with_constructor(|| Histogram::new(seconds_buckets())),
             api_requests: Family::default(),
             leader: Gauge::default(),
@@ -245,6 +251,16 @@ impl Metrics {
             "queue_observed_runtimes",
             "How many runtimes of a leaf queue's jobs that ended on their own the reservations' runtime estimate holds (it estimates from runtimeEstimate.minSamples)",
             m.queue_observed_runtimes.clone(),
+        );
+        r.register(
+            "queue_reserved_gangs",
+            "Starving gangs of a queue holding a reservation after the last cycle (scheduler.reservations)",
+            m.queue_reserved_gangs.clone(),
+        );
+        r.register(
+            "reserved_nodes",
+            "Nodes held for reservations after the last cycle: they take only jobs that end before the reservation starts",
+            m.reserved_nodes.clone(),
         );
         r.register(
             "api_request_duration_seconds",
@@ -333,6 +349,8 @@ impl Metrics {
         self.pending_gangs.clear();
         self.queue_oldest_pending.clear();
         self.queue_observed_runtimes.clear();
+        self.queue_reserved_gangs.clear();
+        self.reserved_nodes.set(0);
         for family in [
             &self.queue_quota,
             &self.queue_fair_share,
@@ -346,7 +364,8 @@ impl Metrics {
 
     /// After a cycle: pending jobs by reason, and per queue its quota, fair
     /// share, allocation, pending demand, the age of its oldest pending
-    /// job and the observed runtimes the snapshot carried. Label sets of the last cycle that are gone are removed.
+    /// job, the observed runtimes the snapshot carried and its gangs holding
+    /// a reservation; the nodes held for reservations. Label sets of the last cycle that are gone are removed.
     pub fn observe_cycle(&self, snapshot: &Snapshot, decisions: &Decisions, now: Timestamp) {
         let mut reasons: BTreeMap<&'static str, i64> = BTreeMap::new();
         let mut oldest: BTreeMap<String, i64> = BTreeMap::new();
@@ -363,6 +382,14 @@ impl Metrics {
                 *e = (*e).max(age);
             }
         }
+        let mut reserved: BTreeMap<&str, i64> = BTreeMap::new();
+        let mut held: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        for r in &decisions.reservations {
+            *reserved.entry(r.queue.as_str()).or_default() += 1;
+            held.extend(r.nodes.iter().map(|n| n.as_str()));
+        }
+        self.reserved_nodes
+            .set(i64::try_from(held.len()).unwrap_or(i64::MAX));
         let mut seen = Seen::default();
         for (reason, n) in reasons {
             let l = ReasonLabels {
@@ -382,6 +409,9 @@ impl Metrics {
             self.queue_observed_runtimes
                 .get_or_create(&ql)
                 .set(i64::try_from(runtimes).unwrap_or(i64::MAX));
+            self.queue_reserved_gangs
+                .get_or_create(&ql)
+                .set(reserved.get(q.queue.as_str()).copied().unwrap_or(0));
             seen.queues.push(ql);
             let mut demand = q.demand.clone();
             demand.saturating_sub(&q.allocated);
@@ -412,6 +442,7 @@ impl Metrics {
         for l in last.queues.iter().filter(|l| !seen.queues.contains(l)) {
             self.queue_oldest_pending.remove(l);
             self.queue_observed_runtimes.remove(l);
+            self.queue_reserved_gangs.remove(l);
         }
         for l in last
             .queue_resources
@@ -519,6 +550,38 @@ mod tests {
         ] {
             assert!(text.contains(line), "{line} not in {text}");
         }
+    }
+
+    #[test]
+    fn reservations_are_counted_per_queue_with_the_nodes_they_hold() {
+        use crate::testkit::{NODE, decide, pod};
+        // n1 runs an 8-GPU pod with an hour left of its deadline: the
+        // pending 8-GPU pod reserves n1 from its end.
+        let running = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: r, namespace: ml}\nspec: {schedulerName: trainyard, nodeName: n1, activeDeadlineSeconds: 3600, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8'}}}]}\nstatus: {phase: Running, startTime: '2027-01-15T08:00:00Z'}\n";
+        let (snapshot, d) = decide(&format!("{NODE}{running}{}", pod("p", 8)));
+        assert_eq!(d.reservations.len(), 1, "{d:?}");
+        let queue = d.reservations[0].queue.clone();
+        let m = Metrics::new();
+        m.observe_cycle(&snapshot, &d, Timestamp::from_secs(1_800_000_000));
+        let text = m.prometheus_text();
+        assert!(text.contains("trainyard_reserved_nodes 1\n"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "trainyard_queue_reserved_gangs{{queue=\"{queue}\"}} 1\n"
+            )),
+            "{text}"
+        );
+        // Off the next cycle: none.
+        let (snapshot, d) = decide(&format!("{NODE}{running}"));
+        m.observe_cycle(&snapshot, &d, Timestamp::from_secs(1_800_000_000));
+        let text = m.prometheus_text();
+        assert!(text.contains("trainyard_reserved_nodes 0\n"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "trainyard_queue_reserved_gangs{{queue=\"{queue}\"}} 0\n"
+            )),
+            "{text}"
+        );
     }
 
     #[test]

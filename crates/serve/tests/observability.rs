@@ -388,6 +388,12 @@ async fn metrics_endpoint_passes_promtool_and_holds_what_the_service_did() {
         v("trainyard_queue_observed_runtimes", &[("queue", "team")]),
         0.0
     );
+    // No running job has a walltime or an estimate: nothing is reserved.
+    assert_eq!(
+        v("trainyard_queue_reserved_gangs", &[("queue", "team")]),
+        0.0
+    );
+    assert_eq!(v("trainyard_reserved_nodes", &[]), 0.0);
     // Cycle phases: each observed once per cycle, the total above the core.
     let cycles = v("trainyard_cycles_total", &[]);
     for phase in ["snapshot", "schedule", "assume", "write", "total"] {

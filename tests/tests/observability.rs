@@ -756,6 +756,12 @@ fn populated() -> Metrics {
             queue: "team".into(),
         })
         .set(1);
+    for f in [&m.queue_observed_runtimes, &m.queue_reserved_gangs] {
+        f.get_or_create(&QueueLabels {
+            queue: "team".into(),
+        })
+        .set(1);
+    }
     m.api_duration
         .get_or_create(&RequestLabels {
             verb: "create".into(),

@@ -423,7 +423,6 @@ impl<'s> Cycle<'s> {
                 return Err(reason);
             }
         };
-        self.ledger.state.commit(mark);
         // Placed: its reservation (if any) is done with.
         self.ledger.holds.retain(|h| h.job != j);
         self.outcome.stats.gangs_placed += 1;
@@ -636,12 +635,10 @@ impl<'s> Cycle<'s> {
                     );
                     break;
                 }
-                let mark = self.ledger.state.begin();
                 let mut placed = Vec::new();
                 let result =
                     self.search()
                         .place_run(&pending[start..take_to], j, &mut placed, None, None);
-                self.ledger.state.commit(mark);
                 placed_total += placed.len() as u32;
                 self.record(j, placed);
                 if let Err(pos) = result {

@@ -403,3 +403,63 @@ proptest! {
         }
     }
 }
+
+/// A reservation's projection tries the gang's placement by the topology
+/// search and rolls it back: none of it may stay in the cycle's state.
+/// Four nodes, one leaf group of four: n1 to n3 run 8-GPU jobs until
+/// 01:00, 02:00 and 03:00; n0 is free. At 00:30 the 2 x 8-GPU gang does
+/// not fit and reserves n0 and n1 from 01:00; the 1-GPU job behind it
+/// ends by 00:40 and is backfilled onto n0, with or without a topology.
+#[test]
+fn a_reservations_trial_placement_leaves_nothing_behind() {
+    let (nodes, topo) = cluster(&["n0", "n1", "n2", "n3"], 4, None);
+    let running = |id: &str, node: &str, walltime: u64| {
+        let mut j = Job::gang(id, "q", vec![gpus(8)]);
+        j.tasks[0].state = trainyard_model::TaskState::Bound {
+            node: node.into(),
+            gpus: None,
+        };
+        j.tasks[0].started = Some(Timestamp::from_secs(0));
+        j.walltime_seconds = Some(walltime);
+        j
+    };
+    let mut big = gang("q/big", 2, 8, TopologyConstraint::default());
+    big.submit_time = Timestamp::from_secs(100);
+    let mut small = Job::gang("q/small", "q", vec![gpus(1)]);
+    small.submit_time = Timestamp::from_secs(200);
+    small.walltime_seconds = Some(600);
+    let jobs = vec![
+        running("q/r1", "n1", 3600),
+        running("q/r2", "n2", 7200),
+        running("q/r3", "n3", 10_800),
+        big,
+        small,
+    ];
+    for with_topology in [false, true] {
+        let snapshot = Snapshot::new(
+            nodes.clone(),
+            QueueTree::build(vec![QueueSpec::new("q")]).unwrap(),
+            jobs.clone(),
+        )
+        .with_topology(with_topology.then(|| Arc::clone(&topo)));
+        let d = schedule(&snapshot, &Config::default(), Timestamp::from_secs(1800));
+        assert_eq!(
+            binds(&d)
+                .iter()
+                .map(|(t, n, _)| (t.as_str(), n.as_str()))
+                .collect::<Vec<_>>(),
+            [("q/small-0", "n0")],
+            "topology {with_topology}: {d:?}"
+        );
+        let held: Vec<(String, i64)> = d
+            .reservations
+            .iter()
+            .map(|r| (r.job.to_string(), r.start.0 / 1000))
+            .collect();
+        assert_eq!(
+            held,
+            [("q/big".to_string(), 3600)],
+            "topology {with_topology}"
+        );
+    }
+}

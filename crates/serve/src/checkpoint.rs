@@ -188,6 +188,37 @@ impl Checkpoint {
             .collect()
     }
 
+    /// The JSON a ConfigMap holds; `what` names the object in messages.
+    /// Above [`MAX_BYTES`] the observed runtimes are left out (with a
+    /// warning: they are the part a standby can do without, as it
+    /// measures again); still above, it is an error (not written).
+    pub fn to_text(&self, what: &str) -> Result<String, String> {
+        let text = serde_json::to_string(self).map_err(|e| format!("{what}: {e}"))?;
+        let text = if text.len() > MAX_BYTES && !self.runtimes.is_empty() {
+            let without = Checkpoint {
+                runtimes: BTreeMap::new(),
+                ..self.clone()
+            };
+            let smaller = serde_json::to_string(&without).map_err(|e| format!("{what}: {e}"))?;
+            tracing::warn!(
+                "{what}: the checkpoint would be {} bytes with the observed runtimes of {} queues, more than the {MAX_BYTES} a ConfigMap can safely hold; written without them ({} bytes)",
+                text.len(),
+                self.runtimes.len(),
+                smaller.len()
+            );
+            smaller
+        } else {
+            text
+        };
+        if text.len() > MAX_BYTES {
+            return Err(format!(
+                "{what}: the checkpoint is {} bytes, more than the {MAX_BYTES} a ConfigMap can safely hold; not written",
+                text.len()
+            ));
+        }
+        Ok(text)
+    }
+
     /// Reads a checkpoint from the JSON a ConfigMap holds; `what` names
     /// the object in errors.
     pub fn parse(text: &str, what: &str) -> Result<Checkpoint, String> {
@@ -232,13 +263,7 @@ pub async fn write(
     checkpoint: &Checkpoint,
 ) -> Result<(), String> {
     let what = format!("ConfigMap {namespace}/{name}");
-    let text = serde_json::to_string(checkpoint).map_err(|e| format!("{what}: {e}"))?;
-    if text.len() > MAX_BYTES {
-        return Err(format!(
-            "{what}: the checkpoint is {} bytes, more than the {MAX_BYTES} a ConfigMap can safely hold; not written",
-            text.len()
-        ));
-    }
+    let text = checkpoint.to_text(&what)?;
     let client = conn.client().await.map_err(|e| format!("{what}: {e}"))?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let patch = serde_json::json!({"data": {KEY: text}});
@@ -422,6 +447,14 @@ mod tests {
         )
         .expect("an older checkpoint");
         assert!(old.runtimes.is_empty());
+        // Runtimes that would make it too big are left out, not the rest.
+        let mut big = c.clone();
+        big.runtimes = (0..100)
+            .map(|q| (format!("queue-{q}"), vec![123_456_789; 1000]))
+            .collect();
+        let text = big.to_text("ConfigMap d/c").expect("written without them");
+        assert!(text.len() <= MAX_BYTES);
+        assert_eq!(Checkpoint::parse(&text, "cm").expect("parses"), c);
         let e = Checkpoint::parse(
             r#"{"version": 9, "takenAtMs": 0, "usage": [], "intents": []}"#,
             "ConfigMap d/c",

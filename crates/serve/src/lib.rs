@@ -709,8 +709,11 @@ pub async fn run_with(
                     }
                     let every_ms = i64::try_from(live.store.checkpoint_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
                     let due = every_ms > 0 && checkpoint_task.is_none() && last_checkpoint.is_none_or(|t| now.0 - t.0 >= every_ms);
-                    // Read before the usage history is borrowed.
-                    let runtimes = if due { world.state.runtimes_recent().unwrap_or_default() } else { Default::default() };
+                    // Read before the usage history is borrowed; only the
+                    // leaf queues that still exist (a deleted queue's
+                    // would be carried from leader to leader).
+                    let mut runtimes = if due { world.state.runtimes_recent().unwrap_or_default() } else { Default::default() };
+                    runtimes.retain(|q, _| snapshot.queues.get(q).is_some_and(|id| snapshot.queues.is_leaf(id)));
                     if due
                         && let Some(h) = world.state.usage_history()
                     {

@@ -249,7 +249,7 @@ impl Metrics {
         );
         r.register(
             "queue_observed_runtimes",
-            "How many runtimes of a leaf queue's jobs that ended on their own the reservations' runtime estimate holds (it estimates from runtimeEstimate.minSamples)",
+            "How many runtimes of a leaf queue's jobs that ended on their own the reservations' runtime estimate holds (it estimates from runtimeEstimate.minSamples; 0 for parent queues)",
             m.queue_observed_runtimes.clone(),
         );
         r.register(

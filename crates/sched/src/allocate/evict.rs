@@ -310,7 +310,6 @@ impl<'s> Cycle<'s> {
             match found {
                 Ok(plan) => {
                     if self.apply_plan(j, plan) {
-                        self.ledger.state.commit(lifted);
                         self.ledger.holds.retain(|h| h.job != j);
                     } else {
                         self.ledger.state.rollback(lifted);
@@ -498,7 +497,6 @@ impl<'s> Cycle<'s> {
                 return false;
             }
         };
-        self.ledger.state.commit(mark);
         // Room that evicted pods leave stays free for the rest of the pass,
         // so later preemptors can be nominated onto what is left of it; but
         // it is not free yet: whoever is placed there waits (nomination),

@@ -157,14 +157,12 @@ impl<'s> Cycle<'s> {
         self.ledger.state.rollback(outer);
         let start = order.group_end(hi).max(now);
         let nodes = hi_placed;
-        let mark = self.ledger.state.begin();
         for (n, slack) in nodes.iter().cloned() {
             // `slack` already counts an earlier hold's slack as the gang's
             // pods left it; an unheld node's `held_until` is `i64::MAX`.
             let until = self.ledger.state.nodes()[n].held_until.min(start);
             self.ledger.state.hold(n, until, slack);
         }
-        self.ledger.state.commit(mark);
         if let Err(i) = self.ledger.hold_times.binary_search(&start) {
             self.ledger.hold_times.insert(i, start);
         }

@@ -162,7 +162,6 @@ impl<'s> Cycle<'s> {
                 let mark = self.ledger.state.begin();
                 match self.place_parts(j, &parts, &nodes, Some(level)) {
                     Ok(placed) => {
-                        self.ledger.state.commit(mark);
                         return self.world.check_leaves(job, placed, needs);
                     }
                     Err(e) => {
@@ -186,10 +185,7 @@ impl<'s> Cycle<'s> {
         // No single domain: the whole cluster, still split tightly.
         let mark = self.ledger.state.begin();
         match self.place_parts(j, &parts, &scope_all, None) {
-            Ok(placed) => {
-                self.ledger.state.commit(mark);
-                self.world.check_leaves(job, placed, needs)
-            }
+            Ok(placed) => self.world.check_leaves(job, placed, needs),
             Err(e) => {
                 self.ledger.state.rollback(mark);
                 Err(e)
@@ -250,7 +246,6 @@ impl<'s> Cycle<'s> {
                     let mark = self.ledger.state.begin();
                     match self.place_split(j, &part.tasks, &nodes, Some(r), &mut plans) {
                         Ok(p) => {
-                            self.ledger.state.commit(mark);
                             placed.extend(p);
                             done = true;
                             break;

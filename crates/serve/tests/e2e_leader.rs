@@ -192,19 +192,7 @@ async fn one_leader_writes_and_the_standby_takes_over_when_it_dies_or_is_cut_off
     })
     .await;
     // Seen running by a usage sample, then gone.
-    until(&mut leader.progress, "two more cycles", |p| {
-        p.cycles >= bound.cycles + 2
-    })
-    .await;
-    server
-        .delete("v1", "Pod", "ml", "brief-0")
-        .expect("brief-0 deleted");
-    // Graceful: the kubelet stops it.
-    server.tick();
-    until(&mut leader.progress, "brief's runtime observed", |p| {
-        p.runtimes == 1
-    })
-    .await;
+    pod_ends_on_its_own(&server, &mut leader.progress, bound, "brief-0", 1).await;
 
     // A third replica joins as standby; the leader is then cut off from
     // the API: it steps down (its fence closes) and the standby leads.

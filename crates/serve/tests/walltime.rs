@@ -46,19 +46,7 @@ async fn a_gang_past_its_walltime_loses_its_pods_with_an_event() {
     let bound = until(&mut progress, "the gangs bound", |p| p.written.binds == 4).await;
     // A job that ends on its own (its pod goes) after a usage sample saw
     // it run: one observed runtime.
-    until(&mut progress, "two more cycles", |p| {
-        p.cycles >= bound.cycles + 2
-    })
-    .await;
-    server
-        .delete("v1", "Pod", "ml", "done-0")
-        .expect("done-0 deleted");
-    // Graceful: the kubelet stops it.
-    server.tick();
-    until(&mut progress, "done's runtime observed", |p| {
-        p.runtimes == 1
-    })
-    .await;
+    pod_ends_on_its_own(&server, &mut progress, bound, "done-0", 1).await;
     // Kubelet: the pods start (status.startTime).
     server.tick();
     let events = events_until(&client, "ml", 2, |e| {

@@ -528,3 +528,25 @@ impl Drop for PodHistory {
         self.task.abort();
     }
 }
+
+/// The pod `ml/{pod}` of a one-pod job bound by `bound` goes on its own
+/// (deleted, then stopped by the kubelet) two cycles later, once a usage
+/// sample has seen it run; waits until `runtimes` observed runtimes are
+/// kept.
+pub async fn pod_ends_on_its_own(
+    server: &TestApiServer,
+    progress: &mut watch::Receiver<Progress>,
+    bound: Progress,
+    pod: &str,
+    runtimes: u64,
+) {
+    until(progress, "two more cycles", |p| {
+        p.cycles >= bound.cycles + 2
+    })
+    .await;
+    server
+        .delete("v1", "Pod", "ml", pod)
+        .unwrap_or_else(|e| panic!("{pod} not deleted: {e}"));
+    server.tick();
+    until(progress, "its runtime observed", |p| p.runtimes == runtimes).await;
+}

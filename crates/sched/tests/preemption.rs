@@ -431,6 +431,36 @@ fn a_stale_nomination_never_takes_another_preemptors_devices() {
     assert_eq!(d.pending[0].job, "a/early");
 }
 
+#[test]
+fn a_newer_nomination_wins_devices_an_older_one_still_names() {
+    // Two minutes ago a/early (one 4-GPU pod) was nominated on n0 devices
+    // 0-3. A minute ago a/urgent (priority 10, two 4-GPU pods) took that
+    // room back and was nominated on all of n0; nothing clears a/early's
+    // nomination until it times out. Both name free devices now, and
+    // a/early comes first in job order: the newer nomination must hold
+    // first, so a/urgent binds whole and a/early waits.
+    let nominate = |j: &mut Job, ago: i64, devs: &[&[u32]]| {
+        for (t, d) in j.tasks.iter_mut().zip(devs) {
+            t.nomination = Some(trainyard_model::Nomination {
+                node: "n0".into(),
+                since: Timestamp(NOW.0 - ago),
+                gpus: Some(d.to_vec()),
+            });
+        }
+    };
+    let mut early = pending("a/early", "a", 1, 4);
+    early.submit_time = Timestamp(0);
+    nominate(&mut early, 2 * MIN, &[&[0, 1, 2, 3]]);
+    let mut urgent = pending("a/urgent", "a", 2, 4).with_priority(10);
+    urgent.submit_time = Timestamp(NOW.0);
+    nominate(&mut urgent, MIN, &[&[0, 1, 2, 3], &[4, 5, 6, 7]]);
+    let d = run(nodes(1), vec![q("a", 8)], vec![early, urgent]);
+    let b: Vec<String> = d.binds.iter().map(|b| b.task.to_string()).collect();
+    assert_eq!(b, ["a/urgent-0", "a/urgent-1"]);
+    assert_eq!(d.pending.len(), 1);
+    assert_eq!(d.pending[0].job, "a/early");
+}
+
 // ---- many cycles, nothing else changing -----------------------------------
 
 mod cycles {

@@ -281,52 +281,67 @@ impl<'s> Cycle<'s> {
         // Two passes: first every nomination whose own devices are free,
         // then the rest on the best free devices. So a stale nomination (a
         // job whose devices were given to others since) never takes the
-        // devices another preemptor was nominated on.
+        // devices another preemptor was nominated on. Within each pass the
+        // newest nomination goes first: a cycle nominates on devices held
+        // for an older nomination only by taking them back from it (the
+        // older nominee's pending reason says `preempted by`), and the
+        // drivers keep the older `nominatedNodeName` until it times out,
+        // so the newer one wins wherever both claim the same devices.
+        let mut by_age: Vec<(Timestamp, usize, usize)> = Vec::new();
+        for (j, jw) in jobs.iter().enumerate() {
+            for &t in &jw.pending {
+                if let Some(nom) = &jw.job.tasks[t].nomination
+                    && now.secs_since(nom.since) < timeout
+                {
+                    by_age.push((nom.since, j, t));
+                }
+            }
+        }
+        by_age.sort_by_key(|&(since, j, t)| (std::cmp::Reverse(since), j, t));
         let mut held: std::collections::HashSet<(usize, usize)> = Default::default();
         for exact in [true, false] {
-            for (j, jw) in jobs.iter().enumerate() {
-                for &t in &jw.pending {
-                    let task = &jw.job.tasks[t];
-                    let Some(nom) = &task.nomination else {
-                        continue;
-                    };
-                    if now.secs_since(nom.since) >= timeout || held.contains(&(j, t)) {
-                        continue;
-                    }
-                    nominated[j] = true;
-                    let Some(&n) = index.get(nom.node.as_str()) else {
-                        continue;
-                    };
-                    let mut pod = PodView::of_task(task);
-                    pod.member = member_of(usize::MAX, Some((j, t)));
-                    if !states[n].fits(nodes[n], &pod) {
-                        continue;
-                    }
-                    // The nominated devices when they are known and free, else
-                    // the best free ones.
-                    let devs = &nodes[n].gpus;
-                    let named: Option<Vec<usize>> = nom.gpus.as_ref().and_then(|idx| {
-                        let slots: Vec<usize> = idx
-                            .iter()
-                            .filter_map(|i| devs.iter().position(|d| d.index == *i))
-                            .collect();
-                        let free = slots.len() == idx.len()
-                            && slots.iter().all(|&s| match pod.ask {
-                                GpuAsk::None => true,
-                                GpuAsk::Whole(_) => states[n].whole_free(nodes[n], &pod, &[s]),
-                                _ => states[n].share_on(nodes[n], s, &pod).is_some(),
-                            });
-                        free.then_some(slots)
-                    });
-                    let slots = match named {
-                        Some(slots) => slots,
-                        None if exact => continue,
-                        None => states[n].best_devices(nodes[n], &pod),
-                    };
-                    states[n].take(nodes[n], &pod, &slots);
-                    held.insert((j, t));
-                    reserved[j].push((t, n, slots.into()));
+            for &(_, j, t) in &by_age {
+                let jw = &jobs[j];
+                let task = &jw.job.tasks[t];
+                let Some(nom) = &task.nomination else {
+                    continue;
+                };
+                if held.contains(&(j, t)) {
+                    continue;
                 }
+                nominated[j] = true;
+                let Some(&n) = index.get(nom.node.as_str()) else {
+                    continue;
+                };
+                let mut pod = PodView::of_task(task);
+                pod.member = member_of(usize::MAX, Some((j, t)));
+                if !states[n].fits(nodes[n], &pod) {
+                    continue;
+                }
+                // The nominated devices when they are known and free, else
+                // the best free ones.
+                let devs = &nodes[n].gpus;
+                let named: Option<Vec<usize>> = nom.gpus.as_ref().and_then(|idx| {
+                    let slots: Vec<usize> = idx
+                        .iter()
+                        .filter_map(|i| devs.iter().position(|d| d.index == *i))
+                        .collect();
+                    let free = slots.len() == idx.len()
+                        && slots.iter().all(|&s| match pod.ask {
+                            GpuAsk::None => true,
+                            GpuAsk::Whole(_) => states[n].whole_free(nodes[n], &pod, &[s]),
+                            _ => states[n].share_on(nodes[n], s, &pod).is_some(),
+                        });
+                    free.then_some(slots)
+                });
+                let slots = match named {
+                    Some(slots) => slots,
+                    None if exact => continue,
+                    None => states[n].best_devices(nodes[n], &pod),
+                };
+                states[n].take(nodes[n], &pod, &slots);
+                held.insert((j, t));
+                reserved[j].push((t, n, slots.into()));
             }
         }
 

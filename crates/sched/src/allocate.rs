@@ -104,6 +104,21 @@ struct JobWork<'s> {
     walltime: Option<u64>,
 }
 
+impl JobWork<'_> {
+    /// Its gang minimum holds through bound pods (every sub-group's too):
+    /// what it still has pending are elastic pods.
+    fn minimum_holds(&self) -> bool {
+        self.bound_total >= self.job.min_member
+            && self.job.subgroups.iter().all(|sg| {
+                self.bound_by_sub
+                    .get(sg.name.as_str())
+                    .copied()
+                    .unwrap_or(0)
+                    >= sg.min_member
+            })
+    }
+}
+
 /// A node in `place_run`'s heap: window rank (rail plans), total score,
 /// tie-break, node index (lower first), device choice.
 type Candidate = (Reverse<usize>, u64, u64, Reverse<u32>, DeviceChoice);
@@ -190,6 +205,11 @@ struct Ledger<'s> {
     releasing: Vec<(usize, usize, usize, Slots)>,
     /// Jobs the running victim search has already counted as gone.
     set_aside: std::collections::BTreeSet<usize>,
+    /// Jobs that reclaimed from other queues this cycle: their binds of
+    /// this cycle stand on room taken under the fair-share rule, so a
+    /// preemptor of their leaf takes them back only if its queue stays
+    /// within its fair share.
+    reclaimed_now: std::collections::BTreeSet<usize>,
     /// While a victim search runs: per queue on the preemptor's path and
     /// resource, what victims below that queue must free for the gang to
     /// stay within the queue's limit.
@@ -320,7 +340,8 @@ impl<'s> Cycle<'s> {
     fn try_gang(&mut self, j: usize) -> Result<(), PendingReason> {
         let jw = &self.ledger.jobs[j];
         let job = jw.job;
-        let chosen = select_minimum(job, &jw.pending, &jw.bound_by_sub, jw.bound_total)?;
+        let held = self.ledger.held_tasks(j);
+        let chosen = select_minimum(job, &jw.pending, &jw.bound_by_sub, jw.bound_total, &held)?;
         if chosen.is_empty() {
             // Minimum already holds through running tasks: elastic pass.
             return Ok(());
@@ -404,9 +425,23 @@ impl<'s> Cycle<'s> {
             None
         };
         let mark = self.ledger.state.begin();
-        self.ledger.release_reservations(&self.world, j);
+        // The room held for the chosen pods is theirs now; other nominated
+        // pods (elastic ones) keep theirs until the elastic pass. When every
+        // chosen pod has room held, it binds there, where it was nominated
+        // (its victims' room: elsewhere, that room would go to others).
+        let held: Vec<Placed> = chosen
+            .iter()
+            .filter_map(|t| self.ledger.reserved[j].iter().find(|p| p.0 == *t).cloned())
+            .collect();
+        self.ledger.release_reservations_of(&self.world, j, &chosen);
         self.ledger.release_holds(&self.world, j);
-        let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
+        let placed = if held.len() == chosen.len() {
+            self.take_held(j, &held);
+            Ok(held)
+        } else {
+            self.place_chosen(j, &chosen, &needs, topo_search)
+        };
+        let placed = match placed {
             Ok(p) => p,
             Err(reason) => {
                 self.ledger.state.rollback(mark);
@@ -544,6 +579,18 @@ impl<'s> Cycle<'s> {
     }
 
     /// Commits placements of job `j`: binds and queue allocation.
+    /// Takes again the room just released for job `j`'s nominated pods
+    /// `held` (task, node, slots), to bind them there.
+    fn take_held(&mut self, j: usize, held: &[Placed]) {
+        let job = self.ledger.jobs[j].job;
+        for (t, n, slots) in held {
+            let pod = self.world.pod_of(job, j, *t);
+            self.ledger
+                .state
+                .take(*n, self.world.nodes[*n], &pod, slots);
+        }
+    }
+
     fn record(&mut self, j: usize, placed: Vec<Placed>) {
         if !placed.is_empty() {
             self.ledger.bound_log.push(j);
@@ -589,14 +636,7 @@ impl<'s> Cycle<'s> {
     fn run_elastic(&mut self) {
         let mut walk = self.ledger.build_walk(
             &self.world,
-            |jw| {
-                jw.blocked.is_none()
-                    && !jw.pending.is_empty()
-                    && jw.bound_total >= jw.job.min_member
-                    && jw.job.subgroups.iter().all(|sg| {
-                        jw.bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0) >= sg.min_member
-                    })
-            },
+            |jw| jw.blocked.is_none() && !jw.pending.is_empty() && jw.minimum_holds(),
             |jw| {
                 jw.pending
                     .first()
@@ -609,11 +649,34 @@ impl<'s> Cycle<'s> {
                 break;
             };
             let job = self.ledger.jobs[j].job;
-            // Room held for its nominated pods is its own to use now.
+            // Pods with room held for them first (their nominations), then
+            // the other nominated ones, then the rest in placement order.
+            let held: Vec<Placed> = self.ledger.reserved[j].clone();
+            let pending: Vec<usize> = {
+                let held = self.ledger.held_tasks(j);
+                prefer_nominated(job, &self.ledger.jobs[j].pending, &held)
+            };
+            // Room held for its nominated pods is its own to use now: they
+            // bind there, within the queues' limits; the rest are placed
+            // as usual.
             self.ledger.release_reservations(&self.world, j);
             self.ledger.release_holds(&self.world, j);
-            let pending = self.ledger.jobs[j].pending.clone();
             let mut placed_total = 0u32;
+            let mut at_held = Vec::new();
+            for p in &held {
+                let requests = &job.tasks[p.0].requests;
+                if self.ledger.limit_headroom(&self.world, leaf, requests) == 0 {
+                    break;
+                }
+                self.take_held(j, std::slice::from_ref(p));
+                self.record(j, vec![p.clone()]);
+                at_held.push(p.0);
+                placed_total += 1;
+            }
+            let pending: Vec<usize> = pending
+                .into_iter()
+                .filter(|t| !at_held.contains(t))
+                .collect();
             let mut failure: Option<String> = None;
             let mut start = 0;
             while start < pending.len() && failure.is_none() {
@@ -778,12 +841,26 @@ pub(super) fn run_end(job: &Job, tasks: &[usize], start: usize) -> usize {
 /// pods for it do not exist: the job fails at once when tried).
 fn minimum_ask(jw: &JobWork) -> Resources {
     let mut needs = Resources::zero();
-    if let Ok(chosen) = select_minimum(jw.job, &jw.pending, &jw.bound_by_sub, jw.bound_total) {
+    if let Ok(chosen) = select_minimum(jw.job, &jw.pending, &jw.bound_by_sub, jw.bound_total, &[]) {
         for t in chosen {
             needs.add(&jw.job.tasks[t].requests);
         }
     }
     needs
+}
+
+/// `pending` with the pods whose room is held (`held`) first, then the
+/// other nominated ones, newest nomination first (an older one was taken
+/// back by whoever holds its room now), then the rest; placement order
+/// within each.
+fn prefer_nominated(job: &Job, pending: &[usize], held: &[usize]) -> Vec<usize> {
+    let mut v = pending.to_vec();
+    v.sort_by_key(|&t| match &job.tasks[t].nomination {
+        _ if held.contains(&t) => (0, Reverse(i64::MAX)),
+        Some(n) => (1, Reverse(n.since.0)),
+        None => (2, Reverse(i64::MAX)),
+    });
+    v
 }
 
 /// The tasks to place now for a gang's minimum: for each sub-group, enough
@@ -795,13 +872,36 @@ fn select_minimum(
     pending: &[usize],
     bound_by_sub: &BTreeMap<&str, u32>,
     bound_total: u32,
+    held: &[usize],
 ) -> Result<Vec<usize>, PendingReason> {
+    // Pods with room held for them (`held`) are chosen first, then other
+    // nominated ones: the room held for a preemptor is held for the pods
+    // it nominated, and a gang that lost pods to an eviction since may
+    // have others ahead of them in placement order. What is chosen keeps
+    // placement order.
+    let reordered: Vec<usize>;
+    let prefer = if pending.iter().any(|&t| job.tasks[t].nomination.is_some()) {
+        reordered = prefer_nominated(job, pending, held);
+        &reordered[..]
+    } else {
+        pending
+    };
+    let in_order = |picked: &[usize]| -> Vec<usize> {
+        if prefer.as_ptr() == pending.as_ptr() {
+            return picked.to_vec();
+        }
+        pending
+            .iter()
+            .copied()
+            .filter(|t| picked.contains(t))
+            .collect()
+    };
     let mut chosen: Vec<usize> = Vec::new();
     let mut taken = vec![false; job.tasks.len()];
     for sg in &job.subgroups {
         let have = bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0);
         let need = sg.min_member.saturating_sub(have) as usize;
-        let cands: Vec<usize> = pending
+        let cands: Vec<usize> = prefer
             .iter()
             .copied()
             .filter(|&t| job.tasks[t].subgroup.as_deref() == Some(sg.name.as_str()))
@@ -819,13 +919,13 @@ fn select_minimum(
                 min_member: sg.min_member,
             });
         }
-        for t in cands {
+        for t in in_order(&cands) {
             taken[t] = true;
             chosen.push(t);
         }
     }
     let need = (job.min_member as usize).saturating_sub(bound_total as usize + chosen.len());
-    let rest: Vec<usize> = pending
+    let rest: Vec<usize> = prefer
         .iter()
         .copied()
         .filter(|&t| !taken[t])
@@ -838,7 +938,7 @@ fn select_minimum(
             min_member: job.min_member,
         });
     }
-    chosen.extend(rest);
+    chosen.extend(in_order(&rest));
     Ok(chosen)
 }
 

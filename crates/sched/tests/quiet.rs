@@ -187,6 +187,33 @@ fn quiet_cluster(
         let now = Timestamp(1_000_000 + cycle * 60_000);
         let snap = Snapshot::new(w.nodes.clone(), w.tree.clone(), jobs.clone());
         let d = schedule(&snap, &Config::default(), now);
+        // `TRACE=1 cargo test ... quiet` prints every cycle of the cases run
+        // (the shrunk failing case last), for reading a failure.
+        if std::env::var("TRACE").is_ok() {
+            eprintln!(
+                "cycle {cycle}: binds {:?}\n  evict {:?}\n  nom {:?}\n  pending {:?}\n  queues {:?}",
+                d.binds
+                    .iter()
+                    .map(|b| format!("{}@{}{:?}", b.task, b.node, b.gpus))
+                    .collect::<Vec<_>>(),
+                d.evictions
+                    .iter()
+                    .map(|e| format!("{}@{} {}", e.task, e.node, e.message))
+                    .collect::<Vec<_>>(),
+                d.nominations
+                    .iter()
+                    .map(|e| format!("{}@{}{:?}", e.task, e.node, e.gpus))
+                    .collect::<Vec<_>>(),
+                d.pending
+                    .iter()
+                    .map(|p| format!("{} {}", p.job, p.message))
+                    .collect::<Vec<_>>(),
+                d.queues
+                    .iter()
+                    .map(|q| format!("{} {}/{}", q.queue, q.allocated.gpu, q.fair_share.gpu))
+                    .collect::<Vec<_>>()
+            );
+        }
         // Checked where nothing but binds happened since the previous
         // cycle: no arrival (cycle 2 on), and no pod terminated, because
         // room freed by evictions is new information, as a completion

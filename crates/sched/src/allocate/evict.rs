@@ -339,7 +339,9 @@ impl<'s> Cycle<'s> {
     pub(super) fn minimum_of(&self, j: usize) -> Option<Minimum> {
         let jw = &self.ledger.jobs[j];
         let job = jw.job;
-        let chosen = select_minimum(job, &jw.pending, &jw.bound_by_sub, jw.bound_total).ok()?;
+        let held = self.ledger.held_tasks(j);
+        let chosen =
+            select_minimum(job, &jw.pending, &jw.bound_by_sub, jw.bound_total, &held).ok()?;
         if chosen.is_empty() {
             return None;
         }
@@ -432,8 +434,13 @@ impl<'s> Cycle<'s> {
             let pod = self.world.pod_of(self.ledger.jobs[v].job, v, t);
             self.ledger.state.take(n, self.world.nodes[n], &pod, &slots);
         }
-        let retry = self
-            .pending_where(|r| r.is_lack_of_room() || matches!(r, PendingReason::Yielded { .. }));
+        // Not a running job whose elastic pod was taken back: the refill
+        // places gang minimums only, and its reason says why it lost it.
+        let retry: BTreeSet<usize> = self
+            .pending_where(|r| r.is_lack_of_room() || matches!(r, PendingReason::Yielded { .. }))
+            .into_iter()
+            .filter(|&j| !self.ledger.jobs[j].minimum_holds())
+            .collect();
         let mut walk = self.ledger.build_walk(
             &self.world,
             |jw| retry.contains(&jw.index),
@@ -443,6 +450,12 @@ impl<'s> Cycle<'s> {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
+            // Only within fair share: no eviction pass follows, so a bind
+            // here that took a queue above its share would be reclaimed in
+            // the next cycle. Such room waits for the next cycle's passes.
+            if !self.within_fair_share(j) {
+                continue;
+            }
             match self.try_gang(j) {
                 Ok(()) => {
                     self.outcome.pending.remove(&j);
@@ -460,6 +473,23 @@ impl<'s> Cycle<'s> {
                 }
             }
         }
+    }
+
+    /// Whether job `j`'s gang minimum keeps every queue on its path at or
+    /// below its fair share, on each resource the gang asks for.
+    fn within_fair_share(&self, j: usize) -> bool {
+        let Some((_, needs, _)) = self.minimum_of(j) else {
+            return true;
+        };
+        self.world
+            .tree
+            .ancestors(self.ledger.jobs[j].leaf)
+            .all(|q| {
+                needs.iter().all(|(r, want)| {
+                    want == 0
+                        || self.ledger.alloc[q.0].get(&r) + want <= self.world.fair[q.0].get(&r)
+                })
+            })
     }
 
     /// A gang placed after the elastic pass: its pods above the minimum
@@ -485,6 +515,9 @@ impl<'s> Cycle<'s> {
             return false;
         };
         self.with_orphans(&mut plan);
+        if plan.units.iter().any(|u| u.kind == EvictionKind::Reclaim) {
+            self.ledger.reclaimed_now.insert(j);
+        }
         let mark = self.ledger.state.begin();
         let refs: Vec<&Unit> = plan.units.iter().collect();
         self.ledger.give_units(&self.world, &refs);
@@ -827,6 +860,26 @@ impl<'s> Ledger<'s> {
 
     /// Gives back the capacity reserved for job `j`'s nominated tasks (it is
     /// being placed now). Inside the caller's transaction.
+    /// Pending tasks of job `j` whose nominated room is held for them.
+    pub(super) fn held_tasks(&self, j: usize) -> Vec<usize> {
+        self.reserved[j].iter().map(|p| p.0).collect()
+    }
+
+    /// Releases the room held for those of job `j`'s nominated tasks that
+    /// are in `tasks`; the others keep theirs.
+    pub(super) fn release_reservations_of(&mut self, w: &World<'_>, j: usize, tasks: &[usize]) {
+        let (go, keep): (Vec<super::Placed>, Vec<super::Placed>) =
+            std::mem::take(&mut self.reserved[j])
+                .into_iter()
+                .partition(|(t, _, _)| tasks.contains(t));
+        self.reserved[j] = keep;
+        let job = self.jobs[j].job;
+        for (t, n, slots) in &go {
+            let pod = w.pod_of(job, j, *t);
+            self.state.give(*n, w.nodes[*n], &pod, slots);
+        }
+    }
+
     pub(super) fn release_reservations(&mut self, w: &World<'_>, j: usize) {
         let res = std::mem::take(&mut self.reserved[j]);
         let job = self.jobs[j].job;

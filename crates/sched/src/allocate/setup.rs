@@ -417,6 +417,7 @@ impl<'s> Cycle<'s> {
                 reserved,
                 releasing: Vec::new(),
                 set_aside: std::collections::BTreeSet::new(),
+                reclaimed_now: std::collections::BTreeSet::new(),
                 victim_need: Vec::new(),
                 running: Vec::new(),
                 holds: Vec::new(),
@@ -510,7 +511,7 @@ impl<'s> Cycle<'s> {
             let mut all: Vec<usize> = (0..job.tasks.len()).collect();
             all.sort_by(|&a, &b| job.tasks[a].name.cmp(&job.tasks[b].name));
             let mut min_req = Resources::zero();
-            if let Ok(chosen) = select_minimum(job, &all, &BTreeMap::new(), 0) {
+            if let Ok(chosen) = select_minimum(job, &all, &BTreeMap::new(), 0, &[]) {
                 for t in chosen {
                     min_req.add(&job.tasks[t].requests);
                 }

@@ -205,11 +205,6 @@ struct Ledger<'s> {
     releasing: Vec<(usize, usize, usize, Slots)>,
     /// Jobs the running victim search has already counted as gone.
     set_aside: std::collections::BTreeSet<usize>,
-    /// Jobs that reclaimed from other queues this cycle: their binds of
-    /// this cycle stand on room taken under the fair-share rule, so a
-    /// preemptor of their leaf takes them back only if its queue stays
-    /// within its fair share.
-    reclaimed_now: std::collections::BTreeSet<usize>,
     /// While a victim search runs: per queue on the preemptor's path and
     /// resource, what victims below that queue must free for the gang to
     /// stay within the queue's limit.
@@ -426,22 +421,10 @@ impl<'s> Cycle<'s> {
         };
         let mark = self.ledger.state.begin();
         // The room held for the chosen pods is theirs now; other nominated
-        // pods (elastic ones) keep theirs until the elastic pass. When every
-        // chosen pod has room held, it binds there, where it was nominated
-        // (its victims' room: elsewhere, that room would go to others).
-        let held: Vec<Placed> = chosen
-            .iter()
-            .filter_map(|t| self.ledger.reserved[j].iter().find(|p| p.0 == *t).cloned())
-            .collect();
+        // pods keep theirs until their own turn.
         self.ledger.release_reservations_of(&self.world, j, &chosen);
         self.ledger.release_holds(&self.world, j);
-        let placed = if held.len() == chosen.len() {
-            self.take_held(j, &held);
-            Ok(held)
-        } else {
-            self.place_chosen(j, &chosen, &needs, topo_search)
-        };
-        let placed = match placed {
+        let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
             Ok(p) => p,
             Err(reason) => {
                 self.ledger.state.rollback(mark);
@@ -579,18 +562,6 @@ impl<'s> Cycle<'s> {
     }
 
     /// Commits placements of job `j`: binds and queue allocation.
-    /// Takes again the room just released for job `j`'s nominated pods
-    /// `held` (task, node, slots), to bind them there.
-    fn take_held(&mut self, j: usize, held: &[Placed]) {
-        let job = self.ledger.jobs[j].job;
-        for (t, n, slots) in held {
-            let pod = self.world.pod_of(job, j, *t);
-            self.ledger
-                .state
-                .take(*n, self.world.nodes[*n], &pod, slots);
-        }
-    }
-
     fn record(&mut self, j: usize, placed: Vec<Placed>) {
         if !placed.is_empty() {
             self.ledger.bound_log.push(j);
@@ -651,32 +622,14 @@ impl<'s> Cycle<'s> {
             let job = self.ledger.jobs[j].job;
             // Pods with room held for them first (their nominations), then
             // the other nominated ones, then the rest in placement order.
-            let held: Vec<Placed> = self.ledger.reserved[j].clone();
             let pending: Vec<usize> = {
                 let held = self.ledger.held_tasks(j);
                 prefer_nominated(job, &self.ledger.jobs[j].pending, &held)
             };
-            // Room held for its nominated pods is its own to use now: they
-            // bind there, within the queues' limits; the rest are placed
-            // as usual.
+            // Room held for its nominated pods is its own to use now.
             self.ledger.release_reservations(&self.world, j);
             self.ledger.release_holds(&self.world, j);
             let mut placed_total = 0u32;
-            let mut at_held = Vec::new();
-            for p in &held {
-                let requests = &job.tasks[p.0].requests;
-                if self.ledger.limit_headroom(&self.world, leaf, requests) == 0 {
-                    break;
-                }
-                self.take_held(j, std::slice::from_ref(p));
-                self.record(j, vec![p.clone()]);
-                at_held.push(p.0);
-                placed_total += 1;
-            }
-            let pending: Vec<usize> = pending
-                .into_iter()
-                .filter(|t| !at_held.contains(t))
-                .collect();
             let mut failure: Option<String> = None;
             let mut start = 0;
             while start < pending.len() && failure.is_none() {

@@ -461,30 +461,6 @@ fn a_newer_nomination_wins_devices_an_older_one_still_names() {
     assert_eq!(d.pending[0].job, "a/early");
 }
 
-#[test]
-fn a_nominated_pod_binds_where_it_was_nominated() {
-    // b/big was nominated on n1 devices 4-7 (its victim's room). n0 is
-    // half used, so packing alone would put a 4-GPU pod there; it binds
-    // on its own room instead, which is what it evicted for.
-    let mut big = pending("b/big", "b", 1, 4);
-    big.tasks[0].nomination = Some(trainyard_model::Nomination {
-        node: "n1".into(),
-        since: Timestamp(NOW.0 - MIN),
-        gpus: Some(vec![4, 5, 6, 7]),
-    });
-    let jobs = vec![running("a/j0", "a", &[("n0", &[0, 1, 2, 3])], 100), big];
-    let d = run(nodes(2), vec![q("a", 8), q("b", 8)], jobs);
-    let b: Vec<(String, String, Vec<u32>)> = d
-        .binds
-        .iter()
-        .map(|b| (b.task.to_string(), b.node.to_string(), b.gpus.clone()))
-        .collect();
-    assert_eq!(
-        b,
-        [("b/big-0".to_string(), "n1".to_string(), vec![4, 5, 6, 7])]
-    );
-}
-
 // ---- many cycles, nothing else changing -----------------------------------
 
 mod cycles {

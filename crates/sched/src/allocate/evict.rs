@@ -450,12 +450,6 @@ impl<'s> Cycle<'s> {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
-            // Only within fair share: no eviction pass follows, so a bind
-            // here that took a queue above its share would be reclaimed in
-            // the next cycle. Such room waits for the next cycle's passes.
-            if !self.within_fair_share(j) {
-                continue;
-            }
             match self.try_gang(j) {
                 Ok(()) => {
                     self.outcome.pending.remove(&j);
@@ -473,23 +467,6 @@ impl<'s> Cycle<'s> {
                 }
             }
         }
-    }
-
-    /// Whether job `j`'s gang minimum keeps every queue on its path at or
-    /// below its fair share, on each resource the gang asks for.
-    fn within_fair_share(&self, j: usize) -> bool {
-        let Some((_, needs, _)) = self.minimum_of(j) else {
-            return true;
-        };
-        self.world
-            .tree
-            .ancestors(self.ledger.jobs[j].leaf)
-            .all(|q| {
-                needs.iter().all(|(r, want)| {
-                    want == 0
-                        || self.ledger.alloc[q.0].get(&r) + want <= self.world.fair[q.0].get(&r)
-                })
-            })
     }
 
     /// A gang placed after the elastic pass: its pods above the minimum
@@ -515,9 +492,6 @@ impl<'s> Cycle<'s> {
             return false;
         };
         self.with_orphans(&mut plan);
-        if plan.units.iter().any(|u| u.kind == EvictionKind::Reclaim) {
-            self.ledger.reclaimed_now.insert(j);
-        }
         let mark = self.ledger.state.begin();
         let refs: Vec<&Unit> = plan.units.iter().collect();
         self.ledger.give_units(&self.world, &refs);

@@ -417,7 +417,6 @@ impl<'s> Cycle<'s> {
                 reserved,
                 releasing: Vec::new(),
                 set_aside: std::collections::BTreeSet::new(),
-                reclaimed_now: std::collections::BTreeSet::new(),
                 victim_need: Vec::new(),
                 running: Vec::new(),
                 holds: Vec::new(),

@@ -144,7 +144,6 @@ impl<'s> Cycle<'s> {
                     && self.ledger.bound_at[v]
                         .iter()
                         .all(|(t, _, _)| self.ledger.fresh.contains(&(v, *t)))
-                    && !self.ledger.stands_on_reclaim(&self.world, j, v, &min.1)
             })
             .collect();
         if behind.is_empty() {
@@ -470,34 +469,6 @@ impl<'s> Ledger<'s> {
         self.jobs[v].job.tasks[t].started.map_or(i64::MIN, |s| s.0)
     }
 
-    /// Whether job `v` of `j`'s leaf reclaimed this cycle and taking it
-    /// back for `j` (asking `needs`) would leave a queue on the leaf's path
-    /// above its fair share: the room it took from other queues would then
-    /// serve a queue over its share, and they would reclaim it back next
-    /// cycle (a loop). Such a `v` is no victim of `j`.
-    pub(super) fn stands_on_reclaim(
-        &self,
-        w: &World<'_>,
-        j: usize,
-        v: usize,
-        needs: &Resources,
-    ) -> bool {
-        if !self.reclaimed_now.contains(&v) {
-            return false;
-        }
-        let mut freed = Resources::zero();
-        for (t, _, _) in &self.bound_at[v] {
-            freed.add(&self.jobs[v].job.tasks[*t].requests);
-        }
-        w.tree.ancestors(self.jobs[j].leaf).any(|q| {
-            needs.iter().any(|(r, want)| {
-                want > 0
-                    && (self.alloc[q.0].get(&r) + want).saturating_sub(freed.get(&r))
-                        > w.fair[q.0].get(&r)
-            })
-        })
-    }
-
     /// Job `v`'s binds of this cycle as one unit, taken back for `j`.
     pub(super) fn fresh_unit(&self, w: &World<'_>, v: usize, j: usize) -> Unit {
         let vj = self.jobs[v].job;
@@ -581,10 +552,7 @@ impl<'s> Ledger<'s> {
                 continue;
             }
             let (kind, over) = if vw.leaf == jw.leaf {
-                if !cfg.preempt
-                    || vj.priority >= me.priority
-                    || self.stands_on_reclaim(w, j, v, needs)
-                {
+                if !cfg.preempt || vj.priority >= me.priority {
                     continue;
                 }
                 (EvictionKind::Preempt, None)

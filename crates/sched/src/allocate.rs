@@ -420,9 +420,7 @@ impl<'s> Cycle<'s> {
             None
         };
         let mark = self.ledger.state.begin();
-        // The room held for the chosen pods is theirs now; other nominated
-        // pods keep theirs until their own turn.
-        self.ledger.release_reservations_of(&self.world, j, &chosen);
+        self.ledger.release_reservations(&self.world, j);
         self.ledger.release_holds(&self.world, j);
         let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
             Ok(p) => p,
@@ -622,9 +620,11 @@ impl<'s> Cycle<'s> {
             let job = self.ledger.jobs[j].job;
             // Pods with room held for them first (their nominations), then
             // the other nominated ones, then the rest in placement order.
-            let pending: Vec<usize> = {
-                let held = self.ledger.held_tasks(j);
-                prefer_nominated(job, &self.ledger.jobs[j].pending, &held)
+            let all = &self.ledger.jobs[j].pending;
+            let pending: Vec<usize> = if all.iter().any(|&t| job.tasks[t].nomination.is_some()) {
+                prefer_nominated(job, all, &self.ledger.held_tasks(j))
+            } else {
+                all.clone()
             };
             // Room held for its nominated pods is its own to use now.
             self.ledger.release_reservations(&self.world, j);
@@ -807,9 +807,14 @@ fn minimum_ask(jw: &JobWork) -> Resources {
 /// back by whoever holds its room now), then the rest; placement order
 /// within each.
 fn prefer_nominated(job: &Job, pending: &[usize], held: &[usize]) -> Vec<usize> {
+    let mut is_held = vec![false; job.tasks.len()];
+    for &t in held {
+        is_held[t] = true;
+    }
     let mut v = pending.to_vec();
+    // Stable: placement order within each class and age.
     v.sort_by_key(|&t| match &job.tasks[t].nomination {
-        _ if held.contains(&t) => (0, Reverse(i64::MAX)),
+        _ if is_held[t] => (0, Reverse(i64::MAX)),
         Some(n) => (1, Reverse(n.since.0)),
         None => (2, Reverse(i64::MAX)),
     });
@@ -832,22 +837,20 @@ fn select_minimum(
     // it nominated, and a gang that lost pods to an eviction since may
     // have others ahead of them in placement order. What is chosen keeps
     // placement order.
-    let reordered: Vec<usize>;
-    let prefer = if pending.iter().any(|&t| job.tasks[t].nomination.is_some()) {
-        reordered = prefer_nominated(job, pending, held);
-        &reordered[..]
-    } else {
-        pending
-    };
-    let in_order = |picked: &[usize]| -> Vec<usize> {
-        if prefer.as_ptr() == pending.as_ptr() {
-            return picked.to_vec();
+    let reordered = pending
+        .iter()
+        .any(|&t| job.tasks[t].nomination.is_some())
+        .then(|| prefer_nominated(job, pending, held));
+    let prefer = reordered.as_deref().unwrap_or(pending);
+    let in_order = |picked: Vec<usize>| -> Vec<usize> {
+        if reordered.is_none() {
+            return picked;
         }
-        pending
-            .iter()
-            .copied()
-            .filter(|t| picked.contains(t))
-            .collect()
+        let mut mark = vec![false; job.tasks.len()];
+        for &t in &picked {
+            mark[t] = true;
+        }
+        pending.iter().copied().filter(|&t| mark[t]).collect()
     };
     let mut chosen: Vec<usize> = Vec::new();
     let mut taken = vec![false; job.tasks.len()];
@@ -872,7 +875,7 @@ fn select_minimum(
                 min_member: sg.min_member,
             });
         }
-        for t in in_order(&cands) {
+        for t in in_order(cands) {
             taken[t] = true;
             chosen.push(t);
         }
@@ -891,7 +894,7 @@ fn select_minimum(
             min_member: job.min_member,
         });
     }
-    chosen.extend(in_order(&rest));
+    chosen.extend(in_order(rest));
     Ok(chosen)
 }
 

@@ -832,28 +832,13 @@ impl<'s> Ledger<'s> {
         format!("no job may be taken: {}", parts.join(", "))
     }
 
-    /// Gives back the capacity reserved for job `j`'s nominated tasks (it is
-    /// being placed now). Inside the caller's transaction.
     /// Pending tasks of job `j` whose nominated room is held for them.
     pub(super) fn held_tasks(&self, j: usize) -> Vec<usize> {
         self.reserved[j].iter().map(|p| p.0).collect()
     }
 
-    /// Releases the room held for those of job `j`'s nominated tasks that
-    /// are in `tasks`; the others keep theirs.
-    pub(super) fn release_reservations_of(&mut self, w: &World<'_>, j: usize, tasks: &[usize]) {
-        let (go, keep): (Vec<super::Placed>, Vec<super::Placed>) =
-            std::mem::take(&mut self.reserved[j])
-                .into_iter()
-                .partition(|(t, _, _)| tasks.contains(t));
-        self.reserved[j] = keep;
-        let job = self.jobs[j].job;
-        for (t, n, slots) in &go {
-            let pod = w.pod_of(job, j, *t);
-            self.state.give(*n, w.nodes[*n], &pod, slots);
-        }
-    }
-
+    /// Gives back the capacity reserved for job `j`'s nominated tasks (it is
+    /// being placed now). Inside the caller's transaction.
     pub(super) fn release_reservations(&mut self, w: &World<'_>, j: usize) {
         let res = std::mem::take(&mut self.reserved[j]);
         let job = self.jobs[j].job;

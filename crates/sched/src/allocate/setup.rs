@@ -297,7 +297,8 @@ impl<'s> Cycle<'s> {
                 }
             }
         }
-        by_age.sort_by_key(|&(since, j, t)| (std::cmp::Reverse(since), j, t));
+        // Stable: job order, then placement order, among equals.
+        by_age.sort_by_key(|&(since, _, _)| std::cmp::Reverse(since));
         let mut held: std::collections::HashSet<(usize, usize)> = Default::default();
         for exact in [true, false] {
             for &(_, j, t) in &by_age {

@@ -439,8 +439,9 @@ impl<'s> Cycle<'s> {
                 return Err(reason);
             }
         };
-        // Placed: its reservation (if any) is done with.
+        // Placed: its reservation and nominated room (if any) are done with.
         self.ledger.holds.retain(|h| h.job != j);
+        self.ledger.reservations_used(j);
         self.outcome.stats.gangs_placed += 1;
         let bound = self.ledger.jobs[j].bound_total as usize;
         if chosen.len() + bound > 1
@@ -628,6 +629,7 @@ impl<'s> Cycle<'s> {
             };
             // Room held for its nominated pods is its own to use now.
             self.ledger.release_reservations(&self.world, j);
+            self.ledger.reservations_used(j);
             self.ledger.release_holds(&self.world, j);
             let mut placed_total = 0u32;
             let mut failure: Option<String> = None;

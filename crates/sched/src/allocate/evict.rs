@@ -295,10 +295,12 @@ impl<'s> Cycle<'s> {
                 refused_jobs.push(j);
                 continue;
             }
-            // Its own reservation's nodes are its to use (lifted for good
-            // when a plan applies); the caches are not kept meanwhile.
+            // Its own reservation's nodes and its nominated room are its to
+            // use (lifted for good when a plan applies); the caches are not
+            // kept meanwhile.
             let lifted = self.ledger.state.begin();
-            let holding = self.ledger.has_hold(j);
+            let holding = self.ledger.has_hold(j) || !self.ledger.reserved[j].is_empty();
+            self.ledger.release_reservations(&self.world, j);
             self.ledger.release_holds(&self.world, j);
             self.ledger.holds_lifted = holding;
             let found = if self.ledger.jobs[j].job.preempts {
@@ -311,6 +313,7 @@ impl<'s> Cycle<'s> {
                 Ok(plan) => {
                     if self.apply_plan(j, plan) {
                         self.ledger.holds.retain(|h| h.job != j);
+                        self.ledger.reservations_used(j);
                     } else {
                         self.ledger.state.rollback(lifted);
                     }
@@ -838,14 +841,21 @@ impl<'s> Ledger<'s> {
     }
 
     /// Gives back the capacity reserved for job `j`'s nominated tasks (it is
-    /// being placed now). Inside the caller's transaction.
+    /// being placed now), inside the caller's transaction. The list of whose
+    /// room it was stays: a rollback takes the capacity back, and the room
+    /// must still be `j`'s then. Once the placement is kept, the caller ends
+    /// the reservations with [`Ledger::reservations_used`].
     pub(super) fn release_reservations(&mut self, w: &World<'_>, j: usize) {
-        let res = std::mem::take(&mut self.reserved[j]);
         let job = self.jobs[j].job;
-        for (t, n, slots) in &res {
+        for (t, n, slots) in &self.reserved[j] {
             let pod = w.pod_of(job, j, *t);
             self.state.give(*n, w.nodes[*n], &pod, slots);
         }
+    }
+
+    /// Job `j`'s released reservations are spent: its placement was kept.
+    pub(super) fn reservations_used(&mut self, j: usize) {
+        self.reserved[j].clear();
     }
 
     /// What decides a victim search for a gang of one pod shape without

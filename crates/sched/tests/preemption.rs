@@ -461,6 +461,59 @@ fn a_newer_nomination_wins_devices_an_older_one_still_names() {
     assert_eq!(d.pending[0].job, "a/early");
 }
 
+#[test]
+fn room_held_for_a_nominated_pod_stays_its_own_after_a_failed_try() {
+    // A minute ago a/big (priority 10, two 8-GPU pods) was nominated on n0
+    // (free, so its room is held) and n1, where its victim a/gone is still
+    // terminating. The cycle's try of the gang fails on n1 and rolls back:
+    // n0's room must still be a/big's then, so the victims' going is all
+    // it waits for. Lost, n0 would look taken by nobody, and a/big would
+    // search victims as an ordinary pending gang.
+    let mut big = pending("a/big", "a", 2, 8).with_priority(10);
+    for (t, node) in big.tasks.iter_mut().zip(["n0", "n1"]) {
+        t.nomination = Some(trainyard_model::Nomination {
+            node: node.into(),
+            since: Timestamp(NOW.0 - MIN),
+            gpus: Some((0..8).collect()),
+        });
+    }
+    let mut gone = running("a/gone", "a", &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])], 100);
+    gone.tasks[0].terminating = true;
+    let low = running("a/low", "a", &[("n2", &[0, 1, 2, 3, 4, 5, 6, 7])], 100);
+    let d = run(nodes(3), vec![q("a", 24)], vec![gone, low, big]);
+    assert!(d.binds.is_empty(), "{:?}", d.binds);
+    assert!(d.evictions.is_empty(), "{:?}", evicted(&d));
+    assert_eq!(d.pending.len(), 1);
+    assert_eq!(d.pending[0].job, "a/big");
+    assert!(
+        d.pending[0]
+            .message
+            .starts_with("waiting for 1 evicted pod(s)"),
+        "{}",
+        d.pending[0].message
+    );
+}
+
+#[test]
+fn a_preemptor_searches_victims_with_its_held_room_as_its_own() {
+    // a/big (priority 10, two 8-GPU pods) has room held on n0 for its
+    // first pod's nomination; its second pod needs a node. Evicting a/low
+    // on n1 is enough: the held room counts as the preemptor's own in the
+    // victim search, as it does when the gang is placed.
+    let mut big = pending("a/big", "a", 2, 8).with_priority(10);
+    big.tasks[0].nomination = Some(trainyard_model::Nomination {
+        node: "n0".into(),
+        since: Timestamp(NOW.0 - MIN),
+        gpus: Some((0..8).collect()),
+    });
+    let low = running("a/low", "a", &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])], 100);
+    let d = run(nodes(2), vec![q("a", 16)], vec![low, big]);
+    assert_eq!(evicted(&d), ["a/low-0"]);
+    let mut n: Vec<String> = d.nominations.iter().map(|x| x.node.to_string()).collect();
+    n.sort();
+    assert_eq!(n, ["n0", "n1"]);
+}
+
 // ---- many cycles, nothing else changing -----------------------------------
 
 mod cycles {

@@ -494,26 +494,6 @@ fn room_held_for_a_nominated_pod_stays_its_own_after_a_failed_try() {
     );
 }
 
-#[test]
-fn a_preemptor_searches_victims_with_its_held_room_as_its_own() {
-    // a/big (priority 10, two 8-GPU pods) has room held on n0 for its
-    // first pod's nomination; its second pod needs a node. Evicting a/low
-    // on n1 is enough: the held room counts as the preemptor's own in the
-    // victim search, as it does when the gang is placed.
-    let mut big = pending("a/big", "a", 2, 8).with_priority(10);
-    big.tasks[0].nomination = Some(trainyard_model::Nomination {
-        node: "n0".into(),
-        since: Timestamp(NOW.0 - MIN),
-        gpus: Some((0..8).collect()),
-    });
-    let low = running("a/low", "a", &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])], 100);
-    let d = run(nodes(2), vec![q("a", 16)], vec![low, big]);
-    assert_eq!(evicted(&d), ["a/low-0"]);
-    let mut n: Vec<String> = d.nominations.iter().map(|x| x.node.to_string()).collect();
-    n.sort();
-    assert_eq!(n, ["n0", "n1"]);
-}
-
 // ---- many cycles, nothing else changing -----------------------------------
 
 mod cycles {

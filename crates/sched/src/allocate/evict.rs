@@ -295,12 +295,10 @@ impl<'s> Cycle<'s> {
                 refused_jobs.push(j);
                 continue;
             }
-            // Its own reservation's nodes and its nominated room are its to
-            // use (lifted for good when a plan applies); the caches are not
-            // kept meanwhile.
+            // Its own reservation's nodes are its to use (lifted for good
+            // when a plan applies); the caches are not kept meanwhile.
             let lifted = self.ledger.state.begin();
-            let holding = self.ledger.has_hold(j) || !self.ledger.reserved[j].is_empty();
-            self.ledger.release_reservations(&self.world, j);
+            let holding = self.ledger.has_hold(j);
             self.ledger.release_holds(&self.world, j);
             self.ledger.holds_lifted = holding;
             let found = if self.ledger.jobs[j].job.preempts {
@@ -313,7 +311,6 @@ impl<'s> Cycle<'s> {
                 Ok(plan) => {
                     if self.apply_plan(j, plan) {
                         self.ledger.holds.retain(|h| h.job != j);
-                        self.ledger.reservations_used(j);
                     } else {
                         self.ledger.state.rollback(lifted);
                     }

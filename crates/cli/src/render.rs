@@ -99,6 +99,22 @@ pub fn render(d: &Decisions) -> String {
         out.push_str(&t.to_string());
         out.push('\n');
     }
+    if !d.withdrawals.is_empty() {
+        out.push_str(&format!(
+            "\nNOMINATIONS WITHDRAWN (the pod can no longer use that room): {} pod(s)\n",
+            d.withdrawals.len()
+        ));
+        let mut t = table(&["JOB", "POD", "NODE"]);
+        for w in &d.withdrawals {
+            t.add_row(vec![
+                Cell::new(&w.job),
+                Cell::new(&w.task),
+                Cell::new(&w.node),
+            ]);
+        }
+        out.push_str(&t.to_string());
+        out.push('\n');
+    }
     if !d.placements.is_empty() {
         out.push_str(&format!(
             "\nTOPOLOGY: {} gang(s) placed\n",

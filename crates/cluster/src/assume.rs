@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use trainyard_model::{Job, Nomination, Task, TaskKey, TaskState, Timestamp};
-use trainyard_sched::{Bind, Decisions, Eviction, NominationDecision};
+use trainyard_sched::{Bind, Decisions, Eviction, NominationDecision, Withdrawal};
 
 use crate::ClusterState;
 
@@ -17,6 +17,8 @@ pub enum Effect {
     Evict,
     /// Room on `node` (and devices `gpus`) reserved for the pending task.
     Nominate { node: String, gpus: Vec<u32> },
+    /// The pending task's nomination is withdrawn: it names no node.
+    Withdraw,
 }
 
 /// One decision laid over the world until confirmed or forgotten.
@@ -34,6 +36,8 @@ pub enum Write {
     Bind(Bind),
     Evict(Eviction),
     Nominate(NominationDecision),
+    /// Clear the pod's `status.nominatedNodeName`.
+    Withdraw(Withdrawal),
 }
 
 impl Write {
@@ -42,6 +46,7 @@ impl Write {
             (Write::Bind(b), Effect::Bind { .. }) => b.job == job && b.task == a.task,
             (Write::Evict(e), Effect::Evict) => e.job == job && e.task == a.task,
             (Write::Nominate(n), Effect::Nominate { .. }) => n.job == job && n.task == a.task,
+            (Write::Withdraw(w), Effect::Withdraw) => w.job == job && w.task == a.task,
             _ => false,
         }
     }
@@ -50,12 +55,14 @@ impl Write {
 /// Which decisions of one [`ClusterState::assume`] took effect, by index
 /// into the decisions' vectors. A decision about an unknown task, a bind
 /// of a task that is not pending, an eviction of a pending or terminating
-/// task, or a nomination of a task that is not pending does not.
+/// task, or a nomination or withdrawal of a task that is not pending does
+/// not.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Applied {
     pub binds: Vec<usize>,
     pub evictions: Vec<usize>,
     pub nominations: Vec<usize>,
+    pub withdrawals: Vec<usize>,
 }
 
 /// Sets `effect` on `t`, as of time `at`.
@@ -80,6 +87,7 @@ fn set(t: &mut Task, effect: &Effect, at: Timestamp) {
                 });
             }
         }
+        Effect::Withdraw => t.nomination = None,
     }
 }
 
@@ -93,13 +101,16 @@ fn settled(t: &Task, effect: &Effect) -> bool {
         Effect::Nominate { node, .. } => {
             !t.is_pending() || t.nomination.as_ref().is_some_and(|n| n.node == *node)
         }
+        Effect::Withdraw => !t.is_pending() || t.nomination.is_none(),
     }
 }
 
-/// Whether `t` already shows the effect: a nomination on the same node.
+/// Whether `t` already shows the effect: a nomination on the same node,
+/// or none to withdraw.
 fn already(t: &Task, effect: &Effect) -> bool {
     match effect {
         Effect::Nominate { node, .. } => t.nomination.as_ref().is_some_and(|n| n.node == *node),
+        Effect::Withdraw => t.nomination.is_none(),
         _ => false,
     }
 }
@@ -107,15 +118,15 @@ fn already(t: &Task, effect: &Effect) -> bool {
 /// Whether the assumption still applies to the view's task `t`.
 fn applies(t: &Task, effect: &Effect) -> bool {
     match effect {
-        Effect::Bind { .. } | Effect::Nominate { .. } => t.is_pending(),
+        Effect::Bind { .. } | Effect::Nominate { .. } | Effect::Withdraw => t.is_pending(),
         Effect::Evict => !t.is_pending() && !t.terminating,
     }
 }
 
 impl ClusterState {
     /// Lays the cycle's decisions over the world (binds, then evictions,
-    /// then nominations) and records the writes they owe. Returns which
-    /// took effect.
+    /// then nominations, then withdrawals) and records the writes they owe.
+    /// Returns which took effect.
     pub fn assume(&mut self, d: &Decisions, now: Timestamp) -> Applied {
         let mut applied = Applied::default();
         // The touched jobs as this cycle's decisions leave them, each
@@ -176,6 +187,14 @@ impl ClusterState {
                 applied.nominations.push(i);
             }
         }
+        for (i, w) in d.withdrawals.iter().enumerate() {
+            if let Some(owed) = add(self, w.job.as_str(), &w.task, Effect::Withdraw) {
+                if owed {
+                    self.writes.push(Write::Withdraw(w.clone()));
+                }
+                applied.withdrawals.push(i);
+            }
+        }
         for (id, (job, list)) in work {
             self.assumed.entry(id.clone()).or_default().extend(list);
             self.views.insert(id.clone(), Arc::new(job));
@@ -187,7 +206,8 @@ impl ClusterState {
 
     /// The decisions done at once by a world that is its own API server
     /// (the simulator): each takes effect on the world's job by the rules of
-    /// [`ClusterState::assume`] (binds, then evictions, then nominations),
+    /// [`ClusterState::assume`] (binds, then evictions, then nominations,
+    /// then withdrawals),
     /// with nothing assumed and no write owed. Returns which took effect.
     pub fn apply_decisions(&mut self, d: &Decisions, now: Timestamp) -> Applied {
         let mut applied = Applied::default();
@@ -234,6 +254,12 @@ impl ClusterState {
                 touched.push(n.job.as_str());
             }
         }
+        for (i, w) in d.withdrawals.iter().enumerate() {
+            if take(self, w.job.as_str(), &w.task, &Effect::Withdraw) {
+                applied.withdrawals.push(i);
+                touched.push(w.job.as_str());
+            }
+        }
         touched.sort_unstable();
         touched.dedup();
         for id in touched {
@@ -258,7 +284,9 @@ impl ClusterState {
     pub fn confirm_assumed(&mut self) {
         for (id, view) in std::mem::take(&mut self.views) {
             self.touch(&id);
-            self.jobs.insert(id, view);
+            self.jobs.insert(id.clone(), view);
+            // A withdrawal leaves the job without nominations now.
+            self.note_nominations(&id);
         }
         self.assumed.clear();
     }
@@ -301,6 +329,7 @@ impl ClusterState {
             Write::Bind(b) => (b.job.as_str(), &b.task),
             Write::Evict(e) => (e.job.as_str(), &e.task),
             Write::Nominate(n) => (n.job.as_str(), &n.task),
+            Write::Withdraw(w) => (w.job.as_str(), &w.task),
         };
         let Some(list) = self.assumed.get_mut(job) else {
             return false;
@@ -369,10 +398,12 @@ impl ClusterState {
 
     /// Keeps the set of jobs with nominations current for job `id`.
     fn note_nominations(&mut self, id: &str) {
-        let has = self
-            .job(id)
-            .is_some_and(|j| j.tasks.iter().any(|t| t.nomination.is_some()));
-        if has {
+        // The world's too: a withdrawal assumed in the view leaves the
+        // world's nomination to expire until the world shows it gone.
+        let has = |j: Option<&Arc<Job>>| {
+            j.is_some_and(|j| j.tasks.iter().any(|t| t.nomination.is_some()))
+        };
+        if has(self.views.get(id)) || has(self.jobs.get(id)) {
             self.nominated.insert(id.to_string());
         } else {
             self.nominated.remove(id);

@@ -3,7 +3,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use trainyard_model::{Job, Node, Resources, Snapshot, TaskKey, TaskState, Timestamp, Usage};
-use trainyard_sched::{Bind, Decisions, Eviction, EvictionKind, NominationDecision};
+use trainyard_sched::{Bind, Decisions, Eviction, EvictionKind, NominationDecision, Withdrawal};
 
 use crate::{Change, ClusterState, Write};
 
@@ -241,6 +241,40 @@ fn a_nomination_keeps_its_first_time_on_a_node_and_expires() {
 }
 
 #[test]
+fn a_withdrawal_holds_until_the_world_shows_no_nomination() {
+    let mut s = world();
+    let d = Decisions {
+        nominations: vec![nomination("b-0", "n1")],
+        ..Decisions::default()
+    };
+    s.assume(&d, Timestamp(1_000));
+    s.confirm_assumed();
+    s.take_writes();
+    let withdraw = Decisions {
+        withdrawals: vec![Withdrawal {
+            job: "b".into(),
+            task: TaskKey::named("b-0"),
+            node: "n1".into(),
+        }],
+        ..Decisions::default()
+    };
+    assert_eq!(s.assume(&withdraw, Timestamp(2_000)).withdrawals, [0]);
+    assert_eq!(state(&s, "b", "b-0"), "pending");
+    assert!(matches!(s.writes(), [Write::Withdraw(w)] if w.task.name == "b-0"));
+    // The world still shows it: the job stays among the nominated until
+    // the world confirms.
+    assert!(s.any_nominations());
+    assert_eq!(s.assumed().count(), 1);
+    // Nothing left to withdraw: applies, owes nothing.
+    s.take_writes();
+    s.confirm_assumed();
+    assert!(!s.any_nominations());
+    assert_eq!(s.assume(&withdraw, Timestamp(3_000)).withdrawals, [0]);
+    assert!(s.writes().is_empty());
+    assert_eq!(s.assumed().count(), 0);
+}
+
+#[test]
 fn confirming_makes_the_views_the_world() {
     let mut s = world();
     let d = Decisions {
@@ -378,7 +412,7 @@ proptest! {
     #[test]
     fn applying_decisions_equals_assuming_and_confirming(
         steps in prop::collection::vec(
-            (prop::collection::vec((0u8..3, 0u8..3, 0u8..3, 0u8..2), 0..6), 0i64..5),
+            (prop::collection::vec((0u8..4, 0u8..3, 0u8..3, 0u8..2), 0..6), 0i64..5),
             1..8,
         )
     ) {
@@ -396,9 +430,14 @@ proptest! {
                 match kind {
                     0 => d.binds.push(bind(id, &task, &node)),
                     1 => d.evictions.push(Eviction { job: id.into(), ..eviction(id, &task) }),
-                    _ => d.nominations.push(NominationDecision {
+                    2 => d.nominations.push(NominationDecision {
                         job: id.into(),
                         ..nomination(&task, &node)
+                    }),
+                    _ => d.withdrawals.push(Withdrawal {
+                        job: id.into(),
+                        task: TaskKey::named(task.as_str()),
+                        node: node.as_str().into(),
                     }),
                 }
             }
@@ -408,6 +447,8 @@ proptest! {
             b.confirm_assumed();
             prop_assert_eq!(&applied_a.binds, &applied_b.binds);
             prop_assert_eq!(&applied_a.evictions, &applied_b.evictions);
+            prop_assert_eq!(&applied_a.nominations, &applied_b.nominations);
+            prop_assert_eq!(&applied_a.withdrawals, &applied_b.withdrawals);
             let (sa, sb) = (a.snapshot(), b.snapshot());
             let ja: Vec<Job> = sa.jobs.iter().map(|j| (**j).clone()).collect();
             let jb: Vec<Job> = sb.jobs.iter().map(|j| (**j).clone()).collect();

@@ -17,18 +17,18 @@
 //! jobs use them only if they end before.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
 use std::sync::Arc;
 
 use trainyard_model::{
     Job, JobId, Node, NodeName, PlacementConstraints, QueueId, QueueTree, Resources, Snapshot,
-    TaskState, Timestamp,
+    TaskKey, TaskState, Timestamp,
 };
 
 use crate::config::Config;
 use crate::decisions::{
     Bind, CycleStats, Decisions, Eviction, FilterReason, GangPlacement, NominationDecision,
-    PendingJob, PendingReason, QueueReport, Reservation,
+    PendingJob, PendingReason, QueueReport, Reservation, Withdrawal,
 };
 use crate::fairshare;
 use crate::plugins::{self, Predicate};
@@ -699,8 +699,54 @@ impl<'s> Cycle<'s> {
 
     // ---- output -------------------------------------------------------
 
+    /// The nominations of pods still pending that the cycle does not keep
+    /// ([`Withdrawal`]): a pod keeps its nomination only when it is
+    /// nominated again or its job waits for its victims to go.
+    fn withdrawals(&self) -> Vec<Withdrawal> {
+        let kept: HashSet<(&str, &TaskKey)> = self
+            .outcome
+            .binds
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
+            .map(|(_, b)| (b.job.as_str(), &b.task))
+            .chain(
+                self.outcome
+                    .nominations
+                    .iter()
+                    .map(|n| (n.job.as_str(), &n.task)),
+            )
+            .collect();
+        let mut out = Vec::new();
+        for (j, jw) in self.ledger.jobs.iter().enumerate() {
+            let job = jw.job;
+            if !job.tasks.iter().any(|t| t.nomination.is_some())
+                || matches!(
+                    self.outcome.pending.get(&j),
+                    Some(PendingReason::WaitingForVictims { .. })
+                )
+            {
+                continue;
+            }
+            for task in &job.tasks {
+                if let Some(nom) = &task.nomination
+                    && task.is_pending()
+                    && !kept.contains(&(job.id.as_str(), &task.key))
+                {
+                    out.push(Withdrawal {
+                        job: JobId(job.id.clone()),
+                        task: task.key.clone(),
+                        node: NodeName(nom.node.clone()),
+                    });
+                }
+            }
+        }
+        out
+    }
+
     fn finish(mut self) -> Decisions {
         let reservations = self.finish_reservations();
+        let withdrawals = self.withdrawals();
         let pending = self
             .outcome
             .pending
@@ -760,6 +806,7 @@ impl<'s> Cycle<'s> {
             placements: self.outcome.placements,
             evictions: self.outcome.evictions,
             nominations: self.outcome.nominations,
+            withdrawals,
             reservations,
             pending,
             queues,

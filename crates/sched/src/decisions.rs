@@ -53,6 +53,22 @@ pub struct NominationDecision {
     pub gpus: Vec<u32>,
 }
 
+/// A pending pod's nomination that the cycle does not keep: the pod was
+/// neither bound nor nominated again, and its job is not waiting for its
+/// victims to go (the room it named went to another pod, or it is short
+/// of room there and its victim search found nothing). The drivers clear
+/// the pod's `status.nominatedNodeName`, as kube-scheduler clears a
+/// nomination when the pod's preemption finds nothing or when a pod of
+/// higher priority is nominated onto its room.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Withdrawal {
+    pub job: JobId,
+    pub task: TaskKey,
+    /// The node the withdrawn nomination named.
+    pub node: NodeName,
+}
+
 /// Where a gang placed this cycle sits on the topology.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -664,6 +680,9 @@ pub struct Decisions {
     /// capacity is reserved for them (`status.nominatedNodeName`).
     #[serde(default)]
     pub nominations: Vec<NominationDecision>,
+    /// Nominations of pending pods the cycle does not keep, in job order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub withdrawals: Vec<Withdrawal>,
     /// Reservations of starving gangs, in the order they were made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reservations: Vec<Reservation>,

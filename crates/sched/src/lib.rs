@@ -26,5 +26,5 @@ pub use config::{
 };
 pub use decisions::{
     Bind, CycleStats, Decisions, Eviction, EvictionKind, FilterReason, GangPlacement,
-    NominationDecision, PendingJob, PendingReason, QueueReport, Reservation,
+    NominationDecision, PendingJob, PendingReason, QueueReport, Reservation, Withdrawal,
 };

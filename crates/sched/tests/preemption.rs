@@ -388,10 +388,14 @@ fn a_nominated_job_whose_victims_cannot_make_its_room_evicts_elsewhere() {
     assert_eq!(evicted(&d), ["a/w-0", "a/z-0"]);
     assert_eq!(d.nominations.len(), 1);
     assert_eq!(d.nominations[0].node.to_string(), "n1");
+    // Nominated again elsewhere: nothing to withdraw.
+    assert!(d.withdrawals.is_empty(), "{:?}", d.withdrawals);
     // With a/y terminating too, the room is coming: b/big waits.
     y.tasks[0].terminating = true;
     let d = run(nodes(2), vec![q("a", 8), q("b", 8)], jobs(y));
     assert!(d.evictions.is_empty(), "{:?}", evicted(&d));
+    // Waiting for its victims, it keeps its nomination.
+    assert!(d.withdrawals.is_empty(), "{:?}", d.withdrawals);
     assert!(
         d.pending[0]
             .message
@@ -459,6 +463,13 @@ fn a_newer_nomination_wins_devices_an_older_one_still_names() {
     assert_eq!(b, ["a/urgent-0", "a/urgent-1"]);
     assert_eq!(d.pending.len(), 1);
     assert_eq!(d.pending[0].job, "a/early");
+    // Its room went to a/urgent: the drivers clear its nomination.
+    let w: Vec<(String, String)> = d
+        .withdrawals
+        .iter()
+        .map(|w| (w.task.to_string(), w.node.to_string()))
+        .collect();
+    assert_eq!(w, [("a/early-0".to_string(), "n0".to_string())]);
 }
 
 #[test]
@@ -492,6 +503,34 @@ fn room_held_for_a_nominated_pod_stays_its_own_after_a_failed_try() {
         "{}",
         d.pending[0].message
     );
+    assert!(d.withdrawals.is_empty(), "{:?}", d.withdrawals);
+}
+
+#[test]
+fn a_nomination_whose_search_finds_nothing_is_withdrawn() {
+    // a/late was nominated on n0, but a/x (its own priority, so no victim)
+    // holds n0 now, and n1 is full too: its victim search finds nothing,
+    // and the cycle withdraws the nomination, as kube-scheduler clears a
+    // pod's nominatedNodeName when its preemption finds nothing.
+    let mut late = pending("a/late", "a", 1, 8);
+    late.tasks[0].nomination = Some(trainyard_model::Nomination {
+        node: "n0".into(),
+        since: Timestamp(NOW.0 - MIN),
+        gpus: None,
+    });
+    let jobs = vec![
+        running("a/x", "a", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 100),
+        running("a/y", "a", &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])], 100),
+        late,
+    ];
+    let d = run(nodes(2), vec![q("a", 16)], jobs);
+    assert!(d.binds.is_empty() && d.evictions.is_empty(), "{d:?}");
+    let w: Vec<(String, String)> = d
+        .withdrawals
+        .iter()
+        .map(|w| (w.task.to_string(), w.node.to_string()))
+        .collect();
+    assert_eq!(w, [("a/late-0".to_string(), "n0".to_string())]);
 }
 
 // ---- many cycles, nothing else changing -----------------------------------
@@ -573,6 +612,10 @@ mod cycles {
                 since: now,
                 gpus: Some(n.gpus.clone()),
             });
+        }
+        for w in &d.withdrawals {
+            let (j, t) = by_task[w.task.name.as_str()];
+            jobs[j].tasks[t].nomination = None;
         }
     }
 

@@ -119,7 +119,12 @@ fn apply(jobs: &mut [Job], d: &Decisions, now: Timestamp) {
         .iter()
         .map(|n| (n.task.name.as_str(), n))
         .collect();
+    let withdrawn: std::collections::BTreeSet<&str> =
+        d.withdrawals.iter().map(|w| w.task.name.as_str()).collect();
     for t in jobs.iter_mut().flat_map(|j| j.tasks.iter_mut()) {
+        if withdrawn.contains(t.name.as_str()) {
+            t.nomination = None;
+        }
         if let Some(b) = binds.get(t.name.as_str()) {
             t.state = TaskState::Bound {
                 node: b.node.to_string(),

@@ -555,6 +555,7 @@ pub async fn run_with(
                     (trainyard_cluster::Write::Bind(_), None) => done.written.binds += 1,
                     (trainyard_cluster::Write::Evict(_), None) => done.written.evictions += 1,
                     (trainyard_cluster::Write::Nominate(_), None) => done.written.nominations += 1,
+                    (trainyard_cluster::Write::Withdraw(_), None) => done.written.withdrawals += 1,
                 }
                 metrics.writes_in_flight.set(writer.in_flight() as i64);
                 done.events = events.counts();
@@ -870,7 +871,7 @@ fn phase(metrics: &metrics::Metrics, name: &'static str, since: Instant) {
 
 /// Counts one write done: binds (and their latency from the job's
 /// submission), bind failures by reason, evictions by kind and outcome,
-/// nominations.
+/// nominations and their withdrawals.
 fn observe_outcome(metrics: &metrics::Metrics, world: &World, o: &write::Outcome) {
     use trainyard_cluster::Write;
     let reason = o.error.as_ref().map(|e| e.reason.clone());
@@ -907,6 +908,17 @@ fn observe_outcome(metrics: &metrics::Metrics, world: &World, o: &write::Outcome
                 .bind_failures
                 .get_or_create(&metrics::ReasonLabels {
                     reason: format!("nomination_{reason}"),
+                })
+                .inc();
+        }
+        (Write::Withdraw(_), None) => {
+            metrics.nomination_withdrawals.inc();
+        }
+        (Write::Withdraw(_), Some(reason)) => {
+            metrics
+                .bind_failures
+                .get_or_create(&metrics::ReasonLabels {
+                    reason: format!("withdrawal_{reason}"),
                 })
                 .inc();
         }

@@ -102,6 +102,7 @@ pub struct Metrics {
     pub bind_failures: Family<ReasonLabels, Counter>,
     pub evictions: Family<EvictionLabels, Counter>,
     pub nominations: Counter,
+    pub nomination_withdrawals: Counter,
     pub writes_in_flight: Gauge,
     pub events_dropped: Counter,
     pub pending_gangs: Family<ReasonLabels, Gauge>,
@@ -159,6 +160,7 @@ impl Metrics {
             bind_failures: Family::default(),
             evictions: Family::default(),
             nominations: Counter::default(),
+            nomination_withdrawals: Counter::default(),
             writes_in_flight: Gauge::default(),
             events_dropped: Counter::default(),
             pending_gangs: Family::default(),
@@ -208,8 +210,13 @@ impl Metrics {
             m.nominations.clone(),
         );
         r.register(
+            "nomination_withdrawals",
+            "status.nominatedNodeName cleared: nominations of pending pods a cycle did not keep",
+            m.nomination_withdrawals.clone(),
+        );
+        r.register(
             "writes_in_flight",
-            "Binds, evictions and nominations handed to the writer and not yet done",
+            "Binds, evictions, nominations and withdrawals handed to the writer and not yet done",
             m.writes_in_flight.clone(),
         );
         r.register(

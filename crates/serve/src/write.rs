@@ -44,6 +44,7 @@ pub struct Written {
     pub binds: u64,
     pub evictions: u64,
     pub nominations: u64,
+    pub withdrawals: u64,
     pub failed: u64,
 }
 
@@ -126,6 +127,19 @@ async fn nominate(conn: &Conn, task: &TaskKey, node: &str) -> Result<(), kube::E
         .map(|_| ())
 }
 
+/// Clears `status.nominatedNodeName` of the pod of `task` (a JSON merge
+/// patch's `null` removes the field).
+async fn withdraw(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error> {
+    pods(conn.client().await?, task)
+        .patch_status(
+            &task.name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"nominatedNodeName": null}})),
+        )
+        .await
+        .map(|_| ())
+}
+
 /// Evicts a bound member of an incomplete gang ([`crate::repair`]), with
 /// an `IncompleteGang` Event.
 pub async fn evict_incomplete(
@@ -179,7 +193,7 @@ pub struct Failure {
 
 /// A cycle's writes, grouped into what is written together: the binds of
 /// one job (a gang: nominated first, with [`NominateBeforeBind`]), or one
-/// eviction, or one nomination.
+/// eviction, or one nomination or withdrawal.
 fn units(writes: Vec<Write>, nominate: NominateBeforeBind) -> Vec<(bool, Vec<Write>)> {
     let mut binds: BTreeMap<String, Vec<Write>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
@@ -196,7 +210,8 @@ fn units(writes: Vec<Write>, nominate: NominateBeforeBind) -> Vec<(bool, Vec<Wri
             _ => others.push((false, vec![w])),
         }
     }
-    // Binds first (decision order), then evictions and nominations.
+    // Binds first (decision order), then evictions, nominations and
+    // withdrawals.
     let mut out: Vec<(bool, Vec<Write>)> = order
         .into_iter()
         .filter_map(|job| binds.remove(&job))
@@ -277,6 +292,10 @@ async fn write_unit(
             Write::Nominate(n) => (
                 nominate(conn, &n.task, &n.node.to_string()).await,
                 format!("nominate {} on {}", n.task, n.node),
+            ),
+            Write::Withdraw(w) => (
+                withdraw(conn, &w.task).await,
+                format!("withdraw the nomination of {} on {}", w.task, w.node),
             ),
         };
         let error = result.err().map(|e| {
@@ -487,6 +506,7 @@ mod tests {
                         Write::Bind(b) => format!("bind {}", b.task.name),
                         Write::Evict(e) => format!("evict {}", e.task.name),
                         Write::Nominate(n) => format!("nominate {}", n.task.name),
+                        Write::Withdraw(w) => format!("withdraw {}", w.task.name),
                     })
                     .collect();
                 (*first, names)

@@ -280,3 +280,40 @@ async fn an_eviction_the_budget_refuses_is_decided_again() {
     assert_ne!(after["b-big"], node, "{after:?}");
     stop.send_replace(true);
 }
+
+/// A pending pod nominated on a node where it no longer fits, with no
+/// victim to take (its team is at its fair share, and its own pods have
+/// its priority): the cycle withdraws the nomination and the service
+/// clears `status.nominatedNodeName`, as kube-scheduler does when a pod's
+/// preemption finds nothing. Nothing is evicted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nomination_the_cycle_does_not_keep_is_cleared() {
+    let (_env, client) = env().await;
+    teams(&client, &[("a", 8, 1), ("b", 8, 1)]).await;
+    for i in 0..2 {
+        job(&client, &format!("a-{i}"), "a", 8).await;
+    }
+    let (mut progress, stop) = start(client.clone());
+    until(&mut progress, "team a's binds", |p| p.written.binds == 2).await;
+    job(&client, "a-late", "a", 8).await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    pods.patch_status(
+        "a-late",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"status": {"nominatedNodeName": "n1"}})),
+    )
+    .await
+    .expect("nominated");
+    let end = until(&mut progress, "the withdrawal", |p| {
+        p.written.withdrawals >= 1
+    })
+    .await;
+    assert_eq!(end.written.withdrawals, 1, "{end:?}");
+    assert_eq!(end.written.evictions, 0, "{end:?}");
+    assert_eq!(end.written.failed, 0, "{end:?}");
+    let late = pods.get("a-late").await.expect("a-late");
+    let status = late.status.unwrap_or_default();
+    assert_eq!(status.nominated_node_name, None);
+    assert_eq!(late.spec.and_then(|s| s.node_name), None);
+    stop.send_replace(true);
+}

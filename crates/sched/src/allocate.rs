@@ -700,8 +700,13 @@ impl<'s> Cycle<'s> {
     // ---- output -------------------------------------------------------
 
     /// The nominations of pods still pending that the cycle does not keep
-    /// ([`Withdrawal`]): a pod keeps its nomination only when it is
-    /// nominated again or its job waits for its victims to go.
+    /// ([`Withdrawal`]): a pod keeps its nomination when it is nominated
+    /// again, when its job waits for its victims to go, while room is
+    /// still held for it (the room it names was free, and no one took it),
+    /// or while a pod on its nominated node is going (terminating, or
+    /// evicted by this cycle), as kube-scheduler keeps a nomination while
+    /// lower-priority pods terminate on its node. So a nomination is
+    /// withdrawn when its room went to others and nothing there is going.
     fn withdrawals(&self) -> Vec<Withdrawal> {
         let kept: HashSet<(&str, &TaskKey)> = self
             .outcome
@@ -717,6 +722,18 @@ impl<'s> Cycle<'s> {
                     .map(|n| (n.job.as_str(), &n.task)),
             )
             .collect();
+        let going: HashSet<&str> = self
+            .ledger
+            .jobs
+            .iter()
+            .flat_map(|jw| jw.job.tasks.iter())
+            .filter(|t| t.terminating)
+            .filter_map(|t| match &t.state {
+                TaskState::Bound { node, .. } => Some(node.as_str()),
+                _ => None,
+            })
+            .chain(self.outcome.evictions.iter().map(|e| e.node.0.as_str()))
+            .collect();
         let mut out = Vec::new();
         for (j, jw) in self.ledger.jobs.iter().enumerate() {
             let job = jw.job;
@@ -728,9 +745,12 @@ impl<'s> Cycle<'s> {
             {
                 continue;
             }
-            for task in &job.tasks {
+            let held = self.ledger.held_tasks(j);
+            for (t, task) in job.tasks.iter().enumerate() {
                 if let Some(nom) = &task.nomination
                     && task.is_pending()
+                    && !held.contains(&t)
+                    && !going.contains(nom.node.as_str())
                     && !kept.contains(&(job.id.as_str(), &task.key))
                 {
                     out.push(Withdrawal {

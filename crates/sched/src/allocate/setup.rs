@@ -285,8 +285,9 @@ impl<'s> Cycle<'s> {
         // newest nomination goes first: a cycle nominates on devices held
         // for an older nomination only by taking them back from it (the
         // older nominee's pending reason says `preempted by`), and the
-        // drivers keep the older `nominatedNodeName` until it times out,
-        // so the newer one wins wherever both claim the same devices.
+        // older `nominatedNodeName` is withdrawn only at the end of that
+        // cycle (or not at all, while a pod on its node is going), so the
+        // newer one wins wherever both claim the same devices.
         let mut by_age: Vec<(Timestamp, usize, usize)> = Vec::new();
         for (j, jw) in jobs.iter().enumerate() {
             for &t in &jw.pending {

@@ -349,16 +349,26 @@ fn nominations_are_set_kept_cleared_and_expired() {
 "
         ))
     };
-    let inject = |now: Timestamp, d: &mut Decisions| {
-        if now.0 == 100_000 || now.0 == 120_000 {
-            d.nominations.push(NominationDecision {
-                job: "sim/p".into(),
-                task: TaskKey::named("sim/p#0"),
-                node: "n1".into(),
-                gpus: (0..8).collect(),
-            });
+    // The nomination names room A holds, with nothing there going: the
+    // core withdraws it at its next cycle (checked last). For the timing of
+    // binds and expiry, the injected nomination stands as a preemptor's
+    // would while its victims terminate: the core's withdrawal is dropped.
+    let inject_with = |keep: bool| {
+        move |now: Timestamp, d: &mut Decisions| {
+            if keep {
+                d.withdrawals.retain(|w| w.task.name != "sim/p#0");
+            }
+            if now.0 == 100_000 || now.0 == 120_000 {
+                d.nominations.push(NominationDecision {
+                    job: "sim/p".into(),
+                    task: TaskKey::named("sim/p#0"),
+                    node: "n1".into(),
+                    gpus: (0..8).collect(),
+                });
+            }
         }
     };
+    let inject = inject_with(true);
     let watch = |s: &Snapshot| {
         let p = s.jobs.iter().find(|j| j.id == "sim/p")?;
         Some((p.tasks[0].is_pending(), p.tasks[0].nomination.clone()))
@@ -417,6 +427,22 @@ fn nominations_are_set_kept_cleared_and_expired() {
     );
     let at = |t: i64| seen.iter().find(|(s, _)| *s == t).map(|(_, v)| v.clone());
     assert_eq!(at(400), Some(Some((false, None))));
+
+    // As the core decides: the cycle at 120 s, the first to see the
+    // nomination of 100 s, withdraws it (A holds its room, nothing there is
+    // going), and the withdrawal is applied after that cycle's nominations,
+    // so the next cycle sees none.
+    config.preemption.nomination_timeout_seconds = 300;
+    let (_, seen) = run(
+        &workload(1000),
+        &config,
+        &opts(LostWork::Restart),
+        inject_with(false),
+        watch,
+    );
+    let at = |t: i64| seen.iter().find(|(s, _)| *s == t).map(|(_, v)| v.clone());
+    assert_eq!(at(120), Some(Some((true, nominated(100)))), "{seen:?}");
+    assert_eq!(at(130), Some(Some((true, None))), "{seen:?}");
 }
 
 #[test]

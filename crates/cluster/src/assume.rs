@@ -40,6 +40,13 @@ pub enum Write {
     Withdraw(Withdrawal),
 }
 
+impl Effect {
+    /// A nomination or its withdrawal: what the task's nominated node is.
+    fn names_node(&self) -> bool {
+        matches!(self, Effect::Nominate { .. } | Effect::Withdraw)
+    }
+}
+
 impl Write {
     fn is_for(&self, job: &str, a: &Assumption) -> bool {
         match (self, &a.effect) {
@@ -129,6 +136,8 @@ impl ClusterState {
     /// Returns which took effect.
     pub fn assume(&mut self, d: &Decisions, now: Timestamp) -> Applied {
         let mut applied = Applied::default();
+        // Writes owed before this cycle's: only those may be replaced.
+        let owed_from = self.writes.len();
         // The touched jobs as this cycle's decisions leave them, each
         // copied once, so a decision sees the ones before it.
         let mut work: BTreeMap<String, (Job, Vec<Assumption>)> = BTreeMap::new();
@@ -196,7 +205,28 @@ impl ClusterState {
             }
         }
         for (id, (job, list)) in work {
-            self.assumed.entry(id.clone()).or_default().extend(list);
+            let earlier = self.assumed.entry(id.clone()).or_default();
+            // A nomination or withdrawal replaces an earlier one of the same
+            // task not yet confirmed, with its write if still owed: the
+            // world's state confirms only the latest (an echo that still
+            // shows no nomination would otherwise settle a withdrawal laid
+            // over an unconfirmed nomination, and bring the nomination back).
+            let replaced: Vec<Assumption> = {
+                let (gone, keep): (Vec<Assumption>, Vec<Assumption>) =
+                    std::mem::take(earlier).into_iter().partition(|a| {
+                        a.effect.names_node()
+                            && list
+                                .iter()
+                                .any(|b| b.effect.names_node() && b.task == a.task)
+                    });
+                *earlier = keep;
+                gone
+            };
+            earlier.extend(list);
+            let new_writes = self.writes.split_off(owed_from);
+            self.writes
+                .retain(|w| !replaced.iter().any(|a| w.is_for(&id, a)));
+            self.writes.extend(new_writes);
             self.views.insert(id.clone(), Arc::new(job));
             self.touch(&id);
             self.note_nominations(&id);

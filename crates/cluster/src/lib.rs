@@ -10,7 +10,7 @@
 //! - the **world**: nodes, jobs, external pods, the queue tree and the
 //!   topology as the last [`Change`]s reported them;
 //! - the **assumed** decisions ([`ClusterState::assume`]): binds,
-//!   evictions and nominations the scheduler made and the world has not
+//!   evictions, nominations and withdrawals the scheduler made and the world has not
 //!   yet confirmed, laid over the world's jobs so that nothing is placed
 //!   twice; a world change that shows the decision's effect confirms it,
 //!   [`ClusterState::forget_assumed`] drops what was never confirmed;

@@ -275,6 +275,50 @@ fn a_withdrawal_holds_until_the_world_shows_no_nomination() {
 }
 
 #[test]
+fn a_withdrawal_replaces_an_unconfirmed_nomination_and_can_be_forgotten() {
+    let withdraw = Decisions {
+        withdrawals: vec![Withdrawal {
+            job: "b".into(),
+            task: TaskKey::named("b-0"),
+            node: "n1".into(),
+        }],
+        ..Decisions::default()
+    };
+    let nominate = Decisions {
+        nominations: vec![nomination("b-0", "n1")],
+        ..Decisions::default()
+    };
+    // Nominated, not yet written, then withdrawn: only the withdrawal is
+    // assumed and owed, and a world echo that shows no nomination settles
+    // it without bringing the nomination back.
+    let mut s = world();
+    s.assume(&nominate, Timestamp(1_000));
+    s.assume(&withdraw, Timestamp(2_000));
+    assert_eq!(s.assumed().count(), 1);
+    assert!(
+        matches!(s.writes(), [Write::Withdraw(_)]),
+        "{:?}",
+        s.writes()
+    );
+    s.apply(Change::Job(job("b", 2)));
+    assert_eq!(state(&s, "b", "b-0"), "pending");
+    assert_eq!(s.assumed().count(), 0);
+    assert!(!s.any_nominations());
+    // A withdrawal whose write failed is forgotten: the world's nomination
+    // shows again.
+    let mut s = world();
+    s.assume(&nominate, Timestamp(1_000));
+    s.confirm_assumed();
+    s.take_writes();
+    s.assume(&withdraw, Timestamp(2_000));
+    let w = s.take_writes();
+    assert_eq!(state(&s, "b", "b-0"), "pending");
+    assert!(s.forget_write(&w[0]));
+    assert_eq!(state(&s, "b", "b-0"), "pending nominated@n1since1000");
+    assert!(s.any_nominations());
+}
+
+#[test]
 fn confirming_makes_the_views_the_world() {
     let mut s = world();
     let d = Decisions {

@@ -54,9 +54,9 @@ pub struct NominationDecision {
 }
 
 /// A pending pod's nomination that the cycle does not keep: the pod was
-/// neither bound nor nominated again, and its job is not waiting for its
-/// victims to go (the room it named went to another pod, or it is short
-/// of room there and its victim search found nothing). The drivers clear
+/// neither bound nor nominated again, its job is not waiting for its
+/// victims to go, no room is held for it (the room it named went to
+/// others), and no pod on its node is going. The drivers clear
 /// the pod's `status.nominatedNodeName`, as kube-scheduler clears a
 /// nomination when the pod's preemption finds nothing or when a pod of
 /// higher priority is nominated onto its room.

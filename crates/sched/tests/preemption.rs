@@ -439,8 +439,8 @@ fn a_stale_nomination_never_takes_another_preemptors_devices() {
 fn a_newer_nomination_wins_devices_an_older_one_still_names() {
     // Two minutes ago a/early (one 4-GPU pod) was nominated on n0 devices
     // 0-3. A minute ago a/urgent (priority 10, two 4-GPU pods) took that
-    // room back and was nominated on all of n0; nothing clears a/early's
-    // nomination until it times out. Both name free devices now, and
+    // room back and was nominated on all of n0; a/early's nomination is
+    // still there (this cycle withdraws it). Both name free devices now, and
     // a/early comes first in job order: the newer nomination must hold
     // first, so a/urgent binds whole and a/early waits.
     let nominate = |j: &mut Job, ago: i64, devs: &[&[u32]]| {
@@ -531,6 +531,53 @@ fn a_nomination_whose_search_finds_nothing_is_withdrawn() {
         .map(|w| (w.task.to_string(), w.node.to_string()))
         .collect();
     assert_eq!(w, [("a/late-0".to_string(), "n0".to_string())]);
+}
+
+#[test]
+fn a_nomination_keeps_its_held_room_or_a_node_where_a_pod_is_going() {
+    let nominate = |j: &mut Job, t: usize, node: &str| {
+        j.tasks[t].nomination = Some(trainyard_model::Nomination {
+            node: node.into(),
+            since: Timestamp(NOW.0 - MIN),
+            gpus: None,
+        });
+    };
+    let full = |id: &str, node: &str| running(id, "a", &[(node, &[0, 1, 2, 3, 4, 5, 6, 7])], 100);
+    // a/big's first pod has its room held on free n0; the second's room on
+    // n1 went to a/x (its own priority: no victim). The gang cannot be
+    // placed: the second nomination is withdrawn, the held one kept.
+    let mut big = pending("a/big", "a", 2, 8);
+    nominate(&mut big, 0, "n0");
+    nominate(&mut big, 1, "n1");
+    let d = run(nodes(2), vec![q("a", 16)], vec![full("a/x", "n1"), big]);
+    assert!(d.binds.is_empty() && d.evictions.is_empty(), "{d:?}");
+    let w: Vec<(String, String)> = d
+        .withdrawals
+        .iter()
+        .map(|w| (w.task.to_string(), w.node.to_string()))
+        .collect();
+    assert_eq!(w, [("a/big-1".to_string(), "n1".to_string())]);
+    // a/late's room on n0 is half terminating (a/t), half a/x's: it does
+    // not wait for its victims (their going is not enough) and finds none
+    // to take, but a pod on its node is going, so it keeps its nomination.
+    let mut late = pending("a/late", "a", 1, 8);
+    nominate(&mut late, 0, "n0");
+    let mut t = running("a/t", "a", &[("n0", &[0, 1, 2, 3])], 100);
+    t.tasks[0].terminating = true;
+    let x = running("a/x", "a", &[("n0", &[4, 5, 6, 7])], 100);
+    let d = run(
+        nodes(2),
+        vec![q("a", 16)],
+        vec![t, x, full("a/y", "n1"), late],
+    );
+    assert!(d.binds.is_empty() && d.evictions.is_empty(), "{d:?}");
+    let p = d
+        .pending
+        .iter()
+        .find(|p| p.job == "a/late")
+        .expect("a/late pending");
+    assert!(!p.message.starts_with("waiting for"), "{}", p.message);
+    assert!(d.withdrawals.is_empty(), "{:?}", d.withdrawals);
 }
 
 // ---- many cycles, nothing else changing -----------------------------------

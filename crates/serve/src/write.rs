@@ -24,8 +24,9 @@ use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use tokio::sync::{Semaphore, mpsc};
 use trainyard_cluster::Write;
+use trainyard_crd::keys::NOMINATED_AT;
 use trainyard_model::{TaskKey, Timestamp};
-use trainyard_sched::decisions::{Bind, Eviction, EvictionKind};
+use trainyard_sched::decisions::{Bind, Eviction, EvictionKind, NominationDecision};
 
 use crate::conn::Conn;
 use crate::events::{EventSink, Record};
@@ -127,17 +128,51 @@ async fn nominate(conn: &Conn, task: &TaskKey, node: &str) -> Result<(), kube::E
         .map(|_| ())
 }
 
-/// Clears `status.nominatedNodeName` of the pod of `task` (a JSON merge
-/// patch's `null` removes the field).
-async fn withdraw(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error> {
-    pods(conn.client().await?, task)
-        .patch_status(
-            &task.name,
+/// Nominates a preemptor's pod: first its annotations `trainyard.io/nominated-at`
+/// (when the nomination was made, so that it lapses
+/// `nominationTimeoutSeconds` later, not counted from the pod's creation)
+/// and `trainyard.io/gpu-indices` (the devices held for it), then
+/// `status.nominatedNodeName`, so the pod is never seen nominated without
+/// its time.
+async fn nominate_preemptor(
+    conn: &Conn,
+    n: &NominationDecision,
+    at: &str,
+) -> Result<(), kube::Error> {
+    let mut annotations = json!({NOMINATED_AT: at});
+    if !n.gpus.is_empty() {
+        let devices: Vec<String> = n.gpus.iter().map(u32::to_string).collect();
+        annotations[GPU_DEVICES_ANNOTATION] = devices.join(",").into();
+    }
+    pods(conn.client().await?, &n.task)
+        .patch(
+            &n.task.name,
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"nominatedNodeName": null}})),
+            &Patch::Merge(json!({"metadata": {"annotations": annotations}})),
         )
-        .await
-        .map(|_| ())
+        .await?;
+    nominate(conn, &n.task, &n.node.to_string()).await
+}
+
+/// Withdraws the nomination of the pod of `task`: clears
+/// `status.nominatedNodeName` (a JSON merge patch's `null` removes the
+/// field), then the annotations written with it.
+async fn withdraw(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error> {
+    let api = pods(conn.client().await?, task);
+    api.patch_status(
+        &task.name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"nominatedNodeName": null}})),
+    )
+    .await?;
+    api.patch(
+        &task.name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"annotations": {
+            NOMINATED_AT: null, GPU_DEVICES_ANNOTATION: null}}})),
+    )
+    .await
+    .map(|_| ())
 }
 
 /// Evicts a bound member of an incomplete gang ([`crate::repair`]), with
@@ -290,7 +325,7 @@ async fn write_unit(
                 format!("evict {}", e.task),
             ),
             Write::Nominate(n) => (
-                nominate(conn, &n.task, &n.node.to_string()).await,
+                nominate_preemptor(conn, n, when).await,
                 format!("nominate {} on {}", n.task, n.node),
             ),
             Write::Withdraw(w) => (

@@ -205,6 +205,27 @@ async fn a_team_below_its_share_reclaims_around_a_disruption_budget() {
         );
     }
     let freed = nodes_before[&victims[0]].clone();
+    // b-big waits nominated on the freed node, with the time and devices
+    // of its nomination in its annotations (so the nomination lapses
+    // counted from now, not from the pod's creation).
+    let nominated = |p: Option<&Pod>| {
+        p.is_some_and(|p| {
+            let a = p.metadata.annotations.clone().unwrap_or_default();
+            p.status
+                .as_ref()
+                .and_then(|s| s.nominated_node_name.as_ref())
+                .is_some()
+                && a.contains_key("trainyard.io/nominated-at")
+                && a.get("trainyard.io/gpu-indices").map(String::as_str) == Some("0,1,2,3,4,5,6,7")
+        })
+    };
+    tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        kube::runtime::wait::await_condition(pods.clone(), "b-big", nominated),
+    )
+    .await
+    .expect("b-big nominated with its annotations within 30 s")
+    .expect("the pod watch");
 
     // The victims go; b-big takes their node.
     env.tick();
@@ -297,6 +318,17 @@ async fn a_nomination_the_cycle_does_not_keep_is_cleared() {
     until(&mut progress, "team a's binds", |p| p.written.binds == 2).await;
     job(&client, "a-late", "a", 8).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    // As a scheduler that nominated it would leave it (a recent time: the
+    // nomination has not lapsed).
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    pods.patch(
+        "a-late",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"annotations": {
+            "trainyard.io/nominated-at": now}}})),
+    )
+    .await
+    .expect("annotated");
     pods.patch_status(
         "a-late",
         &kube::api::PatchParams::default(),
@@ -304,16 +336,24 @@ async fn a_nomination_the_cycle_does_not_keep_is_cleared() {
     )
     .await
     .expect("nominated");
-    let end = until(&mut progress, "the withdrawal", |p| {
+    let first = until(&mut progress, "the withdrawal", |p| {
         p.written.withdrawals >= 1
     })
     .await;
+    // Nothing is withdrawn twice: the world shows the nomination gone.
+    let later = first.cycles + 2;
+    let end = until(&mut progress, "two more cycles", |p| p.cycles >= later).await;
     assert_eq!(end.written.withdrawals, 1, "{end:?}");
     assert_eq!(end.written.evictions, 0, "{end:?}");
     assert_eq!(end.written.failed, 0, "{end:?}");
     let late = pods.get("a-late").await.expect("a-late");
-    let status = late.status.unwrap_or_default();
+    let status = late.status.clone().unwrap_or_default();
     assert_eq!(status.nominated_node_name, None);
+    let annotations = late.metadata.annotations.clone().unwrap_or_default();
+    assert!(
+        !annotations.contains_key("trainyard.io/nominated-at"),
+        "{annotations:?}"
+    );
     assert_eq!(late.spec.and_then(|s| s.node_name), None);
     stop.send_replace(true);
 }

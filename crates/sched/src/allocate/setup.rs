@@ -273,8 +273,8 @@ impl<'s> Cycle<'s> {
         }
 
         // Capacity reserved for nominated pending tasks (preemptors whose
-        // victims have gone), until the nomination times out. Released when
-        // the job itself is tried.
+        // victims have gone), until the nomination times out or is
+        // withdrawn. Released when the job itself is tried.
         let mut reserved: Vec<Vec<Placed>> = vec![Vec::new(); jobs.len()];
         let mut nominated = vec![false; jobs.len()];
         let timeout = config.preemption.nomination_timeout_seconds;

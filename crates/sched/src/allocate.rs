@@ -708,6 +708,19 @@ impl<'s> Cycle<'s> {
     /// lower-priority pods terminate on its node. So a nomination is
     /// withdrawn when its room went to others and nothing there is going.
     fn withdrawals(&self) -> Vec<Withdrawal> {
+        // Most cycles have no nominated pending pod: nothing to index then.
+        let nominated: Vec<usize> = (0..self.ledger.jobs.len())
+            .filter(|&j| {
+                self.ledger.jobs[j]
+                    .job
+                    .tasks
+                    .iter()
+                    .any(|t| t.nomination.is_some() && t.is_pending())
+            })
+            .collect();
+        if nominated.is_empty() {
+            return Vec::new();
+        }
         let kept: HashSet<(&str, &TaskKey)> = self
             .outcome
             .binds
@@ -735,14 +748,12 @@ impl<'s> Cycle<'s> {
             .chain(self.outcome.evictions.iter().map(|e| e.node.0.as_str()))
             .collect();
         let mut out = Vec::new();
-        for (j, jw) in self.ledger.jobs.iter().enumerate() {
-            let job = jw.job;
-            if !job.tasks.iter().any(|t| t.nomination.is_some())
-                || matches!(
-                    self.outcome.pending.get(&j),
-                    Some(PendingReason::WaitingForVictims { .. })
-                )
-            {
+        for j in nominated {
+            let job = self.ledger.jobs[j].job;
+            if matches!(
+                self.outcome.pending.get(&j),
+                Some(PendingReason::WaitingForVictims { .. })
+            ) {
                 continue;
             }
             let held = self.ledger.held_tasks(j);

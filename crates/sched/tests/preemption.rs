@@ -69,6 +69,14 @@ fn evicted(d: &Decisions) -> Vec<String> {
     v
 }
 
+/// The withdrawn nominations as (pod, node), in decision order.
+fn withdrawn(d: &Decisions) -> Vec<(String, String)> {
+    d.withdrawals
+        .iter()
+        .map(|w| (w.task.to_string(), w.node.to_string()))
+        .collect()
+}
+
 fn q(name: &str, quota: u64) -> QueueSpec {
     QueueSpec::new(name).quota(Resources::zero().with_gpus(quota))
 }
@@ -464,12 +472,7 @@ fn a_newer_nomination_wins_devices_an_older_one_still_names() {
     assert_eq!(d.pending.len(), 1);
     assert_eq!(d.pending[0].job, "a/early");
     // Its room went to a/urgent: the drivers clear its nomination.
-    let w: Vec<(String, String)> = d
-        .withdrawals
-        .iter()
-        .map(|w| (w.task.to_string(), w.node.to_string()))
-        .collect();
-    assert_eq!(w, [("a/early-0".to_string(), "n0".to_string())]);
+    assert_eq!(withdrawn(&d), [("a/early-0".to_string(), "n0".to_string())]);
 }
 
 #[test]
@@ -525,12 +528,7 @@ fn a_nomination_whose_search_finds_nothing_is_withdrawn() {
     ];
     let d = run(nodes(2), vec![q("a", 16)], jobs);
     assert!(d.binds.is_empty() && d.evictions.is_empty(), "{d:?}");
-    let w: Vec<(String, String)> = d
-        .withdrawals
-        .iter()
-        .map(|w| (w.task.to_string(), w.node.to_string()))
-        .collect();
-    assert_eq!(w, [("a/late-0".to_string(), "n0".to_string())]);
+    assert_eq!(withdrawn(&d), [("a/late-0".to_string(), "n0".to_string())]);
 }
 
 #[test]
@@ -551,12 +549,7 @@ fn a_nomination_keeps_its_held_room_or_a_node_where_a_pod_is_going() {
     nominate(&mut big, 1, "n1");
     let d = run(nodes(2), vec![q("a", 16)], vec![full("a/x", "n1"), big]);
     assert!(d.binds.is_empty() && d.evictions.is_empty(), "{d:?}");
-    let w: Vec<(String, String)> = d
-        .withdrawals
-        .iter()
-        .map(|w| (w.task.to_string(), w.node.to_string()))
-        .collect();
-    assert_eq!(w, [("a/big-1".to_string(), "n1".to_string())]);
+    assert_eq!(withdrawn(&d), [("a/big-1".to_string(), "n1".to_string())]);
     // a/late's room on n0 is half terminating (a/t), half a/x's: it does
     // not wait for its victims (their going is not enough) and finds none
     // to take, but a pod on its node is going, so it keeps its nomination.

@@ -903,22 +903,19 @@ fn observe_outcome(metrics: &metrics::Metrics, world: &World, o: &write::Outcome
         (Write::Nominate(_), None) => {
             metrics.nominations.inc();
         }
-        (Write::Nominate(_), Some(reason)) => {
-            metrics
-                .bind_failures
-                .get_or_create(&metrics::ReasonLabels {
-                    reason: format!("nomination_{reason}"),
-                })
-                .inc();
-        }
         (Write::Withdraw(_), None) => {
             metrics.nomination_withdrawals.inc();
         }
-        (Write::Withdraw(_), Some(reason)) => {
+        (w @ (Write::Nominate(_) | Write::Withdraw(_)), Some(reason)) => {
+            let what = if matches!(w, Write::Nominate(_)) {
+                "nomination"
+            } else {
+                "withdrawal"
+            };
             metrics
                 .bind_failures
                 .get_or_create(&metrics::ReasonLabels {
-                    reason: format!("withdrawal_{reason}"),
+                    reason: format!("{what}_{reason}"),
                 })
                 .inc();
         }

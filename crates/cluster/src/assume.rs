@@ -48,6 +48,16 @@ impl Effect {
 }
 
 impl Write {
+    /// The pod written.
+    pub fn task(&self) -> &TaskKey {
+        match self {
+            Write::Bind(b) => &b.task,
+            Write::Evict(e) => &e.task,
+            Write::Nominate(n) => &n.task,
+            Write::Withdraw(w) => &w.task,
+        }
+    }
+
     fn is_for(&self, job: &str, a: &Assumption) -> bool {
         match (self, &a.effect) {
             (Write::Bind(b), Effect::Bind { .. }) => b.job == job && b.task == a.task,

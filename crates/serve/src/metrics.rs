@@ -206,7 +206,7 @@ impl Metrics {
         );
         r.register(
             "nominations",
-            "status.nominatedNodeName written (preemptors, and gang members before their binds)",
+            "Preemptors' nominations written (status.nominatedNodeName and its annotations); gang members nominated just before their binds are not counted",
             m.nominations.clone(),
         );
         r.register(

@@ -14,15 +14,15 @@
 //! decides again (a gang with a failed bind is completed there, or
 //! repaired, [`crate::repair`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::Client;
-use kube::api::{Api, EvictParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc, watch};
 use trainyard_cluster::Write;
 use trainyard_crd::keys::NOMINATED_AT;
 use trainyard_model::{TaskKey, Timestamp};
@@ -98,10 +98,32 @@ async fn bind(conn: &Conn, events: &EventSink, b: &Bind, at: &str) -> Result<(),
     Ok(())
 }
 
+/// Evicts the pod of `task` through the Eviction API, conditional on its
+/// uid when known (`deleteOptions.preconditions.uid`: 409 Conflict for a
+/// namesake created since), so the pod a cycle chose is the only one it
+/// can evict. The body is written here: kube's `EvictParams` sends its
+/// delete options as `delete_options`, a key kube-apiserver ignores.
+async fn post_eviction(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error> {
+    let mut eviction = json!({
+        "apiVersion": "policy/v1", "kind": "Eviction",
+        "metadata": {"name": task.name, "namespace": namespace(task)},
+    });
+    if !task.uid.is_empty() {
+        eviction["deleteOptions"] = json!({"preconditions": {"uid": task.uid}});
+    }
+    pods(conn.client().await?, task)
+        .create_subresource::<serde_json::Value, serde_json::Value>(
+            "eviction",
+            &task.name,
+            &PostParams::default(),
+            &eviction,
+        )
+        .await
+        .map(|_| ())
+}
+
 async fn evict(conn: &Conn, events: &EventSink, e: &Eviction, at: &str) -> Result<(), kube::Error> {
-    pods(conn.client().await?, &e.task)
-        .evict(&e.task.name, &EvictParams::default())
-        .await?;
+    post_eviction(conn, &e.task).await?;
     let reason = match e.kind {
         EvictionKind::Reclaim => "Reclaimed",
         EvictionKind::Preempt => "Preempted",
@@ -116,13 +138,23 @@ async fn evict(conn: &Conn, events: &EventSink, e: &Eviction, at: &str) -> Resul
     Ok(())
 }
 
+/// A JSON merge patch of the pod of `task`, conditional on its uid when
+/// known: kube-apiserver refuses to change a uid (422 `field is
+/// immutable`), so a namesake created since is never patched.
+fn merge_patch(task: &TaskKey, mut body: serde_json::Value) -> Patch<serde_json::Value> {
+    if !task.uid.is_empty() {
+        body["metadata"]["uid"] = task.uid.clone().into();
+    }
+    Patch::Merge(body)
+}
+
 /// Sets `status.nominatedNodeName` of the pod of `task` to `node`.
 async fn nominate(conn: &Conn, task: &TaskKey, node: &str) -> Result<(), kube::Error> {
     pods(conn.client().await?, task)
         .patch_status(
             &task.name,
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"nominatedNodeName": node}})),
+            &merge_patch(task, json!({"status": {"nominatedNodeName": node}})),
         )
         .await
         .map(|_| ())
@@ -148,7 +180,7 @@ async fn nominate_preemptor(
         .patch(
             &n.task.name,
             &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"annotations": annotations}})),
+            &merge_patch(&n.task, json!({"metadata": {"annotations": annotations}})),
         )
         .await?;
     nominate(conn, &n.task, &n.node.to_string()).await
@@ -156,20 +188,24 @@ async fn nominate_preemptor(
 
 /// Withdraws the nomination of the pod of `task`: clears
 /// `status.nominatedNodeName` (a JSON merge patch's `null` removes the
-/// field), then the annotations written with it.
+/// field), then the annotations written with it. Like every patch here it
+/// names the pod's uid, so a namesake's nomination is left alone.
 async fn withdraw(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error> {
     let api = pods(conn.client().await?, task);
     api.patch_status(
         &task.name,
         &PatchParams::default(),
-        &Patch::Merge(json!({"status": {"nominatedNodeName": null}})),
+        &merge_patch(task, json!({"status": {"nominatedNodeName": null}})),
     )
     .await?;
     api.patch(
         &task.name,
         &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"annotations": {
-            NOMINATED_AT: null, GPU_DEVICES_ANNOTATION: null}}})),
+        &merge_patch(
+            task,
+            json!({"metadata": {"annotations": {
+                NOMINATED_AT: null, GPU_DEVICES_ANNOTATION: null}}}),
+        ),
     )
     .await
     .map(|_| ())
@@ -196,9 +232,7 @@ pub async fn evict_with_event(
     message: &str,
     at: &str,
 ) -> Result<(), kube::Error> {
-    pods(conn.client().await?, task)
-        .evict(&task.name, &EvictParams::default())
-        .await?;
+    post_eviction(conn, task).await?;
     events.record(Record {
         task: task.clone(),
         type_: "Warning",
@@ -353,6 +387,64 @@ async fn write_unit(
     }
 }
 
+/// Keeps the writes of each pod in the order of their cycles. Units of
+/// different cycles run concurrently, and a merge patch carries no
+/// precondition on what came before it, so without this a nomination and
+/// its withdrawal a cycle later (or a bind and an eviction) could land in
+/// the wrong order. A unit waits for every earlier unit that writes one
+/// of its pods; units of other pods do not wait.
+#[derive(Default)]
+struct PodOrder {
+    next: u64,
+    /// The last unit entered for each pod (namespace, name), and a
+    /// receiver that ends when that unit is done.
+    last: HashMap<(String, String), (u64, watch::Receiver<()>)>,
+}
+
+/// A unit's turn: its id, the sender whose drop says it is done, and the
+/// units it waits for.
+type Turn = (u64, watch::Sender<()>, Vec<watch::Receiver<()>>);
+
+fn pod_of(task: &TaskKey) -> (String, String) {
+    (task.namespace.clone(), task.name.clone())
+}
+
+impl PodOrder {
+    /// Enters a unit writing `writes`: after every unit entered before it
+    /// that writes one of the same pods.
+    fn enter(&mut self, writes: &[Write]) -> Turn {
+        let id = self.next;
+        self.next += 1;
+        let (done, rx) = watch::channel(());
+        let mut waits: Vec<(u64, watch::Receiver<()>)> = Vec::new();
+        for w in writes {
+            if let Some((prev, r)) = self.last.insert(pod_of(w.task()), (id, rx.clone()))
+                && prev != id
+                && !waits.iter().any(|(p, _)| *p == prev)
+            {
+                waits.push((prev, r));
+            }
+        }
+        (id, done, waits.into_iter().map(|(_, r)| r).collect())
+    }
+
+    /// Unit `id`, writing `pods`, is done: pods no later unit writes are
+    /// forgotten.
+    fn leave(&mut self, id: u64, pods: &[TaskKey]) {
+        for t in pods {
+            let key = pod_of(t);
+            if self.last.get(&key).is_some_and(|(last, _)| *last == id) {
+                self.last.remove(&key);
+            }
+        }
+    }
+}
+
+fn lock(order: &std::sync::Mutex<PodOrder>) -> std::sync::MutexGuard<'_, PodOrder> {
+    // Nothing panics while holding it; a poisoned map is still whole.
+    order.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The writer: a task that writes the cycles' binds, evictions and
 /// nominations while the next cycles run, at most `bindConcurrency`
 /// requests at once. The cycle loop hands it each cycle's writes
@@ -377,7 +469,9 @@ impl Writer {
         let (tx, mut batches) = mpsc::unbounded_channel::<(Timestamp, Vec<Write>, Option<u64>)>();
         let (out, rx) = mpsc::unbounded_channel();
         let permits = Arc::new(Semaphore::new(concurrency.max(1)));
+        let order = Arc::new(std::sync::Mutex::new(PodOrder::default()));
         let task = tokio::spawn(async move {
+            let turns = Arc::clone(&order);
             futures::stream::poll_fn(move |cx| batches.poll_recv(cx))
                 .flat_map(|(at, writes, intent)| {
                     futures::stream::iter(
@@ -386,17 +480,32 @@ impl Writer {
                             .map(move |u| (at, intent, u)),
                     )
                 })
-                .for_each_concurrent(concurrency.max(1), |(at, intent, unit)| {
-                    let (conn, events, permits, out, journal) = (
+                // Units are taken one at a time, in the order of their
+                // cycles: each waits for the earlier ones writing its pods.
+                .map(move |(at, intent, unit)| {
+                    let turn = lock(&turns).enter(&unit.1);
+                    (at, intent, unit, turn)
+                })
+                .for_each_concurrent(concurrency.max(1), |(at, intent, unit, turn)| {
+                    let (conn, events, permits, out, journal, order) = (
                         Arc::clone(&conn),
                         events.clone(),
                         Arc::clone(&permits),
                         out.clone(),
                         journal.clone(),
+                        Arc::clone(&order),
                     );
                     async move {
+                        let (id, done, waits) = turn;
+                        for mut w in waits {
+                            // Ends when that unit's sender is dropped.
+                            while w.changed().await.is_ok() {}
+                        }
                         let ctx = (at, intent, journal.as_ref());
-                        write_unit(&conn, &events, &permits, ctx, unit, &out).await
+                        let pods: Vec<TaskKey> = unit.1.iter().map(|w| w.task().clone()).collect();
+                        write_unit(&conn, &events, &permits, ctx, unit, &out).await;
+                        lock(&order).leave(id, &pods);
+                        drop(done);
                     }
                 })
                 .await;
@@ -547,6 +656,46 @@ mod tests {
                 (*first, names)
             })
             .collect()
+    }
+
+    /// True once every unit `r` waits on is done (its sender dropped).
+    fn done(waits: &[watch::Receiver<()>]) -> bool {
+        waits.iter().all(|r| r.has_changed().is_err())
+    }
+
+    #[test]
+    fn a_pods_writes_wait_for_its_earlier_ones_and_no_others() {
+        let mut order = PodOrder::default();
+        let (a, a_done, a_waits) = order.enter(&[bind("ml/g", "p"), bind("ml/g", "q")]);
+        assert!(a_waits.is_empty());
+        let (b, b_done, b_waits) = order.enter(&[bind("ml/x", "p")]);
+        let (_, _, c_waits) = order.enter(&[bind("ml/y", "r")]);
+        let (_, _, d_waits) = order.enter(&[bind("ml/z", "q")]);
+        // p's second unit and q's waits for the gang; r's for nothing.
+        assert_eq!((b_waits.len(), c_waits.len(), d_waits.len()), (1, 0, 1));
+        assert!(!done(&b_waits) && !done(&d_waits));
+        order.leave(a, &[task("p"), task("q")]);
+        drop(a_done);
+        assert!(done(&b_waits) && done(&d_waits));
+        // p's last unit is still b's: a unit entered now waits for it.
+        let (_, _, e_waits) = order.enter(&[bind("ml/w", "p")]);
+        assert_eq!(e_waits.len(), 1);
+        assert!(!done(&e_waits));
+        order.leave(b, &[task("p")]);
+        drop(b_done);
+        assert!(done(&e_waits));
+        // The same name in another namespace is another pod.
+        let other = TaskKey {
+            namespace: "other".into(),
+            ..task("r")
+        };
+        let (_, _, f_waits) = order.enter(&[Write::Bind(Bind {
+            job: "other/v".into(),
+            task: other,
+            node: "n1".into(),
+            gpus: vec![],
+        })]);
+        assert!(f_waits.is_empty());
     }
 
     #[test]

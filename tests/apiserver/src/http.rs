@@ -329,10 +329,14 @@ async fn http_body_collect(mut body: Incoming) -> Result<Bytes, hyper::Error> {
 
 async fn inject_faults(shared: &Shared) -> Option<ApiError> {
     let mut paused = shared.paused.subscribe();
-    while *paused.borrow_and_update() {
-        if paused.changed().await.is_err() {
-            break;
+    if *paused.borrow_and_update() {
+        shared.held.send_modify(|h| *h += 1);
+        while *paused.borrow_and_update() {
+            if paused.changed().await.is_err() {
+                break;
+            }
         }
+        shared.held.send_modify(|h| *h -= 1);
     }
     let (latency, err) = {
         let mut st = shared.lock();

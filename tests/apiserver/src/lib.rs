@@ -144,6 +144,8 @@ pub struct Shared {
     pub drop_watches: tokio::sync::watch::Sender<u64>,
     /// `true` holds every API request.
     pub paused: tokio::sync::watch::Sender<bool>,
+    /// How many requests the pause holds now.
+    pub held: tokio::sync::watch::Sender<usize>,
     /// Bookmark period.
     pub bookmark_interval: Duration,
 }
@@ -204,6 +206,7 @@ impl TestApiServer {
             state: Mutex::new(st),
             drop_watches: tokio::sync::watch::channel(0).0,
             paused: tokio::sync::watch::channel(false).0,
+            held: tokio::sync::watch::channel(0).0,
             bookmark_interval: config.bookmark_interval,
         });
         let mut tasks = vec![tokio::spawn(http::serve(listener, shared.clone()))];
@@ -322,6 +325,14 @@ impl TestApiServer {
     pub fn pause(&self, paused: bool) {
         self.shared.lock().faults.paused = paused;
         self.shared.paused.send_replace(paused);
+    }
+
+    /// Waits until the pause holds at least `n` requests (each has reached
+    /// the server and waits for [`TestApiServer::pause`]`(false)`).
+    pub async fn held(&self, n: usize) {
+        let mut rx = self.shared.held.subscribe();
+        // The sender lives as long as the server.
+        let _ = rx.wait_for(|&h| h >= n).await;
     }
 
     /// Forgets all history: every watch/list from an older revision gets 410.

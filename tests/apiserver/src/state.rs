@@ -409,6 +409,24 @@ impl State {
         {
             return Err(ApiError::stale(&def.group, &def.plural, name));
         }
+        // kube-apiserver keeps the stored uid when the body has none and
+        // refuses a different one (`rest.BeforeUpdate`, then the object
+        // meta's update validation), main resource and status alike: a uid
+        // in a patch is how clients make it conditional on the object.
+        if let Some(uid) = obj["metadata"]["uid"].as_str().filter(|s| !s.is_empty())
+            && Some(uid) != old["metadata"]["uid"].as_str()
+        {
+            return Err(ApiError::invalid(
+                &def.kind_qualified(),
+                &def.group,
+                name,
+                vec![Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!("Invalid value: \"{uid}\": field is immutable"),
+                    field: "metadata.uid".into(),
+                }],
+            ));
+        }
         let has_status = def.has_status(version);
         if status {
             let mut next = old.clone();

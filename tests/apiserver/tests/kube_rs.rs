@@ -632,6 +632,52 @@ async fn concurrency_patches_pagination_and_faults() {
         .await
         .expect_err("immutable");
     assert_eq!(code(forbidden), 422);
+    // A uid in a patch makes it conditional on that object: a namesake
+    // (another uid) answers 422 for the main resource and its status, the
+    // same uid patches.
+    let uid = p0.metadata.uid.clone().expect("uid");
+    for (status, body) in [
+        (
+            false,
+            json!({"metadata": {"uid": "not-p0", "labels": {"y": "1"}}}),
+        ),
+        (
+            true,
+            json!({"metadata": {"uid": "not-p0"}, "status": {"nominatedNodeName": "n1"}}),
+        ),
+    ] {
+        let patch = Patch::Merge(body);
+        let refused = if status {
+            pods.patch_status("p0", &PatchParams::default(), &patch)
+                .await
+        } else {
+            pods.patch("p0", &PatchParams::default(), &patch).await
+        };
+        let e = refused.expect_err("uid precondition");
+        assert!(
+            matches!(&e, kube::Error::Api(s) if s.code == 422 && s.message.contains("metadata.uid") && s.message.contains("field is immutable")),
+            "{e}"
+        );
+    }
+    let nominated = pods
+        .patch_status(
+            "p0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"uid": uid}, "status": {"nominatedNodeName": "n1"}})),
+        )
+        .await
+        .expect("same uid");
+    assert_eq!(
+        nominated
+            .status
+            .and_then(|s| s.nominated_node_name)
+            .as_deref(),
+        Some("n1")
+    );
+    assert_eq!(
+        nominated.metadata.labels.and_then(|l| l.get("y").cloned()),
+        None
+    );
     assert_eq!(
         code(
             pods.create(&pp, &pod("p1", json!({})))

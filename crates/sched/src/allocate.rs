@@ -747,6 +747,9 @@ impl<'s> Cycle<'s> {
             })
             .chain(self.outcome.evictions.iter().map(|e| e.node.0.as_str()))
             .collect();
+        // A lapsed nomination holds nothing and waits for nothing: it is
+        // withdrawn even while a pod on its node is going.
+        let timeout = self.world.config.preemption.nomination_timeout_seconds;
         let mut out = Vec::new();
         for j in nominated {
             let job = self.ledger.jobs[j].job;
@@ -761,7 +764,8 @@ impl<'s> Cycle<'s> {
                 if let Some(nom) = &task.nomination
                     && task.is_pending()
                     && !held.contains(&t)
-                    && !going.contains(nom.node.as_str())
+                    && (self.world.now.secs_since(nom.since) >= timeout
+                        || !going.contains(nom.node.as_str()))
                     && !kept.contains(&(job.id.as_str(), &task.key))
                 {
                     out.push(Withdrawal {

@@ -56,7 +56,8 @@ pub struct NominationDecision {
 /// A pending pod's nomination that the cycle does not keep: the pod was
 /// neither bound nor nominated again, its job is not waiting for its
 /// victims to go, no room is held for it (the room it named went to
-/// others), and no pod on its node is going. The drivers clear
+/// others), and no pod on its node is going (or the nomination has
+/// lapsed: `nominationTimeoutSeconds`). The drivers clear
 /// the pod's `status.nominatedNodeName`, as kube-scheduler clears a
 /// nomination when the pod's preemption finds nothing or when a pod of
 /// higher priority is nominated onto its room.

@@ -571,6 +571,25 @@ fn a_nomination_keeps_its_held_room_or_a_node_where_a_pod_is_going() {
         .expect("a/late pending");
     assert!(!p.message.starts_with("waiting for"), "{}", p.message);
     assert!(d.withdrawals.is_empty(), "{:?}", d.withdrawals);
+    // The same nomination made ten minutes ago has lapsed (timeout 300 s):
+    // it holds and waits for nothing, so it is withdrawn even though a pod
+    // on its node is going.
+    let mut lapsed = pending("a/late", "a", 1, 8);
+    lapsed.tasks[0].nomination = Some(trainyard_model::Nomination {
+        node: "n0".into(),
+        since: Timestamp(NOW.0 - 10 * MIN),
+        gpus: None,
+    });
+    let mut t = running("a/t", "a", &[("n0", &[0, 1, 2, 3])], 100);
+    t.tasks[0].terminating = true;
+    let x = running("a/x", "a", &[("n0", &[4, 5, 6, 7])], 100);
+    let d = run(
+        nodes(2),
+        vec![q("a", 16)],
+        vec![t, x, full("a/y", "n1"), lapsed],
+    );
+    assert!(d.binds.is_empty() && d.evictions.is_empty(), "{d:?}");
+    assert_eq!(withdrawn(&d), [("a/late-0".to_string(), "n0".to_string())]);
 }
 
 // ---- many cycles, nothing else changing -----------------------------------

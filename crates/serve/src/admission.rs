@@ -34,6 +34,8 @@ pub struct Gated {
     pub job: String,
     /// Its gates as last seen, ours included, in order.
     pub gates: Vec<String>,
+    /// Its uid (empty when the object has none).
+    pub uid: String,
 }
 
 /// Pods of the service's scheduler that carry the admission gate, by
@@ -83,6 +85,7 @@ impl GatedPods {
         let gated = Gated {
             job,
             gates: gates.iter().map(|g| g.to_string()).collect(),
+            uid: pod["metadata"]["uid"].as_str().unwrap_or("").to_string(),
         };
         self.pods.insert(k, gated);
     }
@@ -171,7 +174,8 @@ pub fn admit(
 }
 
 /// Removes the admission gate from one pod (its other gates stay): a JSON
-/// patch that first tests the gates are still those last seen, so a gate
+/// patch that first tests the uid and the gates are still those last seen (a
+/// namesake created since is not admitted), so a gate
 /// another controller removed meanwhile is not put back (the API refuses
 /// adding gates; the test fails instead and the next cycle retries).
 pub async fn ungate(
@@ -187,10 +191,18 @@ pub async fn ungate(
         .filter(|g| *g != ADMISSION_GATE)
         .map(|g| json!({"name": g}))
         .collect();
-    let ops = json!([
-        {"op": "test", "path": "/spec/schedulingGates", "value": seen},
-        {"op": "replace", "path": "/spec/schedulingGates", "value": others},
-    ]);
+    let mut ops = vec![
+        json!({"op": "test", "path": "/spec/schedulingGates", "value": seen}),
+        json!({"op": "replace", "path": "/spec/schedulingGates", "value": others}),
+    ];
+    if !gated.uid.is_empty() {
+        // The pod seen, not a namesake created since.
+        ops.insert(
+            0,
+            json!({"op": "test", "path": "/metadata/uid", "value": gated.uid}),
+        );
+    }
+    let ops = Value::Array(ops);
     let patch: json_patch::Patch = serde_json::from_value(ops).map_err(kube::Error::SerdeError)?;
     Api::<k8s_openapi::api::core::v1::Pod>::namespaced(conn.client().await?.clone(), namespace)
         .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))

@@ -81,10 +81,14 @@ pub async fn write(
             let at = at.clone();
             async move {
                 let ns = crate::write::namespace(&task);
-                let condition = json!({"status": {"conditions": [{
+                let mut condition = json!({"status": {"conditions": [{
                     "type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                     "message": message, "lastTransitionTime": at, "lastProbeTime": null
                 }]}});
+                if !task.uid.is_empty() {
+                    // The pod decided on, not a namesake (422 on another uid).
+                    condition["metadata"] = json!({"uid": task.uid});
+                }
                 let status = match conn.client().await {
                     Ok(client) => Api::<Pod>::namespaced(client.clone(), ns)
                         .patch_status(

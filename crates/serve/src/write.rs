@@ -387,12 +387,15 @@ async fn write_unit(
     }
 }
 
-/// Keeps the writes of each pod in the order of their cycles. Units of
-/// different cycles run concurrently, and a merge patch carries no
-/// precondition on what came before it, so without this a nomination and
-/// its withdrawal a cycle later (or a bind and an eviction) could land in
-/// the wrong order. A unit waits for every earlier unit that writes one
-/// of its pods; units of other pods do not wait.
+/// Keeps the writes of each pod in the order they were handed over. Units
+/// run concurrently, and a merge patch carries no precondition on what
+/// came before it, so without this a nomination and its withdrawal a
+/// cycle later (or a bind and an eviction) could land in the wrong order.
+/// A unit waits for every earlier unit that writes one of its pods; units
+/// of other pods do not wait. A waiting unit holds one of the
+/// `bindConcurrency` unit slots: many cycles' writes of one slow pod can
+/// hold them all, which slows the others' writes until it is done (it
+/// cannot stall them: the oldest unit waits for nothing).
 #[derive(Default)]
 struct PodOrder {
     next: u64,
@@ -406,7 +409,7 @@ struct PodOrder {
 type Turn = (u64, watch::Sender<()>, Vec<watch::Receiver<()>>);
 
 fn pod_of(task: &TaskKey) -> (String, String) {
-    (task.namespace.clone(), task.name.clone())
+    (namespace(task).to_string(), task.name.clone())
 }
 
 impl PodOrder {

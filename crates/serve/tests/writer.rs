@@ -200,3 +200,50 @@ async fn one_pods_writes_land_in_the_order_of_their_cycles() {
     assert_eq!(nomination(&client, "q").await.0.as_deref(), Some("n1"));
     w.stop().await;
 }
+
+#[tokio::test]
+async fn a_namesake_of_a_gated_pod_is_not_ungated() {
+    use trainyard_serve::admission::{GatedPods, ungate};
+    let (server, client) = common::server().await;
+    common::namespace(&client, "ml").await;
+    let api = Api::<Pod>::namespaced(client.clone(), "ml");
+    let gated = |_: ()| -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "g", "namespace": "ml"},
+            "spec": {"schedulerName": "trainyard",
+                     "schedulingGates": [{"name": "trainyard.io/admission"}],
+                     "containers": [{"name": "c", "image": "i"}]}
+        }))
+        .expect("pod")
+    };
+    let first = api
+        .create(&PostParams::default(), &gated(()))
+        .await
+        .expect("created");
+    let mut seen = GatedPods::default();
+    seen.applied(&serde_json::to_value(&first).expect("json"), "trainyard");
+    let g = seen.pods[&("ml".to_string(), "g".to_string())].clone();
+    // The pod seen goes; a namesake, gated the same way, takes its name.
+    server.delete("v1", "Pod", "ml", "g").expect("deleted");
+    api.create(&PostParams::default(), &gated(()))
+        .await
+        .expect("namesake");
+    let conn = Conn::new(client.clone(), 100, 100, Arc::new(Fence::open()));
+    let e = ungate(&conn, "ml", "g", &g).await.expect_err("another uid");
+    assert!(
+        matches!(&e, kube::Error::Api(s) if s.code == 422 && s.message.contains("/metadata/uid")),
+        "{e}"
+    );
+    let gates = api
+        .get("g")
+        .await
+        .expect("pod")
+        .spec
+        .expect("spec")
+        .scheduling_gates;
+    assert_eq!(
+        gates.map(|g| g.len()),
+        Some(1),
+        "the namesake keeps its gate"
+    );
+}

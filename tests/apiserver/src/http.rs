@@ -330,13 +330,21 @@ async fn http_body_collect(mut body: Incoming) -> Result<Bytes, hyper::Error> {
 async fn inject_faults(shared: &Shared) -> Option<ApiError> {
     let mut paused = shared.paused.subscribe();
     if *paused.borrow_and_update() {
+        /// Counts a request held by the pause until it goes on or is
+        /// dropped (its client went away).
+        struct Held<'a>(&'a Shared);
+        impl Drop for Held<'_> {
+            fn drop(&mut self) {
+                self.0.held.send_modify(|h| *h -= 1);
+            }
+        }
         shared.held.send_modify(|h| *h += 1);
+        let _held = Held(shared);
         while *paused.borrow_and_update() {
             if paused.changed().await.is_err() {
                 break;
             }
         }
-        shared.held.send_modify(|h| *h -= 1);
     }
     let (latency, err) = {
         let mut st = shared.lock();

@@ -209,6 +209,22 @@ async fn resource(
         (&Method::PUT, Some(name), sub) => {
             let body = r.json()?;
             let mut st = shared.lock();
+            // A PUT's uid is a storage precondition (409), checked before
+            // anything else, as kube-apiserver's `GuaranteedUpdate` does.
+            if let Some(uid) = body["metadata"]["uid"].as_str().filter(|u| !u.is_empty())
+                && let Some(old) = st.store.get(&t.def.key(), &ns, name)
+                && old["metadata"]["uid"].as_str() != Some(uid)
+            {
+                let stored = old["metadata"]["uid"].as_str().unwrap_or("").to_string();
+                return Err(ApiError::conflict(
+                    &t.def.group,
+                    &t.def.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {stored}"
+                    ),
+                ));
+            }
             let v = st.update(&t.def, &t.version, (&ns, name), body, sub.is_some(), &opts)?;
             Ok(Reply::Json(200, render(&st, v)))
         }

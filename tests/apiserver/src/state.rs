@@ -411,9 +411,13 @@ impl State {
         }
         // kube-apiserver keeps the stored uid when the body has none and
         // refuses a different one (`rest.BeforeUpdate`, then the object
-        // meta's update validation), main resource and status alike: a uid
-        // in a patch is how clients make it conditional on the object.
+        // meta's update validation: 422), main resource and status alike,
+        // so a uid in a patch makes it conditional on the object (a PUT's
+        // uid is a precondition, 409, checked by its route first). A
+        // custom resource's status update takes the stored object's
+        // metadata whole, so its uid is never compared.
         if let Some(uid) = obj["metadata"]["uid"].as_str().filter(|s| !s.is_empty())
+            && !(status && def.builtin == Builtin::Custom)
             && Some(uid) != old["metadata"]["uid"].as_str()
         {
             return Err(ApiError::invalid(

@@ -309,12 +309,14 @@ async fn crd_dynamic_objects_validation_status_and_watch() {
         .expect_err("required");
     assert_eq!(code(missing), 422);
 
-    // Status subresource: main updates ignore status, /status updates only status.
+    // Status subresource: main updates ignore status, /status updates only
+    // status (a custom resource's take the stored metadata whole, so even
+    // another uid is not compared).
     widgets
         .patch_status(
             "a",
             &PatchParams::default(),
-            &Patch::Merge(json!({"status": {"phase": "Ready"}, "spec": {"weight": 50}})),
+            &Patch::Merge(json!({"metadata": {"uid": "other"}, "status": {"phase": "Ready"}, "spec": {"weight": 50}})),
         )
         .await
         .expect("status");
@@ -677,6 +679,17 @@ async fn concurrency_patches_pagination_and_faults() {
     assert_eq!(
         nominated.metadata.labels.and_then(|l| l.get("y").cloned()),
         None
+    );
+    // A PUT's uid is a precondition: 409, as a stale resourceVersion.
+    let mut namesake = pods.get("p0").await.expect("get");
+    namesake.metadata.uid = Some("not-p0".into());
+    let e = pods
+        .replace("p0", &pp, &namesake)
+        .await
+        .expect_err("uid precondition");
+    assert!(
+        matches!(&e, kube::Error::Api(s) if s.code == 409 && s.message.contains("Precondition failed: UID in precondition: not-p0")),
+        "{e}"
     );
     assert_eq!(
         code(

@@ -388,6 +388,14 @@ impl<'s> Cycle<'s> {
             let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
             topo::TopoIndex::new(Arc::clone(t), &names)
         });
+        // The binds and their indexes grow to at most the pending pods:
+        // reserved once, not doubled (and copied) a dozen times. Capped, so
+        // a huge backlog on a full cluster reserves little.
+        let bind_room = jobs
+            .iter()
+            .map(|jw| jw.pending.len())
+            .sum::<usize>()
+            .min(nodes.len().saturating_mul(8).max(1024));
         Cycle {
             world: World {
                 config,
@@ -414,8 +422,11 @@ impl<'s> Cycle<'s> {
                 alloc,
                 alloc_np,
                 bound_at,
-                fresh: std::collections::HashSet::default(),
-                bind_index: HashMap::default(),
+                fresh: std::collections::HashSet::with_capacity_and_hasher(
+                    bind_room,
+                    Default::default(),
+                ),
+                bind_index: HashMap::with_capacity_and_hasher(bind_room, Default::default()),
                 reserved,
                 releasing: Vec::new(),
                 set_aside: std::collections::BTreeSet::new(),
@@ -431,7 +442,7 @@ impl<'s> Cycle<'s> {
                 end_seen: 0,
             },
             outcome: Outcome {
-                binds: Vec::new(),
+                binds: Vec::with_capacity(bind_room),
                 placements: Vec::new(),
                 evictions: Vec::new(),
                 nominations: Vec::new(),

@@ -553,17 +553,25 @@ fn a_nomination_keeps_its_held_room_or_a_node_where_a_pod_is_going() {
     // a/late's room on n0 is half terminating (a/t), half a/x's: it does
     // not wait for its victims (their going is not enough) and finds none
     // to take, but a pod on its node is going, so it keeps its nomination.
-    let mut late = pending("a/late", "a", 1, 8);
-    nominate(&mut late, 0, "n0");
-    let mut t = running("a/t", "a", &[("n0", &[0, 1, 2, 3])], 100);
-    t.tasks[0].terminating = true;
-    let x = running("a/x", "a", &[("n0", &[4, 5, 6, 7])], 100);
-    let d = run(
-        nodes(2),
-        vec![q("a", 16)],
-        vec![t, x, full("a/y", "n1"), late],
-    );
-    assert!(d.binds.is_empty() && d.evictions.is_empty(), "{d:?}");
+    let half_going = |ago: i64| {
+        let mut late = pending("a/late", "a", 1, 8);
+        late.tasks[0].nomination = Some(trainyard_model::Nomination {
+            node: "n0".into(),
+            since: Timestamp(NOW.0 - ago),
+            gpus: None,
+        });
+        let mut t = running("a/t", "a", &[("n0", &[0, 1, 2, 3])], 100);
+        t.tasks[0].terminating = true;
+        let x = running("a/x", "a", &[("n0", &[4, 5, 6, 7])], 100);
+        let d = run(
+            nodes(2),
+            vec![q("a", 16)],
+            vec![t, x, full("a/y", "n1"), late],
+        );
+        assert!(d.binds.is_empty() && d.evictions.is_empty(), "{d:?}");
+        d
+    };
+    let d = half_going(MIN);
     let p = d
         .pending
         .iter()
@@ -574,21 +582,7 @@ fn a_nomination_keeps_its_held_room_or_a_node_where_a_pod_is_going() {
     // The same nomination made ten minutes ago has lapsed (timeout 300 s):
     // it holds and waits for nothing, so it is withdrawn even though a pod
     // on its node is going.
-    let mut lapsed = pending("a/late", "a", 1, 8);
-    lapsed.tasks[0].nomination = Some(trainyard_model::Nomination {
-        node: "n0".into(),
-        since: Timestamp(NOW.0 - 10 * MIN),
-        gpus: None,
-    });
-    let mut t = running("a/t", "a", &[("n0", &[0, 1, 2, 3])], 100);
-    t.tasks[0].terminating = true;
-    let x = running("a/x", "a", &[("n0", &[4, 5, 6, 7])], 100);
-    let d = run(
-        nodes(2),
-        vec![q("a", 16)],
-        vec![t, x, full("a/y", "n1"), lapsed],
-    );
-    assert!(d.binds.is_empty() && d.evictions.is_empty(), "{d:?}");
+    let d = half_going(10 * MIN);
     assert_eq!(withdrawn(&d), [("a/late-0".to_string(), "n0".to_string())]);
 }
 

@@ -420,16 +420,7 @@ impl State {
             && !(status && def.builtin == Builtin::Custom)
             && Some(uid) != old["metadata"]["uid"].as_str()
         {
-            return Err(ApiError::invalid(
-                &def.kind_qualified(),
-                &def.group,
-                name,
-                vec![Cause {
-                    reason: "FieldValueInvalid".into(),
-                    message: format!("Invalid value: \"{uid}\": field is immutable"),
-                    field: "metadata.uid".into(),
-                }],
-            ));
+            return Err(immutable(def, name, "metadata.uid", &format!("\"{uid}\"")));
         }
         let has_status = def.has_status(version);
         if status {
@@ -473,16 +464,7 @@ impl State {
                 && (old["spec"]["group"] != obj["spec"]["group"]
                     || old["spec"]["names"]["plural"] != obj["spec"]["names"]["plural"])
             {
-                return Err(ApiError::invalid(
-                    &def.kind_qualified(),
-                    &def.group,
-                    name,
-                    vec![Cause {
-                        reason: "FieldValueInvalid".into(),
-                        message: "Invalid value: field is immutable".into(),
-                        field: "spec.group".into(),
-                    }],
-                ));
+                return Err(immutable(def, name, "spec.group", ""));
             }
             if def.builtin == Builtin::Crd {
                 obj["status"] = old["status"].clone();
@@ -692,4 +674,24 @@ fn check_pod_spec_update(old: &Value, new: &Value, name: &str) -> ApiResult<()> 
         }]));
     }
     Ok(())
+}
+
+/// 422 for a change to an immutable `field` of object `name` (`value`, as
+/// shown, may be empty).
+fn immutable(def: &ResourceDef, name: &str, field: &str, value: &str) -> ApiError {
+    let shown = if value.is_empty() {
+        String::new()
+    } else {
+        format!(" {value}:")
+    };
+    ApiError::invalid(
+        &def.kind_qualified(),
+        &def.group,
+        name,
+        vec![Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value:{shown} field is immutable"),
+            field: field.into(),
+        }],
+    )
 }

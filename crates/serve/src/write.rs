@@ -186,29 +186,37 @@ async fn nominate_preemptor(
     nominate(conn, &n.task, &n.node.to_string()).await
 }
 
+/// Clears `status.nominatedNodeName` of the pod of `task` (a JSON merge
+/// patch's `null` removes the field).
+async fn clear_nomination(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error> {
+    pods(conn.client().await?, task)
+        .patch_status(
+            &task.name,
+            &PatchParams::default(),
+            &merge_patch(task, json!({"status": {"nominatedNodeName": null}})),
+        )
+        .await
+        .map(|_| ())
+}
+
 /// Withdraws the nomination of the pod of `task`: clears
 /// `status.nominatedNodeName` (a JSON merge patch's `null` removes the
 /// field), then the annotations written with it. Like every patch here it
 /// names the pod's uid, so a namesake's nomination is left alone.
 async fn withdraw(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error> {
-    let api = pods(conn.client().await?, task);
-    api.patch_status(
-        &task.name,
-        &PatchParams::default(),
-        &merge_patch(task, json!({"status": {"nominatedNodeName": null}})),
-    )
-    .await?;
-    api.patch(
-        &task.name,
-        &PatchParams::default(),
-        &merge_patch(
-            task,
-            json!({"metadata": {"annotations": {
+    clear_nomination(conn, task).await?;
+    pods(conn.client().await?, task)
+        .patch(
+            &task.name,
+            &PatchParams::default(),
+            &merge_patch(
+                task,
+                json!({"metadata": {"annotations": {
                 NOMINATED_AT: null, GPU_DEVICES_ANNOTATION: null}}}),
-        ),
-    )
-    .await
-    .map(|_| ())
+            ),
+        )
+        .await
+        .map(|_| ())
 }
 
 /// Evicts a bound member of an incomplete gang ([`crate::repair`]), with
@@ -350,10 +358,21 @@ async fn write_unit(
     let requests = writes.into_iter().map(|w| async move {
         let _permit = permits.acquire().await;
         let (result, text) = match &w {
-            Write::Bind(b) => (
-                bind(conn, events, b, when).await,
-                format!("bind {} to {}", b.task, b.node),
-            ),
+            Write::Bind(b) => {
+                let result = bind(conn, events, b, when).await;
+                if result.is_err() && nominate_first {
+                    // As kube-scheduler clears a pod's nomination when its
+                    // binding fails: the node named before the bind is not
+                    // where the pod is going.
+                    if let Err(e) = clear_nomination(conn, &b.task).await {
+                        tracing::warn!(
+                            "clear the nomination of {} after its bind failed: {e}",
+                            b.task
+                        );
+                    }
+                }
+                (result, format!("bind {} to {}", b.task, b.node))
+            }
             Write::Evict(e) => (
                 evict(conn, events, e, when).await,
                 format!("evict {}", e.task),

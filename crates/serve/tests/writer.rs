@@ -247,3 +247,59 @@ async fn a_namesake_of_a_gated_pod_is_not_ungated() {
         "the namesake keeps its gate"
     );
 }
+
+#[tokio::test]
+async fn a_gang_member_whose_bind_fails_loses_the_nomination_made_before_it() {
+    let (_server, client) = common::server().await;
+    common::namespace(&client, "ml").await;
+    common::node(&client, "n1", 8).await;
+    common::node(&client, "n2", 8).await;
+    let p = pod(&client, "p").await;
+    let q = pod(&client, "q").await;
+    // p is bound elsewhere before the gang's writes land: its bind fails.
+    Api::<Pod>::namespaced(client.clone(), "ml")
+        .create_subresource::<serde_json::Value, serde_json::Value>(
+            "binding",
+            "p",
+            &PostParams::default(),
+            &json!({"apiVersion": "v1", "kind": "Binding",
+                    "metadata": {"name": "p", "namespace": "ml"},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": "n2"}}),
+        )
+        .await
+        .expect("bound");
+    let bind = |task: &TaskKey| {
+        Write::Bind(trainyard_sched::decisions::Bind {
+            job: "ml/g".into(),
+            task: task.clone(),
+            node: "n1".into(),
+            gpus: vec![0],
+        })
+    };
+    let mut w = writer(&client);
+    // A gang of two: nominated first (`nominateBeforeBind: gangs`).
+    w.send(Timestamp::from_secs(1), vec![bind(&p), bind(&q)]);
+    let mut got = outcomes(&mut w, 2).await;
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("bind p".to_string(), "conflict".to_string()),
+            ("bind q".into(), "ok".into()),
+        ]
+    );
+    let api = Api::<Pod>::namespaced(client.clone(), "ml");
+    let (p_now, q_now) = (
+        api.get("p").await.expect("p"),
+        api.get("q").await.expect("q"),
+    );
+    let nominated = |x: &Pod| {
+        x.status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.clone())
+    };
+    let node = |x: &Pod| x.spec.as_ref().and_then(|s| s.node_name.clone());
+    assert_eq!((node(&p_now), nominated(&p_now)), (Some("n2".into()), None));
+    assert_eq!(node(&q_now).as_deref(), Some("n1"));
+    w.stop().await;
+}

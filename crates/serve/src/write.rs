@@ -148,8 +148,13 @@ fn merge_patch(task: &TaskKey, mut body: serde_json::Value) -> Patch<serde_json:
     Patch::Merge(body)
 }
 
-/// Sets `status.nominatedNodeName` of the pod of `task` to `node`.
-async fn nominate(conn: &Conn, task: &TaskKey, node: &str) -> Result<(), kube::Error> {
+/// Sets `status.nominatedNodeName` of the pod of `task` to `node`, or
+/// clears it (`None`: a JSON merge patch's `null` removes the field).
+async fn set_nomination(
+    conn: &Conn,
+    task: &TaskKey,
+    node: Option<&str>,
+) -> Result<(), kube::Error> {
     pods(conn.client().await?, task)
         .patch_status(
             &task.name,
@@ -183,20 +188,7 @@ async fn nominate_preemptor(
             &merge_patch(&n.task, json!({"metadata": {"annotations": annotations}})),
         )
         .await?;
-    nominate(conn, &n.task, &n.node.to_string()).await
-}
-
-/// Clears `status.nominatedNodeName` of the pod of `task` (a JSON merge
-/// patch's `null` removes the field).
-async fn clear_nomination(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error> {
-    pods(conn.client().await?, task)
-        .patch_status(
-            &task.name,
-            &PatchParams::default(),
-            &merge_patch(task, json!({"status": {"nominatedNodeName": null}})),
-        )
-        .await
-        .map(|_| ())
+    set_nomination(conn, &n.task, Some(&n.node.to_string())).await
 }
 
 /// Withdraws the nomination of the pod of `task`: clears
@@ -204,7 +196,7 @@ async fn clear_nomination(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error
 /// field), then the annotations written with it. Like every patch here it
 /// names the pod's uid, so a namesake's nomination is left alone.
 async fn withdraw(conn: &Conn, task: &TaskKey) -> Result<(), kube::Error> {
-    clear_nomination(conn, task).await?;
+    set_nomination(conn, task, None).await?;
     pods(conn.client().await?, task)
         .patch(
             &task.name,
@@ -347,7 +339,7 @@ async fn write_unit(
         let nominations = writes.iter().filter_map(|w| match w {
             Write::Bind(b) => Some(async move {
                 let _permit = permits.acquire().await;
-                if let Err(e) = nominate(conn, &b.task, &b.node.to_string()).await {
+                if let Err(e) = set_nomination(conn, &b.task, Some(&b.node.to_string())).await {
                     tracing::warn!("nominate {} on {} before its bind: {e}", b.task, b.node);
                 }
             }),
@@ -364,7 +356,7 @@ async fn write_unit(
                     // As kube-scheduler clears a pod's nomination when its
                     // binding fails: the node named before the bind is not
                     // where the pod is going.
-                    if let Err(e) = clear_nomination(conn, &b.task).await {
+                    if let Err(e) = set_nomination(conn, &b.task, None).await {
                         tracing::warn!(
                             "clear the nomination of {} after its bind failed: {e}",
                             b.task

@@ -203,6 +203,10 @@ struct Ledger<'s> {
     /// Pods evicted by this cycle (job, task, node, device slots): their
     /// room is free for nominations, not for binds.
     releasing: Vec<(usize, usize, usize, Slots)>,
+    /// Where reclaims of this cycle freed room (node, device slots of a
+    /// victim pod), hidden from gangs that would end above their fair
+    /// share (`allocate/reclaimed.rs`).
+    reclaimed: Vec<(usize, Slots)>,
     /// Jobs the running victim search has already counted as gone.
     set_aside: std::collections::BTreeSet<usize>,
     /// While a victim search runs: per queue on the preemptor's path and
@@ -989,6 +993,7 @@ mod evict;
 mod place;
 mod radix;
 mod ranked;
+mod reclaimed;
 mod reserve;
 mod ruled;
 mod setup;

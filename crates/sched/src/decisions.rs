@@ -329,6 +329,20 @@ pub enum PendingReason {
     /// or preemption favours. Without this, the next cycle would evict them.
     #[serde(rename_all = "camelCase")]
     Yielded { preemptor: String, message: String },
+    /// The gang would fit in room a reclaim of this cycle freed and its
+    /// reclaimer left over, but that room is not given this cycle to a
+    /// gang that takes a queue above its fair share: the victims' queues
+    /// could reclaim it back in the next cycle, and the two would
+    /// alternate. Next cycle it is free room like any other.
+    #[serde(rename_all = "camelCase")]
+    ReclaimedRoomKept {
+        /// The queue that would end above its fair share (its path).
+        queue: String,
+        resource: ResourceName,
+        /// What the queue would hold with the gang.
+        with_gang: u64,
+        fair_share: u64,
+    },
     /// The gang runs; some elastic pods above its minimum did not fit.
     #[serde(rename_all = "camelCase")]
     ElasticPending {
@@ -359,6 +373,7 @@ impl PendingReason {
             PendingReason::InQuotaNoRoom { .. } => "InQuotaNoRoom",
             PendingReason::Yielded { .. } => "Yielded",
             PendingReason::ElasticPending { .. } => "ElasticPending",
+            PendingReason::ReclaimedRoomKept { .. } => "ReclaimedRoomKept",
         }
     }
 
@@ -372,6 +387,7 @@ impl PendingReason {
                 | PendingReason::TopologyUnfit { .. }
                 | PendingReason::TooManyLeaves { .. }
                 | PendingReason::Reserved { .. }
+                | PendingReason::ReclaimedRoomKept { .. }
         )
     }
 }
@@ -427,6 +443,17 @@ impl fmt::Display for PendingReason {
                 resource.format_amount(*used),
                 resource.format_amount(*limit),
                 resource.format_amount(*requested)
+            ),
+            PendingReason::ReclaimedRoomKept {
+                queue,
+                resource,
+                with_gang,
+                fair_share,
+            } => write!(
+                f,
+                "it fits only in room this cycle's reclaim freed, which is kept from gangs that take a queue above its fair share ({queue} would hold {resource} {} of its fair share {}); the room is free to all next cycle",
+                resource.format_amount(*with_gang),
+                resource.format_amount(*fair_share)
             ),
             PendingReason::ExceedsQueueLimit {
                 queue,

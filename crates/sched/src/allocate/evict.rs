@@ -23,7 +23,7 @@
 //!   at once when only this cycle's binds made room). The refill then
 //!   offers what taken-back binds left to gangs still pending.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use trainyard_model::{JobId, NodeName, QueueId, QueueTree, ResourceName, Resources, TaskState};
 
@@ -301,6 +301,21 @@ impl<'s> Cycle<'s> {
             let holding = self.ledger.has_hold(j);
             self.ledger.release_holds(&self.world, j);
             self.ledger.holds_lifted = holding;
+            // Room reclaims of this cycle freed is not for a gang that
+            // would end above its fair share (`allocate/reclaimed.rs`).
+            let hidden =
+                if self
+                    .ledger
+                    .above_fair_with(&self.world, self.ledger.jobs[j].leaf, &min.1)
+                {
+                    self.ledger.hide_reclaimed(&self.world)
+                } else {
+                    Vec::new()
+                };
+            if !hidden.is_empty() {
+                self.memo.room_seen.clear();
+                self.memo.copies_seen.clear();
+            }
             let found = if self.ledger.jobs[j].job.preempts {
                 self.find_victims(j, &min)
             } else {
@@ -311,7 +326,9 @@ impl<'s> Cycle<'s> {
                 Ok(plan) => {
                     if self.apply_plan(j, plan) {
                         self.ledger.holds.retain(|h| h.job != j);
+                        self.ledger.give_back(&self.world, hidden);
                     } else {
+                        // Undoes the stand-ins too.
                         self.ledger.state.rollback(lifted);
                     }
                     walk.changed();
@@ -320,6 +337,10 @@ impl<'s> Cycle<'s> {
                     self.memo.copies_seen.clear();
                 }
                 Err(refused) => {
+                    if !hidden.is_empty() {
+                        self.memo.room_seen.clear();
+                        self.memo.copies_seen.clear();
+                    }
                     self.ledger.state.rollback(lifted);
                     refused_jobs.push(j);
                     if let Some((k, n)) = key {
@@ -333,6 +354,43 @@ impl<'s> Cycle<'s> {
             }
         }
         refused_jobs
+    }
+
+    /// For a gang the refill did not place while reclaimed room was kept
+    /// from it: the reason, when it would fit with that room.
+    fn kept_room_reason(&mut self, j: usize) -> Option<PendingReason> {
+        let (chosen, needs, topo_search) = self.minimum_of(j)?;
+        let leaf = self.ledger.jobs[j].leaf;
+        let (q, resource, with_gang, fair_share) =
+            self.ledger.first_above_fair(&self.world, leaf, &needs)?;
+        let mark = self.ledger.state.begin();
+        let fits = self
+            .place_chosen_or(j, &chosen, &needs, topo_search, false)
+            .is_ok();
+        self.ledger.state.rollback(mark);
+        fits.then(|| PendingReason::ReclaimedRoomKept {
+            queue: self.world.tree.path(q).to_string(),
+            resource,
+            with_gang,
+            fair_share,
+        })
+    }
+
+    /// Whether a pending gang of leaf `leaf` would fit its minimum within
+    /// the fair shares of the queues on its path: after a reclaim from
+    /// `leaf`, room given to a queue above its share is what the next
+    /// cycle would reclaim back for such a gang.
+    fn could_take_back(&self, leaf: QueueId) -> bool {
+        (0..self.ledger.jobs.len()).any(|v| {
+            let jw = &self.ledger.jobs[v];
+            jw.leaf == leaf
+                && jw.blocked.is_none()
+                && !jw.pending.is_empty()
+                && !jw.minimum_holds()
+                && self
+                    .minimum_of(v)
+                    .is_some_and(|min| !self.ledger.above_fair_with(&self.world, leaf, &min.1))
+        })
     }
 
     /// The gang minimum of `j`, its needs, and whether it uses the topology search.
@@ -450,7 +508,27 @@ impl<'s> Cycle<'s> {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
-            match self.try_gang(j) {
+            // Room reclaims of this cycle freed is not for a gang that
+            // would end above its fair share (`allocate/reclaimed.rs`).
+            let above = self.minimum_of(j).is_some_and(|min| {
+                self.ledger
+                    .above_fair_with(&self.world, self.ledger.jobs[j].leaf, &min.1)
+            });
+            let hidden = if above {
+                self.ledger.hide_reclaimed(&self.world)
+            } else {
+                Vec::new()
+            };
+            if !hidden.is_empty() {
+                self.memo.failed_shapes.clear();
+            }
+            let kept = !hidden.is_empty();
+            let tried = self.try_gang(j);
+            if kept {
+                self.ledger.give_back(&self.world, hidden);
+                self.memo.failed_shapes.clear();
+            }
+            match tried {
                 Ok(()) => {
                     self.outcome.pending.remove(&j);
                     self.note_elastic_left(j);
@@ -458,6 +536,11 @@ impl<'s> Cycle<'s> {
                 // The obstacle now (a limit reached meanwhile, say), except
                 // for a taken-back job, whose reason says why it lost its room.
                 Err(reason) => {
+                    let reason = if kept {
+                        self.kept_room_reason(j).unwrap_or(reason)
+                    } else {
+                        reason
+                    };
                     if !matches!(
                         self.outcome.pending.get(&j),
                         Some(PendingReason::Yielded { .. })
@@ -662,6 +745,29 @@ impl<'s> Cycle<'s> {
             let vw = &mut self.ledger.jobs[u.job];
             vw.bound_total = vw.bound_total.saturating_sub(gone.len() as u32);
             self.ledger.bound_at[u.job].retain(|p| !gone.contains(&p.0));
+        }
+        // Room a reclaim freed that its victims' queues could take back
+        // within their fair shares (`allocate/reclaimed.rs`).
+        let mut back: BTreeMap<QueueId, bool> = BTreeMap::new();
+        for u in plan
+            .units
+            .iter()
+            .filter(|u| u.kind == EvictionKind::Reclaim)
+        {
+            let vleaf = self.ledger.jobs[u.job].leaf;
+            let could = match back.get(&vleaf) {
+                Some(&c) => c,
+                None => {
+                    let c = self.could_take_back(vleaf);
+                    back.insert(vleaf, c);
+                    c
+                }
+            };
+            if could {
+                for (_, n, slots) in &u.tasks {
+                    self.ledger.reclaimed.push((*n, slots.clone()));
+                }
+            }
         }
         if victims == 0 && !touches_releasing {
             // Only binds of this cycle made room: the gang binds now.

@@ -429,6 +429,7 @@ impl<'s> Cycle<'s> {
                 bind_index: HashMap::with_capacity_and_hasher(bind_room, Default::default()),
                 reserved,
                 releasing: Vec::new(),
+                reclaimed: Vec::new(),
                 set_aside: std::collections::BTreeSet::new(),
                 victim_need: Vec::new(),
                 running: Vec::new(),

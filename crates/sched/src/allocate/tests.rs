@@ -458,8 +458,16 @@ proptest! {
             e.0.add(&tasks[b.task.name.as_str()].requests);
             e.1.extend(b.gpus.iter().copied());
         }
+        // Room a reclaim freed is kept from gangs that take a queue above
+        // its fair share, for this cycle: only when this cycle reclaimed.
+        let reclaimed = d.evictions.iter().any(|e| e.kind == crate::decisions::EvictionKind::Reclaim)
+            || d.pending.iter().any(|p| matches!(&p.reason, PendingReason::Yielded { message, .. } if message.starts_with("reclaimed for")));
         for p in &d.pending {
             let job = s.jobs.iter().find(|j| j.id == p.job).unwrap();
+            if matches!(p.reason, PendingReason::ReclaimedRoomKept { .. }) {
+                prop_assert!(reclaimed, "{} pending ({}) but nothing was reclaimed", job.id, p.message);
+                continue;
+            }
             let PendingReason::Unschedulable { .. } = p.reason else { continue };
             if job.min_member != 1 || job.tasks[0].requests.gpu % 1000 != 0 { continue; }
             let req = &job.tasks[0].requests;

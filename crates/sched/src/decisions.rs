@@ -749,4 +749,23 @@ mod tests {
         let back: PendingReason = serde_json::from_value(json).unwrap();
         assert_eq!(back, reason);
     }
+
+    #[test]
+    fn kept_reclaimed_room_says_which_queue_and_until_when() {
+        let reason = PendingReason::ReclaimedRoomKept {
+            queue: "org/c".into(),
+            resource: ResourceName::Gpu,
+            with_gang: 6000,
+            fair_share: 4000,
+        };
+        expect_test::expect!["it fits only in room this cycle's reclaim freed, which is kept from gangs that take a queue above its fair share (org/c would hold nvidia.com/gpu 6 of its fair share 4); the room is free to all next cycle"]
+            .assert_eq(&reason.to_string());
+        assert_eq!(reason.code(), "ReclaimedRoomKept");
+        assert!(reason.is_lack_of_room());
+        let json = serde_json::to_value(&reason).unwrap();
+        assert_eq!(json["kind"], "reclaimedRoomKept");
+        assert_eq!(json["withGang"], 6000);
+        let back: PendingReason = serde_json::from_value(json).unwrap();
+        assert_eq!(back, reason);
+    }
 }

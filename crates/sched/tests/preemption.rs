@@ -588,6 +588,57 @@ fn a_nomination_keeps_its_held_room_or_a_node_where_a_pod_is_going() {
 
 // ---- many cycles, nothing else changing -----------------------------------
 
+/// Room a reclaim freed beyond its reclaimer's need is kept, for the rest
+/// of the cycle, from gangs that take a queue above its fair share, when
+/// the victims' queue could take it back within its own share: else the
+/// next cycle would reclaim it back, and the two would alternate (the
+/// period-two loop of docs/preemption.md, case `cdc5d1a0…` in
+/// `preemption.proptest-regressions`).
+#[test]
+fn room_a_reclaim_freed_is_kept_from_queues_above_their_share() {
+    // Weights 3, 3, 2 on 16 GPUs: fair shares a 6, b 6, c 4 (no quotas,
+    // so no floor protects b). b runs 8 GPUs on n0 (above its share); a's 2-GPU job (a at 4/6) reclaims them, leaving 6 GPUs of
+    // n0 to others once the pod is gone.
+    let cycle = |b_small: bool| {
+        let mut jobs = vec![
+            running("a/run", "a", &[("n1", &[0, 1, 2, 3])], 100),
+            running("b/big", "b", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 100),
+            running("c/run", "c", &[("n1", &[4, 5, 6])], 100),
+            running("c/low", "c", &[("n1", &[7])], 100).with_priority(-1),
+            pending("a/small", "a", 1, 2),
+            pending("c/more", "c", 1, 2),
+        ];
+        // c/more outranks c/low: it may preempt, so it searches.
+        if b_small {
+            jobs.push(pending("b/small", "b", 1, 4));
+        }
+        let w = |name: &str, weight: u32| QueueSpec::new(name).weight(weight);
+        run(nodes(2), vec![w("a", 3), w("b", 3), w("c", 2)], jobs)
+    };
+    let nominated = |d: &Decisions| -> Vec<String> {
+        let mut v: Vec<String> = d
+            .nominations
+            .iter()
+            .map(|n| format!("{}@{}", n.task, n.node))
+            .collect();
+        v.sort();
+        v
+    };
+    // b has a 4-GPU job that fits its share: c (at its fair share 4
+    // already) gets nothing of the 6 GPUs; the next cycle walks b, below
+    // its share, first.
+    let d = cycle(true);
+    assert_eq!(evicted(&d), ["b/big-0"]);
+    assert_eq!(nominated(&d), ["a/small-0@n0"]);
+    let c = d.pending.iter().find(|p| p.job == "c/more").expect("c/more pending");
+    assert!(c.message.starts_with("gang needs 2 × nvidia.com/gpu"), "{}", c.message);
+    // Without a job b could run within its share, nothing would reclaim
+    // the room back: c is nominated onto it.
+    let d = cycle(false);
+    assert_eq!(evicted(&d), ["b/big-0"]);
+    assert_eq!(nominated(&d), ["a/small-0@n0", "c/more-0@n0"]);
+}
+
 mod cycles {
     use std::collections::{BTreeMap, BTreeSet};
 

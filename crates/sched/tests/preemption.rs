@@ -630,8 +630,16 @@ fn room_a_reclaim_freed_is_kept_from_queues_above_their_share() {
     let d = cycle(true);
     assert_eq!(evicted(&d), ["b/big-0"]);
     assert_eq!(nominated(&d), ["a/small-0@n0"]);
-    let c = d.pending.iter().find(|p| p.job == "c/more").expect("c/more pending");
-    assert!(c.message.starts_with("gang needs 2 × nvidia.com/gpu"), "{}", c.message);
+    let c = d
+        .pending
+        .iter()
+        .find(|p| p.job == "c/more")
+        .expect("c/more pending");
+    assert!(
+        c.message.starts_with("gang needs 2 × nvidia.com/gpu"),
+        "{}",
+        c.message
+    );
     // Without a job b could run within its share, nothing would reclaim
     // the room back: c is nominated onto it.
     let d = cycle(false);

@@ -403,10 +403,10 @@ async fn write_unit(
 /// came before it, so without this a nomination and its withdrawal a
 /// cycle later (or a bind and an eviction) could land in the wrong order.
 /// A unit waits for every earlier unit that writes one of its pods; units
-/// of other pods do not wait. A waiting unit holds one of the
-/// `bindConcurrency` unit slots: many cycles' writes of one slow pod can
-/// hold them all, which slows the others' writes until it is done (it
-/// cannot stall them: the oldest unit waits for nothing).
+/// of other pods do not wait. A waiting unit holds no request permit
+/// (`bindConcurrency` bounds requests, not units), so many cycles' writes
+/// of one slow pod do not delay the other pods' writes; and the oldest
+/// unit waits for nothing, so nothing waits forever.
 #[derive(Default)]
 struct PodOrder {
     next: u64,
@@ -500,7 +500,10 @@ impl Writer {
                     let turn = lock(&turns).enter(&unit.1);
                     (at, intent, unit, turn)
                 })
-                .for_each_concurrent(concurrency.max(1), |(at, intent, unit, turn)| {
+                // Every unit handed over runs at once: its requests take
+                // the `bindConcurrency` permits, so a unit waiting for an
+                // earlier one of its pods holds nothing the others need.
+                .for_each_concurrent(None, |(at, intent, unit, turn)| {
                     let (conn, events, permits, out, journal, order) = (
                         Arc::clone(&conn),
                         events.clone(),

@@ -20,6 +20,11 @@ use trainyard_serve::write::{Outcome, Writer};
 
 /// A writer of four concurrent requests with no rate limit to speak of.
 fn writer(client: &Client) -> Writer {
+    writer_of(client, 4)
+}
+
+/// A writer with `concurrency` requests in flight at most.
+fn writer_of(client: &Client, concurrency: usize) -> Writer {
     let conn = Arc::new(Conn::new(
         client.clone(),
         10_000,
@@ -27,7 +32,7 @@ fn writer(client: &Client) -> Writer {
         Arc::new(Fence::open()),
     ));
     let (events, _) = EventSink::spawn(conn.clone(), 100, 4);
-    Writer::spawn(conn, events, 4, NominateBeforeBind::Gangs, None)
+    Writer::spawn(conn, events, concurrency, NominateBeforeBind::Gangs, None)
 }
 
 /// Creates the pending pod `ml/{name}` and returns its key with its uid.
@@ -197,6 +202,41 @@ async fn one_pods_writes_land_in_the_order_of_their_cycles() {
     assert!(at("nominate p") < at("withdraw p"), "{got:?}");
     // So p ends withdrawn, annotations and all; q stays nominated.
     assert_eq!(nomination(&client, "p").await, (None, vec![]));
+    assert_eq!(nomination(&client, "q").await.0.as_deref(), Some("n1"));
+    w.stop().await;
+}
+
+#[tokio::test]
+async fn writes_waiting_for_their_pod_leave_the_permits_to_other_pods() {
+    let (server, client) = common::server().await;
+    common::namespace(&client, "ml").await;
+    common::node(&client, "n1", 8).await;
+    let p = pod(&client, "p").await;
+    let q = pod(&client, "q").await;
+    // Two requests at once. p's nomination is held at the server; its
+    // withdrawal (a cycle later) and a re-nomination wait for it.
+    let mut w = writer_of(&client, 2);
+    server.pause(true);
+    w.send(Timestamp::from_secs(1), vec![nominate(&p)]);
+    w.send(Timestamp::from_secs(2), vec![withdraw(&p)]);
+    w.send(Timestamp::from_secs(3), vec![nominate(&p)]);
+    w.send(Timestamp::from_secs(4), vec![nominate(&q)]);
+    // q's nomination takes the second permit and reaches the server while
+    // p's later writes wait (when waiting writes held a slot, it never
+    // did: the timeout is the failure, not a wait for something).
+    tokio::time::timeout(std::time::Duration::from_secs(30), server.held(2))
+        .await
+        .expect("q's nomination reached the server while p's writes waited");
+    server.pause(false);
+    let got = outcomes(&mut w, 4).await;
+    assert!(got.iter().all(|(_, r)| r == "ok"), "{got:?}");
+    let nominated: Vec<&str> = got
+        .iter()
+        .filter(|(w, _)| w == "nominate p" || w == "withdraw p")
+        .map(|(w, _)| w.as_str())
+        .collect();
+    assert_eq!(nominated, ["nominate p", "withdraw p", "nominate p"]);
+    assert_eq!(nomination(&client, "p").await.0.as_deref(), Some("n1"));
     assert_eq!(nomination(&client, "q").await.0.as_deref(), Some("n1"));
     w.stop().await;
 }

@@ -303,15 +303,15 @@ impl<'s> Cycle<'s> {
             self.ledger.holds_lifted = holding;
             // Room reclaims of this cycle freed is not for a gang that
             // would end above its fair share (`allocate/reclaimed.rs`).
-            let hidden =
-                if self
+            let hidden = if !self.ledger.reclaimed.is_empty()
+                && self
                     .ledger
                     .above_fair_with(&self.world, self.ledger.jobs[j].leaf, &min.1)
-                {
-                    self.ledger.hide_reclaimed(&self.world)
-                } else {
-                    Vec::new()
-                };
+            {
+                self.ledger.hide_reclaimed(&self.world)
+            } else {
+                Vec::new()
+            };
             if !hidden.is_empty() {
                 self.memo.room_seen.clear();
                 self.memo.copies_seen.clear();
@@ -510,10 +510,11 @@ impl<'s> Cycle<'s> {
             };
             // Room reclaims of this cycle freed is not for a gang that
             // would end above its fair share (`allocate/reclaimed.rs`).
-            let above = self.minimum_of(j).is_some_and(|min| {
-                self.ledger
-                    .above_fair_with(&self.world, self.ledger.jobs[j].leaf, &min.1)
-            });
+            let above = !self.ledger.reclaimed.is_empty()
+                && self.minimum_of(j).is_some_and(|min| {
+                    self.ledger
+                        .above_fair_with(&self.world, self.ledger.jobs[j].leaf, &min.1)
+                });
             let hidden = if above {
                 self.ledger.hide_reclaimed(&self.world)
             } else {

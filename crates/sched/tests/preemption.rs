@@ -786,139 +786,139 @@ mod cycles {
     }
 
     proptest! {
-            // A fixed seed, as for the quiet-cluster property: random seeds
-            // find, about once in 3,000 cases, cases of docs/preemption.md's
-            // known limits (a nominated gang that does not bind in the next
-            // cycle; a queue left more than a gang below its fair share), and
-            // a test that fails at random says nothing about the change that
-            // ran it. Change the seed here (or raise PROPTEST_CASES) to
-            // explore other cases.
-            #![proptest_config(ProptestConfig {
-                cases: 64,
-                // `PROPTEST_RANDOM=1` explores random seeds instead.
-    rng_seed: if std::env::var_os("PROPTEST_RANDOM").is_some() {
-        proptest::test_runner::RngSeed::Random
-    } else {
-        proptest::test_runner::RngSeed::Fixed(0x7365_7474_6c65)
-    },
-                ..ProptestConfig::default()
-            })]
+        // A fixed seed, as for the quiet-cluster property: random seeds
+        // find, about once in 3,000 cases, cases of docs/preemption.md's
+        // known limits (a nominated gang that does not bind in the next
+        // cycle; a queue left more than a gang below its fair share), and
+        // a test that fails at random says nothing about the change that
+        // ran it. Change the seed here (or raise PROPTEST_CASES) to
+        // explore other cases.
+        #![proptest_config(ProptestConfig {
+            cases: 64,
+            // `PROPTEST_RANDOM=1` explores random seeds instead.
+            rng_seed: if std::env::var_os("PROPTEST_RANDOM").is_some() {
+                proptest::test_runner::RngSeed::Random
+            } else {
+                proptest::test_runner::RngSeed::Fixed(0x7365_7474_6c65)
+            },
+            ..ProptestConfig::default()
+        })]
 
-            #[test]
-            fn reclaim_and_preemption_settle(
-                node_count in 2usize..5,
-                quotas in proptest::collection::vec(0u64..17, 3),
-                with_quotas in any::<bool>(),
-                specs in proptest::collection::vec(
-                    (0usize..3, 1usize..4, prop_oneof![Just(1u64), Just(2), Just(4), Just(8)], 0i32..3, any::<bool>()),
-                    2..10,
-                ),
-            ) {
-                // With quotas, or with over-quota weights only (quota 0).
-                let queues: Vec<QueueSpec> = quotas
-                    .iter()
-                    .enumerate()
-                    .map(|(i, g)| {
-                        if with_quotas {
-                            q(&format!("q{i}"), *g)
-                        } else {
-                            QueueSpec::new(format!("q{i}")).weight((*g % 4 + 1) as u32)
-                        }
-                    })
-                    .collect();
-                let tree = QueueTree::build(queues).unwrap();
-                // Queue 0 arrives first and fills what it can; the other queues
-                // arrive at cycle 3, and priority-2 jobs of every queue at cycle
-                // 6: reclaim, then preemption.
-                let all = build(&specs);
-                let arrival = |s: &JobSpec| if s.3 == 2 { 6 } else if s.0 == 0 { 0 } else { 3 };
-                let mut jobs: Vec<Job> = Vec::new();
-                let mut history: Vec<(Vec<(String, String)>, bool)> = Vec::new();
-                let mut last: Option<Decisions> = None;
-                let mut quiet_since = 0;
-                let mut evictions = 0usize;
-                for cycle in 0..40i64 {
-                    let now = Timestamp(1_000_000 + cycle * 60_000);
-                    for (spec, job) in specs.iter().zip(&all) {
-                        if arrival(spec) == cycle {
-                            jobs.push(job.clone());
-                        }
+        #[test]
+        fn reclaim_and_preemption_settle(
+            node_count in 2usize..5,
+            quotas in proptest::collection::vec(0u64..17, 3),
+            with_quotas in any::<bool>(),
+            specs in proptest::collection::vec(
+                (0usize..3, 1usize..4, prop_oneof![Just(1u64), Just(2), Just(4), Just(8)], 0i32..3, any::<bool>()),
+                2..10,
+            ),
+        ) {
+            // With quotas, or with over-quota weights only (quota 0).
+            let queues: Vec<QueueSpec> = quotas
+                .iter()
+                .enumerate()
+                .map(|(i, g)| {
+                    if with_quotas {
+                        q(&format!("q{i}"), *g)
+                    } else {
+                        QueueSpec::new(format!("q{i}")).weight((*g % 4 + 1) as u32)
                     }
-                    let snap = Snapshot::new(nodes(node_count), tree.clone(), jobs.clone());
-                    let d = schedule(&snap, &Config::default(), now);
-                    if std::env::var("TRACE").is_ok() { eprintln!("cycle {cycle}: binds {:?}\n  evict {:?}\n  nom {:?}\n  pending {:?}", d.binds.iter().map(|b| format!("{}@{}{:?}", b.task, b.node, b.gpus)).collect::<Vec<_>>(), d.evictions.iter().map(|e| format!("{}@{} {}", e.task, e.node, e.message)).collect::<Vec<_>>(), d.nominations.iter().map(|e| format!("{}@{}{:?}", e.task, e.node, e.gpus)).collect::<Vec<_>>(), d.pending.iter().map(|p| format!("{} {}", p.job, p.message)).collect::<Vec<_>>()); }
-                    // Every preemptor of the previous cycle binds now (its
-                    // victims are gone and its room was reserved), unless the
-                    // cycle takes that bind back for a gang with a better claim
-                    // (reason `yielded`; a bind of this cycle is never evicted).
-                    if let Some(prev) = &last {
-                        let nominated: BTreeSet<&str> = prev.nominations.iter().map(|n| n.task.name.as_str()).collect();
-                        let bound: BTreeSet<&str> = d.binds.iter().map(|b| b.task.name.as_str()).collect();
-                        for t in &nominated {
-                            let yielded = d.pending.iter().any(|p| {
-                                t.starts_with(p.job.as_str())
-                                    && matches!(p.reason, trainyard_sched::PendingReason::Yielded { .. })
-                            });
-                            prop_assert!(bound.contains(t) || yielded, "cycle {cycle}: nominated {t} did not bind: {:?}", d.pending.iter().filter(|p| t.starts_with(p.job.as_str())).map(|p| p.message.clone()).collect::<Vec<_>>());
-                        }
+                })
+                .collect();
+            let tree = QueueTree::build(queues).unwrap();
+            // Queue 0 arrives first and fills what it can; the other queues
+            // arrive at cycle 3, and priority-2 jobs of every queue at cycle
+            // 6: reclaim, then preemption.
+            let all = build(&specs);
+            let arrival = |s: &JobSpec| if s.3 == 2 { 6 } else if s.0 == 0 { 0 } else { 3 };
+            let mut jobs: Vec<Job> = Vec::new();
+            let mut history: Vec<(Vec<(String, String)>, bool)> = Vec::new();
+            let mut last: Option<Decisions> = None;
+            let mut quiet_since = 0;
+            let mut evictions = 0usize;
+            for cycle in 0..40i64 {
+                let now = Timestamp(1_000_000 + cycle * 60_000);
+                for (spec, job) in specs.iter().zip(&all) {
+                    if arrival(spec) == cycle {
+                        jobs.push(job.clone());
                     }
-                    let evicting = !d.evictions.is_empty();
-                    evictions += d.evictions.len();
-                    apply(&mut jobs, &d, now);
-                    let state = state_of(&jobs);
-                    // No state repeats with evictions in between.
-                    let mut evictions_since = evicting;
-                    for (old, ev) in history.iter().rev() {
-                        if evictions_since && *old == state {
-                            prop_assert!(false, "cycle {cycle}: state repeats after evictions: {state:?}");
-                        }
-                        evictions_since |= *ev;
-                    }
-                    history.push((state, evicting));
-                    if evicting || !d.binds.is_empty() {
-                        quiet_since = cycle + 1;
-                    }
-                    EVICTIONS.fetch_add(d.evictions.len(), std::sync::atomic::Ordering::Relaxed);
-                    last = Some(d);
                 }
-                prop_assert!(quiet_since < 40, "still changing after 40 cycles ({evictions} evictions)");
-                // Within one gang of fair share: a queue with pending work has at
-                // least its fair share minus one gang, the larger of its own
-                // pending gangs and the running gangs of queues above their
-                // share (a gang is evicted whole or not at all). Checked without
-                // quotas: a quota floor may rightly keep a victim gang running
-                // (see `quota_floor_can_keep_a_queue_below_its_share`).
-                let d = last.unwrap();
-                if with_quotas {
-                    return Ok(());
-                }
-                let over: BTreeSet<&str> = d
-                    .queues
-                    .iter()
-                    .filter(|r| r.allocated.gpu > r.fair_share.gpu)
-                    .map(|r| r.queue.as_str())
-                    .collect();
-                let running_gang = jobs
-                    .iter()
-                    .filter(|j| over.contains(j.queue.as_str()))
-                    .map(|j| j.tasks.iter().filter(|t| !t.is_pending()).map(|t| t.requests.gpu).sum::<u64>())
-                    .max()
-                    .unwrap_or(0);
-                for row in &d.queues {
-                    let pending_gang = jobs
-                        .iter()
-                        .filter(|j| j.queue == row.queue && j.tasks.iter().any(|t| t.is_pending()))
-                        .map(|j| j.tasks.iter().map(|t| t.requests.gpu).sum::<u64>())
-                        .max();
-                    if let Some(g) = pending_gang {
-                        let g = g.max(running_gang);
-                        prop_assert!(
-                            row.allocated.gpu + g >= row.fair_share.gpu,
-                            "queue {} allocated {} + gang {} < fair {}",
-                            row.queue, row.allocated.gpu, g, row.fair_share.gpu
-                        );
+                let snap = Snapshot::new(nodes(node_count), tree.clone(), jobs.clone());
+                let d = schedule(&snap, &Config::default(), now);
+                if std::env::var("TRACE").is_ok() { eprintln!("cycle {cycle}: binds {:?}\n  evict {:?}\n  nom {:?}\n  pending {:?}", d.binds.iter().map(|b| format!("{}@{}{:?}", b.task, b.node, b.gpus)).collect::<Vec<_>>(), d.evictions.iter().map(|e| format!("{}@{} {}", e.task, e.node, e.message)).collect::<Vec<_>>(), d.nominations.iter().map(|e| format!("{}@{}{:?}", e.task, e.node, e.gpus)).collect::<Vec<_>>(), d.pending.iter().map(|p| format!("{} {}", p.job, p.message)).collect::<Vec<_>>()); }
+                // Every preemptor of the previous cycle binds now (its
+                // victims are gone and its room was reserved), unless the
+                // cycle takes that bind back for a gang with a better claim
+                // (reason `yielded`; a bind of this cycle is never evicted).
+                if let Some(prev) = &last {
+                    let nominated: BTreeSet<&str> = prev.nominations.iter().map(|n| n.task.name.as_str()).collect();
+                    let bound: BTreeSet<&str> = d.binds.iter().map(|b| b.task.name.as_str()).collect();
+                    for t in &nominated {
+                        let yielded = d.pending.iter().any(|p| {
+                            t.starts_with(p.job.as_str())
+                                && matches!(p.reason, trainyard_sched::PendingReason::Yielded { .. })
+                        });
+                        prop_assert!(bound.contains(t) || yielded, "cycle {cycle}: nominated {t} did not bind: {:?}", d.pending.iter().filter(|p| t.starts_with(p.job.as_str())).map(|p| p.message.clone()).collect::<Vec<_>>());
                     }
+                }
+                let evicting = !d.evictions.is_empty();
+                evictions += d.evictions.len();
+                apply(&mut jobs, &d, now);
+                let state = state_of(&jobs);
+                // No state repeats with evictions in between.
+                let mut evictions_since = evicting;
+                for (old, ev) in history.iter().rev() {
+                    if evictions_since && *old == state {
+                        prop_assert!(false, "cycle {cycle}: state repeats after evictions: {state:?}");
+                    }
+                    evictions_since |= *ev;
+                }
+                history.push((state, evicting));
+                if evicting || !d.binds.is_empty() {
+                    quiet_since = cycle + 1;
+                }
+                EVICTIONS.fetch_add(d.evictions.len(), std::sync::atomic::Ordering::Relaxed);
+                last = Some(d);
+            }
+            prop_assert!(quiet_since < 40, "still changing after 40 cycles ({evictions} evictions)");
+            // Within one gang of fair share: a queue with pending work has at
+            // least its fair share minus one gang, the larger of its own
+            // pending gangs and the running gangs of queues above their
+            // share (a gang is evicted whole or not at all). Checked without
+            // quotas: a quota floor may rightly keep a victim gang running
+            // (see `quota_floor_can_keep_a_queue_below_its_share`).
+            let d = last.unwrap();
+            if with_quotas {
+                return Ok(());
+            }
+            let over: BTreeSet<&str> = d
+                .queues
+                .iter()
+                .filter(|r| r.allocated.gpu > r.fair_share.gpu)
+                .map(|r| r.queue.as_str())
+                .collect();
+            let running_gang = jobs
+                .iter()
+                .filter(|j| over.contains(j.queue.as_str()))
+                .map(|j| j.tasks.iter().filter(|t| !t.is_pending()).map(|t| t.requests.gpu).sum::<u64>())
+                .max()
+                .unwrap_or(0);
+            for row in &d.queues {
+                let pending_gang = jobs
+                    .iter()
+                    .filter(|j| j.queue == row.queue && j.tasks.iter().any(|t| t.is_pending()))
+                    .map(|j| j.tasks.iter().map(|t| t.requests.gpu).sum::<u64>())
+                    .max();
+                if let Some(g) = pending_gang {
+                    let g = g.max(running_gang);
+                    prop_assert!(
+                        row.allocated.gpu + g >= row.fair_share.gpu,
+                        "queue {} allocated {} + gang {} < fair {}",
+                        row.queue, row.allocated.gpu, g, row.fair_share.gpu
+                    );
                 }
             }
         }
+    }
 }

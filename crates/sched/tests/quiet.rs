@@ -325,11 +325,11 @@ proptest! {
     #![proptest_config(ProptestConfig {
         cases: 192,
         // `PROPTEST_RANDOM=1` explores random seeds instead.
-rng_seed: if std::env::var_os("PROPTEST_RANDOM").is_some() {
-    proptest::test_runner::RngSeed::Random
-} else {
-    proptest::test_runner::RngSeed::Fixed(0x7472_6169_6e79)
-},
+        rng_seed: if std::env::var_os("PROPTEST_RANDOM").is_some() {
+            proptest::test_runner::RngSeed::Random
+        } else {
+            proptest::test_runner::RngSeed::Fixed(0x7472_6169_6e79)
+        },
         ..ProptestConfig::default()
     })]
 

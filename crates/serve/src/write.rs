@@ -403,10 +403,10 @@ async fn write_unit(
 /// came before it, so without this a nomination and its withdrawal a
 /// cycle later (or a bind and an eviction) could land in the wrong order.
 /// A unit waits for every earlier unit that writes one of its pods; units
-/// of other pods do not wait. A waiting unit holds no request permit
-/// (`bindConcurrency` bounds requests, not units), so many cycles' writes
-/// of one slow pod do not delay the other pods' writes; and the oldest
-/// unit waits for nothing, so nothing waits forever.
+/// of other pods do not wait. A unit waits before it takes one of the
+/// `bindConcurrency` unit slots, so many cycles' writes of one slow pod
+/// do not hold up the other pods' writes; and the oldest unit waits for
+/// nothing, so nothing waits forever.
 #[derive(Default)]
 struct PodOrder {
     next: u64,
@@ -500,10 +500,18 @@ impl Writer {
                     let turn = lock(&turns).enter(&unit.1);
                     (at, intent, unit, turn)
                 })
-                // Every unit handed over runs at once: its requests take
-                // the `bindConcurrency` permits, so a unit waiting for an
-                // earlier one of its pods holds nothing the others need.
-                .for_each_concurrent(None, |(at, intent, unit, turn)| {
+                // The waiting happens here, outside the `bindConcurrency`
+                // units below: a unit waiting for an earlier one of its pod
+                // holds no slot the other pods' units need.
+                .map(|(at, intent, unit, (id, done, waits))| async move {
+                    for mut w in waits {
+                        // Ends when that unit's sender is dropped.
+                        while w.changed().await.is_ok() {}
+                    }
+                    (at, intent, unit, id, done)
+                })
+                .buffer_unordered(usize::MAX)
+                .for_each_concurrent(concurrency.max(1), |(at, intent, unit, id, done)| {
                     let (conn, events, permits, out, journal, order) = (
                         Arc::clone(&conn),
                         events.clone(),
@@ -513,11 +521,6 @@ impl Writer {
                         Arc::clone(&order),
                     );
                     async move {
-                        let (id, done, waits) = turn;
-                        for mut w in waits {
-                            // Ends when that unit's sender is dropped.
-                            while w.changed().await.is_ok() {}
-                        }
                         let ctx = (at, intent, journal.as_ref());
                         let pods: Vec<TaskKey> = unit.1.iter().map(|w| w.task().clone()).collect();
                         write_unit(&conn, &events, &permits, ctx, unit, &out).await;

@@ -537,7 +537,9 @@ impl<'s> Cycle<'s> {
                 // The obstacle now (a limit reached meanwhile, say), except
                 // for a taken-back job, whose reason says why it lost its room.
                 Err(reason) => {
-                    let reason = if kept {
+                    // Only where room was missing: a limit reached or a
+                    // topology rejection says so itself.
+                    let reason = if kept && reason.is_lack_of_room() {
                         self.kept_room_reason(j).unwrap_or(reason)
                     } else {
                         reason
@@ -765,8 +767,17 @@ impl<'s> Cycle<'s> {
                 }
             };
             if could {
-                for (_, n, slots) in &u.tasks {
-                    self.ledger.reclaimed.push((*n, slots.clone()));
+                let job = self.ledger.jobs[u.job].job;
+                for (t, n, slots) in &u.tasks {
+                    // Whole devices only: a share leaves the rest of its
+                    // device to others.
+                    let task = &job.tasks[*t];
+                    if matches!(
+                        crate::state::GpuAsk::of(&task.requests, &task.constraints),
+                        Ok(crate::state::GpuAsk::Whole(_))
+                    ) {
+                        self.ledger.reclaimed.push((*n, slots.clone()));
+                    }
                 }
             }
         }

@@ -14,7 +14,10 @@
 //! room like any other.
 //!
 //! Whole devices only: a victim's share of a device, or a victim without
-//! GPUs, leaves its room unmarked (GPUs are what gangs wait for).
+//! GPUs, leaves its room unmarked (GPUs are what gangs wait for). A
+//! stand-in is one pod per node: while it is there, the node counts one
+//! pod more (its pod limit) and one whole-GPU pod more (GPU Clustering's
+//! tags) for the gang placed.
 
 use super::*;
 use trainyard_model::ResourceName;
@@ -51,20 +54,24 @@ impl Ledger<'_> {
     /// [`Ledger::give_back`]. Empty when there is none.
     pub(super) fn hide_reclaimed(&mut self, w: &World<'_>) -> Vec<StandIn> {
         let none = PlacementConstraints::default();
-        let mut stand_ins = Vec::new();
+        // One stand-in per node, each device once (a slot reclaimed twice,
+        // by a chain of reclaims, is listed twice).
+        let mut free: BTreeMap<usize, std::collections::BTreeSet<usize>> = BTreeMap::new();
         for (n, slots) in &self.reclaimed {
             let state = &self.state.nodes()[*n];
-            let free: Slots = slots
-                .iter()
-                .copied()
-                .filter(|&s| state.gpu_used.get(s) == Some(&0))
-                .collect();
-            if free.is_empty() {
-                continue;
+            for &s in slots {
+                if state.gpu_used.get(s) == Some(&0) {
+                    free.entry(*n).or_default().insert(s);
+                }
             }
-            let gpu = free.len() as u64 * trainyard_model::resources::MILLI_PER_GPU;
-            stand_ins.push((*n, gpu, free));
         }
+        let stand_ins: Vec<StandIn> = free
+            .into_iter()
+            .map(|(n, slots)| {
+                let gpu = slots.len() as u64 * trainyard_model::resources::MILLI_PER_GPU;
+                (n, gpu, slots.into_iter().collect())
+            })
+            .collect();
         for (n, gpu, slots) in &stand_ins {
             let req = Resources::new(0, 0, *gpu);
             let pod = stand_in(&req, slots.len(), &none);

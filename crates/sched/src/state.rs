@@ -447,6 +447,38 @@ impl NodeState {
 }
 
 impl NodeState {
+    /// Withholds the wholly free devices among `slots` from what is placed
+    /// next: they count as used and their GPUs as taken, with no pod added
+    /// (its pod limit and GPU Clustering's tags stay as they are). Returns
+    /// the slots withheld, for [`release`](Self::release).
+    pub fn withhold(&mut self, node: &Node, slots: &[usize]) -> Vec<usize> {
+        let mut taken = Vec::with_capacity(slots.len());
+        for &s in slots {
+            if node.gpus.get(s).is_some()
+                && let Some(u) = self.gpu_used.get_mut(s)
+                && *u == 0
+            {
+                *u = FULL;
+                self.free.gpu = self.free.gpu.saturating_sub(MILLI_PER_GPU);
+                taken.push(s);
+            }
+        }
+        taken
+    }
+
+    /// Gives back devices [`withhold`](Self::withhold) took.
+    pub fn release(&mut self, node: &Node, slots: &[usize]) {
+        for &s in slots {
+            if node.gpus.get(s).is_some()
+                && let Some(u) = self.gpu_used.get_mut(s)
+                && *u == FULL
+            {
+                *u = 0;
+                self.free.gpu = (self.free.gpu + MILLI_PER_GPU).min(node.allocatable.gpu);
+            }
+        }
+    }
+
     /// Gives back what [`take`](Self::take) took for the pod on `slots`
     /// (a victim leaving, a reservation released).
     pub fn give(&mut self, node: &Node, pod: &PodView, slots: &[usize]) {
@@ -556,6 +588,18 @@ impl ClusterState {
         self.nodes[n].take(node, pod, slots);
     }
 
+    /// [`NodeState::withhold`] on node `n`, recorded for rollback.
+    pub fn withhold(&mut self, n: usize, node: &Node, slots: &[usize]) -> Vec<usize> {
+        self.save(n);
+        self.nodes[n].withhold(node, slots)
+    }
+
+    /// [`NodeState::release`] on node `n`, recorded for rollback.
+    pub fn release(&mut self, n: usize, node: &Node, slots: &[usize]) {
+        self.save(n);
+        self.nodes[n].release(node, slots);
+    }
+
     /// Frees on node `n`, recording the previous state for rollback.
     pub fn give(&mut self, n: usize, node: &Node, pod: &PodView, slots: &[usize]) {
         self.save(n);
@@ -662,6 +706,43 @@ mod tests {
             s.fit(&node, &view(&three, &c)),
             Err(FilterReason::GpuDevicesFragmented)
         );
+    }
+
+    #[test]
+    fn withheld_devices_count_as_used_without_a_pod() {
+        let mut node = Node::new("n", 64_000, 1 << 40, 4);
+        node.max_pods = Some(2);
+        let c = none();
+        let mut s = NodeState::new(&node);
+        let one = Resources::zero().with_gpus(1);
+        s.take(&node, &view(&one, &c), &[0]);
+        // Device 0 is used: withholding skips it and takes 2 and 3.
+        assert_eq!(s.withhold(&node, &[0, 2, 3]), vec![2, 3]);
+        assert_eq!(s.gpu_used, vec![FULL, 0, FULL, FULL]);
+        assert_eq!(s.free.gpu, 1000);
+        // No pod was added: the pod limit (2) still has room for one, and
+        // the tags are the running pod's alone.
+        assert_eq!(s.pods, 1);
+        assert_eq!(s.tags, vec![(GpuTag::Whole(1), 1)]);
+        assert_eq!(s.best_devices(&node, &view(&one, &c)), vec![1]);
+        let two = Resources::zero().with_gpus(2);
+        assert!(s.fit(&node, &view(&two, &c)).is_err());
+        s.release(&node, &[2, 3]);
+        assert_eq!(s.gpu_used, vec![FULL, 0, 0, 0]);
+        assert_eq!(s.free.gpu, 3000);
+        assert_eq!(s.fit(&node, &view(&two, &c)), Ok(()));
+    }
+
+    #[test]
+    fn withholding_is_undone_by_rollback() {
+        let node = Node::new("n", 64_000, 1 << 40, 8);
+        let mut cs = ClusterState::new(vec![NodeState::new(&node)]);
+        let before = cs.nodes()[0].clone();
+        let mark = cs.begin();
+        assert_eq!(cs.withhold(0, &node, &[4, 5, 6, 7]), vec![4, 5, 6, 7]);
+        assert_eq!(cs.nodes()[0].free.gpu, 4000);
+        cs.rollback(mark);
+        assert_eq!(cs.nodes()[0], before);
     }
 
     #[test]

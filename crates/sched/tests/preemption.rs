@@ -624,12 +624,21 @@ fn room_a_reclaim_freed_is_kept_from_queues_above_their_share() {
         v.sort();
         v
     };
-    // b has a 4-GPU job that fits its share: c (at its fair share 4
-    // already) gets nothing of the 6 GPUs; the next cycle walks b, below
-    // its share, first.
+    // b has a 4-GPU job that fits its share: it is nominated onto 4 of the
+    // 6 GPUs (no victims of its own: it waits for b/big to leave), and c
+    // (at its fair share 4 already) gets nothing of the 2 left.
     let d = cycle(true);
     assert_eq!(evicted(&d), ["b/big-0"]);
-    assert_eq!(nominated(&d), ["a/small-0@n0"]);
+    assert_eq!(nominated(&d), ["a/small-0@n0", "b/small-0@n0"]);
+    let b = d
+        .pending
+        .iter()
+        .find(|p| p.job == "b/small")
+        .expect("b/small pending");
+    assert_eq!(
+        b.message,
+        "waiting for 1 evicted pod(s) to terminate; room reserved on n0"
+    );
     let c = d
         .pending
         .iter()

@@ -328,7 +328,7 @@ impl<'s> Cycle<'s> {
                         self.ledger.holds.retain(|h| h.job != j);
                         self.ledger.give_back(&self.world, hidden);
                     } else {
-                        // Undoes the stand-ins too.
+                        // Gives back the withheld devices too.
                         self.ledger.state.rollback(lifted);
                     }
                     walk.changed();
@@ -813,10 +813,22 @@ impl<'s> Cycle<'s> {
             });
         }
         self.outcome.stats.evictions += victims;
+        // Nominated onto room earlier plans freed, without victims of its
+        // own: it waits for the pods leaving its nodes.
+        let waits_for = if victims > 0 {
+            victims
+        } else {
+            let ns: BTreeSet<usize> = placed.iter().map(|(_, n, _)| *n).collect();
+            self.ledger
+                .releasing
+                .iter()
+                .filter(|(_, _, n, _)| ns.contains(n))
+                .count() as u32
+        };
         self.outcome.pending.insert(
             j,
             PendingReason::WaitingForVictims {
-                victims,
+                victims: waits_for,
                 nodes: nodes.into_iter().collect(),
             },
         );

@@ -8,22 +8,21 @@
 //! eviction loop of period two, docs/preemption.md). So for the rest of
 //! the cycle, a gang that would leave a queue on its path above its fair
 //! share does not see that room: while it is placed (the eviction pass's
-//! plans, the refill), the reclaimed devices still free are taken by
-//! stand-ins, given back after. Gangs within their shares, the reclaimer's
-//! own side among them, use it as any free room. The next cycle it is free
-//! room like any other.
+//! plans, the refill), the reclaimed devices still free are withheld
+//! (counted as used), and given back after. Gangs within their shares,
+//! the reclaimer's own side among them, use it as any free room. The next
+//! cycle it is free room like any other.
 //!
 //! Whole devices only: a victim's share of a device, or a victim without
-//! GPUs, leaves its room unmarked (GPUs are what gangs wait for). A
-//! stand-in is one pod per node: while it is there, the node counts one
-//! pod more (its pod limit) and one whole-GPU pod more (GPU Clustering's
-//! tags) for the gang placed.
+//! GPUs, leaves its room unmarked (GPUs are what gangs wait for).
+//! Withholding adds no pod: the node's pod count (its pod limit) and GPU
+//! Clustering's tags stay those of the pods there.
 
 use super::*;
 use trainyard_model::ResourceName;
 
-/// A stand-in: node, GPUs it takes (milli-GPU), device slots.
-pub(super) type StandIn = (usize, u64, Slots);
+/// Devices withheld on a node: node, device slots.
+pub(super) type Withheld = (usize, Vec<usize>);
 
 impl Ledger<'_> {
     /// Whether adding `needs` to `leaf` would take a queue on its path
@@ -49,52 +48,30 @@ impl Ledger<'_> {
         })
     }
 
-    /// Takes every whole device that a reclaim of this cycle freed and
-    /// that is still free, by stand-ins; returns them for
-    /// [`Ledger::give_back`]. Empty when there is none.
-    pub(super) fn hide_reclaimed(&mut self, w: &World<'_>) -> Vec<StandIn> {
-        let none = PlacementConstraints::default();
-        // One stand-in per node, each device once (a slot reclaimed twice,
-        // by a chain of reclaims, is listed twice).
-        let mut free: BTreeMap<usize, std::collections::BTreeSet<usize>> = BTreeMap::new();
+    /// Withholds every whole device that a reclaim of this cycle freed and
+    /// that is still free; returns them for [`Ledger::give_back`]. Empty
+    /// when there is none.
+    pub(super) fn hide_reclaimed(&mut self, w: &World<'_>) -> Vec<Withheld> {
+        // Per node, each device once (a slot reclaimed twice, by a chain
+        // of reclaims, is listed twice).
+        let mut by_node: BTreeMap<usize, std::collections::BTreeSet<usize>> = BTreeMap::new();
         for (n, slots) in &self.reclaimed {
-            let state = &self.state.nodes()[*n];
-            for &s in slots {
-                if state.gpu_used.get(s) == Some(&0) {
-                    free.entry(*n).or_default().insert(s);
-                }
-            }
+            by_node.entry(*n).or_default().extend(slots.iter().copied());
         }
-        let stand_ins: Vec<StandIn> = free
+        by_node
             .into_iter()
-            .map(|(n, slots)| {
-                let gpu = slots.len() as u64 * trainyard_model::resources::MILLI_PER_GPU;
-                (n, gpu, slots.into_iter().collect())
+            .filter_map(|(n, slots)| {
+                let slots: Vec<usize> = slots.into_iter().collect();
+                let taken = self.state.withhold(n, w.nodes[n], &slots);
+                (!taken.is_empty()).then_some((n, taken))
             })
-            .collect();
-        for (n, gpu, slots) in &stand_ins {
-            let req = Resources::new(0, 0, *gpu);
-            let pod = stand_in(&req, slots.len(), &none);
-            self.state.take(*n, w.nodes[*n], &pod, slots);
-        }
-        stand_ins
+            .collect()
     }
 
-    /// Gives back what [`Ledger::hide_reclaimed`] took.
-    pub(super) fn give_back(&mut self, w: &World<'_>, stand_ins: Vec<StandIn>) {
-        let none = PlacementConstraints::default();
-        for (n, gpu, slots) in stand_ins {
-            let req = Resources::new(0, 0, gpu);
-            let pod = stand_in(&req, slots.len(), &none);
-            self.state.give(n, w.nodes[n], &pod, &slots);
+    /// Gives back what [`Ledger::hide_reclaimed`] withheld.
+    pub(super) fn give_back(&mut self, w: &World<'_>, withheld: Vec<Withheld>) {
+        for (n, slots) in withheld {
+            self.state.release(n, w.nodes[n], &slots);
         }
     }
-}
-
-/// A pod of `devices` whole GPUs and nothing else that ends before any
-/// reservation starts (so it leaves reservations' slack alone).
-fn stand_in<'a>(req: &'a Resources, devices: usize, c: &'a PlacementConstraints) -> PodView<'a> {
-    let mut pod = PodView::new(req, GpuAsk::Whole(devices as u32), c);
-    pod.ends = i64::MIN;
-    pod
 }

@@ -268,6 +268,36 @@ fn preemption_inside_a_queue_by_priority_only() {
         .assert_eq(&d.evictions[0].message);
 }
 
+/// A plan that needs no victims of its own (the room an earlier plan of
+/// the cycle freed is enough) says how many pods it waits for: those
+/// leaving its nodes.
+#[test]
+fn a_plan_on_room_another_plan_freed_waits_for_the_pods_leaving() {
+    let jobs = vec![
+        running("a/big", "a", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 100),
+        running("a/other", "a", &[("n1", &[0, 1, 2, 3, 4, 5, 6, 7])], 100),
+        pending("a/one", "a", 1, 4).with_priority(10),
+        pending("a/two", "a", 1, 4).with_priority(10),
+    ];
+    let d = run(nodes(2), vec![q("a", 16)], jobs);
+    // One 8-GPU job goes for both: the second gang needs no victims.
+    assert_eq!(d.evictions.len(), 1, "{:?}", evicted(&d));
+    let node = d.evictions[0].node.to_string();
+    let mut waits: Vec<String> = d
+        .pending
+        .iter()
+        .map(|p| format!("{}: {}", p.job, p.message))
+        .collect();
+    waits.sort();
+    assert_eq!(
+        waits,
+        [
+            format!("a/one: waiting for 1 evicted pod(s) to terminate; room reserved on {node}"),
+            format!("a/two: waiting for 1 evicted pod(s) to terminate; room reserved on {node}"),
+        ]
+    );
+}
+
 #[test]
 fn non_preemptible_jobs_are_never_victims_and_run_within_quota() {
     let mut keep = running("a/keep", "a", &[("n0", &[0, 1, 2, 3, 4, 5, 6, 7])], 100);
@@ -624,21 +654,12 @@ fn room_a_reclaim_freed_is_kept_from_queues_above_their_share() {
         v.sort();
         v
     };
-    // b has a 4-GPU job that fits its share: it is nominated onto 4 of the
-    // 6 GPUs (no victims of its own: it waits for b/big to leave), and c
-    // (at its fair share 4 already) gets nothing of the 2 left.
+    // b has a 4-GPU job that fits its share: c (at its fair share 4
+    // already) gets nothing of the 6 GPUs; the next cycle walks b, below
+    // its share, first.
     let d = cycle(true);
     assert_eq!(evicted(&d), ["b/big-0"]);
-    assert_eq!(nominated(&d), ["a/small-0@n0", "b/small-0@n0"]);
-    let b = d
-        .pending
-        .iter()
-        .find(|p| p.job == "b/small")
-        .expect("b/small pending");
-    assert_eq!(
-        b.message,
-        "waiting for 1 evicted pod(s) to terminate; room reserved on n0"
-    );
+    assert_eq!(nominated(&d), ["a/small-0@n0"]);
     let c = d
         .pending
         .iter()

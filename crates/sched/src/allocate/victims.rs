@@ -198,11 +198,9 @@ impl<'s> Cycle<'s> {
                 }
             }
         }
-        // The gang may fit as it is: with this cycle's lower-priority binds
-        // of its leaf set aside, or in room that pods this cycle evicted
-        // are leaving (it is nominated there, as a preemptor would be).
-        // Otherwise the state is the one the gang found no room in.
-        if (!self.ledger.set_aside.is_empty() || !self.ledger.releasing.is_empty())
+        // With this cycle's lower-priority binds of its leaf set aside, the
+        // gang may fit as it is.
+        if !self.ledger.set_aside.is_empty()
             && self.fits_without(j, chosen, needs, topo_search, &[])
         {
             return Ok(Plan {

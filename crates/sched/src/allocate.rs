@@ -209,6 +209,9 @@ struct Ledger<'s> {
     reclaimed: Vec<(usize, Slots)>,
     /// Jobs the running victim search has already counted as gone.
     set_aside: std::collections::BTreeSet<usize>,
+    /// While set, the victim search takes binds of this cycle only (a
+    /// nominated preemptor's second turn, `run_evictions`).
+    fresh_only: bool,
     /// While a victim search runs: per queue on the preemptor's path and
     /// resource, what victims below that queue must free for the gang to
     /// stay within the queue's limit.

@@ -134,14 +134,17 @@ impl<'s> Cycle<'s> {
         // from the one that took from it (reclaim leaves the taker within
         // its fair share; preemption needs strictly higher priority).
         let mut round = waiting;
+        let mut fresh_only: BTreeSet<usize> = BTreeSet::new();
         for _ in 0..EVICTION_ROUNDS {
             if round.is_empty() {
                 break;
             }
-            let refused = self.eviction_round(&round);
-            // A nominated preemptor that lost its bind does not evict again
-            // in the same cycle; the next cycle it is an ordinary gang. Also
-            // again: gangs that found nothing in a leaf where this round
+            let refused = self.eviction_round(&round, &fresh_only);
+            // A nominated preemptor that lost its bind evicts no running pod
+            // again in the same cycle (its victims are gone already), but it
+            // may take back binds of this cycle, which cost nothing: else
+            // the next cycle would preempt what this one bound meanwhile.
+            // Also again: gangs that found nothing in a leaf where this round
             // bound or took back pods (the room there changed), and every
             // gang that found nothing when this round left a queue on the
             // path of a changed leaf above its fair share (new victims for
@@ -154,15 +157,22 @@ impl<'s> Cycle<'s> {
                         .any(|(r, v)| v > self.world.fair[q.0].get(&r))
                 })
             });
-            round = std::mem::take(&mut self.outcome.yielded)
+            let yielded: BTreeSet<usize> = std::mem::take(&mut self.outcome.yielded)
                 .into_iter()
                 .filter(|j| {
-                    !self.world.nominated[*j]
-                        && matches!(
-                            self.outcome.pending.get(j),
-                            Some(PendingReason::Yielded { .. })
-                        )
+                    matches!(
+                        self.outcome.pending.get(j),
+                        Some(PendingReason::Yielded { .. })
+                    )
                 })
+                .collect();
+            fresh_only = yielded
+                .iter()
+                .copied()
+                .filter(|&j| self.world.nominated[j])
+                .collect();
+            round = yielded
+                .into_iter()
                 .chain(
                     refused
                         .into_iter()
@@ -215,7 +225,11 @@ impl<'s> Cycle<'s> {
 
     /// One walk of the eviction pass over the gangs `round`; returns those
     /// that found no victims.
-    fn eviction_round(&mut self, round: &BTreeSet<usize>) -> Vec<usize> {
+    fn eviction_round(
+        &mut self,
+        round: &BTreeSet<usize>,
+        fresh_only: &BTreeSet<usize>,
+    ) -> Vec<usize> {
         let mut refused_jobs = Vec::new();
         // Candidate victims: jobs with bound pods (bound before this cycle,
         // or by it).
@@ -232,7 +246,8 @@ impl<'s> Cycle<'s> {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
-            if self.world.nominated[j] {
+            let second_turn = fresh_only.contains(&j);
+            if self.world.nominated[j] && !second_turn {
                 let job = self.ledger.jobs[j].job;
                 let nodes: BTreeSet<String> = job
                     .tasks
@@ -285,7 +300,13 @@ impl<'s> Cycle<'s> {
             let Some(min) = self.minimum_of(j) else {
                 continue;
             };
-            let key = self.ledger.failed_search_key(&self.world, j, &min);
+            // A second turn searches fewer victims: it neither speaks for
+            // other gangs nor is spoken for.
+            let key = if second_turn {
+                None
+            } else {
+                self.ledger.failed_search_key(&self.world, j, &min)
+            };
             if let Some((k, n)) = &key
                 && let Some((m, why)) = failed.get(k)
                 && n >= m
@@ -316,11 +337,13 @@ impl<'s> Cycle<'s> {
                 self.memo.room_seen.clear();
                 self.memo.copies_seen.clear();
             }
+            self.ledger.fresh_only = second_turn;
             let found = if self.ledger.jobs[j].job.preempts {
                 self.find_victims(j, &min)
             } else {
                 Err("its PriorityClass says preemptionPolicy: Never".into())
             };
+            self.ledger.fresh_only = false;
             self.ledger.holds_lifted = false;
             match found {
                 Ok(plan) => {

@@ -431,6 +431,7 @@ impl<'s> Cycle<'s> {
                 releasing: Vec::new(),
                 reclaimed: Vec::new(),
                 set_aside: std::collections::BTreeSet::new(),
+                fresh_only: false,
                 victim_need: Vec::new(),
                 running: Vec::new(),
                 holds: Vec::new(),

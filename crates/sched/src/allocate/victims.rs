@@ -215,10 +215,14 @@ impl<'s> Cycle<'s> {
         }
         let mut why = String::new();
         for order in by_kind {
-            if order.is_empty() {
+            let units: Vec<&Unit> = order
+                .iter()
+                .map(|&i| &all[i as usize])
+                .filter(|u| u.fresh || !self.ledger.fresh_only)
+                .collect();
+            if units.is_empty() {
                 continue;
             }
-            let units: Vec<&Unit> = order.iter().map(|&i| &all[i as usize]).collect();
             match self.find_among(j, chosen, needs, topo_search, &units) {
                 Ok(plan) => return Ok(plan),
                 Err(e) => why = e,

@@ -344,6 +344,33 @@ proptest! {
     }
 }
 
+/// A nominated preemptor whose bind a later plan takes back takes back, in
+/// turn, a lower-priority bind of its own leaf from the same cycle, and
+/// binds at once: else the next cycle would preempt what this one bound.
+/// Found at random (stop 40): `o1q1/j00` (priority 50) and `o1q1/j02`
+/// (priority 0) are nominated in cycle 1 onto the room of one reclaim; in
+/// cycle 2 both bind there, and `j00` loses its bind to an in-quota
+/// reclaim for `o1q0/j01`. `j02` stayed bound, and cycle 3 preempted it
+/// for `j00`; now `j02`'s bind goes back in cycle 2 instead.
+#[test]
+fn a_preemptor_that_lost_its_bind_takes_back_a_lower_bind_of_its_leaf() {
+    quiet_cluster(
+        3,
+        vec![
+            vec![(2, 0, None), (7, 0, None)],
+            vec![(4, 1, None), (3, 0, None)],
+        ],
+        vec![None, None],
+        vec![
+            (3, 1, 1, 50, false),
+            (2, 1, 4, 0, false),
+            (3, 2, 4, 0, true),
+            (0, 3, 8, 0, true),
+        ],
+    )
+    .unwrap();
+}
+
 /// The property must exercise evictions and in-quota reasons, or it
 /// proves nothing.
 #[test]

@@ -590,6 +590,13 @@ impl ClusterState {
 
     /// [`NodeState::withhold`] on node `n`, recorded for rollback.
     pub fn withhold(&mut self, n: usize, node: &Node, slots: &[usize]) -> Vec<usize> {
+        // Nothing free to withhold: no change to log.
+        if !slots
+            .iter()
+            .any(|&s| self.nodes[n].gpu_used.get(s) == Some(&0))
+        {
+            return Vec::new();
+        }
         self.save(n);
         self.nodes[n].withhold(node, slots)
     }

@@ -319,13 +319,6 @@ impl<'s> Cycle<'s> {
             let holding = self.ledger.has_hold(j);
             self.ledger.release_holds(&self.world, j);
             self.ledger.holds_lifted = holding;
-            // A second turn binds at once or not at all: the room evicted
-            // pods still hold is taken while it searches and is placed.
-            let occupied = if second_turn {
-                self.occupy_releasing()
-            } else {
-                Vec::new()
-            };
             // Room reclaims of this cycle freed is not for a gang that
             // would end above its fair share (`allocate/reclaimed.rs`).
             let hidden = if !self.ledger.reclaimed.is_empty()
@@ -353,7 +346,6 @@ impl<'s> Cycle<'s> {
                     if self.apply_plan(j, plan) {
                         self.ledger.holds.retain(|h| h.job != j);
                         self.ledger.give_back(&self.world, hidden);
-                        self.free_releasing(occupied);
                     } else {
                         // Gives back the withheld devices too.
                         self.ledger.state.rollback(lifted);
@@ -382,27 +374,6 @@ impl<'s> Cycle<'s> {
             self.ledger.fresh_only = false;
         }
         refused_jobs
-    }
-
-    /// Takes the room of the pods this cycle evicted (they hold it until
-    /// they terminate); returns them for [`Cycle::free_releasing`].
-    fn occupy_releasing(&mut self) -> Vec<(usize, usize, usize, super::Slots)> {
-        let going = self.ledger.releasing.clone();
-        for (v, t, n, slots) in &going {
-            let pod = self.world.pod_of(self.ledger.jobs[*v].job, *v, *t);
-            self.ledger
-                .state
-                .take(*n, self.world.nodes[*n], &pod, slots);
-        }
-        going
-    }
-
-    /// Gives back what [`Cycle::occupy_releasing`] took.
-    fn free_releasing(&mut self, going: Vec<(usize, usize, usize, super::Slots)>) {
-        for (v, t, n, slots) in going {
-            let pod = self.world.pod_of(self.ledger.jobs[v].job, v, t);
-            self.ledger.state.give(n, self.world.nodes[n], &pod, &slots);
-        }
     }
 
     /// For a gang the refill did not place while reclaimed room was kept
@@ -643,16 +614,19 @@ impl<'s> Cycle<'s> {
         // so later preemptors can be nominated onto what is left of it; but
         // it is not free yet: whoever is placed there waits (nomination),
         // and the refill does not see it.
-        // (Not in a second turn: the evicted pods' room is taken then, so
-        // whatever it placed is free now.)
-        let touches_releasing = !self.ledger.fresh_only
-            && placed.iter().any(|(_, n, _)| {
-                self.ledger.releasing.iter().any(|(_, _, m, _)| m == n)
-                    || plan
-                        .units
-                        .iter()
-                        .any(|u| !u.fresh && u.tasks.iter().any(|(_, m, _)| m == n))
-            });
+        let touches_releasing = placed.iter().any(|(_, n, _)| {
+            self.ledger.releasing.iter().any(|(_, _, m, _)| m == n)
+                || plan
+                    .units
+                    .iter()
+                    .any(|u| !u.fresh && u.tasks.iter().any(|(_, m, _)| m == n))
+        });
+        // A second turn binds at once or not at all: not on a node where
+        // pods are still leaving.
+        if self.ledger.fresh_only && touches_releasing {
+            self.ledger.state.rollback(mark);
+            return false;
+        }
         for u in plan.units.iter().filter(|u| !u.fresh) {
             for (t, n, slots) in &u.tasks {
                 self.ledger.releasing.push((u.job, *t, *n, slots.clone()));

@@ -467,12 +467,16 @@ pub trait Records: Store {
             }
             stats.merged += 1;
         }
-        // A coarse bucket may already exist (an earlier compaction): add
-        // it in, unless it is one of the fine buckets just merged.
+        // A bucket may already exist at a coarse key (an earlier
+        // compaction's, or one at least as wide that was left as it is):
+        // add it in, unless it is one of the fine buckets just merged (they
+        // are narrower) or was just dropped. The bucket written covers both.
         for (coarse, m) in &mut merged {
             if let Some(v) = self.get(Table::Usage, &coarse.encode())? {
                 let old: UsageRecord = decode(self.path(), Table::Usage, &coarse.encode(), &v)?;
-                if old.width_s == width_s {
+                let dropped = coarse.start_s + i64::from(old.width_s) <= drop_before_s;
+                if old.width_s >= width_s && !dropped {
+                    m.width_s = m.width_s.max(old.width_s);
                     m.add(&old);
                 }
             }

@@ -152,6 +152,28 @@ fn compaction_keeps_totals_and_bounds_the_bucket_count() {
     }
 }
 
+/// A wide bucket left as it is at the key a narrower one is merged into
+/// is added in, not overwritten (found by the property below in CI: the
+/// 3-second bucket at 154 was lost when the 1-second one at 155 was
+/// merged into a 2-second bucket at 154).
+#[test]
+fn merging_into_the_key_of_a_wider_bucket_keeps_it() {
+    for b in BACKENDS {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = trainyard_store::open(&store_path(&dir, b), b).unwrap();
+        let mut batch = Batch::default();
+        batch.usage(&key("c", "", 154), &gpu(3, 7)).unwrap();
+        batch.usage(&key("c", "", 155), &gpu(1, 5)).unwrap();
+        s.apply(&batch).unwrap();
+        let st = s.compact_usage(156, 2, 0).unwrap();
+        assert_eq!((st.merged, st.dropped), (1, 0), "{b:?}");
+        let all = s.usage(None).unwrap();
+        assert_eq!(all.len(), 1, "{b:?}: {all:?}");
+        let (k, r) = &all[0];
+        assert_eq!((k.start_s, r.width_s, r.gpu), (154, 3, 12), "{b:?}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 

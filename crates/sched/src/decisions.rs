@@ -343,6 +343,18 @@ pub enum PendingReason {
         with_gang: u64,
         fair_share: u64,
     },
+    /// The gang would fit in room a reclaim of this cycle freed, but that
+    /// room was kept this cycle from a higher-priority gang of its own
+    /// leaf queue (`ReclaimedRoomKept`): given to this one, the next cycle
+    /// would preempt it for that gang. Next cycle the room is free to all.
+    #[serde(rename_all = "camelCase")]
+    ReclaimedRoomKeptForPriority {
+        /// The higher-priority gang the room was kept from.
+        job: String,
+        priority: i32,
+        /// This gang's priority.
+        own_priority: i32,
+    },
     /// The gang runs; some elastic pods above its minimum did not fit.
     #[serde(rename_all = "camelCase")]
     ElasticPending {
@@ -374,6 +386,7 @@ impl PendingReason {
             PendingReason::Yielded { .. } => "Yielded",
             PendingReason::ElasticPending { .. } => "ElasticPending",
             PendingReason::ReclaimedRoomKept { .. } => "ReclaimedRoomKept",
+            PendingReason::ReclaimedRoomKeptForPriority { .. } => "ReclaimedRoomKeptForPriority",
         }
     }
 
@@ -388,6 +401,7 @@ impl PendingReason {
                 | PendingReason::TooManyLeaves { .. }
                 | PendingReason::Reserved { .. }
                 | PendingReason::ReclaimedRoomKept { .. }
+                | PendingReason::ReclaimedRoomKeptForPriority { .. }
         )
     }
 }
@@ -454,6 +468,14 @@ impl fmt::Display for PendingReason {
                 "it fits only in room this cycle's reclaim freed, which is kept from gangs that take a queue above its fair share ({queue} would hold {resource} {} of its fair share {}); the room is free to all next cycle",
                 resource.format_amount(*with_gang),
                 resource.format_amount(*fair_share)
+            ),
+            PendingReason::ReclaimedRoomKeptForPriority {
+                job,
+                priority,
+                own_priority,
+            } => write!(
+                f,
+                "it fits only in room this cycle's reclaim freed, which is kept from {job} of its queue (priority {priority} > {own_priority}): that gang may not take it this cycle, and would preempt this one for it next cycle; the room is free to all next cycle"
             ),
             PendingReason::ExceedsQueueLimit {
                 queue,
@@ -746,6 +768,24 @@ mod tests {
         let json = serde_json::to_value(&reason).unwrap();
         assert_eq!(json["kind"], "unschedulable");
         assert_eq!(json["filters"]["insufficient nvidia.com/gpu"], 31);
+        let back: PendingReason = serde_json::from_value(json).unwrap();
+        assert_eq!(back, reason);
+    }
+
+    #[test]
+    fn room_kept_for_a_higher_priority_gang_names_it() {
+        let reason = PendingReason::ReclaimedRoomKeptForPriority {
+            job: "ml/big".into(),
+            priority: 50,
+            own_priority: 0,
+        };
+        expect_test::expect!["it fits only in room this cycle's reclaim freed, which is kept from ml/big of its queue (priority 50 > 0): that gang may not take it this cycle, and would preempt this one for it next cycle; the room is free to all next cycle"]
+            .assert_eq(&reason.to_string());
+        assert_eq!(reason.code(), "ReclaimedRoomKeptForPriority");
+        assert!(reason.is_lack_of_room());
+        let json = serde_json::to_value(&reason).unwrap();
+        assert_eq!(json["kind"], "reclaimedRoomKeptForPriority");
+        assert_eq!(json["ownPriority"], 0);
         let back: PendingReason = serde_json::from_value(json).unwrap();
         assert_eq!(back, reason);
     }

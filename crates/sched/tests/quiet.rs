@@ -371,6 +371,34 @@ fn a_preemptor_that_lost_its_bind_takes_back_a_lower_bind_of_its_leaf() {
     .unwrap();
 }
 
+/// Found at random (stop 41): `o1q0/j02` (priority 50), nominated onto a
+/// reclaim's room, binds in cycle 2 on n0 and n1, and `o1q0/j01`
+/// (priority 0) binds beside it on n1. A reclaim for `o0q0/j08` (2 GPUs,
+/// its queue below its share) then took back every bind of this cycle on
+/// a node, `j02`'s with them, and kept `j02` when minimised, as its node
+/// n0 freed whole. Cycle 3 preempted `j01` for `j02`. Binds of this cycle
+/// now go back lowest priority first, so `j08` takes `j01`'s room alone.
+#[test]
+fn a_reclaim_takes_back_low_priority_binds_before_a_higher_one() {
+    quiet_cluster(
+        3,
+        vec![vec![(2, 0, None)], vec![(2, 0, None)]],
+        vec![None, None],
+        vec![
+            (2, 2, 8, 0, false),
+            (1, 2, 2, 0, false),
+            (1, 3, 4, 50, false),
+            (0, 1, 1, 0, false),
+            (1, 3, 1, 0, false),
+            (2, 1, 2, 0, false),
+            (2, 1, 4, 0, false),
+            (1, 3, 1, 0, false),
+            (2, 1, 2, 0, false),
+        ],
+    )
+    .unwrap();
+}
+
 /// The property must exercise evictions and in-quota reasons, or it
 /// proves nothing.
 #[test]

@@ -379,21 +379,30 @@ impl<'s> Cycle<'s> {
     /// For a gang the refill did not place while reclaimed room was kept
     /// from it: the reason, when it would fit with that room.
     fn kept_room_reason(&mut self, j: usize) -> Option<PendingReason> {
-        let (chosen, needs, topo_search) = self.minimum_of(j)?;
+        let (_, needs, _) = self.minimum_of(j)?;
         let leaf = self.ledger.jobs[j].leaf;
         let (q, resource, with_gang, fair_share) =
             self.ledger.first_above_fair(&self.world, leaf, &needs)?;
-        let mark = self.ledger.state.begin();
-        let fits = self
-            .place_chosen_or(j, &chosen, &needs, topo_search, false)
-            .is_ok();
-        self.ledger.state.rollback(mark);
-        fits.then(|| PendingReason::ReclaimedRoomKept {
+        self.fits_now(j).then(|| PendingReason::ReclaimedRoomKept {
             queue: self.world.tree.path(q).to_string(),
             resource,
             with_gang,
             fair_share,
         })
+    }
+
+    /// Whether gang `j`'s minimum fits as the state is now (tried, then
+    /// rolled back).
+    fn fits_now(&mut self, j: usize) -> bool {
+        let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
+            return false;
+        };
+        let mark = self.ledger.state.begin();
+        let fits = self
+            .place_chosen_or(j, &chosen, &needs, topo_search, false)
+            .is_ok();
+        self.ledger.state.rollback(mark);
+        fits
     }
 
     /// Whether a pending gang of leaf `leaf` would fit its minimum within
@@ -524,18 +533,31 @@ impl<'s> Cycle<'s> {
             |jw| retry.contains(&jw.index),
             super::minimum_ask,
         );
+        // Per leaf, the highest-priority gang the kept room would have
+        // fitted: gangs of lower priority in its leaf do not get that room
+        // either, or the next cycle would preempt them for it.
+        let mut kept_for: BTreeMap<QueueId, (i32, usize)> = BTreeMap::new();
         while let Some(leaf) = self.ledger.pick_leaf(&self.world, &mut walk) {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
+            let (jleaf, priority) = (self.ledger.jobs[j].leaf, self.ledger.jobs[j].job.priority);
             // Room reclaims of this cycle freed is not for a gang that
             // would end above its fair share (`allocate/reclaimed.rs`).
             let above = !self.ledger.reclaimed.is_empty()
-                && self.minimum_of(j).is_some_and(|min| {
-                    self.ledger
-                        .above_fair_with(&self.world, self.ledger.jobs[j].leaf, &min.1)
-                });
-            let hidden = if above {
+                && self
+                    .minimum_of(j)
+                    .is_some_and(|min| self.ledger.above_fair_with(&self.world, jleaf, &min.1));
+            let behind = kept_for
+                .get(&jleaf)
+                .filter(|(p, k)| {
+                    *p > priority
+                        && self.world.config.preemption.preempt
+                        && self.ledger.jobs[j].job.preemptible
+                        && self.ledger.jobs[*k].job.preempts
+                })
+                .map(|&(_, k)| k);
+            let hidden = if above || behind.is_some() {
                 self.ledger.hide_reclaimed(&self.world)
             } else {
                 Vec::new()
@@ -560,7 +582,24 @@ impl<'s> Cycle<'s> {
                     // Only where room was missing: a limit reached or a
                     // topology rejection says so itself.
                     let reason = if kept && reason.is_lack_of_room() {
-                        self.kept_room_reason(j).unwrap_or(reason)
+                        let kept_reason = if above {
+                            self.kept_room_reason(j)
+                        } else {
+                            behind.filter(|_| self.fits_now(j)).map(|k| {
+                                PendingReason::ReclaimedRoomKeptForPriority {
+                                    job: self.ledger.jobs[k].job.id.clone(),
+                                    priority: self.ledger.jobs[k].job.priority,
+                                    own_priority: priority,
+                                }
+                            })
+                        };
+                        if above
+                            && kept_reason.is_some()
+                            && kept_for.get(&jleaf).is_none_or(|(p, _)| *p < priority)
+                        {
+                            kept_for.insert(jleaf, (priority, j));
+                        }
+                        kept_reason.unwrap_or(reason)
                     } else {
                         reason
                     };

@@ -31,8 +31,10 @@ const DOMAIN_SCOPES: usize = 8;
 /// Placement tries spent minimising one victim set.
 const MINIMISE_TRIES: usize = 64;
 
-/// Freeing one node for one pod: (cost: max priority, pods, lost work),
-/// copies of the pod that then fit, node, units (indices into the pool).
+/// Room on one node for pods of the gang: (cost: max priority of the pods
+/// evicted, pods evicted, lost work, max priority of the binds of this
+/// cycle taken back), copies of the pod it adds, node, units it adds
+/// (indices into the pool).
 type NodeOption = ((i32, usize, u64, i32), u32, usize, Vec<usize>);
 
 impl<'s> Cycle<'s> {
@@ -817,7 +819,7 @@ impl Search<'_, '_> {
                 }
                 continue;
             }
-            options.extend(self.node_option(n, &pod, now[n], pool, on_node, &mut scratch));
+            options.extend(self.node_options(n, &pod, now[n], pool, on_node, &mut scratch));
         }
         deferred.sort_unstable();
         // Copies of the options so far, by their cost's priority.
@@ -836,7 +838,7 @@ impl Search<'_, '_> {
                 && b == bound
             {
                 next += 1;
-                if let Some(o) = self.node_option(n, &pod, 0, pool, on_node, &mut scratch) {
+                for o in self.node_options(n, &pod, 0, pool, on_node, &mut scratch) {
                     *by_priority.entry(o.0.0).or_default() += u64::from(o.1);
                     options.push(o);
                 }
@@ -848,7 +850,7 @@ impl Search<'_, '_> {
         {
             let mut all = options.clone();
             for &(_, n) in &deferred[next..] {
-                all.extend(self.node_option(n, &pod, 0, pool, on_node, &mut scratch));
+                all.extend(self.node_options(n, &pod, 0, pool, on_node, &mut scratch));
             }
             debug_assert_eq!(
                 Self::cheapest_cover(all, want),
@@ -878,12 +880,16 @@ impl Search<'_, '_> {
         (covered >= want).then_some(picked)
     }
 
-    /// The option node `n` offers (see [`Search::node_centric`]): binds of
-    /// this cycle taken back where that lets more copies fit, else the
-    /// cheapest prefix of its other units after which one copy fits.
+    /// The options node `n` offers (see [`Search::node_centric`]), cheapest
+    /// first: binds of this cycle taken back in cost order (lowest priority
+    /// first), one option at each cost where that lets more copies fit;
+    /// else the cheapest prefix of its other units after which one copy
+    /// fits. Each option counts the copies and units it adds to the ones
+    /// before it, and costs strictly more than they do, so a cover taking
+    /// the options cheapest first always takes a node's options in order.
     /// `now`: copies that fit as the node is; `scratch`: two node states
     /// whose allocations are reused from node to node.
-    fn node_option(
+    fn node_options(
         &self,
         n: usize,
         pod: &PodView,
@@ -891,48 +897,72 @@ impl Search<'_, '_> {
         pool: &[&Unit],
         on_node: &ByNode,
         scratch: &mut (NodeState, NodeState),
-    ) -> Option<NodeOption> {
+    ) -> Vec<NodeOption> {
         let node = self.w.nodes[n];
         let here = on_node.on(n);
+        let mut options: Vec<NodeOption> = Vec::new();
+        if now > 0 {
+            options.push(((i32::MIN, 0, 0, i32::MIN), now, n, Vec::new()));
+        }
         if here.is_empty() {
             // No candidate here: what fits now is all there is.
-            return (now > 0).then(|| ((i32::MIN, 0, 0, i32::MIN), now, n, Vec::new()));
+            return options;
         }
         let (st, with) = (&mut scratch.0, &mut scratch.1);
         st.clone_from(&self.l.state.nodes()[n]);
-        let mut used: Vec<usize> = Vec::new();
-        // Binds of this cycle cost nothing: their room counts as free
-        // where it lets more pods of the gang fit.
-        let mut copies = now;
-        if here.iter().any(|&i| pool[i as usize].fresh) {
+        // Binds of this cycle cost nothing but their priority: their room
+        // counts as free where it lets more pods of the gang fit, lower
+        // priority going back first (pool order), so a gang that needs
+        // only the room of low-priority binds does not take back a
+        // higher-priority one beside them.
+        let fresh: Vec<usize> = here
+            .iter()
+            .map(|&i| i as usize)
+            .filter(|&i| pool[i].fresh)
+            .collect();
+        if !fresh.is_empty() {
             with.clone_from(st);
-            let fresh: Vec<usize> = here
-                .iter()
-                .map(|&i| i as usize)
-                .filter(|&i| pool[i].fresh)
-                .collect();
-            for &i in &fresh {
+            let mut copies = now;
+            let mut pending: Vec<usize> = Vec::new();
+            for (k, &i) in fresh.iter().enumerate() {
                 on_node.give((self.l, self.w), with, n, pool, i);
-            }
-            let more = with.copies(node, pod);
-            if more > copies {
-                std::mem::swap(st, with);
-                copies = more;
-                used = fresh;
-            }
-        }
-        if copies == 0 {
-            for i in here.iter().map(|&i| i as usize).filter(|&i| !pool[i].fresh) {
-                on_node.give((self.l, self.w), st, n, pool, i);
-                used.push(i);
-                copies = st.copies(node, pod);
-                if copies > 0 {
-                    break;
+                pending.push(i);
+                let priority = pool[i].priority;
+                // Options only where the cost rises: the next unit has a
+                // higher priority, or this is the last.
+                let rises = fresh
+                    .get(k + 1)
+                    .is_none_or(|&x| pool[x].priority > priority);
+                if !rises {
+                    continue;
+                }
+                let more = with.copies(node, pod);
+                if more > copies {
+                    options.push((
+                        (i32::MIN, 0, 0, priority),
+                        more - copies,
+                        n,
+                        std::mem::take(&mut pending),
+                    ));
+                    copies = more;
                 }
             }
         }
+        if !options.is_empty() {
+            return options;
+        }
+        let mut used: Vec<usize> = Vec::new();
+        let mut copies = 0;
+        for i in here.iter().map(|&i| i as usize).filter(|&i| !pool[i].fresh) {
+            on_node.give((self.l, self.w), st, n, pool, i);
+            used.push(i);
+            copies = st.copies(node, pod);
+            if copies > 0 {
+                break;
+            }
+        }
         if copies == 0 {
-            return None;
+            return options;
         }
         let prio = used
             .iter()
@@ -941,19 +971,13 @@ impl Search<'_, '_> {
             .unwrap_or(i32::MIN);
         let pods: usize = used.iter().map(|&i| pool[i].evicted_pods()).sum();
         let lost: u64 = used.iter().map(|&i| self.w.lost_work(pool[i])).sum();
-        // Among binds of this cycle, lower priority goes back first.
-        let fresh_priority = used
-            .iter()
-            .filter(|&&i| pool[i].fresh)
-            .map(|&i| pool[i].priority)
-            .max()
-            .unwrap_or(i32::MIN);
-        Some(((prio, pods, lost, fresh_priority), copies, n, used))
+        options.push(((prio, pods, lost, i32::MIN), copies, n, used));
+        options
     }
 
     /// For a node where nothing fits now and every unit is an earlier
     /// bind: a lower bound on the priority of the cost
-    /// [`Search::node_option`] finds there, or `None` when no prefix of its
+    /// [`Search::node_options`] finds there, or `None` when no prefix of its
     /// units can make room. The bound walks the units in pool order,
     /// adding what each could give back on this node at most (requests;
     /// for GPUs, a whole device per slot, which is the most any pod is

@@ -1,6 +1,8 @@
 //! Reclaim and preemption through `schedule`: who is evicted, why, and
 //! where the preemptor is nominated. Times are milliseconds; `NOW` is 10 h.
 
+mod common;
+
 use expect_test::expect;
 use std::sync::Arc;
 
@@ -825,12 +827,9 @@ mod cycles {
         // explore other cases.
         #![proptest_config(ProptestConfig {
             cases: 64,
-            // `PROPTEST_RANDOM=1` explores random seeds instead.
-            rng_seed: if std::env::var_os("PROPTEST_RANDOM").is_some() {
-                proptest::test_runner::RngSeed::Random
-            } else {
-                proptest::test_runner::RngSeed::Fixed(0x7365_7474_6c65)
-            },
+            // `PROPTEST_RANDOM=1` explores random seeds, `PROPTEST_SEED=N`
+            // runs seed N (`tests/common`).
+            rng_seed: crate::common::seed(0x7365_7474_6c65),
             ..ProptestConfig::default()
         })]
 

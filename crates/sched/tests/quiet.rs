@@ -12,6 +12,8 @@
 //! are tracked by the test, and allocations are recomputed from them, never
 //! read from the core's queue table.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -324,12 +326,9 @@ proptest! {
     // explore other cases.
     #![proptest_config(ProptestConfig {
         cases: 192,
-        // `PROPTEST_RANDOM=1` explores random seeds instead.
-        rng_seed: if std::env::var_os("PROPTEST_RANDOM").is_some() {
-            proptest::test_runner::RngSeed::Random
-        } else {
-            proptest::test_runner::RngSeed::Fixed(0x7472_6169_6e79)
-        },
+        // `PROPTEST_RANDOM=1` explores random seeds, `PROPTEST_SEED=N`
+        // runs seed N (`tests/common`).
+        rng_seed: crate::common::seed(0x7472_6169_6e79),
         ..ProptestConfig::default()
     })]
 

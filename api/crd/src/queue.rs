@@ -150,7 +150,8 @@ pub struct QueueSpecDoc {
     pub preemption_delay: Option<RawDuration>,
     /// The walltime of a job that declares none (as Slurm's partition
     /// `DefaultTime`): seconds or a duration (`"4h"`). Absent: inherited
-    /// from the nearest ancestor, else none.
+    /// from the nearest ancestor, else the maximum walltime (as Slurm
+    /// uses `MaxTime`), else none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_walltime: Option<RawDuration>,
     /// The longest walltime a job may declare (as Slurm's partition

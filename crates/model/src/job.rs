@@ -203,7 +203,8 @@ pub struct Job {
     /// The longest the job may run, from its start (seconds), as it
     /// declared it: the PodGroup's `spec.walltime`, else the shortest
     /// `activeDeadlineSeconds` of its pods. `None`: its queue's default
-    /// (`QueueSpec::default_walltime_seconds`), else no limit. A job
+    /// (`QueueSpec::default_walltime_seconds`), else its queue's maximum,
+    /// else no limit (`QueueTree::walltime`). A job
     /// running past its walltime is ended (the simulator; the service when
     /// `enforceWalltime` is on).
     #[serde(default)]

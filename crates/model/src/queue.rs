@@ -38,7 +38,7 @@ pub struct QueueSpec {
     pub preemption_delay_seconds: Option<u64>,
     /// The walltime of a job of this queue that declares none (as Slurm's
     /// partition `DefaultTime`). `None`: inherit from the parent (none at
-    /// the top: the job has no walltime).
+    /// the top: the nearest maximum, else the job has no walltime).
     #[serde(default)]
     pub default_walltime_seconds: Option<u64>,
     /// The longest walltime a job of this queue may declare (as Slurm's
@@ -368,8 +368,10 @@ impl QueueTree {
             .take_while(|q| *q != Self::ROOT)
     }
     /// The walltime of a job of queue `queue` (seconds): `declared`, else
-    /// the nearest `default_walltime_seconds` on its path; `None`: no
-    /// limit (also for a queue the tree does not have).
+    /// the nearest `default_walltime_seconds` on its path, else the
+    /// nearest `max_walltime_seconds` (as Slurm uses a partition's
+    /// `MaxTime` where it sets no `DefaultTime`); `None`: no limit (also
+    /// for a queue the tree does not have).
     pub fn walltime(&self, queue: &str, declared: Option<u64>) -> Option<u64> {
         self.walltime_in(
             declared.is_none().then(|| self.get(queue)).flatten(),
@@ -380,8 +382,13 @@ impl QueueTree {
     /// the tree does not have).
     pub fn walltime_in(&self, queue: Option<QueueId>, declared: Option<u64>) -> Option<u64> {
         declared.or_else(|| {
-            self.ancestors(queue?)
+            let queue = queue?;
+            self.ancestors(queue)
                 .find_map(|a| self.spec(a).default_walltime_seconds)
+                .or_else(|| {
+                    self.ancestors(queue)
+                        .find_map(|a| self.spec(a).max_walltime_seconds)
+                })
         })
     }
     /// All user queue ids, in name order.
@@ -418,6 +425,32 @@ mod tests {
         assert_eq!(t.path(t.get("nlp").unwrap()), "research/nlp");
         assert!(t.is_leaf(t.get("nlp").unwrap()));
         assert!(!t.is_leaf(r));
+    }
+
+    #[test]
+    fn a_job_without_walltime_takes_the_nearest_default_else_the_nearest_maximum() {
+        let with = |q: QueueSpec, default: Option<u64>, max: Option<u64>| QueueSpec {
+            default_walltime_seconds: default,
+            max_walltime_seconds: max,
+            ..q
+        };
+        let t = QueueTree::build(vec![
+            with(QueueSpec::new("org"), Some(3600), Some(86_400)),
+            with(QueueSpec::new("capped").parent("org"), None, Some(7200)),
+            QueueSpec::new("plain").parent("org"),
+            with(QueueSpec::new("alone"), None, Some(600)),
+            QueueSpec::new("free"),
+        ])
+        .unwrap();
+        // Declared walltimes stand (the maximum check is the core's).
+        assert_eq!(t.walltime("capped", Some(100_000)), Some(100_000));
+        // A default anywhere on the path comes before a maximum.
+        assert_eq!(t.walltime("capped", None), Some(3600));
+        assert_eq!(t.walltime("plain", None), Some(3600));
+        // No default on the path: the maximum (Slurm's MaxTime).
+        assert_eq!(t.walltime("alone", None), Some(600));
+        assert_eq!(t.walltime("free", None), None);
+        assert_eq!(t.walltime("missing", None), None);
     }
 
     #[test]

@@ -206,12 +206,13 @@ pub struct ReservationConfig {
     /// Seconds a gang must have waited (since submission) before it gets a
     /// reservation. 0: from its first failed try.
     pub starving_after_seconds: u64,
-    /// Where a running job declares no walltime (and its queue sets no
-    /// default), its end is estimated from the runtimes its leaf queue's
-    /// jobs were observed to run. `None`: such a job is never expected to
-    /// end. Only the projection of running jobs' ends reads it: a job
-    /// without a walltime still never starts on held nodes. On by default
-    /// (`runtimeEstimate: null` turns it off).
+    /// Where a running job has no walltime (declared, or its queue's
+    /// default or maximum), or runs past it, its end is estimated from the
+    /// runtimes its leaf queue's jobs were observed to run. `None`: such a
+    /// job is never expected to end. Only the projection of running jobs'
+    /// ends reads it: a job without a walltime still never takes held
+    /// room (only a held node's room the reservation leaves over). On by
+    /// default (`runtimeEstimate: null` turns it off).
     pub runtime_estimate: Option<RuntimeEstimateConfig>,
 }
 

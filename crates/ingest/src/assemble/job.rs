@@ -240,19 +240,23 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
     }
 }
 
-/// The job's declared walltime: the PodGroup's `spec.walltime`, else the
-/// shortest `activeDeadlineSeconds` of its pods (the kubelet ends each pod
-/// at its own; the gang lives as long as its shortest). Bad values were
-/// reported when the objects were read.
+/// The job's declared walltime: the shortest of its PodGroup's
+/// `spec.walltime` and its pods' `activeDeadlineSeconds` (the kubelet ends
+/// each pod at its own, whatever the PodGroup says, and the gang lives as
+/// long as its shortest). Bad values were reported when the objects were
+/// read.
 fn job_walltime(pg: Option<&(Loc, PodGroup)>, members: &[Member]) -> Option<u64> {
-    pg.and_then(|(_, g)| g.spec.walltime.as_ref())
-        .and_then(|d| d.positive_seconds().ok())
-        .or_else(|| {
-            members
-                .iter()
-                .filter_map(|m| m.pod.active_deadline_seconds)
-                .min()
-        })
+    let group = pg
+        .and_then(|(_, g)| g.spec.walltime.as_ref())
+        .and_then(|d| d.positive_seconds().ok());
+    let pods = members
+        .iter()
+        .filter_map(|m| m.pod.active_deadline_seconds)
+        .min();
+    match (group, pods) {
+        (Some(g), Some(p)) => Some(g.min(p)),
+        (g, p) => g.or(p),
+    }
 }
 
 /// Whether the job may be evicted, from the first source that says so:

@@ -419,11 +419,12 @@ fn queue_min_runtime() {
         cluster.yaml: document 2: Queue y: spec.minRuntime: invalid duration "1w": unknown unit "w"; expected ms, s, m, h or d"#]].assert_eq(&errors_of(&text));
 }
 
-/// Walltime: a PodGroup's `spec.walltime` comes first, else the shortest
-/// `activeDeadlineSeconds` of the job's pods; queues carry their default
+/// Walltime: the shortest of a PodGroup's `spec.walltime` and the
+/// `activeDeadlineSeconds` of the job's pods (the kubelet ends a pod at its
+/// own deadline whatever the PodGroup says); queues carry their default
 /// and maximum as written (the core inherits them); bad values are named.
 #[test]
-fn walltime_comes_from_the_podgroup_else_the_pods_deadlines() {
+fn walltime_is_the_shortest_of_the_podgroup_and_the_pods_deadlines() {
     let text = [
         "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: team}\nspec: {defaultWalltime: 4h, maxWalltime: \"86400\"}\n".to_string(),
         "apiVersion: trainyard.io/v1alpha1\nkind: PodGroup\nmetadata: {name: g, namespace: ml}\nspec: {minMember: 2, walltime: 90m}\n".to_string(),
@@ -431,11 +432,14 @@ fn walltime_comes_from_the_podgroup_else_the_pods_deadlines() {
         plain_pod("g-1", "  labels: {trainyard.io/pod-group: g}\n", ""),
         plain_pod("p-0", "  labels: {trainyard.io/pod-group: p}\n", "  activeDeadlineSeconds: 7200\n"),
         plain_pod("p-1", "  labels: {trainyard.io/pod-group: p}\n", "  activeDeadlineSeconds: 3600\n"),
+        "apiVersion: trainyard.io/v1alpha1\nkind: PodGroup\nmetadata: {name: h, namespace: ml}\nspec: {minMember: 1, walltime: 90m}\n".to_string(),
+        plain_pod("h-0", "  labels: {trainyard.io/pod-group: h}\n", "  activeDeadlineSeconds: 7200\n"),
         plain_pod("plain", "", ""),
     ]
     .join("---\n");
     let loaded = load_one(&text).unwrap();
-    assert_eq!(job(&loaded, "ml/g").walltime_seconds, Some(5400));
+    assert_eq!(job(&loaded, "ml/g").walltime_seconds, Some(60));
+    assert_eq!(job(&loaded, "ml/h").walltime_seconds, Some(5400));
     assert_eq!(job(&loaded, "ml/p").walltime_seconds, Some(3600));
     assert_eq!(job(&loaded, "ml/plain").walltime_seconds, None);
     let q = &loaded.snapshot.queues;

@@ -565,21 +565,28 @@ fn holding<'a>(
 }
 
 /// When running job `jw` is expected to end (ms): its start plus its
-/// walltime (declared, else its queue's default), not before `now`; now
-/// for a job with a pod terminating. Without a walltime, its start plus
-/// the runtime `estimates` gives its leaf queue for a job that ran as long
-/// as it has. `None` without either: it is never expected to end.
+/// walltime (declared, else its queue's default); now for a job with a pod
+/// terminating. Without a walltime, or past it (the service evicts at
+/// expiry only with `service.enforceWalltime`), its start plus the
+/// runtime `estimates` gives its leaf queue for a job that ran as long as
+/// it has: a walltime already over says nothing of when the job ends, and
+/// taken as "now" it would start reservations on its nodes now, cycle
+/// after cycle, with nothing allowed to backfill them. `None` without
+/// either: it is never expected to end.
 pub(super) fn expected_end(jw: &JobWork<'_>, now: i64, estimates: &Estimates<'_>) -> Option<i64> {
     if jw.terminating {
         return Some(now);
     }
     let start = jw.started.map_or(now, |s| s.0.min(now));
-    match jw.walltime {
-        Some(wall) => Some(start.saturating_add(wall_ms(wall)).max(now)),
-        None => estimates
-            .runtime(jw.leaf, now.saturating_sub(start))
-            .map(|r| start.saturating_add(r)),
+    if let Some(wall) = jw.walltime {
+        let end = start.saturating_add(wall_ms(wall));
+        if end >= now {
+            return Some(end);
+        }
     }
+    estimates
+        .runtime(jw.leaf, now.saturating_sub(start))
+        .map(|r| start.saturating_add(r))
 }
 
 /// The observed runtimes running jobs without a walltime are projected by

@@ -195,7 +195,8 @@ struct Rt {
     saved: BTreeMap<u32, u64>,
     /// The job's lost-work model.
     lost_work: LostWork,
-    /// The walltime of each start (ms): declared, else the queue's default.
+    /// The walltime of each start (ms): declared, else the queue's default,
+    /// else the queue's maximum (`QueueTree::walltime`).
     walltime_ms: Option<u64>,
     /// The current start ends at the walltime, before its work is done.
     timed_out: bool,

@@ -48,7 +48,8 @@ pub struct SimJob {
     #[serde(default)]
     pub lost_work: Option<LostWork>,
     /// The longest the job may run from a start (seconds), as declared;
-    /// `None`: its queue's default walltime, else none. A start that would
+    /// `None`: its queue's default walltime, else its queue's maximum, else
+    /// none. A start that would
     /// run past it is ended there: the job is `timed_out`.
     #[serde(default)]
     pub walltime_seconds: Option<u64>,

@@ -129,10 +129,12 @@ pub struct PodGroupSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemption_delay: Option<crate::RawDuration>,
     /// The longest the gang may run from its start: seconds (`14400`) or a
-    /// duration (`"4h"`), as Slurm's `--time`. Absent: the shortest
-    /// `activeDeadlineSeconds` of its pods, else its queue's default
-    /// walltime, else none. Reservations for waiting gangs are planned
-    /// from running gangs' walltimes.
+    /// duration (`"4h"`), as Slurm's `--time`; a pod's shorter
+    /// `activeDeadlineSeconds` wins (the kubelet ends the pod then).
+    /// Absent: the shortest `activeDeadlineSeconds` of its pods, else its
+    /// queue's default walltime, else its queue's maximum, else none.
+    /// Reservations for waiting gangs are planned from running gangs'
+    /// walltimes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub walltime: Option<crate::RawDuration>,
     /// Parts of the gang with their own minimum and topology (for example

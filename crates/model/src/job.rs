@@ -201,8 +201,8 @@ pub struct Job {
     #[serde(default)]
     pub preemption_delay_seconds: Option<u64>,
     /// The longest the job may run, from its start (seconds), as it
-    /// declared it: the PodGroup's `spec.walltime`, else the shortest
-    /// `activeDeadlineSeconds` of its pods. `None`: its queue's default
+    /// declared it: the shortest of the PodGroup's `spec.walltime` and its
+    /// pods' `activeDeadlineSeconds`. `None`: its queue's default
     /// (`QueueSpec::default_walltime_seconds`), else its queue's maximum,
     /// else no limit (`QueueTree::walltime`). A job
     /// running past its walltime is ended (the simulator; the service when

@@ -99,8 +99,8 @@ struct JobWork<'s> {
     started: Option<Timestamp>,
     /// Whether any of its pods is terminating.
     terminating: bool,
-    /// Its walltime: declared, else its queue's default
-    /// (`QueueTree::walltime`); `None`: it has none.
+    /// Its walltime: declared, else its queue's default, else its queue's
+    /// maximum (`QueueTree::walltime`); `None`: it has none.
     walltime: Option<u64>,
 }
 

@@ -73,7 +73,7 @@ pub struct ServiceSettings {
     /// long has its bound members evicted ([`crate::repair`]).
     pub gang_repair_seconds: u64,
     /// End jobs at their walltime: a job that has run its walltime (its
-    /// PodGroup's `spec.walltime`, else its queue's default) has its pods
+    /// own, else its queue's default, else its queue's maximum) has its pods
     /// evicted with a `WalltimeExceeded` Event ([`crate::walltime`]). Off
     /// by default, as walltimes are new to Kubernetes users.
     pub enforce_walltime: bool,

@@ -4,13 +4,14 @@
 //!
 //! The walltime is the one the core and the simulator use
 //! ([`trainyard_model::QueueTree::walltime`]: the job's own, else its
-//! queue's default); the start is the earliest start of its bound pods
+//! queue's default, else its queue's maximum); the start is the earliest start of its bound pods
 //! (`status.startTime`). At `start + walltime` every bound pod of the job
 //! that is not already terminating is evicted through the Eviction API
 //! with a `WalltimeExceeded` Event; an eviction refused (a budget) is asked
 //! again after the retry period. The kubelet already ends a pod at its own
 //! `activeDeadlineSeconds`; this rule ends a gang at its PodGroup's
-//! `spec.walltime` or its queue's default, and all its pods together.
+//! `spec.walltime` or its queue's default or maximum, and all its pods
+//! together.
 //!
 //! Pure: the snapshot and the time in, evictions out.
 

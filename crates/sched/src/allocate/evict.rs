@@ -553,6 +553,8 @@ impl<'s> Cycle<'s> {
                 .filter(|(p, k)| {
                     *p > priority
                         && self.world.config.preemption.preempt
+                        // A minimum runtime would protect it next cycle.
+                        && self.world.min_runtime(jleaf).is_none_or(|m| m == 0)
                         && self.ledger.jobs[j].job.preemptible
                         && self.ledger.jobs[*k].job.preempts
                 })

@@ -493,7 +493,9 @@ impl<'s> Ledger<'s> {
     /// the projected start) plus its walltime, rounded up to the first
     /// hold start at or after it, so jobs that may use the same held nodes
     /// share one pod shape; `i64::MAX` when no node is held or the job has
-    /// no walltime.
+    /// no walltime, or a running job's walltime is over at the time
+    /// placements are for (as [`expected_end`] no longer expects it to end
+    /// then, its pods must not take held room).
     pub(super) fn ends_of(&self, j: usize) -> i64 {
         if self.hold_times.is_empty() {
             return i64::MAX;
@@ -504,6 +506,9 @@ impl<'s> Ledger<'s> {
         };
         let start = jw.started.map_or(self.start_at, |s| s.0.min(self.start_at));
         let end = start.saturating_add(wall_ms(wall));
+        if end < self.start_at {
+            return i64::MAX;
+        }
         match self.hold_times.binary_search(&end) {
             Ok(i) => self.hold_times[i],
             Err(i) => self.hold_times.get(i).copied().unwrap_or(i64::MAX),

@@ -33,9 +33,10 @@ const MINIMISE_TRIES: usize = 64;
 
 /// Room on one node for pods of the gang: (cost: max priority of the pods
 /// evicted, pods evicted, lost work, max priority of the binds of this
-/// cycle taken back), copies of the pod it adds, node, units it adds
-/// (indices into the pool).
-type NodeOption = ((i32, usize, u64, i32), u32, usize, Vec<usize>);
+/// cycle taken back, `i64::MIN` for none: below any priority, even
+/// `i32::MIN`), copies of the pod it adds, node, units it adds (indices
+/// into the pool).
+type NodeOption = ((i32, usize, u64, i64), u32, usize, Vec<usize>);
 
 impl<'s> Cycle<'s> {
     /// A working victim set from `pool` (cheapest first), minimised: every
@@ -902,7 +903,7 @@ impl Search<'_, '_> {
         let here = on_node.on(n);
         let mut options: Vec<NodeOption> = Vec::new();
         if now > 0 {
-            options.push(((i32::MIN, 0, 0, i32::MIN), now, n, Vec::new()));
+            options.push(((i32::MIN, 0, 0, i64::MIN), now, n, Vec::new()));
         }
         if here.is_empty() {
             // No candidate here: what fits now is all there is.
@@ -939,7 +940,7 @@ impl Search<'_, '_> {
                 let more = with.copies(node, pod);
                 if more > copies {
                     options.push((
-                        (i32::MIN, 0, 0, priority),
+                        (i32::MIN, 0, 0, i64::from(priority)),
                         more - copies,
                         n,
                         std::mem::take(&mut pending),
@@ -971,7 +972,7 @@ impl Search<'_, '_> {
             .unwrap_or(i32::MIN);
         let pods: usize = used.iter().map(|&i| pool[i].evicted_pods()).sum();
         let lost: u64 = used.iter().map(|&i| self.w.lost_work(pool[i])).sum();
-        options.push(((prio, pods, lost, i32::MIN), copies, n, used));
+        options.push(((prio, pods, lost, i64::MIN), copies, n, used));
         options
     }
 

@@ -137,6 +137,49 @@ fn table_output_shows_reservations() {
     .assert_eq(section);
 }
 
+/// `--output json` carries the reservations and the reserved gang's
+/// structured reason, as a script reading them would need.
+#[test]
+fn json_output_shows_reservations() {
+    let out = trainyard(&[
+        "schedule",
+        "examples/reservation.yaml",
+        "--now",
+        "2026-11-22T10:00:00Z",
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let reservations = v["reservations"].as_array().expect("reservations");
+    assert_eq!(reservations.len(), 1, "{v}");
+    let r = &reservations[0];
+    assert_eq!(r["job"], "ml/llm");
+    assert_eq!(r["queue"], "team-a");
+    // 11:20 UTC on 2026-11-22, 80 minutes after --now.
+    assert_eq!(r["start"], 1_795_346_400_000_i64);
+    assert_eq!(r["startsInSeconds"], 4800);
+    assert_eq!(r["nodes"].as_array().map(Vec::len), Some(8));
+    assert_eq!(r["backfilled"], 1);
+    let llm = v["pending"]
+        .as_array()
+        .expect("pending")
+        .iter()
+        .find(|p| p["job"] == "ml/llm")
+        .expect("ml/llm pending");
+    assert_eq!(llm["reason"]["kind"], "reserved");
+    assert_eq!(llm["reason"]["start"], r["start"]);
+    assert_eq!(llm["reason"]["nodes"], r["nodes"]);
+    assert_eq!(
+        llm["message"],
+        "reserved 8 nodes from 11:20 UTC; 1 job backfilled ahead of it"
+    );
+}
+
 #[test]
 fn bad_file_names_file_object_and_field() {
     let dir = std::env::temp_dir().join(format!("trainyard-cli-test-{}", std::process::id()));

@@ -118,6 +118,9 @@ pub struct Metrics {
     pub queue_reserved_gangs: Family<QueueLabels, Gauge>,
     /// Nodes held for reservations after the last cycle.
     pub reserved_nodes: Gauge,
+    /// Running jobs past their walltime at the last cycle (whether or not
+    /// `enforceWalltime` ends them).
+    pub jobs_past_walltime: Gauge,
     pub api_duration: Family<RequestLabels, Histogram>,
     pub api_requests: Family<RequestCodeLabels, Counter>,
     pub leader: Gauge,
@@ -172,6 +175,7 @@ impl Metrics {
             queue_observed_runtimes: Family::default(),
             queue_reserved_gangs: Family::default(),
             reserved_nodes: Gauge::default(),
+            jobs_past_walltime: Gauge::default(),
             api_duration: Family::new_with_constructor(|| Histogram::new(seconds_buckets())),
             api_requests: Family::default(),
             leader: Gauge::default(),
@@ -270,6 +274,11 @@ impl Metrics {
             m.reserved_nodes.clone(),
         );
         r.register(
+            "jobs_past_walltime",
+            "Running jobs that have run their walltime (declared, or their queue's default or maximum) at the last cycle; service.enforceWalltime ends them",
+            m.jobs_past_walltime.clone(),
+        );
+        r.register(
             "api_request_duration_seconds",
             "API requests' time to response headers, by verb and resource",
             m.api_duration.clone(),
@@ -358,6 +367,7 @@ impl Metrics {
         self.queue_observed_runtimes.clear();
         self.queue_reserved_gangs.clear();
         self.reserved_nodes.set(0);
+        self.jobs_past_walltime.set(0);
         for family in [
             &self.queue_quota,
             &self.queue_fair_share,
@@ -397,6 +407,13 @@ impl Metrics {
         }
         self.reserved_nodes
             .set(i64::try_from(held.len()).unwrap_or(i64::MAX));
+        let past = snapshot
+            .jobs
+            .iter()
+            .filter(|j| crate::walltime::past_walltime(snapshot, j, now).is_some())
+            .count();
+        self.jobs_past_walltime
+            .set(i64::try_from(past).unwrap_or(i64::MAX));
         let mut seen = Seen::default();
         for (reason, n) in reasons {
             let l = ReasonLabels {
@@ -588,6 +605,35 @@ mod tests {
                 "trainyard_queue_reserved_gangs{{queue=\"{queue}\"}} 0\n"
             )),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn jobs_past_their_walltime_are_counted_whether_or_not_they_are_ended() {
+        use crate::testkit::{NODE, decide};
+        // Started 08:00 with a one-hour deadline.
+        let running = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: r, namespace: ml}\nspec: {schedulerName: trainyard, nodeName: n1, activeDeadlineSeconds: 3600, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8'}}}]}\nstatus: {phase: Running, startTime: '2027-01-15T08:00:00Z'}\n";
+        let (snapshot, d) = decide(&format!("{NODE}{running}"));
+        let m = Metrics::new();
+        let eight = 1_800_000_000; // 2027-01-15T08:00:00Z
+        m.observe_cycle(&snapshot, &d, Timestamp::from_secs(eight + 1800));
+        assert!(
+            m.prometheus_text()
+                .contains("trainyard_jobs_past_walltime 0\n"),
+            "{}",
+            m.prometheus_text()
+        );
+        m.observe_cycle(&snapshot, &d, Timestamp::from_secs(eight + 7200));
+        assert!(
+            m.prometheus_text()
+                .contains("trainyard_jobs_past_walltime 1\n"),
+            "{}",
+            m.prometheus_text()
+        );
+        m.clear_cycle_gauges();
+        assert!(
+            m.prometheus_text()
+                .contains("trainyard_jobs_past_walltime 0\n")
         );
     }
 

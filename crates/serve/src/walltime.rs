@@ -15,7 +15,7 @@
 //!
 //! Pure: the snapshot and the time in, evictions out.
 
-use trainyard_model::{Snapshot, Timestamp, format_seconds};
+use trainyard_model::{Job, Snapshot, Timestamp, format_seconds};
 
 use crate::repair::{Asked, RepairEviction};
 
@@ -23,6 +23,18 @@ use crate::repair::{Asked, RepairEviction};
 #[derive(Clone, Debug, Default)]
 pub struct Expiry {
     asked: Asked,
+}
+
+/// How long running job `job` has run and its walltime, when it has run
+/// its walltime at `now` and still has a bound pod not terminating: what
+/// enforcement evicts, and what `trainyard_jobs_past_walltime` counts
+/// whether or not enforcement is on.
+pub fn past_walltime(snapshot: &Snapshot, job: &Job, now: Timestamp) -> Option<(u64, u64)> {
+    let walltime = snapshot.queues.walltime(&job.queue, job.walltime_seconds)?;
+    let start = job.started_at()?;
+    let ran = now.secs_since(start);
+    let running = job.tasks.iter().any(|t| !t.is_pending() && !t.terminating);
+    (ran >= walltime && running).then_some((ran, walltime))
 }
 
 impl Expiry {
@@ -35,16 +47,9 @@ impl Expiry {
     ) -> Vec<RepairEviction> {
         let mut out = Vec::new();
         for job in &snapshot.jobs {
-            let Some(walltime) = snapshot.queues.walltime(&job.queue, job.walltime_seconds) else {
+            let Some((ran, walltime)) = past_walltime(snapshot, job, now) else {
                 continue;
             };
-            let Some(start) = job.started_at() else {
-                continue;
-            };
-            let ran = now.secs_since(start);
-            if ran < walltime {
-                continue;
-            }
             let message = format!(
                 "job {} ran {}, past its walltime {}; its pods are evicted",
                 job.id,

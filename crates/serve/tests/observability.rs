@@ -394,6 +394,8 @@ async fn metrics_endpoint_passes_promtool_and_holds_what_the_service_did() {
         0.0
     );
     assert_eq!(v("trainyard_reserved_nodes", &[]), 0.0);
+    // No running job has a walltime, so none is past it.
+    assert_eq!(v("trainyard_jobs_past_walltime", &[]), 0.0);
     // Cycle phases: each observed once per cycle, the total above the core.
     let cycles = v("trainyard_cycles_total", &[]);
     for phase in ["snapshot", "schedule", "assume", "write", "total"] {

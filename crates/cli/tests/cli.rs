@@ -15,6 +15,25 @@ fn trainyard(args: &[&str]) -> std::process::Output {
         .expect("binary runs")
 }
 
+/// `trainyard schedule FILE --now 2026-11-22T10:00:00Z --output json`,
+/// which must succeed, parsed.
+fn schedule_json(file: &str) -> serde_json::Value {
+    let out = trainyard(&[
+        "schedule",
+        file,
+        "--now",
+        "2026-11-22T10:00:00Z",
+        "--output",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
 fn trainyard_env(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_trainyard"))
         .args(args)
@@ -47,20 +66,7 @@ fn fails_with(out: &std::process::Output, want: &str) {
 
 #[test]
 fn example_snapshot_schedules_and_prints_json() {
-    let out = trainyard(&[
-        "schedule",
-        "examples/snapshot.yaml",
-        "--now",
-        "2026-11-22T10:00:00Z",
-        "--output",
-        "json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let v = schedule_json("examples/snapshot.yaml");
     let binds = v["binds"].as_array().expect("binds");
     assert!(!binds.is_empty());
     // The 128-GPU gang (priority 90) preempts the priority-0 pretrain-7b
@@ -141,20 +147,7 @@ fn table_output_shows_reservations() {
 /// structured reason, as a script reading them would need.
 #[test]
 fn json_output_shows_reservations() {
-    let out = trainyard(&[
-        "schedule",
-        "examples/reservation.yaml",
-        "--now",
-        "2026-11-22T10:00:00Z",
-        "--output",
-        "json",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let v = schedule_json("examples/reservation.yaml");
     let reservations = v["reservations"].as_array().expect("reservations");
     assert_eq!(reservations.len(), 1, "{v}");
     let r = &reservations[0];

@@ -249,14 +249,11 @@ fn job_walltime(pg: Option<&(Loc, PodGroup)>, members: &[Member]) -> Option<u64>
     let group = pg
         .and_then(|(_, g)| g.spec.walltime.as_ref())
         .and_then(|d| d.positive_seconds().ok());
-    let pods = members
+    members
         .iter()
         .filter_map(|m| m.pod.active_deadline_seconds)
-        .min();
-    match (group, pods) {
-        (Some(g), Some(p)) => Some(g.min(p)),
-        (g, p) => g.or(p),
-    }
+        .chain(group)
+        .min()
 }
 
 /// Whether the job may be evicted, from the first source that says so:

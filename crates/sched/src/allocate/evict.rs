@@ -379,27 +379,25 @@ impl<'s> Cycle<'s> {
     /// For a gang the refill did not place while reclaimed room was kept
     /// from it: the reason, when it would fit with that room.
     fn kept_room_reason(&mut self, j: usize) -> Option<PendingReason> {
-        let (_, needs, _) = self.minimum_of(j)?;
+        let min = self.minimum_of(j)?;
         let leaf = self.ledger.jobs[j].leaf;
         let (q, resource, with_gang, fair_share) =
-            self.ledger.first_above_fair(&self.world, leaf, &needs)?;
-        self.fits_now(j).then(|| PendingReason::ReclaimedRoomKept {
-            queue: self.world.tree.path(q).to_string(),
-            resource,
-            with_gang,
-            fair_share,
-        })
+            self.ledger.first_above_fair(&self.world, leaf, &min.1)?;
+        self.fits_now(j, &min)
+            .then(|| PendingReason::ReclaimedRoomKept {
+                queue: self.world.tree.path(q).to_string(),
+                resource,
+                with_gang,
+                fair_share,
+            })
     }
 
-    /// Whether gang `j`'s minimum fits as the state is now (tried, then
-    /// rolled back).
-    fn fits_now(&mut self, j: usize) -> bool {
-        let Some((chosen, needs, topo_search)) = self.minimum_of(j) else {
-            return false;
-        };
+    /// Whether gang `j`'s minimum `min` fits as the state is now (tried,
+    /// then rolled back).
+    fn fits_now(&mut self, j: usize, (chosen, needs, topo_search): &Minimum) -> bool {
         let mark = self.ledger.state.begin();
         let fits = self
-            .place_chosen_or(j, &chosen, &needs, topo_search, false)
+            .place_chosen_or(j, chosen, needs, *topo_search, false)
             .is_ok();
         self.ledger.state.rollback(mark);
         fits
@@ -587,7 +585,8 @@ impl<'s> Cycle<'s> {
                         let kept_reason = if above {
                             self.kept_room_reason(j)
                         } else {
-                            behind.filter(|_| self.fits_now(j)).map(|k| {
+                            let fits = self.minimum_of(j).is_some_and(|min| self.fits_now(j, &min));
+                            behind.filter(|_| fits).map(|k| {
                                 PendingReason::ReclaimedRoomKeptForPriority {
                                     job: self.ledger.jobs[k].job.id.clone(),
                                     priority: self.ledger.jobs[k].job.priority,
@@ -595,11 +594,10 @@ impl<'s> Cycle<'s> {
                                 }
                             })
                         };
-                        if above
-                            && kept_reason.is_some()
-                            && kept_for.get(&jleaf).is_none_or(|(p, _)| *p < priority)
-                        {
-                            kept_for.insert(jleaf, (priority, j));
+                        // The walk pops a leaf's gangs highest priority
+                        // first: the first kept is the one to keep.
+                        if above && kept_reason.is_some() {
+                            kept_for.entry(jleaf).or_insert((priority, j));
                         }
                         kept_reason.unwrap_or(reason)
                     } else {

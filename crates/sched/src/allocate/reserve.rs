@@ -505,10 +505,9 @@ impl<'s> Ledger<'s> {
             return i64::MAX;
         };
         let start = jw.started.map_or(self.start_at, |s| s.0.min(self.start_at));
-        let end = start.saturating_add(wall_ms(wall));
-        if end < self.start_at {
+        let Some(end) = walltime_end(start, wall, self.start_at) else {
             return i64::MAX;
-        }
+        };
         match self.hold_times.binary_search(&end) {
             Ok(i) => self.hold_times[i],
             Err(i) => self.hold_times.get(i).copied().unwrap_or(i64::MAX),
@@ -543,6 +542,15 @@ impl<'s> Ledger<'s> {
                 .hold(n, until, slack.unwrap_or_else(Resources::zero));
         }
     }
+}
+
+/// The end (ms) of a walltime of `wall` seconds from `start`, unless it is
+/// over at `at`: a walltime already over says nothing of when the job
+/// ends (the service ends it only with `enforceWalltime`), so the job is
+/// then taken as one without a walltime ([`expected_end`], `ends_of`).
+fn walltime_end(start: i64, wall: u64, at: i64) -> Option<i64> {
+    let end = start.saturating_add(wall_ms(wall));
+    (end >= at).then_some(end)
 }
 
 /// A walltime in seconds as milliseconds, saturating.
@@ -583,11 +591,8 @@ pub(super) fn expected_end(jw: &JobWork<'_>, now: i64, estimates: &Estimates<'_>
         return Some(now);
     }
     let start = jw.started.map_or(now, |s| s.0.min(now));
-    if let Some(wall) = jw.walltime {
-        let end = start.saturating_add(wall_ms(wall));
-        if end >= now {
-            return Some(end);
-        }
+    if let Some(end) = jw.walltime.and_then(|wall| walltime_end(start, wall, now)) {
+        return Some(end);
     }
     estimates
         .runtime(jw.leaf, now.saturating_sub(start))

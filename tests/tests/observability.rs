@@ -481,6 +481,7 @@ fn alert_rules_name_exported_metrics_and_link_their_runbook_sections() {
         "TrainyardCycleSlow",
         "TrainyardEventsDropped",
         "TrainyardConfigReloadRejected",
+        "TrainyardJobsPastWalltime",
     ] {
         if !alerts.contains(want) {
             problems.push(format!("no alert {want}"));

@@ -113,6 +113,9 @@ pub struct Progress {
     /// Pods evicted because their job ran past its walltime
     /// ([`walltime`]).
     pub walltime_evictions: u64,
+    /// Pods told, with enforcement off, that their job ran past its
+    /// walltime and runs on (a `WalltimePassed` Event each, once).
+    pub walltime_notices: u64,
     /// Checkpoints written to the API server ([`checkpoint`]).
     pub checkpoints: u64,
     /// Jobs that stopped holding anything, with their accounting records
@@ -645,6 +648,17 @@ pub async fn run_with(
                             } else {
                                 done.written.failed += 1;
                             }
+                        }
+                    } else {
+                        for n in expiry.notices(&snapshot, now) {
+                            events.record(events::Record {
+                                task: n.task,
+                                type_: "Warning",
+                                reason: "WalltimePassed",
+                                message: n.message,
+                                at: at.clone(),
+                            });
+                            done.walltime_notices += 1;
                         }
                     }
                     done.cycles += 1;

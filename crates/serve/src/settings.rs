@@ -75,7 +75,8 @@ pub struct ServiceSettings {
     /// End jobs at their walltime: a job that has run its walltime (its
     /// own, else its queue's default, else its queue's maximum) has its pods
     /// evicted with a `WalltimeExceeded` Event ([`crate::walltime`]). Off
-    /// by default, as walltimes are new to Kubernetes users.
+    /// by default, as walltimes are new to Kubernetes users; then each of
+    /// its pods gets one `WalltimePassed` Event and it runs on.
     pub enforce_walltime: bool,
     /// Queue-admission gating: remove the `trainyard.io/admission`
     /// scheduling gate from a job's pods only when its queue has room

@@ -19,10 +19,12 @@ use trainyard_model::{Job, Snapshot, Timestamp, format_seconds};
 
 use crate::repair::{Asked, RepairEviction};
 
-/// The evictions asked (asked again only after the retry period).
+/// The evictions asked (asked again only after the retry period), and the
+/// pods told their job is past its walltime while enforcement is off.
 #[derive(Clone, Debug, Default)]
 pub struct Expiry {
     asked: Asked,
+    told: Asked,
 }
 
 /// How long running job `job` has run and its walltime, when it has run
@@ -66,6 +68,36 @@ impl Expiry {
             }
         }
         self.asked.end_check();
+        out
+    }
+
+    /// With enforcement off: the bound pods of jobs past their walltime at
+    /// `now`, each once while its job stays past it (a `WalltimePassed`
+    /// Event says the job runs on, and that reservations no longer count on
+    /// its end). Nothing is evicted.
+    pub fn notices(&mut self, snapshot: &Snapshot, now: Timestamp) -> Vec<RepairEviction> {
+        let mut out = Vec::new();
+        for job in &snapshot.jobs {
+            let Some((ran, walltime)) = past_walltime(snapshot, job, now) else {
+                continue;
+            };
+            let message = format!(
+                "job {} ran {}, past its walltime {}; it runs on (service.enforceWalltime is off), and reservations no longer count on its end",
+                job.id,
+                format_seconds(ran),
+                format_seconds(walltime)
+            );
+            for t in job
+                .tasks
+                .iter()
+                .filter(|t| !t.is_pending() && !t.terminating)
+            {
+                // Told once: no retry while the pod stays a candidate.
+                self.told
+                    .ask(&mut out, (&job.id, &t.key, &message), now, u64::MAX);
+            }
+        }
+        self.told.end_check();
         out
     }
 }
@@ -127,6 +159,32 @@ mod tests {
         assert!(x.check(&s, Timestamp::from_secs(605), 10).is_empty());
         let e = x.check(&s, Timestamp::from_secs(3600), 10);
         assert_eq!(names(&e), ["ml/own-0", "ml/own-1", "ml/dflt-0"]);
+    }
+
+    #[test]
+    fn with_enforcement_off_each_pod_is_told_once_while_its_job_is_past_its_walltime() {
+        let s = snap(vec![
+            running("ml/own", "free", 2, 0, Some(600)),
+            running("ml/free", "free", 1, 0, None),
+        ]);
+        let mut x = Expiry::default();
+        assert!(x.notices(&s, Timestamp::from_secs(599)).is_empty());
+        let n = x.notices(&s, Timestamp::from_secs(600));
+        assert_eq!(names(&n), ["ml/own-0", "ml/own-1"]);
+        assert_eq!(
+            n[0].message,
+            "job ml/own ran 10m, past its walltime 10m; it runs on (service.enforceWalltime is off), and reservations no longer count on its end"
+        );
+        // Not told again, however long it runs on.
+        assert!(x.notices(&s, Timestamp::from_secs(86_400)).is_empty());
+        // A pod that went (its job ended) is forgotten: a new job of the
+        // same name is told again.
+        let empty = snap(Vec::new());
+        assert!(x.notices(&empty, Timestamp::from_secs(86_400)).is_empty());
+        assert_eq!(
+            names(&x.notices(&s, Timestamp::from_secs(86_400))),
+            ["ml/own-0", "ml/own-1"]
+        );
     }
 
     #[test]

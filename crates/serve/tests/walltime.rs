@@ -140,7 +140,7 @@ async fn with_enforcement_off_a_gang_past_its_walltime_runs_on_and_each_pod_is_t
         p.cycles >= told.cycles + 3
     })
     .await;
-    let done = progress.borrow().clone();
+    let done = *progress.borrow();
     assert_eq!((done.walltime_notices, done.walltime_evictions), (2, 0));
     let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
     for name in ["short-0", "short-1"] {

@@ -64,8 +64,9 @@ impl SimJob {
         self.tasks.iter().map(|t| t.count).sum()
     }
 
-    /// The job's tasks, all pending, named `<id>#<n>` in order.
-    pub fn pending_tasks(&self) -> Vec<Task> {
+    /// The job's tasks, all pending, named `<id>#<n>` in order, each
+    /// taking `grace_seconds` to go once evicted.
+    pub fn pending_tasks(&self, grace_seconds: u64) -> Vec<Task> {
         let mut tasks = Vec::with_capacity(self.task_count() as usize);
         for group in &self.tasks {
             for _ in 0..group.count {
@@ -79,6 +80,7 @@ impl SimJob {
                     state: TaskState::Pending,
                     started: None,
                     terminating: false,
+                    grace_seconds: Some(grace_seconds),
                     nomination: None,
                     rank: Some(tasks.len() as u32),
                     labels: Default::default(),

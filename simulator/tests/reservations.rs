@@ -220,3 +220,186 @@ fn without_walltimes_the_observed_runtimes_give_the_gang_its_reservation() {
         "without the estimate the gang should starve behind the stream; it started at {start_off} ms"
     );
 }
+
+/// Found by the property below. A 3-node gang reserved from 2310 s (when
+/// `c-05`'s walltime ends); at 1906 s `c-01` (1 job, 2 GPUs, 50 s, ranked
+/// below the gang) preempts a priority -10 job on a held node, which it
+/// may, ending long before 2310 s. The next cycle its pod waits in its
+/// nominated room. The projection counted that room as never freeing, so
+/// the gang found no start, held nothing, and `c-04` (ends at 4453 s)
+/// took a held node: the gang started at 4316 s. A nominated job's room
+/// now frees at its expected end, like a running job's.
+#[test]
+fn a_nominated_job_s_room_frees_in_the_projection_at_its_end() {
+    let line = |name: &str,
+                submit: i64,
+                priority: i32,
+                pods: u32,
+                gpus: u32,
+                run: u64,
+                wall: u64| {
+        format!(
+            "  - {{name: {name}, queue: q, submit: {submit}, priority: {priority}, duration: {run}, walltime: {wall}, tasks: [{{count: {pods}, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n"
+        )
+    };
+    let w = [
+        line("a-00", 0, 0, 1, 8, 146, 146),
+        line("a-01", 0, 0, 1, 8, 1940, 1940),
+        line("a-02", 0, 0, 1, 8, 100, 100),
+        line("g1", 1, 0, 1, 8, 600, 600),
+        line("c-05", 2, 0, 1, 2, 1962, 2164),
+        line("g2", 147, 0, 3, 8, 900, 900),
+        line("c-04", 148, 0, 1, 1, 2409, 2546),
+        line("c-06", 808, 0, 1, 8, 1099, 1099),
+        line("c-03", 1034, 0, 1, 1, 873, 873),
+        line("c-00", 1370, 0, 1, 2, 540, 540),
+        line("c-02", 1458, -10, 1, 2, 449, 449),
+        line("c-01", 1906, 0, 1, 2, 50, 50),
+    ]
+    .concat();
+    let out = run(3, &w, &Config::default());
+    let g2 = record(&out, "sim/g2");
+    assert_eq!(g2.reserved_start, Some(Timestamp::from_secs(2310)));
+    assert!(
+        g2.start.is_some_and(|s| s <= Timestamp::from_secs(2310)),
+        "g2 started at {:?}",
+        g2.start
+    );
+    let c04 = record(&out, "sim/c-04");
+    assert!(
+        c04.start
+            .is_some_and(|s| s >= g2.start.unwrap_or(Timestamp(i64::MAX))),
+        "c-04 started at {:?}, before g2",
+        c04.start
+    );
+}
+
+/// Found by the property below. A 3-node gang `g1` is reserved from
+/// 5142 s. At 4213 s `g2` (2 nodes, 900 s, ranked below `g1`) could
+/// preempt a priority -10 job on held nodes: started then, it would end at
+/// 5113 s, before the reservation. But it starts only once its victim is
+/// gone, 30 s later (the grace period), and would end at 5143 s: the
+/// reservation moved to 5143 s and `g1` started a second late. A job that
+/// evicts is now judged on held nodes by its end from when its victims
+/// are gone (the longest grace period of the running pods), so `g2` waits
+/// and `g1` starts by 5142 s.
+#[test]
+fn a_preemptor_on_held_nodes_is_judged_by_its_end_once_its_victims_are_gone() {
+    let line = |name: &str,
+                submit: i64,
+                priority: i32,
+                pods: u32,
+                gpus: u32,
+                run: u64,
+                wall: u64| {
+        format!(
+            "  - {{name: {name}, queue: q, submit: {submit}, priority: {priority}, duration: {run}, walltime: {wall}, tasks: [{{count: {pods}, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n"
+        )
+    };
+    let w = [
+        line("a-00", 0, 0, 1, 8, 4016, 4244),
+        line("a-01", 0, 0, 1, 8, 4900, 5142),
+        line("a-02", 0, 0, 1, 8, 1252, 1252),
+        line("g1", 1, 0, 3, 8, 600, 600),
+        line("g2", 2, 0, 2, 8, 900, 900),
+        line("c-01", 4, 0, 1, 1, 2961, 2961),
+        line("c-00", 3365, -10, 1, 1, 878, 878),
+    ]
+    .concat();
+    let out = run(3, &w, &Config::default());
+    let g1 = record(&out, "sim/g1");
+    assert_eq!(g1.reserved_start, Some(Timestamp::from_secs(5142)));
+    assert!(
+        g1.start.is_some_and(|s| s <= Timestamp::from_secs(5142)),
+        "g1 started at {:?}",
+        g1.start
+    );
+    // The priority -10 job was not evicted for a start that could not be.
+    let c00 = record(&out, "sim/c-00");
+    assert_eq!(c00.evicted_pods, 0, "{c00:?}");
+}
+
+/// A gang of whole nodes or of half nodes (two 4-GPU pods a node).
+fn gang_of(name: &str, submit: i64, nodes: u32, halves: bool, duration: u64) -> String {
+    let (pods, gpus) = if halves { (2 * nodes, 4) } else { (nodes, 8) };
+    format!(
+        "  - {{name: {name}, queue: q, submit: {submit}, duration: {duration}, walltime: {duration}, tasks: [{{count: {pods}, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n"
+    )
+}
+
+/// One later arrival: submit time, GPUs, run time, slack, and whether it
+/// ranks below the gangs (priority -10) or with them (0, after them).
+fn ranked_arrival() -> impl Strategy<Value = (i64, u32, u64, u64, bool)> {
+    (
+        2i64..6000,
+        prop_oneof![Just(1u32), Just(2), Just(4), Just(8)],
+        50u64..3000,
+        0u64..300,
+        any::<bool>(),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// The same promise for gangs that need only part of the cluster, of
+    /// whole or half nodes, with a second gang behind the first and
+    /// arrivals that rank with or below them: every gang that was
+    /// reserved starts no later than its first reservation said. Nothing
+    /// submitted later ranks above a gang (one queue; equal priorities go
+    /// by submission), so no promise may be broken.
+    #[test]
+    fn every_reserved_gang_starts_no_later_than_its_reservation(
+        nodes in 2u32..7,
+        init in prop::collection::vec(initial(), 1..40),
+        first in (1u32..7, any::<bool>()),
+        second in prop::option::of((1u32..7, any::<bool>(), 2i64..600)),
+        arrivals in prop::collection::vec(ranked_arrival(), 0..40),
+    ) {
+        let mut w = String::new();
+        let whole_wanted = init.iter().filter(|j| j.0).count().min(nodes as usize);
+        let mut whole = 0usize;
+        let mut ones = 0usize;
+        for (i, (is_whole, run, slack)) in init.iter().enumerate() {
+            if *is_whole && whole < whole_wanted {
+                w.push_str(&job((&format!("a-{i:02}"), 0, 8, *run, run + slack)));
+                whole += 1;
+            } else if !*is_whole && ones < (nodes as usize - whole_wanted) * 8 {
+                w.push_str(&job((&format!("b-{i:02}"), 0, 1, *run, run + slack)));
+                ones += 1;
+            }
+        }
+        prop_assume!(whole + ones > 0);
+        w.push_str(&gang_of("g1", 1, first.0.min(nodes), first.1, 600));
+        if let Some((n, halves, at)) = second {
+            w.push_str(&gang_of("g2", at, n.min(nodes), halves, 900));
+        }
+        // Equal priority: submitted after both gangs, so ranked below them.
+        let last_gang = second.map_or(1, |s| s.2);
+        for (i, (at, gpus, run, slack, below)) in arrivals.iter().enumerate() {
+            let (priority, submit) = if *below { (-10, *at) } else { (0, last_gang + at) };
+            w.push_str(&format!(
+                "  - {{name: c-{i:02}, queue: q, submit: {submit}, priority: {priority}, duration: {run}, walltime: {}, tasks: [{{count: 1, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n",
+                run + slack
+            ));
+        }
+        let out = run(nodes as usize, &w, &Config::default());
+        for j in out.jobs.iter().filter(|j| j.submit.0 == 0) {
+            prop_assert_eq!(j.start, Some(Timestamp(0)), "{} did not start at once", &j.id);
+        }
+        for id in ["sim/g1", "sim/g2"] {
+            let Some(g) = out.jobs.iter().find(|j| j.id == id) else {
+                continue;
+            };
+            if let Some(reserved) = g.reserved_start {
+                prop_assert!(
+                    g.start.is_some_and(|s| s <= reserved),
+                    "{} reserved from {} ms started at {:?}",
+                    id,
+                    reserved.0,
+                    g.start
+                );
+            }
+        }
+    }
+}

@@ -196,6 +196,9 @@ struct PodSpec {
     /// Seconds the pod may run from its start before the kubelet ends it.
     #[serde(default)]
     active_deadline_seconds: Option<i64>,
+    /// Seconds an evicted pod may take to stop.
+    #[serde(default)]
+    termination_grace_period_seconds: Option<i64>,
 }
 
 #[derive(Deserialize)]
@@ -492,6 +495,9 @@ pub struct PodInfo {
     /// `spec.activeDeadlineSeconds`: how long the pod may run from its
     /// start (part of its job's walltime).
     pub active_deadline_seconds: Option<u64>,
+    /// `spec.terminationGracePeriodSeconds`: how long the pod may take to
+    /// stop once evicted (a preemptor waits that long for its room).
+    pub grace_seconds: Option<u64>,
     /// `metadata.deletionTimestamp` is set.
     pub terminating: bool,
     /// A pending pod's `status.nominatedNodeName` and since when: the

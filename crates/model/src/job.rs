@@ -79,6 +79,10 @@ pub enum TaskState {
     },
 }
 
+/// The grace period Kubernetes gives a pod that sets none (its API server
+/// defaults `terminationGracePeriodSeconds` to 30).
+pub const DEFAULT_GRACE_SECONDS: u64 = 30;
+
 /// One pod of a job.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Task {
@@ -101,6 +105,13 @@ pub struct Task {
     /// never chosen as a victim again.
     #[serde(default)]
     pub terminating: bool,
+    /// How long the pod may take to go once evicted (seconds): its
+    /// `terminationGracePeriodSeconds`; `None`, unknown:
+    /// [`DEFAULT_GRACE_SECONDS`] is assumed. A preemptor starts only once
+    /// its victims are gone, so room it takes on nodes held for a
+    /// reservation must stay free of it until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_seconds: Option<u64>,
     /// Capacity reserved for this pending task after evictions made room
     /// for it: the node, and when the nomination was made.
     #[serde(default)]
@@ -268,6 +279,7 @@ impl Job {
                 state: TaskState::Pending,
                 started: None,
                 terminating: false,
+                grace_seconds: None,
                 nomination: None,
                 rank: None,
                 labels: BTreeMap::new(),

@@ -42,8 +42,13 @@ pub fn schedule(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Decisio
     let mut cycle = Cycle::new(snapshot, config, now);
     cycle.run_minimums();
     cycle.run_elastic();
+    // A job that evicts (or fills what evictions free) starts once its
+    // victims are gone: on held nodes it must end by the hold's start
+    // from then, or it would start the reservation late.
+    cycle.ledger.start_at = now.0.saturating_add(cycle.world.victim_wait_ms);
     cycle.run_evictions();
     cycle.run_refill();
+    cycle.ledger.start_at = now.0;
     cycle.finish()
 }
 
@@ -175,6 +180,11 @@ struct World<'s> {
     pod_scorers: Vec<Box<dyn plugins::PodScorer>>,
     /// Observed runtimes, for the ends of running jobs without a walltime.
     estimates: reserve::Estimates<'s>,
+    /// The longest a pod evicted now may take to go (ms): the largest
+    /// grace period (`Task::grace_seconds`) of the running preemptible
+    /// pods. A job that evicts starts no sooner, so the evictions and the
+    /// refill judge held nodes by the job's end from then.
+    victim_wait_ms: i64,
 }
 
 /// What placements and evictions change, and roll back together: per-job
@@ -223,8 +233,10 @@ struct Ledger<'s> {
     holds: Vec<reserve::Hold>,
     /// Their start times (ms), ascending, without repeats.
     hold_times: Vec<i64>,
-    /// The time placements are for (ms): now, or a reservation's projected
-    /// start while it is searched for.
+    /// The time placements are for (ms): now; now plus
+    /// `World::victim_wait_ms` in the eviction pass and the refill (jobs
+    /// placed there start once their victims are gone); or a reservation's
+    /// projected start while it is searched for.
     start_at: i64,
     /// Running jobs by expected end (listed at set-up when reservations
     /// are on, sorted as far as reservations read).

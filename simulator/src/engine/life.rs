@@ -4,9 +4,18 @@
 use super::*;
 
 impl Engine<'_> {
+    /// How long a preemptor waits for its victims, as the core is told
+    /// (`Task::grace_seconds`): the grace period, up to the cycle after it
+    /// (cycles run at multiples of the period), in whole seconds.
+    pub(super) fn grace_seconds(&self) -> u64 {
+        let grace = self.opts.eviction.grace_ms;
+        let period = self.opts.cycle_period_ms.max(1);
+        grace.div_ceil(period).saturating_mul(period).div_ceil(1000)
+    }
+
     pub(super) fn arrive(&mut self, j: usize) {
         let sj = &self.input.jobs[j];
-        let tasks = sj.pending_tasks();
+        let tasks = sj.pending_tasks(self.grace_seconds());
         let job = Job {
             id: sj.id.clone(),
             queue: sj.queue.clone(),
@@ -209,12 +218,13 @@ impl Engine<'_> {
         self.pending += 1;
         // Back to the job as submitted.
         let sj = &self.input.jobs[j];
+        let grace = self.grace_seconds();
         self.world.update_job(&id, |job| {
             if was_winding {
                 job.min_member = sj.min_member;
                 job.subgroups = sj.subgroups.clone();
             }
-            job.tasks = sj.pending_tasks();
+            job.tasks = sj.pending_tasks(grace);
         });
     }
 

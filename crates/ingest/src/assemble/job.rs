@@ -213,6 +213,7 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
                 state,
                 started: m.pod.started.filter(|_| bound),
                 terminating: m.pod.terminating,
+                grace_seconds: m.pod.grace_seconds,
                 nomination,
                 rank: m.rank,
                 labels: m.pod.meta.labels,

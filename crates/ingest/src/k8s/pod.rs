@@ -342,6 +342,17 @@ impl K8sPod {
                 None
             }
         };
+        let grace_seconds = match spec.termination_grace_period_seconds {
+            None => None,
+            Some(s) if s >= 0 => Some(s as u64),
+            Some(s) => {
+                errors.push((
+                    "spec.terminationGracePeriodSeconds".into(),
+                    format!("{s}: expected a number of seconds, zero or more"),
+                ));
+                None
+            }
+        };
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -374,6 +385,7 @@ impl K8sPod {
             gpu_share: sharing.share,
             started,
             active_deadline_seconds,
+            grace_seconds,
             terminating,
             nomination,
             meta,

@@ -460,3 +460,25 @@ fn walltime_is_the_shortest_of_the_podgroup_and_the_pods_deadlines() {
         cluster.yaml: document 3: Pod ml/bad: spec.activeDeadlineSeconds: -5: expected a positive number of seconds
         cluster.yaml: document 1: Queue q: spec.maxWalltime: "0": expected a duration above zero"#]].assert_eq(&errors_of(&text));
 }
+
+/// A pod's `terminationGracePeriodSeconds` is how long it may take to go
+/// once evicted (the core waits that long for a preemptor's room); unset,
+/// the core assumes Kubernetes' default; negative is named.
+#[test]
+fn termination_grace_is_read_and_a_negative_one_is_named() {
+    let text = [
+        plain_pod("slow", "", "  terminationGracePeriodSeconds: 600\n"),
+        plain_pod("quick", "", "  terminationGracePeriodSeconds: 0\n"),
+        plain_pod("plain", "", ""),
+    ]
+    .join("---\n");
+    let loaded = load_one(&text).unwrap();
+    let grace = |id: &str| job(&loaded, id).tasks[0].grace_seconds;
+    assert_eq!(
+        (grace("ml/slow"), grace("ml/quick"), grace("ml/plain")),
+        (Some(600), Some(0), None)
+    );
+    expect![[r#"
+        cluster.yaml: document 1: Pod ml/bad: spec.terminationGracePeriodSeconds: -1: expected a number of seconds, zero or more"#]]
+    .assert_eq(&errors_of(&plain_pod("bad", "", "  terminationGracePeriodSeconds: -1\n")));
+}

@@ -121,7 +121,10 @@ impl<'s> Cycle<'s> {
             }
             let more = order.has_group(
                 k + step,
-                holding(&self.ledger.bound_at, &mut self.ledger.end_known),
+                holding(
+                    (&self.ledger.bound_at, &self.ledger.reserved),
+                    &mut self.ledger.end_known,
+                ),
             );
             let last = order.cuts().len() - 1;
             if !more && k == last {
@@ -207,7 +210,10 @@ impl<'s> Cycle<'s> {
     ) -> usize {
         if !order.has_group(
             0,
-            holding(&self.ledger.bound_at, &mut self.ledger.end_known),
+            holding(
+                (&self.ledger.bound_at, &self.ledger.reserved),
+                &mut self.ledger.end_known,
+            ),
         ) {
             return 0;
         }
@@ -279,7 +285,10 @@ impl<'s> Cycle<'s> {
         let mut k = 0;
         while order.has_group(
             k,
-            holding(&self.ledger.bound_at, &mut self.ledger.end_known),
+            holding(
+                (&self.ledger.bound_at, &self.ledger.reserved),
+                &mut self.ledger.end_known,
+            ),
         ) {
             let upto = order.cuts()[k];
             // The gang's end class if it started at this group's end.
@@ -390,7 +399,10 @@ impl<'s> Cycle<'s> {
         // Jobs bound since the last reservation are added first.
         self.refresh_end_order();
         let l = &mut self.ledger;
-        l.ends.cover(latest, holding(&l.bound_at, &mut l.end_known));
+        l.ends.cover(
+            latest,
+            holding((&l.bound_at, &l.reserved), &mut l.end_known),
+        );
         let l = &self.ledger;
         let ends = l.ends.sorted();
         let upto = ends.partition_point(|e| e.0 <= latest);
@@ -478,11 +490,13 @@ impl<'s> Cycle<'s> {
 }
 
 impl<'s> Ledger<'s> {
-    /// Gives back every placed pod of job `v` (inside the caller's
-    /// transaction), calling `after(state, node)` after each.
+    /// Gives back every placed pod of job `v` and the room held for its
+    /// nominated pods (inside the caller's transaction), calling
+    /// `after(state, node)` after each. `reserved[v]` lists room taken in
+    /// the state: it is emptied when the job uses it.
     fn give_job(&mut self, w: &World<'_>, v: usize, mut after: impl FnMut(&ClusterState, usize)) {
         let job = self.jobs[v].job;
-        for (t, n, slots) in &self.bound_at[v] {
+        for (t, n, slots) in self.bound_at[v].iter().chain(&self.reserved[v]) {
             let pod = w.pod_of(job, v, *t);
             self.state.give(*n, w.nodes[*n], &pod, slots);
             after(&self.state, *n);
@@ -561,15 +575,16 @@ fn wall_ms(seconds: u64) -> i64 {
 }
 
 /// What the end order keeps of the jobs listed as running: those that
-/// hold nodes. One that holds none (its pods are on nodes the snapshot
-/// does not have) is dropped and no longer known, so if the cycle binds
-/// it later it is listed again with its end.
+/// hold nodes (bound pods, or room held for nominated ones). One that
+/// holds none (its pods are on nodes the snapshot does not have, or it
+/// spent its nominated room on nothing) is dropped and no longer known, so
+/// if the cycle binds it later it is listed again with its end.
 fn holding<'a>(
-    bound_at: &'a [PlacedList],
+    (bound_at, reserved): (&'a [PlacedList], &'a [Vec<Placed>]),
     known: &'a mut [bool],
 ) -> impl FnMut(usize) -> bool + 'a {
     move |v| {
-        let holds = !bound_at[v].is_empty();
+        let holds = !bound_at[v].is_empty() || !reserved[v].is_empty();
         if !holds {
             known[v] = false;
         }

@@ -346,6 +346,34 @@ impl<'s> Cycle<'s> {
                 reserved[j].push((t, n, slots.into()));
             }
         }
+        // A nominated job runs from about now: its held room frees at its
+        // expected end like a running job's (a reservation that never saw
+        // it go would find no room there and hold nothing).
+        if list_ends {
+            for (j, room) in reserved.iter().enumerate() {
+                if !room.is_empty() && !end_known[j] {
+                    end_known[j] = true;
+                    if let Some(end) = super::reserve::expected_end(&jobs[j], now.0, &estimates) {
+                        setup_ends.push((end, j));
+                    }
+                }
+            }
+        }
+
+        // Running preemptible pods: the longest any of them takes to go.
+        let victim_wait_ms = jobs
+            .iter()
+            .filter(|jw| jw.job.preemptible && jw.bound_total > 0)
+            .flat_map(|jw| jw.job.tasks.iter())
+            .filter(|t| !t.is_pending() && !t.terminating)
+            .map(|t| {
+                t.grace_seconds
+                    .unwrap_or(trainyard_model::DEFAULT_GRACE_SECONDS)
+            })
+            .max()
+            .map_or(0, |s| {
+                i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1000)
+            });
 
         // Bubble leaf allocations up the tree.
         for q in tree.top_down().into_iter().rev() {
@@ -415,6 +443,7 @@ impl<'s> Cycle<'s> {
                 pod_predicates: plugins::default_pod_predicates(),
                 pod_scorers: plugins::default_pod_scorers(),
                 estimates,
+                victim_wait_ms,
             },
             ledger: Ledger {
                 jobs,

@@ -328,7 +328,8 @@ fn gang_of(name: &str, submit: i64, nodes: u32, halves: bool, duration: u64) -> 
 }
 
 /// One later arrival: submit time, GPUs, run time, slack, and whether it
-/// ranks below the gangs (priority -10) or with them (0, after them).
+/// ranks below the gangs (priority -10, not preemptible) or with them (0,
+/// after them).
 fn ranked_arrival() -> impl Strategy<Value = (i64, u32, u64, u64, bool)> {
     (
         2i64..6000,
@@ -347,7 +348,11 @@ proptest! {
     /// arrivals that rank with or below them: every gang that was
     /// reserved starts no later than its first reservation said. Nothing
     /// submitted later ranks above a gang (one queue; equal priorities go
-    /// by submission), so no promise may be broken.
+    /// by submission), so no promise may be broken. The arrivals of lower
+    /// priority are not preemptible: a pod nominated to room its victims
+    /// still hold is not seen by the projection (docs/scheduling.md,
+    /// "Reservations"), which these tests leave out; the two named tests
+    /// above keep the preemption cases that were fixed.
     #[test]
     fn every_reserved_gang_starts_no_later_than_its_reservation(
         nodes in 2u32..7,
@@ -379,7 +384,8 @@ proptest! {
         for (i, (at, gpus, run, slack, below)) in arrivals.iter().enumerate() {
             let (priority, submit) = if *below { (-10, *at) } else { (0, last_gang + at) };
             w.push_str(&format!(
-                "  - {{name: c-{i:02}, queue: q, submit: {submit}, priority: {priority}, duration: {run}, walltime: {}, tasks: [{{count: 1, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n",
+                "  - {{name: c-{i:02}, queue: q, submit: {submit}, priority: {priority}, preemptible: {}, duration: {run}, walltime: {}, tasks: [{{count: 1, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n",
+                !*below,
                 run + slack
             ));
         }

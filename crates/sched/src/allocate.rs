@@ -45,7 +45,9 @@ pub fn schedule(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Decisio
     // A job that evicts (or fills what evictions free) starts once its
     // victims are gone: on held nodes it must end by the hold's start
     // from then, or it would start the reservation late.
-    cycle.ledger.start_at = now.0.saturating_add(cycle.world.victim_wait_ms);
+    if !cycle.ledger.hold_times.is_empty() {
+        cycle.ledger.start_at = now.0.saturating_add(cycle.ledger.victim_wait_ms());
+    }
     cycle.run_evictions();
     cycle.run_refill();
     cycle.ledger.start_at = now.0;
@@ -180,11 +182,6 @@ struct World<'s> {
     pod_scorers: Vec<Box<dyn plugins::PodScorer>>,
     /// Observed runtimes, for the ends of running jobs without a walltime.
     estimates: reserve::Estimates<'s>,
-    /// The longest a pod evicted now may take to go (ms): the largest
-    /// grace period (`Task::grace_seconds`) of the running preemptible
-    /// pods. A job that evicts starts no sooner, so the evictions and the
-    /// refill judge held nodes by the job's end from then.
-    victim_wait_ms: i64,
 }
 
 /// What placements and evictions change, and roll back together: per-job
@@ -234,7 +231,7 @@ struct Ledger<'s> {
     /// Their start times (ms), ascending, without repeats.
     hold_times: Vec<i64>,
     /// The time placements are for (ms): now; now plus
-    /// `World::victim_wait_ms` in the eviction pass and the refill (jobs
+    /// [`Ledger::victim_wait_ms`] in the eviction pass and the refill (jobs
     /// placed there start once their victims are gone); or a reservation's
     /// projected start while it is searched for.
     start_at: i64,

@@ -528,6 +528,27 @@ impl<'s> Ledger<'s> {
         }
     }
 
+    /// The longest a pod evicted now may take to go (ms): the largest
+    /// grace period (`Task::grace_seconds`, else Kubernetes' default) of
+    /// the running preemptible pods. A job that evicts starts no sooner,
+    /// so the eviction pass and the refill judge held nodes by its end
+    /// from then. Read only when something is held.
+    pub(super) fn victim_wait_ms(&self) -> i64 {
+        self.jobs
+            .iter()
+            .filter(|jw| jw.job.preemptible && jw.bound_total > 0)
+            .flat_map(|jw| jw.job.tasks.iter())
+            .filter(|t| !t.is_pending() && !t.terminating)
+            .map(|t| {
+                t.grace_seconds
+                    .unwrap_or(trainyard_model::DEFAULT_GRACE_SECONDS)
+            })
+            .max()
+            .map_or(0, |s| {
+                i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1000)
+            })
+    }
+
     /// Whether job `j` holds a reservation made this cycle.
     pub(super) fn has_hold(&self, j: usize) -> bool {
         self.holds.iter().any(|h| h.job == j)

@@ -360,21 +360,6 @@ impl<'s> Cycle<'s> {
             }
         }
 
-        // Running preemptible pods: the longest any of them takes to go.
-        let victim_wait_ms = jobs
-            .iter()
-            .filter(|jw| jw.job.preemptible && jw.bound_total > 0)
-            .flat_map(|jw| jw.job.tasks.iter())
-            .filter(|t| !t.is_pending() && !t.terminating)
-            .map(|t| {
-                t.grace_seconds
-                    .unwrap_or(trainyard_model::DEFAULT_GRACE_SECONDS)
-            })
-            .max()
-            .map_or(0, |s| {
-                i64::try_from(s).unwrap_or(i64::MAX).saturating_mul(1000)
-            });
-
         // Bubble leaf allocations up the tree.
         for q in tree.top_down().into_iter().rev() {
             if let Some(p) = tree.parent(q) {
@@ -443,7 +428,6 @@ impl<'s> Cycle<'s> {
                 pod_predicates: plugins::default_pod_predicates(),
                 pod_scorers: plugins::default_pod_scorers(),
                 estimates,
-                victim_wait_ms,
             },
             ledger: Ledger {
                 jobs,

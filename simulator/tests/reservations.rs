@@ -48,6 +48,22 @@ fn gang(submit: i64, pods: u32, duration: u64) -> String {
     )
 }
 
+/// One job line of a workload: name, submit time, priority, pods of
+/// `gpus` GPUs each, run time and walltime (seconds).
+fn line(
+    name: &str,
+    submit: i64,
+    priority: i32,
+    pods: u32,
+    gpus: u32,
+    run: u64,
+    wall: u64,
+) -> String {
+    format!(
+        "  - {{name: {name}, queue: q, submit: {submit}, priority: {priority}, duration: {run}, walltime: {wall}, tasks: [{{count: {pods}, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n"
+    )
+}
+
 fn record<'a>(out: &'a SimOutput, id: &str) -> &'a JobRecord {
     out.jobs
         .iter()
@@ -231,17 +247,6 @@ fn without_walltimes_the_observed_runtimes_give_the_gang_its_reservation() {
 /// now frees at its expected end, like a running job's.
 #[test]
 fn a_nominated_job_s_room_frees_in_the_projection_at_its_end() {
-    let line = |name: &str,
-                submit: i64,
-                priority: i32,
-                pods: u32,
-                gpus: u32,
-                run: u64,
-                wall: u64| {
-        format!(
-            "  - {{name: {name}, queue: q, submit: {submit}, priority: {priority}, duration: {run}, walltime: {wall}, tasks: [{{count: {pods}, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n"
-        )
-    };
     let w = [
         line("a-00", 0, 0, 1, 8, 146, 146),
         line("a-01", 0, 0, 1, 8, 1940, 1940),
@@ -285,17 +290,6 @@ fn a_nominated_job_s_room_frees_in_the_projection_at_its_end() {
 /// and `g1` starts by 5142 s.
 #[test]
 fn a_preemptor_on_held_nodes_is_judged_by_its_end_once_its_victims_are_gone() {
-    let line = |name: &str,
-                submit: i64,
-                priority: i32,
-                pods: u32,
-                gpus: u32,
-                run: u64,
-                wall: u64| {
-        format!(
-            "  - {{name: {name}, queue: q, submit: {submit}, priority: {priority}, duration: {run}, walltime: {wall}, tasks: [{{count: {pods}, requests: {{nvidia.com/gpu: {gpus}}}}}]}}\n"
-        )
-    };
     let w = [
         line("a-00", 0, 0, 1, 8, 4016, 4244),
         line("a-01", 0, 0, 1, 8, 4900, 5142),

@@ -47,28 +47,13 @@ impl Expiry {
         now: Timestamp,
         retry_seconds: u64,
     ) -> Vec<RepairEviction> {
-        let mut out = Vec::new();
-        for job in &snapshot.jobs {
-            let Some((ran, walltime)) = past_walltime(snapshot, job, now) else {
-                continue;
-            };
-            let message = format!(
-                "job {} ran {}, past its walltime {}; its pods are evicted",
-                job.id,
-                format_seconds(ran),
-                format_seconds(walltime)
-            );
-            for t in job
-                .tasks
-                .iter()
-                .filter(|t| !t.is_pending() && !t.terminating)
-            {
-                self.asked
-                    .ask(&mut out, (&job.id, &t.key, &message), now, retry_seconds);
-            }
-        }
-        self.asked.end_check();
-        out
+        asked_for_overdue(
+            &mut self.asked,
+            snapshot,
+            now,
+            retry_seconds,
+            "its pods are evicted",
+        )
     }
 
     /// With enforcement off: the bound pods of jobs past their walltime at
@@ -76,30 +61,48 @@ impl Expiry {
     /// Event says the job runs on, and that reservations no longer count on
     /// its end). Nothing is evicted.
     pub fn notices(&mut self, snapshot: &Snapshot, now: Timestamp) -> Vec<RepairEviction> {
-        let mut out = Vec::new();
-        for job in &snapshot.jobs {
-            let Some((ran, walltime)) = past_walltime(snapshot, job, now) else {
-                continue;
-            };
-            let message = format!(
-                "job {} ran {}, past its walltime {}; it runs on (service.enforceWalltime is off), and reservations no longer count on its end",
-                job.id,
-                format_seconds(ran),
-                format_seconds(walltime)
-            );
-            for t in job
-                .tasks
-                .iter()
-                .filter(|t| !t.is_pending() && !t.terminating)
-            {
-                // Told once: no retry while the pod stays a candidate.
-                self.told
-                    .ask(&mut out, (&job.id, &t.key, &message), now, u64::MAX);
-            }
-        }
-        self.told.end_check();
-        out
+        // Told once: no retry while the pod stays a candidate.
+        asked_for_overdue(
+            &mut self.told,
+            snapshot,
+            now,
+            u64::MAX,
+            "it runs on (service.enforceWalltime is off), and reservations no longer count on its end",
+        )
     }
+}
+
+/// Asks `asked` for each bound pod (not terminating) of every job past its
+/// walltime at `now`, with a message naming the job, how long it ran, its
+/// walltime and `then`; ends the check.
+fn asked_for_overdue(
+    asked: &mut Asked,
+    snapshot: &Snapshot,
+    now: Timestamp,
+    retry_seconds: u64,
+    then: &str,
+) -> Vec<RepairEviction> {
+    let mut out = Vec::new();
+    for job in &snapshot.jobs {
+        let Some((ran, walltime)) = past_walltime(snapshot, job, now) else {
+            continue;
+        };
+        let message = format!(
+            "job {} ran {}, past its walltime {}; {then}",
+            job.id,
+            format_seconds(ran),
+            format_seconds(walltime)
+        );
+        for t in job
+            .tasks
+            .iter()
+            .filter(|t| !t.is_pending() && !t.terminating)
+        {
+            asked.ask(&mut out, (&job.id, &t.key, &message), now, retry_seconds);
+        }
+    }
+    asked.end_check();
+    out
 }
 
 #[cfg(test)]

@@ -132,6 +132,26 @@ fn initial() -> impl Strategy<Value = (bool, u64, u64)> {
     (any::<bool>(), 100u64..5000, 0u64..300)
 }
 
+/// Initial jobs that all start at once on `nodes` empty nodes: whole-node
+/// jobs first (one per node at most), then 1-GPU jobs into what is left.
+/// The workload lines and how many there are.
+fn initial_jobs(nodes: usize, init: &[(bool, u64, u64)]) -> (String, usize) {
+    let mut w = String::new();
+    let whole_wanted = init.iter().filter(|j| j.0).count().min(nodes);
+    let mut whole = 0usize;
+    let mut ones = 0usize;
+    for (i, (is_whole, run, slack)) in init.iter().enumerate() {
+        if *is_whole && whole < whole_wanted {
+            w.push_str(&job((&format!("a-{i:02}"), 0, 8, *run, run + slack)));
+            whole += 1;
+        } else if !*is_whole && ones < (nodes - whole_wanted) * 8 {
+            w.push_str(&job((&format!("b-{i:02}"), 0, 1, *run, run + slack)));
+            ones += 1;
+        }
+    }
+    (w, whole + ones)
+}
+
 /// One later arrival: submit time, GPUs, run time, slack.
 fn arrival() -> impl Strategy<Value = (i64, u32, u64, u64)> {
     (
@@ -155,22 +175,8 @@ proptest! {
         init in prop::collection::vec(initial(), 1..40),
         arrivals in prop::collection::vec(arrival(), 0..40),
     ) {
-        // Initial jobs that all start at once: whole-node jobs first (one
-        // per node at most), then 1-GPU jobs into what is left.
-        let mut w = String::new();
-        let whole_wanted = init.iter().filter(|j| j.0).count().min(nodes);
-        let mut whole = 0usize;
-        let mut ones = 0usize;
-        for (i, (is_whole, run, slack)) in init.iter().enumerate() {
-            if *is_whole && whole < whole_wanted {
-                w.push_str(&job((&format!("a-{i:02}"), 0, 8, *run, run + slack)));
-                whole += 1;
-            } else if !*is_whole && ones < (nodes - whole_wanted) * 8 {
-                w.push_str(&job((&format!("b-{i:02}"), 0, 1, *run, run + slack)));
-                ones += 1;
-            }
-        }
-        prop_assume!(whole + ones > 0);
+        let (mut w, started) = initial_jobs(nodes, &init);
+        prop_assume!(started > 0);
         w.push_str(&gang(1, nodes as u32, 600));
         for (i, (at, gpus, run, slack)) in arrivals.iter().enumerate() {
             w.push_str(&job((&format!("c-{i:02}"), *at, *gpus, *run, run + slack)));
@@ -355,20 +361,8 @@ proptest! {
         second in prop::option::of((1u32..7, any::<bool>(), 2i64..600)),
         arrivals in prop::collection::vec(ranked_arrival(), 0..40),
     ) {
-        let mut w = String::new();
-        let whole_wanted = init.iter().filter(|j| j.0).count().min(nodes as usize);
-        let mut whole = 0usize;
-        let mut ones = 0usize;
-        for (i, (is_whole, run, slack)) in init.iter().enumerate() {
-            if *is_whole && whole < whole_wanted {
-                w.push_str(&job((&format!("a-{i:02}"), 0, 8, *run, run + slack)));
-                whole += 1;
-            } else if !*is_whole && ones < (nodes as usize - whole_wanted) * 8 {
-                w.push_str(&job((&format!("b-{i:02}"), 0, 1, *run, run + slack)));
-                ones += 1;
-            }
-        }
-        prop_assume!(whole + ones > 0);
+        let (mut w, started) = initial_jobs(nodes as usize, &init);
+        prop_assume!(started > 0);
         w.push_str(&gang_of("g1", 1, first.0.min(nodes), first.1, 600));
         if let Some((n, halves, at)) = second {
             w.push_str(&gang_of("g2", at, n.min(nodes), halves, 900));

@@ -42,15 +42,17 @@ pub fn schedule(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Decisio
     let mut cycle = Cycle::new(snapshot, config, now);
     cycle.run_minimums();
     cycle.run_elastic();
-    // A job that evicts (or fills what evictions free) starts once its
-    // victims are gone: on held nodes it must end by the hold's start
-    // from then, or it would start the reservation late.
+    // A job that evicts starts once its victims are gone: on held nodes it
+    // must end by the hold's start from then, or it would start the
+    // reservation late. (Judged so even where it binds at once, into room
+    // of this cycle's binds it took back: stricter, never later.)
     if !cycle.ledger.hold_times.is_empty() {
         cycle.ledger.start_at = now.0.saturating_add(cycle.ledger.victim_wait_ms());
     }
     cycle.run_evictions();
-    cycle.run_refill();
+    // The refill binds at once, into room this cycle's binds left.
     cycle.ledger.start_at = now.0;
+    cycle.run_refill();
     cycle.finish()
 }
 
@@ -231,12 +233,14 @@ struct Ledger<'s> {
     /// Their start times (ms), ascending, without repeats.
     hold_times: Vec<i64>,
     /// The time placements are for (ms): now; now plus
-    /// [`Ledger::victim_wait_ms`] in the eviction pass and the refill (jobs
-    /// placed there start once their victims are gone); or a reservation's
-    /// projected start while it is searched for.
+    /// [`Ledger::victim_wait_ms`] in the eviction pass (a job that evicts
+    /// starts once its victims are gone); or a reservation's projected
+    /// start while it is searched for (reservations are made only in the
+    /// first pass, which is why the projection sets it back to now).
     start_at: i64,
-    /// Running jobs by expected end (listed at set-up when reservations
-    /// are on, sorted as far as reservations read).
+    /// Running jobs, and jobs with room held for nominated pods, by
+    /// expected end (listed at set-up when reservations are on, sorted as
+    /// far as reservations read).
     ends: ends::EndOrder,
     /// Jobs listed in `ends` (or known to have no expected end): those
     /// running at set-up and those bound since that `end_seen` covers.

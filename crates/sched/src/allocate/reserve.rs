@@ -503,8 +503,9 @@ impl<'s> Ledger<'s> {
         }
     }
 
-    /// Job `j`'s end for the holds (`PodView::ends`): its start (now, or
-    /// the projected start) plus its walltime, rounded up to the first
+    /// Job `j`'s end for the holds (`PodView::ends`): its start (now; in
+    /// the eviction pass, once its victims are gone; or the projected
+    /// start: `Ledger::start_at`) plus its walltime, rounded up to the first
     /// hold start at or after it, so jobs that may use the same held nodes
     /// share one pod shape; `i64::MAX` when no node is held or the job has
     /// no walltime, or a running job's walltime is over at the time
@@ -531,8 +532,8 @@ impl<'s> Ledger<'s> {
     /// The longest a pod evicted now may take to go (ms): the largest
     /// grace period (`Task::grace_seconds`, else Kubernetes' default) of
     /// the running preemptible pods. A job that evicts starts no sooner,
-    /// so the eviction pass and the refill judge held nodes by its end
-    /// from then. Read only when something is held.
+    /// so the eviction pass judges held nodes by its end from then. Read
+    /// only when something is held.
     pub(super) fn victim_wait_ms(&self) -> i64 {
         self.jobs
             .iter()

@@ -442,6 +442,7 @@ impl<'s> Cycle<'s> {
         let mark = self.ledger.state.begin();
         self.ledger.release_reservations(&self.world, j);
         self.ledger.release_holds(&self.world, j);
+        self.ledger.credit_own_room(&self.world, j);
         let placed = match self.place_chosen(j, &chosen, &needs, topo_search) {
             Ok(p) => p,
             Err(reason) => {
@@ -649,8 +650,9 @@ impl<'s> Cycle<'s> {
             };
             // Room held for its nominated pods is its own to use now.
             self.ledger.release_reservations(&self.world, j);
-            self.ledger.reservations_used(j);
             self.ledger.release_holds(&self.world, j);
+            self.ledger.credit_own_room(&self.world, j);
+            self.ledger.reservations_used(j);
             let mut placed_total = 0u32;
             let mut failure: Option<String> = None;
             let mut start = 0;

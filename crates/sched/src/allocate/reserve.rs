@@ -550,6 +550,38 @@ impl<'s> Ledger<'s> {
             })
     }
 
+    /// Job `j` is about to use the room held for its nominated pods
+    /// (inside the caller's transaction). Set-up listed it in the end
+    /// order, so a hold that starts before its expected end counted that
+    /// room as taken then and left it out of the node's slack: its pods,
+    /// which run past the hold's start, would be refused their own room.
+    /// The room is added to such a node's slack; the reservation never
+    /// counted on it.
+    pub(super) fn credit_own_room(&mut self, w: &World<'_>, j: usize) {
+        if self.hold_times.is_empty() || self.reserved[j].is_empty() {
+            return;
+        }
+        let job = self.jobs[j].job;
+        let end = expected_end(&self.jobs[j], w.now.0, &w.estimates).unwrap_or(i64::MAX);
+        for i in 0..self.reserved[j].len() {
+            let (t, n) = (self.reserved[j][i].0, self.reserved[j][i].1);
+            let st = &self.state.nodes()[n];
+            if st.held_until == i64::MAX || st.held_until >= end {
+                continue;
+            }
+            let pod = w.pod_of(job, j, t);
+            let mut add = pod.req.clone();
+            if pod.ask.is_shared() {
+                // A share counts as a whole device against the slack.
+                add.gpu = trainyard_model::resources::MILLI_PER_GPU;
+            }
+            let mut slack = st.held_slack.clone();
+            slack.add(&add);
+            let until = st.held_until;
+            self.state.hold(n, until, slack);
+        }
+    }
+
     /// Whether job `j` holds a reservation made this cycle.
     pub(super) fn has_hold(&self, j: usize) -> bool {
         self.holds.iter().any(|h| h.job == j)

@@ -301,3 +301,51 @@ fn a_gang_that_can_never_fit_reserves_nothing() {
     assert_eq!(bound_jobs(&d).get("a/small"), Some(&1));
     assert!(d.reservations.is_empty());
 }
+
+/// A nominee's own room: one 8-GPU node; `b/run` (not preemptible) holds
+/// 4 GPUs until 02:00; `a/p` (priority 5, no walltime) has the other 4
+/// held for its nominated pod; `a/g` (priority 10) needs 4 and is walked
+/// first. `a/g` reserves from 02:00, counting `a/p`'s room as taken for
+/// good (it has no end), so the hold leaves nothing over. `a/p` must
+/// still get its own room: the reservation never counted on it. Before,
+/// it was refused ("held for a reservation") and its room stood idle
+/// until its nomination timed out.
+#[test]
+fn a_nominee_keeps_its_own_room_under_a_reservation_that_counted_it_taken() {
+    let nodes = vec![Node::new("n0", 64_000, 512 * GI, 8)];
+    let mut run = Job::gang("b/run", "b", vec![gpu_task(4)]);
+    run.tasks[0].state = TaskState::Bound {
+        node: "n0".into(),
+        gpus: None,
+    };
+    run.tasks[0].started = Some(Timestamp::from_secs(0));
+    run.walltime_seconds = Some(7200);
+    run.preemptible = false;
+    let mut p = Job::gang("a/p", "a", vec![gpu_task(4)]);
+    p.priority = 5;
+    p.submit_time = Timestamp::from_secs(10);
+    p.tasks[0].nomination = Some(trainyard_model::Nomination {
+        node: "n0".into(),
+        since: Timestamp::from_secs(1700),
+        gpus: None,
+    });
+    let mut g = Job::gang("a/g", "a", vec![gpu_task(4)]);
+    g.priority = 10;
+    g.submit_time = Timestamp::from_secs(100);
+    let s = snapshot(
+        nodes,
+        vec![QueueSpec::new("a"), QueueSpec::new("b")],
+        vec![run, p, g],
+    );
+    // Evictions off: with them, `a/g` takes `a/p`'s bind of this cycle
+    // back (priority 10 > 5), which is another rule.
+    let mut config = Config::default();
+    config.preemption.preempt = false;
+    config.preemption.reclaim = false;
+    let d = schedule(&s, &config, Timestamp::from_secs(1800));
+    let bound = bound_jobs(&d);
+    assert_eq!(bound.keys().collect::<Vec<_>>(), ["a/p"], "{:?}", d.pending);
+    assert_eq!(d.reservations.len(), 1);
+    assert_eq!(d.reservations[0].job.0, "a/g");
+    assert_eq!(d.reservations[0].start, Timestamp::from_secs(7200));
+}

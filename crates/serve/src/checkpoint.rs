@@ -288,30 +288,19 @@ pub async fn write(
     }
 }
 
-/// On becoming leader: reads the checkpoint; when it is newer than what
-/// this replica's usage history knows, the history restarts from it and
-/// the jobs running now count as held since it was taken; its open
-/// intents join `open_intents` (written to this replica's journal first,
-/// so they survive another stop); its observed runtimes are restored
-/// (with `runtime_window`, the estimate's `samples`, when it is on).
-/// Returns whether it resumed. `(client, namespace, name)`: where the
-/// checkpoint is.
-pub(crate) async fn resume(
-    (client, namespace, name): (&kube::Client, &str, &str),
+/// On becoming leader, with the checkpoint read: when it is newer than
+/// what this replica's usage history knows (`known`, in seconds), the
+/// history restarts from it and the jobs running now count as held since
+/// it was taken; its observed runtimes are restored (with
+/// `runtime_window`, the estimate's `samples`, when it is on). Returns
+/// whether the history resumed from it (its open intents then join the
+/// journal: the caller's part). Pure.
+pub fn apply(
+    ck: &Checkpoint,
     world: &mut crate::world::World,
-    journal: Option<&crate::journal::Journal>,
-    open_intents: &mut std::collections::BTreeMap<u64, trainyard_store::JournalRecord>,
     known: Option<i64>,
     runtime_window: Option<u32>,
 ) -> bool {
-    let ck = match read(client, namespace, name).await {
-        Ok(Some(ck)) => ck,
-        Ok(None) => return false,
-        Err(e) => {
-            tracing::warn!("{e}; the usage history goes on from this replica's own store");
-            return false;
-        }
-    };
     let taken_s = ck.taken_at_ms.div_euclid(1000);
     if let Some(window) = runtime_window
         && !ck.runtimes.is_empty()
@@ -339,26 +328,6 @@ pub(crate) async fn resume(
         .state
         .sample_usage(trainyard_model::Timestamp(ck.taken_at_ms));
     tracing::info!(checkpoint_s = taken_s, known_s = ?known, queues = ck.usage.len(), intents = ck.intents.len(), "usage history resumed from the checkpoint");
-    if let Some(j) = journal {
-        for rec in ck.intents() {
-            if open_intents
-                .values()
-                .any(|o| o.gang == rec.gang && o.opened_s == rec.opened_s)
-            {
-                continue;
-            }
-            let id = j.next_id();
-            match j.write(id, rec.clone()).await {
-                Ok(()) => {
-                    open_intents.insert(id, rec);
-                }
-                Err(e) => tracing::error!(
-                    "bind journal: intent of {} from the checkpoint not kept: {e}",
-                    rec.gang
-                ),
-            }
-        }
-    }
     true
 }
 

@@ -22,9 +22,7 @@
 //! no journal, and a partial gang is left to the repair timer
 //! ([`crate::repair`], `gangRepairSeconds`), which stays as the backstop.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::mpsc;
 
 use trainyard_model::{Job, TaskKey, TaskState, Timestamp};
 use trainyard_sched::decisions::Bind;
@@ -33,44 +31,16 @@ use trainyard_store::{JournalBind, JournalRecord, JournalState};
 use crate::persist::Msg;
 use crate::repair::RepairEviction;
 
-/// The writer's handle on the journal (cheap to clone).
+/// The shell's handle on the journal in the store (cheap to clone): it
+/// carries out what the machine decided ([`crate::machine::JournalOp`]).
 #[derive(Clone)]
 pub struct Journal {
     tx: mpsc::Sender<Msg>,
-    next: Arc<AtomicU64>,
-    /// The intents open now (durable and not yet closed), for the
-    /// checkpoint ([`crate::checkpoint`]).
-    open: Arc<Mutex<BTreeMap<u64, JournalRecord>>>,
 }
 
 impl Journal {
-    pub(crate) fn new(tx: mpsc::Sender<Msg>, after: u64) -> Journal {
-        Journal {
-            tx,
-            next: Arc::new(AtomicU64::new(after.saturating_add(1))),
-            open: Arc::default(),
-        }
-    }
-
-    /// The intents open now, in id order.
-    pub fn open_intents(&self) -> Vec<JournalRecord> {
-        // A poisoned lock means a panic elsewhere: report what it holds.
-        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
-        open.values().cloned().collect()
-    }
-
-    /// A fresh id, for an intent taken over from a checkpoint.
-    pub fn next_id(&self) -> u64 {
-        self.next.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Commits the intent of `binds` (one gang's) and waits until it is
-    /// durable; its id.
-    pub async fn open(&self, at: Timestamp, binds: &[Bind]) -> Result<u64, String> {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        self.write(id, record_of(at, binds, JournalState::Open))
-            .await
-            .map(|()| id)
+    pub(crate) fn new(tx: mpsc::Sender<Msg>) -> Journal {
+        Journal { tx }
     }
 
     /// Commits intent `id` as `rec` and waits until it is durable.
@@ -79,26 +49,17 @@ impl Journal {
         self.tx
             .send(Msg::Intent {
                 id,
-                rec: rec.clone(),
+                rec,
                 done: Some(done),
             })
             .map_err(|_| "the store's thread has stopped".to_string())?;
         answer
             .await
-            .map_err(|_| "the store's thread has stopped".to_string())??;
-        self.open
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(id, rec);
-        Ok(())
+            .map_err(|_| "the store's thread has stopped".to_string())?
     }
 
     /// Removes intent `id` (does not wait).
     pub fn close(&self, id: u64) {
-        self.open
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&id);
         if self.tx.send(Msg::CloseIntent(id)).is_err() {
             tracing::error!("bind journal: intent {id} not closed: the store's thread has stopped");
         }
@@ -205,66 +166,6 @@ pub struct Recovered {
     pub completed: u64,
     /// Bound members evicted.
     pub rolled_back: u64,
-}
-
-/// Resolves the intents left open (see the module docs) against the
-/// world `state` as listed at start: completions go to `writer` under
-/// their intent (assumed like a cycle's binds, so the next cycle does not
-/// place those pods again); roll-backs are marked as begun in the store,
-/// then the bound members are evicted, and the intent closed once every
-/// eviction went through (else it stays for the next start, and the
-/// repair timer is the backstop).
-pub(crate) async fn recover(
-    intents: BTreeMap<u64, JournalRecord>,
-    state: &mut trainyard_cluster::ClusterState,
-    writer: &mut crate::write::Writer,
-    journal: &Journal,
-    (conn, events): (&crate::conn::Conn, &crate::events::EventSink),
-    now: Timestamp,
-) -> Recovered {
-    let mut done = Recovered::default();
-    let at = crate::report::rfc3339(now);
-    // The objects the watch listed, into jobs.
-    state.refresh();
-    for (id, rec) in intents {
-        match resolve(&rec, state.job(&rec.gang)) {
-            Resolution::Close => {
-                tracing::info!(intent = id, gang = %rec.gang, "bind journal: nothing left to do");
-                journal.close(id);
-                done.closed += 1;
-            }
-            Resolution::Complete(binds) => {
-                tracing::warn!(intent = id, gang = %rec.gang, left = binds.len(), "bind journal: completing a gang bound in part when the scheduler stopped");
-                let d = trainyard_sched::Decisions {
-                    binds,
-                    ..Default::default()
-                };
-                state.assume(&d, now);
-                writer.send_under(now, state.take_writes(), Some(id));
-                done.completed += 1;
-            }
-            Resolution::RollBack(evictions) => {
-                tracing::warn!(intent = id, gang = %rec.gang, bound = evictions.len(), "bind journal: rolling back a gang bound in part when the scheduler stopped");
-                let mut undoing = rec.clone();
-                undoing.state = JournalState::RollingBack;
-                if let Err(e) = journal.write(id, undoing).await {
-                    tracing::error!("bind journal: intent {id} not marked as rolling back: {e}");
-                }
-                let mut all = true;
-                for e in &evictions {
-                    if let Err(err) = crate::write::evict_incomplete(conn, events, e, &at).await {
-                        tracing::warn!("bind journal: evict {} of gang {}: {err}", e.task, e.job);
-                        all = false;
-                    }
-                }
-                if all {
-                    journal.close(id);
-                }
-                done.rolled_back += 1;
-            }
-        }
-    }
-    done
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub mod http;
 pub mod infer;
 pub mod journal;
 pub mod leader;
+pub mod machine;
 pub mod metrics;
 pub mod pdb;
 pub mod persist;
@@ -56,6 +57,7 @@ pub mod reload;
 pub mod repair;
 pub mod report;
 pub mod settings;
+mod shell;
 #[cfg(test)]
 mod testkit;
 pub mod walltime;
@@ -68,7 +70,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use kube::Client;
 use tokio::sync::{mpsc, watch as signal};
 use tokio::time::Instant;
-use trainyard_ingest::LoadOptions;
 use trainyard_model::Timestamp;
 
 pub use settings::{ServiceSettings, Settings, SettingsError};
@@ -227,9 +228,13 @@ pub async fn run(
 /// writes; serves `/metrics`, `/healthz`, `/readyz`; takes reloaded
 /// settings. On shutdown: no new cycle, the writes already handed over get
 /// `drain` to land, then the lease is released.
+///
+/// This is the shell around the pure [`machine::Service`]: it turns watch
+/// events, write outcomes, role changes, reloads and the clock into the
+/// machine's inputs, and carries out its commands ([`shell`]).
 pub async fn run_with(
     client: Client,
-    mut settings: Settings,
+    settings: Settings,
     options: Options,
 ) -> Result<(), ServeError> {
     let Options {
@@ -301,78 +306,18 @@ pub async fn run_with(
         ));
         (fence, Some(task))
     } else {
+        tracing::warn!(
+            "leader election off (service.leaderElection.enabled: false): run one replica only"
+        );
         role_tx.send_replace(leader::Role::Leader);
         (std::sync::Arc::new(conn::Fence::open()), None)
     };
-    let mut leading = *role.borrow() == leader::Role::Leader;
     health.set_role(*role.borrow());
-    metrics.leader.set(i64::from(leading));
-    let service = &service;
-    let opts = LoadOptions {
-        default_queue: service.default_queue.clone(),
-        scheduler_name: service.scheduler_name.clone(),
-    };
-    let mut world = World::new(opts).inferring(grouper::enabled(service, &kinds));
-    // Usage is always tracked: the accounting (metrics, `trainyard usage`
-    // on the store) needs it, and the time-decayed fair share reads its
-    // decayed totals. Without `fairShare.usageHalfLifeSeconds` the core
-    // ignores them and the history decays by the accounting's default
-    // half-life (its window and compaction only). Rebuilt from the store
-    // when there is one (docs/persistence.md).
-    let mut persist = None;
-    // The bind journal's intents left open by the last run: resolved at
-    // the first cycle as leader ([`journal`]).
-    let mut open_intents = std::collections::BTreeMap::new();
-    {
-        let hl = settings
-            .scheduler
-            .fair_share
-            .usage_half_life_seconds
-            .unwrap_or(persist::ACCOUNTING_HALF_LIFE_S);
-        let fresh = || trainyard_cluster::usage::UsageHistory::new(hl);
-        let history = if service.store.path.is_empty() {
-            fresh()
-        } else {
-            match persist::Persist::start(&service.store, hl) {
-                Ok(persist::Started {
-                    persist: p,
-                    history,
-                    recovery,
-                    intents,
-                }) => {
-                    open_intents = intents;
-                    if let trainyard_store::Recovery::Rebuilt { moved_to, reason } = &recovery {
-                        tracing::error!(moved_to = %moved_to.display(), "{reason}; a new store was started");
-                        metrics.store_rebuilt.inc();
-                        // Before the first cycle, once: where the operator
-                        // looks first (`kubectl describe pod`).
-                        reload::own_event(
-                            &client,
-                            &own,
-                            "StoreRebuilt",
-                            &format!(
-                                "{reason}; moved aside to {}, a new store was started (usage history lost)",
-                                moved_to.display()
-                            ),
-                        )
-                        .await;
-                    }
-                    let _ = usage_source.set(p.reports());
-                    persist = Some(p);
-                    history
-                }
-                Err(e) => {
-                    tracing::error!("{e}; the usage history starts empty and is not kept");
-                    fresh()
-                }
-            }
-        };
-        world.state.track_usage(history);
-    }
-    // How far this replica's own history reached when it started: a
-    // checkpoint newer than that is resumed from when it leads (what it
-    // recorded since, as a standby, lacks the time before it started).
-    let history_known_at_start = world.state.usage_history().and_then(|h| h.known_until_s());
+    metrics
+        .leader
+        .set(i64::from(*role.borrow() == leader::Role::Leader));
+    let (history, persist, open_intents) =
+        start_store(&settings, &client, &own, &metrics, &usage_source).await;
     let conn = std::sync::Arc::new(conn::Conn::new(
         client.clone(),
         service.client_qps,
@@ -383,61 +328,56 @@ pub async fn run_with(
     // another: no cycle waits for them.
     let (events, events_task) =
         events::EventSink::spawn(conn.clone(), service.event_queue, service.bind_concurrency);
-    let journal = persist
-        .as_ref()
-        .map(|p| p.journal(open_intents.keys().next_back().copied().unwrap_or(0)));
-    let mut writer = write::Writer::spawn(
+    let journal = persist.as_ref().map(|p| p.journal());
+    let writer = write::Writer::spawn(
         conn.clone(),
         events.clone(),
         service.bind_concurrency,
         service.nominate_before_bind,
         journal.clone(),
     );
-    let mut period = Duration::from_millis(service.cycle_period_millis);
-    let mut debounce = Duration::from_millis(service.debounce_millis);
-    let mut timeout_ms =
-        i64::try_from(service.assume_timeout_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-    let mut live = service.clone();
-    let mut next = Instant::now() + period;
-    let mut done = Progress {
-        leader: leading,
-        ..Progress::default()
-    };
-    progress.send_replace(done);
-    let mut reporter = report::Reporter::default();
-    let mut decision_log = decision_log::DecisionLog::default();
-    let mut queue_statuses = queue_status::StatusCache::default();
-    let mut repair = repair::Repair::default();
-    let mut expiry = walltime::Expiry::default();
-    let mut grouper = grouper::Grouper::new(service, &kinds);
-    // Trainyard's own Queues get status; the peers' kinds are theirs.
-    let queue_stream = kinds
-        .iter()
-        .position(|k| k.group == "trainyard.io" && k.kind == "Queue");
-    let group_stream = kinds
-        .iter()
-        .position(|k| k.group == "trainyard.io" && k.kind == "PodGroup");
-    let pod_stream = kinds
-        .iter()
-        .position(|k| k.group.is_empty() && k.kind == "Pod");
-    let mut group_pods = group_status::GroupPods::default();
-    let mut gated = admission::GatedPods::default();
-    let pdb_stream = kinds
-        .iter()
-        .position(|k| k.group == "policy" && k.kind == "PodDisruptionBudget");
-    let mut pdbs = pdb::Pdbs::default();
-    let mut group_statuses = queue_status::StatusCache::default();
-    // The checkpoint: read once on becoming leader, written every
-    // `checkpointSeconds` while leading ([`checkpoint`]).
-    let mut resumed = false;
-    let mut last_checkpoint: Option<Timestamp> = None;
-    let mut checkpoint_task: Option<tokio::task::JoinHandle<Result<(), String>>> = None;
+    let streams = machine::Streams::of(kinds.iter().map(|k| (k.group.as_str(), k.kind.as_str())));
+    let clock = std::time::Instant::now();
+    let mut machine = machine::Service::new(machine::Start {
+        streams,
+        infer: grouper::enabled(&service, &kinds),
+        history,
+        journal: persist.as_ref().map(|_| open_intents),
+        stopwatch: Box::new(move || u64::try_from(clock.elapsed().as_nanos()).unwrap_or(u64::MAX)),
+        now: wall_clock(),
+        settings,
+    });
+    let mut grouper = grouper::Grouper::new(&service, &kinds);
     let ck_namespace = if service.leader_election.lease_namespace.is_empty() {
         "default".to_string()
     } else {
         service.leader_election.lease_namespace.clone()
     };
+    let mut shell = shell::Shell {
+        client: client.clone(),
+        conn: conn.clone(),
+        events: events.clone(),
+        writer,
+        journal,
+        persist,
+        metrics: metrics.clone(),
+        queue_stream: streams.queue,
+        group_stream: streams.group,
+        kinds,
+        concurrency: service.bind_concurrency,
+        checkpoint_at: (ck_namespace, service.store.checkpoint_name.clone()),
+        checkpoint_task: None,
+    };
+    let publish = |machine: &machine::Service, events: &events::EventSink| {
+        let mut done = machine.progress();
+        done.events = events.counts();
+        progress.send_replace(done);
+    };
+    publish(&machine, &events);
+    let mut dropped = 0;
     loop {
+        let wake = machine.wake_at();
+        let wait = Duration::from_millis(u64::try_from(wake.0 - wall_clock().0).unwrap_or(0));
         tokio::select! {
             biased;
             changed = shutdown.changed() => {
@@ -451,35 +391,7 @@ pub async fn run_with(
                 }
                 let now_role = *role.borrow();
                 health.set_role(now_role);
-                let was = leading;
-                leading = now_role == leader::Role::Leader;
-                metrics.leader.set(i64::from(leading));
-                done.leader = leading;
-                if was && !leading {
-                    metrics.clear_cycle_gauges();
-                    resumed = false;
-                    last_checkpoint = None;
-                    // A follower writes no checkpoint (the fence would
-                    // refuse it anyway).
-                    if let Some(task) = checkpoint_task.take() {
-                        task.abort();
-                    }
-                    // A standby cannot tell the leader's evictions from
-                    // runs that ended: it measures again when it leads.
-                    world.state.track_runtimes(None);
-                    done.runtimes = world.state.runtimes_kept() as u64;
-                }
-                progress.send_replace(done);
-                if leading && !was {
-                    // What this replica remembers writing may have been
-                    // changed by another leader since: write it all again.
-                    reporter = report::Reporter::default();
-                    queue_statuses = queue_status::StatusCache::default();
-                    group_statuses = queue_status::StatusCache::default();
-                    repair = repair::Repair::default();
-                    expiry = walltime::Expiry::default();
-                    next = Instant::now();
-                }
+                shell.drive(&mut machine, machine::Input::Role(now_role), wall_clock()).await;
             }
             Some(new) = async {
                 match reload.as_mut() {
@@ -487,293 +399,73 @@ pub async fn run_with(
                     None => std::future::pending().await,
                 }
             } => {
-                // What the environment filled in at start (identity, lease
-                // namespace) stays, unless the file now names them.
-                let mut new = new;
-                let (le, was) = (&mut new.service.leader_election, &live.leader_election);
-                if le.identity.is_empty() {
-                    le.identity = was.identity.clone();
-                }
-                if le.lease_namespace.is_empty() {
-                    le.lease_namespace = was.lease_namespace.clone();
-                }
-                for field in reload::needs_restart(&live, &new.service) {
-                    tracing::warn!("reloaded settings: service.{field} changed; it takes effect at the next start");
-                }
-                settings.scheduler = new.scheduler;
-                live = reload::apply(&live, &new.service);
-                period = Duration::from_millis(live.cycle_period_millis);
-                debounce = Duration::from_millis(live.debounce_millis);
-                timeout_ms = i64::try_from(live.assume_timeout_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-                next = Instant::now() + debounce;
-                tracing::info!("settings reloaded");
+                shell.drive(&mut machine, machine::Input::Reload(Box::new(new)), wall_clock()).await;
             }
             event = rx.recv() => match event {
-                Some(e) => {
-                    if let Some(p) = pod_stream {
-                        match &e {
-                            WorldEvent::ListStart { stream } if *stream == p => {
-                                group_pods.list_start();
-                                gated.list_start();
-                            }
-                            WorldEvent::ListDone { stream } if *stream == p => {
-                                group_pods.list_done();
-                                gated.list_done();
-                            }
-                            WorldEvent::Applied { stream, object } if *stream == p => {
-                                group_pods.applied(object);
-                                gated.applied(object, &service.scheduler_name);
-                            }
-                            WorldEvent::Deleted { stream, object } if *stream == p => {
-                                group_pods.deleted(object);
-                                gated.deleted(object);
-                            }
-                            _ => {}
-                        }
-                    }
-                    if let Some(p) = pdb_stream {
-                        match &e {
-                            WorldEvent::ListStart { stream } if *stream == p => pdbs.list_start(),
-                            WorldEvent::ListDone { stream } if *stream == p => pdbs.list_done(),
-                            WorldEvent::Applied { stream, object } if *stream == p => pdbs.applied(object),
-                            WorldEvent::Deleted { stream, object } if *stream == p => pdbs.deleted(object),
-                            _ => {}
-                        }
-                    }
-                    if world.handle(e) {
-                        next = next.min(Instant::now() + debounce);
-                    }
-                }
+                Some(e) => shell.drive(&mut machine, machine::Input::Watch(e), wall_clock()).await,
                 None => break,
             },
-            Some(o) = writer.outcome() => {
-                observe_outcome(&metrics, &world, &o);
-                match (&o.write, &o.error) {
-                    (_, Some(_)) => {
-                        // The world will not show it: decide again, soon.
-                        world.state.forget_write(&o.write);
-                        done.written.failed += 1;
-                        next = next.min(Instant::now() + debounce);
-                    }
-                    (trainyard_cluster::Write::Bind(_), None) => done.written.binds += 1,
-                    (trainyard_cluster::Write::Evict(_), None) => done.written.evictions += 1,
-                    (trainyard_cluster::Write::Nominate(_), None) => done.written.nominations += 1,
-                    (trainyard_cluster::Write::Withdraw(_), None) => done.written.withdrawals += 1,
-                }
-                metrics.writes_in_flight.set(writer.in_flight() as i64);
-                done.events = events.counts();
-                progress.send_replace(done);
+            Some(o) = shell.writer.outcome() => {
+                observe_outcome(&metrics, &machine.world, &o);
+                let input = machine::Input::Written {
+                    unit: o.unit,
+                    write: o.write,
+                    error: o.error.map(|f| f.message),
+                };
+                shell.drive(&mut machine, input, wall_clock()).await;
             }
-            () = tokio::time::sleep_until(next) => {
-                health.beat();
-                let synced = world.synced(kinds.len());
-                health.set_synced(synced);
-                if synced && leading {
-                    let started = Instant::now();
-                    let now = wall_clock();
-                    let first_cycle = !resumed;
-                    if !resumed {
-                        resumed = true;
-                        if live.store.checkpoint_seconds > 0 {
-                            done.resumed = checkpoint::resume((&client, &ck_namespace, &live.store.checkpoint_name), &mut world, journal.as_ref(), &mut open_intents, history_known_at_start, settings.scheduler.reservations.estimate().map(|e| e.samples)).await;
-                        }
-                    }
-                    if let Some(j) = &journal
-                        && !open_intents.is_empty()
-                    {
-                        let intents = std::mem::take(&mut open_intents);
-                        done.recovered = journal::recover(intents, &mut world.state, &mut writer, j, (&conn, &events), now).await;
-                        metrics.writes_in_flight.set(writer.in_flight() as i64);
-                    }
-                    let grouped = grouper.cycle(&conn, &events, &world, now).await;
-                    done.groups_created += grouped.created;
-                    done.written.failed += grouped.failed;
-                    done.reports += grouped.told;
-                    // Unconfirmed assumptions are forgotten after the
-                    // timeout, counted from the writes that are still queued
-                    // or in flight (theirs are not yet due).
-                    let due = Timestamp(now.0.saturating_sub(timeout_ms));
-                    let due = writer.oldest_in_flight().map_or(due, |t| due.min(t));
-                    world.state.forget_assumed(due);
-                    // Jobs a PodDisruptionBudget protects now are no victims.
-                    let t = Instant::now();
-                    // Usage held since the last cycle (this cycle's binds
-                    // count from the next), into the snapshot; buckets that
-                    // closed go to the store's thread.
-                    // The decayed totals only when the core reads them,
-                    // recomputed after the cycle when due (but in the first
-                    // cycle as leader, which has none yet).
-                    world.state.publish_usage(settings.scheduler.fair_share.usage_half_life_seconds.is_some());
-                    // Observed runtimes for the reservations' estimate (as the settings say now).
-                    world.state.track_runtimes(settings.scheduler.reservations.estimate().map(|e| e.samples));
-                    record_usage(&mut world, persist.as_ref(), Some(&metrics), now, &mut done);
-                    if first_cycle {
-                        world.state.recalc_usage(now);
-                    }
-                    let (snapshot, protected) = pdbs.protect(world.state.snapshot());
-                    done.protected = protected.len() as u64;
-                    phase(&metrics, "snapshot", t);
-                    let t = Instant::now();
-                    let decisions = trainyard_sched::schedule(&snapshot, &settings.scheduler, now);
-                    phase(&metrics, "schedule", t);
-                    let t = Instant::now();
-                    world.state.assume(&decisions, now);
-                    let reasons = reporter.changes(&snapshot, &decisions);
-                    let writes = world.state.take_writes();
-                    let queued = writes.len();
-                    writer.send(now, writes);
-                    metrics.writes_in_flight.set(writer.in_flight() as i64);
-                    phase(&metrics, "assume", t);
-                    let t = Instant::now();
-                    decision_log.log(&snapshot, &decisions);
-                    let at = report::rfc3339(now);
-                    // Pods of each group by place, once per cycle (repair, PodGroup status).
-                    let counts = group_pods.counts();
-                    let finishing = |id: &str| counts.get(id).is_some_and(|c| c.succeeded + c.failed > 0);
-                    for e in repair.check(&snapshot, now, live.gang_repair_seconds, live.assume_timeout_seconds, finishing) {
-                        if evict_by_rule(&conn, &events, &metrics, ("incomplete_gang", "IncompleteGang"), &e, &at).await {
-                            // A broken run is no observed runtime.
-                            world.state.mark_evicted(&e.job);
-                            done.repairs += 1;
-                        } else {
-                            done.written.failed += 1;
-                        }
-                    }
-                    if live.enforce_walltime {
-                        for e in expiry.check(&snapshot, now, live.assume_timeout_seconds) {
-                            if evict_by_rule(&conn, &events, &metrics, ("walltime", "WalltimeExceeded"), &e, &at).await {
-                                // Cut at its walltime: no observed runtime.
-                                world.state.mark_evicted(&e.job);
-                                done.walltime_evictions += 1;
-                            } else {
-                                done.written.failed += 1;
-                            }
-                        }
-                    } else {
-                        for n in expiry.notices(&snapshot, now) {
-                            events.record(events::Record {
-                                task: n.task,
-                                type_: "Warning",
-                                reason: "WalltimePassed",
-                                message: n.message,
-                                at: at.clone(),
-                            });
-                            done.walltime_notices += 1;
-                        }
-                    }
-                    done.cycles += 1;
-                    done.reports += reasons.len() as u64;
-                    done.written.failed +=
-                        report::write(&conn, &events, reasons, now, live.bind_concurrency).await;
-                    if let Some(stream) = queue_stream {
-                        let all = queue_status::statuses(&snapshot, &decisions);
-                        let changes = queue_statuses
-                            .changes(all, &at, |name| world.holds(stream, "Queue", "", name));
-                        done.queue_statuses += changes.len() as u64;
-                        let ar = &kinds[stream];
-                        for name in write::statuses(&conn, ar, changes, service.bind_concurrency).await {
-                            queue_statuses.forget(&name);
-                            done.written.failed += 1;
-                        }
-                    }
-                    if let Some(stream) = group_stream {
-                        let all = group_status::statuses(&snapshot, &decisions, &counts);
-                        let changes = group_statuses.changes(all, &at, |key| {
-                            key.split_once('/').is_some_and(|(ns, name)| world.holds(stream, "PodGroup", ns, name))
-                        });
-                        done.group_statuses += changes.len() as u64;
-                        let ar = &kinds[stream];
-                        for key in write::statuses(&conn, ar, changes, service.bind_concurrency).await {
-                            group_statuses.forget(&key);
-                            done.written.failed += 1;
-                        }
-                    }
-                    if live.admission_gating {
-                        for (job, pods) in admission::admit(&snapshot, &decisions, &gated) {
-                            tracing::info!("admitting {job}: its queue has room");
-                            for (ns, name) in pods {
-                                let Some(g) = gated.pods.remove(&(ns.clone(), name.clone())) else {
-                                    continue;
-                                };
-                                match admission::ungate(&conn, &ns, &name, &g).await {
-                                    Ok(()) => done.admitted += 1,
-                                    Err(e) => {
-                                        tracing::warn!("ungate {ns}/{name}: {e}");
-                                        done.written.failed += 1;
-                                        // Tried again next cycle (a watch event
-                                        // with other gates replaces it).
-                                        gated.pods.insert((ns, name), g);
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    phase(&metrics, "write", t);
-                    phase(&metrics, "total", started);
-                    // After the cycle: what costs every queue rather than
-                    // what changed. The decayed totals (for the next cycle)
-                    // when due, and the checkpoint, written by a task of
-                    // its own (one at a time; the next waits its turn).
-                    world.state.recalc_usage(now);
-                    if let Some(task) = checkpoint_task.take_if(|t| t.is_finished()) {
-                        match task.await {
-                            Ok(Ok(())) => done.checkpoints += 1,
-                            Ok(Err(e)) => tracing::warn!("checkpoint not written: {e}"),
-                            Err(e) => tracing::warn!("checkpoint task failed: {e}"),
-                        }
-                    }
-                    let every_ms = i64::try_from(live.store.checkpoint_seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
-                    let due = every_ms > 0 && checkpoint_task.is_none() && last_checkpoint.is_none_or(|t| now.0 - t.0 >= every_ms);
-                    // Read before the usage history is borrowed; only the
-                    // leaf queues that still exist (a deleted queue's
-                    // would be carried from leader to leader).
-                    let mut runtimes = if due { world.state.runtimes_recent().unwrap_or_default() } else { Default::default() };
-                    runtimes.retain(|q, _| snapshot.queues.get(q).is_some_and(|id| snapshot.queues.is_leaf(id)));
-                    if due
-                        && let Some(h) = world.state.usage_history()
-                    {
-                        let intents = journal.as_ref().map(|j| j.open_intents()).unwrap_or_default();
-                        let ck = checkpoint::Checkpoint::take(h, now, &intents, runtimes);
-                        let (conn, namespace, name) = (conn.clone(), ck_namespace.clone(), live.store.checkpoint_name.clone());
-                        checkpoint_task = Some(tokio::spawn(async move {
-                            checkpoint::write(&conn, &namespace, &name, &ck).await
-                        }));
-                        // Tried again one interval later, not every cycle.
-                        last_checkpoint = Some(now);
-                    }
-                    metrics.cycles.inc();
-                    metrics.observe_cycle(&snapshot, &decisions, now);
-                    let ev = events.counts();
-                    metrics.events_dropped.inc_by(ev.dropped.saturating_sub(done.events.dropped));
-                    done.pending = decisions.pending.len() as u64;
-                    done.events = ev;
-                    if queued > 0 {
-                        tracing::info!(writes = queued, in_flight = writer.in_flight(), pending = done.pending, "cycle {}", done.cycles);
-                    }
-                    progress.send_replace(done);
-                } else if synced {
-                    // A standby records usage too, from the bound pods it
-                    // watches: its store's accounting (buckets, job
-                    // records) has no hole when it takes over. Metrics stay
-                    // the leader's (a sum over replicas would count twice).
-                    record_usage(&mut world, persist.as_ref(), None, wall_clock(), &mut done);
-                    progress.send_replace(done);
+            Some(result) = async {
+                match shell.checkpoint_task.as_mut() {
+                    Some(t) => Some(t.await),
+                    None => std::future::pending().await,
                 }
-                next = Instant::now() + period;
+            } => {
+                shell.checkpoint_task = None;
+                let result = result.unwrap_or_else(|e| Err(format!("checkpoint task failed: {e}")));
+                shell.drive(&mut machine, machine::Input::CheckpointWritten(result), wall_clock()).await;
+            }
+            () = tokio::time::sleep(wait) => {
+                health.beat();
+                health.set_synced(machine.world.synced(streams.count));
+                let now = wall_clock();
+                if machine.cycle_due(now) {
+                    let grouped = grouper.cycle(&conn, &events, &machine.world, now).await;
+                    shell.drive(&mut machine, machine::Input::Grouped(grouped), now).await;
+                }
+                shell.drive(&mut machine, machine::Input::Tick, now).await;
+                let ev = events.counts();
+                metrics.events_dropped.inc_by(ev.dropped.saturating_sub(dropped));
+                dropped = ev.dropped;
             }
         }
+        publish(&machine, &events);
     }
     // Stopping: no new cycle; what was handed to the writer gets `drain`
     // to land; then the lease is released (after the last write, so no
     // other replica writes while this one still does).
     let deadline = Instant::now() + drain;
-    while writer.in_flight() > 0 {
-        match tokio::time::timeout_at(deadline, writer.outcome()).await {
-            Ok(Some(o)) => observe_outcome(&metrics, &world, &o),
+    while shell.writer.in_flight() > 0 {
+        match tokio::time::timeout_at(deadline, shell.writer.outcome()).await {
+            Ok(Some(o)) => {
+                observe_outcome(&metrics, &machine.world, &o);
+                let input = machine::Input::Written {
+                    unit: o.unit,
+                    write: o.write,
+                    error: o.error.map(|f| f.message),
+                };
+                // Only the journal's closes are carried out now.
+                for c in machine.handle(input, wall_clock()) {
+                    if let (machine::Command::Journal(machine::JournalOp::Close(id)), Some(j)) =
+                        (c, &shell.journal)
+                    {
+                        j.close(id);
+                    }
+                }
+            }
             Ok(None) => break,
             Err(_) => {
                 tracing::warn!(
-                    abandoned = writer.in_flight(),
+                    abandoned = shell.writer.in_flight(),
                     "stopping: writes still in flight after {} s are abandoned",
                     drain.as_secs()
                 );
@@ -781,15 +473,22 @@ pub async fn run_with(
             }
         }
     }
+    publish(&machine, &events);
     // A checkpoint on its way lands within the same deadline.
-    if let Some(task) = checkpoint_task
+    if let Some(task) = shell.checkpoint_task.take()
         && tokio::time::timeout_at(deadline, task).await.is_err()
     {
         tracing::warn!("stopping: the checkpoint still being written is abandoned");
     }
-    // Gone before the store's thread is joined: it holds the journal's
+    // Gone before the store's thread is joined: they hold the journal's
     // sender (intents of writes abandoned above stay open for the next
     // start).
+    let shell::Shell {
+        writer,
+        journal,
+        persist,
+        ..
+    } = shell;
     writer.stop().await;
     drop(journal);
     // The usage history handed to the store is written before the end.
@@ -817,70 +516,66 @@ pub async fn run_with(
     Ok(())
 }
 
-/// Evicts a pod a rule of the service chose ([`repair`], [`walltime`])
-/// with its Event (`kind.1`), counted in `trainyard_evictions_total` under
-/// `kind.0`; whether it was evicted.
-async fn evict_by_rule(
-    conn: &conn::Conn,
-    events: &events::EventSink,
+/// The usage history (rebuilt from the store, else fresh), the store,
+/// and the bind journal's intents the last run left open.
+async fn start_store(
+    settings: &Settings,
+    client: &Client,
+    own: &reload::Own,
     metrics: &metrics::Metrics,
-    (kind, reason): (&'static str, &'static str),
-    e: &repair::RepairEviction,
-    at: &str,
-) -> bool {
-    let result = write::evict_with_event(conn, events, &e.task, reason, &e.message, at).await;
-    let outcome = match &result {
-        Ok(()) => "evicted".to_string(),
-        Err(err) => metrics::reason_of(err),
-    };
-    metrics
-        .evictions
-        .get_or_create(&metrics::EvictionLabels {
-            kind,
-            reason: outcome,
-        })
-        .inc();
-    if let Err(err) = &result {
-        tracing::warn!("evict {} of {} ({reason}): {err}", e.task, e.job);
-    }
-    result.is_ok()
-}
-
-/// Tells the usage history what the jobs that changed hold at `now`; the
-/// buckets that closed go to the store (and, for the leader, to the
-/// `metrics`), the finished jobs' records to the store.
-fn record_usage(
-    world: &mut World,
-    persist: Option<&persist::Persist>,
-    metrics: Option<&metrics::Metrics>,
-    now: Timestamp,
-    done: &mut Progress,
+    usage_source: &http::UsageSource,
+) -> (
+    trainyard_cluster::usage::UsageHistory,
+    Option<persist::Persist>,
+    std::collections::BTreeMap<u64, trainyard_store::JournalRecord>,
 ) {
-    world.state.record_usage(now);
-    done.usage_samples += 1;
-    if let Some(h) = world.state.usage_history() {
-        let closed = h.take_closed();
-        if let Some(m) = metrics {
-            m.record_usage(&closed);
+    // Usage is always tracked: the accounting (metrics, `trainyard usage`
+    // on the store) needs it, and the time-decayed fair share reads its
+    // decayed totals. Without `fairShare.usageHalfLifeSeconds` the core
+    // ignores them and the history decays by the accounting's default
+    // half-life (its window and compaction only). Rebuilt from the store
+    // when there is one (docs/persistence.md).
+    let hl = settings
+        .scheduler
+        .fair_share
+        .usage_half_life_seconds
+        .unwrap_or(persist::ACCOUNTING_HALF_LIFE_S);
+    let fresh = || trainyard_cluster::usage::UsageHistory::new(hl);
+    let store = &settings.service.store;
+    if store.path.is_empty() {
+        return (fresh(), None, Default::default());
+    }
+    match persist::Persist::start(store, hl) {
+        Ok(persist::Started {
+            persist: p,
+            history,
+            recovery,
+            intents,
+        }) => {
+            if let trainyard_store::Recovery::Rebuilt { moved_to, reason } = &recovery {
+                tracing::error!(moved_to = %moved_to.display(), "{reason}; a new store was started");
+                metrics.store_rebuilt.inc();
+                // Before the first cycle, once: where the operator looks
+                // first (`kubectl describe pod`).
+                reload::own_event(
+                    client,
+                    own,
+                    "StoreRebuilt",
+                    &format!(
+                        "{reason}; moved aside to {}, a new store was started (usage history lost)",
+                        moved_to.display()
+                    ),
+                )
+                .await;
+            }
+            let _ = usage_source.set(p.reports());
+            (history, Some(p), intents)
         }
-        if let Some(p) = persist {
-            p.closed(closed);
+        Err(e) => {
+            tracing::error!("{e}; the usage history starts empty and is not kept");
+            (fresh(), None, Default::default())
         }
     }
-    done.runtimes = world.state.runtimes_kept() as u64;
-    let finished = world.state.take_finished_jobs();
-    done.accounted += finished.len() as u64;
-    if let Some(p) = persist {
-        p.jobs(finished);
-    }
-}
-
-/// Records the duration of a cycle's phase since `since`.
-fn phase(metrics: &metrics::Metrics, name: &'static str, since: Instant) {
-    metrics
-        .cycle_duration
-        .get_or_create(&metrics::PhaseLabels { phase: name })
-        .observe(since.elapsed().as_secs_f64());
 }
 
 /// Counts one write done: binds (and their latency from the job's

@@ -415,10 +415,10 @@ impl Persist {
         self.reports.clone()
     }
 
-    /// A handle on the bind journal, for the writer; its intent ids
-    /// start above `after` (the highest id left open).
-    pub fn journal(&self, after: u64) -> crate::journal::Journal {
-        crate::journal::Journal::new(self.tx.clone(), after)
+    /// A handle on the bind journal, for the shell (the machine numbers
+    /// the intents).
+    pub fn journal(&self) -> crate::journal::Journal {
+        crate::journal::Journal::new(self.tx.clone())
     }
 
     /// Waits until everything handed over is written and the store closed.

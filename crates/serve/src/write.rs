@@ -31,6 +31,7 @@ use trainyard_sched::decisions::{Bind, Eviction, EvictionKind, NominationDecisio
 use crate::conn::Conn;
 use crate::events::{EventSink, Record};
 use crate::journal::Journal;
+use crate::machine::Unit;
 pub use crate::settings::NominateBeforeBind;
 
 /// Annotation with the GPU device indices chosen on the node
@@ -247,6 +248,8 @@ pub async fn evict_with_event(
 /// failed, if it did.
 #[derive(Debug)]
 pub struct Outcome {
+    /// The unit it belongs to ([`crate::machine::Unit`]).
+    pub unit: u64,
     pub at: Timestamp,
     pub write: Write,
     pub error: Option<Failure>,
@@ -260,81 +263,34 @@ pub struct Failure {
     pub message: String,
 }
 
-/// A cycle's writes, grouped into what is written together: the binds of
-/// one job (a gang: nominated first, with [`NominateBeforeBind`]), or one
-/// eviction, or one nomination or withdrawal.
-fn units(writes: Vec<Write>, nominate: NominateBeforeBind) -> Vec<(bool, Vec<Write>)> {
-    let mut binds: BTreeMap<String, Vec<Write>> = BTreeMap::new();
-    let mut order: Vec<String> = Vec::new();
-    let mut others = Vec::new();
-    for w in writes {
-        match &w {
-            Write::Bind(b) => {
-                let job = b.job.to_string();
-                if !binds.contains_key(&job) {
-                    order.push(job.clone());
-                }
-                binds.entry(job).or_default().push(w);
-            }
-            _ => others.push((false, vec![w])),
-        }
-    }
-    // Binds first (decision order), then evictions, nominations and
-    // withdrawals.
-    let mut out: Vec<(bool, Vec<Write>)> = order
-        .into_iter()
-        .filter_map(|job| binds.remove(&job))
-        .map(|gang| {
-            let first = match nominate {
-                NominateBeforeBind::Always => true,
-                NominateBeforeBind::Gangs => gang.len() > 1,
-                NominateBeforeBind::Never => false,
-            };
-            (first, gang)
-        })
-        .collect();
-    out.extend(others);
-    out
-}
-
-/// Writes one unit: a gang's intent into the bind journal first (when
-/// there is one, and the unit is not already under intent `intent`),
-/// nominations if asked (all at once; a failed nomination is logged, the
-/// bind goes ahead), then its writes, each request holding one of
-/// `permits`; the intent is closed when they are done.
+/// Writes one unit: its intent into the bind journal first (when the
+/// machine opened one: committed durably before any write), nominations
+/// if asked (all at once; a failed nomination is logged, the bind goes
+/// ahead), then its writes, each request holding one of `permits`.
 async fn write_unit(
     conn: &Conn,
     events: &EventSink,
     permits: &Semaphore,
-    (at, intent, journal): (Timestamp, Option<u64>, Option<&Journal>),
-    (nominate_first, writes): (bool, Vec<Write>),
+    journal: Option<&Journal>,
+    unit: Unit,
     out: &mpsc::UnboundedSender<Outcome>,
 ) {
+    let Unit {
+        id: unit_id,
+        at,
+        nominate_first,
+        open,
+        writes,
+    } = unit;
     let when = crate::report::rfc3339(at);
     let when = when.as_str();
-    let binds: Vec<Bind> = writes
-        .iter()
-        .filter_map(|w| match w {
-            Write::Bind(b) => Some(b.clone()),
-            _ => None,
-        })
-        .collect();
-    // A gang's binds (two or more: one pod is never a partial gang).
-    let intent = match (intent, journal) {
-        (Some(id), _) => Some(id),
-        (None, Some(j)) if binds.len() > 1 => match j.open(at, &binds).await {
-            Ok(id) => Some(id),
-            Err(e) => {
-                // Bound anyway: the repair timer still guards the gang.
-                tracing::error!(
-                    "bind journal: gang {} bound without an intent: {e}",
-                    binds[0].job
-                );
-                None
-            }
-        },
-        _ => None,
-    };
+    if let (Some((id, rec)), Some(j)) = (open, journal) {
+        let gang = rec.gang.clone();
+        if let Err(e) = j.write(id, rec).await {
+            // Bound anyway: the repair timer still guards the gang.
+            tracing::error!("bind journal: gang {gang} bound without an intent: {e}");
+        }
+    }
     if nominate_first {
         let nominations = writes.iter().filter_map(|w| match w {
             Write::Bind(b) => Some(async move {
@@ -387,15 +343,13 @@ async fn write_unit(
         });
         // The receiver is gone only when the service stops.
         let _ = out.send(Outcome {
+            unit: unit_id,
             at,
             write: w,
             error,
         });
     });
     futures::future::join_all(requests).await;
-    if let (Some(id), Some(j)) = (intent, journal) {
-        j.close(id);
-    }
 }
 
 /// Keeps the writes of each pod in the order they were handed over. Units
@@ -459,16 +413,17 @@ fn lock(order: &std::sync::Mutex<PodOrder>) -> std::sync::MutexGuard<'_, PodOrde
     order.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The writer: a task that writes the cycles' binds, evictions and
-/// nominations while the next cycles run, at most `bindConcurrency`
-/// requests at once. The cycle loop hands it each cycle's writes
-/// ([`Writer::send`]) and reads what became of them
-/// ([`Writer::outcome`]); a failed write's assumption is then forgotten.
+/// The writer: a task that writes the units the machine hands out
+/// ([`crate::machine::Unit`]) while the next cycles run, at most
+/// `bindConcurrency` requests at once, and reports each write's outcome.
 pub struct Writer {
-    tx: mpsc::UnboundedSender<(Timestamp, Vec<Write>, Option<u64>)>,
+    tx: mpsc::UnboundedSender<Unit>,
     rx: mpsc::UnboundedReceiver<Outcome>,
     /// Writes not yet done, by the time of their cycle.
     in_flight: BTreeMap<Timestamp, usize>,
+    /// Units made by [`Writer::send`] (without a machine).
+    own: crate::machine::units::Units,
+    nominate: NominateBeforeBind,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -480,38 +435,32 @@ impl Writer {
         nominate: NominateBeforeBind,
         journal: Option<Journal>,
     ) -> Writer {
-        let (tx, mut batches) = mpsc::unbounded_channel::<(Timestamp, Vec<Write>, Option<u64>)>();
+        let (tx, mut units) = mpsc::unbounded_channel::<Unit>();
         let (out, rx) = mpsc::unbounded_channel();
         let permits = Arc::new(Semaphore::new(concurrency.max(1)));
         let order = Arc::new(std::sync::Mutex::new(PodOrder::default()));
         let task = tokio::spawn(async move {
             let turns = Arc::clone(&order);
-            futures::stream::poll_fn(move |cx| batches.poll_recv(cx))
-                .flat_map(|(at, writes, intent)| {
-                    futures::stream::iter(
-                        units(writes, nominate)
-                            .into_iter()
-                            .map(move |u| (at, intent, u)),
-                    )
-                })
-                // Units are taken one at a time, in the order of their
-                // cycles: each waits for the earlier ones writing its pods.
-                .map(move |(at, intent, unit)| {
-                    let turn = lock(&turns).enter(&unit.1);
-                    (at, intent, unit, turn)
+            futures::stream::poll_fn(move |cx| units.poll_recv(cx))
+                // Units are taken one at a time, in the order they were
+                // handed over: each waits for the earlier ones writing its
+                // pods.
+                .map(move |unit| {
+                    let turn = lock(&turns).enter(&unit.writes);
+                    (unit, turn)
                 })
                 // The waiting happens here, outside the `bindConcurrency`
                 // units below: a unit waiting for an earlier one of its pod
                 // holds no slot the other pods' units need.
-                .map(|(at, intent, unit, (id, done, waits))| async move {
+                .map(|(unit, (id, done, waits))| async move {
                     for mut w in waits {
                         // Ends when that unit's sender is dropped.
                         while w.changed().await.is_ok() {}
                     }
-                    (at, intent, unit, id, done)
+                    (unit, id, done)
                 })
                 .buffer_unordered(usize::MAX)
-                .for_each_concurrent(concurrency.max(1), |(at, intent, unit, id, done)| {
+                .for_each_concurrent(concurrency.max(1), |(unit, id, done)| {
                     let (conn, events, permits, out, journal, order) = (
                         Arc::clone(&conn),
                         events.clone(),
@@ -521,9 +470,9 @@ impl Writer {
                         Arc::clone(&order),
                     );
                     async move {
-                        let ctx = (at, intent, journal.as_ref());
-                        let pods: Vec<TaskKey> = unit.1.iter().map(|w| w.task().clone()).collect();
-                        write_unit(&conn, &events, &permits, ctx, unit, &out).await;
+                        let pods: Vec<TaskKey> =
+                            unit.writes.iter().map(|w| w.task().clone()).collect();
+                        write_unit(&conn, &events, &permits, journal.as_ref(), unit, &out).await;
                         lock(&order).leave(id, &pods);
                         drop(done);
                     }
@@ -534,24 +483,29 @@ impl Writer {
             tx,
             rx,
             in_flight: BTreeMap::new(),
+            own: crate::machine::units::Units::new(false, 0),
+            nominate,
             task,
         }
     }
 
-    /// Hands over the writes of the cycle at `at`.
+    /// Hands over the writes of the cycle at `at`, grouped into units as
+    /// the machine groups them (no journal): for callers without a
+    /// machine.
     pub fn send(&mut self, at: Timestamp, writes: Vec<Write>) {
-        self.send_under(at, writes, None);
+        for unit in self.own.make(at, writes, self.nominate) {
+            self.send_unit(unit);
+        }
     }
 
-    /// Hands over the rest of one gang's binds under intent `intent` of
-    /// the bind journal (a start completing it): closed when they are done.
-    pub fn send_under(&mut self, at: Timestamp, writes: Vec<Write>, intent: Option<u64>) {
-        if writes.is_empty() {
+    /// Hands over one unit.
+    pub fn send_unit(&mut self, unit: Unit) {
+        if unit.writes.is_empty() {
             return;
         }
-        *self.in_flight.entry(at).or_default() += writes.len();
+        *self.in_flight.entry(unit.at).or_default() += unit.writes.len();
         // The task ends only with the writer.
-        let _ = self.tx.send((at, writes, intent));
+        let _ = self.tx.send(unit);
     }
 
     /// The next write done (waits; pending forever when none is in flight).
@@ -564,13 +518,6 @@ impl Writer {
             }
         }
         Some(o)
-    }
-
-    /// The time of the oldest cycle with writes not yet done: assumptions
-    /// from then on are not to be forgotten for their age (their writes
-    /// may still be queued).
-    pub fn oldest_in_flight(&self) -> Option<Timestamp> {
-        self.in_flight.keys().next().copied()
     }
 
     /// Writes not yet done.
@@ -739,7 +686,7 @@ mod tests {
                 gpus: vec![],
             }),
         ];
-        let gangs = units(writes.clone(), NominateBeforeBind::Gangs);
+        let gangs = crate::machine::units::plan(writes.clone(), NominateBeforeBind::Gangs);
         assert_eq!(
             names(&gangs),
             [
@@ -749,12 +696,13 @@ mod tests {
                 (false, vec!["nominate p-0".to_string()]),
             ]
         );
-        let always: Vec<bool> = units(writes.clone(), NominateBeforeBind::Always)
-            .iter()
-            .map(|u| u.0)
-            .collect();
+        let always: Vec<bool> =
+            crate::machine::units::plan(writes.clone(), NominateBeforeBind::Always)
+                .iter()
+                .map(|u| u.0)
+                .collect();
         assert_eq!(always, [true, true, false, false]);
-        let never: Vec<bool> = units(writes, NominateBeforeBind::Never)
+        let never: Vec<bool> = crate::machine::units::plan(writes, NominateBeforeBind::Never)
             .iter()
             .map(|u| u.0)
             .collect();

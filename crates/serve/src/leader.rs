@@ -47,10 +47,68 @@ pub enum Role {
 }
 
 /// What the elector last saw of the Lease: its resourceVersion and when
-/// it was first seen so (this replica's clock).
-struct Observed {
-    version: String,
-    since: Instant,
+/// it was first seen so (this replica's monotonic clock, in ms).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Observed {
+    pub version: String,
+    pub since_ms: i64,
+}
+
+/// The Lease as an attempt reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseView {
+    pub version: String,
+    /// Empty: free.
+    pub holder: String,
+    pub duration_seconds: Option<u64>,
+}
+
+/// What one attempt does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// No Lease: create it, held by this replica.
+    Create,
+    /// Write this replica as holder (conditional on the version read):
+    /// `taking` when another held it (or nobody).
+    Hold { taking: bool },
+    /// Another replica holds it and renewed it within its duration.
+    Standby,
+}
+
+/// Decides one attempt on the Lease read (`None`: none exists) at
+/// `now_ms` (monotonic): a holder other than `identity` keeps it until
+/// this replica has seen the Lease unchanged for its duration. Pure: the
+/// elector and the deterministic simulation share it.
+pub fn decide(
+    lease: Option<&LeaseView>,
+    identity: &str,
+    observed: &mut Option<Observed>,
+    default_duration_s: u64,
+    now_ms: i64,
+) -> Attempt {
+    let Some(lease) = lease else {
+        return Attempt::Create;
+    };
+    if observed.as_ref().is_none_or(|o| o.version != lease.version) {
+        *observed = Some(Observed {
+            version: lease.version.clone(),
+            since_ms: now_ms,
+        });
+    }
+    let duration_ms = i64::try_from(
+        lease
+            .duration_seconds
+            .unwrap_or(default_duration_s)
+            .saturating_mul(1000),
+    )
+    .unwrap_or(i64::MAX);
+    let since = observed.as_ref().map_or(now_ms, |o| o.since_ms);
+    if !lease.holder.is_empty() && lease.holder != identity && now_ms - since < duration_ms {
+        return Attempt::Standby;
+    }
+    Attempt::Hold {
+        taking: lease.holder != identity,
+    }
 }
 
 fn now_micro() -> MicroTime {
@@ -61,57 +119,64 @@ fn now_micro() -> MicroTime {
     )
 }
 
+/// Milliseconds since `epoch` by the monotonic clock.
+fn mono_ms(epoch: Instant) -> i64 {
+    i64::try_from(Instant::now().saturating_duration_since(epoch).as_millis()).unwrap_or(i64::MAX)
+}
+
 /// One attempt to take or keep the Lease: whether this replica holds it.
 async fn attempt(
     api: &Api<Lease>,
     s: &LeaderElection,
     identity: &str,
-    observed: &mut Option<Observed>,
+    (observed, epoch): (&mut Option<Observed>, Instant),
 ) -> Result<bool, kube::Error> {
-    let now = Instant::now();
-    let Some(mut lease) = api.get_opt(&s.lease_name).await? else {
-        let lease: Lease = Lease {
-            metadata: kube::api::ObjectMeta {
-                name: Some(s.lease_name.clone()),
-                namespace: Some(s.lease_namespace.clone()),
-                ..Default::default()
-            },
-            spec: Some(LeaseSpec {
-                holder_identity: Some(identity.to_string()),
-                lease_duration_seconds: Some(s.lease_duration_seconds as i32),
-                acquire_time: Some(now_micro()),
-                renew_time: Some(now_micro()),
-                lease_transitions: Some(0),
-                ..Default::default()
-            }),
-        };
-        return match api.create(&PostParams::default(), &lease).await {
-            Ok(_) => Ok(true),
-            Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
-            Err(e) => Err(e),
-        };
+    let current = api.get_opt(&s.lease_name).await?;
+    let view = current.as_ref().map(|l| {
+        let spec = l.spec.clone().unwrap_or_default();
+        LeaseView {
+            version: l.metadata.resource_version.clone().unwrap_or_default(),
+            holder: spec.holder_identity.unwrap_or_default(),
+            duration_seconds: spec
+                .lease_duration_seconds
+                .map(|d| u64::try_from(d).unwrap_or(0)),
+        }
+    });
+    let decided = decide(
+        view.as_ref(),
+        identity,
+        observed,
+        s.lease_duration_seconds,
+        mono_ms(epoch),
+    );
+    let taking = match (decided, current) {
+        (Attempt::Standby, _) => return Ok(false),
+        (Attempt::Create, _) | (_, None) => {
+            let lease: Lease = Lease {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(s.lease_name.clone()),
+                    namespace: Some(s.lease_namespace.clone()),
+                    ..Default::default()
+                },
+                spec: Some(LeaseSpec {
+                    holder_identity: Some(identity.to_string()),
+                    lease_duration_seconds: Some(s.lease_duration_seconds as i32),
+                    acquire_time: Some(now_micro()),
+                    renew_time: Some(now_micro()),
+                    lease_transitions: Some(0),
+                    ..Default::default()
+                }),
+            };
+            return match api.create(&PostParams::default(), &lease).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(e)) if e.code == 409 => Ok(false),
+                Err(e) => Err(e),
+            };
+        }
+        (Attempt::Hold { taking }, Some(lease)) => (taking, lease),
     };
-    let version = lease.metadata.resource_version.clone().unwrap_or_default();
-    if observed.as_ref().is_none_or(|o| o.version != version) {
-        *observed = Some(Observed {
-            version,
-            since: now,
-        });
-    }
-    let spec = lease.spec.clone().unwrap_or_default();
-    let holder = spec.holder_identity.clone().unwrap_or_default();
-    let duration = spec
-        .lease_duration_seconds
-        .map_or(s.lease_duration_seconds, |d| u64::try_from(d).unwrap_or(0));
-    let since = observed.as_ref().map_or(now, |o| o.since);
-    if !holder.is_empty()
-        && holder != identity
-        && now.saturating_duration_since(since) < Duration::from_secs(duration)
-    {
-        return Ok(false);
-    }
-    let taking = holder != identity;
-    let mut spec = spec;
+    let (taking, mut lease) = taking;
+    let mut spec = lease.spec.clone().unwrap_or_default();
     spec.holder_identity = Some(identity.to_string());
     spec.lease_duration_seconds = Some(s.lease_duration_seconds as i32);
     spec.renew_time = Some(now_micro());
@@ -162,9 +227,11 @@ pub async fn run(
     let retry = Duration::from_secs(s.retry_period_seconds);
     let mut observed = None;
     let mut held_since: Option<Instant> = None;
+    let epoch = Instant::now();
     loop {
         let start = Instant::now();
-        let result = tokio::time::timeout(renew, attempt(&api, &s, &identity, &mut observed)).await;
+        let result =
+            tokio::time::timeout(renew, attempt(&api, &s, &identity, (&mut observed, epoch))).await;
         let next = match result {
             Ok(Ok(true)) => {
                 fence.open_until(start + renew);

@@ -1,0 +1,157 @@
+//! `trainyard-dst`: runs seeds of the service's deterministic simulation.
+//!
+//! ```text
+//! trainyard-dst --seed 42 --trace        # replay one seed, print its trace
+//! trainyard-dst --from 0 --count 1000    # a campaign
+//! trainyard-dst --minutes 60 --jobs 2    # a timed campaign on 2 threads
+//! ```
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use clap::Parser;
+
+/// Deterministic simulation of `trainyard serve`: the real state machine
+/// against a simulated API server, kubelets, users, another scheduler,
+/// crashes, a second replica and clocks that jump. Every run is one seed;
+/// a failing seed prints its faults and the end of its event trace, and
+/// replays exactly with `--seed N --trace`.
+#[derive(Parser)]
+#[command(name = "trainyard-dst")]
+struct Args {
+    /// Run this one seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// First seed of a campaign.
+    #[arg(long, default_value_t = 0)]
+    from: u64,
+    /// Seeds in a campaign (unless --minutes).
+    #[arg(long, default_value_t = 100)]
+    count: u64,
+    /// Run a campaign for this many minutes instead of --count seeds.
+    #[arg(long)]
+    minutes: Option<f64>,
+    /// Threads (default: all cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Simulated seconds per seed.
+    #[arg(long, default_value_t = 600)]
+    seconds: i64,
+    /// Print the whole trace of a single seed.
+    #[arg(long)]
+    trace: bool,
+    /// Lines of trace printed for a failing seed.
+    #[arg(long, default_value_t = 40)]
+    tail: usize,
+}
+
+fn print_failure(r: &trainyard_dst::Report, tail: usize) {
+    println!(
+        "seed {} FAILED after {} s simulated, {} steps",
+        r.seed, r.seconds, r.steps
+    );
+    println!("  faults: {}", r.faults.summary());
+    for v in &r.violations {
+        println!("  violation: {v}");
+    }
+    println!("  last {} events:", tail.min(r.trace.len()));
+    for line in r.trace.iter().skip(r.trace.len().saturating_sub(tail)) {
+        println!("    {line}");
+    }
+    println!(
+        "  replay: cargo run --release -p trainyard-dst -- --seed {} --trace",
+        r.seed
+    );
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    if let Some(seed) = args.seed {
+        let r = trainyard_dst::run(seed, args.seconds, None);
+        if args.trace {
+            for line in &r.trace {
+                println!("{line}");
+            }
+        }
+        if r.violations.is_empty() {
+            println!(
+                "seed {seed}: ok ({} s simulated, {} steps, {} cycles, {} binds, {} evictions, {} refused by kubelets)\n  faults: {}",
+                r.seconds,
+                r.steps,
+                r.cycles,
+                r.binds,
+                r.evictions,
+                r.refused,
+                r.faults.summary()
+            );
+            return Ok(());
+        }
+        print_failure(&r, args.tail);
+        bail!("seed {seed} violated an invariant");
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let deadline = args
+        .minutes
+        .map(|m| Instant::now() + Duration::from_secs_f64(m * 60.0));
+    let next = Arc::new(AtomicU64::new(args.from));
+    let end = args.from.saturating_add(args.count);
+    let stop = Arc::new(AtomicBool::new(false));
+    let failed = Arc::new(Mutex::new(Vec::new()));
+    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64)));
+    let started = Instant::now();
+    let threads: Vec<_> = (0..jobs)
+        .map(|_| {
+            let (next, stop, failed, totals) =
+                (next.clone(), stop.clone(), failed.clone(), totals.clone());
+            let (seconds, tail) = (args.seconds, args.tail);
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                    let seed = next.fetch_add(1, Ordering::Relaxed);
+                    if deadline.is_none() && seed >= end {
+                        break;
+                    }
+                    let r = trainyard_dst::run(seed, seconds, None);
+                    {
+                        let mut t = totals.lock().unwrap_or_else(|e| e.into_inner());
+                        t.0 += 1;
+                        t.1 += r.binds;
+                        t.2 += r.evictions;
+                        t.3 += r.steps;
+                    }
+                    if !r.violations.is_empty() {
+                        print_failure(&r, tail);
+                        failed.lock().unwrap_or_else(|e| e.into_inner()).push(seed);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        let _ = t.join();
+    }
+    let (seeds, binds, evictions, steps) = *totals.lock().unwrap_or_else(|e| e.into_inner());
+    let failed = failed.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "{seeds} seeds ({} simulated s each) in {secs:.0} s on {jobs} threads ({:.0} seeds/min): {binds} binds, {evictions} evictions, {steps} steps; {} failed{}",
+        args.seconds,
+        seeds as f64 / secs * 60.0,
+        failed.len(),
+        if failed.is_empty() {
+            String::new()
+        } else {
+            format!(": {failed:?}")
+        }
+    );
+    if !failed.is_empty() {
+        bail!("{} seeds violated an invariant", failed.len());
+    }
+    Ok(())
+}

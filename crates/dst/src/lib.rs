@@ -1,0 +1,122 @@
+//! `trainyard-dst`: deterministic simulation testing of the scheduler
+//! service, as FoundationDB and TigerBeetle (its VOPR) practise it.
+//!
+//! The service's real state machine ([`trainyard_serve::machine`]) runs,
+//! single-threaded, against a simulated world: the test API server's
+//! rules in-process ([`api`]: resource versions, UID preconditions, a
+//! bound pod not bound again, the Eviction API with PodDisruptionBudgets,
+//! graceful deletion, the kubelet that admits only what fits), watches
+//! that lag, drop and expire (410), requests that are slow, refused or
+//! whose answers are lost ([`faults`]), users and another scheduler
+//! ([`actors`]), crashes with and without a store, two replicas with
+//! leader election, and clocks that jump ([`replica`]). Every choice comes
+//! from one seed; the invariants ([`check`]) are read from the API's
+//! objects after every step. A failing seed replays exactly.
+
+pub mod actors;
+pub mod api;
+pub mod check;
+pub mod exec;
+pub mod faults;
+pub mod replica;
+pub mod sim;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use trainyard_serve::Settings;
+
+pub use faults::Faults;
+use sim::{Ev, START_MS, Sim};
+
+/// What one seed's run came to.
+#[derive(Debug)]
+pub struct Report {
+    pub seed: u64,
+    pub faults: Faults,
+    /// Empty: every invariant held.
+    pub violations: Vec<String>,
+    /// The run's events, for people (the failing step last).
+    pub trace: Vec<String>,
+    pub steps: u64,
+    pub cycles: u64,
+    pub binds: u64,
+    pub evictions: u64,
+    pub refused: u64,
+    /// Simulated seconds.
+    pub seconds: i64,
+}
+
+/// The service's settings for replica `i` of a run: the defaults, as the
+/// README starts `trainyard serve`, with what the environment fills in
+/// (identity, namespace) and the run's `bindConcurrency` and store.
+pub fn settings(i: usize, faults: &Faults) -> Settings {
+    let mut s = Settings::default();
+    let svc = &mut s.service;
+    svc.http_address = String::new();
+    svc.bind_concurrency = faults.bind_concurrency;
+    svc.leader_election.identity = format!("trainyard-{i}");
+    svc.leader_election.lease_namespace = "default".into();
+    if faults.store {
+        svc.store.path = format!("/simulated/replica-{i}");
+    }
+    s
+}
+
+/// Runs seed `seed` for `seconds` of simulated time (the last
+/// `faults.quiet_seconds` quiet); `faults`: the seed's own mix unless
+/// given.
+pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_0f_fa17);
+    let faults = faults.unwrap_or_else(|| Faults::draw(&mut rng));
+    let mut sim = Sim::new(seed, seconds, faults.clone());
+    sim.populate();
+    for i in 0..faults.replicas {
+        let store = faults.store;
+        sim.replicas.push(replica::Replica::new(
+            format!("trainyard-{i}"),
+            settings(i, &faults),
+            store,
+        ));
+    }
+    for r in 0..faults.replicas {
+        sim.restart(r);
+        let first = START_MS + rng.random_range(0..faults.watch_period_ms);
+        sim.at(first, Ev::Watch(r));
+        sim.at(START_MS + rng.random_range(0..500), Ev::Elect(r));
+        if let Some(every) = faults.crash_every_ms {
+            sim.at(START_MS + rng.random_range(every / 4..every), Ev::Crash(r));
+        }
+        if let Some(every) = faults.clock_jump_every_ms {
+            sim.at(
+                START_MS + rng.random_range(every / 4..every),
+                Ev::ClockJump(r),
+            );
+        }
+        if let Some(every) = faults.drop_watch_every_ms {
+            sim.at(
+                START_MS + rng.random_range(every / 4..every),
+                Ev::DropWatch(r),
+            );
+        }
+    }
+    sim.at(START_MS + 1000, Ev::Kubelet);
+    sim.at(START_MS + 100, Ev::Actor);
+    let quiet = sim.quiet_from;
+    for r in 0..faults.replicas {
+        // Every replica is up for the quiet period.
+        sim.at(quiet, Ev::Restart(r));
+    }
+    sim.run();
+    Report {
+        seed,
+        faults,
+        violations: std::mem::take(&mut sim.checks.violations),
+        trace: std::mem::take(&mut sim.trace),
+        steps: sim.steps,
+        cycles: sim.checks.cycles,
+        binds: sim.checks.binds,
+        evictions: sim.checks.evictions,
+        refused: sim.checks.refused,
+        seconds: (sim.now - START_MS) / 1000,
+    }
+}

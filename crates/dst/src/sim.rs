@@ -1,0 +1,423 @@
+//! The simulation: one seeded RNG, one virtual clock, a queue of timed
+//! events, and the world (API server, replicas, actors) they act on.
+//! Single-threaded: the same seed replays the same run, byte for byte.
+
+use std::collections::BTreeMap;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use trainyard_serve::machine::{Command, Input, JournalOp};
+
+use crate::api::Api;
+use crate::check::Checks;
+use crate::faults::Faults;
+use crate::replica::{Replica, Request, Sent};
+
+/// Simulation time starts here (ms since the epoch: 2027-01-15).
+pub const START_MS: i64 = 1_800_000_000_000;
+
+/// What happens at a point of simulation time.
+#[derive(Clone, Debug)]
+pub enum Ev {
+    /// A replica's machine asked to be woken.
+    Tick(usize),
+    /// A replica's watch delivers what it may see.
+    Watch(usize),
+    /// A request reaches the API server.
+    Arrive(usize, u64, Sent),
+    /// Its answer reaches the replica (epoch: the process that sent it).
+    Answer(usize, u64, Sent, Result<(), String>),
+    /// A replica's elector tries the Lease.
+    Elect(usize),
+    /// Users and the other actors do something.
+    Actor,
+    /// The kubelets step.
+    Kubelet,
+    Crash(usize),
+    Restart(usize),
+    /// A replica's clock jumps.
+    ClockJump(usize),
+    /// A replica's watch connection drops.
+    DropWatch(usize),
+}
+
+pub struct Sim {
+    pub rng: ChaCha8Rng,
+    pub now: i64,
+    pub end: i64,
+    /// From then on: no faults, no actors, every replica up (liveness).
+    pub quiet_from: i64,
+    pub api: Api,
+    pub replicas: Vec<Replica>,
+    pub faults: Faults,
+    pub checks: Checks,
+    events: BTreeMap<(i64, u64), Ev>,
+    seq: u64,
+    next_request: u64,
+    pub trace: Vec<String>,
+    pub steps: u64,
+}
+
+impl Sim {
+    pub fn new(seed: u64, seconds: i64, faults: Faults) -> Sim {
+        let rng = ChaCha8Rng::seed_from_u64(seed);
+        let api = Api::new(seed, faults.history_window, START_MS);
+        let end = START_MS + seconds * 1000;
+        Sim {
+            rng,
+            now: START_MS,
+            end,
+            quiet_from: end - faults.quiet_seconds * 1000,
+            api,
+            replicas: Vec::new(),
+            faults,
+            checks: Checks::default(),
+            events: BTreeMap::new(),
+            seq: 0,
+            next_request: 0,
+            trace: Vec::new(),
+            steps: 0,
+        }
+    }
+
+    pub fn quiet(&self) -> bool {
+        self.now >= self.quiet_from
+    }
+
+    pub fn at(&mut self, t: i64, ev: Ev) {
+        self.seq += 1;
+        self.events.insert((t.max(self.now), self.seq), ev);
+    }
+
+    pub fn note(&mut self, line: String) {
+        self.trace.push(format!(
+            "{:>9.3}s {line}",
+            (self.now - START_MS) as f64 / 1000.0
+        ));
+    }
+
+    /// Runs until the end or the first violation.
+    pub fn run(&mut self) {
+        while let Some(((t, _), ev)) = self.events.pop_first() {
+            if t > self.end {
+                break;
+            }
+            self.now = t;
+            self.api.at(t);
+            self.step(ev);
+            self.steps += 1;
+            self.checks
+                .after_step(&self.api, &self.replicas, self.now, &mut self.trace);
+            if !self.checks.violations.is_empty() {
+                return;
+            }
+        }
+        self.now = self.end;
+        self.checks.at_end(&self.api, &self.replicas, &self.faults);
+    }
+
+    fn step(&mut self, ev: Ev) {
+        match ev {
+            Ev::Tick(r) => {
+                if self.replicas[r].up && self.replicas[r].tick_at == Some(self.now) {
+                    self.replicas[r].tick_at = None;
+                    self.input(r, Input::Tick);
+                }
+            }
+            Ev::Watch(r) => self.deliver(r),
+            Ev::Arrive(r, epoch, sent) => self.arrive(r, epoch, sent),
+            Ev::Answer(r, epoch, sent, result) => self.answer(r, epoch, sent, result),
+            Ev::Elect(r) => self.elect(r),
+            Ev::Actor => self.act(),
+            Ev::Kubelet => {
+                self.api.kubelet();
+                self.at(self.now + 1000, Ev::Kubelet);
+            }
+            Ev::Crash(r) => self.crash(r),
+            Ev::Restart(r) => self.restart(r),
+            Ev::ClockJump(r) => {
+                if !self.quiet() {
+                    let jump = self.rng.random_range(-60_000..=120_000);
+                    self.replicas[r].offset += jump;
+                    self.note(format!("replica {r}: clock jumps {jump} ms"));
+                    self.schedule_tick(r);
+                }
+            }
+            Ev::DropWatch(r) => {
+                if !self.quiet() && self.replicas[r].up {
+                    let back = self.rng.random_range(200..3000);
+                    self.replicas[r].reconnect_at = self.now + back;
+                    self.note(format!("replica {r}: watch dropped for {back} ms"));
+                }
+                if let Some(every) = self.faults.drop_watch_every_ms {
+                    let next = self.now + self.rng.random_range(every / 2..every * 3 / 2);
+                    self.at(next, Ev::DropWatch(r));
+                }
+            }
+        }
+    }
+
+    /// Hands `input` to replica `r`'s machine and carries out its
+    /// commands, feeding back the answers the shell gives at once.
+    pub fn input(&mut self, r: usize, input: Input) {
+        let mut inputs = vec![input];
+        while let Some(input) = inputs.pop() {
+            let now = self.replicas[r].clock(self.now);
+            let Some(m) = self.replicas[r].machine.as_mut() else {
+                return;
+            };
+            let commands = m.handle(input, now);
+            for c in commands {
+                if let Some(answer) = self.command(r, c) {
+                    inputs.push(answer);
+                }
+            }
+        }
+        self.pump(r);
+        self.schedule_tick(r);
+    }
+
+    fn schedule_tick(&mut self, r: usize) {
+        let rep = &self.replicas[r];
+        let Some(m) = &rep.machine else { return };
+        let at = (m.wake_at().0 - rep.offset).max(self.now);
+        if rep.tick_at.is_none_or(|t| t > at) {
+            self.replicas[r].tick_at = Some(at);
+            self.at(at, Ev::Tick(r));
+        }
+    }
+
+    /// One command of replica `r`'s machine; the answer a shell gives at
+    /// once, if any.
+    fn command(&mut self, r: usize, c: Command) -> Option<Input> {
+        let rv = self.replicas[r].seen;
+        match c {
+            Command::Unit(unit) => {
+                let rep = &mut self.replicas[r];
+                if let (Some((id, rec)), Some(j)) = (unit.open, rep.journal.as_mut()) {
+                    // Committed before the first bind is sent.
+                    j.insert(id, rec);
+                }
+                for write in unit.writes {
+                    self.enqueue(
+                        r,
+                        Request::Write {
+                            unit: unit.id,
+                            write,
+                        },
+                        rv,
+                    );
+                }
+                None
+            }
+            Command::Evict {
+                rule,
+                eviction,
+                intent,
+            } => {
+                self.enqueue(
+                    r,
+                    Request::Rule {
+                        rule,
+                        eviction,
+                        intent,
+                    },
+                    rv,
+                );
+                None
+            }
+            Command::Journal(op) => {
+                if let Some(j) = self.replicas[r].journal.as_mut() {
+                    match op {
+                        JournalOp::Write(id, rec) => {
+                            j.insert(id, rec);
+                        }
+                        JournalOp::Close(id) => {
+                            j.remove(&id);
+                        }
+                    }
+                }
+                None
+            }
+            Command::Event(e) => {
+                if self.replicas[r].fence_open(self.now) {
+                    let ns = if e.task.namespace.is_empty() {
+                        "default".to_string()
+                    } else {
+                        e.task.namespace.clone()
+                    };
+                    self.api.event(&ns, &e.task.name, e.reason, &e.message);
+                }
+                None
+            }
+            // Pods' conditions, statuses and gates are not modelled: they
+            // carry no placement.
+            Command::Report { .. } => Some(Input::Reported { failed: 0 }),
+            Command::Statuses { .. } | Command::Usage { .. } | Command::Leading(_) => None,
+            Command::Ungate { pod, .. } => Some(Input::Ungated { pod, failed: None }),
+            Command::ReadCheckpoint => Some(Input::CheckpointRead(Ok(None))),
+            Command::WriteCheckpoint(_) => Some(Input::CheckpointWritten(Ok(()))),
+            Command::Observe(o) => {
+                self.checks.cycles += 1;
+                let binds = o.decisions.binds.len();
+                let evictions = o.decisions.evictions.len();
+                if binds + evictions > 0 {
+                    self.note(format!(
+                        "replica {r}: cycle binds {binds}, evicts {evictions}"
+                    ));
+                }
+                None
+            }
+        }
+    }
+
+    fn enqueue(&mut self, r: usize, request: Request, decided_rv: u64) {
+        self.next_request += 1;
+        let sent = Sent {
+            id: self.next_request,
+            request,
+            decided_rv,
+        };
+        self.replicas[r].queue.push_back(sent);
+    }
+
+    /// Sends what replica `r` may send: at most `bindConcurrency` in
+    /// flight, one pod's requests in order.
+    fn pump(&mut self, r: usize) {
+        loop {
+            let rep = &self.replicas[r];
+            if !rep.up || rep.in_flight >= rep.settings.service.bind_concurrency.max(1) {
+                return;
+            }
+            let Some(i) = rep.queue.iter().position(|s| {
+                let (ns, name, _) = s.request.pod();
+                !rep.busy.contains_key(&(ns, name))
+            }) else {
+                return;
+            };
+            let Some(sent) = self.replicas[r].queue.remove(i) else {
+                return;
+            };
+            let (ns, name, _) = sent.request.pod();
+            let rep = &mut self.replicas[r];
+            rep.in_flight += 1;
+            *rep.busy.entry((ns, name)).or_default() += 1;
+            let epoch = rep.epoch;
+            if !rep.fence_open(self.now) {
+                self.at(
+                    self.now,
+                    Ev::Answer(r, epoch, sent, Err("fenced: not the leader".into())),
+                );
+                continue;
+            }
+            self.checks
+                .on_send(r, &sent, &self.api, &self.replicas, &mut self.trace);
+            let quiet = self.quiet();
+            let latency = self.faults.latency(&mut self.rng, quiet);
+            self.at(self.now + latency, Ev::Arrive(r, epoch, sent));
+        }
+    }
+
+    fn answer(&mut self, r: usize, epoch: u64, sent: Sent, result: Result<(), String>) {
+        let rep = &mut self.replicas[r];
+        if rep.epoch != epoch || !rep.up {
+            return;
+        }
+        rep.in_flight = rep.in_flight.saturating_sub(1);
+        let (ns, name, uid) = sent.request.pod();
+        if let Some(n) = rep.busy.get_mut(&(ns.clone(), name.clone())) {
+            *n -= 1;
+            if *n == 0 {
+                rep.busy.remove(&(ns, name));
+            }
+        }
+        let input = match sent.request {
+            Request::Write { unit, write } => {
+                if result.is_ok() && matches!(write, trainyard_cluster::Write::Bind(_)) {
+                    rep.acked.insert(uid);
+                }
+                Input::Written {
+                    unit,
+                    write,
+                    error: result.err(),
+                }
+            }
+            Request::Rule {
+                rule,
+                eviction,
+                intent,
+            } => Input::RuleEvicted {
+                rule,
+                job: eviction.job,
+                intent,
+                ok: result.is_ok(),
+            },
+        };
+        self.input(r, input);
+    }
+
+    /// Replica `r`'s watch delivers the events it may see now: up to the
+    /// revision that stood `lag` ago; a relist when it must (first, after
+    /// a 410).
+    fn deliver(&mut self, r: usize) {
+        let period = self.faults.watch_period_ms;
+        self.at(self.now + period, Ev::Watch(r));
+        let rep = &self.replicas[r];
+        if !rep.up || self.now < rep.reconnect_at {
+            return;
+        }
+        let lag = if self.quiet() {
+            0
+        } else {
+            self.faults.watch_lag_ms
+        };
+        let upto = self.api.revision_at(self.now - lag);
+        let events = if rep.needs_list {
+            None
+        } else {
+            self.api.events(rep.seen, upto).ok()
+        };
+        let (events, seen) = match events {
+            Some(e) => (e, upto.max(rep.seen)),
+            None => {
+                if !rep.needs_list {
+                    self.note(format!("replica {r}: watch 410 Gone, relisting"));
+                }
+                (self.api.relist(), self.api.rv())
+            }
+        };
+        self.replicas[r].needs_list = false;
+        self.replicas[r].seen = seen;
+        for e in events {
+            self.input(r, Input::Watch(e));
+        }
+    }
+
+    fn crash(&mut self, r: usize) {
+        if self.quiet() || !self.replicas[r].up {
+            return;
+        }
+        self.note(format!("replica {r}: crash (SIGKILL)"));
+        self.replicas[r].crash();
+        let back = self.rng.random_range(500..8000);
+        self.at(self.now + back, Ev::Restart(r));
+        if let Some(every) = self.faults.crash_every_ms {
+            let next = self.now + back + self.rng.random_range(every / 2..every * 3 / 2);
+            self.at(next, Ev::Crash(r));
+        }
+    }
+
+    pub fn restart(&mut self, r: usize) {
+        if self.replicas[r].up {
+            return;
+        }
+        let intents = self.replicas[r].journal.as_ref().map_or(0, |j| j.len());
+        self.note(format!(
+            "replica {r}: starts (journal intents open: {intents})"
+        ));
+        self.replicas[r].start(self.now);
+        // The watch and the elector run on their own periods (set up
+        // once): a started process lists at its watch's next turn.
+        self.schedule_tick(r);
+    }
+}

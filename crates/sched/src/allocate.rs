@@ -17,24 +17,25 @@
 //! jobs use them only if they end before.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use trainyard_model::{
     Job, JobId, Node, NodeName, PlacementConstraints, QueueId, QueueTree, Resources, Snapshot,
-    TaskKey, TaskState, Timestamp,
+    TaskState, Timestamp,
 };
 
 use crate::config::Config;
 use crate::decisions::{
     Bind, CycleStats, Decisions, Eviction, FilterReason, GangPlacement, NominationDecision,
-    PendingJob, PendingReason, QueueReport, Reservation, Withdrawal,
+    PendingReason, Reservation,
 };
 use crate::fairshare;
 use crate::plugins::{self, Predicate};
 use crate::policy::DeviceChoice;
 use crate::scoring::Scoring;
 use crate::state::{ClusterState, GpuAsk, NodeState, PodView};
+use minimum::{minimum_ask, prefer_nominated, select_minimum};
 
 /// Runs one scheduling cycle. Pure: same inputs, same decisions, whatever
 /// the order of nodes, jobs, tasks or queues in `snapshot`.
@@ -718,159 +719,6 @@ impl<'s> Cycle<'s> {
             }
         }
     }
-
-    // ---- output -------------------------------------------------------
-
-    /// The nominations of pods still pending that the cycle does not keep
-    /// ([`Withdrawal`]): a pod keeps its nomination when it is nominated
-    /// again, when its job waits for its victims to go, while room is
-    /// still held for it (the room it names was free, and no one took it),
-    /// or while a pod on its nominated node is going (terminating, or
-    /// evicted by this cycle), as kube-scheduler keeps a nomination while
-    /// lower-priority pods terminate on its node. So a nomination is
-    /// withdrawn when its room went to others and nothing there is going.
-    fn withdrawals(&self) -> Vec<Withdrawal> {
-        // Most cycles have no nominated pending pod: nothing to index then.
-        let nominated: Vec<usize> = (0..self.ledger.jobs.len())
-            .filter(|&j| {
-                self.ledger.jobs[j]
-                    .job
-                    .tasks
-                    .iter()
-                    .any(|t| t.nomination.is_some() && t.is_pending())
-            })
-            .collect();
-        if nominated.is_empty() {
-            return Vec::new();
-        }
-        let kept: HashSet<(&str, &TaskKey)> = self
-            .outcome
-            .binds
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
-            .map(|(_, b)| (b.job.as_str(), &b.task))
-            .chain(
-                self.outcome
-                    .nominations
-                    .iter()
-                    .map(|n| (n.job.as_str(), &n.task)),
-            )
-            .collect();
-        let going: HashSet<&str> = self
-            .ledger
-            .jobs
-            .iter()
-            .flat_map(|jw| jw.job.tasks.iter())
-            .filter(|t| t.terminating)
-            .filter_map(|t| match &t.state {
-                TaskState::Bound { node, .. } => Some(node.as_str()),
-                _ => None,
-            })
-            .chain(self.outcome.evictions.iter().map(|e| e.node.0.as_str()))
-            .collect();
-        // A lapsed nomination holds nothing and waits for nothing: it is
-        // withdrawn even while a pod on its node is going.
-        let timeout = self.world.config.preemption.nomination_timeout_seconds;
-        let mut out = Vec::new();
-        for j in nominated {
-            let job = self.ledger.jobs[j].job;
-            if matches!(
-                self.outcome.pending.get(&j),
-                Some(PendingReason::WaitingForVictims { .. })
-            ) {
-                continue;
-            }
-            let held = self.ledger.held_tasks(j);
-            for (t, task) in job.tasks.iter().enumerate() {
-                if let Some(nom) = &task.nomination
-                    && task.is_pending()
-                    && !held.contains(&t)
-                    && (self.world.now.secs_since(nom.since) >= timeout
-                        || !going.contains(nom.node.as_str()))
-                    && !kept.contains(&(job.id.as_str(), &task.key))
-                {
-                    out.push(Withdrawal {
-                        job: JobId(job.id.clone()),
-                        task: task.key.clone(),
-                        node: NodeName(nom.node.clone()),
-                    });
-                }
-            }
-        }
-        out
-    }
-
-    fn finish(mut self) -> Decisions {
-        let reservations = self.finish_reservations();
-        let withdrawals = self.withdrawals();
-        let pending = self
-            .outcome
-            .pending
-            .into_iter()
-            .map(|(j, reason)| {
-                let jw = &self.ledger.jobs[j];
-                PendingJob {
-                    job: JobId(jw.job.id.clone()),
-                    queue: self.world.queue_label(jw),
-                    queue_id: (jw.leaf != QueueTree::ROOT).then_some(jw.leaf),
-                    message: reason.to_string(),
-                    reason,
-                }
-            })
-            .collect();
-        let mut queues = Vec::new();
-        let mut stack: Vec<(QueueId, u32)> = self
-            .world
-            .tree
-            .children(QueueTree::ROOT)
-            .iter()
-            .rev()
-            .map(|q| (*q, 0))
-            .collect();
-        while let Some((q, depth)) = stack.pop() {
-            let spec = self.world.tree.spec(q);
-            queues.push(QueueReport {
-                id: q,
-                name: self.world.tree.name(q).to_string(),
-                queue: self.world.tree.path(q).to_string(),
-                parent: spec.parent.clone(),
-                depth,
-                quota: spec.quota.clone(),
-                limit: spec.limit.clone(),
-                fair_share: self.world.fair[q.0].clone(),
-                allocated: self.ledger.alloc[q.0].clone(),
-                demand: self.world.demand[q.0].clone(),
-            });
-            stack.extend(
-                self.world
-                    .tree
-                    .children(q)
-                    .iter()
-                    .rev()
-                    .map(|c| (*c, depth + 1)),
-            );
-        }
-        Decisions {
-            binds: self
-                .outcome
-                .binds
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
-                .map(|(_, b)| b)
-                .collect(),
-            placements: self.outcome.placements,
-            evictions: self.outcome.evictions,
-            nominations: self.outcome.nominations,
-            withdrawals,
-            reservations,
-            pending,
-            queues,
-            warnings: self.outcome.warnings,
-            stats: self.outcome.stats,
-        }
-    }
 }
 
 /// Whether the tasks `chosen` of `job` are all of one shape: the same
@@ -896,118 +744,12 @@ pub(super) fn run_end(job: &Job, tasks: &[usize], start: usize) -> usize {
         .map_or(tasks.len(), |i| start + 1 + i)
 }
 
-/// What the gang minimum of a job would add to its queue (nothing when the
-/// pods for it do not exist: the job fails at once when tried).
-fn minimum_ask(jw: &JobWork) -> Resources {
-    let mut needs = Resources::zero();
-    if let Ok(chosen) = select_minimum(jw.job, &jw.pending, &jw.bound_by_sub, jw.bound_total, &[]) {
-        for t in chosen {
-            needs.add(&jw.job.tasks[t].requests);
-        }
-    }
-    needs
-}
-
-/// `pending` with the pods whose room is held (`held`) first, then the
-/// other nominated ones, newest nomination first (an older one was taken
-/// back by whoever holds its room now), then the rest; placement order
-/// within each.
-fn prefer_nominated(job: &Job, pending: &[usize], held: &[usize]) -> Vec<usize> {
-    let mut is_held = vec![false; job.tasks.len()];
-    for &t in held {
-        is_held[t] = true;
-    }
-    let mut v = pending.to_vec();
-    // Stable: placement order within each class and age.
-    v.sort_by_key(|&t| match &job.tasks[t].nomination {
-        _ if is_held[t] => (0, Reverse(i64::MAX)),
-        Some(n) => (1, Reverse(n.since.0)),
-        None => (2, Reverse(i64::MAX)),
-    });
-    v
-}
-
-/// The tasks to place now for a gang's minimum: for each sub-group, enough
-/// of its pending tasks (in `pending` order) to reach the sub-group's
-/// `minMember`, then enough more to reach the job's. Bound tasks count
-/// toward both. Fails when the pods do not exist.
-fn select_minimum(
-    job: &Job,
-    pending: &[usize],
-    bound_by_sub: &BTreeMap<&str, u32>,
-    bound_total: u32,
-    held: &[usize],
-) -> Result<Vec<usize>, PendingReason> {
-    // Pods with room held for them (`held`) are chosen first, then other
-    // nominated ones: the room held for a preemptor is held for the pods
-    // it nominated, and a gang that lost pods to an eviction since may
-    // have others ahead of them in placement order. What is chosen keeps
-    // placement order.
-    let reordered = pending
-        .iter()
-        .any(|&t| job.tasks[t].nomination.is_some())
-        .then(|| prefer_nominated(job, pending, held));
-    let prefer = reordered.as_deref().unwrap_or(pending);
-    let in_order = |picked: Vec<usize>| -> Vec<usize> {
-        if reordered.is_none() {
-            return picked;
-        }
-        let mut mark = vec![false; job.tasks.len()];
-        for &t in &picked {
-            mark[t] = true;
-        }
-        pending.iter().copied().filter(|&t| mark[t]).collect()
-    };
-    let mut chosen: Vec<usize> = Vec::new();
-    let mut taken = vec![false; job.tasks.len()];
-    for sg in &job.subgroups {
-        let have = bound_by_sub.get(sg.name.as_str()).copied().unwrap_or(0);
-        let need = sg.min_member.saturating_sub(have) as usize;
-        let cands: Vec<usize> = prefer
-            .iter()
-            .copied()
-            .filter(|&t| job.tasks[t].subgroup.as_deref() == Some(sg.name.as_str()))
-            .take(need)
-            .collect();
-        if cands.len() < need {
-            let total = job
-                .tasks
-                .iter()
-                .filter(|t| t.subgroup.as_deref() == Some(sg.name.as_str()))
-                .count();
-            return Err(PendingReason::NotEnoughPods {
-                subgroup: Some(sg.name.clone()),
-                have: total as u32,
-                min_member: sg.min_member,
-            });
-        }
-        for t in in_order(cands) {
-            taken[t] = true;
-            chosen.push(t);
-        }
-    }
-    let need = (job.min_member as usize).saturating_sub(bound_total as usize + chosen.len());
-    let rest: Vec<usize> = prefer
-        .iter()
-        .copied()
-        .filter(|&t| !taken[t])
-        .take(need)
-        .collect();
-    if rest.len() < need {
-        return Err(PendingReason::NotEnoughPods {
-            subgroup: None,
-            have: job.tasks.len() as u32,
-            min_member: job.min_member,
-        });
-    }
-    chosen.extend(in_order(rest));
-    Ok(chosen)
-}
-
 mod accounts;
 mod diagnosis;
 mod ends;
 mod evict;
+mod minimum;
+mod output;
 mod place;
 mod radix;
 mod ranked;

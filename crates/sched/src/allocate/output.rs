@@ -1,0 +1,162 @@
+//! The end of a cycle: what it decided, made `Decisions`, with the
+//! nominations it withdraws and the queue table.
+
+use std::collections::HashSet;
+
+use trainyard_model::{JobId, NodeName, QueueId, QueueTree, TaskKey, TaskState};
+
+use super::Cycle;
+use crate::decisions::{Decisions, PendingJob, PendingReason, QueueReport, Withdrawal};
+
+impl Cycle<'_> {
+    /// The nominations of pods still pending that the cycle does not keep
+    /// ([`Withdrawal`]): a pod keeps its nomination when it is nominated
+    /// again, when its job waits for its victims to go, while room is
+    /// still held for it (the room it names was free, and no one took it),
+    /// or while a pod on its nominated node is going (terminating, or
+    /// evicted by this cycle), as kube-scheduler keeps a nomination while
+    /// lower-priority pods terminate on its node. So a nomination is
+    /// withdrawn when its room went to others and nothing there is going.
+    fn withdrawals(&self) -> Vec<Withdrawal> {
+        // Most cycles have no nominated pending pod: nothing to index then.
+        let nominated: Vec<usize> = (0..self.ledger.jobs.len())
+            .filter(|&j| {
+                self.ledger.jobs[j]
+                    .job
+                    .tasks
+                    .iter()
+                    .any(|t| t.nomination.is_some() && t.is_pending())
+            })
+            .collect();
+        if nominated.is_empty() {
+            return Vec::new();
+        }
+        let kept: HashSet<(&str, &TaskKey)> = self
+            .outcome
+            .binds
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
+            .map(|(_, b)| (b.job.as_str(), &b.task))
+            .chain(
+                self.outcome
+                    .nominations
+                    .iter()
+                    .map(|n| (n.job.as_str(), &n.task)),
+            )
+            .collect();
+        let going: HashSet<&str> = self
+            .ledger
+            .jobs
+            .iter()
+            .flat_map(|jw| jw.job.tasks.iter())
+            .filter(|t| t.terminating)
+            .filter_map(|t| match &t.state {
+                TaskState::Bound { node, .. } => Some(node.as_str()),
+                _ => None,
+            })
+            .chain(self.outcome.evictions.iter().map(|e| e.node.0.as_str()))
+            .collect();
+        // A lapsed nomination holds nothing and waits for nothing: it is
+        // withdrawn even while a pod on its node is going.
+        let timeout = self.world.config.preemption.nomination_timeout_seconds;
+        let mut out = Vec::new();
+        for j in nominated {
+            let job = self.ledger.jobs[j].job;
+            if matches!(
+                self.outcome.pending.get(&j),
+                Some(PendingReason::WaitingForVictims { .. })
+            ) {
+                continue;
+            }
+            let held = self.ledger.held_tasks(j);
+            for (t, task) in job.tasks.iter().enumerate() {
+                if let Some(nom) = &task.nomination
+                    && task.is_pending()
+                    && !held.contains(&t)
+                    && (self.world.now.secs_since(nom.since) >= timeout
+                        || !going.contains(nom.node.as_str()))
+                    && !kept.contains(&(job.id.as_str(), &task.key))
+                {
+                    out.push(Withdrawal {
+                        job: JobId(job.id.clone()),
+                        task: task.key.clone(),
+                        node: NodeName(nom.node.clone()),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    pub(super) fn finish(mut self) -> Decisions {
+        let reservations = self.finish_reservations();
+        let withdrawals = self.withdrawals();
+        let pending = self
+            .outcome
+            .pending
+            .into_iter()
+            .map(|(j, reason)| {
+                let jw = &self.ledger.jobs[j];
+                PendingJob {
+                    job: JobId(jw.job.id.clone()),
+                    queue: self.world.queue_label(jw),
+                    queue_id: (jw.leaf != QueueTree::ROOT).then_some(jw.leaf),
+                    message: reason.to_string(),
+                    reason,
+                }
+            })
+            .collect();
+        let mut queues = Vec::new();
+        let mut stack: Vec<(QueueId, u32)> = self
+            .world
+            .tree
+            .children(QueueTree::ROOT)
+            .iter()
+            .rev()
+            .map(|q| (*q, 0))
+            .collect();
+        while let Some((q, depth)) = stack.pop() {
+            let spec = self.world.tree.spec(q);
+            queues.push(QueueReport {
+                id: q,
+                name: self.world.tree.name(q).to_string(),
+                queue: self.world.tree.path(q).to_string(),
+                parent: spec.parent.clone(),
+                depth,
+                quota: spec.quota.clone(),
+                limit: spec.limit.clone(),
+                fair_share: self.world.fair[q.0].clone(),
+                allocated: self.ledger.alloc[q.0].clone(),
+                demand: self.world.demand[q.0].clone(),
+            });
+            stack.extend(
+                self.world
+                    .tree
+                    .children(q)
+                    .iter()
+                    .rev()
+                    .map(|c| (*c, depth + 1)),
+            );
+        }
+        Decisions {
+            binds: self
+                .outcome
+                .binds
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
+                .map(|(_, b)| b)
+                .collect(),
+            placements: self.outcome.placements,
+            evictions: self.outcome.evictions,
+            nominations: self.outcome.nominations,
+            withdrawals,
+            reservations,
+            pending,
+            queues,
+            warnings: self.outcome.warnings,
+            stats: self.outcome.stats,
+        }
+    }
+}

@@ -1,20 +1,48 @@
 //! A simulated kubelet. Each step, per pod bound to an existing node:
-//! * `Pending` → `Running` once `start_delay` seconds have passed since binding
-//!   (conditions, `startTime`, `podIP`, `containerStatuses` set as a kubelet would);
+//! * `Pending` → admission, once `start_delay` seconds have passed since binding.
+//!   Like a real kubelet (`canAdmitPod`, the resource fit of
+//!   `pkg/kubelet/lifecycle/predicate.go`), it admits only a pod that fits: one
+//!   more pod within the node's `status.allocatable` `pods`, and each of `cpu`,
+//!   `memory` and every extended resource (a name with a `/`) the pod requests
+//!   within allocatable minus the requests of the pods already admitted there
+//!   (see [`admission`]; a resource the node does not list is allocatable 0).
+//!   An admitted pod goes `Running` (conditions, `startTime`, `podIP`,
+//!   `containerStatuses` set as a kubelet would, a `Started` event per
+//!   container); a rejected one goes `Failed` with `status.reason`
+//!   `OutOf<resource>` (`OutOfnvidia.com/gpu`, `OutOfcpu`, `OutOfmemory`,
+//!   `OutOfpods`), `status.message` `Pod was rejected: Node didn't have enough
+//!   resource: ...`, a `startTime`, only the conditions the kubelet does not own
+//!   (`PodScheduled`), and a `Warning` event with that reason; it never runs;
 //! * `Running` → `Succeeded` (or `Failed` when the annotation
 //!   `testapi.trainyard.io/exit-code` is non-zero) once the pod has run for the
 //!   seconds in its annotation [`RUN_SECONDS`];
 //! * pods marked for deletion are removed once `min(grace, stop_delay)` seconds
 //!   have passed since the deletion request.
 //!
+//! Admission order: a step first finishes and removes pods, then admits the
+//! pods due to start. The pods `Running` on a node count as used; the pods
+//! due in the same step are admitted by creation timestamp, then name (then
+//! namespace), each admitted one counting as used for the next.
+//!
+//! A pod's requests are, per resource, the larger of the sum over its
+//! containers and the largest init container (restartable init containers,
+//! sidecars, add to both as in `PodRequests`), plus `spec.overhead`; a limit
+//! stands in for a missing request, as kube-apiserver's defaulting would have
+//! set it. Quantities are parsed exactly ([`crate::quantity`]). Not checked:
+//! `ephemeral-storage`, `hugepages-*`, host ports, node affinity, taints. Unlike
+//! a real kubelet, which drops requests of extended resources its node does
+//! not list, an extended resource the node lacks counts as allocatable 0.
+//!
 //! With a manual clock nothing happens until the clock is advanced (or `tick` is
 //! called), so tests drive it deterministically.
 
-use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::{Map, Value, json};
 
 use crate::registry::ResourceDef;
 use crate::state::State;
-use crate::store::EventType;
+use crate::store::{EventType, obj_key};
 use crate::time::{format_rfc3339, parse_rfc3339};
 
 /// The annotation holding how many seconds a pod runs before it succeeds.
@@ -60,15 +88,36 @@ pub fn step(state: &mut State) -> usize {
         return 0;
     };
     let now = state.now();
-    // Decide on references and copy only the pods that change: a step
-    // over tens of thousands of pods where nothing happens costs a scan,
-    // not a copy of every pod. No decision reads another pod, so deciding
-    // all before committing any is the same as committing as we go.
-    enum Step {
-        Remove(Value),
-        Update(Value, String, bool),
+    let plan = plan(state, now);
+    let changed = plan.remove.len() + plan.finish.len() + plan.due.len();
+    for pod in plan.remove {
+        state.store.commit("/pods", EventType::Deleted, pod);
     }
-    let mut steps = Vec::new();
+    for pod in plan.finish {
+        state.store.commit(&def.key(), EventType::Modified, pod);
+    }
+    // After the finishes and removals: what they free is free for admission.
+    admit_and_start(state, &def, plan.due, now);
+    changed + crate::eviction::refresh_pdbs(state)
+}
+
+/// What a step does to the pods bound to existing nodes.
+#[derive(Default)]
+struct Plan {
+    /// Terminating pods whose time is up.
+    remove: Vec<Value>,
+    /// Running pods that finish, in their finished form.
+    finish: Vec<Value>,
+    /// Pending pods due to start (as stored) and their nodes.
+    due: Vec<(Value, String)>,
+}
+
+/// Decides on references and copies only the pods that change: a step over
+/// tens of thousands of pods where nothing happens costs a scan, not a copy
+/// of every pod. No decision here reads another pod; admission, which does,
+/// comes after ([`admit_and_start`]).
+fn plan(state: &State, now: i64) -> Plan {
+    let mut plan = Plan::default();
     for pod in state.store.iter("/pods") {
         let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
         if node.is_empty() || state.store.get("/nodes", "", node).is_none() {
@@ -83,46 +132,297 @@ pub fn step(state: &mut State) -> usize {
                 .as_array()
                 .is_some_and(|f| !f.is_empty());
             if now >= asked + grace.min(state.kubelet.stop_delay) && !finalizers {
-                steps.push(Step::Remove(pod.clone()));
+                plan.remove.push(pod.clone());
             }
             continue;
         }
-        let phase = pod["status"]["phase"].as_str().unwrap_or("Pending");
-        let next = match phase {
-            "Pending" => start(state, pod, node, now),
-            "Running" => finish(pod, now),
-            _ => None,
-        };
-        if let Some(p) = next {
-            steps.push(Step::Update(p, node.to_string(), phase == "Pending"));
+        match pod["status"]["phase"].as_str().unwrap_or("Pending") {
+            "Pending" if due(state, pod, now) => plan.due.push((pod.clone(), node.to_string())),
+            "Running" => plan.finish.extend(finish(pod, now)),
+            _ => {}
         }
     }
-    let changed = steps.len();
-    for step in steps {
-        match step {
-            Step::Remove(pod) => {
-                state.store.commit("/pods", EventType::Deleted, pod);
-            }
-            Step::Update(p, node, started) => {
-                let p = state.store.commit(&def.key(), EventType::Modified, p);
-                if started {
-                    record_started(state, &p, &node, now);
-                }
-            }
-        }
-    }
-    changed + crate::eviction::refresh_pdbs(state)
+    plan
 }
 
-fn start(state: &State, pod: &Value, node: &str, now: i64) -> Option<Value> {
-    let scheduled = pod["status"]["conditions"]
+/// Admits the pods due to start, in admission order (creation timestamp, name,
+/// namespace), against what the pods already running on their nodes hold, and
+/// starts or rejects each.
+fn admit_and_start(state: &mut State, def: &ResourceDef, mut due: Vec<(Value, String)>, now: i64) {
+    if due.is_empty() {
+        return;
+    }
+    due.sort_by_cached_key(|(pod, _)| {
+        let (ns, name) = obj_key(pod);
+        (ts(&pod["metadata"]["creationTimestamp"]), name, ns)
+    });
+    let nodes: BTreeSet<&str> = due.iter().map(|(_, node)| node.as_str()).collect();
+    let mut used: HashMap<String, Amounts> = HashMap::new();
+    for (node, pod) in admitted(state).filter(|(node, _)| nodes.contains(node)) {
+        charge(used.entry(node.to_string()).or_default(), &pod_amounts(pod));
+    }
+    for (pod, node) in due {
+        let wants = pod_amounts(&pod);
+        let used = used.entry(node.clone()).or_default();
+        match judge(state, &node, used, &wants) {
+            Ok(()) => {
+                charge(used, &wants);
+                let p = running(state, &pod, &node, now);
+                let p = state.store.commit(&def.key(), EventType::Modified, p);
+                record_started(state, &p, &node, now);
+            }
+            Err(r) => {
+                let p = rejected(&pod, &r, now);
+                let p = state.store.commit(&def.key(), EventType::Modified, p);
+                record_event(state, &p, &node, now, Event::rejected(&r));
+            }
+        }
+    }
+}
+
+/// Why the kubelet refused a pod: its `status.reason` (`OutOfcpu`,
+/// `OutOfnvidia.com/gpu`, ...) and the admission message (`Node didn't have
+/// enough resource: cpu, requested: 2000, used: 7000, capacity: 8000`), which
+/// the pod's `status.message` carries after `Pod was rejected: `.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rejection {
+    /// `OutOf<resource>` (or `InvalidNodeInfo` for a node that does not exist).
+    pub reason: String,
+    /// The admission message, as the kubelet's event carries it.
+    pub message: String,
+}
+
+impl Rejection {
+    /// The pod's `status.message`: `Pod was rejected: ` and the message.
+    pub fn status_message(&self) -> String {
+        format!("Pod was rejected: {}", self.message)
+    }
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+impl std::error::Error for Rejection {}
+
+/// Whether the simulated kubelet of `node` admits `pod` now, against the pods
+/// it has admitted there (those `Running` on `node`, other than `pod`). Pure:
+/// reads `state`, changes nothing. Checks one more pod against allocatable
+/// `pods`, then the pod's `cpu`, `memory` and extended resources (names with
+/// a `/`, in name order) it requests more than 0 of; the first that does not
+/// fit is the rejection. `cpu` is compared in millicores, the rest in whole
+/// units (bytes for memory), each rounded up as the kubelet rounds.
+pub fn admission(state: &State, pod: &Value, node: &str) -> Result<(), Rejection> {
+    let me = obj_key(pod);
+    let mut used = Amounts::new();
+    for (_, other) in admitted(state).filter(|(n, p)| *n == node && obj_key(p) != me) {
+        charge(&mut used, &pod_amounts(other));
+    }
+    judge(state, node, &used, &pod_amounts(pod))
+}
+
+/// Per resource, what a pod requests, in millis (`"1"` is 1000): the larger
+/// of the sum over `spec.containers` and the largest `spec.initContainers`
+/// entry (a restartable init container, `restartPolicy: Always`, adds to the
+/// containers' sum and to every later init container, as in Kubernetes'
+/// `PodRequests`), plus `spec.overhead`. A container's limit stands in for a
+/// request it does not state (kube-apiserver's defaulting). Unparsable
+/// quantities count as 0.
+pub fn pod_requests(pod: &Value) -> BTreeMap<String, i128> {
+    let spec = &pod["spec"];
+    let mut reqs = Amounts::new();
+    for c in spec["containers"].as_array().into_iter().flatten() {
+        add(&mut reqs, &container_requests(c));
+    }
+    let mut sidecars = Amounts::new();
+    let mut init = Amounts::new();
+    for c in spec["initContainers"].as_array().into_iter().flatten() {
+        let mut own = container_requests(c);
+        if c["restartPolicy"] == "Always" {
+            add(&mut reqs, &own);
+            add(&mut sidecars, &own);
+            own = sidecars.clone();
+        } else {
+            add(&mut own, &sidecars);
+        }
+        for (r, v) in own {
+            let m = init.entry(r).or_default();
+            *m = (*m).max(v);
+        }
+    }
+    for (r, v) in init {
+        let m = reqs.entry(r).or_default();
+        *m = (*m).max(v);
+    }
+    add(&mut reqs, &quantities(&spec["overhead"]));
+    reqs
+}
+
+/// Amounts per resource: millis from [`pod_requests`], or the units the
+/// kubelet compares in ([`units`]).
+type Amounts = BTreeMap<String, i128>;
+
+/// The pods the simulated kubelet has admitted (those `Running`) and their nodes.
+fn admitted(state: &State) -> impl Iterator<Item = (&str, &Value)> {
+    state.store.iter("/pods").filter_map(|p| {
+        let node = p["spec"]["nodeName"].as_str()?;
+        (p["status"]["phase"] == "Running").then_some((node, p))
+    })
+}
+
+/// Whether `wants` (units) fits on `node` beside `used` (units, with `pods`).
+fn judge(state: &State, node: &str, used: &Amounts, wants: &Amounts) -> Result<(), Rejection> {
+    let Some(n) = state.store.get("/nodes", "", node) else {
+        return Err(Rejection {
+            reason: "InvalidNodeInfo".into(),
+            message: "Kubelet cannot get node info.".into(),
+        });
+    };
+    let allocatable = &n["status"]["allocatable"];
+    let short = |r: &str, requested: i128| {
+        let capacity = allocatable
+            .get(r)
+            .and_then(quantity)
+            .map_or(0, |m| units(r, m));
+        let used = used.get(r).copied().unwrap_or(0);
+        (requested > capacity - used).then(|| Rejection {
+            reason: format!("OutOf{r}"),
+            message: format!(
+                "Node didn't have enough resource: {r}, requested: {requested}, used: {used}, capacity: {capacity}"
+            ),
+        })
+    };
+    if let Some(r) = short("pods", 1) {
+        return Err(r);
+    }
+    let extended = wants.keys().filter(|r| r.contains('/')).map(String::as_str);
+    for r in ["cpu", "memory"].into_iter().chain(extended) {
+        let want = wants.get(r).copied().unwrap_or(0);
+        if want > 0
+            && let Some(rej) = short(r, want)
+        {
+            return Err(rej);
+        }
+    }
+    Ok(())
+}
+
+/// A pod's requests in the units the kubelet compares ([`units`]), without
+/// `pods` (each pod counts as one, see [`charge`]).
+fn pod_amounts(pod: &Value) -> Amounts {
+    pod_requests(pod)
+        .into_iter()
+        .filter(|(r, _)| r != "pods")
+        .map(|(r, m)| {
+            let u = units(&r, m);
+            (r, u)
+        })
+        .collect()
+}
+
+/// Millis in the unit the kubelet compares `resource` in: millicores for
+/// `cpu`, whole units rounded up for the rest (`Quantity.Value`).
+fn units(resource: &str, millis: i128) -> i128 {
+    if resource == "cpu" {
+        millis
+    } else {
+        millis / 1000 + i128::from(millis % 1000 > 0)
+    }
+}
+
+/// Adds an admitted pod's `wants` (units) and the pod itself to `used`.
+fn charge(used: &mut Amounts, wants: &Amounts) {
+    add(used, wants);
+    *used.entry("pods".into()).or_default() += 1;
+}
+
+fn add(to: &mut Amounts, more: &Amounts) {
+    for (r, v) in more {
+        *to.entry(r.clone()).or_default() += v;
+    }
+}
+
+/// A container's requests in millis, a limit standing in for a missing request.
+fn container_requests(c: &Value) -> Amounts {
+    let mut r = quantities(&c["resources"]["limits"]);
+    r.extend(quantities(&c["resources"]["requests"]));
+    r
+}
+
+/// A resource list (`{"cpu": "2", ...}`) in millis.
+fn quantities(list: &Value) -> Amounts {
+    list.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(r, q)| (r.clone(), quantity(q).unwrap_or(0)))
+        .collect()
+}
+
+/// A quantity in millis, from a string or (as some tests write it) a number.
+fn quantity(q: &Value) -> Option<i128> {
+    match q {
+        Value::String(s) => crate::quantity::parse_millis(s),
+        Value::Number(n) => crate::quantity::parse_millis(&n.to_string()),
+        _ => None,
+    }
+}
+
+/// The pod as a kubelet leaves one it rejected: `Failed` with the reason and
+/// message, a start time, its QoS class, and only the conditions the kubelet
+/// does not own (`PodScheduled`); no IPs, no container statuses.
+fn rejected(pod: &Value, r: &Rejection, now: i64) -> Value {
+    const KUBELET_OWNED: [&str; 4] = [
+        "PodReadyToStartContainers",
+        "Initialized",
+        "Ready",
+        "ContainersReady",
+    ];
+    let old = &pod["status"];
+    let kept: Vec<Value> = old["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| !KUBELET_OWNED.iter().any(|k| c["type"] == *k))
+        .cloned()
+        .collect();
+    let mut status = Map::new();
+    status.insert("phase".into(), json!("Failed"));
+    status.insert("reason".into(), json!(r.reason));
+    status.insert("message".into(), json!(r.status_message()));
+    let start = old.get("startTime").cloned();
+    status.insert(
+        "startTime".into(),
+        start.unwrap_or(json!(format_rfc3339(now))),
+    );
+    if let Some(q) = old.get("qosClass") {
+        status.insert("qosClass".into(), q.clone());
+    }
+    if !kept.is_empty() {
+        status.insert("conditions".into(), json!(kept));
+    }
+    let mut p = pod.clone();
+    p["status"] = Value::Object(status);
+    p
+}
+
+/// When the pod was bound (its `PodScheduled` condition), else created.
+fn scheduled_at(pod: &Value) -> Option<i64> {
+    pod["status"]["conditions"]
         .as_array()
         .and_then(|cs| cs.iter().find(|c| c["type"] == "PodScheduled"))
         .and_then(|c| ts(&c["lastTransitionTime"]))
-        .or_else(|| ts(&pod["metadata"]["creationTimestamp"]))?;
-    if now < scheduled + state.kubelet.start_delay {
-        return None;
-    }
+        .or_else(|| ts(&pod["metadata"]["creationTimestamp"]))
+}
+
+/// Whether a bound `Pending` pod is due to start (`start_delay` after binding).
+fn due(state: &State, pod: &Value, now: i64) -> bool {
+    scheduled_at(pod).is_some_and(|at| now >= at + state.kubelet.start_delay)
+}
+
+/// The pod as a kubelet reports it once its containers run.
+fn running(state: &State, pod: &Value, node: &str, now: i64) -> Value {
     let at = format_rfc3339(now);
     let mut p = pod.clone();
     let uid = pod["metadata"]["uid"].as_str().unwrap_or_default();
@@ -170,7 +470,7 @@ fn start(state: &State, pod: &Value, node: &str, now: i64) -> Option<Value> {
         cond("ContainersReady", "True", &at),
         sched,
     ]);
-    Some(p)
+    p
 }
 
 fn finish(pod: &Value, now: i64) -> Option<Value> {
@@ -211,8 +511,48 @@ fn finish(pod: &Value, now: i64) -> Option<Value> {
     Some(p)
 }
 
+/// An event the kubelet records about a pod.
+struct Event {
+    reason: String,
+    message: String,
+    kind: &'static str,
+    /// `spec.containers{NAME}` for a container's event; none for the pod's.
+    field_path: Option<String>,
+}
+
+impl Event {
+    /// The `Warning` a kubelet records when it rejects a pod.
+    fn rejected(r: &Rejection) -> Self {
+        Event {
+            reason: r.reason.clone(),
+            message: r.message.clone(),
+            kind: "Warning",
+            field_path: None,
+        }
+    }
+}
+
 /// Records the `Started` events a kubelet emits for a pod's containers.
 fn record_started(state: &mut State, pod: &Value, node: &str, now: i64) {
+    let names: Vec<String> = pod["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| c["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for cname in names {
+        let ev = Event {
+            reason: "Started".into(),
+            message: format!("Started container {cname}"),
+            kind: "Normal",
+            field_path: Some(format!("spec.containers{{{cname}}}")),
+        };
+        record_event(state, pod, node, now, ev);
+    }
+}
+
+/// Records an event from the kubelet of `node` about `pod`.
+fn record_event(state: &mut State, pod: &Value, node: &str, now: i64, ev: Event) {
     let Some(events) = state.registry.by_key("/events").cloned() else {
         return;
     };
@@ -222,30 +562,26 @@ fn record_started(state: &mut State, pod: &Value, node: &str, now: i64) {
         .to_string();
     let name = pod["metadata"]["name"].as_str().unwrap_or_default();
     let at = format_rfc3339(now);
-    for c in pod["spec"]["containers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-    {
-        let cname = c["name"].as_str().unwrap_or_default();
-        let ev = json!({
-            "metadata": {"generateName": format!("{name}.")},
-            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": ns,
-                "uid": pod["metadata"]["uid"], "resourceVersion": pod["metadata"]["resourceVersion"],
-                "fieldPath": format!("spec.containers{{{cname}}}")},
-            "reason": "Started", "message": format!("Started container {cname}"), "type": "Normal",
-            "source": {"component": "kubelet", "host": node}, "reportingComponent": "kubelet", "reportingInstance": node,
-            "firstTimestamp": at, "lastTimestamp": at, "count": 1,
-        });
-        if let Err(e) = state.create(
-            &events,
-            "v1",
-            Some(&ns),
-            ev,
-            &crate::state::WriteOpts::default(),
-        ) {
-            tracing::warn!(error = %e, "recording a kubelet event failed");
-        }
+    let mut involved = json!({"apiVersion": "v1", "kind": "Pod", "name": name, "namespace": ns,
+        "uid": pod["metadata"]["uid"], "resourceVersion": pod["metadata"]["resourceVersion"]});
+    if let Some(f) = ev.field_path {
+        involved["fieldPath"] = json!(f);
+    }
+    let obj = json!({
+        "metadata": {"generateName": format!("{name}.")},
+        "involvedObject": involved,
+        "reason": ev.reason, "message": ev.message, "type": ev.kind,
+        "source": {"component": "kubelet", "host": node}, "reportingComponent": "kubelet", "reportingInstance": node,
+        "firstTimestamp": at, "lastTimestamp": at, "count": 1,
+    });
+    if let Err(e) = state.create(
+        &events,
+        "v1",
+        Some(&ns),
+        obj,
+        &crate::state::WriteOpts::default(),
+    ) {
+        tracing::warn!(error = %e, "recording a kubelet event failed");
     }
 }
 
@@ -262,4 +598,282 @@ pub fn bind(state: &mut State, def: &ResourceDef, pod: &Value, node: &str) -> Va
     conds.push(cond("PodScheduled", "True", &at));
     p["status"]["conditions"] = json!(conds);
     state.store.commit(&def.key(), EventType::Modified, p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::WriteOpts;
+    use crate::time::Clock;
+
+    const T0: i64 = 1_767_225_600; // 2026-01-01T00:00:00Z
+
+    fn state() -> State {
+        State::new(10_000, Clock::Manual(T0), KubeletConfig::default(), 7)
+    }
+
+    fn def(st: &State, key: &str) -> ResourceDef {
+        st.registry.by_key(key).cloned().expect("served")
+    }
+
+    fn node(st: &mut State, name: &str, allocatable: Value) {
+        let d = def(st, "/nodes");
+        let n = json!({"metadata": {"name": name}, "status": {"allocatable": allocatable}});
+        st.create(&d, "v1", None, n, &WriteOpts::default())
+            .expect("node");
+    }
+
+    /// Creates `name` in `default` with one container requesting `requests`
+    /// (extra fields of `spec` merged in) and binds it to `node`.
+    fn bound(st: &mut State, name: &str, requests: Value, node: &str) {
+        pod_with(
+            st,
+            name,
+            json!({"containers": [{"name": "c", "image": "img",
+            "resources": {"requests": requests}}]}),
+            node,
+        );
+    }
+
+    fn pod_with(st: &mut State, name: &str, spec: Value, node: &str) {
+        let d = def(st, "/pods");
+        let p =
+            json!({"metadata": {"name": name, "annotations": {RUN_SECONDS: "60"}}, "spec": spec});
+        let p = st
+            .create(&d, "v1", Some("default"), p, &WriteOpts::default())
+            .expect("pod");
+        bind(st, &d, &p, node);
+    }
+
+    fn pod(st: &State, name: &str) -> Value {
+        st.store
+            .get("/pods", "default", name)
+            .cloned()
+            .expect("pod")
+    }
+
+    fn phase(st: &State, name: &str) -> String {
+        pod(st, name)["status"]["phase"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    fn gpu_node() -> Value {
+        json!({"cpu": "8", "memory": "64Gi", "pods": "110", "nvidia.com/gpu": "8"})
+    }
+
+    #[test]
+    fn of_two_six_gpu_pods_on_an_eight_gpu_node_one_runs_and_one_is_rejected() {
+        let mut st = state();
+        node(&mut st, "gpu-1", gpu_node());
+        bound(&mut st, "b", json!({"nvidia.com/gpu": "6"}), "gpu-1");
+        bound(&mut st, "a", json!({"nvidia.com/gpu": "6"}), "gpu-1");
+        // Both are judged in one step: same creation second, so by name.
+        assert_eq!(step(&mut st), 2);
+        assert_eq!(phase(&st, "a"), "Running");
+        let b = pod(&st, "b");
+        assert_eq!(b["status"]["phase"], "Failed");
+        assert_eq!(b["status"]["reason"], "OutOfnvidia.com/gpu");
+        assert_eq!(
+            b["status"]["message"],
+            "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, requested: 6, used: 6, capacity: 8"
+        );
+        // Left as a kubelet leaves a rejected pod: the scheduler's condition
+        // only, a start time, no IP, no container statuses.
+        let types: Vec<&Value> = b["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| &c["type"])
+            .collect();
+        assert_eq!(types, [&json!("PodScheduled")]);
+        assert_eq!(b["status"]["startTime"], json!(format_rfc3339(T0)));
+        assert_eq!(b["status"]["qosClass"], "BestEffort");
+        assert!(
+            b["status"].get("podIP").is_none() && b["status"].get("containerStatuses").is_none()
+        );
+        // A Warning event with the reason; no Started event for it.
+        let events = st.store.list("/events", Some("default"));
+        let about_b: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["involvedObject"]["name"] == "b")
+            .collect();
+        assert_eq!(about_b.len(), 1);
+        assert_eq!(about_b[0]["type"], "Warning");
+        assert_eq!(about_b[0]["reason"], "OutOfnvidia.com/gpu");
+        // It never runs, however long the kubelet steps.
+        st.clock.advance(120);
+        step(&mut st);
+        assert_eq!(phase(&st, "b"), "Failed");
+        assert_eq!(phase(&st, "a"), "Succeeded");
+    }
+
+    #[test]
+    fn admission_order_is_creation_time_then_name() {
+        let mut st = state();
+        node(&mut st, "gpu-1", gpu_node());
+        bound(&mut st, "z-early", json!({"nvidia.com/gpu": "6"}), "gpu-1");
+        st.clock.advance(1);
+        // Created later: judged after z-early though its name sorts first.
+        // Bound before the step, so both are due in the same one.
+        bound(&mut st, "a-late", json!({"nvidia.com/gpu": "6"}), "gpu-1");
+        step(&mut st);
+        assert_eq!(phase(&st, "z-early"), "Running");
+        assert_eq!(phase(&st, "a-late"), "Failed");
+    }
+
+    #[test]
+    fn cpu_and_memory_overflow_are_out_of_cpu_and_out_of_memory() {
+        let mut st = state();
+        node(&mut st, "n", gpu_node());
+        bound(
+            &mut st,
+            "big",
+            json!({"cpu": "7500m", "memory": "2Gi"}),
+            "n",
+        );
+        step(&mut st);
+        assert_eq!(phase(&st, "big"), "Running");
+        bound(&mut st, "cpu", json!({"cpu": "1"}), "n");
+        bound(
+            &mut st,
+            "mem",
+            json!({"cpu": "100m", "memory": "63Gi"}),
+            "n",
+        );
+        bound(&mut st, "small", json!({"cpu": "0.5"}), "n");
+        step(&mut st);
+        let cpu = pod(&st, "cpu");
+        assert_eq!(cpu["status"]["reason"], "OutOfcpu");
+        assert_eq!(
+            cpu["status"]["message"],
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000, used: 7500, capacity: 8000"
+        );
+        let mem = pod(&st, "mem");
+        assert_eq!(mem["status"]["reason"], "OutOfmemory");
+        assert_eq!(
+            mem["status"]["message"],
+            format!(
+                "Pod was rejected: Node didn't have enough resource: memory, requested: {}, used: {}, capacity: {}",
+                63u64 << 30,
+                2u64 << 30,
+                64u64 << 30
+            )
+        );
+        // 7500m + 500m is exactly the node's 8 cores.
+        assert_eq!(phase(&st, "small"), "Running");
+    }
+
+    #[test]
+    fn a_pod_fits_once_another_has_succeeded() {
+        let mut st = state();
+        node(&mut st, "gpu-1", gpu_node());
+        bound(&mut st, "first", json!({"nvidia.com/gpu": "6"}), "gpu-1");
+        step(&mut st);
+        assert_eq!(phase(&st, "first"), "Running");
+        let second = json!({"metadata": {"name": "second", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "img",
+                "resources": {"requests": {"nvidia.com/gpu": "6"}}}]}});
+        assert_eq!(
+            admission(&st, &second, "gpu-1").map_err(|r| r.reason),
+            Err("OutOfnvidia.com/gpu".to_string())
+        );
+        st.clock.advance(60);
+        step(&mut st);
+        assert_eq!(phase(&st, "first"), "Succeeded");
+        assert_eq!(admission(&st, &second, "gpu-1"), Ok(()));
+        bound(&mut st, "second", json!({"nvidia.com/gpu": "6"}), "gpu-1");
+        step(&mut st);
+        assert_eq!(phase(&st, "second"), "Running");
+    }
+
+    #[test]
+    fn a_pod_finishing_in_the_same_step_frees_its_room() {
+        let mut st = state();
+        node(&mut st, "gpu-1", gpu_node());
+        bound(&mut st, "first", json!({"nvidia.com/gpu": "8"}), "gpu-1");
+        step(&mut st);
+        st.clock.advance(60);
+        bound(&mut st, "next", json!({"nvidia.com/gpu": "8"}), "gpu-1");
+        step(&mut st);
+        assert_eq!(phase(&st, "first"), "Succeeded");
+        assert_eq!(phase(&st, "next"), "Running");
+    }
+
+    #[test]
+    fn pods_count_missing_resources_and_requests_add_up_as_kubernetes_does() {
+        let mut st = state();
+        node(&mut st, "two", json!({"cpu": "4", "pods": "2"}));
+        for n in ["p1", "p2", "p3"] {
+            bound(&mut st, n, json!({}), "two");
+        }
+        // A resource the node does not list is allocatable 0 when requested.
+        node(
+            &mut st,
+            "cpu-only",
+            json!({"cpu": "4", "memory": "8Gi", "pods": "10"}),
+        );
+        bound(
+            &mut st,
+            "wants-gpu",
+            json!({"nvidia.com/gpu": "1"}),
+            "cpu-only",
+        );
+        bound(
+            &mut st,
+            "zero-gpu",
+            json!({"nvidia.com/gpu": "0"}),
+            "cpu-only",
+        );
+        step(&mut st);
+        assert_eq!(
+            (phase(&st, "p1"), phase(&st, "p2")),
+            ("Running".into(), "Running".into())
+        );
+        let p3 = pod(&st, "p3");
+        assert_eq!(p3["status"]["reason"], "OutOfpods");
+        assert_eq!(
+            p3["status"]["message"],
+            "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2"
+        );
+        let g = pod(&st, "wants-gpu");
+        assert_eq!(g["status"]["reason"], "OutOfnvidia.com/gpu");
+        assert_eq!(
+            g["status"]["message"],
+            "Pod was rejected: Node didn't have enough resource: nvidia.com/gpu, requested: 1, used: 0, capacity: 0"
+        );
+        assert_eq!(phase(&st, "zero-gpu"), "Running");
+        // Sum of containers vs. the largest init container (a sidecar adds to
+        // both), plus overhead; a limit stands in for a missing request.
+        let p = json!({"spec": {
+            "containers": [
+                {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}},
+                {"resources": {"limits": {"cpu": "500m", "nvidia.com/gpu": "2"}}},
+            ],
+            "initContainers": [
+                {"restartPolicy": "Always", "resources": {"requests": {"cpu": "250m"}}},
+                {"resources": {"requests": {"cpu": "3", "memory": "512Mi"}}},
+            ],
+            "overhead": {"cpu": "100m"},
+        }});
+        let r = pod_requests(&p);
+        assert_eq!(
+            r["cpu"],
+            3_250 + 100,
+            "init 3 + sidecar 250m beats 1.75, plus overhead"
+        );
+        assert_eq!(r["memory"], 1_024 * 1_048_576 * 1_000);
+        assert_eq!(r["nvidia.com/gpu"], 2_000);
+    }
+
+    #[test]
+    fn admission_of_a_missing_node_is_invalid_node_info() {
+        let st = state();
+        let p = json!({"metadata": {"name": "p"}, "spec": {"containers": []}});
+        assert_eq!(
+            admission(&st, &p, "nowhere").map_err(|r| r.reason),
+            Err("InvalidNodeInfo".to_string())
+        );
+    }
 }

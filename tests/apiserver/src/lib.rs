@@ -23,8 +23,9 @@
 //!   authorization over the stored roles and bindings (403 with kube-apiserver's
 //!   message), `SelfSubjectAccessReview` and ServiceAccount `TokenRequest`s; see
 //!   [`auth`] and [`rbac`];
-//! * a simulated kubelet (see [`kubelet`]) on a real or manual clock, and fault
-//!   injection (see [`faults`]).
+//! * a simulated kubelet (see [`kubelet`]) on a real or manual clock that, like a
+//!   real one, admits only the pods that fit their node (`Failed` with
+//!   `OutOf<resource>` otherwise), and fault injection (see [`faults`]).
 //!
 //! Not implemented: controllers (a Deployment creates no pods, a namespace gets no
 //! `default` ServiceAccount), aggregated ClusterRoles, RBAC escalation checks,
@@ -54,6 +55,7 @@ pub mod kinds;
 pub mod kubelet;
 pub mod patch;
 pub mod protobuf;
+pub mod quantity;
 pub mod rbac;
 pub mod registry;
 pub mod routes;

@@ -114,7 +114,7 @@ where
 fn node(name: &str) -> Node {
     obj(
         json!({"metadata": {"name": name}, "status": {"conditions": [{"type": "Ready", "status": "True"}],
-        "allocatable": {"nvidia.com/gpu": "4"}, "addresses": [{"type": "InternalIP", "address": "192.0.2.20"}]}}),
+        "allocatable": {"nvidia.com/gpu": "4", "pods": "110"}, "addresses": [{"type": "InternalIP", "address": "192.0.2.20"}]}}),
     )
 }
 

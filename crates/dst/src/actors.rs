@@ -17,7 +17,8 @@ impl Sim {
         for i in 0..self.faults.nodes {
             self.add_node(&format!("gpu-{i}"));
         }
-        for (name, value) in [("low", 100), ("high", 1000)] {
+        // KAI's convention: below 100 preemptible (`train` is 50).
+        for (name, value) in [("low", 50), ("high", 1000)] {
             let pc = json!({"metadata": {"name": name}, "value": value});
             let _ = self
                 .api
@@ -44,17 +45,30 @@ impl Sim {
         }
     }
 
-    fn pod(&mut self, name: &str, gpus: i64, group: Option<&str>, scheduler: &str) -> Value {
+    fn priority(&mut self) -> &'static str {
+        if self.rng.random_bool(0.3) {
+            "high"
+        } else {
+            "low"
+        }
+    }
+
+    fn pod(
+        &mut self,
+        name: &str,
+        gpus: i64,
+        group: Option<(&str, &str)>,
+        scheduler: &str,
+    ) -> Value {
         let run = self.rng.random_range(10..240).to_string();
+        let (group, priority) = match group {
+            Some((g, p)) => (Some(g), p),
+            None => (None, self.priority()),
+        };
         let mut labels = json!({});
         if let Some(g) = group {
             labels["trainyard.io/pod-group"] = json!(g);
         }
-        let priority = if self.rng.random_bool(0.3) {
-            "high"
-        } else {
-            "low"
-        };
         let queue = ["team-a", "team-b", "default"]
             .choose(&mut self.rng)
             .copied()
@@ -112,8 +126,14 @@ impl Sim {
             self.note(format!("podgroup {name} refused: {e}"));
             return;
         }
+        let priority = self.priority();
         for i in 0..size {
-            let pod = self.pod(&format!("{name}-{i}"), per, Some(&name), "trainyard");
+            let pod = self.pod(
+                &format!("{name}-{i}"),
+                per,
+                Some((&name, priority)),
+                "trainyard",
+            );
             let _ = self.api.create("/pods", Some("ml"), pod);
         }
         self.note(format!(

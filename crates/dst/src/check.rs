@@ -36,9 +36,15 @@ pub struct Checks {
     pub other_bound: BTreeMap<String, u64>,
     /// The node each pod was first seen bound to, by uid.
     nodes_of: BTreeMap<String, String>,
+    /// Why liveness was not judged at the end, if it was not.
+    pub unjudged: Option<String>,
+    /// The last cycle's pending reasons, by job (`namespace/name`).
+    pub reasons: BTreeMap<String, String>,
     /// Gangs partly bound, since when (ms, counted while a leader runs).
     partial: BTreeMap<String, i64>,
     last_step: i64,
+    /// The leading process (replica, epoch) the timers count for.
+    leader: Option<(usize, u64)>,
 }
 
 /// Whether `pod` holds room on its node: bound, and not finished.
@@ -193,7 +199,7 @@ impl Checks {
         now: i64,
         trace: &mut Vec<String>,
     ) {
-        let pods = api.list("/pods");
+        let pods: Vec<&Value> = api.state.store.iter("/pods").collect();
         let mut devices: BTreeMap<(String, String), String> = BTreeMap::new();
         for p in pods.iter().filter(|p| holds(p)) {
             let node = p["spec"]["nodeName"].as_str().unwrap_or("").to_string();
@@ -233,6 +239,18 @@ impl Checks {
             r.up && r.machine.as_ref().is_some_and(|m| m.leading())
                 && r.elector.as_ref().is_none_or(|e| e.role == Role::Leader)
         });
+        // The repair timer lives in the leader's memory: a new leading
+        // process starts it again (docs/service-simulation.md).
+        let leader = replicas.iter().enumerate().find_map(|(i, r)| {
+            let leads = r.up
+                && r.machine.as_ref().is_some_and(|m| m.leading())
+                && r.elector.as_ref().is_none_or(|e| e.role == Role::Leader);
+            leads.then_some((i, r.epoch))
+        });
+        if leader != self.leader {
+            self.leader = leader;
+            self.partial.clear();
+        }
         let dt = if leading { now - self.last_step } else { 0 };
         self.last_step = now;
         self.gangs(api, &pods, replicas, dt, trace);
@@ -241,7 +259,7 @@ impl Checks {
     fn gangs(
         &mut self,
         api: &Api,
-        pods: &[Value],
+        pods: &[&Value],
         replicas: &[Replica],
         dt: i64,
         trace: &mut Vec<String>,
@@ -257,6 +275,7 @@ impl Checks {
             let gname = name(&g);
             let members: Vec<&Value> = pods
                 .iter()
+                .copied()
                 .filter(|p| {
                     p["metadata"]["labels"]["trainyard.io/pod-group"].as_str()
                         == Some(gname.as_str())
@@ -307,29 +326,65 @@ impl Checks {
                 .sum();
             free.push(node_gpus(&n) - used);
         }
-        let mut waiting: BTreeMap<String, (i64, i64, i64)> = BTreeMap::new();
-        for p in pods.iter().filter(|p| {
+        // Pending pods of ours by job: (pending, GPUs each, minimum,
+        // preemptible).
+        let mut waiting: BTreeMap<String, (i64, i64, i64, bool)> = BTreeMap::new();
+        let live = |p: &&Value| p["metadata"]["deletionTimestamp"].is_null();
+        let group_of = |p: &Value| {
+            p["metadata"]["labels"]["trainyard.io/pod-group"]
+                .as_str()
+                .map(str::to_string)
+        };
+        for p in pods.iter().filter(live).filter(|p| {
             p["spec"]["schedulerName"] == "trainyard"
                 && p["spec"]["nodeName"].as_str().is_none_or(str::is_empty)
-                && p["metadata"]["deletionTimestamp"].is_null()
-                && p["status"]["phase"]
-                    .as_str()
-                    .is_none_or(|ph| ph == "Pending")
+                && p["status"]["phase"].as_str().is_none_or(|ph| ph == "Pending")
+                // A pod in a queue that does not exist waits, with a reason.
+                && p["metadata"]["labels"]["trainyard.io/queue"] != "no-such-queue"
         }) {
-            let group = p["metadata"]["labels"]["trainyard.io/pod-group"]
-                .as_str()
-                .map_or_else(|| format!("pod {}", name(p)), |g| format!("gang {g}"));
-            let e = waiting.entry(group).or_insert((0, gpus_of(p), 0));
+            let (job, min) = match group_of(p) {
+                Some(g) => {
+                    let Some(group) = api.get("trainyard.io/podgroups", "ml", &g) else {
+                        continue;
+                    };
+                    (g, group["spec"]["minMember"].as_i64().unwrap_or(1))
+                }
+                None => (name(p), 1),
+            };
+            let low = p["spec"]["priorityClassName"] == "low";
+            let e = waiting.entry(job).or_insert((0, gpus_of(p), min, low));
             e.0 += 1;
             e.1 = e.1.max(gpus_of(p));
         }
-        for (job, (count, each, _)) in waiting {
-            if each <= 0 {
-                continue;
-            }
-            let room: i64 = free.iter().map(|f| f / each).sum();
-            if room >= count {
-                self.violations.push(format!("liveness: {job} ({count} pods × {each} GPUs) still pending on a quiet cluster with room for {room} such pods"));
+        // A gang with fewer live pods than its minimum waits for them.
+        waiting.retain(|job, w| {
+            let members = pods
+                .iter()
+                .filter(live)
+                .filter(|p| group_of(p).as_deref() == Some(job.as_str()) || name(p) == *job)
+                .count() as i64;
+            w.1 > 0 && members >= w.2
+        });
+        let room = |each: i64| free.iter().map(|f| f / each).sum::<i64>();
+        // A job that cannot fit may hold room for itself (a reservation):
+        // then what the others may use is the scheduler's business.
+        if let Some((job, _)) = waiting.iter().find(|(_, w)| room(w.1) < w.0) {
+            self.unjudged = Some(format!("{job} does not fit the free GPUs"));
+            return;
+        }
+        for (job, (count, each, _, low)) in waiting {
+            // A job not preemptible (high priority) runs only within its
+            // queue's quota: only preemptible jobs are judged.
+            if low && room(each) >= count {
+                let why = self
+                    .reasons
+                    .get(&format!("ml/{job}"))
+                    .cloned()
+                    .unwrap_or_else(|| "no reason given".into());
+                self.violations.push(format!(
+                    "liveness: {job} ({count} pods × {each} GPUs) still pending on a quiet cluster with room for {} such pods: {why}",
+                    room(each)
+                ));
             }
         }
     }

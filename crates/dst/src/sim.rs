@@ -113,6 +113,9 @@ impl Sim {
             }
         }
         self.now = self.end;
+        if std::env::var("DST_DEBUG").is_ok() {
+            self.debug_views();
+        }
         self.checks.at_end(&self.api, &self.replicas, &self.faults);
     }
 
@@ -259,6 +262,20 @@ impl Sim {
             Command::WriteCheckpoint(_) => Some(Input::CheckpointWritten(Ok(()))),
             Command::Observe(o) => {
                 self.checks.cycles += 1;
+                self.checks.reasons = o
+                    .decisions
+                    .pending
+                    .iter()
+                    .map(|p| (p.job.to_string(), p.message.clone()))
+                    .collect();
+                if std::env::var("DST_DEBUG").is_ok() {
+                    for j in &o.snapshot.jobs {
+                        eprintln!(
+                            "job {} priority {} preemptible {}",
+                            j.id, j.priority, j.preemptible
+                        );
+                    }
+                }
                 let binds = o.decisions.binds.len();
                 let evictions = o.decisions.evictions.len();
                 if binds + evictions > 0 {
@@ -404,6 +421,51 @@ impl Sim {
         if let Some(every) = self.faults.crash_every_ms {
             let next = self.now + back + self.rng.random_range(every / 2..every * 3 / 2);
             self.at(next, Ev::Crash(r));
+        }
+    }
+
+    /// Each node's GPUs bound, as the API and as each machine sees them
+    /// (`DST_DEBUG`).
+    fn debug_views(&mut self) {
+        let pods = self.api.list("/pods");
+        for n in self.api.list("/nodes") {
+            let name = n["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let api: Vec<String> = pods
+                .iter()
+                .filter(|p| p["spec"]["nodeName"] == name.as_str())
+                .map(|p| {
+                    format!(
+                        "{}:{}:{}",
+                        p["metadata"]["name"],
+                        p["status"]["phase"],
+                        crate::check::gpus_of(p)
+                    )
+                })
+                .collect();
+            eprintln!(
+                "node {name} unsched {} api {api:?}",
+                n["spec"]["unschedulable"]
+            );
+            for (i, r) in self.replicas.iter_mut().enumerate() {
+                let Some(m) = r.machine.as_mut() else {
+                    continue;
+                };
+                let snap = m.world.state.snapshot();
+                let mine: Vec<String> = snap
+                    .jobs
+                    .iter()
+                    .flat_map(|j| j.tasks.iter())
+                    .filter(|t| matches!(&t.state, trainyard_model::TaskState::Bound { node, .. } if *node == name))
+                    .map(|t| format!("{}{}", t.key.name, if t.terminating { "(term)" } else { "" }))
+                    .collect();
+                let ext: Vec<String> = snap
+                    .external
+                    .iter()
+                    .filter(|e| e.node == name)
+                    .map(|e| e.name.clone())
+                    .collect();
+                eprintln!("   replica {i}: {mine:?} external {ext:?}");
+            }
         }
     }
 

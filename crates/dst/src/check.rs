@@ -43,6 +43,10 @@ pub struct Checks {
     /// Gangs partly bound, since when (ms, counted while a leader runs).
     partial: BTreeMap<String, i64>,
     last_step: i64,
+    /// Jobs a rule asked to evict a member of since the last step.
+    evicting: BTreeSet<String>,
+    /// The watches' lag (ms).
+    pub watch_lag_ms: i64,
     /// The leading process (replica, epoch) the timers count for.
     leader: Option<(usize, u64)>,
 }
@@ -123,6 +127,9 @@ impl Checks {
                     ),
                 );
             }
+        }
+        if let Request::Rule { eviction, .. } = &sent.request {
+            self.evicting.insert(eviction.job.clone());
         }
         if let Request::Write {
             write: trainyard_cluster::Write::Bind(b),
@@ -267,7 +274,13 @@ impl Checks {
         let Some(s) = replicas.first().map(|r| &r.settings.service) else {
             return;
         };
-        let limit = (s.gang_repair_seconds + s.assume_timeout_seconds) as i64 * 1000
+        // The member's termination (≤ 5 s here), the watch's lag, the
+        // repair's wait, and three cycles; an eviction asked for a member
+        // starts it again (a refused one is asked again after
+        // `assumeTimeoutSeconds`).
+        let limit = s.gang_repair_seconds as i64 * 1000
+            + self.watch_lag_ms
+            + 5000
             + 3 * s.cycle_period_millis as i64;
         let mut partial_now = BTreeSet::new();
         for g in api.list("trainyard.io/podgroups") {
@@ -292,8 +305,9 @@ impl Checks {
                 continue;
             }
             partial_now.insert(gname.clone());
+            let asked = self.evicting.remove(&format!("ml/{gname}"));
             let t = self.partial.entry(gname.clone()).or_default();
-            *t += dt;
+            *t = if asked { 0 } else { *t + dt };
             if *t > limit {
                 let what = format!(
                     "gang {gname} left partly bound ({bound} of minMember {min}) for {} s of leading time",
@@ -303,6 +317,7 @@ impl Checks {
             }
         }
         self.partial.retain(|g, _| partial_now.contains(g));
+        self.evicting.clear();
     }
 
     /// At the end, after the quiet period: every pending gang that fits

@@ -26,6 +26,8 @@ impl Sim {
             } else {
                 "429 TooManyRequests"
             };
+            let what = describe(&sent.request);
+            self.note(format!("replica {r}: {what}: {code} (injected)"));
             self.at(
                 self.now + back,
                 Ev::Answer(r, epoch, sent, Err(code.into())),

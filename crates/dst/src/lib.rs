@@ -69,6 +69,7 @@ pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_0f_fa17);
     let faults = faults.unwrap_or_else(|| Faults::draw(&mut rng));
     let mut sim = Sim::new(seed, seconds, faults.clone());
+    sim.checks.watch_lag_ms = faults.watch_lag_ms;
     sim.populate();
     for i in 0..faults.replicas {
         let store = faults.store;

@@ -169,7 +169,17 @@ impl Sim {
             let Some(m) = self.replicas[r].machine.as_mut() else {
                 return;
             };
+            let before = m.progress().recovered;
             let commands = m.handle(input, now);
+            let after = m.progress().recovered;
+            if after != before {
+                self.note(format!(
+                    "replica {r}: bind journal: {} closed, {} completed, {} rolled back",
+                    after.closed - before.closed,
+                    after.completed - before.completed,
+                    after.rolled_back - before.rolled_back
+                ));
+            }
             for c in commands {
                 if let Some(answer) = self.command(r, c) {
                     inputs.push(answer);
@@ -218,6 +228,12 @@ impl Sim {
                 eviction,
                 intent,
             } => {
+                let (q, f) = (self.replicas[r].queue.len(), self.replicas[r].in_flight);
+                self.note(format!(
+                    "replica {r}: rule {} asks to evict {} (queued {q}, in flight {f})",
+                    rule.labels().1,
+                    eviction.task.name
+                ));
                 self.enqueue(
                     r,
                     Request::Rule {
@@ -270,18 +286,33 @@ impl Sim {
                     .collect();
                 if std::env::var("DST_DEBUG").is_ok() {
                     for j in &o.snapshot.jobs {
+                        let tasks: Vec<String> = j
+                            .tasks
+                            .iter()
+                            .map(|t| format!("{}:{:?}:{}", t.key.name, t.state, t.terminating))
+                            .collect();
                         eprintln!(
-                            "job {} priority {} preemptible {}",
-                            j.id, j.priority, j.preemptible
+                            "job {} priority {} preemptible {} min {} tasks {tasks:?}",
+                            j.id, j.priority, j.preemptible, j.min_member
                         );
                     }
                 }
                 let binds = o.decisions.binds.len();
                 let evictions = o.decisions.evictions.len();
                 if binds + evictions > 0 {
-                    self.note(format!(
-                        "replica {r}: cycle binds {binds}, evicts {evictions}"
-                    ));
+                    let what: Vec<String> = o
+                        .decisions
+                        .binds
+                        .iter()
+                        .map(|b| format!("{}→{}{:?}", b.task.name, b.node, b.gpus))
+                        .chain(
+                            o.decisions
+                                .evictions
+                                .iter()
+                                .map(|e| format!("evict {} for {}", e.task.name, e.preemptor)),
+                        )
+                        .collect();
+                    self.note(format!("replica {r}: cycle decides {}", what.join(", ")));
                 }
                 None
             }

@@ -28,6 +28,9 @@ pub struct Assumption {
     /// When it was assumed.
     pub at: Timestamp,
     pub effect: Effect,
+    /// The API accepted its write: it is kept until the world shows it or
+    /// the task is gone, whatever its age ([`ClusterState::write_landed`]).
+    pub landed: bool,
 }
 
 /// A write the I/O edge owes the world for an assumed decision.
@@ -48,6 +51,16 @@ impl Effect {
 }
 
 impl Write {
+    /// The job and pod written.
+    pub fn target(&self) -> (&str, &TaskKey) {
+        match self {
+            Write::Bind(b) => (b.job.as_str(), &b.task),
+            Write::Evict(e) => (e.job.as_str(), &e.task),
+            Write::Nominate(n) => (n.job.as_str(), &n.task),
+            Write::Withdraw(w) => (w.job.as_str(), &w.task),
+        }
+    }
+
     /// The pod written.
     pub fn task(&self) -> &TaskKey {
         match self {
@@ -174,6 +187,7 @@ impl ClusterState {
                     task: task.clone(),
                     at: now,
                     effect,
+                    landed: false,
                 });
                 Some(true)
             };
@@ -342,7 +356,7 @@ impl ClusterState {
                 continue;
             };
             let (old, keep): (Vec<Assumption>, Vec<Assumption>) =
-                list.drain(..).partition(|a| a.at < older_than);
+                list.drain(..).partition(|a| a.at < older_than && !a.landed);
             *list = keep;
             if old.is_empty() {
                 continue;
@@ -358,6 +372,27 @@ impl ClusterState {
             self.note_nominations(&id);
         }
         gone
+    }
+
+    /// The API accepted `write`: its assumption is kept until the world
+    /// shows it (or the task is gone), however long the watch takes, as
+    /// kube-scheduler keeps an assumed pod whose binding finished. Forgetting
+    /// it for its age would show the pod pending and its room free while
+    /// the pod holds it (`forget_assumed`). True when there was one.
+    pub fn write_landed(&mut self, write: &Write) -> bool {
+        let (job, task) = write.target();
+        let Some(list) = self.assumed.get_mut(job) else {
+            return false;
+        };
+        let mut found = false;
+        for a in list
+            .iter_mut()
+            .filter(|a| a.task == *task && write.is_for(job, a))
+        {
+            a.landed = true;
+            found = true;
+        }
+        found
     }
 
     /// Drops the assumption behind `write`, which failed (the pod was

@@ -132,6 +132,25 @@ fn forgetting_an_unconfirmed_bind_frees_the_task_and_drops_its_write() {
 }
 
 #[test]
+fn a_bind_the_api_accepted_is_not_forgotten_for_its_age() {
+    // Decided at 5, landed long after (a slow API, a queue of binds), the
+    // watch not yet showing it: it still holds its node at 100.
+    let mut s = world();
+    let d = Decisions {
+        binds: vec![bind("b", "b-0", "n1"), bind("b", "b-1", "n2")],
+        ..Decisions::default()
+    };
+    s.assume(&d, Timestamp(5));
+    let writes = s.take_writes();
+    assert!(s.write_landed(&writes[0]));
+    let gone = s.forget_assumed(Timestamp(100));
+    assert_eq!(gone.len(), 1, "only the bind not landed is forgotten");
+    assert_eq!(gone[0].1.task, "b-1");
+    assert_eq!(state(&s, "b", "b-0"), "bound@n1");
+    assert_eq!(state(&s, "b", "b-1"), "pending");
+}
+
+#[test]
 fn a_failed_write_is_forgotten_alone_and_the_task_is_pending_again() {
     let mut s = world();
     let d = Decisions {

@@ -7,9 +7,12 @@
 //! sees the gang with fewer members bound than its minimum and places the
 //! missing ones where they fit (the retry). A gang that stays *incomplete*
 //! (some members bound, fewer than `minMember` or than a sub-group's
-//! minimum bound to nodes that exist, none of them terminating) for `gangRepairSeconds` has its bound
+//! minimum bound to nodes that exist) for `gangRepairSeconds` has its bound
 //! members evicted through the Eviction API, so it holds no GPUs while it
-//! cannot run; its controller (a Job, a PyTorchJob) recreates them and the
+//! cannot run (not while one of them is terminating: that waits for it to
+//! go, but the time counts from when the gang was first seen incomplete;
+//! the deterministic simulation found that a member deleted every minute
+//! kept a gang partial for good when termination reset the clock); its controller (a Job, a PyTorchJob) recreates them and the
 //! gang is placed whole again.
 //!
 //! The same holds for a gang that ran whole and lost a member (its node
@@ -103,10 +106,6 @@ fn runs(snapshot: &Snapshot, task: &Task) -> bool {
 
 /// Why `job` is incomplete, if it is: `(running, needed, what)`.
 fn incomplete(snapshot: &Snapshot, job: &Job) -> Option<(u32, u32, String)> {
-    if job.tasks.iter().any(|t| t.terminating) {
-        // Being evicted already (reclaim, preemption, or this rule).
-        return None;
-    }
     if job.tasks.iter().all(Task::is_pending) {
         return None;
     }
@@ -157,7 +156,10 @@ impl Repair {
             };
             let since = *self.since.entry(job.id.clone()).or_insert(now);
             let waited = now.secs_since(since);
-            if waited < timeout_seconds {
+            // A member terminating (being evicted already: reclaim,
+            // preemption, this rule, or deleted) waits for it to go; the
+            // gang stays incomplete since the first time it was seen so.
+            if waited < timeout_seconds || job.tasks.iter().any(|t| t.terminating) {
                 continue;
             }
             let message = format!(
@@ -314,6 +316,26 @@ mod tests {
             "{}",
             e[0].message
         );
+    }
+
+    #[test]
+    fn a_member_terminating_does_not_restart_the_clock() {
+        let mut r = Repair::default();
+        let partial = gang("ml/a", 4, 2);
+        assert!(
+            r.check_all(&snap(vec![partial.clone()]), Timestamp(0), 60, 10)
+                .is_empty()
+        );
+        let mut going = partial.clone();
+        going.tasks[1].terminating = true;
+        assert!(
+            r.check_all(&snap(vec![going]), Timestamp(30_000), 60, 10)
+                .is_empty()
+        );
+        let mut left = partial;
+        left.tasks.remove(1);
+        let e = r.check_all(&snap(vec![left]), Timestamp(61_000), 60, 10);
+        assert_eq!(names(&e), ["ml/a-0"], "incomplete since 0, not since 30 s");
     }
 
     #[test]

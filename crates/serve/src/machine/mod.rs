@@ -466,6 +466,12 @@ impl Service {
         now: Timestamp,
         out: &mut Vec<Command>,
     ) {
+        if error.is_none() {
+            // Accepted by the API: assumed until the watch shows it or the
+            // pod is gone, whatever its age (kube-scheduler does not expire
+            // an assumed pod whose binding finished).
+            self.world.state.write_landed(write);
+        }
         match (write, &error) {
             (_, Some(_)) => {
                 // The world will not show it: decide again, soon.
@@ -473,9 +479,7 @@ impl Service {
                 self.done.written.failed += 1;
                 self.soon(now);
             }
-            (Write::Bind(_), None) => {
-                self.done.written.binds += 1;
-            }
+            (Write::Bind(_), None) => self.done.written.binds += 1,
             (Write::Evict(_), None) => self.done.written.evictions += 1,
             (Write::Nominate(_), None) => self.done.written.nominations += 1,
             (Write::Withdraw(_), None) => self.done.written.withdrawals += 1,

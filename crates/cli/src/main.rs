@@ -156,6 +156,11 @@ struct ServeArgs {
     /// land before they are abandoned (seconds); then the lease is released.
     #[arg(long, default_value_t = 10, value_name = "SECONDS")]
     drain_seconds: u64,
+    /// Leader election on a Lease (default: on, or as the settings file says). With
+    /// --leader-elect=false this replica leads alone and writes without a lease: for a
+    /// single replica or tests only; two replicas without it both bind and evict.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    leader_elect: Option<bool>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -285,7 +290,10 @@ fn cmd_serve(args: ServeArgs) -> Result<()> {
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "trainyard".into());
     let suffix = format!("{:08x}", std::process::id() ^ (trainyard_seed() as u32));
-    let settings = settings.with_environment(&pod, &namespace, &host, &suffix);
+    let mut settings = settings.with_environment(&pod, &namespace, &host, &suffix);
+    if let Some(on) = args.leader_elect {
+        settings.service.leader_election.enabled = on;
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -257,7 +257,7 @@ async fn killed_while_binding_gangs_no_partial_gang_survives_and_no_pod_is_bound
     std::fs::write(
         &settings,
         format!(
-            "service:\n  cyclePeriodMillis: 50\n  debounceMillis: 10\n  httpAddress: ''\n  bindConcurrency: 1\n  gangRepairSeconds: 3600\n  store:\n    path: {}\n",
+            "service:\n  cyclePeriodMillis: 50\n  debounceMillis: 10\n  httpAddress: ''\n  bindConcurrency: 1\n  gangRepairSeconds: 3600\n  leaderElection:\n    enabled: false\n  store:\n    path: {}\n",
             store.display()
         ),
     )

@@ -219,6 +219,10 @@ impl Sim {
                 room.push((nm, node_gpus(&n) - used));
             }
         }
+        // kube-scheduler's default scoring (LeastAllocated): the emptiest
+        // node, ties broken at random.
+        let most = room.iter().map(|(_, f)| *f).max().unwrap_or(0);
+        room.retain(|(_, f)| *f == most);
         let Some((node, free)) = room.choose(&mut self.rng).cloned() else {
             return;
         };

@@ -43,8 +43,9 @@ pub struct Checks {
     /// Gangs partly bound, since when (ms, counted while a leader runs).
     partial: BTreeMap<String, i64>,
     last_step: i64,
-    /// Jobs a rule asked to evict a member of since the last step.
-    evicting: BTreeSet<String>,
+    /// Jobs a replica asked to evict a member of since the last step (a
+    /// request may then wait in its writer's queue).
+    pub evicting: BTreeSet<String>,
     /// The watches' lag (ms).
     pub watch_lag_ms: i64,
     /// The leading process (replica, epoch) the timers count for.
@@ -96,6 +97,16 @@ impl Checks {
         self.violations.push(what);
     }
 
+    /// A replica's clock stepped back by `ms` (when positive): the partial
+    /// gangs' timers allow for it.
+    pub fn clock_stepped_back(&mut self, ms: i64) {
+        if ms > 0 {
+            for t in self.partial.values_mut() {
+                *t -= ms;
+            }
+        }
+    }
+
     /// A write is sent: by a replica that holds the Lease (when two run),
     /// and not a bind this process was told already landed.
     pub fn on_send(
@@ -127,9 +138,6 @@ impl Checks {
                     ),
                 );
             }
-        }
-        if let Request::Rule { eviction, .. } = &sent.request {
-            self.evicting.insert(eviction.job.clone());
         }
         if let Request::Write {
             write: trainyard_cluster::Write::Bind(b),

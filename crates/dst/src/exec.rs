@@ -195,8 +195,11 @@ impl Sim {
             le.lease_duration_seconds,
             now,
         );
-        let spec =
-            json!({"holderIdentity": identity, "leaseDurationSeconds": le.lease_duration_seconds});
+        // As the elector writes it: the renew time changes at every attempt
+        // (a write that changes nothing keeps the resourceVersion).
+        let at = micro_time(now);
+        let spec = json!({"holderIdentity": identity, "leaseDurationSeconds": le.lease_duration_seconds,
+            "acquireTime": at, "renewTime": at});
         match (decided, current) {
             (Attempt::Standby, _) => false,
             (Attempt::Create, _) | (_, None) => {
@@ -206,12 +209,23 @@ impl Sim {
             }
             (Attempt::Hold { .. }, Some(mut lease)) => {
                 lease["spec"]["holderIdentity"] = json!(identity);
+                lease["spec"]["renewTime"] = json!(at);
                 lease["spec"]["leaseDurationSeconds"] = json!(le.lease_duration_seconds);
                 // Conditional on the version read: of two takers, one wins.
                 self.api.update(LEASES, lease, false).is_ok()
             }
         }
     }
+}
+
+/// RFC 3339 with microseconds, as a Lease's times are written.
+fn micro_time(ms: i64) -> String {
+    let secs = trainyard_testapi::time::format_rfc3339(ms.div_euclid(1000));
+    format!(
+        "{}.{:06}Z",
+        secs.trim_end_matches('Z'),
+        ms.rem_euclid(1000) * 1000
+    )
 }
 
 /// A request, for the trace.

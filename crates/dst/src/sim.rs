@@ -142,6 +142,9 @@ impl Sim {
                 if !self.quiet() {
                     let jump = self.rng.random_range(-60_000..=120_000);
                     self.replicas[r].offset += jump;
+                    // The service's rules time on the wall clock: a step
+                    // back delays them by the step (a known limit).
+                    self.checks.clock_stepped_back(-jump);
                     self.note(format!("replica {r}: clock jumps {jump} ms"));
                     self.schedule_tick(r);
                 }
@@ -206,6 +209,11 @@ impl Sim {
         let rv = self.replicas[r].seen;
         match c {
             Command::Unit(unit) => {
+                for w in &unit.writes {
+                    if let trainyard_cluster::Write::Evict(e) = w {
+                        self.checks.evicting.insert(e.job.to_string());
+                    }
+                }
                 let rep = &mut self.replicas[r];
                 if let (Some((id, rec)), Some(j)) = (unit.open, rep.journal.as_mut()) {
                     // Committed before the first bind is sent.
@@ -228,6 +236,7 @@ impl Sim {
                 eviction,
                 intent,
             } => {
+                self.checks.evicting.insert(eviction.job.clone());
                 let (q, f) = (self.replicas[r].queue.len(), self.replicas[r].in_flight);
                 self.note(format!(
                     "replica {r}: rule {} asks to evict {} (queued {q}, in flight {f})",

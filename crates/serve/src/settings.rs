@@ -21,7 +21,7 @@
 //!   eventQueue: 10000
 //!   httpAddress: 0.0.0.0:8080   # /metrics, /healthz, /readyz; "" for none
 //!   leaderElection:
-//!     enabled: false
+//!     enabled: true             # off only for one replica (--leader-elect=false)
 //!     leaseName: trainyard
 //!     leaseNamespace: ""        # POD_NAMESPACE, else default
 //!     identity: ""              # POD_NAME, else the host name
@@ -132,7 +132,9 @@ pub struct LeaderElection {
 impl Default for LeaderElection {
     fn default() -> Self {
         LeaderElection {
-            enabled: false,
+            // On by default, as kube-scheduler's `--leader-elect`: two
+            // replicas started alike never both write.
+            enabled: true,
             lease_name: "trainyard".into(),
             lease_namespace: String::new(),
             identity: String::new(),

@@ -275,6 +275,8 @@ pub fn fast_settings() -> Settings {
     settings.service.debounce_millis = 10;
     // Tests run side by side: no fixed port.
     settings.service.http_address = String::new();
+    // One replica per test (the tests of election turn it on).
+    settings.service.leader_election.enabled = false;
     settings
 }
 

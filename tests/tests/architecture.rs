@@ -108,6 +108,20 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The test API server: an I/O tool for tests, generic over kinds; it
     // knows nothing of Trainyard (its tests may use anything, as dev-deps).
     ("trainyard-testapi", &[]),
+    // The deterministic simulation of the service: its state machine
+    // against the test API server's rules, in-process.
+    (
+        "trainyard-dst",
+        &[
+            "trainyard-serve",
+            "trainyard-testapi",
+            "trainyard-cluster",
+            "trainyard-sched",
+            "trainyard-store",
+            "trainyard-crd",
+            "trainyard-model",
+        ],
+    ),
 ];
 
 const CORE: &[&str] = &[
@@ -300,6 +314,54 @@ fn core_sources_do_not_touch_io_or_clock() {
     assert!(
         hits.is_empty(),
         "impure code in the core:\n{}",
+        hits.join("\n")
+    );
+}
+
+/// The service's state machine (`crates/serve/src/machine`) is sans-IO:
+/// no async, no client, no clock, no file: the shell and the simulation
+/// drive the same code.
+#[test]
+fn the_service_machine_is_sans_io() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/serve/src/machine");
+    let banned = [
+        "tokio",
+        "kube::",
+        "async ",
+        ".await",
+        "std::fs",
+        "std::net",
+        "std::env",
+        "SystemTime",
+        "Instant",
+        "std::thread",
+        "wall_clock",
+        "println!",
+    ];
+    let mut hits = Vec::new();
+    let mut files = 0;
+    for e in std::fs::read_dir(&root)
+        .expect("the machine's sources")
+        .flatten()
+    {
+        let p = e.path();
+        let text = std::fs::read_to_string(&p).expect("readable");
+        files += 1;
+        for (i, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            for b in banned {
+                if line.contains(b) {
+                    hits.push(format!("{}:{}: {b}", p.display(), i + 1));
+                }
+            }
+        }
+    }
+    assert!(files >= 4, "the machine's sources were not found");
+    assert!(
+        hits.is_empty(),
+        "I/O in the service's state machine:\n{}",
         hits.join("\n")
     );
 }

@@ -395,6 +395,26 @@ impl ClusterState {
         found
     }
 
+    /// `write` failed without saying whether it took effect (no answer, a
+    /// server error): its assumption stays, aged from `now`, so the world
+    /// has the assume timeout to show what happened before its room is
+    /// given to anyone else. True when there was one.
+    pub fn write_uncertain(&mut self, write: &Write, now: Timestamp) -> bool {
+        let (job, task) = write.target();
+        let Some(list) = self.assumed.get_mut(job) else {
+            return false;
+        };
+        let mut found = false;
+        for a in list
+            .iter_mut()
+            .filter(|a| a.task == *task && write.is_for(job, a))
+        {
+            a.at = a.at.max(now);
+            found = true;
+        }
+        found
+    }
+
     /// Drops the assumption behind `write`, which failed (the pod was
     /// deleted, its node is gone, the API refused): the world will not show
     /// it, so the next snapshot has the task as the world has it and the

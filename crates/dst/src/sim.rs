@@ -13,6 +13,25 @@ use crate::check::Checks;
 use crate::faults::Faults;
 use crate::replica::{Replica, Request, Sent};
 
+/// A failed request as the shell reports it: the reason the metrics
+/// give its error, and the message.
+fn failure(message: String) -> trainyard_serve::machine::Failure {
+    let reason = match message.split(' ').next().unwrap_or("") {
+        "timeout:" => "transport",
+        "fenced:" => "fenced",
+        "500" | "504" => "server_error",
+        "429" => "too_many_requests",
+        "409" => "conflict",
+        "404" => "not_found",
+        "422" => "invalid",
+        _ => "other",
+    };
+    trainyard_serve::machine::Failure {
+        reason: reason.into(),
+        message,
+    }
+}
+
 /// Simulation time starts here (ms since the epoch: 2027-01-15).
 pub const START_MS: i64 = 1_800_000_000_000;
 
@@ -396,7 +415,7 @@ impl Sim {
                 Input::Written {
                     unit,
                     write,
-                    error: result.err(),
+                    error: result.err().map(|message| failure(message)),
                 }
             }
             Request::Rule {

@@ -410,7 +410,7 @@ pub async fn run_with(
                 let input = machine::Input::Written {
                     unit: o.unit,
                     write: o.write,
-                    error: o.error.map(|f| f.message),
+                    error: o.error,
                 };
                 shell.drive(&mut machine, input, wall_clock()).await;
             }
@@ -451,7 +451,7 @@ pub async fn run_with(
                 let input = machine::Input::Written {
                     unit: o.unit,
                     write: o.write,
-                    error: o.error.map(|f| f.message),
+                    error: o.error,
                 };
                 // Only the journal's closes are carried out now.
                 for c in machine.handle(input, wall_clock()) {

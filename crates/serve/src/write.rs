@@ -255,13 +255,7 @@ pub struct Outcome {
     pub error: Option<Failure>,
 }
 
-/// Why a write failed: a short reason for metrics
-/// ([`crate::metrics::reason_of`]) and the error.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
-    pub reason: String,
-    pub message: String,
-}
+pub use crate::machine::Failure;
 
 /// Writes one unit: its intent into the bind journal first (when the
 /// machine opened one: committed durably before any write), nominations

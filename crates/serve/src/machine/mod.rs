@@ -103,6 +103,36 @@ pub enum JournalOp {
     Close(u64),
 }
 
+/// Why a write failed: a short reason (as `trainyard_api_*` and the
+/// metrics name it: `conflict`, `not_found`, `server_error`, `transport`,
+/// `fenced`, ...) and the error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub reason: String,
+    pub message: String,
+}
+
+impl Failure {
+    /// Whether the write may have taken effect though it failed: no
+    /// answer (`transport`: a timeout, a connection lost after the
+    /// request was sent) or a server error (a 500 or 504 can come after
+    /// the store committed).
+    pub fn uncertain(&self) -> bool {
+        matches!(self.reason.as_str(), "transport" | "server_error")
+    }
+
+    /// For a bind refused because the pod is bound already: the node it
+    /// is bound to (kube-apiserver's `pod X is already assigned to node
+    /// "Y"`).
+    pub fn assigned_to(&self) -> Option<&str> {
+        let rest = self
+            .message
+            .split("is already assigned to node \"")
+            .nth(1)?;
+        rest.split('"').next()
+    }
+}
+
 /// What the machine is told.
 #[derive(Clone, Debug)]
 pub enum Input {
@@ -114,7 +144,7 @@ pub enum Input {
     Written {
         unit: u64,
         write: Write,
-        error: Option<String>,
+        error: Option<Failure>,
     },
     /// A rule's eviction is done (or not).
     RuleEvicted {
@@ -462,19 +492,35 @@ impl Service {
         &mut self,
         unit: u64,
         write: &Write,
-        error: Option<String>,
+        error: Option<Failure>,
         now: Timestamp,
         out: &mut Vec<Command>,
     ) {
-        if error.is_none() {
+        let landed = match (&error, write) {
+            (None, _) => true,
+            // Our own bind, landed before (its answer was lost, and this
+            // is a retry): it holds the node it names.
+            (Some(f), Write::Bind(b)) => f.assigned_to() == Some(b.node.as_str()),
+            _ => false,
+        };
+        if landed {
             // Accepted by the API: assumed until the watch shows it or the
             // pod is gone, whatever its age (kube-scheduler does not expire
             // an assumed pod whose binding finished).
             self.world.state.write_landed(write);
         }
         match (write, &error) {
+            (_, Some(f)) if landed || f.uncertain() => {
+                // It may have taken effect: kept as assumed (from now, so
+                // the watch has the assume timeout to show it), never
+                // handed to another pod on the strength of a lost answer.
+                if !landed {
+                    self.world.state.write_uncertain(write, now);
+                }
+                self.done.written.failed += 1;
+            }
             (_, Some(_)) => {
-                // The world will not show it: decide again, soon.
+                // Refused: the world will not show it; decide again, soon.
                 self.world.state.forget_write(write);
                 self.done.written.failed += 1;
                 self.soon(now);

@@ -204,7 +204,7 @@ impl Sim {
 
     /// Another scheduler creates a pod and binds it by `spec.nodeName`
     /// (through `pods/binding`) where the API's objects say it fits.
-    fn other_scheduler(&mut self) {
+    pub(crate) fn other_scheduler(&mut self) {
         let pods = self.api.list("/pods");
         let mut room: Vec<(String, i64)> = Vec::new();
         for n in self.api.list("/nodes") {

@@ -44,6 +44,8 @@ pub struct Report {
     pub refused: u64,
     /// Simulated seconds.
     pub seconds: i64,
+    /// Time spent in the service's state machine (ns, wall clock).
+    pub machine_ns: u128,
 }
 
 /// The service's settings for replica `i` of a run: the defaults, as the
@@ -60,6 +62,12 @@ pub fn settings(i: usize, faults: &Faults) -> Settings {
         svc.store.path = format!("/simulated/replica-{i}");
     }
     s
+}
+
+/// The fault mix seed `seed` draws.
+pub fn faults_of(seed: u64) -> Faults {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_0f_fa17);
+    Faults::draw(&mut rng)
 }
 
 /// Runs seed `seed` for `seconds` of simulated time (the last
@@ -119,5 +127,6 @@ pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
         evictions: sim.checks.evictions,
         refused: sim.checks.refused,
         seconds: (sim.now - START_MS) / 1000,
+        machine_ns: sim.machine_ns,
     }
 }

@@ -52,8 +52,14 @@ pub enum Ev {
     Actor,
     /// The kubelets step.
     Kubelet,
+    /// A crash on the replica's own period.
     Crash(usize),
+    /// A crash at a point of interest (while a gang's binds are on their
+    /// way), once.
+    Kill(usize),
     Restart(usize),
+    /// The other scheduler binds one pod.
+    OtherBinds,
     /// A replica's clock jumps.
     ClockJump(usize),
     /// A replica's watch connection drops.
@@ -75,6 +81,8 @@ pub struct Sim {
     next_request: u64,
     pub trace: Vec<String>,
     pub steps: u64,
+    /// Time spent in the replicas' machines (ns).
+    pub machine_ns: u128,
 }
 
 impl Sim {
@@ -96,6 +104,7 @@ impl Sim {
             next_request: 0,
             trace: Vec::new(),
             steps: 0,
+            machine_ns: 0,
         }
     }
 
@@ -155,7 +164,22 @@ impl Sim {
                 self.api.kubelet();
                 self.at(self.now + 1000, Ev::Kubelet);
             }
-            Ev::Crash(r) => self.crash(r),
+            Ev::Crash(r) => {
+                if self.crash(r)
+                    && let Some(every) = self.faults.crash_every_ms
+                {
+                    let next = self.now + self.rng.random_range(every / 2..every * 3 / 2);
+                    self.at(next, Ev::Crash(r));
+                }
+            }
+            Ev::Kill(r) => {
+                self.crash(r);
+            }
+            Ev::OtherBinds => {
+                if !self.quiet() {
+                    self.other_scheduler();
+                }
+            }
             Ev::Restart(r) => self.restart(r),
             Ev::ClockJump(r) => {
                 if !self.quiet() {
@@ -192,14 +216,19 @@ impl Sim {
                 return;
             };
             let before = m.progress().recovered;
+            // CPU of the machine alone, for docs/benchmarks.md (read, never
+            // decided on: the run stays deterministic).
+            let clock = std::time::Instant::now();
             let commands = m.handle(input, now);
+            self.machine_ns += clock.elapsed().as_nanos();
             let after = m.progress().recovered;
             if after != before {
                 self.note(format!(
-                    "replica {r}: bind journal: {} closed, {} completed, {} rolled back",
+                    "replica {r}: bind journal: {} closed, {} completed, {} rolled back, {} placed again",
                     after.closed - before.closed,
                     after.completed - before.completed,
-                    after.rolled_back - before.rolled_back
+                    after.rolled_back - before.rolled_back,
+                    after.replanned - before.replanned
                 ));
             }
             for c in commands {
@@ -228,6 +257,15 @@ impl Sim {
         let rv = self.replicas[r].seen;
         match c {
             Command::Unit(unit) => {
+                // A crash point of interest: a gang's binds on their way.
+                if unit.open.is_some()
+                    && self.faults.crash_every_ms.is_some()
+                    && !self.quiet()
+                    && self.rng.random_bool(0.1)
+                {
+                    let t = self.now + self.rng.random_range(0..3000);
+                    self.at(t, Ev::Kill(r));
+                }
                 for w in &unit.writes {
                     if let trainyard_cluster::Write::Evict(e) = w {
                         self.checks.evicting.insert(e.job.to_string());
@@ -469,18 +507,24 @@ impl Sim {
         }
     }
 
-    fn crash(&mut self, r: usize) {
+    /// Kills replica `r` (SIGKILL) and starts it again 0.5–8 s later;
+    /// while it is down, the other scheduler may bind (it does not wait for
+    /// us). Whether it was up.
+    fn crash(&mut self, r: usize) -> bool {
         if self.quiet() || !self.replicas[r].up {
-            return;
+            return false;
         }
         self.note(format!("replica {r}: crash (SIGKILL)"));
         self.replicas[r].crash();
         let back = self.rng.random_range(500..8000);
         self.at(self.now + back, Ev::Restart(r));
-        if let Some(every) = self.faults.crash_every_ms {
-            let next = self.now + back + self.rng.random_range(every / 2..every * 3 / 2);
-            self.at(next, Ev::Crash(r));
+        if self.faults.other_scheduler {
+            for _ in 0..self.rng.random_range(0..3) {
+                let t = self.now + self.rng.random_range(0..back);
+                self.at(t, Ev::OtherBinds);
+            }
         }
+        true
     }
 
     /// Each node's GPUs bound, as the API and as each machine sees them

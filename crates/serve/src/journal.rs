@@ -10,7 +10,11 @@
 //! - none of its pods is bound, or all are: closed, nothing to do;
 //! - some are bound and every other member is still there, unbound: the
 //!   gang is **completed**, the rest bound where the intent says (through
-//!   the writer, under the same intent, closed when those binds are done);
+//!   the writer, under the same intent, closed when those binds are done),
+//!   if that room is still free in the world as listed now
+//!   ([`crate::machine::room`]); if another writer took it while no
+//!   scheduler ran, the intent is closed and the core places the missing
+//!   members again, as it would without a store;
 //! - some are bound and a member is gone (deleted, or replaced by a pod of
 //!   the same name with another UID), or the intent was already being
 //!   rolled back: it is **rolled back**, the bound members evicted with an
@@ -166,6 +170,9 @@ pub struct Recovered {
     pub completed: u64,
     /// Bound members evicted.
     pub rolled_back: u64,
+    /// Not completed: the room planned for the missing members was taken
+    /// meanwhile; the core places them again.
+    pub replanned: u64,
 }
 
 #[cfg(test)]

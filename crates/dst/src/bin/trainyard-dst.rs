@@ -42,6 +42,10 @@ struct Args {
     /// Print the whole trace of a single seed.
     #[arg(long)]
     trace: bool,
+    /// Only seeds whose fault mix has a store, crashes and another
+    /// scheduler (the bind journal's world), skipping the others.
+    #[arg(long)]
+    journal_only: bool,
     /// Lines of trace printed for a failing seed.
     #[arg(long, default_value_t = 40)]
     tail: usize,
@@ -101,13 +105,13 @@ fn main() -> Result<()> {
     let end = args.from.saturating_add(args.count);
     let stop = Arc::new(AtomicBool::new(false));
     let failed = Arc::new(Mutex::new(Vec::new()));
-    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64)));
+    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u128)));
     let started = Instant::now();
     let threads: Vec<_> = (0..jobs)
         .map(|_| {
             let (next, stop, failed, totals) =
                 (next.clone(), stop.clone(), failed.clone(), totals.clone());
-            let (seconds, tail) = (args.seconds, args.tail);
+            let (seconds, tail, journal_only) = (args.seconds, args.tail, args.journal_only);
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -117,6 +121,12 @@ fn main() -> Result<()> {
                     if deadline.is_none() && seed >= end {
                         break;
                     }
+                    if journal_only {
+                        let f = trainyard_dst::faults_of(seed);
+                        if !(f.store && f.crash_every_ms.is_some() && f.other_scheduler) {
+                            continue;
+                        }
+                    }
                     let r = trainyard_dst::run(seed, seconds, None);
                     {
                         let mut t = totals.lock().unwrap_or_else(|e| e.into_inner());
@@ -124,6 +134,7 @@ fn main() -> Result<()> {
                         t.1 += r.binds;
                         t.2 += r.evictions;
                         t.3 += r.steps;
+                        t.4 += r.machine_ns;
                     }
                     if !r.violations.is_empty() {
                         print_failure(&r, tail);
@@ -136,13 +147,15 @@ fn main() -> Result<()> {
     for t in threads {
         let _ = t.join();
     }
-    let (seeds, binds, evictions, steps) = *totals.lock().unwrap_or_else(|e| e.into_inner());
+    let (seeds, binds, evictions, steps, machine_ns) =
+        *totals.lock().unwrap_or_else(|e| e.into_inner());
     let failed = failed.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{seeds} seeds ({} simulated s each) in {secs:.0} s on {jobs} threads ({:.0} seeds/min): {binds} binds, {evictions} evictions, {steps} steps; {} failed{}",
+        "{seeds} seeds ({} simulated s each) in {secs:.0} s on {jobs} threads ({:.0} seeds/min): {binds} binds, {evictions} evictions, {steps} steps; the service's state machine {:.0} µs per bind; {} failed{}",
         args.seconds,
         seeds as f64 / secs * 60.0,
+        machine_ns as f64 / 1000.0 / binds.max(1) as f64,
         failed.len(),
         if failed.is_empty() {
             String::new()

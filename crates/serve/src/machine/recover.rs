@@ -21,6 +21,18 @@ impl Service {
                     self.done.recovered.closed += 1;
                 }
                 Resolution::Complete(binds) => {
+                    // The room the intent planned may have been taken while
+                    // no scheduler ran (another scheduler, a DaemonSet, a
+                    // pod bound by `spec.nodeName`): then the plan goes, and
+                    // the core places the missing members again, as without
+                    // a store.
+                    let snapshot = self.world.state.snapshot();
+                    if let Err(why) = super::room::fits(&snapshot, &binds) {
+                        tracing::warn!(intent = id, gang = %rec.gang, "bind journal: not completing a gang bound in part when the scheduler stopped: {why}; its missing members are placed again");
+                        out.push(Command::Journal(JournalOp::Close(id)));
+                        self.done.recovered.replanned += 1;
+                        continue;
+                    }
                     tracing::warn!(intent = id, gang = %rec.gang, left = binds.len(), "bind journal: completing a gang bound in part when the scheduler stopped");
                     let d = trainyard_sched::Decisions {
                         binds,

@@ -95,3 +95,64 @@ pub fn fits(snapshot: &Snapshot, binds: &[Bind]) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use trainyard_model::{Job, Node, Resources, TaskKey};
+
+    use super::*;
+
+    fn key(name: &str) -> TaskKey {
+        TaskKey {
+            namespace: "ml".into(),
+            name: name.into(),
+            uid: format!("u-{name}"),
+        }
+    }
+
+    /// Gang `ml/g` of two 4-GPU pods, the first bound to n1 devices 0–3;
+    /// and, when `other`, a 4-GPU pod bound to n1 devices 4–7 since.
+    fn world(other: bool) -> Snapshot {
+        let mut g = Job::gang("ml/g", "q", vec![Resources::zero().with_gpus(4); 2]);
+        for (i, t) in g.tasks.iter_mut().enumerate() {
+            t.key = key(&format!("g-{i}"));
+        }
+        g.tasks[0].state = TaskState::Bound {
+            node: "n1".into(),
+            gpus: Some(vec![0, 1, 2, 3]),
+        };
+        let mut jobs = vec![g];
+        if other {
+            let mut o = Job::gang("ml/o", "q", vec![Resources::zero().with_gpus(4)]);
+            o.tasks[0].key = key("o");
+            o.tasks[0].state = TaskState::Bound {
+                node: "n1".into(),
+                gpus: Some(vec![4, 5, 6, 7]),
+            };
+            jobs.push(o);
+        }
+        let nodes = vec![Node::new("n1", 64_000, 512 << 30, 8)];
+        Snapshot::new(nodes, Default::default(), jobs)
+    }
+
+    fn planned() -> Vec<Bind> {
+        vec![Bind {
+            job: "ml/g".into(),
+            task: key("g-1"),
+            node: "n1".into(),
+            gpus: vec![4, 5, 6, 7],
+        }]
+    }
+
+    #[test]
+    fn planned_room_still_free_fits() {
+        assert_eq!(fits(&world(false), &planned()), Ok(()));
+    }
+
+    #[test]
+    fn planned_room_taken_since_does_not() {
+        let why = fits(&world(true), &planned()).expect_err("taken");
+        expect_test::expect!["node n1 has no room left for ml/g-1 (nvidia.com/gpu taken since)"]
+            .assert_eq(&why);
+    }
+}

@@ -202,6 +202,36 @@ impl Sim {
         }
     }
 
+    /// The pod garbage collector: pods bound to a node that no longer
+    /// exists (a bind can name a node deleted meanwhile: the API does not
+    /// check) are deleted at once, as kube-controller-manager's PodGC does
+    /// for orphaned pods.
+    pub(crate) fn pod_gc(&mut self) {
+        let nodes: std::collections::BTreeSet<String> = self
+            .api
+            .state
+            .store
+            .iter("/nodes")
+            .filter_map(|n| n["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        let orphans: Vec<String> = self
+            .api
+            .state
+            .store
+            .iter("/pods")
+            .filter(|p| {
+                p["spec"]["nodeName"]
+                    .as_str()
+                    .is_some_and(|n| !n.is_empty() && !nodes.contains(n))
+            })
+            .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_string))
+            .collect();
+        for pod in orphans {
+            let _ = self.api.delete("/pods", "ml", &pod, Some(0));
+            self.note(format!("pod GC: {pod} deleted (its node is gone)"));
+        }
+    }
+
     /// Another scheduler creates a pod and binds it by `spec.nodeName`
     /// (through `pods/binding`) where the API's objects say it fits.
     pub(crate) fn other_scheduler(&mut self) {

@@ -46,6 +46,9 @@ pub struct Checks {
     /// Jobs a replica asked to evict a member of since the last step (a
     /// request may then wait in its writer's queue).
     pub evicting: BTreeSet<String>,
+    /// Jobs a write of which lost its answer, and how long the service
+    /// holds what it may have done (ms).
+    pub held: BTreeMap<String, i64>,
     /// The watches' lag (ms).
     pub watch_lag_ms: i64,
     /// The leading process (replica, epoch) the timers count for.
@@ -313,10 +316,20 @@ impl Checks {
                 continue;
             }
             partial_now.insert(gname.clone());
-            let asked = self.evicting.remove(&format!("ml/{gname}"));
+            let job = format!("ml/{gname}");
+            let asked = self.evicting.remove(&job);
+            let held = self.held.remove(&job);
             let t = self.partial.entry(gname.clone()).or_default();
             *t = if asked { 0 } else { *t + dt };
+            if let Some(hold) = held {
+                *t = (*t).min(-hold);
+            }
             if *t > limit {
+                if std::env::var("DST_DEBUG").is_ok() {
+                    for m in &members {
+                        eprintln!("member {}", m);
+                    }
+                }
                 let what = format!(
                     "gang {gname} left partly bound ({bound} of minMember {min}) for {} s of leading time",
                     *t / 1000
@@ -326,6 +339,7 @@ impl Checks {
         }
         self.partial.retain(|g, _| partial_now.contains(g));
         self.evicting.clear();
+        self.held.clear();
     }
 
     /// At the end, after the quiet period: every pending gang that fits

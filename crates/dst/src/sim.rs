@@ -27,6 +27,7 @@ fn failure(message: String) -> trainyard_serve::machine::Failure {
         _ => "other",
     };
     trainyard_serve::machine::Failure {
+        uncertain: reason == "transport",
         reason: reason.into(),
         message,
     }
@@ -162,6 +163,7 @@ impl Sim {
             Ev::Actor => self.act(),
             Ev::Kubelet => {
                 self.api.kubelet();
+                self.pod_gc();
                 self.at(self.now + 1000, Ev::Kubelet);
             }
             Ev::Crash(r) => {
@@ -445,6 +447,18 @@ impl Sim {
                 rep.busy.remove(&(ns, name));
             }
         }
+        if result.as_ref().is_err_and(|e| e.starts_with("timeout")) {
+            // The service holds what a lost answer may have done for
+            // assumeTimeoutSeconds: its gang's repair waits that long more.
+            let s = &self.replicas[r].settings.service;
+            let hold = s.assume_timeout_seconds as i64 * 1000;
+            let job = match &sent.request {
+                Request::Write { write, .. } => write.target().0.to_string(),
+                Request::Rule { eviction, .. } => eviction.job.clone(),
+            };
+            self.checks.held.insert(job, hold);
+        }
+        let rep = &mut self.replicas[r];
         let input = match sent.request {
             Request::Write { unit, write } => {
                 if result.is_ok() && matches!(write, trainyard_cluster::Write::Bind(_)) {

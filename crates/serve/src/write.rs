@@ -330,9 +330,15 @@ async fn write_unit(
         };
         let error = result.err().map(|e| {
             tracing::warn!("{text}: {e}");
+            let reason = crate::metrics::reason_of(&e);
+            let uncertain = match &e {
+                kube::Error::Api(s) => s.code == 504,
+                _ => reason == "transport",
+            };
             Failure {
-                reason: crate::metrics::reason_of(&e),
+                reason,
                 message: e.to_string(),
+                uncertain,
             }
         });
         // The receiver is gone only when the service stops.

@@ -110,15 +110,17 @@ pub enum JournalOp {
 pub struct Failure {
     pub reason: String,
     pub message: String,
+    /// The write may have taken effect though it failed: no answer (a
+    /// timeout, a connection lost after the request was sent) or a 504
+    /// (the server gave up waiting for its store, which may still
+    /// commit). Other errors are refusals.
+    pub uncertain: bool,
 }
 
 impl Failure {
-    /// Whether the write may have taken effect though it failed: no
-    /// answer (`transport`: a timeout, a connection lost after the
-    /// request was sent) or a server error (a 500 or 504 can come after
-    /// the store committed).
+    /// Whether the write may have taken effect ([`Failure::uncertain`]).
     pub fn uncertain(&self) -> bool {
-        matches!(self.reason.as_str(), "transport" | "server_error")
+        self.uncertain
     }
 
     /// For a bind refused because the pod is bound already: the node it

@@ -219,9 +219,9 @@ impl Api {
     }
 
     /// The watch events of the service's streams after revision `after`,
-    /// up to revision `upto`; `Err` when `after` was compacted (410).
-    pub fn events(&self, after: u64, upto: u64) -> Result<Vec<WorldEvent>, ()> {
-        let history = self.state.store.events_after(after).map_err(|_| ())?;
+    /// up to revision `upto`; `None` when `after` was compacted (410).
+    pub fn events(&self, after: u64, upto: u64) -> Option<Vec<WorldEvent>> {
+        let history = self.state.store.events_after(after).ok()?;
         let mut out = Vec::new();
         for e in history.iter().filter(|e| e.rv <= upto) {
             let Some(stream) = STREAMS.iter().position(|s| s.0 == e.resource) else {
@@ -235,7 +235,7 @@ impl Api {
                 _ => WorldEvent::Applied { stream, object },
             });
         }
-        Ok(out)
+        Some(out)
     }
 
     /// A full list of every stream, as a watcher's (re)list delivers it.

@@ -66,7 +66,7 @@ pub fn settings(i: usize, faults: &Faults) -> Settings {
 
 /// The fault mix seed `seed` draws.
 pub fn faults_of(seed: u64) -> Faults {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_0f_fa17);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x005e_ed0f_fa17);
     Faults::draw(&mut rng)
 }
 
@@ -74,7 +74,7 @@ pub fn faults_of(seed: u64) -> Faults {
 /// `faults.quiet_seconds` quiet); `faults`: the seed's own mix unless
 /// given.
 pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_0f_fa17);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x005e_ed0f_fa17);
     let faults = faults.unwrap_or_else(|| Faults::draw(&mut rng));
     let mut sim = Sim::new(seed, seconds, faults.clone());
     sim.checks.watch_lag_ms = faults.watch_lag_ms;

@@ -93,7 +93,7 @@ pub struct Replica {
 
 impl Replica {
     pub fn new(identity: String, settings: Settings, store: bool) -> Replica {
-        let elector = settings.service.leader_election.enabled.then(|| Elector {
+        let elector = settings.service.leader_election.enabled.then_some(Elector {
             observed: None,
             fence_until: i64::MIN,
             held_since: None,

@@ -467,7 +467,7 @@ impl Sim {
                 Input::Written {
                     unit,
                     write,
-                    error: result.err().map(|message| failure(message)),
+                    error: result.err().map(failure),
                 }
             }
             Request::Rule {
@@ -503,7 +503,7 @@ impl Sim {
         let events = if rep.needs_list {
             None
         } else {
-            self.api.events(rep.seen, upto).ok()
+            self.api.events(rep.seen, upto)
         };
         let (events, seen) = match events {
             Some(e) => (e, upto.max(rep.seen)),

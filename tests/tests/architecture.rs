@@ -262,6 +262,37 @@ fn core_crates_have_no_io_dependencies() {
     );
 }
 
+/// The lines of the Rust sources under `dir` (recursively) that contain
+/// one of `banned`, comments aside, as `path:line: text`; and how many
+/// files were read.
+fn banned_lines(dir: &std::path::Path, banned: &[&str]) -> (Vec<String>, usize) {
+    let mut hits = Vec::new();
+    let mut files = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("source dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files += 1;
+                let text = std::fs::read_to_string(&p).expect("readable");
+                for (i, line) in text.lines().enumerate() {
+                    if line.trim_start().starts_with("//") {
+                        continue;
+                    }
+                    for b in banned {
+                        if line.contains(b) {
+                            hits.push(format!("{}:{}: {b}", p.display(), i + 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (hits, files)
+}
+
 #[test]
 fn core_sources_do_not_touch_io_or_clock() {
     // The dependency check cannot see std: grep the core's sources for
@@ -289,27 +320,7 @@ fn core_sources_do_not_touch_io_or_clock() {
         // The simulator is text in, text out on a virtual clock.
         "simulator/src",
     ] {
-        let mut stack = vec![root.join(dir)];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).expect("source dir").flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p.extension().is_some_and(|x| x == "rs") {
-                    let text = std::fs::read_to_string(&p).expect("readable");
-                    for (i, line) in text.lines().enumerate() {
-                        if line.trim_start().starts_with("//") {
-                            continue;
-                        }
-                        for b in banned {
-                            if line.contains(b) {
-                                hits.push(format!("{}:{}: {b}", p.display(), i + 1));
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        hits.extend(banned_lines(&root.join(dir), &banned).0);
     }
     assert!(
         hits.is_empty(),
@@ -338,26 +349,7 @@ fn the_service_machine_is_sans_io() {
         "wall_clock",
         "println!",
     ];
-    let mut hits = Vec::new();
-    let mut files = 0;
-    for e in std::fs::read_dir(&root)
-        .expect("the machine's sources")
-        .flatten()
-    {
-        let p = e.path();
-        let text = std::fs::read_to_string(&p).expect("readable");
-        files += 1;
-        for (i, line) in text.lines().enumerate() {
-            if line.trim_start().starts_with("//") {
-                continue;
-            }
-            for b in banned {
-                if line.contains(b) {
-                    hits.push(format!("{}:{}: {b}", p.display(), i + 1));
-                }
-            }
-        }
-    }
+    let (hits, files) = banned_lines(&root, &banned);
     assert!(files >= 4, "the machine's sources were not found");
     assert!(
         hits.is_empty(),

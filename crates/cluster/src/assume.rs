@@ -380,26 +380,19 @@ impl ClusterState {
     /// it for its age would show the pod pending and its room free while
     /// the pod holds it (`forget_assumed`). True when there was one.
     pub fn write_landed(&mut self, write: &Write) -> bool {
-        let (job, task) = write.target();
-        let Some(list) = self.assumed.get_mut(job) else {
-            return false;
-        };
-        let mut found = false;
-        for a in list
-            .iter_mut()
-            .filter(|a| a.task == *task && write.is_for(job, a))
-        {
-            a.landed = true;
-            found = true;
-        }
-        found
+        self.update_assumption(write, |a| a.landed = true)
     }
 
     /// `write` failed without saying whether it took effect (no answer, a
-    /// server error): its assumption stays, aged from `now`, so the world
-    /// has the assume timeout to show what happened before its room is
-    /// given to anyone else. True when there was one.
+    /// 504): its assumption stays, aged from `now`, so the world has the
+    /// assume timeout to show what happened before its room is given to
+    /// anyone else. True when there was one.
     pub fn write_uncertain(&mut self, write: &Write, now: Timestamp) -> bool {
+        self.update_assumption(write, |a| a.at = a.at.max(now))
+    }
+
+    /// Applies `f` to the assumption behind `write`; whether there was one.
+    fn update_assumption(&mut self, write: &Write, f: impl Fn(&mut Assumption)) -> bool {
         let (job, task) = write.target();
         let Some(list) = self.assumed.get_mut(job) else {
             return false;
@@ -409,7 +402,7 @@ impl ClusterState {
             .iter_mut()
             .filter(|a| a.task == *task && write.is_for(job, a))
         {
-            a.at = a.at.max(now);
+            f(a);
             found = true;
         }
         found

@@ -15,6 +15,8 @@
 mod cycle;
 mod recover;
 pub mod room;
+#[cfg(test)]
+mod tests;
 pub mod units;
 
 use std::collections::BTreeMap;

@@ -325,7 +325,25 @@ fn cmd_serve(args: ServeArgs) -> Result<()> {
                 metrics.clone(),
                 Some((client.clone(), own)),
             ));
-            rx
+            match args.leader_elect {
+                None => rx,
+                // The command line's --leader-elect holds over the file's
+                // reloads too (else each reload would read as a change).
+                Some(on) => {
+                    let mut file = rx;
+                    let (tx, rx) = tokio::sync::watch::channel(settings.clone());
+                    tokio::spawn(async move {
+                        while file.changed().await.is_ok() {
+                            let mut s = file.borrow_and_update().clone();
+                            s.service.leader_election.enabled = on;
+                            if tx.send(s).is_err() {
+                                return;
+                            }
+                        }
+                    });
+                    rx
+                }
+            }
         });
         trainyard_serve::run_with(
             client,

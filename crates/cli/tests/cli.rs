@@ -1085,3 +1085,20 @@ fn crds_prints_the_committed_files_and_writes_them() {
     assert_eq!(list["kind"], "List");
     assert_eq!(list["items"].as_array().map(Vec::len), Some(3));
 }
+
+#[test]
+fn serve_elects_a_leader_unless_told_not_to() {
+    let help = trainyard(&["serve", "--help"]);
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(text.contains("--leader-elect[=<BOOL>]"), "{text}");
+    assert!(text.contains("default: on"), "{text}");
+    // A usage error: clap's exit code 2, naming the flag and the values.
+    let out = trainyard(&["serve", "--leader-elect=maybe"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("invalid value 'maybe' for '--leader-elect[=<BOOL>]'")
+            && err.contains("[possible values: true, false]"),
+        "{err}"
+    );
+}

@@ -105,7 +105,7 @@ fn main() -> Result<()> {
     let end = args.from.saturating_add(args.count);
     let stop = Arc::new(AtomicBool::new(false));
     let failed = Arc::new(Mutex::new(Vec::new()));
-    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u128)));
+    let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u128, 0u64)));
     let started = Instant::now();
     let threads: Vec<_> = (0..jobs)
         .map(|_| {
@@ -135,6 +135,7 @@ fn main() -> Result<()> {
                         t.2 += r.evictions;
                         t.3 += r.steps;
                         t.4 += r.machine_ns;
+                        t.5 += r.cycles;
                     }
                     if !r.violations.is_empty() {
                         print_failure(&r, tail);
@@ -147,15 +148,16 @@ fn main() -> Result<()> {
     for t in threads {
         let _ = t.join();
     }
-    let (seeds, binds, evictions, steps, machine_ns) =
+    let (seeds, binds, evictions, steps, machine_ns, cycles) =
         *totals.lock().unwrap_or_else(|e| e.into_inner());
     let failed = failed.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{seeds} seeds ({} simulated s each) in {secs:.0} s on {jobs} threads ({:.0} seeds/min): {binds} binds, {evictions} evictions, {steps} steps; the service's state machine {:.0} µs per bind; {} failed{}",
+        "{seeds} seeds ({} simulated s each) in {secs:.0} s on {jobs} threads ({:.0} seeds/min): {binds} binds, {evictions} evictions, {steps} steps; the service's state machine {:.0} µs per bind, {:.0} µs per cycle ({cycles} cycles); {} failed{}",
         args.seconds,
         seeds as f64 / secs * 60.0,
         machine_ns as f64 / 1000.0 / binds.max(1) as f64,
+        machine_ns as f64 / 1000.0 / cycles.max(1) as f64,
         failed.len(),
         if failed.is_empty() {
             String::new()

@@ -252,122 +252,32 @@ pub async fn run_with(
         kinds = ?kinds.iter().map(|k| format!("{}/{}", k.api_version, k.kind)).collect::<Vec<_>>(),
         "watching"
     );
-    let (tx, mut rx) = mpsc::channel(4096);
-    let mut watchers = Vec::new();
-    for (i, ar) in kinds.iter().enumerate() {
-        watchers.push(tokio::spawn(watch::run(
-            client.clone(),
-            ar.clone(),
-            i,
-            tx.clone(),
-        )));
-    }
-    drop(tx);
+    let (mut rx, watchers) = start_watchers(&client, &kinds);
     let service = settings.service.clone();
     let health = std::sync::Arc::new(http::Health::new(
         Duration::from_millis(service.cycle_period_millis.saturating_mul(10))
             .max(Duration::from_secs(30)),
     ));
     let usage_source = http::UsageSource::default();
-    let http_task = if service.http_address.is_empty() {
-        None
-    } else {
-        let listener =
-            http::bind(&service.http_address)
-                .await
-                .map_err(|source| ServeError::Http {
-                    address: service.http_address.clone(),
-                    source,
-                })?;
-        tracing::info!(address = %service.http_address, "serving /metrics, /healthz, /readyz, /usage");
-        Some(tokio::spawn(http::serve(
-            listener,
-            health.clone(),
-            metrics.clone(),
-            usage_source.clone(),
-        )))
-    };
-    // Leader election: the fence opens only while this replica holds the
-    // lease; without election it is open for good.
-    let (role_tx, mut role) = signal::channel(leader::Role::Unknown);
-    let (elector_stop, elector_stop_rx) = signal::channel(false);
-    let le = service.leader_election.clone();
-    let (fence, elector) = if le.enabled {
-        let fence = std::sync::Arc::new(conn::Fence::closed());
-        let identity = le.identity.clone();
-        tracing::info!(identity = %identity, lease = %format!("{}/{}", le.lease_namespace, le.lease_name), "leader election on");
-        let task = tokio::spawn(leader::run(
-            client.clone(),
-            le.clone(),
-            identity,
-            fence.clone(),
-            role_tx,
-            elector_stop_rx,
-        ));
-        (fence, Some(task))
-    } else {
-        tracing::warn!(
-            "leader election off (service.leaderElection.enabled: false): run one replica only"
-        );
-        role_tx.send_replace(leader::Role::Leader);
-        (std::sync::Arc::new(conn::Fence::open()), None)
-    };
+    let http_task = start_http(&service, &health, &metrics, &usage_source).await?;
+    let (fence, elector, mut role, elector_stop) =
+        start_election(&client, &service.leader_election);
     health.set_role(*role.borrow());
     metrics
         .leader
         .set(i64::from(*role.borrow() == leader::Role::Leader));
     let (history, persist, open_intents) =
         start_store(&settings, &client, &own, &metrics, &usage_source).await;
-    let conn = std::sync::Arc::new(conn::Conn::new(
-        client.clone(),
-        service.client_qps,
-        service.client_burst,
-        fence,
-    ));
-    // Events are written by a task of their own, binds and evictions by
-    // another: no cycle waits for them.
-    let (events, events_task) =
-        events::EventSink::spawn(conn.clone(), service.event_queue, service.bind_concurrency);
-    let journal = persist.as_ref().map(|p| p.journal());
-    let writer = write::Writer::spawn(
-        conn.clone(),
-        events.clone(),
-        service.bind_concurrency,
-        service.nominate_before_bind,
-        journal.clone(),
-    );
-    let streams = machine::Streams::of(kinds.iter().map(|k| (k.group.as_str(), k.kind.as_str())));
-    let clock = std::time::Instant::now();
-    let mut machine = machine::Service::new(machine::Start {
-        streams,
-        infer: grouper::enabled(&service, &kinds),
-        history,
-        journal: persist.as_ref().map(|_| open_intents),
-        stopwatch: Box::new(move || u64::try_from(clock.elapsed().as_nanos()).unwrap_or(u64::MAX)),
-        now: wall_clock(),
-        settings,
-    });
     let mut grouper = grouper::Grouper::new(&service, &kinds);
-    let ck_namespace = if service.leader_election.lease_namespace.is_empty() {
-        "default".to_string()
-    } else {
-        service.leader_election.lease_namespace.clone()
-    };
-    let mut shell = shell::Shell {
-        client: client.clone(),
-        conn: conn.clone(),
-        events: events.clone(),
-        writer,
-        journal,
-        persist,
-        metrics: metrics.clone(),
-        queue_stream: streams.queue,
-        group_stream: streams.group,
+    let (mut shell, mut machine, events_task) = assemble(
+        &client,
+        settings,
         kinds,
-        concurrency: service.bind_concurrency,
-        checkpoint_at: (ck_namespace, service.store.checkpoint_name.clone()),
-        checkpoint_task: None,
-    };
+        fence,
+        (history, persist, open_intents),
+        &metrics,
+    );
+    let (conn, events, streams) = (shell.conn.clone(), shell.events.clone(), shell.streams);
     let publish = |machine: &machine::Service, events: &events::EventSink| {
         let mut done = machine.progress();
         done.events = events.counts();
@@ -444,35 +354,7 @@ pub async fn run_with(
     // to land; then the lease is released (after the last write, so no
     // other replica writes while this one still does).
     let deadline = Instant::now() + drain;
-    while shell.writer.in_flight() > 0 {
-        match tokio::time::timeout_at(deadline, shell.writer.outcome()).await {
-            Ok(Some(o)) => {
-                observe_outcome(&metrics, &machine.world, &o);
-                let input = machine::Input::Written {
-                    unit: o.unit,
-                    write: o.write,
-                    error: o.error,
-                };
-                // Only the journal's closes are carried out now.
-                for c in machine.handle(input, wall_clock()) {
-                    if let (machine::Command::Journal(machine::JournalOp::Close(id)), Some(j)) =
-                        (c, &shell.journal)
-                    {
-                        j.close(id);
-                    }
-                }
-            }
-            Ok(None) => break,
-            Err(_) => {
-                tracing::warn!(
-                    abandoned = shell.writer.in_flight(),
-                    "stopping: writes still in flight after {} s are abandoned",
-                    drain.as_secs()
-                );
-                break;
-            }
-        }
-    }
+    drain_writes(&mut shell, &mut machine, deadline, drain).await;
     publish(&machine, &events);
     // A checkpoint on its way lands within the same deadline.
     if let Some(task) = shell.checkpoint_task.take()
@@ -514,6 +396,185 @@ pub async fn run_with(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The shell (connection, Event sink, writer, store) and the machine it
+/// drives, over the world's `kinds`; and the Event sink's task.
+fn assemble(
+    client: &Client,
+    settings: Settings,
+    kinds: Vec<kube::core::ApiResource>,
+    fence: std::sync::Arc<conn::Fence>,
+    (history, persist, open_intents): (
+        trainyard_cluster::usage::UsageHistory,
+        Option<persist::Persist>,
+        std::collections::BTreeMap<u64, trainyard_store::JournalRecord>,
+    ),
+    metrics: &std::sync::Arc<metrics::Metrics>,
+) -> (shell::Shell, machine::Service, tokio::task::JoinHandle<()>) {
+    let service = settings.service.clone();
+    let conn = std::sync::Arc::new(conn::Conn::new(
+        client.clone(),
+        service.client_qps,
+        service.client_burst,
+        fence,
+    ));
+    // Events are written by a task of their own, binds and evictions by
+    // another: no cycle waits for them.
+    let (events, events_task) =
+        events::EventSink::spawn(conn.clone(), service.event_queue, service.bind_concurrency);
+    let journal = persist.as_ref().map(|p| p.journal());
+    let writer = write::Writer::spawn(
+        conn.clone(),
+        events.clone(),
+        service.bind_concurrency,
+        service.nominate_before_bind,
+        journal.clone(),
+    );
+    let streams = machine::Streams::of(kinds.iter().map(|k| (k.group.as_str(), k.kind.as_str())));
+    let clock = std::time::Instant::now();
+    let machine = machine::Service::new(machine::Start {
+        streams,
+        infer: grouper::enabled(&service, &kinds),
+        history,
+        journal: persist.as_ref().map(|_| open_intents),
+        stopwatch: Box::new(move || u64::try_from(clock.elapsed().as_nanos()).unwrap_or(u64::MAX)),
+        now: wall_clock(),
+        settings,
+    });
+    let ck_namespace = if service.leader_election.lease_namespace.is_empty() {
+        "default".to_string()
+    } else {
+        service.leader_election.lease_namespace.clone()
+    };
+    let shell = shell::Shell {
+        client: client.clone(),
+        conn: conn.clone(),
+        events: events.clone(),
+        writer,
+        journal,
+        persist,
+        metrics: metrics.clone(),
+        streams,
+        kinds,
+        concurrency: service.bind_concurrency,
+        checkpoint_at: (ck_namespace, service.store.checkpoint_name.clone()),
+        checkpoint_task: None,
+    };
+    (shell, machine, events_task)
+}
+
+/// One watcher per served kind, all on one channel (stream `i` is
+/// `kinds[i]`).
+fn start_watchers(
+    client: &Client,
+    kinds: &[kube::core::ApiResource],
+) -> (mpsc::Receiver<WorldEvent>, Vec<tokio::task::JoinHandle<()>>) {
+    let (tx, rx) = mpsc::channel(4096);
+    let watchers = kinds
+        .iter()
+        .enumerate()
+        .map(|(i, ar)| tokio::spawn(watch::run(client.clone(), ar.clone(), i, tx.clone())))
+        .collect();
+    (rx, watchers)
+}
+
+/// `/metrics`, `/healthz`, `/readyz` and `/usage` on `httpAddress` (none
+/// when it is empty).
+async fn start_http(
+    service: &ServiceSettings,
+    health: &std::sync::Arc<http::Health>,
+    metrics: &std::sync::Arc<metrics::Metrics>,
+    usage_source: &http::UsageSource,
+) -> Result<Option<tokio::task::JoinHandle<()>>, ServeError> {
+    if service.http_address.is_empty() {
+        return Ok(None);
+    }
+    let listener = http::bind(&service.http_address)
+        .await
+        .map_err(|source| ServeError::Http {
+            address: service.http_address.clone(),
+            source,
+        })?;
+    tracing::info!(address = %service.http_address, "serving /metrics, /healthz, /readyz, /usage");
+    Ok(Some(tokio::spawn(http::serve(
+        listener,
+        health.clone(),
+        metrics.clone(),
+        usage_source.clone(),
+    ))))
+}
+
+/// Leader election: the fence (open only while this replica holds the
+/// Lease; without election, open for good), the elector's task, the role
+/// it publishes and the switch that stops it.
+fn start_election(
+    client: &Client,
+    le: &settings::LeaderElection,
+) -> (
+    std::sync::Arc<conn::Fence>,
+    Option<tokio::task::JoinHandle<()>>,
+    signal::Receiver<leader::Role>,
+    signal::Sender<bool>,
+) {
+    let (role_tx, role) = signal::channel(leader::Role::Unknown);
+    let (stop, stop_rx) = signal::channel(false);
+    if !le.enabled {
+        tracing::warn!(
+            "leader election off (service.leaderElection.enabled: false): run one replica only"
+        );
+        role_tx.send_replace(leader::Role::Leader);
+        return (std::sync::Arc::new(conn::Fence::open()), None, role, stop);
+    }
+    let fence = std::sync::Arc::new(conn::Fence::closed());
+    tracing::info!(identity = %le.identity, lease = %format!("{}/{}", le.lease_namespace, le.lease_name), "leader election on");
+    let task = tokio::spawn(leader::run(
+        client.clone(),
+        le.clone(),
+        le.identity.clone(),
+        fence.clone(),
+        role_tx,
+        stop_rx,
+    ));
+    (fence, Some(task), role, stop)
+}
+
+/// Stopping: what was handed to the writer gets until `deadline` to land;
+/// only the journal's closes among the machine's answers are carried out.
+async fn drain_writes(
+    shell: &mut shell::Shell,
+    machine: &mut machine::Service,
+    deadline: Instant,
+    drain: Duration,
+) {
+    while shell.writer.in_flight() > 0 {
+        match tokio::time::timeout_at(deadline, shell.writer.outcome()).await {
+            Ok(Some(o)) => {
+                observe_outcome(&shell.metrics, &machine.world, &o);
+                let input = machine::Input::Written {
+                    unit: o.unit,
+                    write: o.write,
+                    error: o.error,
+                };
+                for c in machine.handle(input, wall_clock()) {
+                    if let (machine::Command::Journal(machine::JournalOp::Close(id)), Some(j)) =
+                        (c, &shell.journal)
+                    {
+                        j.close(id);
+                    }
+                }
+            }
+            Ok(None) => break,
+            Err(_) => {
+                tracing::warn!(
+                    abandoned = shell.writer.in_flight(),
+                    "stopping: writes still in flight after {} s are abandoned",
+                    drain.as_secs()
+                );
+                break;
+            }
+        }
+    }
 }
 
 /// The usage history (rebuilt from the store, else fresh), the store,

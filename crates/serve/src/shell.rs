@@ -21,8 +21,7 @@ pub(crate) struct Shell {
     pub persist: Option<persist::Persist>,
     pub metrics: Arc<metrics::Metrics>,
     pub kinds: Vec<ApiResource>,
-    pub queue_stream: Option<usize>,
-    pub group_stream: Option<usize>,
+    pub streams: crate::machine::Streams,
     pub concurrency: usize,
     /// Where the checkpoint lives (namespace, ConfigMap name).
     pub checkpoint_at: (String, String),
@@ -72,8 +71,8 @@ impl Shell {
             }
             Command::Statuses { kind, changes } => {
                 let stream = match kind {
-                    StatusKind::Queue => self.queue_stream,
-                    StatusKind::PodGroup => self.group_stream,
+                    StatusKind::Queue => self.streams.queue,
+                    StatusKind::PodGroup => self.streams.group,
                 }?;
                 let ar = &self.kinds[stream];
                 let keys = write::statuses(&self.conn, ar, changes, self.concurrency).await;

@@ -258,38 +258,7 @@ impl Sim {
     fn command(&mut self, r: usize, c: Command) -> Option<Input> {
         let rv = self.replicas[r].seen;
         match c {
-            Command::Unit(unit) => {
-                // A crash point of interest: a gang's binds on their way.
-                if unit.open.is_some()
-                    && self.faults.crash_every_ms.is_some()
-                    && !self.quiet()
-                    && self.rng.random_bool(0.1)
-                {
-                    let t = self.now + self.rng.random_range(0..3000);
-                    self.at(t, Ev::Kill(r));
-                }
-                for w in &unit.writes {
-                    if let trainyard_cluster::Write::Evict(e) = w {
-                        self.checks.evicting.insert(e.job.to_string());
-                    }
-                }
-                let rep = &mut self.replicas[r];
-                if let (Some((id, rec)), Some(j)) = (unit.open, rep.journal.as_mut()) {
-                    // Committed before the first bind is sent.
-                    j.insert(id, rec);
-                }
-                for write in unit.writes {
-                    self.enqueue(
-                        r,
-                        Request::Write {
-                            unit: unit.id,
-                            write,
-                        },
-                        rv,
-                    );
-                }
-                None
-            }
+            Command::Unit(unit) => self.unit(r, unit, rv),
             Command::Evict {
                 rule,
                 eviction,
@@ -302,16 +271,12 @@ impl Sim {
                     rule.labels().1,
                     eviction.task.name
                 ));
-                self.enqueue(
-                    r,
-                    Request::Rule {
-                        rule,
-                        eviction,
-                        intent,
-                    },
-                    rv,
-                );
-                None
+                let request = Request::Rule {
+                    rule,
+                    eviction,
+                    intent,
+                };
+                self.enqueue(r, request, rv);
             }
             Command::Journal(op) => {
                 if let Some(j) = self.replicas[r].journal.as_mut() {
@@ -324,7 +289,6 @@ impl Sim {
                         }
                     }
                 }
-                None
             }
             Command::Event(e) => {
                 if self.replicas[r].fence_open(self.now) {
@@ -335,56 +299,87 @@ impl Sim {
                     };
                     self.api.event(&ns, &e.task.name, e.reason, &e.message);
                 }
-                None
             }
             // Pods' conditions, statuses and gates are not modelled: they
             // carry no placement.
-            Command::Report { .. } => Some(Input::Reported { failed: 0 }),
-            Command::Statuses { .. } | Command::Usage { .. } | Command::Leading(_) => None,
-            Command::Ungate { pod, .. } => Some(Input::Ungated { pod, failed: None }),
-            Command::ReadCheckpoint => Some(Input::CheckpointRead(Ok(None))),
-            Command::WriteCheckpoint(_) => Some(Input::CheckpointWritten(Ok(()))),
-            Command::Observe(o) => {
-                self.checks.cycles += 1;
-                self.checks.reasons = o
-                    .decisions
-                    .pending
-                    .iter()
-                    .map(|p| (p.job.to_string(), p.message.clone()))
-                    .collect();
-                if std::env::var("DST_DEBUG").is_ok() {
-                    for j in &o.snapshot.jobs {
-                        let tasks: Vec<String> = j
-                            .tasks
-                            .iter()
-                            .map(|t| format!("{}:{:?}:{}", t.key.name, t.state, t.terminating))
-                            .collect();
-                        eprintln!(
-                            "job {} priority {} preemptible {} min {} tasks {tasks:?}",
-                            j.id, j.priority, j.preemptible, j.min_member
-                        );
-                    }
-                }
-                let binds = o.decisions.binds.len();
-                let evictions = o.decisions.evictions.len();
-                if binds + evictions > 0 {
-                    let what: Vec<String> = o
-                        .decisions
-                        .binds
-                        .iter()
-                        .map(|b| format!("{}→{}{:?}", b.task.name, b.node, b.gpus))
-                        .chain(
-                            o.decisions
-                                .evictions
-                                .iter()
-                                .map(|e| format!("evict {} for {}", e.task.name, e.preemptor)),
-                        )
-                        .collect();
-                    self.note(format!("replica {r}: cycle decides {}", what.join(", ")));
-                }
-                None
+            Command::Report { .. } => return Some(Input::Reported { failed: 0 }),
+            Command::Statuses { .. } | Command::Usage { .. } | Command::Leading(_) => {}
+            Command::Ungate { pod, .. } => return Some(Input::Ungated { pod, failed: None }),
+            Command::ReadCheckpoint => return Some(Input::CheckpointRead(Ok(None))),
+            Command::WriteCheckpoint(_) => return Some(Input::CheckpointWritten(Ok(()))),
+            Command::Observe(o) => self.observe(r, &o),
+        }
+        None
+    }
+
+    /// A unit: its intent committed to the store before its writes are
+    /// queued (as the shell's writer does).
+    fn unit(&mut self, r: usize, unit: trainyard_serve::machine::Unit, rv: u64) {
+        // A crash point of interest: a gang's binds on their way.
+        if unit.open.is_some()
+            && self.faults.crash_every_ms.is_some()
+            && !self.quiet()
+            && self.rng.random_bool(0.1)
+        {
+            let t = self.now + self.rng.random_range(0..3000);
+            self.at(t, Ev::Kill(r));
+        }
+        for w in &unit.writes {
+            if let trainyard_cluster::Write::Evict(e) = w {
+                self.checks.evicting.insert(e.job.to_string());
             }
         }
+        let rep = &mut self.replicas[r];
+        if let (Some((id, rec)), Some(j)) = (unit.open, rep.journal.as_mut()) {
+            j.insert(id, rec);
+        }
+        for write in unit.writes {
+            let request = Request::Write {
+                unit: unit.id,
+                write,
+            };
+            self.enqueue(r, request, rv);
+        }
+    }
+
+    /// A cycle ran: its pending reasons kept (for liveness failures), its
+    /// decisions traced.
+    fn observe(&mut self, r: usize, o: &trainyard_serve::machine::Observed) {
+        self.checks.cycles += 1;
+        self.checks.reasons = o
+            .decisions
+            .pending
+            .iter()
+            .map(|p| (p.job.to_string(), p.message.clone()))
+            .collect();
+        if std::env::var("DST_DEBUG").is_ok() {
+            for j in &o.snapshot.jobs {
+                let tasks: Vec<String> = j
+                    .tasks
+                    .iter()
+                    .map(|t| format!("{}:{:?}:{}", t.key.name, t.state, t.terminating))
+                    .collect();
+                eprintln!(
+                    "job {} priority {} preemptible {} min {} tasks {tasks:?}",
+                    j.id, j.priority, j.preemptible, j.min_member
+                );
+            }
+        }
+        let d = &o.decisions;
+        if d.binds.is_empty() && d.evictions.is_empty() {
+            return;
+        }
+        let what: Vec<String> = d
+            .binds
+            .iter()
+            .map(|b| format!("{}→{}{:?}", b.task.name, b.node, b.gpus))
+            .chain(
+                d.evictions
+                    .iter()
+                    .map(|e| format!("evict {} for {}", e.task.name, e.preemptor)),
+            )
+            .collect();
+        self.note(format!("replica {r}: cycle decides {}", what.join(", ")));
     }
 
     fn enqueue(&mut self, r: usize, request: Request, decided_rv: u64) {

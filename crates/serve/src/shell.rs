@@ -110,13 +110,7 @@ impl Shell {
                 finished,
                 leader,
             } => {
-                if leader {
-                    self.metrics.record_usage(&closed);
-                }
-                if let Some(p) = &self.persist {
-                    p.closed(closed);
-                    p.jobs(finished);
-                }
+                self.usage(closed, finished, leader);
                 None
             }
             Command::ReadCheckpoint => {
@@ -133,14 +127,7 @@ impl Shell {
                 None
             }
             Command::Observe(o) => {
-                self.metrics.cycles.inc();
-                self.metrics.observe_cycle(&o.snapshot, &o.decisions, o.now);
-                for (phase, ns) in &o.phases {
-                    self.metrics
-                        .cycle_duration
-                        .get_or_create(&metrics::PhaseLabels { phase })
-                        .observe(*ns as f64 / 1e9);
-                }
+                self.observe(&o);
                 None
             }
             Command::Leading(leading) => {
@@ -155,6 +142,35 @@ impl Shell {
                 }
                 None
             }
+        }
+    }
+
+    /// Closed usage buckets and finished jobs' records to the store (and,
+    /// from the leader, the buckets to the metrics).
+    fn usage(
+        &self,
+        closed: Vec<trainyard_cluster::usage::ClosedBucket>,
+        finished: Vec<trainyard_cluster::usage::JobUsage>,
+        leader: bool,
+    ) {
+        if leader {
+            self.metrics.record_usage(&closed);
+        }
+        if let Some(p) = &self.persist {
+            p.closed(closed);
+            p.jobs(finished);
+        }
+    }
+
+    /// A cycle's metrics: its counts and gauges, and its phases' times.
+    fn observe(&self, o: &crate::machine::Observed) {
+        self.metrics.cycles.inc();
+        self.metrics.observe_cycle(&o.snapshot, &o.decisions, o.now);
+        for (phase, ns) in &o.phases {
+            self.metrics
+                .cycle_duration
+                .get_or_create(&metrics::PhaseLabels { phase })
+                .observe(*ns as f64 / 1e9);
         }
     }
 

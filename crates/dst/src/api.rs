@@ -81,6 +81,17 @@ impl Api {
         self.state.registry.by_key(key).cloned()
     }
 
+    /// The kind stored under `key` and its first version.
+    fn def_and_version(&self, key: &str) -> Result<(ResourceDef, String), String> {
+        let def = self.def(key).ok_or_else(|| format!("no kind {key}"))?;
+        let version = def
+            .versions
+            .first()
+            .map(|v| v.name.clone())
+            .unwrap_or_default();
+        Ok((def, version))
+    }
+
     /// Moves the server's clock (seconds) to `now_ms`, and notes the
     /// revision standing now.
     pub fn at(&mut self, now_ms: i64) {
@@ -107,12 +118,7 @@ impl Api {
 
     /// Creates `obj` of the kind stored under `key`.
     pub fn create(&mut self, key: &str, ns: Option<&str>, obj: Value) -> Result<Value, String> {
-        let def = self.def(key).ok_or_else(|| format!("no kind {key}"))?;
-        let version = def
-            .versions
-            .first()
-            .map(|v| v.name.clone())
-            .unwrap_or_default();
+        let (def, version) = self.def_and_version(key)?;
         self.state
             .create(&def, &version, ns, obj, &WriteOpts::default())
             .map_err(|e| err(&e))
@@ -121,12 +127,7 @@ impl Api {
     /// Replaces `obj` (main resource, or its `status`), conditional on its
     /// resourceVersion when it carries one.
     pub fn update(&mut self, key: &str, obj: Value, status: bool) -> Result<Value, String> {
-        let def = self.def(key).ok_or_else(|| format!("no kind {key}"))?;
-        let version = def
-            .versions
-            .first()
-            .map(|v| v.name.clone())
-            .unwrap_or_default();
+        let (def, version) = self.def_and_version(key)?;
         let ns = obj["metadata"]["namespace"]
             .as_str()
             .unwrap_or("")

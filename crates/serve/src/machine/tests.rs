@@ -42,6 +42,15 @@ fn list(m: &mut Service) {
     }
 }
 
+/// Ticks at `at`; the first write of the first unit (its unit's id).
+fn first_write(m: &mut Service, at: Timestamp) -> (u64, Write) {
+    let commands = m.handle(Input::Tick, at);
+    let Some(Command::Unit(unit)) = commands.iter().find(|c| matches!(c, Command::Unit(_))) else {
+        panic!("no bind");
+    };
+    (unit.id, unit.writes[0].clone())
+}
+
 fn binds(commands: &[Command]) -> Vec<String> {
     commands
         .iter()
@@ -73,11 +82,7 @@ fn an_accepted_bind_holds_its_room_past_the_assume_timeout() {
     let mut m = machine(false);
     list(&mut m);
     let at = m.wake_at();
-    let commands = m.handle(Input::Tick, at);
-    let Some(Command::Unit(unit)) = commands.iter().find(|c| matches!(c, Command::Unit(_))) else {
-        panic!("no bind");
-    };
-    let (id, write) = (unit.id, unit.writes[0].clone());
+    let (id, write) = first_write(&mut m, at);
     m.handle(
         Input::Written {
             unit: id,
@@ -108,12 +113,7 @@ fn a_bind_refused_is_decided_again_and_one_without_answer_is_not() {
         let mut m = machine(false);
         list(&mut m);
         let at = m.wake_at();
-        let commands = m.handle(Input::Tick, at);
-        let Some(Command::Unit(unit)) = commands.iter().find(|c| matches!(c, Command::Unit(_)))
-        else {
-            panic!("no bind");
-        };
-        let (id, write) = (unit.id, unit.writes[0].clone());
+        let (id, write) = first_write(&mut m, at);
         m.handle(
             Input::Written {
                 unit: id,
@@ -126,4 +126,19 @@ fn a_bind_refused_is_decided_again_and_one_without_answer_is_not() {
         let decided = !binds(&m.handle(Input::Tick, next)).is_empty();
         assert_eq!(decided, again, "{}", failure.reason);
     }
+}
+
+#[test]
+fn a_bind_refused_as_already_assigned_names_the_node() {
+    let f = Failure {
+        reason: "conflict".into(),
+        message: r#"Operation cannot be fulfilled on pods "p": pod p is already assigned to node "gpu-3""#.into(),
+        uncertain: false,
+    };
+    assert_eq!(f.assigned_to(), Some("gpu-3"));
+    let other = Failure {
+        message: "409 Conflict: the object has been modified".into(),
+        ..f
+    };
+    assert_eq!(other.assigned_to(), None);
 }

@@ -361,19 +361,9 @@ impl Service {
         self.leading
     }
 
-    /// The settings that apply now (the service's as reloaded).
-    pub fn live(&self) -> &ServiceSettings {
-        &self.live
-    }
-
     /// The journal's intents open now (for the checkpoint and tests).
     pub fn open_intents(&self) -> Vec<JournalRecord> {
         self.units.intents.values().cloned().collect()
-    }
-
-    /// Writes handed out and not yet done.
-    pub fn in_flight(&self) -> usize {
-        self.units.in_flight()
     }
 
     /// When the machine wants the next [`Input::Tick`].

@@ -43,8 +43,9 @@ pub struct Checks {
     /// Gangs partly bound, since when (ms, counted while a leader runs).
     partial: BTreeMap<String, i64>,
     last_step: i64,
-    /// Jobs a replica asked to evict a member of since the last step (a
-    /// request may then wait in its writer's queue).
+    /// Jobs a replica asked to evict a member of, or had a member bound,
+    /// since the last step (an eviction may then wait in its writer's
+    /// queue): their partial-gang timers start again.
     pub evicting: BTreeSet<String>,
     /// Jobs a write of which lost its answer, and how long the service
     /// holds what it may have done (ms).
@@ -164,6 +165,11 @@ impl Checks {
     ) {
         self.binds += 1;
         let (_, pod_name, _) = sent.request.pod();
+        // A member bound is progress: a gang still being bound (a slow
+        // queue of binds) is not one left partly bound.
+        if let Request::Write { write, .. } = &sent.request {
+            self.evicting.insert(write.target().0.to_string());
+        }
         let Some(n) = api.get("/nodes", "", node) else {
             return;
         };

@@ -37,6 +37,10 @@ pub struct Faults {
     pub other_scheduler: bool,
     /// Nodes are added, removed, cordoned and tainted.
     pub node_churn: bool,
+    /// Users change policy while jobs run: PodDisruptionBudgets over
+    /// gangs, Queue quotas and weights, a Queue deleted and recreated,
+    /// a PriorityClass deleted and recreated with another value.
+    pub policy_churn: bool,
     /// Nodes at start, and GPUs per node.
     pub nodes: usize,
     pub gpus_per_node: u32,
@@ -86,6 +90,7 @@ impl Faults {
             clock_jump_every_ms: pick(rng, 0.2, 30_000, 300_000),
             other_scheduler: rng.random_bool(0.4),
             node_churn: rng.random_bool(0.4),
+            policy_churn: false,
             nodes: rng.random_range(2..10),
             gpus_per_node: if rng.random_bool(0.8) { 8 } else { 4 },
             quiet_seconds: 90,
@@ -95,6 +100,13 @@ impl Faults {
                 rng.random_range(2..17)
             },
         }
+    }
+
+    /// Draws the dimensions added after the first campaigns, from a
+    /// stream of their own: a seed named in a regression test keeps the
+    /// run it was named for whenever the new dimensions are off for it.
+    pub fn draw_later(&mut self, rng: &mut ChaCha8Rng) {
+        self.policy_churn = rng.random_bool(0.5);
     }
 
     /// One request's latency one way (ms); none in the quiet period.
@@ -110,7 +122,7 @@ impl Faults {
     pub fn summary(&self) -> String {
         let opt = |o: Option<i64>| o.map_or("never".to_string(), |v| format!("~{} s", v / 1000));
         format!(
-            "latency {}-{} ms, errors {}‰, lost answers {}‰, watch lag {} ms, watch drops {}, 410 window {}, crashes {}, store {}, replicas {}, clock jumps {}, other scheduler {}, node churn {}, {} nodes × {} GPUs, bindConcurrency {}",
+            "latency {}-{} ms, errors {}‰, lost answers {}‰, watch lag {} ms, watch drops {}, 410 window {}, crashes {}, store {}, replicas {}, clock jumps {}, other scheduler {}, node churn {}, policy churn {}, {} nodes × {} GPUs, bindConcurrency {}",
             self.latency_ms.0,
             self.latency_ms.1,
             self.error_permille,
@@ -124,6 +136,7 @@ impl Faults {
             opt(self.clock_jump_every_ms),
             self.other_scheduler,
             self.node_churn,
+            self.policy_churn,
             self.nodes,
             self.gpus_per_node,
             self.bind_concurrency,

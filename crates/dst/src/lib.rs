@@ -18,6 +18,7 @@ pub mod api;
 pub mod check;
 pub mod exec;
 pub mod faults;
+pub mod policy;
 pub mod replica;
 pub mod sim;
 
@@ -67,7 +68,14 @@ pub fn settings(i: usize, faults: &Faults) -> Settings {
 /// The fault mix seed `seed` draws.
 pub fn faults_of(seed: u64) -> Faults {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x005e_ed0f_fa17);
-    Faults::draw(&mut rng)
+    let mut faults = Faults::draw(&mut rng);
+    faults.draw_later(&mut later_stream(seed));
+    faults
+}
+
+/// The stream the later dimensions and their actors draw from.
+fn later_stream(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ 0x1a7e_0d1e_5eed)
 }
 
 /// Runs seed `seed` for `seconds` of simulated time (the last
@@ -75,8 +83,14 @@ pub fn faults_of(seed: u64) -> Faults {
 /// given.
 pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x005e_ed0f_fa17);
-    let faults = faults.unwrap_or_else(|| Faults::draw(&mut rng));
+    // Drawn whether or not a mix is given, so that a given mix changes
+    // only what it changes and the rest of the run stays the seed's.
+    let mut later = later_stream(seed);
+    let mut drawn = Faults::draw(&mut rng);
+    drawn.draw_later(&mut later);
+    let faults = faults.unwrap_or(drawn);
     let mut sim = Sim::new(seed, seconds, faults.clone());
+    sim.later_rng = later;
     sim.checks.watch_lag_ms = faults.watch_lag_ms;
     sim.populate();
     for i in 0..faults.replicas {
@@ -110,6 +124,10 @@ pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
     }
     sim.at(START_MS + 1000, Ev::Kubelet);
     sim.at(START_MS + 100, Ev::Actor);
+    if faults.policy_churn {
+        let first = START_MS + sim.later_rng.random_range(1000..20_000);
+        sim.at(first, Ev::Policy);
+    }
     let quiet = sim.quiet_from;
     for r in 0..faults.replicas {
         // Every replica is up for the quiet period.

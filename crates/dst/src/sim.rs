@@ -61,6 +61,8 @@ pub enum Ev {
     Restart(usize),
     /// The other scheduler binds one pod.
     OtherBinds,
+    /// A user changes policy (PDBs, Queues, PriorityClasses).
+    Policy,
     /// A replica's clock jumps.
     ClockJump(usize),
     /// A replica's watch connection drops.
@@ -69,6 +71,8 @@ pub enum Ev {
 
 pub struct Sim {
     pub rng: ChaCha8Rng,
+    /// The later dimensions' own stream (`Faults::draw_later`).
+    pub later_rng: ChaCha8Rng,
     pub now: i64,
     pub end: i64,
     /// From then on: no faults, no actors, every replica up (liveness).
@@ -93,6 +97,7 @@ impl Sim {
         let end = START_MS + seconds * 1000;
         Sim {
             rng,
+            later_rng: ChaCha8Rng::seed_from_u64(!seed),
             now: START_MS,
             end,
             quiet_from: end - faults.quiet_seconds * 1000,
@@ -161,6 +166,7 @@ impl Sim {
             Ev::Answer(r, epoch, sent, result) => self.answer(r, epoch, sent, result),
             Ev::Elect(r) => self.elect(r),
             Ev::Actor => self.act(),
+            Ev::Policy => self.change_policy(),
             Ev::Kubelet => {
                 self.api.kubelet();
                 self.pod_gc();

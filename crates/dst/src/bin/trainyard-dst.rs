@@ -49,6 +49,11 @@ struct Args {
     /// Lines of trace printed for a failing seed.
     #[arg(long, default_value_t = 40)]
     tail: usize,
+    /// With --seed: users change policy (PDBs, Queues, PriorityClasses)
+    /// or not, whatever the seed draws; `false` replays a seed named
+    /// before that dimension existed, in the world it was found in.
+    #[arg(long, value_name = "BOOL")]
+    policy_churn: Option<bool>,
 }
 
 fn print_failure(r: &trainyard_dst::Report, tail: usize) {
@@ -73,7 +78,12 @@ fn print_failure(r: &trainyard_dst::Report, tail: usize) {
 fn main() -> Result<()> {
     let args = Args::parse();
     if let Some(seed) = args.seed {
-        let r = trainyard_dst::run(seed, args.seconds, None);
+        let faults = args.policy_churn.map(|on| {
+            let mut f = trainyard_dst::faults_of(seed);
+            f.policy_churn = on;
+            f
+        });
+        let r = trainyard_dst::run(seed, args.seconds, faults);
         if args.trace {
             for line in &r.trace {
                 println!("{line}");

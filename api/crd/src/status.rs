@@ -67,8 +67,17 @@ pub enum PodGroupPhase {
     Succeeded,
     /// Its pods failed.
     Failed,
-    /// Reclaim or preemption is evicting it.
+    /// Reclaim, preemption or a repair is evicting it.
     Evicting,
+    /// No pods left: Trainyard evicted them for a higher-priority job.
+    Preempted,
+    /// No pods left: Trainyard evicted them for another queue's share.
+    Reclaimed,
+    /// No pods left: Trainyard evicted them (an incomplete gang, a
+    /// walltime).
+    Evicted,
+    /// No pods left: deleted, not by Trainyard.
+    Deleted,
 }
 
 impl PodGroupPhase {
@@ -80,6 +89,10 @@ impl PodGroupPhase {
             PodGroupPhase::Succeeded => "Succeeded",
             PodGroupPhase::Failed => "Failed",
             PodGroupPhase::Evicting => "Evicting",
+            PodGroupPhase::Preempted => "Preempted",
+            PodGroupPhase::Reclaimed => "Reclaimed",
+            PodGroupPhase::Evicted => "Evicted",
+            PodGroupPhase::Deleted => "Deleted",
         }
     }
 }
@@ -108,7 +121,9 @@ pub struct PodGroupStatus {
     /// `Scheduled`: `False` while the gang waits, with the core's pending
     /// reason (`reason`, e.g. `Unschedulable`, `QueueLimit`,
     /// `GangIncomplete`) and its message; `True` once its minimum is bound.
-    /// `Evicting`: `True` with the reclaiming or preempting job's message.
+    /// `Evicted`: `True` while Trainyard evicts the group's pods and once
+    /// they are gone, with the rule (`Preempted`, `Reclaimed`,
+    /// `IncompleteGang`, `WalltimeExceeded`) and its message.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend(
         "x-kubernetes-list-type" = "map",

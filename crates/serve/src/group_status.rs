@@ -15,6 +15,16 @@
 //! | `Pending` | otherwise, while the gang has live pods |
 //! | `Failed` | no live pods; at least one failed |
 //! | `Succeeded` | no live pods; at least one succeeded, none failed |
+//! | `Preempted` | no pods left; Trainyard evicted them for a higher-priority job |
+//! | `Reclaimed` | no pods left; Trainyard evicted them for another queue's fair share |
+//! | `Evicted` | no pods left; Trainyard evicted them (`IncompleteGang`, `WalltimeExceeded`) |
+//! | `Deleted` | no pods left; they were deleted, not by Trainyard |
+//! | `Pending` | also: no pod names the group yet (`WaitingForPods`) |
+//!
+//! While Trainyard evicts a group's pods, and once they are gone, an
+//! `Evicted` condition names the rule and the message of the eviction;
+//! it is what tells a group preempted from one deleted after a restart
+//! (the status the API shows is read back).
 //!
 //! Pure: tested on plain values.
 
@@ -128,15 +138,42 @@ impl GroupPods {
     }
 }
 
-/// The `status` of every group job of the snapshot and every group with
-/// finished pods, by `namespace/name`, without transition times
+/// Trainyard's last eviction of a group's pods: the rule (`Preempted`,
+/// `Reclaimed`, `IncompleteGang`, `WalltimeExceeded`), its message and
+/// when (ms).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Evicted {
+    pub reason: String,
+    pub message: String,
+    pub at_ms: i64,
+}
+
+/// What a group's status is made from, besides the snapshot and the
+/// cycle's decisions.
+pub struct Inputs<'a, B: Fn(&str) -> Option<Value>> {
+    /// [`GroupPods::counts`] of this cycle.
+    pub counts: &'a BTreeMap<&'a str, Counts>,
+    /// Every group object (`namespace/name`), with or without pods.
+    pub groups: &'a [String],
+    /// Trainyard's last eviction per group.
+    pub evicted: &'a BTreeMap<String, Evicted>,
+    /// The status last written or shown by the API, per group.
+    pub before: B,
+}
+
+/// Phases of a group with no pods left that say what took them.
+const GONE: [&str; 4] = ["Preempted", "Reclaimed", "Evicted", "Deleted"];
+
+/// The `status` of every group job of the snapshot, every group with
+/// finished pods and every group object with no pods, by
+/// `namespace/name`, without transition times
 /// ([`crate::queue_status::StatusCache`] sets them).
-/// `counts` are [`GroupPods::counts`] of this cycle.
-pub fn statuses(
+pub fn statuses<B: Fn(&str) -> Option<Value>>(
     snapshot: &Snapshot,
     decisions: &Decisions,
-    counts: &BTreeMap<&str, Counts>,
+    inputs: &Inputs<'_, B>,
 ) -> BTreeMap<String, Value> {
+    let counts = inputs.counts;
     let pending: BTreeMap<&str, (&str, &str)> = decisions
         .pending
         .iter()
@@ -181,7 +218,13 @@ pub fn statuses(
                 ),
             ),
         };
-        out.insert(id.to_string(), status(phase, c, scheduled));
+        let mut st = status(phase, c, scheduled);
+        if phase == "Evicting"
+            && let Some(e) = inputs.evicted.get(id)
+        {
+            push_evicted(&mut st, e);
+        }
+        out.insert(id.to_string(), st);
     }
     for (&id, &c) in counts {
         if seen.contains(id) {
@@ -199,7 +242,81 @@ pub fn statuses(
         let done = condition("Scheduled", true, phase, &why);
         out.insert(id.to_string(), status(phase, c, done));
     }
+    for id in inputs.groups {
+        if !seen.contains(id.as_str()) && !counts.contains_key(id.as_str()) {
+            let before = (inputs.before)(id);
+            out.insert(id.clone(), without_pods(inputs.evicted.get(id), before));
+        }
+    }
     out
+}
+
+/// The status of a group none of whose pods exist: what took them, from
+/// Trainyard's eviction or the status written before; else deleted (it
+/// had pods) or waiting for its first pod.
+fn without_pods(evicted: Option<&Evicted>, before: Option<Value>) -> Value {
+    let before = before.unwrap_or(Value::Null);
+    let shown = before["conditions"]
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["type"] == "Evicted"))
+        .map(|c| Evicted {
+            reason: c["reason"].as_str().unwrap_or("").to_string(),
+            message: c["message"].as_str().unwrap_or("").to_string(),
+            at_ms: 0,
+        });
+    let prior = before["phase"].as_str().unwrap_or("");
+    let had_pods = matches!(prior, "Running" | "Scheduled" | "Evicting")
+        || ["scheduled", "running"]
+            .iter()
+            .any(|k| before[*k].as_u64().unwrap_or(0) > 0);
+    let zero = Counts::default();
+    match evicted.cloned().or(shown) {
+        Some(e) => {
+            let phase = match e.reason.as_str() {
+                "Preempted" => "Preempted",
+                "Reclaimed" => "Reclaimed",
+                _ => "Evicted",
+            };
+            let why = format!("no pods left: Trainyard evicted them ({}): {}", e.reason, e.message);
+            let mut st = status(phase, zero, condition("Scheduled", false, phase, &why));
+            push_evicted(&mut st, &e);
+            st
+        }
+        None if GONE.contains(&prior) => {
+            let kept = before["conditions"]
+                .as_array()
+                .and_then(|l| l.iter().find(|c| c["type"] == "Scheduled"))
+                .cloned()
+                .unwrap_or_else(|| condition("Scheduled", false, prior, "no pods left"));
+            status(prior, zero, kept)
+        }
+        None if had_pods => status(
+            "Deleted",
+            zero,
+            condition(
+                "Scheduled",
+                false,
+                "Deleted",
+                "no pods left: they were deleted, not by Trainyard; the group is scheduled again when its pods are created again",
+            ),
+        ),
+        None => status(
+            "Pending",
+            zero,
+            condition(
+                "Scheduled",
+                false,
+                "WaitingForPods",
+                "no pod names this group yet",
+            ),
+        ),
+    }
+}
+
+fn push_evicted(status: &mut Value, e: &Evicted) {
+    if let Some(list) = status["conditions"].as_array_mut() {
+        list.push(condition("Evicted", true, &e.reason, &e.message));
+    }
 }
 
 fn status(phase: &str, c: Counts, scheduled: Value) -> Value {
@@ -224,6 +341,68 @@ mod tests {
                "spec": {"nodeName": node}, "status": {"phase": phase}})
     }
 
+    fn plain(
+        snapshot: &Snapshot,
+        d: &Decisions,
+        counts: &BTreeMap<&str, Counts>,
+    ) -> BTreeMap<String, Value> {
+        let inputs = Inputs {
+            counts,
+            groups: &[],
+            evicted: &BTreeMap::new(),
+            before: |_: &str| None,
+        };
+        statuses(snapshot, d, &inputs)
+    }
+
+    #[test]
+    fn a_group_without_pods_says_what_took_them() {
+        let empty = Snapshot::new(Vec::new(), Default::default(), Vec::new());
+        let none = Decisions::default();
+        let groups = ["ml/new".to_string(), "ml/pre".to_string(), "ml/del".to_string(), "ml/was".to_string()];
+        let evicted = BTreeMap::from([(
+            "ml/pre".to_string(),
+            Evicted {
+                reason: "Preempted".into(),
+                message: "preempted for ml/urgent (priority 1000 above 50)".into(),
+                at_ms: 1,
+            },
+        )]);
+        let running = json!({"phase": "Running", "scheduled": 3, "running": 3,
+            "conditions": [{"type": "Scheduled", "status": "True"}]});
+        // Written before a restart: preempted, its Evicted condition on it.
+        let was = json!({"phase": "Reclaimed", "scheduled": 0, "running": 0,
+            "conditions": [{"type": "Scheduled", "status": "False", "reason": "Reclaimed"},
+                           {"type": "Evicted", "status": "True", "reason": "Reclaimed", "message": "reclaimed for team-b"}]});
+        let counts = BTreeMap::new();
+        let inputs = Inputs {
+            counts: &counts,
+            groups: &groups,
+            evicted: &evicted,
+            before: |id: &str| match id {
+                "ml/pre" | "ml/del" => Some(running.clone()),
+                "ml/was" => Some(was.clone()),
+                _ => None,
+            },
+        };
+        let s = statuses(&empty, &none, &inputs);
+        let line = |id: &str| {
+            let g = &s[id];
+            format!(
+                "{} {}/{} {}",
+                g["phase"].as_str().unwrap_or(""),
+                g["scheduled"],
+                g["running"],
+                g["conditions"][0]["reason"].as_str().unwrap_or("")
+            )
+        };
+        assert_eq!(line("ml/new"), "Pending 0/0 WaitingForPods");
+        assert_eq!(line("ml/pre"), "Preempted 0/0 Preempted");
+        assert_eq!(s["ml/pre"]["conditions"][1]["type"], "Evicted");
+        assert_eq!(line("ml/del"), "Deleted 0/0 Deleted");
+        assert_eq!(line("ml/was"), "Reclaimed 0/0 Reclaimed");
+    }
+
     #[test]
     fn the_group_key_is_read_as_the_reader_reads_it() {
         let volcano = json!({"metadata": {"name": "p", "namespace": "a",
@@ -243,7 +422,7 @@ mod tests {
         let mut pods = GroupPods::default();
         pods.applied(&pod("a", None, "Pending"));
         pods.applied(&pod("b", None, "Pending"));
-        let s = statuses(&snapshot, &d, &pods.counts());
+        let s = plain(&snapshot, &d, &pods.counts());
         let g = &s["ml/g"];
         assert_eq!(g["phase"], "Pending");
         assert_eq!(g["conditions"][0]["status"], "False");
@@ -254,7 +433,7 @@ mod tests {
         pods.applied(&pod("a", Some("n1"), "Running"));
         pods.applied(&pod("b", Some("n1"), "Running"));
         let none = trainyard_sched::Decisions::default();
-        let g = &statuses(&snapshot, &none, &pods.counts())["ml/g"];
+        let g = &plain(&snapshot, &none, &pods.counts())["ml/g"];
         assert_eq!(
             (g["phase"].as_str(), g["running"].as_u64()),
             (Some("Running"), Some(2))
@@ -264,7 +443,7 @@ mod tests {
         pods.applied(&pod("a", Some("n1"), "Succeeded"));
         pods.applied(&pod("b", Some("n1"), "Failed"));
         let empty = Snapshot::new(Vec::new(), Default::default(), Vec::new());
-        let g = &statuses(&empty, &none, &pods.counts())["ml/g"];
+        let g = &plain(&empty, &none, &pods.counts())["ml/g"];
         assert_eq!(g["phase"], "Failed");
         assert_eq!(
             (g["succeeded"].as_u64(), g["failed"].as_u64()),
@@ -274,7 +453,7 @@ mod tests {
         pods.list_start();
         pods.applied(&pod("a", Some("n1"), "Succeeded"));
         pods.list_done();
-        let g = &statuses(&empty, &none, &pods.counts())["ml/g"];
+        let g = &plain(&empty, &none, &pods.counts())["ml/g"];
         assert_eq!(g["phase"], "Succeeded");
     }
 }

@@ -439,22 +439,35 @@ impl Metrics {
             seen.queues.push(ql);
             let mut demand = q.demand.clone();
             demand.saturating_sub(&q.allocated);
-            for (family, resources) in [
+            let families = [
                 (&self.queue_quota, &q.quota),
                 (&self.queue_fair_share, &q.fair_share),
                 (&self.queue_allocated, &q.allocated),
                 (&self.queue_demand, &demand),
-            ] {
-                for (name, value) in resources.iter() {
-                    let (unit, v) = in_unit(&name, value);
-                    let l = QueueResourceLabels {
-                        queue: q.queue.clone(),
-                        resource: name.to_string(),
-                        unit,
-                    };
-                    family.get_or_create(&l).set(v);
-                    seen.queue_resources.push(l);
+            ];
+            // Every resource any of the four names (GPUs always) is set in
+            // all four, zero where the queue has none: a queue whose last
+            // job went reads 0 allocated, never its old amount.
+            let mut names: Vec<ResourceName> = vec![ResourceName::Gpu];
+            for (_, resources) in &families {
+                for (name, _) in resources.iter() {
+                    if !names.contains(&name) {
+                        names.push(name);
+                    }
                 }
+            }
+            for name in &names {
+                let (unit, _) = in_unit(name, 0);
+                let l = QueueResourceLabels {
+                    queue: q.queue.clone(),
+                    resource: name.to_string(),
+                    unit,
+                };
+                for (family, resources) in &families {
+                    let (_, v) = in_unit(name, resources.get(name));
+                    family.get_or_create(&l).set(v);
+                }
+                seen.queue_resources.push(l);
             }
         }
         // A poisoned lock only means a panic mid-update elsewhere; the

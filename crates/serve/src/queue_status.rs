@@ -44,6 +44,15 @@ pub fn quantities(resources: &Resources) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// `amounts` with GPUs always named, `0` when none: the printer columns
+/// of `kubectl get tyq` show a zero, not a blank.
+fn with_gpus(mut amounts: BTreeMap<String, String>) -> BTreeMap<String, String> {
+    amounts
+        .entry(ResourceName::Gpu.to_string())
+        .or_insert_with(|| "0".into());
+    amounts
+}
+
 /// The `status` of every queue after a cycle, by queue name. Pure.
 pub fn statuses(snapshot: &Snapshot, decisions: &Decisions) -> BTreeMap<String, Value> {
     // Queue name -> path, and the counts per path (a job counts for its
@@ -142,9 +151,9 @@ pub fn statuses(snapshot: &Snapshot, decisions: &Decisions) -> BTreeMap<String, 
                 },
             ];
             let status = json!({
-                "allocated": quantities(&q.allocated),
-                "requested": quantities(&q.demand),
-                "fairShare": quantities(&q.fair_share),
+                "allocated": with_gpus(quantities(&q.allocated)),
+                "requested": with_gpus(quantities(&q.demand)),
+                "fairShare": with_gpus(quantities(&q.fair_share)),
                 "pendingJobs": pending.get(&q.queue).copied().unwrap_or(0),
                 "runningJobs": running.get(&q.queue).copied().unwrap_or(0),
                 "conditions": conditions,
@@ -155,9 +164,11 @@ pub fn statuses(snapshot: &Snapshot, decisions: &Decisions) -> BTreeMap<String, 
 }
 
 /// The statuses last written (of Queues, of PodGroups), to write only
-/// what changed. Transition times are carried: a condition (or `phase`)
-/// whose status is the one last written keeps its `lastTransitionTime`
-/// (`phaseTransitionTime`), else it takes `at`.
+/// what changed. A status is compared with the one last written or, when
+/// none was (a restart, a new leader, a failed write), with the one the
+/// API shows. Transition times are carried from that same status: a
+/// condition (or `phase`) whose status did not change keeps its
+/// `lastTransitionTime` (`phaseTransitionTime`), else it takes `at`.
 #[derive(Debug, Default)]
 pub struct StatusCache {
     written: BTreeMap<String, Value>,
@@ -171,7 +182,7 @@ fn with_times(mut status: Value, before: Option<&Value>, at: &str) -> Value {
             let old = before
                 .and_then(|b| b["conditions"].as_array())
                 .and_then(|l| l.iter().find(|o| o["type"] == c["type"]))
-                .filter(|o| o["status"] == c["status"]);
+                .filter(|o| o["status"] == c["status"] && o["lastTransitionTime"].is_string());
             c["lastTransitionTime"] = match old {
                 Some(o) => o["lastTransitionTime"].clone(),
                 None => at.into(),
@@ -179,7 +190,9 @@ fn with_times(mut status: Value, before: Option<&Value>, at: &str) -> Value {
         }
     }
     if status.get("phase").is_some() {
-        let same = before.is_some_and(|b| b["phase"] == status["phase"]);
+        let same = before.is_some_and(|b| {
+            b["phase"] == status["phase"] && b["phaseTransitionTime"].is_string()
+        });
         status["phaseTransitionTime"] = match before {
             Some(b) if same => b["phaseTransitionTime"].clone(),
             _ => at.into(),
@@ -188,33 +201,80 @@ fn with_times(mut status: Value, before: Option<&Value>, at: &str) -> Value {
     status
 }
 
+/// The JSON merge patch (RFC 7386) that turns each of `olds` into `new`:
+/// `new` with `null` for every key an old object has and `new` lacks, at
+/// every level of nested objects (an empty `allocated: {}` removes
+/// nothing in a merge patch; `allocated: {"nvidia.com/gpu": null}` does).
+/// Arrays are replaced whole.
+pub fn merge_patch(olds: &[&Value], new: &Value) -> Value {
+    let Some(fields) = new.as_object() else {
+        return new.clone();
+    };
+    let mut out = serde_json::Map::new();
+    for (k, v) in fields {
+        let below: Vec<&Value> = olds.iter().filter_map(|o| o.get(k)).collect();
+        let v = if v.is_object() && below.iter().any(|b| b.is_object()) {
+            merge_patch(&below, v)
+        } else {
+            v.clone()
+        };
+        out.insert(k.clone(), v);
+    }
+    for old in olds {
+        for k in old.as_object().into_iter().flat_map(|o| o.keys()) {
+            if !fields.contains_key(k) {
+                out.insert(k.clone(), Value::Null);
+            }
+        }
+    }
+    Value::Object(out)
+}
+
 impl StatusCache {
-    /// The objects of `now` whose status differs from the one last written
-    /// and that `writable` accepts (Trainyard's own objects), with
-    /// transition times set as of `at` (RFC 3339).
+    /// The merge patches for the objects of `now` whose status differs
+    /// from the one last written (or, when none was, from the one the API
+    /// shows), with transition times set as of `at` (RFC 3339).
+    /// `observed(name)` is the status the API shows (`Value::Null` for
+    /// none), or `None` for an object the service does not write (not
+    /// one of Trainyard's own, or gone).
     pub fn changes(
         &mut self,
         now: BTreeMap<String, Value>,
         at: &str,
-        writable: impl Fn(&str) -> bool,
+        observed: impl Fn(&str) -> Option<Value>,
     ) -> Vec<(String, Value)> {
-        let changed: Vec<(String, Value)> = now
-            .into_iter()
-            .filter(|(name, _)| writable(name))
-            .map(|(name, s)| {
-                let s = with_times(s, self.written.get(&name), at);
-                (name, s)
-            })
-            .filter(|(name, s)| self.written.get(name) != Some(s))
-            .collect();
-        for (name, s) in &changed {
-            self.written.insert(name.clone(), s.clone());
+        let mut out = Vec::new();
+        for (name, status) in now {
+            let Some(shown) = observed(&name) else {
+                continue;
+            };
+            let written = self.written.get(&name);
+            let before = written.unwrap_or(&shown);
+            let status = with_times(status, Some(before).filter(|b| b.is_object()), at);
+            if written == Some(&status) {
+                continue;
+            }
+            if written.is_none() && shown == status {
+                // The API shows it already (written before a restart).
+                self.written.insert(name, status);
+                continue;
+            }
+            let mut olds = vec![&shown];
+            olds.extend(written);
+            let patch = merge_patch(&olds, &status);
+            self.written.insert(name.clone(), status);
+            out.push((name, patch));
         }
-        changed
+        out
     }
 
-    /// Forgets what was written for `name`, so it is written again (after
-    /// a failed write).
+    /// The status last written for `name`, if any.
+    pub fn last(&self, name: &str) -> Option<&Value> {
+        self.written.get(name)
+    }
+
+    /// Forgets what was written for `name`, so it is compared with what
+    /// the API shows again (after a failed write).
     pub fn forget(&mut self, name: &str) {
         self.written.remove(name);
     }
@@ -273,18 +333,18 @@ mod tests {
         );
 
         let mut w = StatusCache::default();
-        let first = w.changes(all.clone(), "t1", |n| n != "org");
+        let first = w.changes(all.clone(), "t1", |n| (n != "org").then_some(Value::Null));
         assert_eq!(
             first.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
             ["team"]
         );
         assert_eq!(first[0].1["conditions"][0]["lastTransitionTime"], "t1");
         assert!(
-            w.changes(all.clone(), "t2", |_| true)
+            w.changes(all.clone(), "t2", |_| Some(Value::Null))
                 .iter()
                 .all(|(n, _)| n == "org")
         );
-        assert!(w.changes(all.clone(), "t3", |_| true).is_empty());
+        assert!(w.changes(all.clone(), "t3", |_| Some(Value::Null)).is_empty());
         // One condition flips: it alone takes the new time.
         let mut flipped = all;
         flipped.get_mut("team").expect("team")["conditions"][1] = condition(
@@ -293,10 +353,74 @@ mod tests {
             "OverQuota",
             "nvidia.com/gpu 9 above quota 8",
         );
-        let changed = w.changes(flipped, "t4", |_| true);
+        let changed = w.changes(flipped, "t4", |_| Some(Value::Null));
         assert_eq!(changed.len(), 1);
         let c = &changed[0].1["conditions"];
         assert_eq!(c[0]["lastTransitionTime"], "t1");
         assert_eq!(c[1]["lastTransitionTime"], "t4");
+    }
+
+    /// RFC 7386, as the API server applies a merge patch.
+    fn apply(target: &mut Value, patch: &Value) {
+        let Some(fields) = patch.as_object() else {
+            *target = patch.clone();
+            return;
+        };
+        if !target.is_object() {
+            *target = json!({});
+        }
+        for (k, v) in fields {
+            if v.is_null() {
+                if let Some(m) = target.as_object_mut() {
+                    m.remove(k);
+                }
+            } else {
+                apply(&mut target[k], v);
+            }
+        }
+    }
+
+    #[test]
+    fn a_map_emptied_is_patched_with_nulls_and_a_restart_keeps_the_times() {
+        let mut w = StatusCache::default();
+        let busy = json!({"allocated": {"nvidia.com/gpu": "8", "cpu": "4"}, "runningJobs": 1,
+            "conditions": [condition("Ready", true, "InTree", "ok")]});
+        let shown = w.changes(BTreeMap::from([("q".to_string(), busy)]), "t1", |_| {
+            Some(Value::Null)
+        });
+        let shown = shown[0].1.clone();
+        // The queue's last job is gone: GPUs 0, no CPU left.
+        let idle = json!({"allocated": {"nvidia.com/gpu": "0"}, "runningJobs": 0,
+            "conditions": [condition("Ready", true, "InTree", "ok")]});
+        let patch = w.changes(BTreeMap::from([("q".to_string(), idle.clone())]), "t2", |_| {
+            Some(shown.clone())
+        });
+        assert_eq!(
+            patch[0].1["allocated"],
+            json!({"nvidia.com/gpu": "0", "cpu": null}),
+            "the CPU amount is removed, not left behind"
+        );
+        assert_eq!(patch[0].1["conditions"][0]["lastTransitionTime"], "t1");
+
+        // After a restart the API's status is the reference: unchanged,
+        // nothing is written; its transition time is kept.
+        let mut after = StatusCache::default();
+        let mut on_api = shown.clone();
+        apply(&mut on_api, &patch[0].1);
+        assert_eq!(on_api["allocated"], json!({"nvidia.com/gpu": "0"}));
+        assert!(
+            after
+                .changes(BTreeMap::from([("q".to_string(), idle.clone())]), "t3", |_| {
+                    Some(on_api.clone())
+                })
+                .is_empty()
+        );
+        let flipped = json!({"allocated": {"nvidia.com/gpu": "0"}, "runningJobs": 0,
+            "conditions": [condition("Ready", false, "Invalid", "bad")]});
+        let mut again = StatusCache::default();
+        let p = again.changes(BTreeMap::from([("q".to_string(), flipped)]), "t4", |_| {
+            Some(on_api.clone())
+        });
+        assert_eq!(p[0].1["conditions"][0]["lastTransitionTime"], "t4");
     }
 }

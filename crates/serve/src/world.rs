@@ -65,6 +65,11 @@ pub struct World {
     /// Namespaces by name, as watched (their labels name default queues
     /// for inferred groups); not part of `state`.
     pub namespaces: BTreeMap<String, Value>,
+    /// The `status` of each Queue and PodGroup as the API shows it, by
+    /// stream and key: what the service last wrote, or another writer
+    /// did, also before a restart (what a new status is compared with,
+    /// and where its transition times come from).
+    statuses: BTreeMap<(usize, Key), Value>,
     /// Whether pods are held for inferred groups (`service.inferPodGroups`).
     infer: bool,
     scheduler_name: String,
@@ -87,6 +92,7 @@ impl World {
             listed: BTreeSet::new(),
             held: BTreeMap::new(),
             namespaces: BTreeMap::new(),
+            statuses: BTreeMap::new(),
             infer: true,
             scheduler_name,
         }
@@ -125,6 +131,26 @@ impl World {
     pub fn holds(&self, stream: usize, kind: &str, namespace: &str, name: &str) -> bool {
         let key = (kind.to_string(), namespace.to_string(), name.to_string());
         self.known.get(&stream).is_some_and(|k| k.contains(&key))
+    }
+
+    /// The `status` of the object of `kind` named `name` in `namespace`
+    /// from stream `stream`, as the API last showed it (Queues and
+    /// PodGroups only).
+    pub fn status_of(&self, stream: usize, kind: &str, namespace: &str, name: &str) -> Option<&Value> {
+        let key = (kind.to_string(), namespace.to_string(), name.to_string());
+        self.statuses.get(&(stream, key))
+    }
+
+    /// `(namespace, name)` of every object of `kind` stream `stream`
+    /// holds, in order.
+    pub fn names(&self, stream: usize, kind: &str) -> Vec<(String, String)> {
+        self.known
+            .get(&stream)
+            .into_iter()
+            .flatten()
+            .filter(|k| k.0 == kind)
+            .map(|k| (k.1.clone(), k.2.clone()))
+            .collect()
     }
 
     /// Applies one event. Returns whether it is *news*: something that may
@@ -192,9 +218,11 @@ impl World {
             }
             // The earlier version, if any, no longer describes the object.
             self.remove(stream, &key);
+            self.keep_status(stream, &key, object);
             self.unreadable.insert(key, decoded.errors);
             return;
         }
+        self.keep_status(stream, &key, object);
         self.unreadable.remove(&key);
         for w in &decoded.warnings {
             tracing::debug!(object = %origin, "{w}");
@@ -205,8 +233,16 @@ impl World {
         self.known.entry(stream).or_default().insert(key);
     }
 
+    fn keep_status(&mut self, stream: usize, key: &Key, object: &Value) {
+        if matches!(key.0.as_str(), "Queue" | "PodGroup") {
+            let status = object.get("status").cloned().unwrap_or(Value::Null);
+            self.statuses.insert((stream, key.clone()), status);
+        }
+    }
+
     fn remove(&mut self, stream: usize, key: &Key) {
         self.unreadable.remove(key);
+        self.statuses.remove(&(stream, key.clone()));
         let was_known = self.known.get_mut(&stream).is_some_and(|k| k.remove(key));
         if !was_known {
             return;

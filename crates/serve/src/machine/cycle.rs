@@ -6,6 +6,11 @@ use trainyard_model::Timestamp;
 
 use super::{Command, Observed, Rule, Service, StatusKind, ms, period_ms};
 
+/// How long an eviction by Trainyard is what a group's status says took
+/// its pods: pods of a group gone later than this after its last eviction
+/// count as deleted.
+const EVICTED_MEMORY_MS: i64 = 15 * 60 * 1000;
+
 impl Service {
     pub(super) fn tick(&mut self, now: Timestamp, out: &mut Vec<Command>) {
         if now < self.next_cycle || self.reading_checkpoint {
@@ -174,9 +179,12 @@ impl Service {
         if let Some(stream) = self.streams.queue {
             let all = crate::queue_status::statuses(snapshot, decisions);
             let world = &self.world;
-            let changes = self
-                .queue_statuses
-                .changes(all, &at, |name| world.holds(stream, "Queue", "", name));
+            let changes = self.queue_statuses.changes(all, &at, |name| {
+                world
+                    .holds(stream, "Queue", "", name)
+                    .then(|| world.status_of(stream, "Queue", "", name).cloned())
+                    .map(Option::unwrap_or_default)
+            });
             self.done.queue_statuses += changes.len() as u64;
             if !changes.is_empty() {
                 out.push(Command::Statuses {
@@ -186,13 +194,34 @@ impl Service {
             }
         }
         if let Some(stream) = self.streams.group {
+            self.note_evictions(decisions, now, out);
+            let mut groups: Vec<String> = self
+                .world
+                .names(stream, "PodGroup")
+                .into_iter()
+                .map(|(ns, name)| format!("{ns}/{name}"))
+                .collect();
+            groups.sort();
+            self.evicted
+                .retain(|id, _| groups.binary_search(id).is_ok());
             let counts = self.group_pods.counts();
-            let all = crate::group_status::statuses(snapshot, decisions, &counts);
             let world = &self.world;
-            let changes = self.group_statuses.changes(all, &at, |key| {
-                key.split_once('/')
-                    .is_some_and(|(ns, name)| world.holds(stream, "PodGroup", ns, name))
-            });
+            let shown = |key: &str| {
+                let (ns, name) = key.split_once('/')?;
+                world
+                    .holds(stream, "PodGroup", ns, name)
+                    .then(|| world.status_of(stream, "PodGroup", ns, name).cloned())
+                    .map(Option::unwrap_or_default)
+            };
+            let cache = &self.group_statuses;
+            let inputs = crate::group_status::Inputs {
+                counts: &counts,
+                groups: &groups,
+                evicted: &self.evicted,
+                before: |key: &str| cache.last(key).cloned().or_else(|| shown(key)),
+            };
+            let all = crate::group_status::statuses(snapshot, decisions, &inputs);
+            let changes = self.group_statuses.changes(all, &at, shown);
             self.done.group_statuses += changes.len() as u64;
             if !changes.is_empty() {
                 out.push(Command::Statuses {
@@ -201,6 +230,39 @@ impl Service {
                 });
             }
         }
+    }
+
+    /// Remembers this cycle's evictions by group (the core's reclaims and
+    /// preemptions, the rules' repairs and walltime evictions), for the
+    /// groups' status; forgets those older than [`EVICTED_MEMORY_MS`].
+    fn note_evictions(
+        &mut self,
+        decisions: &trainyard_sched::Decisions,
+        now: Timestamp,
+        out: &[Command],
+    ) {
+        let note = |reason: &str, message: &str| crate::group_status::Evicted {
+            reason: reason.to_string(),
+            message: message.to_string(),
+            at_ms: now.0,
+        };
+        for e in &decisions.evictions {
+            let reason = match e.kind {
+                trainyard_sched::EvictionKind::Reclaim => "Reclaimed",
+                trainyard_sched::EvictionKind::Preempt => "Preempted",
+            };
+            self.evicted
+                .insert(e.job.to_string(), note(reason, &e.message));
+        }
+        for c in out {
+            if let Command::Evict { rule, eviction, .. } = c {
+                let reason = rule.labels().1;
+                self.evicted
+                    .insert(eviction.job.clone(), note(reason, &eviction.message));
+            }
+        }
+        self.evicted
+            .retain(|_, e| now.0.saturating_sub(e.at_ms) <= EVICTED_MEMORY_MS);
     }
 
     fn admit(

@@ -272,6 +272,9 @@ pub struct Service {
     repair: repair::Repair,
     expiry: walltime::Expiry,
     group_pods: group_status::GroupPods,
+    /// Trainyard's last eviction of each group's pods (what its status
+    /// says took them once they are gone).
+    evicted: BTreeMap<String, group_status::Evicted>,
     gated: admission::GatedPods,
     pdbs: pdb::Pdbs,
     stopwatch: Stopwatch,
@@ -340,6 +343,7 @@ impl Service {
             repair: repair::Repair::default(),
             expiry: walltime::Expiry::default(),
             group_pods: group_status::GroupPods::default(),
+            evicted: BTreeMap::new(),
             gated: admission::GatedPods::default(),
             pdbs: pdb::Pdbs::default(),
             stopwatch,

@@ -1,0 +1,150 @@
+//! What users read of the live state follows the pods (issue 43): a
+//! Queue's status and gauges after its last pod is gone, a PodGroup's
+//! phase once its pods are all deleted or preempted, and transition times
+//! that survive a restart. Read from the API objects through kube-rs.
+
+mod common;
+
+use common::*;
+use kube::Client;
+use kube::api::{Api, DynamicObject};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use trainyard_serve::Progress;
+
+async fn queue_status(client: &Client, name: &str) -> Value {
+    let queues: Api<DynamicObject> = Api::all_with(client.clone(), &trainyard("Queue", "queues"));
+    queues.get(name).await.expect("queue").data["status"].clone()
+}
+
+async fn group_status(client: &Client, name: &str) -> Value {
+    let groups: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "ml", &trainyard("PodGroup", "podgroups"));
+    groups.get(name).await.expect("group").data["status"].clone()
+}
+
+/// Reads `read` after each cycle until `done` holds (at most 200 cycles):
+/// the status is written after the cycle that computed it.
+async fn until_read(
+    progress: &mut watch::Receiver<Progress>,
+    what: &str,
+    read: impl AsyncFn() -> Value,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    for _ in 0..200 {
+        let v = read().await;
+        if done(&v) {
+            return v;
+        }
+        let c = progress.borrow().cycles;
+        until(progress, what, |p| p.cycles > c).await;
+    }
+    panic!("{what}: never held; last read: {}", read().await);
+}
+
+fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
+    status["conditions"]
+        .as_array()
+        .and_then(|l| l.iter().find(|c| c["type"] == kind))
+        .unwrap_or(&Value::Null)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_and_group_status_follow_the_pods_when_they_are_gone_and_after_a_restart() {
+    if skip_on_cluster("the status test", "the test server's manual kubelet") {
+        return;
+    }
+    let (env, client) = env().await;
+    cluster(&client).await;
+    gang(&client, "train", "team", 2, 4).await;
+    let (mut progress, stop) = start(client.clone());
+    until(&mut progress, "the gang's binds", |p| p.written.binds == 2).await;
+    env.tick();
+    let q = until_read(
+        &mut progress,
+        "the queue's allocation",
+        || queue_status(&client, "team"),
+        |s| s["allocated"]["nvidia.com/gpu"] == "8" && s["runningJobs"] == 1,
+    )
+    .await;
+    assert_eq!(q["allocated"]["cpu"], Value::Null, "{q}");
+    until_read(
+        &mut progress,
+        "the group running",
+        || group_status(&client, "train"),
+        |s| s["phase"] == "Running" && s["running"] == 2,
+    )
+    .await;
+
+    // Every pod deleted (not by Trainyard): the queue holds nothing, the
+    // group says its pods were deleted.
+    env.delete("Pod", "ml", "train-0").await;
+    env.delete("Pod", "ml", "train-1").await;
+    env.tick();
+    let q = until_read(
+        &mut progress,
+        "the queue emptied",
+        || queue_status(&client, "team"),
+        |s| s["runningJobs"] == 0 && s["allocated"]["nvidia.com/gpu"] == "0",
+    )
+    .await;
+    assert_eq!(
+        q["allocated"],
+        json!({"nvidia.com/gpu": "0"}),
+        "nothing of the old allocation is left: {q}"
+    );
+    assert_eq!(q["requested"]["nvidia.com/gpu"], "0", "{q}");
+    let g = until_read(
+        &mut progress,
+        "the group's pods gone",
+        || group_status(&client, "train"),
+        |s| s["phase"] == "Deleted",
+    )
+    .await;
+    assert_eq!((g["scheduled"].as_u64(), g["running"].as_u64()), (Some(0), Some(0)), "{g}");
+    assert_eq!(condition(&g, "Scheduled")["reason"], "Deleted", "{g}");
+    let ready_since = condition(&q, "Ready")["lastTransitionTime"].clone();
+    let deleted_since = g["phaseTransitionTime"].clone();
+    let cycles = progress.borrow().cycles;
+    until(&mut progress, "a few more cycles", |p| p.cycles >= cycles + 3).await;
+    stop.send_replace(true);
+
+    // A new process reads the statuses back: nothing changed, nothing
+    // moves, the times are those of the change.
+    let (mut progress, stop) = start(client.clone());
+    let after = until(&mut progress, "five cycles of the new process", |p| {
+        p.cycles >= 5
+    })
+    .await;
+    assert_eq!(
+        (after.queue_statuses, after.group_statuses),
+        (0, 0),
+        "a restart rewrites no status that did not change: {after:?}"
+    );
+    let q = queue_status(&client, "team").await;
+    let g = group_status(&client, "train").await;
+    assert_eq!(condition(&q, "Ready")["lastTransitionTime"], ready_since, "{q}");
+    assert_eq!(g["phase"], "Deleted", "{g}");
+    assert_eq!(g["phaseTransitionTime"], deleted_since, "{g}");
+
+    // A group created without pods waits for them, and says so.
+    create(
+        &client,
+        &trainyard("PodGroup", "podgroups"),
+        Some("ml"),
+        json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+               "metadata": {"name": "empty", "namespace": "ml"},
+               "spec": {"queue": "team", "minMember": 2}}),
+    )
+    .await;
+    let e = until_read(
+        &mut progress,
+        "the empty group's status",
+        || group_status(&client, "empty"),
+        |s| s["phase"].is_string(),
+    )
+    .await;
+    assert_eq!(e["phase"], "Pending", "{e}");
+    assert_eq!(condition(&e, "Scheduled")["reason"], "WaitingForPods", "{e}");
+    stop.send_replace(true);
+}

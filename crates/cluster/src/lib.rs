@@ -659,6 +659,16 @@ impl ClusterState {
             .unwrap_or_default()
     }
 
+    /// Queues left out of the tree (a bad spec, a parent cycle, an
+    /// unknown or excluded parent, quotas above a limit or a parent), by
+    /// name, with the reason; empty without objects.
+    pub fn excluded_queues(&self) -> BTreeMap<String, String> {
+        self.objects
+            .as_ref()
+            .map(|o| o.excluded_queues().clone())
+            .unwrap_or_default()
+    }
+
     /// The options objects are interpreted with, when fed objects.
     pub fn load_options(&self) -> Option<&LoadOptions> {
         self.objects.as_ref().map(|o| o.opts())

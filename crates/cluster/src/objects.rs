@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use trainyard_crd::{PodGroup, Queue, TopologyDocument};
 use trainyard_ingest::{
-    Interpreter, JobKey, LoadError, LoadOptions, Loc, PodInfo, PodRole, check_queue, pod_role,
-    queue_tree,
+    Interpreter, JobKey, LoadError, LoadOptions, Loc, PodInfo, PodRole,
+    check_queue_usable as check_queue_in, pod_role, usable_tree,
 };
 use trainyard_model::{Job, Node, QueueTree};
 
@@ -90,6 +90,8 @@ pub(crate) struct Objects {
     queues_dirty: bool,
     interpreter: Option<Interpreter>,
     tree: QueueTree,
+    /// Queues left out of the tree, by name, with the reason.
+    excluded: BTreeMap<String, String>,
     default_used: bool,
 }
 
@@ -282,13 +284,12 @@ impl Objects {
             self.queues_dirty = false;
             self.default_used = default_used;
             let queues: Vec<(Loc, Queue)> = self.queues.values().cloned().collect();
-            match queue_tree(&queues, default_used, &self.opts) {
-                Ok(t) => {
-                    self.tree = t;
-                    self.tree_problems.clear();
-                }
-                Err(e) => self.tree_problems = e,
-            }
+            // One bad Queue never stops the others: it is left out with
+            // its reason, its jobs pend with that reason.
+            let usable = usable_tree(&queues, default_used, &self.opts);
+            self.tree = usable.tree;
+            self.excluded = usable.excluded;
+            self.tree_problems = usable.errors;
             out.tree = Some(self.tree.clone());
         }
         // The world's job of each id touched: a group-less pod and a group
@@ -326,7 +327,7 @@ impl Objects {
             let mut job = Arc::clone(winner);
             if job.rejected.is_none() {
                 let mut checked = (*job).clone();
-                check_queue(&self.tree, &mut checked);
+                check_queue_in(&self.tree, &self.excluded, &mut checked);
                 if checked.rejected.is_some() {
                     job = Arc::new(checked);
                 }
@@ -350,6 +351,11 @@ impl Objects {
             }
         }
         out
+    }
+
+    /// Queues left out of the tree, by name, with the reason.
+    pub(crate) fn excluded_queues(&self) -> &BTreeMap<String, String> {
+        &self.excluded
     }
 
     /// Every problem: the context's, the queue tree's, then each job's in

@@ -76,7 +76,11 @@ impl Sim {
         let queues = self.api.list("trainyard.io/queues");
         let Some(mut q) = queues
             .iter()
-            .filter(|q| q["metadata"]["name"].as_str().is_some_and(|n| n.starts_with("team-")))
+            .filter(|q| {
+                q["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("team-"))
+            })
             .collect::<Vec<_>>()
             .choose(&mut self.later_rng)
             .map(|q| (*q).clone())

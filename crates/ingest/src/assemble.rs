@@ -311,4 +311,5 @@ mod queues;
 pub(crate) use job::{build_job, group_constraint};
 pub use member::JobKey;
 pub(crate) use member::{GpuMemory, member};
-pub(crate) use queues::{QueueSpecs, queue_tree, reject_if_bad_queue};
+pub use queues::UsableTree;
+pub(crate) use queues::{QueueSpecs, queue_tree, reject_if_bad_queue, usable_queue_tree};

@@ -12,6 +12,7 @@ use trainyard_crd::{PodGroup, Queue, TopologyDocument};
 use trainyard_model::topology::Topology;
 use trainyard_model::{ExternalPod, Job, Node, QueueTree};
 
+use crate::assemble::UsableTree;
 use crate::assemble::{
     Ctx, GpuMemory, JobDraft, JobKey, build_job, member, queue_tree as build_tree,
     reject_if_bad_queue,
@@ -165,5 +166,23 @@ pub fn queue_tree(
 
 /// Marks `job` rejected when its queue does not exist or is not a leaf.
 pub fn check_queue(tree: &QueueTree, job: &mut Job) {
+    reject_if_bad_queue(tree, job);
+}
+
+/// The tree of every Queue that can be used, and why each other one
+/// cannot ([`UsableTree`]): the live service's rule.
+pub fn usable_tree(queues: &[(Loc, Queue)], default_used: bool, opts: &LoadOptions) -> UsableTree {
+    crate::assemble::usable_queue_tree(queues, default_used, opts)
+}
+
+/// [`check_queue`], with the reason of a queue left out of the tree.
+pub fn check_queue_usable(tree: &QueueTree, excluded: &BTreeMap<String, String>, job: &mut Job) {
+    if let Some(why) = excluded.get(&job.queue) {
+        job.rejected = Some(format!(
+            "queue {:?} is invalid and not scheduled: {why}; fix the Queue (kubectl describe queue {})",
+            job.queue, job.queue
+        ));
+        return;
+    }
     reject_if_bad_queue(tree, job);
 }

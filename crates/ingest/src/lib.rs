@@ -27,10 +27,10 @@ use std::fmt;
 
 use trainyard_model::Snapshot;
 
-pub use assemble::JobKey;
+pub use assemble::{JobKey, UsableTree};
 pub use interpret::{
-    Interpreted, Interpreter, Objects, PodRole, check_queue, pod_role, queue_tree, read,
-    read_object,
+    Interpreted, Interpreter, Objects, PodRole, check_queue, check_queue_usable, pod_role,
+    queue_tree, read, read_object, usable_tree,
 };
 pub use k8s::PodInfo;
 pub use read::{Loc, parse_documents, present_documents, split_objects};

@@ -277,7 +277,10 @@ fn without_pods(evicted: Option<&Evicted>, before: Option<Value>) -> Value {
                 "Reclaimed" => "Reclaimed",
                 _ => "Evicted",
             };
-            let why = format!("no pods left: Trainyard evicted them ({}): {}", e.reason, e.message);
+            let why = format!(
+                "no pods left: Trainyard evicted them ({}): {}",
+                e.reason, e.message
+            );
             let mut st = status(phase, zero, condition("Scheduled", false, phase, &why));
             push_evicted(&mut st, &e);
             st
@@ -359,7 +362,12 @@ mod tests {
     fn a_group_without_pods_says_what_took_them() {
         let empty = Snapshot::new(Vec::new(), Default::default(), Vec::new());
         let none = Decisions::default();
-        let groups = ["ml/new".to_string(), "ml/pre".to_string(), "ml/del".to_string(), "ml/was".to_string()];
+        let groups = [
+            "ml/new".to_string(),
+            "ml/pre".to_string(),
+            "ml/del".to_string(),
+            "ml/was".to_string(),
+        ];
         let evicted = BTreeMap::from([(
             "ml/pre".to_string(),
             Evicted {

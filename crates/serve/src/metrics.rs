@@ -109,6 +109,8 @@ pub struct Metrics {
     pub queue_quota: Family<QueueResourceLabels, FloatGauge>,
     pub queue_fair_share: Family<QueueResourceLabels, FloatGauge>,
     pub queue_allocated: Family<QueueResourceLabels, FloatGauge>,
+    /// 1 per Queue left out of the tree (its `Ready` condition says why).
+    pub queue_invalid: Family<QueueLabels, Gauge>,
     pub queue_demand: Family<QueueResourceLabels, FloatGauge>,
     pub queue_oldest_pending: Family<QueueLabels, Gauge>,
     /// Runtimes a leaf queue's jobs ran to their own end, kept for the
@@ -170,6 +172,7 @@ impl Metrics {
             queue_quota: Family::default(),
             queue_fair_share: Family::default(),
             queue_allocated: Family::default(),
+            queue_invalid: Family::default(),
             queue_demand: Family::default(),
             queue_oldest_pending: Family::default(),
             queue_observed_runtimes: Family::default(),
@@ -242,6 +245,11 @@ impl Metrics {
             "queue_fair_share",
             "A queue's fair share after the last cycle, per resource",
             m.queue_fair_share.clone(),
+        );
+        r.register(
+            "queue_invalid",
+            "1 for each Queue left out of scheduling as invalid (its Ready condition says why)",
+            m.queue_invalid.clone(),
         );
         r.register(
             "queue_allocated",
@@ -366,6 +374,7 @@ impl Metrics {
         self.queue_oldest_pending.clear();
         self.queue_observed_runtimes.clear();
         self.queue_reserved_gangs.clear();
+        self.queue_invalid.clear();
         self.reserved_nodes.set(0);
         self.jobs_past_walltime.set(0);
         for family in [
@@ -377,6 +386,17 @@ impl Metrics {
             family.clear();
         }
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Seen::default();
+    }
+
+    /// After a cycle: the Queues left out as invalid, by name.
+    pub fn observe_invalid_queues(&self, invalid: &BTreeMap<String, String>) {
+        self.queue_invalid.clear();
+        for name in invalid.keys() {
+            let l = QueueLabels {
+                queue: name.clone(),
+            };
+            self.queue_invalid.get_or_create(&l).set(1);
+        }
     }
 
     /// After a cycle: pending jobs by reason, and per queue its quota, fair

@@ -163,6 +163,50 @@ pub fn statuses(snapshot: &Snapshot, decisions: &Decisions) -> BTreeMap<String, 
         .collect()
 }
 
+/// The `status` of each queue left out of the tree (`invalid`: name ->
+/// reason): `Ready` `False` with the reason, and what its jobs hold and
+/// ask as the pods say (its bound pods keep running; nothing new is
+/// placed for it). Pure.
+pub fn invalid_statuses(
+    snapshot: &Snapshot,
+    invalid: &BTreeMap<String, String>,
+) -> BTreeMap<String, Value> {
+    invalid
+        .iter()
+        .map(|(name, why)| {
+            let mut allocated = Resources::zero();
+            let mut requested = Resources::zero();
+            let (mut running, mut pending) = (0u32, 0u32);
+            for job in snapshot.jobs.iter().filter(|j| &j.queue == name) {
+                let mut bound = false;
+                for t in &job.tasks {
+                    requested.add(&t.requests);
+                    if !t.is_pending() {
+                        allocated.add(&t.requests);
+                        bound = true;
+                    }
+                }
+                if bound {
+                    running += 1;
+                } else {
+                    pending += 1;
+                }
+            }
+            let status = json!({
+                "allocated": with_gpus(quantities(&allocated)),
+                "requested": with_gpus(quantities(&requested)),
+                "fairShare": with_gpus(BTreeMap::new()),
+                "pendingJobs": pending,
+                "runningJobs": running,
+                "conditions": [condition("Ready", false, "Invalid", &format!(
+                    "not scheduled: {why}; its bound pods keep running, its pending jobs wait until the Queue is fixed"
+                ))],
+            });
+            (name.clone(), status)
+        })
+        .collect()
+}
+
 /// The statuses last written (of Queues, of PodGroups), to write only
 /// what changed. A status is compared with the one last written or, when
 /// none was (a restart, a new leader, a failed write), with the one the
@@ -190,9 +234,8 @@ fn with_times(mut status: Value, before: Option<&Value>, at: &str) -> Value {
         }
     }
     if status.get("phase").is_some() {
-        let same = before.is_some_and(|b| {
-            b["phase"] == status["phase"] && b["phaseTransitionTime"].is_string()
-        });
+        let same = before
+            .is_some_and(|b| b["phase"] == status["phase"] && b["phaseTransitionTime"].is_string());
         status["phaseTransitionTime"] = match before {
             Some(b) if same => b["phaseTransitionTime"].clone(),
             _ => at.into(),
@@ -344,7 +387,10 @@ mod tests {
                 .iter()
                 .all(|(n, _)| n == "org")
         );
-        assert!(w.changes(all.clone(), "t3", |_| Some(Value::Null)).is_empty());
+        assert!(
+            w.changes(all.clone(), "t3", |_| Some(Value::Null))
+                .is_empty()
+        );
         // One condition flips: it alone takes the new time.
         let mut flipped = all;
         flipped.get_mut("team").expect("team")["conditions"][1] = condition(
@@ -392,9 +438,11 @@ mod tests {
         // The queue's last job is gone: GPUs 0, no CPU left.
         let idle = json!({"allocated": {"nvidia.com/gpu": "0"}, "runningJobs": 0,
             "conditions": [condition("Ready", true, "InTree", "ok")]});
-        let patch = w.changes(BTreeMap::from([("q".to_string(), idle.clone())]), "t2", |_| {
-            Some(shown.clone())
-        });
+        let patch = w.changes(
+            BTreeMap::from([("q".to_string(), idle.clone())]),
+            "t2",
+            |_| Some(shown.clone()),
+        );
         assert_eq!(
             patch[0].1["allocated"],
             json!({"nvidia.com/gpu": "0", "cpu": null}),
@@ -410,9 +458,11 @@ mod tests {
         assert_eq!(on_api["allocated"], json!({"nvidia.com/gpu": "0"}));
         assert!(
             after
-                .changes(BTreeMap::from([("q".to_string(), idle.clone())]), "t3", |_| {
-                    Some(on_api.clone())
-                })
+                .changes(
+                    BTreeMap::from([("q".to_string(), idle.clone())]),
+                    "t3",
+                    |_| { Some(on_api.clone()) }
+                )
                 .is_empty()
         );
         let flipped = json!({"allocated": {"nvidia.com/gpu": "0"}, "runningJobs": 0,

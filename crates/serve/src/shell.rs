@@ -166,6 +166,7 @@ impl Shell {
     fn observe(&self, o: &crate::machine::Observed) {
         self.metrics.cycles.inc();
         self.metrics.observe_cycle(&o.snapshot, &o.decisions, o.now);
+        self.metrics.observe_invalid_queues(&o.invalid_queues);
         for (phase, ns) in &o.phases {
             self.metrics
                 .cycle_duration

@@ -136,7 +136,13 @@ impl World {
     /// The `status` of the object of `kind` named `name` in `namespace`
     /// from stream `stream`, as the API last showed it (Queues and
     /// PodGroups only).
-    pub fn status_of(&self, stream: usize, kind: &str, namespace: &str, name: &str) -> Option<&Value> {
+    pub fn status_of(
+        &self,
+        stream: usize,
+        kind: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<&Value> {
         let key = (kind.to_string(), namespace.to_string(), name.to_string());
         self.statuses.get(&(stream, key))
     }

@@ -101,12 +101,19 @@ async fn queue_and_group_status_follow_the_pods_when_they_are_gone_and_after_a_r
         |s| s["phase"] == "Deleted",
     )
     .await;
-    assert_eq!((g["scheduled"].as_u64(), g["running"].as_u64()), (Some(0), Some(0)), "{g}");
+    assert_eq!(
+        (g["scheduled"].as_u64(), g["running"].as_u64()),
+        (Some(0), Some(0)),
+        "{g}"
+    );
     assert_eq!(condition(&g, "Scheduled")["reason"], "Deleted", "{g}");
     let ready_since = condition(&q, "Ready")["lastTransitionTime"].clone();
     let deleted_since = g["phaseTransitionTime"].clone();
     let cycles = progress.borrow().cycles;
-    until(&mut progress, "a few more cycles", |p| p.cycles >= cycles + 3).await;
+    until(&mut progress, "a few more cycles", |p| {
+        p.cycles >= cycles + 3
+    })
+    .await;
     stop.send_replace(true);
 
     // A new process reads the statuses back: nothing changed, nothing
@@ -123,7 +130,11 @@ async fn queue_and_group_status_follow_the_pods_when_they_are_gone_and_after_a_r
     );
     let q = queue_status(&client, "team").await;
     let g = group_status(&client, "train").await;
-    assert_eq!(condition(&q, "Ready")["lastTransitionTime"], ready_since, "{q}");
+    assert_eq!(
+        condition(&q, "Ready")["lastTransitionTime"],
+        ready_since,
+        "{q}"
+    );
     assert_eq!(g["phase"], "Deleted", "{g}");
     assert_eq!(g["phaseTransitionTime"], deleted_since, "{g}");
 
@@ -145,6 +156,128 @@ async fn queue_and_group_status_follow_the_pods_when_they_are_gone_and_after_a_r
     )
     .await;
     assert_eq!(e["phase"], "Pending", "{e}");
-    assert_eq!(condition(&e, "Scheduled")["reason"], "WaitingForPods", "{e}");
+    assert_eq!(
+        condition(&e, "Scheduled")["reason"],
+        "WaitingForPods",
+        "{e}"
+    );
     stop.send_replace(true);
+}
+
+async fn queue(client: &Client, name: &str, spec: Value) {
+    create(
+        client,
+        &trainyard("Queue", "queues"),
+        None,
+        json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+               "metadata": {"name": name}, "spec": spec}),
+    )
+    .await;
+}
+
+async fn scheduled_message(client: &Client, pod: &str) -> String {
+    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "ml");
+    let p = pods.get(pod).await.expect("pod");
+    p.status
+        .and_then(|s| s.conditions)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|c| c.type_ == "PodScheduled")
+        .and_then(|c| c.message)
+        .unwrap_or_default()
+}
+
+/// Queues the API accepted but the tree cannot use, present when the
+/// service starts: each is left out with its reason (Ready=False, a
+/// metric, its jobs told why), and every other queue is scheduled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_queue_is_reported_and_never_stops_the_others() {
+    let (_env, client) = env().await;
+    cluster(&client).await;
+    queue(
+        &client,
+        "loop-a",
+        json!({"parent": "loop-b", "quota": {"nvidia.com/gpu": 1}}),
+    )
+    .await;
+    queue(
+        &client,
+        "loop-b",
+        json!({"parent": "loop-a", "quota": {"nvidia.com/gpu": 1}}),
+    )
+    .await;
+    queue(
+        &client,
+        "orphan",
+        json!({"parent": "no-such-org", "quota": {"nvidia.com/gpu": 1}}),
+    )
+    .await;
+    // Children promised more than their parent holds.
+    queue(&client, "org", json!({"quota": {"nvidia.com/gpu": 4}})).await;
+    queue(
+        &client,
+        "kid-1",
+        json!({"parent": "org", "quota": {"nvidia.com/gpu": 4}}),
+    )
+    .await;
+    queue(
+        &client,
+        "kid-2",
+        json!({"parent": "org", "quota": {"nvidia.com/gpu": 4}}),
+    )
+    .await;
+    gang(&client, "good", "team", 2, 4).await;
+    gang(&client, "looped", "loop-a", 1, 1).await;
+
+    let metrics = std::sync::Arc::new(trainyard_serve::metrics::Metrics::new());
+    let mut svc = spawn_service(
+        client.clone(),
+        fast_settings(),
+        metrics.clone(),
+        trainyard_serve::reload::Own::default(),
+    );
+    until(&mut svc.progress, "the valid queue's gang bound", |p| {
+        p.written.binds == 2
+    })
+    .await;
+
+    for (name, words) in [
+        ("loop-a", "cycle"),
+        ("loop-b", "cycle"),
+        ("orphan", "no-such-org"),
+        ("org", "quota"),
+        ("kid-1", "parent queue \"org\" is excluded"),
+    ] {
+        let s = until_read(
+            &mut svc.progress,
+            "the invalid queue's status",
+            || queue_status(&client, name),
+            |s| condition(s, "Ready")["status"] == "False",
+        )
+        .await;
+        let ready = condition(&s, "Ready");
+        assert_eq!(ready["reason"], "Invalid", "{name}: {s}");
+        let message = ready["message"].as_str().unwrap_or("");
+        assert!(message.contains(words), "{name}: {message}");
+    }
+    let team = queue_status(&client, "team").await;
+    assert_eq!(condition(&team, "Ready")["status"], "True", "{team}");
+
+    let message = scheduled_message(&client, "looped-0").await;
+    assert!(
+        message.contains("queue \"loop-a\" is invalid") && message.contains("cycle"),
+        "the job says why its queue is not scheduled: {message}"
+    );
+    let text = metrics.prometheus_text();
+    for name in ["loop-a", "loop-b", "orphan", "org", "kid-1", "kid-2"] {
+        assert!(
+            text.contains(&format!("trainyard_queue_invalid{{queue=\"{name}\"}} 1")),
+            "{name} counted as invalid:\n{text}"
+        );
+    }
+    assert!(
+        !text.contains("trainyard_queue_invalid{queue=\"team\"}"),
+        "{text}"
+    );
+    svc.stop.send_replace(true);
 }

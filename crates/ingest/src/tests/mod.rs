@@ -14,6 +14,7 @@ mod gpu_sharing;
 mod pod_rules;
 mod preemption;
 mod topology;
+mod usable_queues;
 
 fn load_one(text: &str) -> Result<Loaded, LoadErrors> {
     load(

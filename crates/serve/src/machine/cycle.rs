@@ -115,6 +115,7 @@ impl Service {
             decisions,
             now,
             phases,
+            invalid_queues: self.invalid_queues.clone(),
         })));
     }
 
@@ -177,7 +178,10 @@ impl Service {
     ) {
         let at = crate::report::rfc3339(now);
         if let Some(stream) = self.streams.queue {
-            let all = crate::queue_status::statuses(snapshot, decisions);
+            let mut all = crate::queue_status::statuses(snapshot, decisions);
+            let invalid = self.world.state.excluded_queues();
+            self.say_invalid_queues(&invalid);
+            all.extend(crate::queue_status::invalid_statuses(snapshot, &invalid));
             let world = &self.world;
             let changes = self.queue_statuses.changes(all, &at, |name| {
                 world
@@ -230,6 +234,22 @@ impl Service {
                 });
             }
         }
+    }
+
+    /// Logs each queue that became invalid (with its reason) or valid
+    /// again, once per change, at the default level.
+    fn say_invalid_queues(&mut self, now: &std::collections::BTreeMap<String, String>) {
+        for (name, why) in now {
+            if self.invalid_queues.get(name) != Some(why) {
+                tracing::warn!(queue = %name, "queue {name} is invalid and not scheduled: {why}");
+            }
+        }
+        for name in self.invalid_queues.keys() {
+            if !now.contains_key(name) {
+                tracing::info!(queue = %name, "queue {name} is valid again");
+            }
+        }
+        self.invalid_queues = now.clone();
     }
 
     /// Remembers this cycle's evictions by group (the core's reclaims and

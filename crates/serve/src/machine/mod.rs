@@ -188,6 +188,8 @@ pub struct Observed {
     /// Phases of the cycle and their durations by the machine's
     /// stopwatch, in nanoseconds.
     pub phases: Vec<(&'static str, u64)>,
+    /// Queues left out of the tree, with the reason.
+    pub invalid_queues: BTreeMap<String, String>,
 }
 
 /// What the machine asks the shell to do, in order.
@@ -275,6 +277,8 @@ pub struct Service {
     /// Trainyard's last eviction of each group's pods (what its status
     /// says took them once they are gone).
     evicted: BTreeMap<String, group_status::Evicted>,
+    /// Queues left out of the tree, with the reason (as last logged).
+    invalid_queues: BTreeMap<String, String>,
     gated: admission::GatedPods,
     pdbs: pdb::Pdbs,
     stopwatch: Stopwatch,
@@ -344,6 +348,7 @@ impl Service {
             expiry: walltime::Expiry::default(),
             group_pods: group_status::GroupPods::default(),
             evicted: BTreeMap::new(),
+            invalid_queues: BTreeMap::new(),
             gated: admission::GatedPods::default(),
             pdbs: pdb::Pdbs::default(),
             stopwatch,

@@ -157,6 +157,30 @@ pub struct ObjectMeta {
     /// [`ObjectMeta::deletion_time`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_timestamp: Option<String>,
+    /// The objects this one belongs to; the one with `controller: true`
+    /// recreates it (a pod without one is gone for good once deleted).
+    #[serde(
+        default,
+        deserialize_with = "de::null_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub owner_references: Vec<OwnerReference>,
+}
+
+/// One `metadata.ownerReferences` entry (the fields the scheduler reads).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerReference {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<bool>,
 }
 
 impl ObjectMeta {

@@ -124,6 +124,10 @@ pub struct Task {
     /// spread selectors match.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
+    /// The pod's controller (`Kind/name`, e.g. `ReplicaSet/web-7d9`): what
+    /// recreates it once it is deleted; `None`, a bare pod, gone for good.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
 }
 
 impl Task {
@@ -283,6 +287,7 @@ impl Job {
                 nomination: None,
                 rank: None,
                 labels: BTreeMap::new(),
+                controller: None,
             })
             .collect();
         Job {

@@ -284,7 +284,7 @@ pub async fn write(
                 .map(|_| ())
                 .map_err(|e| format!("{what}: {e}"))
         }
-        Err(e) => Err(format!("{what}: {e}")),
+        Err(e) => Err(format!("{what}: {}", crate::conn::plain(&e))),
     }
 }
 

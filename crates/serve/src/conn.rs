@@ -16,6 +16,24 @@ use std::sync::{Arc, Mutex};
 use kube::Client;
 use tokio::time::{Duration, Instant};
 
+/// A failed request in words a person reads: the API's own message with
+/// its code and reason (`404 NotFound: replicasets.apps "web-7d9" not
+/// found`), never the client library's debug dump of the Status; other
+/// errors (transport, decoding) by their own description.
+pub fn plain(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => {
+            let reason = if s.reason.is_empty() {
+                "Error"
+            } else {
+                s.reason.as_str()
+            };
+            format!("{} {reason}: {}", s.code, s.message)
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Milli-tokens per token.
 const MILLI: u64 = 1000;
 
@@ -154,6 +172,22 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_api_failure_reads_as_the_api_said_it_not_as_a_debug_dump() {
+        let status =
+            kube::core::Status::failure("replicasets.apps \"web-7d9\" not found", "NotFound")
+                .with_code(404);
+        let e = kube::Error::Api(Box::new(status));
+        assert!(
+            e.to_string().contains("Status {"),
+            "kube's own Display: {e}"
+        );
+        assert_eq!(
+            plain(&e),
+            "404 NotFound: replicasets.apps \"web-7d9\" not found"
+        );
+    }
 
     #[test]
     fn a_fence_opens_until_a_time_and_closes() {

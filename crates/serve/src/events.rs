@@ -78,7 +78,12 @@ impl EventSink {
                         match write(&conn, &r).await {
                             Ok(()) => c.written.fetch_add(1, Ordering::Relaxed),
                             Err(e) => {
-                                tracing::warn!("{} Event of {}: {e}", r.reason, r.task);
+                                tracing::warn!(
+                                    "{} Event of {}: {}",
+                                    r.reason,
+                                    r.task,
+                                    crate::conn::plain(&e)
+                                );
                                 c.failed.fetch_add(1, Ordering::Relaxed)
                             }
                         };

@@ -107,7 +107,7 @@ async fn fetch_owner(conn: &Conn, (namespace, owner): &OwnerKey) -> Result<Value
     let o = api
         .get(&owner.name)
         .await
-        .map_err(|e| format!("{what}: {e}"))?;
+        .map_err(|e| format!("{what}: {}", crate::conn::plain(&e)))?;
     let mut v = serde_json::to_value(o).map_err(|e| format!("{what}: {e}"))?;
     v["apiVersion"] = owner.api_version.clone().into();
     v["kind"] = owner.kind.clone().into();
@@ -380,7 +380,7 @@ impl Grouper {
                     self.created.insert((ns, name));
                 }
                 Err(e) => {
-                    tracing::warn!("creating PodGroup {ns}/{name}: {e}");
+                    tracing::warn!("creating PodGroup {ns}/{name}: {}", crate::conn::plain(&e));
                     out.failed += 1;
                 }
             }
@@ -413,7 +413,12 @@ impl Grouper {
                     self.patched.insert(k);
                 }
                 Err(e) => {
-                    tracing::warn!("pod {}/{}: annotating its group: {e}", k.0.1, k.0.2);
+                    tracing::warn!(
+                        "pod {}/{}: annotating its group: {}",
+                        k.0.1,
+                        k.0.2,
+                        crate::conn::plain(&e)
+                    );
                     out.failed += 1;
                 }
             }

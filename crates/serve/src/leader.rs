@@ -245,7 +245,7 @@ pub async fn run(
             }
             failed => {
                 let why = match failed {
-                    Ok(Err(e)) => e.to_string(),
+                    Ok(Err(e)) => crate::conn::plain(&e),
                     _ => format!(
                         "no answer within the renew deadline ({} s)",
                         renew.as_secs()
@@ -283,7 +283,11 @@ pub async fn run(
     if *role.borrow() == Role::Leader {
         match tokio::time::timeout(renew, release(&api, &s, &identity)).await {
             Ok(Ok(())) => tracing::info!(lease = %s.lease_name, "released the lease"),
-            Ok(Err(e)) => tracing::warn!(lease = %s.lease_name, "releasing the lease: {e}"),
+            Ok(Err(e)) => tracing::warn!(
+                lease = %s.lease_name,
+                "releasing the lease: {}",
+                crate::conn::plain(&e)
+            ),
             Err(_) => tracing::warn!(lease = %s.lease_name, "releasing the lease: no answer"),
         }
     }

@@ -136,9 +136,9 @@ pub struct Progress {
 pub enum ServeError {
     #[error("no cluster configuration (KUBECONFIG, ~/.kube/config or in-cluster): {0}")]
     Config(#[source] kube::config::InferConfigError),
-    #[error("building the client: {0}")]
+    #[error("building the client: {}", conn::plain(.0))]
     Client(#[source] kube::Error),
-    #[error("discovering the API server's kinds: {0}")]
+    #[error("discovering the API server's kinds: {}", conn::plain(.0))]
     Discovery(#[source] kube::Error),
     #[error("serving /metrics, /healthz and /readyz on {address} (service.httpAddress): {source}")]
     Http {

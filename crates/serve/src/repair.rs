@@ -167,6 +167,14 @@ impl Repair {
                 job.id
             );
             for t in job.tasks.iter().filter(|t| !t.is_pending()) {
+                // A bare pod is not recreated: say so where its owner
+                // reads it (the Event on the pod, the log).
+                let message = match &t.controller {
+                    Some(_) => message.clone(),
+                    None => format!(
+                        "{message}; this pod has no controller, so it is deleted for good: nothing recreates it (create the gang's pods from a Job, JobSet or another controller to have them come back)"
+                    ),
+                };
                 self.asked
                     .ask(&mut out, (&job.id, &t.key, &message), now, retry_seconds);
             }
@@ -226,7 +234,10 @@ mod tests {
     #[test]
     fn an_incomplete_gang_is_evicted_after_the_timeout_and_asked_again_after_the_retry() {
         let mut r = Repair::default();
-        let s = snap(vec![gang("ml/a", 4, 2), gang("ml/b", 2, 0)]);
+        let mut a = gang("ml/a", 4, 2);
+        // The first pod has a controller; the second is bare.
+        a.tasks[0].controller = Some("Job/a".into());
+        let s = snap(vec![a, gang("ml/b", 2, 0)]);
         assert!(r.check_all(&s, Timestamp(0), 60, 10).is_empty());
         assert!(r.check_all(&s, Timestamp(59_999), 60, 10).is_empty());
         let e = r.check_all(&s, Timestamp(60_000), 60, 10);
@@ -234,6 +245,12 @@ mod tests {
         assert_eq!(
             e[0].message,
             "gang ml/a had 2 of minMember 4 pods running for 60 s; its bound pods are evicted so they hold no GPUs"
+        );
+        assert!(
+            e[1].message
+                .ends_with("this pod has no controller, so it is deleted for good: nothing recreates it (create the gang's pods from a Job, JobSet or another controller to have them come back)"),
+            "{}",
+            e[1].message
         );
         assert!(
             r.check_all(&s, Timestamp(65_000), 60, 10).is_empty(),

@@ -82,7 +82,7 @@ impl Shell {
                 let failed = match admission::ungate(&self.conn, &pod.0, &pod.1, &gated).await {
                     Ok(()) => None,
                     Err(e) => {
-                        tracing::warn!("ungate {}/{}: {e}", pod.0, pod.1);
+                        tracing::warn!("ungate {}/{}: {}", pod.0, pod.1, crate::conn::plain(&e));
                         Some(gated)
                     }
                 };
@@ -194,8 +194,16 @@ impl Shell {
                 reason: outcome,
             })
             .inc();
-        if let Err(err) = &result {
-            tracing::warn!("evict {} of {} ({reason}): {err}", e.task, e.job);
+        // Evictions by the service's own rules are said at the default
+        // level, as the core's reclaims and preemptions are.
+        match &result {
+            Ok(()) => tracing::info!("evicted {} of {} ({reason}): {}", e.task, e.job, e.message),
+            Err(err) => tracing::warn!(
+                "evict {} of {} ({reason}): {}",
+                e.task,
+                e.job,
+                crate::conn::plain(err)
+            ),
         }
         result.is_ok()
     }

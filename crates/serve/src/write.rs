@@ -290,7 +290,12 @@ async fn write_unit(
             Write::Bind(b) => Some(async move {
                 let _permit = permits.acquire().await;
                 if let Err(e) = set_nomination(conn, &b.task, Some(&b.node.to_string())).await {
-                    tracing::warn!("nominate {} on {} before its bind: {e}", b.task, b.node);
+                    tracing::warn!(
+                        "nominate {} on {} before its bind: {}",
+                        b.task,
+                        b.node,
+                        crate::conn::plain(&e)
+                    );
                 }
             }),
             _ => None,
@@ -308,8 +313,9 @@ async fn write_unit(
                     // where the pod is going.
                     if let Err(e) = set_nomination(conn, &b.task, None).await {
                         tracing::warn!(
-                            "clear the nomination of {} after its bind failed: {e}",
-                            b.task
+                            "clear the nomination of {} after its bind failed: {}",
+                            b.task,
+                            crate::conn::plain(&e)
                         );
                     }
                 }
@@ -329,7 +335,7 @@ async fn write_unit(
             ),
         };
         let error = result.err().map(|e| {
-            tracing::warn!("{text}: {e}");
+            tracing::warn!("{text}: {}", crate::conn::plain(&e));
             let reason = crate::metrics::reason_of(&e);
             let uncertain = match &e {
                 kube::Error::Api(s) => s.code == 504,
@@ -337,7 +343,7 @@ async fn write_unit(
             };
             Failure {
                 reason,
-                message: e.to_string(),
+                message: crate::conn::plain(&e),
                 uncertain,
             }
         });
@@ -573,7 +579,7 @@ pub async fn statuses(
             match written {
                 Ok(_) => None,
                 Err(e) => {
-                    tracing::warn!("status of {} {key}: {e}", ar.kind);
+                    tracing::warn!("status of {} {key}: {}", ar.kind, crate::conn::plain(&e));
                     Some(key)
                 }
             }

@@ -216,6 +216,13 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
                 grace_seconds: m.pod.grace_seconds,
                 nomination,
                 rank: m.rank,
+                controller: m
+                    .pod
+                    .meta
+                    .owner_references
+                    .iter()
+                    .find(|o| o.controller == Some(true))
+                    .map(|o| format!("{}/{}", o.kind, o.name)),
                 labels: m.pod.meta.labels,
             }
         })

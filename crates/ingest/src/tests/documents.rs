@@ -554,3 +554,32 @@ items:
         ]
     );
 }
+
+#[test]
+fn a_pod_s_controller_is_read_from_its_owner_references() {
+    let text = [
+        pod(
+            "owned",
+            "  ownerReferences:\n  - {apiVersion: batch/v1, kind: Job, name: train, uid: u1, controller: true}\n",
+            "  containers: [{name: c}]\n",
+        ),
+        pod(
+            "referenced",
+            "  ownerReferences:\n  - {apiVersion: v1, kind: ConfigMap, name: notes, uid: u2}\n",
+            "  containers: [{name: c}]\n",
+        ),
+        pod("bare", "", "  containers: [{name: c}]\n"),
+    ]
+    .join("---\n");
+    let loaded = load_one(&text).expect("loads");
+    assert_eq!(
+        task(&loaded, "ml/owned").controller.as_deref(),
+        Some("Job/train")
+    );
+    assert_eq!(
+        task(&loaded, "ml/referenced").controller,
+        None,
+        "not a controller"
+    );
+    assert_eq!(task(&loaded, "ml/bare").controller, None);
+}

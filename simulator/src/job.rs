@@ -84,6 +84,7 @@ impl SimJob {
                     nomination: None,
                     rank: Some(tasks.len() as u32),
                     labels: Default::default(),
+                    controller: None,
                 });
             }
         }

@@ -62,6 +62,9 @@ pub fn settings(i: usize, faults: &Faults) -> Settings {
     if faults.store {
         svc.store.path = format!("/simulated/replica-{i}");
     }
+    // The default queue as an object is a later dimension's (a run
+    // named before it keeps its world: the implicit default queue).
+    svc.create_default_queue = faults.policy_churn;
     s
 }
 

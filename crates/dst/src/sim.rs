@@ -306,6 +306,17 @@ impl Sim {
                     self.api.event(&ns, &e.task.name, e.reason, &e.message);
                 }
             }
+            Command::CreateQueue { name } => {
+                if self.replicas[r].fence_open(self.now) {
+                    let q = serde_json::json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+                        "metadata": {"name": name}, "spec": {}});
+                    let r = self.api.create("trainyard.io/queues", None, q);
+                    self.note(format!(
+                        "replica creates Queue {name}: {}",
+                        r.err().unwrap_or_else(|| "created".into())
+                    ));
+                }
+            }
             // Pods' conditions, statuses and gates are not modelled: they
             // carry no placement.
             Command::Report { .. } => return Some(Input::Reported { failed: 0 }),

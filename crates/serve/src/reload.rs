@@ -37,6 +37,10 @@ pub fn needs_restart(old: &ServiceSettings, new: &ServiceSettings) -> Vec<&'stat
     };
     check("schedulerName", old.scheduler_name != new.scheduler_name);
     check("defaultQueue", old.default_queue != new.default_queue);
+    check(
+        "createDefaultQueue",
+        old.create_default_queue != new.create_default_queue,
+    );
     check("clientQps", old.client_qps != new.client_qps);
     check("clientBurst", old.client_burst != new.client_burst);
     check(

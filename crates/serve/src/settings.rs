@@ -59,6 +59,11 @@ pub struct ServiceSettings {
     /// from owners get no default (their pods are told which label to
     /// set); other pods and groups that name none still go to `default`.
     pub default_queue: String,
+    /// When leading, create the Queue `defaultQueue` names if no such
+    /// Queue exists (once per start, as Volcano creates its `default`
+    /// queue): unlabelled jobs then run in a queue `kubectl get tyq`
+    /// shows, with a status, never in a hidden one.
+    pub create_default_queue: bool,
     /// A cycle runs at least this often (milliseconds).
     pub cycle_period_millis: u64,
     /// After a relevant change, a cycle runs this soon (milliseconds),
@@ -164,6 +169,7 @@ impl Default for ServiceSettings {
         ServiceSettings {
             scheduler_name: "trainyard".into(),
             default_queue: "default".into(),
+            create_default_queue: true,
             cycle_period_millis: 1000,
             debounce_millis: 100,
             bind_concurrency: 16,

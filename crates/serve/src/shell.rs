@@ -69,6 +69,11 @@ impl Shell {
                     report::write(&self.conn, &self.events, changes, now, self.concurrency).await;
                 Some(Input::Reported { failed })
             }
+            Command::CreateQueue { name } => {
+                let stream = self.streams.queue?;
+                write::create_queue(&self.conn, &self.kinds[stream], &name).await;
+                None
+            }
             Command::Statuses { kind, changes } => {
                 let stream = match kind {
                     StatusKind::Queue => self.streams.queue,

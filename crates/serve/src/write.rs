@@ -550,6 +550,36 @@ impl Drop for Writer {
     }
 }
 
+/// Creates Trainyard's Queue `name` (kind and version of `ar`) with no
+/// quota and no limit; one that exists already is left as it is.
+pub async fn create_queue(conn: &Conn, ar: &kube::core::ApiResource, name: &str) {
+    let queue = json!({
+        "apiVersion": ar.api_version, "kind": ar.kind,
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "trainyard"}},
+        "spec": {},
+    });
+    let created = match conn.client().await {
+        Ok(client) => {
+            let api: Api<kube::api::DynamicObject> = Api::all_with(client.clone(), ar);
+            match serde_json::from_value(queue) {
+                Ok(obj) => api
+                    .create(&kube::api::PostParams::default(), &obj)
+                    .await
+                    .map(|_| ()),
+                Err(e) => Err(kube::Error::SerdeError(e)),
+            }
+        }
+        Err(e) => Err(e),
+    };
+    match created {
+        Ok(()) => tracing::info!(
+            "created Queue {name}: jobs that name no queue run in it (no quota, no limit; kubectl edit queue {name} to give it some)"
+        ),
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => tracing::warn!("creating Queue {name}: {}", crate::conn::plain(&e)),
+    }
+}
+
 /// Writes each object's `status` (merge patch of the status subresource
 /// of `ar`: Trainyard's Queue or PodGroup), keyed `name` (cluster-scoped)
 /// or `namespace/name`; returns the keys whose write failed.

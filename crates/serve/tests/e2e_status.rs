@@ -68,6 +68,23 @@ async fn queue_and_group_status_follow_the_pods_when_they_are_gone_and_after_a_r
     )
     .await;
     assert_eq!(q["allocated"]["cpu"], Value::Null, "{q}");
+    // Jobs that name no queue run in `default`, a Queue `kubectl get tyq`
+    // lists (created by the service as it started), with a status.
+    let d = until_read(
+        &mut progress,
+        "the default queue",
+        || async {
+            let queues: Api<DynamicObject> =
+                Api::all_with(client.clone(), &trainyard("Queue", "queues"));
+            match queues.get_opt("default").await.expect("a get") {
+                Some(q) => q.data["status"].clone(),
+                None => Value::Null,
+            }
+        },
+        |s| s.is_object(),
+    )
+    .await;
+    assert_eq!(condition(&d, "Ready")["status"], "True", "{d}");
     until_read(
         &mut progress,
         "the group running",

@@ -92,6 +92,7 @@ impl Service {
                 now,
             });
         }
+        self.default_queue(out);
         self.statuses(&snapshot, &decisions, now, out);
         self.admit(&snapshot, &decisions, out);
         phases.push(("write", (self.stopwatch)().saturating_sub(t)));
@@ -233,6 +234,28 @@ impl Service {
                     changes,
                 });
             }
+        }
+    }
+
+    /// Once per term as leader: the default queue as a Queue object when
+    /// none exists (`createDefaultQueue`).
+    fn default_queue(&mut self, out: &mut Vec<Command>) {
+        let name = &self.live.default_queue;
+        let Some(stream) = self.streams.queue else {
+            return;
+        };
+        if self.default_queue_asked || !self.live.create_default_queue || name.is_empty() {
+            return;
+        }
+        self.default_queue_asked = true;
+        let shown = self.world.holds(stream, "Queue", "", name)
+            || self
+                .world
+                .unreadable
+                .keys()
+                .any(|k| k.0 == "Queue" && k.2 == *name);
+        if !shown {
+            out.push(Command::CreateQueue { name: name.clone() });
         }
     }
 

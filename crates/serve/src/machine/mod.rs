@@ -209,6 +209,9 @@ pub enum Command {
         changes: Vec<(TaskKey, String)>,
         now: Timestamp,
     },
+    /// Create Trainyard's Queue of this name (the default queue), with
+    /// no quota and no limit.
+    CreateQueue { name: String },
     /// Write these statuses (merge patch of the status subresource).
     Statuses {
         kind: StatusKind,
@@ -279,6 +282,8 @@ pub struct Service {
     evicted: BTreeMap<String, group_status::Evicted>,
     /// Queues left out of the tree, with the reason (as last logged).
     invalid_queues: BTreeMap<String, String>,
+    /// Whether this term as leader has asked for the default queue.
+    default_queue_asked: bool,
     gated: admission::GatedPods,
     pdbs: pdb::Pdbs,
     stopwatch: Stopwatch,
@@ -349,6 +354,7 @@ impl Service {
             group_pods: group_status::GroupPods::default(),
             evicted: BTreeMap::new(),
             invalid_queues: BTreeMap::new(),
+            default_queue_asked: false,
             gated: admission::GatedPods::default(),
             pdbs: pdb::Pdbs::default(),
             stopwatch,
@@ -594,6 +600,7 @@ impl Service {
             self.reporter = report::Reporter::default();
             self.queue_statuses = queue_status::StatusCache::default();
             self.group_statuses = queue_status::StatusCache::default();
+            self.default_queue_asked = false;
             self.repair = repair::Repair::default();
             self.expiry = walltime::Expiry::default();
             self.fresh = true;

@@ -298,3 +298,101 @@ async fn an_invalid_queue_is_reported_and_never_stops_the_others() {
     );
     svc.stop.send_replace(true);
 }
+
+/// A gang with priority `class` whose PodGroup names it: `pods` pods of
+/// 8 GPUs in queue `team`.
+async fn ranked_gang(client: &Client, name: &str, class: &str, pods: u32) {
+    create(
+        client,
+        &trainyard("PodGroup", "podgroups"),
+        Some("ml"),
+        json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+               "metadata": {"name": name, "namespace": "ml"},
+               "spec": {"queue": "team", "minMember": pods, "priorityClassName": class}}),
+    )
+    .await;
+    let api: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(client.clone(), "ml");
+    for i in 0..pods {
+        let p = serde_json::from_value(json!({
+            "metadata": {"name": format!("{name}-{i}"), "namespace": "ml",
+                         "labels": {"trainyard.io/pod-group": name}},
+            "spec": {"schedulerName": "trainyard", "priorityClassName": class,
+                     "containers": [{"name": "c", "image": "train:1",
+                     "resources": {"requests": {"nvidia.com/gpu": "8"},
+                                   "limits": {"nvidia.com/gpu": "8"}}}]}
+        }))
+        .expect("pod");
+        api.create(&kube::api::PostParams::default(), &p)
+            .await
+            .expect("pod created");
+    }
+}
+
+/// A gang preempted whole says so once its pods are gone: phase
+/// `Preempted`, counts 0, an `Evicted` condition naming the rule and the
+/// job that took the room (today it kept `Running 2/2` for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_preempted_whole_says_it_was_preempted() {
+    if skip_on_cluster(
+        "the preemption status test",
+        "the test server's manual kubelet",
+    ) {
+        return;
+    }
+    let (env, client) = env().await;
+    cluster(&client).await;
+    let classes: Api<k8s_openapi::api::scheduling::v1::PriorityClass> = Api::all(client.clone());
+    for (name, value) in [("low", 50), ("high", 1000)] {
+        let pc = serde_json::from_value(json!({"metadata": {"name": name}, "value": value}))
+            .expect("class");
+        classes
+            .create(&kube::api::PostParams::default(), &pc)
+            .await
+            .expect("class created");
+    }
+    ranked_gang(&client, "low", "low", 2).await;
+    let (mut progress, stop) = start(client.clone());
+    until(&mut progress, "the low gang bound", |p| {
+        p.written.binds == 2
+    })
+    .await;
+    env.tick();
+    until_read(
+        &mut progress,
+        "the low gang running",
+        || group_status(&client, "low"),
+        |s| s["phase"] == "Running",
+    )
+    .await;
+
+    ranked_gang(&client, "high", "high", 2).await;
+    until(&mut progress, "the low gang evicted", |p| {
+        p.written.evictions >= 2
+    })
+    .await;
+    env.tick();
+    env.tick();
+    let g = until_read(
+        &mut progress,
+        "the low gang's status after its pods went",
+        || group_status(&client, "low"),
+        |s| s["phase"] != "Running" && s["phase"] != "Evicting",
+    )
+    .await;
+    assert_eq!(g["phase"], "Preempted", "{g}");
+    assert_eq!(
+        (g["scheduled"].as_u64(), g["running"].as_u64()),
+        (Some(0), Some(0)),
+        "{g}"
+    );
+    let evicted = condition(&g, "Evicted");
+    assert_eq!(evicted["reason"], "Preempted", "{g}");
+    assert!(
+        evicted["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("ml/high"),
+        "names the job that took the room: {g}"
+    );
+    stop.send_replace(true);
+}

@@ -328,7 +328,11 @@ struct ReserveCopies {
 impl<'s> Cycle<'s> {
     fn run_minimums(&mut self) {
         for (i, jw) in self.ledger.jobs.iter().enumerate() {
-            if let Some(r) = &jw.blocked {
+            // A job with nothing pending is not pending, blocked or not
+            // (a running job whose queue became invalid keeps running).
+            if let Some(r) = &jw.blocked
+                && !jw.pending.is_empty()
+            {
                 self.outcome.pending.insert(i, r.clone());
             }
         }

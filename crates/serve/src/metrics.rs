@@ -642,6 +642,32 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_whose_last_job_went_reads_zero_allocated_not_its_old_amount() {
+        use crate::testkit::{NODE, decide};
+        let running = "---\napiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: team}\nspec: {quota: {nvidia.com/gpu: 8}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: r, namespace: ml, labels: {trainyard.io/queue: team}}\nspec: {schedulerName: trainyard, nodeName: n1, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '8', cpu: '2'}}}]}\n";
+        let (snapshot, d) = decide(&format!("{NODE}{running}"));
+        let m = Metrics::new();
+        m.observe_cycle(&snapshot, &d, Timestamp::from_secs(1_800_000_000));
+        let gpu =
+            "trainyard_queue_allocated{queue=\"team\",resource=\"nvidia.com/gpu\",unit=\"device\"}";
+        let cpu = "trainyard_queue_allocated{queue=\"team\",resource=\"cpu\",unit=\"core\"}";
+        let text = m.prometheus_text();
+        assert!(text.contains(&format!("{gpu} 8.0\n")), "{text}");
+        assert!(text.contains(&format!("{cpu} 2.0\n")), "{text}");
+        // The pod is gone; the queue (its quota names GPUs) stays.
+        let (snapshot, d) = decide(&format!(
+            "{NODE}---\napiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {{name: team}}\nspec: {{quota: {{nvidia.com/gpu: 8}}}}\n"
+        ));
+        m.observe_cycle(&snapshot, &d, Timestamp::from_secs(1_800_000_060));
+        let text = m.prometheus_text();
+        assert!(text.contains(&format!("{gpu} 0.0\n")), "{text}");
+        assert!(
+            !text.contains(cpu),
+            "a resource no gauge names any more goes: {text}"
+        );
+    }
+
+    #[test]
     fn jobs_past_their_walltime_are_counted_whether_or_not_they_are_ended() {
         use crate::testkit::{NODE, decide};
         // Started 08:00 with a one-hour deadline.

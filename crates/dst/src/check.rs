@@ -26,6 +26,8 @@ use crate::replica::{Replica, Request, Sent};
 #[derive(Default)]
 pub struct Checks {
     pub violations: Vec<String>,
+    /// Runs whose statuses were compared with the pods at the end.
+    pub status_checks: u64,
     pub cycles: u64,
     pub binds: u64,
     pub evictions: u64,

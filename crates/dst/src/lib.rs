@@ -21,6 +21,7 @@ pub mod faults;
 pub mod policy;
 pub mod replica;
 pub mod sim;
+pub mod status;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

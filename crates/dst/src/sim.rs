@@ -151,6 +151,9 @@ impl Sim {
             self.debug_views();
         }
         self.checks.at_end(&self.api, &self.replicas, &self.faults);
+        if self.faults.policy_churn && self.checks.violations.is_empty() {
+            self.checks.statuses_follow_the_pods(&self.api);
+        }
     }
 
     fn step(&mut self, ev: Ev) {
@@ -168,8 +171,14 @@ impl Sim {
             Ev::Actor => self.act(),
             Ev::Policy => self.change_policy(),
             Ev::Kubelet => {
-                self.api.kubelet();
-                self.pod_gc();
+                // The pods hold still for the run's last seconds (later
+                // dimensions), for the status check.
+                let settling =
+                    self.faults.policy_churn && self.now >= self.end - crate::status::SETTLE_MS;
+                if !settling {
+                    self.api.kubelet();
+                    self.pod_gc();
+                }
                 self.at(self.now + 1000, Ev::Kubelet);
             }
             Ev::Crash(r) => {
@@ -320,7 +329,18 @@ impl Sim {
             // Pods' conditions, statuses and gates are not modelled: they
             // carry no placement.
             Command::Report { .. } => return Some(Input::Reported { failed: 0 }),
-            Command::Statuses { .. } | Command::Usage { .. } | Command::Leading(_) => {}
+            // Statuses land on the objects with the later dimensions on
+            // (a run named before them keeps its world).
+            Command::Statuses { kind, changes } => {
+                if self.faults.policy_churn && self.replicas[r].fence_open(self.now) {
+                    let resource = match kind {
+                        trainyard_serve::machine::StatusKind::Queue => "trainyard.io/queues",
+                        trainyard_serve::machine::StatusKind::PodGroup => "trainyard.io/podgroups",
+                    };
+                    crate::status::write(&mut self.api, resource, &changes);
+                }
+            }
+            Command::Usage { .. } | Command::Leading(_) => {}
             Command::Ungate { pod, .. } => return Some(Input::Ungated { pod, failed: None }),
             Command::ReadCheckpoint => return Some(Input::CheckpointRead(Ok(None))),
             Command::WriteCheckpoint(_) => return Some(Input::CheckpointWritten(Ok(()))),

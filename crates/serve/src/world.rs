@@ -70,6 +70,9 @@ pub struct World {
     /// did, also before a restart (what a new status is compared with,
     /// and where its transition times come from).
     statuses: BTreeMap<(usize, Key), Value>,
+    /// `metadata.generation` of the same objects (bumped by spec changes
+    /// only, where status is a subresource).
+    generations: BTreeMap<(usize, Key), i64>,
     /// Whether pods are held for inferred groups (`service.inferPodGroups`).
     infer: bool,
     scheduler_name: String,
@@ -93,6 +96,7 @@ impl World {
             held: BTreeMap::new(),
             namespaces: BTreeMap::new(),
             statuses: BTreeMap::new(),
+            generations: BTreeMap::new(),
             infer: true,
             scheduler_name,
         }
@@ -167,7 +171,9 @@ impl World {
     /// scheduler's) only takes room: the next periodic cycle sees it.
     pub fn handle(&mut self, event: WorldEvent) -> bool {
         let news = match &event {
-            WorldEvent::Applied { object, .. } => !is_running_pod(object),
+            WorldEvent::Applied { object, stream } => {
+                !is_running_pod(object) && !self.status_only(*stream, object)
+            }
             _ => true,
         };
         match event {
@@ -243,12 +249,28 @@ impl World {
         if matches!(key.0.as_str(), "Queue" | "PodGroup") {
             let status = object.get("status").cloned().unwrap_or(Value::Null);
             self.statuses.insert((stream, key.clone()), status);
+            if let Some(g) = object["metadata"]["generation"].as_i64() {
+                self.generations.insert((stream, key.clone()), g);
+            }
         }
+    }
+
+    /// Whether `object` is a Queue or PodGroup already held whose spec did
+    /// not change (same `metadata.generation`): a status write, the
+    /// service's own most often, changes no decision.
+    fn status_only(&self, stream: usize, object: &Value) -> bool {
+        let key = key_of(object);
+        matches!(key.0.as_str(), "Queue" | "PodGroup")
+            && object["metadata"]["generation"].as_i64().is_some_and(|g| {
+                self.generations.get(&(stream, key.clone())) == Some(&g)
+                    && self.known.get(&stream).is_some_and(|k| k.contains(&key))
+            })
     }
 
     fn remove(&mut self, stream: usize, key: &Key) {
         self.unreadable.remove(key);
         self.statuses.remove(&(stream, key.clone()));
+        self.generations.remove(&(stream, key.clone()));
         let was_known = self.known.get_mut(&stream).is_some_and(|k| k.remove(key));
         if !was_known {
             return;

@@ -1,0 +1,136 @@
+//! What users read, checked like the rest (issue 43): with the later
+//! dimensions on (`Faults::policy_churn`), the service's status writes
+//! land on the API's Queues and PodGroups as merge patches, and at the
+//! end of a run (kubelets stopped for its last seconds, so the pods hold
+//! still while the service cycles) each Queue's allocated GPUs and each
+//! PodGroup's bound count must equal what the pods say.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::api::Api;
+use crate::check::{Checks, gpus_of};
+
+/// Seconds at the end of a run without kubelet steps: the pods hold
+/// still, the service's cycles catch up.
+pub const SETTLE_MS: i64 = 5_000;
+
+/// RFC 7386: `patch` applied onto `target`.
+pub fn merge(target: &mut Value, patch: &Value) {
+    let Some(fields) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(Default::default());
+    }
+    for (k, v) in fields {
+        if v.is_null() {
+            if let Some(m) = target.as_object_mut() {
+                m.remove(k);
+            }
+        } else {
+            merge(&mut target[k], v);
+        }
+    }
+}
+
+/// Writes `status` patches onto the objects of `key` (`name` or
+/// `namespace/name`), as `PATCH .../status` does; a gone object is
+/// skipped (a 404).
+pub fn write(api: &mut Api, resource: &str, changes: &[(String, Value)]) {
+    for (key, patch) in changes {
+        let (ns, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+        let Some(mut obj) = api.get(resource, ns, name) else {
+            continue;
+        };
+        merge(&mut obj["status"], patch);
+        let _ = api.update(resource, obj, true);
+    }
+}
+
+fn bound_live(p: &Value) -> bool {
+    p["spec"]["nodeName"]
+        .as_str()
+        .is_some_and(|n| !n.is_empty())
+        && !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed"))
+}
+
+impl Checks {
+    /// Each Queue's `allocated` GPUs and each PodGroup's `scheduled` as
+    /// the pods say (Trainyard's pods, bound, not finished; a queue or
+    /// group with a pod still terminating is not compared: what it holds
+    /// is the scheduler's to decide until the pod is gone).
+    pub fn statuses_follow_the_pods(&mut self, api: &Api) {
+        let pods: Vec<Value> = api
+            .list("/pods")
+            .into_iter()
+            .filter(|p| p["spec"]["schedulerName"] == "trainyard")
+            .collect();
+        let groups: BTreeMap<String, Value> = api
+            .list("trainyard.io/podgroups")
+            .into_iter()
+            .map(|g| (g["metadata"]["name"].as_str().unwrap_or("").to_string(), g))
+            .collect();
+        let mut held: BTreeMap<String, i64> = BTreeMap::new();
+        let mut bound: BTreeMap<String, u64> = BTreeMap::new();
+        let mut unsettled: Vec<String> = Vec::new();
+        for p in &pods {
+            let group = p["metadata"]["labels"]["trainyard.io/pod-group"].as_str();
+            let queue = match group {
+                Some(g) => match groups.get(g) {
+                    Some(obj) => obj["spec"]["queue"].as_str().unwrap_or("default"),
+                    // A pod whose group does not exist is no member.
+                    None => continue,
+                },
+                None => p["metadata"]["labels"]["trainyard.io/queue"]
+                    .as_str()
+                    .unwrap_or("default"),
+            };
+            if !p["metadata"]["deletionTimestamp"].is_null() {
+                unsettled.push(queue.to_string());
+                unsettled.extend(group.map(str::to_string));
+                continue;
+            }
+            if bound_live(p) {
+                *held.entry(queue.to_string()).or_default() += gpus_of(p);
+                if let Some(g) = group {
+                    *bound.entry(g.to_string()).or_default() += 1;
+                }
+            }
+        }
+        for q in api.list("trainyard.io/queues") {
+            let name = q["metadata"]["name"].as_str().unwrap_or("").to_string();
+            if unsettled.contains(&name) || q["status"].is_null() {
+                continue;
+            }
+            let shown = q["status"]["allocated"]["nvidia.com/gpu"]
+                .as_str()
+                .and_then(|v| v.parse::<i64>().ok());
+            let want = held.get(&name).copied().unwrap_or(0);
+            if shown != Some(want) {
+                self.violations.push(format!(
+                    "Queue {name} status says {} GPUs allocated, its pods hold {want}: {}",
+                    shown.map_or("no".to_string(), |v| v.to_string()),
+                    q["status"]
+                ));
+            }
+        }
+        for (name, g) in &groups {
+            if unsettled.contains(name) || g["status"].is_null() {
+                continue;
+            }
+            let shown = g["status"]["scheduled"].as_u64();
+            let want = bound.get(name).copied().unwrap_or(0);
+            if shown != Some(want) {
+                self.violations.push(format!(
+                    "PodGroup {name} status says {} pods scheduled, {want} are bound: {}",
+                    shown.map_or("no".to_string(), |v| v.to_string()),
+                    g["status"]
+                ));
+            }
+        }
+        self.status_checks += 1;
+    }
+}

@@ -47,6 +47,7 @@
 pub mod auth;
 pub mod discovery;
 pub mod error;
+pub mod events;
 pub mod eviction;
 pub mod faults;
 pub mod http;
@@ -61,11 +62,13 @@ pub mod registry;
 pub mod routes;
 pub mod selector;
 pub mod state;
+pub mod storage;
 pub mod store;
 pub mod table;
 pub mod time;
 pub mod validation;
 pub mod watch;
+pub mod workloads;
 
 use std::net::SocketAddr;
 use std::path::Path;

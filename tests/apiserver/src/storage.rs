@@ -179,15 +179,15 @@ pub fn causes(b: Builtin, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
                 }
             }
         }
-        Builtin::CsiStorageCapacity => {
-            if obj["storageClassName"].as_str().is_none_or(str::is_empty) {
-                c.push(required("storageClassName", ""));
-            }
+        Builtin::CsiStorageCapacity
+            if obj["storageClassName"].as_str().is_none_or(str::is_empty) =>
+        {
+            c.push(required("storageClassName", ""));
         }
         Builtin::VolumeAttachment => {
             for f in ["attacher", "nodeName"] {
                 if spec[f].as_str().is_none_or(str::is_empty) {
-                    c.push(required(&format!("spec.{f}"), ""));
+                    c.push(required(format!("spec.{f}"), ""));
                 }
             }
             let pv = spec["source"]["persistentVolumeName"]

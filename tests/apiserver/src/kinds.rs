@@ -5,6 +5,9 @@
 //!
 //! No controller runs for these kinds: a Deployment creates no ReplicaSets or pods,
 //! a Service gets no endpoints, a namespace gets no `default` ServiceAccount.
+//! The workload and storage kinds are in [`crate::workloads`] and
+//! [`crate::storage`]; this module dispatches their validation and update
+//! defaults to them.
 
 use std::collections::BTreeSet;
 

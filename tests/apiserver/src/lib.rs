@@ -5,14 +5,20 @@
 //! kinds the scheduler uses (Pods, Nodes, Namespaces, Events, ConfigMaps,
 //! PriorityClasses, PodDisruptionBudgets, Leases, CustomResourceDefinitions), the
 //! kinds an installation brings (ServiceAccounts, Services, Secrets, Deployments,
-//! ClusterRoles, ClusterRoleBindings, Roles, RoleBindings; see [`kinds`]) and custom
-//! resources declared by CRD objects applied to it, with kube-apiserver's semantics
-//! where tests lean on them:
+//! ClusterRoles, ClusterRoleBindings, Roles, RoleBindings; see [`kinds`]), the
+//! workload and storage kinds a client-go program's informers list (Jobs,
+//! ReplicaSets, StatefulSets, ReplicationControllers, see [`workloads`];
+//! PersistentVolumes, PersistentVolumeClaims and the `storage.k8s.io` kinds, see
+//! [`storage`]), `events.k8s.io/v1` Events (the core Events, see [`events`]) and
+//! custom resources declared by CRD objects applied to it, with kube-apiserver's
+//! semantics where tests lean on them:
 //!
 //! * one global resourceVersion; lists return the collection revision; watches replay
 //!   history after a revision, send bookmarks, and get `410 Expired` below the
 //!   compaction window ([`Config::window`] retained events);
-//! * label and field selectors, `limit`/`continue` pagination, `resourceVersionMatch`;
+//! * label and field selectors, `limit`/`continue` pagination (a list at
+//!   `resourceVersion=0` comes whole in one page, as from kube-apiserver's watch
+//!   cache), `resourceVersionMatch`;
 //! * optimistic concurrency (409 on stale `resourceVersion`), graceful pod deletion,
 //!   finalizers, merge / strategic-merge / JSON patches, status subresources;
 //! * `pods/binding`, `pods/eviction` checked against PodDisruptionBudgets (429);
@@ -27,9 +33,10 @@
 //!   real one, admits only the pods that fit their node (`Failed` with
 //!   `OutOf<resource>` otherwise), and fault injection (see [`faults`]).
 //!
-//! Not implemented: controllers (a Deployment creates no pods, a namespace gets no
-//! `default` ServiceAccount), aggregated ClusterRoles, RBAC escalation checks,
-//! impersonation, admission webhooks, protobuf (except the body of `kubectl auth
+//! Not implemented: controllers (a Job's or Deployment's pods are never created, a
+//! claim is never bound to a volume, a namespace gets no `default` ServiceAccount),
+//! aggregated ClusterRoles, RBAC escalation checks, impersonation, admission
+//! webhooks, protobuf request bodies (415, except the body of `kubectl auth
 //! can-i`), aggregated discovery (the legacy documents are served and clients fall
 //! back to them), full server-side apply (an apply patch is a merge patch without
 //! managed fields or conflicts), garbage collection of owned objects, `dryRun`.

@@ -392,11 +392,12 @@ impl TestApiServer {
         Ok(st.delete(&def, namespace, name, None, None, None)?)
     }
 
-    /// Reads an object (`None` if absent).
+    /// Reads an object (`None` if absent), as `api_version` presents it.
     pub fn get(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
         let st = self.shared.lock();
-        let (def, _) = st.def_for(api_version, kind)?;
-        st.store.get(&def.key(), namespace, name).cloned()
+        let (def, version) = st.def_for(api_version, kind)?;
+        let obj = st.store.get(&def.key(), namespace, name).cloned()?;
+        Some(state::State::present(&def, &version, obj))
     }
 }
 

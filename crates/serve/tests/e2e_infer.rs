@@ -137,7 +137,7 @@ async fn failed_scheduling(client: &Client, pod: &str) -> Vec<String> {
 async fn a_pytorchjob_gets_an_inferred_podgroup_and_starts_whole() {
     if skip_on_cluster(
         "the inference tests",
-        "stand-in CRDs for batch Job and the Kubeflow, JobSet and Ray kinds",
+        "stand-in CRDs for the Kubeflow, JobSet and Ray kinds",
     ) {
         return;
     }
@@ -223,7 +223,7 @@ async fn a_pytorchjob_gets_an_inferred_podgroup_and_starts_whole() {
 async fn without_a_queue_the_pods_are_told_what_to_label_once() {
     if skip_on_cluster(
         "the inference tests",
-        "stand-in CRDs for batch Job and the Kubeflow, JobSet and Ray kinds",
+        "stand-in CRDs for the Kubeflow, JobSet and Ray kinds",
     ) {
         return;
     }
@@ -322,15 +322,14 @@ async fn create_owned(
 async fn a_jobset_of_indexed_jobs_starts_whole() {
     if skip_on_cluster(
         "the inference tests",
-        "stand-in CRDs for batch Job and the Kubeflow, JobSet and Ray kinds",
+        "stand-in CRDs for the Kubeflow, JobSet and Ray kinds",
     ) {
         return;
     }
     let (_server, client) = server().await;
     cluster(&client).await;
-    // The test server serves no batch/v1 Jobs of its own: a CRD stands in
-    // for the built-in kind (the grouper reads Jobs as JSON either way).
-    install_crd(&client, "batch", "v1", "Job", "jobs").await;
+    // batch/v1 Jobs are the test server's own (stored, with no Job
+    // controller: the test creates their pods); a CRD stands in for JobSet.
     install_crd(&client, "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets").await;
     let jobs =
         ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("batch", "v1", "Job"), "jobs");
@@ -339,7 +338,8 @@ async fn a_jobset_of_indexed_jobs_starts_whole() {
         "jobsets",
     );
     let job_spec = json!({"parallelism": 2, "completions": 2, "completionMode": "Indexed",
-                          "template": {"spec": {"containers": [{"name": "c", "image": "train:1"}]}}});
+                          "template": {"spec": {"restartPolicy": "Never",
+                                                "containers": [{"name": "c", "image": "train:1"}]}}});
     let js = create_owned(
         &client,
         &jobsets,
@@ -402,7 +402,7 @@ async fn a_jobset_of_indexed_jobs_starts_whole() {
 async fn a_ray_cluster_is_a_gang_of_its_head_and_minimum_workers() {
     if skip_on_cluster(
         "the inference tests",
-        "stand-in CRDs for batch Job and the Kubeflow, JobSet and Ray kinds",
+        "stand-in CRDs for the Kubeflow, JobSet and Ray kinds",
     ) {
         return;
     }

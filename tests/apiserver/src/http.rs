@@ -93,8 +93,9 @@ impl Req {
             return Err(ApiError::new(
                 415,
                 "UnsupportedMediaType",
+                // kube-apiserver's wording, then why (it would decode these).
                 format!(
-                    "the test API server accepts only JSON bodies; got {}",
+                    "the body of the request was in an unknown format - accepted media types include: application/json (the test API server accepts only JSON bodies; got {})",
                     self.content_type
                 ),
             ));

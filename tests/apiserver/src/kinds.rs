@@ -5,6 +5,9 @@
 //!
 //! No controller runs for these kinds: a Deployment creates no ReplicaSets or pods,
 //! a Service gets no endpoints, a namespace gets no `default` ServiceAccount.
+//! The workload and storage kinds are in [`crate::workloads`] and
+//! [`crate::storage`]; this module dispatches their validation and update
+//! defaults to them.
 
 use std::collections::BTreeSet;
 
@@ -15,7 +18,7 @@ use crate::registry::{Builtin, ResourceDef};
 use crate::selector::LabelSelector;
 use crate::state::State;
 
-fn cause(reason: &str, field: impl Into<String>, message: impl Into<String>) -> Cause {
+pub(crate) fn cause(reason: &str, field: impl Into<String>, message: impl Into<String>) -> Cause {
     Cause {
         reason: reason.into(),
         message: message.into(),
@@ -23,7 +26,7 @@ fn cause(reason: &str, field: impl Into<String>, message: impl Into<String>) -> 
     }
 }
 
-fn required(field: impl Into<String>, detail: &str) -> Cause {
+pub(crate) fn required(field: impl Into<String>, detail: &str) -> Cause {
     let message = if detail.is_empty() {
         "Required value".to_string()
     } else {
@@ -32,7 +35,7 @@ fn required(field: impl Into<String>, detail: &str) -> Cause {
     cause("FieldValueRequired", field, message)
 }
 
-fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
+pub(crate) fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
     cause(
         "FieldValueInvalid",
         field,
@@ -40,7 +43,7 @@ fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> Cause {
     )
 }
 
-fn unsupported(field: impl Into<String>, value: &Value, supported: &[&str]) -> Cause {
+pub(crate) fn unsupported(field: impl Into<String>, value: &Value, supported: &[&str]) -> Cause {
     let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
     cause(
         "FieldValueNotSupported",
@@ -52,7 +55,7 @@ fn unsupported(field: impl Into<String>, value: &Value, supported: &[&str]) -> C
     )
 }
 
-fn set_default(obj: &mut Value, key: &str, v: Value) {
+pub(crate) fn set_default(obj: &mut Value, key: &str, v: Value) {
     if obj.get(key).is_none_or(Value::is_null) {
         obj[key] = v;
     }
@@ -127,6 +130,14 @@ pub fn prepare_update(def: &ResourceDef, old: &Value, obj: &mut Value) -> ApiRes
             set_default(obj, "type", json!("Opaque"));
             fold_string_data(obj)?;
         }
+        Builtin::Job
+        | Builtin::ReplicaSet
+        | Builtin::StatefulSet
+        | Builtin::ReplicationController => crate::workloads::defaults(def.builtin, obj),
+        Builtin::PersistentVolume
+        | Builtin::PersistentVolumeClaim
+        | Builtin::StorageClass
+        | Builtin::CsiDriver => crate::storage::defaults(def.builtin, obj),
         _ => {}
     }
     Ok(())
@@ -277,6 +288,15 @@ pub fn causes(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause>
             c
         }
         Builtin::ClusterRoleBinding | Builtin::RoleBinding => binding_causes(def, obj, old),
+        Builtin::Job
+        | Builtin::ReplicaSet
+        | Builtin::StatefulSet
+        | Builtin::ReplicationController => crate::workloads::causes(def.builtin, obj, old),
+        Builtin::PersistentVolume
+        | Builtin::PersistentVolumeClaim
+        | Builtin::StorageClass
+        | Builtin::CsiStorageCapacity
+        | Builtin::VolumeAttachment => crate::storage::causes(def.builtin, obj, old),
         _ => Vec::new(),
     }
 }

@@ -5,14 +5,20 @@
 //! kinds the scheduler uses (Pods, Nodes, Namespaces, Events, ConfigMaps,
 //! PriorityClasses, PodDisruptionBudgets, Leases, CustomResourceDefinitions), the
 //! kinds an installation brings (ServiceAccounts, Services, Secrets, Deployments,
-//! ClusterRoles, ClusterRoleBindings, Roles, RoleBindings; see [`kinds`]) and custom
-//! resources declared by CRD objects applied to it, with kube-apiserver's semantics
-//! where tests lean on them:
+//! ClusterRoles, ClusterRoleBindings, Roles, RoleBindings; see [`kinds`]), the
+//! workload and storage kinds a client-go program's informers list (Jobs,
+//! ReplicaSets, StatefulSets, ReplicationControllers, see [`workloads`];
+//! PersistentVolumes, PersistentVolumeClaims and the `storage.k8s.io` kinds, see
+//! [`storage`]), `events.k8s.io/v1` Events (the core Events, see [`events`]) and
+//! custom resources declared by CRD objects applied to it, with kube-apiserver's
+//! semantics where tests lean on them:
 //!
 //! * one global resourceVersion; lists return the collection revision; watches replay
 //!   history after a revision, send bookmarks, and get `410 Expired` below the
 //!   compaction window ([`Config::window`] retained events);
-//! * label and field selectors, `limit`/`continue` pagination, `resourceVersionMatch`;
+//! * label and field selectors, `limit`/`continue` pagination (a list at
+//!   `resourceVersion=0` comes whole in one page, as from kube-apiserver's watch
+//!   cache), `resourceVersionMatch`;
 //! * optimistic concurrency (409 on stale `resourceVersion`), graceful pod deletion,
 //!   finalizers, merge / strategic-merge / JSON patches, status subresources;
 //! * `pods/binding`, `pods/eviction` checked against PodDisruptionBudgets (429);
@@ -27,9 +33,10 @@
 //!   real one, admits only the pods that fit their node (`Failed` with
 //!   `OutOf<resource>` otherwise), and fault injection (see [`faults`]).
 //!
-//! Not implemented: controllers (a Deployment creates no pods, a namespace gets no
-//! `default` ServiceAccount), aggregated ClusterRoles, RBAC escalation checks,
-//! impersonation, admission webhooks, protobuf (except the body of `kubectl auth
+//! Not implemented: controllers (a Job's or Deployment's pods are never created, a
+//! claim is never bound to a volume, a namespace gets no `default` ServiceAccount),
+//! aggregated ClusterRoles, RBAC escalation checks, impersonation, admission
+//! webhooks, protobuf request bodies (415, except the body of `kubectl auth
 //! can-i`), aggregated discovery (the legacy documents are served and clients fall
 //! back to them), full server-side apply (an apply patch is a merge patch without
 //! managed fields or conflicts), garbage collection of owned objects, `dryRun`.
@@ -47,6 +54,7 @@
 pub mod auth;
 pub mod discovery;
 pub mod error;
+pub mod events;
 pub mod eviction;
 pub mod faults;
 pub mod http;
@@ -61,11 +69,13 @@ pub mod registry;
 pub mod routes;
 pub mod selector;
 pub mod state;
+pub mod storage;
 pub mod store;
 pub mod table;
 pub mod time;
 pub mod validation;
 pub mod watch;
+pub mod workloads;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -382,11 +392,12 @@ impl TestApiServer {
         Ok(st.delete(&def, namespace, name, None, None, None)?)
     }
 
-    /// Reads an object (`None` if absent).
+    /// Reads an object (`None` if absent), as `api_version` presents it.
     pub fn get(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
         let st = self.shared.lock();
-        let (def, _) = st.def_for(api_version, kind)?;
-        st.store.get(&def.key(), namespace, name).cloned()
+        let (def, version) = st.def_for(api_version, kind)?;
+        let obj = st.store.get(&def.key(), namespace, name).cloned()?;
+        Some(state::State::present(&def, &version, obj))
     }
 }
 

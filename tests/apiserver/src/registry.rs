@@ -44,6 +44,31 @@ pub enum Builtin {
     RoleBinding,
     /// authorization.k8s.io/v1 SelfSubjectAccessReview (create only, never stored).
     SelfSubjectAccessReview,
+    /// batch/v1 Job (stored only: no controller creates its pods).
+    Job,
+    /// apps/v1 ReplicaSet (stored only).
+    ReplicaSet,
+    /// apps/v1 StatefulSet (stored only).
+    StatefulSet,
+    /// core/v1 ReplicationController (stored only).
+    ReplicationController,
+    /// core/v1 PersistentVolume (cluster-scoped; no binding controller).
+    PersistentVolume,
+    /// core/v1 PersistentVolumeClaim (no binding controller, no provisioner).
+    PersistentVolumeClaim,
+    /// storage.k8s.io/v1 StorageClass.
+    StorageClass,
+    /// storage.k8s.io/v1 CSINode.
+    CsiNode,
+    /// storage.k8s.io/v1 CSIDriver.
+    CsiDriver,
+    /// storage.k8s.io/v1 CSIStorageCapacity.
+    CsiStorageCapacity,
+    /// storage.k8s.io/v1 VolumeAttachment (no attach/detach controller).
+    VolumeAttachment,
+    /// events.k8s.io/v1 Event: the core Events seen through the newer API (one
+    /// storage, converted on the way in and out, as kube-apiserver does).
+    EventsV1,
     /// A custom resource served from a CRD.
     Custom,
 }
@@ -106,9 +131,29 @@ pub struct ResourceDef {
 }
 
 impl ResourceDef {
-    /// Storage key: `group/plural`.
+    /// Storage key: `group/plural`, except for `events.k8s.io` Events, which
+    /// are stored with the core Events (`/events`).
     pub fn key(&self) -> String {
+        if self.builtin == Builtin::EventsV1 {
+            return "/events".into();
+        }
+        self.registry_key()
+    }
+
+    /// Registry key: `group/plural` (what [`Registry::by_key`] looks up).
+    pub fn registry_key(&self) -> String {
         format!("{}/{}", self.group, self.plural)
+    }
+
+    /// The stored path a field selector label reads: the label itself, but
+    /// for labels kube-apiserver converts (an `events.k8s.io` Event's
+    /// `regarding.*`, a Job's `status.successful`).
+    pub fn field_path(&self, label: &str) -> String {
+        match (self.builtin, label) {
+            (Builtin::EventsV1, _) => crate::events::core_field_label(label),
+            (Builtin::Job, "status.successful") => "status.succeeded".into(),
+            _ => label.into(),
+        }
     }
 
     /// `Kind.group` (or `Kind` for core), used in Invalid messages.
@@ -191,9 +236,24 @@ impl ResourceDef {
                 "source",
                 "type",
             ],
+            Builtin::EventsV1 => &[
+                "regarding.kind",
+                "regarding.namespace",
+                "regarding.name",
+                "regarding.uid",
+                "regarding.apiVersion",
+                "regarding.resourceVersion",
+                "regarding.fieldPath",
+                "reason",
+                "reportingController",
+                "source",
+                "type",
+            ],
             Builtin::Node => &["spec.unschedulable"],
             Builtin::Namespace => &["status.phase"],
             Builtin::Secret => &["type"],
+            Builtin::Job => &["status.successful"],
+            Builtin::ReplicaSet | Builtin::ReplicationController => &["status.replicas"],
             _ => &[],
         };
         let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
@@ -231,7 +291,16 @@ fn builtin(
         list_kind: format!("{kind}List"),
         namespaced,
         short_names: short.iter().map(|s| s.to_string()).collect(),
-        categories: if matches!(b, Builtin::Pod | Builtin::Service | Builtin::Deployment) {
+        categories: if matches!(
+            b,
+            Builtin::Pod
+                | Builtin::Service
+                | Builtin::Deployment
+                | Builtin::ReplicaSet
+                | Builtin::StatefulSet
+                | Builtin::ReplicationController
+                | Builtin::Job
+        ) {
             vec!["all".into()]
         } else {
             Vec::new()
@@ -240,7 +309,131 @@ fn builtin(
     }
 }
 
-/// The registry: storage key → resource.
+/// The kinds a client-go program's informers (kube-scheduler's) and the
+/// README's examples need besides the ones above: stored, listed and watched,
+/// with no controller behind them.
+fn workload_and_storage_kinds() -> Vec<ResourceDef> {
+    use Builtin as B;
+    // (apiVersion, plural, kind, namespaced, short names, status, builtin)
+    type Row = (
+        &'static str,
+        &'static str,
+        &'static str,
+        bool,
+        &'static [&'static str],
+        bool,
+        Builtin,
+    );
+    const ROWS: &[Row] = &[
+        ("batch/v1", "jobs", "Job", true, &[], true, B::Job),
+        (
+            "apps/v1",
+            "replicasets",
+            "ReplicaSet",
+            true,
+            &["rs"],
+            true,
+            B::ReplicaSet,
+        ),
+        (
+            "apps/v1",
+            "statefulsets",
+            "StatefulSet",
+            true,
+            &["sts"],
+            true,
+            B::StatefulSet,
+        ),
+        (
+            "v1",
+            "replicationcontrollers",
+            "ReplicationController",
+            true,
+            &["rc"],
+            true,
+            B::ReplicationController,
+        ),
+        (
+            "v1",
+            "persistentvolumes",
+            "PersistentVolume",
+            false,
+            &["pv"],
+            true,
+            B::PersistentVolume,
+        ),
+        (
+            "v1",
+            "persistentvolumeclaims",
+            "PersistentVolumeClaim",
+            true,
+            &["pvc"],
+            true,
+            B::PersistentVolumeClaim,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "storageclasses",
+            "StorageClass",
+            false,
+            &["sc"],
+            false,
+            B::StorageClass,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "csinodes",
+            "CSINode",
+            false,
+            &[],
+            false,
+            B::CsiNode,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "csidrivers",
+            "CSIDriver",
+            false,
+            &[],
+            false,
+            B::CsiDriver,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "csistoragecapacities",
+            "CSIStorageCapacity",
+            true,
+            &[],
+            false,
+            B::CsiStorageCapacity,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "volumeattachments",
+            "VolumeAttachment",
+            false,
+            &[],
+            true,
+            B::VolumeAttachment,
+        ),
+        (
+            "events.k8s.io/v1",
+            "events",
+            "Event",
+            true,
+            &["ev"],
+            false,
+            B::EventsV1,
+        ),
+    ];
+    ROWS.iter()
+        .map(|&(av, plural, kind, ns, short, status, b)| {
+            builtin(av, plural, kind, ns, short, status, b)
+        })
+        .collect()
+}
+
+/// The registry: registry key (`group/plural`) → resource.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     defs: BTreeMap<String, ResourceDef>,
@@ -389,8 +582,11 @@ impl Registry {
                 false,
                 Builtin::SelfSubjectAccessReview,
             ),
-        ] {
-            r.defs.insert(d.key(), d);
+        ]
+        .into_iter()
+        .chain(workload_and_storage_kinds())
+        {
+            r.defs.insert(d.registry_key(), d);
         }
         r
     }
@@ -429,7 +625,7 @@ impl Registry {
     /// Adds or replaces the custom resource a CRD object declares. Returns its key.
     pub fn apply_crd(&mut self, crd: &Value) -> Option<String> {
         let def = crd_to_def(crd)?;
-        let key = def.key();
+        let key = def.registry_key();
         if self
             .defs
             .get(&key)

@@ -306,7 +306,11 @@ fn render_one(st: &State, t: &Target, v: Value, out: Output) -> Value {
 /// Parses `labelSelector` and `fieldSelector`.
 pub fn selectors(t: &Target, r: &Req) -> ApiResult<(LabelSelector, FieldSelector)> {
     let label = LabelSelector::parse(r.q("labelSelector").unwrap_or(""))?;
-    let field = FieldSelector::parse(r.q("fieldSelector").unwrap_or(""), &t.def.field_labels())?;
+    let mut field =
+        FieldSelector::parse(r.q("fieldSelector").unwrap_or(""), &t.def.field_labels())?;
+    for (path, _, _) in &mut field.0 {
+        *path = t.def.field_path(path);
+    }
     Ok((label, field))
 }
 
@@ -352,6 +356,14 @@ fn list(st: &State, t: &Target, r: &Req, out: Output) -> ApiResult<Value> {
     let limit: usize = r.q("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
     let current = st.store.rv();
     let ns = t.ns.as_deref();
+    // `resourceVersion=0` (what client-go's reflectors send first) without
+    // a continue token is answered from kube-apiserver's watch cache, which
+    // ignores `limit`: the whole list in one page.
+    let from_cache = r.q("continue").is_none_or(str::is_empty)
+        && r.q("resourceVersion") == Some("0")
+        && r.q("resourceVersionMatch")
+            .is_none_or(|m| m.is_empty() || m == "NotOlderThan");
+    let limit = if from_cache { 0 } else { limit };
     // By reference: only the page's objects are copied.
     let (at, items) = if let Some(c) = r.q("continue").filter(|c| !c.is_empty()) {
         let (rv, cns, cname) =
@@ -376,6 +388,18 @@ fn list(st: &State, t: &Target, r: &Req, out: Output) -> ApiResult<Value> {
                 return Err(ApiError::bad_request(format!(
                     "resourceVersionMatch: Forbidden: resourceVersionMatch \"{m}\" is forbidden unless resourceVersion is provided"
                 )));
+            }
+            (Some(0), Some("Exact")) => {
+                return Err(ApiError::invalid(
+                    "ListOptions.meta.k8s.io",
+                    "meta.k8s.io",
+                    "",
+                    vec![Cause {
+                        reason: "FieldValueForbidden".into(),
+                        message: "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"".into(),
+                        field: "resourceVersionMatch".into(),
+                    }],
+                ));
             }
             (Some(x), Some("Exact")) => {
                 if x > current {

@@ -91,8 +91,12 @@ impl State {
             .collect()
     }
 
-    /// Sets `apiVersion`/`kind` for the version a client asked for.
+    /// Sets `apiVersion`/`kind` for the version a client asked for (and
+    /// converts a stored core Event for `events.k8s.io`).
     pub fn present(def: &ResourceDef, version: &str, mut obj: Value) -> Value {
+        if def.builtin == Builtin::EventsV1 && obj["kind"] != "Status" {
+            obj = crate::events::to_v1(obj);
+        }
         obj["apiVersion"] = json!(def.api_version(version));
         obj["kind"] = json!(def.kind);
         obj
@@ -211,6 +215,25 @@ impl State {
         if def.builtin == Builtin::SelfSubjectAccessReview {
             // Reviews are answered (see `rbac::self_subject_access_review`), never stored.
             return Err(ApiError::method_not_allowed());
+        }
+        if def.builtin == Builtin::EventsV1 {
+            let target = ns
+                .or(obj["metadata"]["namespace"].as_str())
+                .unwrap_or_default();
+            let causes = crate::events::create_causes(&obj, target);
+            if !causes.is_empty() {
+                let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+                return Err(ApiError::invalid(
+                    &def.kind_qualified(),
+                    &def.group,
+                    name,
+                    causes,
+                ));
+            }
+            let core = self.core_events()?;
+            return self
+                .create(&core, "v1", ns, crate::events::to_core(obj), opts)
+                .map_err(events_v1_error);
         }
         let body_ns = obj["metadata"]["namespace"].as_str().map(String::from);
         if let (Some(b), Some(u)) = (&body_ns, ns)
@@ -364,6 +387,19 @@ impl State {
             Builtin::Service | Builtin::Secret | Builtin::Deployment => {
                 crate::kinds::prepare_create(self, def, obj)?;
             }
+            Builtin::Job
+            | Builtin::ReplicaSet
+            | Builtin::StatefulSet
+            | Builtin::ReplicationController => crate::workloads::prepare_create(def.builtin, obj)?,
+            Builtin::PersistentVolume
+            | Builtin::PersistentVolumeClaim
+            | Builtin::StorageClass
+            | Builtin::CsiNode
+            | Builtin::CsiDriver
+            | Builtin::CsiStorageCapacity
+            | Builtin::VolumeAttachment => {
+                crate::storage::prepare_create(def.builtin, obj, self.now())?
+            }
             Builtin::Node
             | Builtin::Event
             | Builtin::ConfigMap
@@ -374,7 +410,8 @@ impl State {
             | Builtin::ClusterRoleBinding
             | Builtin::Role
             | Builtin::RoleBinding
-            | Builtin::SelfSubjectAccessReview => {}
+            | Builtin::SelfSubjectAccessReview
+            | Builtin::EventsV1 => {}
         }
         Ok(())
     }
@@ -389,6 +426,13 @@ impl State {
         status: bool,
         opts: &WriteOpts,
     ) -> ApiResult<Value> {
+        if def.builtin == Builtin::EventsV1 {
+            let core = self.core_events()?;
+            let obj = crate::events::to_core(obj);
+            return self
+                .update(&core, "v1", (ns, name), obj, status, opts)
+                .map_err(events_v1_error);
+        }
         let old = self
             .store
             .get(&def.key(), ns, name)
@@ -601,6 +645,14 @@ impl State {
         Ok(self.remove(def, old))
     }
 
+    /// The core Events' definition (where `events.k8s.io` Events are stored).
+    fn core_events(&self) -> ApiResult<ResourceDef> {
+        self.registry
+            .by_key("/events")
+            .cloned()
+            .ok_or_else(|| ApiError::internal("core Events are not registered"))
+    }
+
     fn crd_changed(&mut self, crd: &Value) {
         if self.registry.apply_crd(crd).is_none() {
             tracing::warn!(crd = ?crd["metadata"]["name"], "CRD not served (malformed or shadows a built-in)");
@@ -620,6 +672,19 @@ impl State {
     pub fn current_rv(&self, def: &ResourceDef, ns: &str, name: &str) -> Option<u64> {
         self.store.get(&def.key(), ns, name).and_then(obj_rv)
     }
+}
+
+/// An error of the core Events' storage as the `events.k8s.io` resource
+/// says it (`events.events.k8s.io "x" already exists`).
+fn events_v1_error(mut e: ApiError) -> ApiError {
+    if e.group.as_deref() == Some("") {
+        e.group = Some("events.k8s.io".into());
+        e.message = e
+            .message
+            .replacen("events \"", "events.events.k8s.io \"", 1)
+            .replacen("Event \"", "Event.events.k8s.io \"", 1);
+    }
+    e
 }
 
 fn spec_of(o: &Value) -> Value {

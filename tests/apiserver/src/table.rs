@@ -6,11 +6,11 @@ pub use crate::jsonpath::{jsonpath_all, jsonpath_first};
 use crate::registry::{Builtin, ResourceDef};
 use crate::time::{human_duration, parse_rfc3339};
 
-fn col(name: &str, ty: &str, format: &str, priority: i64, description: &str) -> Value {
+pub(crate) fn col(name: &str, ty: &str, format: &str, priority: i64, description: &str) -> Value {
     json!({"name": name, "type": ty, "format": format, "description": description, "priority": priority})
 }
 
-fn age(obj: &Value, now: i64) -> Value {
+pub(crate) fn age(obj: &Value, now: i64) -> Value {
     match obj["metadata"]["creationTimestamp"]
         .as_str()
         .and_then(parse_rfc3339)
@@ -20,7 +20,7 @@ fn age(obj: &Value, now: i64) -> Value {
     }
 }
 
-fn s(v: &Value) -> Value {
+pub(crate) fn s(v: &Value) -> Value {
     match v {
         Value::Null => json!("<none>"),
         Value::String(x) if x.is_empty() => json!("<none>"),
@@ -128,24 +128,57 @@ fn map_pairs(m: &Value) -> String {
 }
 
 /// Column definitions and a cell builder for a resource at a version.
-type Cells = Box<dyn Fn(&Value, i64) -> Vec<Value>>;
+pub(crate) type Cells = Box<dyn Fn(&Value, i64) -> Vec<Value>>;
 
-fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
-    let name_col = col(
+/// The NAME column.
+pub(crate) fn name_col() -> Value {
+    col(
         "Name",
         "string",
         "name",
         0,
         "Name must be unique within a namespace.",
-    );
-    let age_col = col(
+    )
+}
+
+/// The AGE column.
+pub(crate) fn age_col() -> Value {
+    col(
         "Age",
         "string",
         "",
         0,
         "CreationTimestamp is a timestamp representing the server time when this object was created.",
-    );
+    )
+}
+
+fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
+    let name_col = name_col();
+    let age_col = age_col();
     match def.builtin {
+        Builtin::Job
+        | Builtin::ReplicaSet
+        | Builtin::StatefulSet
+        | Builtin::ReplicationController => crate::workloads::columns(def.builtin),
+        Builtin::PersistentVolume
+        | Builtin::PersistentVolumeClaim
+        | Builtin::StorageClass
+        | Builtin::CsiNode
+        | Builtin::CsiDriver
+        | Builtin::CsiStorageCapacity
+        | Builtin::VolumeAttachment => crate::storage::columns(def.builtin),
+        Builtin::EventsV1 => {
+            // One printer for both APIs, over the stored (core) shape.
+            let core = ResourceDef {
+                builtin: Builtin::Event,
+                ..def.clone()
+            };
+            let (defs, cells) = columns(&core, version);
+            (
+                defs,
+                Box::new(move |o, now| cells(&crate::events::to_core(o.clone()), now)),
+            )
+        }
         Builtin::Pod => (
             vec![
                 name_col,
@@ -688,13 +721,13 @@ pub fn to_table(
     now: i64,
 ) -> Value {
     let (defs, cells) = columns(def, version);
-    let name_first = def.builtin != Builtin::Event;
+    let name_first = !matches!(def.builtin, Builtin::Event | Builtin::EventsV1);
     let rows: Vec<Value> = objs
         .iter()
         .map(|o| {
             let mut c = Vec::new();
             if name_first {
-                c.push(o["metadata"]["name"].clone());
+                c.push(crate::storage::display_name(def.builtin, o));
             }
             c.extend(cells(o, now));
             if !name_first {

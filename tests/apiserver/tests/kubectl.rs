@@ -1,5 +1,6 @@
 //! kubectl against an in-process server: apply, get (tables and printer columns),
-//! watch, describe, label, annotate, delete.
+//! watch, describe, label, annotate, delete; the kinds stored without
+//! controllers (a Job, the apps kinds, storage) and their tables.
 
 mod common;
 
@@ -430,4 +431,210 @@ async fn binary_writes_a_kubeconfig_kubectl_can_use() {
         "{stdout}"
     );
     server.kill().await.expect("stop server");
+}
+
+fn header(table: &str) -> Vec<&str> {
+    table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect()
+}
+
+fn row<'a>(table: &'a str, name: &str) -> Vec<&'a str> {
+    table
+        .lines()
+        .find(|l| l.starts_with(name))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_a_job_and_storage_kinds_and_shows_their_tables() {
+    let Some(bin) =
+        kubectl_or_skip("kubectl_creates_a_job_and_storage_kinds_and_shows_their_tables")
+    else {
+        return;
+    };
+    let server = manual_server().await;
+    let k = Kubectl::new(bin, &server, "served-kinds");
+    let out = k.ok(&["create", "-f", &f("workloads.yaml")]).await;
+    for made in [
+        "job.batch/pi created",
+        "replicaset.apps/web created",
+        "statefulset.apps/db created",
+        "replicationcontroller/legacy created",
+        "storageclass.storage.k8s.io/fast created",
+        "persistentvolume/pv-a created",
+        "persistentvolumeclaim/scratch created",
+    ] {
+        assert!(out.contains(made), "{made}: {out}");
+    }
+
+    let jobs = k.ok(&["get", "jobs"]).await;
+    assert_eq!(
+        header(&jobs),
+        ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"],
+        "{jobs}"
+    );
+    assert_eq!(row(&jobs, "pi")[..3], ["pi", "Running", "0/2"], "{jobs}");
+    let wide = k.ok(&["get", "job", "pi", "-o", "wide"]).await;
+    assert!(
+        wide.contains("perl:5.34") && wide.contains("batch.kubernetes.io/controller-uid="),
+        "{wide}"
+    );
+    // No Job controller: no pods, however long the clock runs.
+    server.advance(600);
+    let pods = k.run(&["get", "pods"]).await;
+    assert!(
+        pods.ok && pods.stdout.is_empty() && pods.stderr.contains("No resources found"),
+        "{pods:?}"
+    );
+    let waited = k
+        .run(&["wait", "--for=condition=complete", "job/pi", "--timeout=1s"])
+        .await;
+    assert!(
+        !waited.ok && waited.stderr.contains("timed out"),
+        "{waited:?}"
+    );
+
+    let rs = k.ok(&["get", "rs"]).await;
+    assert_eq!(
+        header(&rs),
+        ["NAME", "DESIRED", "CURRENT", "READY", "AGE"],
+        "{rs}"
+    );
+    assert_eq!(row(&rs, "web")[..4], ["web", "3", "0", "0"], "{rs}");
+    let sts = k.ok(&["get", "sts"]).await;
+    assert_eq!(header(&sts), ["NAME", "READY", "AGE"], "{sts}");
+    assert_eq!(row(&sts, "db")[..2], ["db", "0/2"], "{sts}");
+    let rc = k.ok(&["get", "rc"]).await;
+    assert_eq!(row(&rc, "legacy")[..4], ["legacy", "1", "0", "0"], "{rc}");
+    let all = k.ok(&["get", "all"]).await;
+    for name in [
+        "job.batch/pi",
+        "replicaset.apps/web",
+        "statefulset.apps/db",
+        "replicationcontroller/legacy",
+    ] {
+        assert!(all.contains(name), "{name}: {all}");
+    }
+
+    let pv = k.ok(&["get", "pv"]).await;
+    assert_eq!(
+        header(&pv),
+        [
+            "NAME",
+            "CAPACITY",
+            "ACCESS",
+            "MODES",
+            "RECLAIM",
+            "POLICY",
+            "STATUS",
+            "CLAIM",
+            "STORAGECLASS",
+            "VOLUMEATTRIBUTESCLASS",
+            "REASON",
+            "AGE"
+        ],
+        "{pv}"
+    );
+    assert_eq!(
+        row(&pv, "pv-a")[..7],
+        [
+            "pv-a", "10Gi", "RWO,ROX", "Retain", "Pending", "fast", "<unset>"
+        ],
+        "{pv}"
+    );
+    let pvc = k.ok(&["get", "pvc"]).await;
+    assert_eq!(
+        header(&pvc),
+        [
+            "NAME",
+            "STATUS",
+            "VOLUME",
+            "CAPACITY",
+            "ACCESS",
+            "MODES",
+            "STORAGECLASS",
+            "VOLUMEATTRIBUTESCLASS",
+            "AGE"
+        ],
+        "{pvc}"
+    );
+    assert_eq!(
+        row(&pvc, "scratch")[..4],
+        ["scratch", "Pending", "fast", "<unset>"],
+        "{pvc}"
+    );
+    let sc = k.ok(&["get", "sc"]).await;
+    assert_eq!(
+        row(&sc, "fast")[..6],
+        [
+            "fast",
+            "(default)",
+            "csi.example.com",
+            "Delete",
+            "WaitForFirstConsumer",
+            "true"
+        ],
+        "{sc}"
+    );
+
+    // Discovery names every kind, with kube-apiserver's short names.
+    let resources = k.ok(&["api-resources", "--no-headers"]).await;
+    for want in [
+        ["jobs", "batch/v1", "true", "Job"].as_slice(),
+        &["replicasets", "rs", "apps/v1", "true", "ReplicaSet"],
+        &["statefulsets", "sts", "apps/v1", "true", "StatefulSet"],
+        &[
+            "replicationcontrollers",
+            "rc",
+            "v1",
+            "true",
+            "ReplicationController",
+        ],
+        &["persistentvolumes", "pv", "v1", "false", "PersistentVolume"],
+        &[
+            "persistentvolumeclaims",
+            "pvc",
+            "v1",
+            "true",
+            "PersistentVolumeClaim",
+        ],
+        &[
+            "storageclasses",
+            "sc",
+            "storage.k8s.io/v1",
+            "false",
+            "StorageClass",
+        ],
+        &["csinodes", "storage.k8s.io/v1", "false", "CSINode"],
+        &["csidrivers", "storage.k8s.io/v1", "false", "CSIDriver"],
+        &[
+            "csistoragecapacities",
+            "storage.k8s.io/v1",
+            "true",
+            "CSIStorageCapacity",
+        ],
+        &[
+            "volumeattachments",
+            "storage.k8s.io/v1",
+            "false",
+            "VolumeAttachment",
+        ],
+        &["events", "ev", "events.k8s.io/v1", "true", "Event"],
+    ] {
+        assert!(
+            resources
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>() == want),
+            "{want:?}: {resources}"
+        );
+    }
+
+    let out = k.ok(&["delete", "job", "pi"]).await;
+    assert!(out.contains("job.batch \"pi\" deleted"), "{out}");
 }

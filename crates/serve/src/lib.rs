@@ -40,6 +40,7 @@ pub mod admission;
 pub mod api_metrics;
 pub mod checkpoint;
 pub mod conn;
+pub mod connect;
 pub mod decision_log;
 pub mod events;
 pub mod group_status;
@@ -72,7 +73,7 @@ use tokio::sync::{mpsc, watch as signal};
 use tokio::time::Instant;
 use trainyard_model::Timestamp;
 
-pub use settings::{ServiceSettings, Settings, SettingsError};
+pub use settings::{ServiceSettings, Settings, SettingsError, SettingsErrors};
 pub use world::{World, WorldEvent};
 pub use write::{GPU_DEVICES_ANNOTATION, Written};
 
@@ -131,25 +132,31 @@ pub struct Progress {
     pub resumed: bool,
 }
 
-/// The service could not start.
+/// The service could not start. Each says its cause once, in its own
+/// message (no `source()`: printed with its chain, kube's errors repeat
+/// their causes).
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("no cluster configuration (KUBECONFIG, ~/.kube/config or in-cluster): {0}")]
-    Config(#[source] kube::config::InferConfigError),
+    /// Where the cluster is could not be found or read
+    /// ([`connect::kube_config`]).
+    #[error("{0}")]
+    Config(String),
     #[error("building the client: {0}")]
-    Client(#[source] kube::Error),
+    Client(kube::Error),
     #[error("discovering the API server's kinds: {0}")]
-    Discovery(#[source] kube::Error),
-    #[error("serving /metrics, /healthz and /readyz on {address} (service.httpAddress): {source}")]
+    Discovery(kube::Error),
+    #[error(
+        "serving /metrics, /healthz, /readyz and /usage on {address} (service.httpAddress, --http-address): {error}"
+    )]
     Http {
         address: String,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
-/// A client from `KUBECONFIG` (or `~/.kube/config`), else the in-cluster
-/// service account, without kube's default retry layer: that layer
+/// A client for the cluster `cluster` names ([`connect::kube_config`]:
+/// `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`, else the
+/// in-cluster service account; `--context`), without kube's default retry layer: that layer
 /// retries a 429 up to 15 times with backoff, and an eviction refused by
 /// a PodDisruptionBudget answers 429. For the service a refusal is a
 /// reason (the next cycle decides again), not something to wait on inside
@@ -157,8 +164,13 @@ pub enum ServeError {
 ///
 /// Every request is counted and timed in `metrics`
 /// ([`api_metrics::ApiMetricsLayer`]).
-pub async fn connect(metrics: std::sync::Arc<metrics::Metrics>) -> Result<Client, ServeError> {
-    let mut config = kube::Config::infer().await.map_err(ServeError::Config)?;
+pub async fn connect(
+    cluster: &connect::ClusterOptions,
+    metrics: std::sync::Arc<metrics::Metrics>,
+) -> Result<Client, ServeError> {
+    let mut config = connect::kube_config(cluster)
+        .await
+        .map_err(ServeError::Config)?;
     config.default_retry = false;
     client_for(config, metrics)
 }
@@ -492,9 +504,9 @@ async fn start_http(
     }
     let listener = http::bind(&service.http_address)
         .await
-        .map_err(|source| ServeError::Http {
+        .map_err(|error| ServeError::Http {
             address: service.http_address.clone(),
-            source,
+            error,
         })?;
     tracing::info!(address = %service.http_address, "serving /metrics, /healthz, /readyz, /usage");
     Ok(Some(tokio::spawn(http::serve(

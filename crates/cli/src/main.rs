@@ -1,5 +1,6 @@
 //! The `trainyard` command.
 
+mod about;
 mod fgd;
 mod progress;
 mod render;
@@ -143,6 +144,37 @@ enum Command {
     ///   trainyard usage --store state.redb --since 1d --until 2026-11-22T00:00:00Z --output json
     #[command(verbatim_doc_comment)]
     Usage(usage::UsageArgs),
+    /// Print this build's version.
+    ///
+    /// The crate's version, and the git commit when the build was told it
+    /// (TRAINYARD_GIT_COMMIT=$(git rev-parse HEAD) cargo build --release).
+    ///
+    /// Examples:
+    ///
+    ///   trainyard version
+    ///
+    ///   trainyard version -o json | jq -r .version
+    #[command(verbatim_doc_comment)]
+    Version(about::VersionArgs),
+    /// Print a shell completion script for trainyard.
+    ///
+    /// Completes commands, flags and their values (--output table|json,
+    /// --by queue|namespace|both|job, ...). Load it into the running shell,
+    /// or install it where the shell looks for completions and start a new
+    /// shell:
+    ///
+    ///   bash:  source <(trainyard completion bash)
+    ///          mkdir -p ~/.local/share/bash-completion/completions
+    ///          trainyard completion bash > ~/.local/share/bash-completion/completions/trainyard
+    ///          (needs the bash-completion package)
+    ///
+    ///   zsh:   mkdir -p ~/.zfunc
+    ///          trainyard completion zsh > ~/.zfunc/_trainyard
+    ///          and in ~/.zshrc, before compinit:  fpath=(~/.zfunc $fpath); autoload -U compinit; compinit
+    ///
+    ///   fish:  trainyard completion fish > ~/.config/fish/completions/trainyard.fish
+    #[command(verbatim_doc_comment)]
+    Completion(about::CompletionArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -216,6 +248,8 @@ fn main() {
         Command::Simulate(args) => simulate::run(*args),
         Command::Crds(args) => cmd_crds(args),
         Command::Serve(args) => serve::run(args),
+        Command::Version(args) => about::version(args),
+        Command::Completion(args) => about::completion::<Cli>(args),
         Command::Usage(args) => {
             let until = args.until().map(str::to_string);
             usage::run(args, || parse_time("--until", until.as_deref()))

@@ -27,7 +27,6 @@ fn stderr(out: &Output) -> String {
     String::from_utf8(out.stderr.clone()).expect("utf-8")
 }
 
-#[allow(dead_code)] // used by the version and completion tests below
 fn stdout(out: &Output) -> String {
     assert!(
         out.status.success(),
@@ -132,6 +131,77 @@ fn a_bad_http_address_on_the_command_line_says_what_is_expected() {
     let e = stderr(&out);
     assert!(
         e.starts_with("error: invalid value 'localhost' for '--http-address <ADDR>': expected host:port: 127.0.0.1:8080 (this machine only), 0.0.0.0:8080 (every interface), or \"\" for none\n"),
+        "{e}"
+    );
+}
+
+#[test]
+fn version_prints_the_crate_version_as_text_and_json() {
+    let text = stdout(&trainyard(&["version"]));
+    let want = format!("trainyard {}", env!("CARGO_PKG_VERSION"));
+    // `(commit ...)` follows when the build was given TRAINYARD_GIT_COMMIT.
+    assert!(
+        text == format!("{want}\n") || text.starts_with(&format!("{want} (commit ")),
+        "{text}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&trainyard(&["version", "-o", "json"]))).expect("JSON");
+    assert_eq!(json["version"], env!("CARGO_PKG_VERSION"));
+    assert!(
+        json["commit"].is_null() || json["commit"].is_string(),
+        "{json}"
+    );
+    // clap's --version says the same version.
+    assert_eq!(stdout(&trainyard(&["--version"])), format!("{want}\n"));
+}
+
+#[test]
+fn completion_scripts_for_bash_zsh_and_fish_and_help_on_installing_them() {
+    let bash = stdout(&trainyard(&["completion", "bash"]));
+    assert!(bash.contains("_trainyard()"), "{bash}");
+    for word in [
+        "serve",
+        "usage",
+        "--kubeconfig",
+        "--http-address",
+        "completion",
+    ] {
+        assert!(bash.contains(word), "bash completion lacks {word}");
+    }
+    let zsh = stdout(&trainyard(&["completion", "zsh"]));
+    assert!(zsh.starts_with("#compdef trainyard"), "{zsh}");
+    let fish = stdout(&trainyard(&["completion", "fish"]));
+    assert!(fish.contains("complete -c trainyard"), "{fish}");
+    // The bash script loads and registers itself (where bash is there).
+    if let Ok(out) = Command::new("bash")
+        .args(["-c", "source /dev/stdin; complete -p trainyard"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .map(|mut i| i.write_all(bash.as_bytes()))
+                .transpose()?;
+            child.wait_with_output()
+        })
+    {
+        let registered = String::from_utf8_lossy(&out.stdout);
+        assert!(registered.contains("trainyard"), "{registered}");
+    }
+    let help = stdout(&trainyard(&["completion", "--help"]));
+    for how in [
+        "source <(trainyard completion bash)",
+        "trainyard completion zsh > ~/.zfunc/_trainyard",
+        "trainyard completion fish > ~/.config/fish/completions/trainyard.fish",
+    ] {
+        assert!(help.contains(how), "completion --help lacks {how}:\n{help}");
+    }
+    let e = stderr(&trainyard(&["completion", "tcsh"]));
+    assert!(
+        e.contains("invalid value 'tcsh'") && e.contains("[possible values: bash, zsh, fish]"),
         "{e}"
     );
 }

@@ -477,10 +477,18 @@ fn cmd_schedule(args: ScheduleArgs) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     match args.output {
         Output::Json => {
-            serde_json::to_writer_pretty(&mut stdout, &decisions)?;
+            let out = render::WithUnits {
+                decisions: &decisions,
+                units: render::units(),
+            };
+            serde_json::to_writer_pretty(&mut stdout, &out)?;
             writeln!(stdout)?;
         }
-        Output::Table => write!(stdout, "{}", render::render(&decisions))?,
+        Output::Table => write!(
+            stdout,
+            "{}",
+            render::render(&decisions, render::terminal_width())
+        )?,
     }
     Ok(())
 }

@@ -228,7 +228,11 @@ pub fn run(
                     c.set_cell_alignment(comfy_table::CellAlignment::Right);
                 }
             }
-            writeln!(out, "{t}")?;
+            writeln!(
+                out,
+                "{}",
+                crate::render::fit(&mut t, crate::render::terminal_width())
+            )?;
         }
     }
     Ok(())

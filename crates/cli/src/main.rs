@@ -130,12 +130,18 @@ enum Command {
     /// Reads the usage history the scheduler keeps in its store
     /// (service.store.path): what the bound pods of each leaf queue and
     /// namespace held, in buckets of an hour (a day, after two days).
-    /// Buckets that straddle the window's ends count in proportion. The
-    /// store is locked while a scheduler holds it: read a copy, or run this
-    /// where a stopped replica left it. Live totals are on /metrics as
+    /// Buckets that straddle the window's ends count in proportion. Ask a
+    /// running scheduler with --server (its /usage adds the hour still open
+    /// and the jobs still running); the store is locked while a scheduler
+    /// holds it, so --store reads a copy, or where a stopped replica left
+    /// it (closed hours only). Live totals are on /metrics as
     /// trainyard_queue_usage_seconds_total.
     ///
     /// Examples:
+    ///
+    ///   kubectl -n trainyard-system port-forward pod/$(kubectl -n trainyard-system \
+    ///       get lease trainyard -o jsonpath='{.spec.holderIdentity}') 8080 &
+    ///   trainyard usage --server http://127.0.0.1:8080 --since 1d --by job
     ///
     ///   trainyard usage --store /var/lib/trainyard/state.redb --since 7d
     ///

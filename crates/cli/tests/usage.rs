@@ -226,7 +226,10 @@ fn usage_fails_clearly_on_a_missing_store_and_a_bad_duration() {
     assert!(err.contains("https:// is not supported"), "{err}");
     let out = trainyard(&["usage"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--store <PATH>"), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("error: trainyard usage needs where the usage history is:\n  --server URL"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

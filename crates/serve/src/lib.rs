@@ -270,7 +270,10 @@ pub async fn run_with(
         Duration::from_millis(service.cycle_period_millis.saturating_mul(10))
             .max(Duration::from_secs(30)),
     ));
-    let usage_source = http::UsageSource::default();
+    // `/usage` questions come to the loop, which adds what the store does
+    // not hold yet (the period still open, the running jobs).
+    let (usage_tx, mut usage_rx) = mpsc::channel::<http::UsageAsk>(16);
+    let usage_source = (!service.store.path.is_empty()).then_some(usage_tx);
     let http_task = start_http(&service, &health, &metrics, &usage_source).await?;
     let (fence, elector, mut role, elector_stop) =
         start_election(&client, &service.leader_election);
@@ -278,8 +281,7 @@ pub async fn run_with(
     metrics
         .leader
         .set(i64::from(*role.borrow() == leader::Role::Leader));
-    let (history, persist, open_intents) =
-        start_store(&settings, &client, &own, &metrics, &usage_source).await;
+    let (history, persist, open_intents) = start_store(&settings, &client, &own, &metrics).await;
     let mut grouper = grouper::Grouper::new(&service, &kinds);
     let (mut shell, mut machine, events_task) = assemble(
         &client,
@@ -335,6 +337,23 @@ pub async fn run_with(
                     error: o.error,
                 };
                 shell.drive(&mut machine, input, wall_clock()).await;
+            }
+            Some(ask) = usage_rx.recv() => {
+                let now = wall_clock();
+                match &shell.persist {
+                    Some(p) => {
+                        let (buckets, running) = machine.world.state.live_usage(now);
+                        let live = persist::Live { buckets, running };
+                        p.report((ask.from_s, ask.to_s, ask.by), live, ask.reply);
+                    }
+                    None => {
+                        let _ = ask.reply.send(Err(
+                            "the store could not be opened at start (the scheduler's log says why)"
+                                .into(),
+                        ));
+                    }
+                }
+                continue;
             }
             Some(result) = async {
                 match shell.checkpoint_task.as_mut() {
@@ -596,7 +615,6 @@ async fn start_store(
     client: &Client,
     own: &reload::Own,
     metrics: &metrics::Metrics,
-    usage_source: &http::UsageSource,
 ) -> (
     trainyard_cluster::usage::UsageHistory,
     Option<persist::Persist>,
@@ -641,7 +659,6 @@ async fn start_store(
                 )
                 .await;
             }
-            let _ = usage_source.set(p.reports());
             (history, Some(p), intents)
         }
         Err(e) => {

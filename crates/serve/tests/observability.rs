@@ -317,7 +317,10 @@ async fn metrics_endpoint_passes_promtool_and_holds_what_the_service_did() {
     let a = get(svc.port, "/usage", None).await;
     assert_eq!(
         (a.status, a.body.as_str()),
-        (404, format!("{}\n", trainyard_serve::http::NO_STORE).as_str())
+        (
+            404,
+            format!("{}\n", trainyard_serve::http::NO_STORE).as_str()
+        )
     );
     assert!(a.body.contains("set service.store.path"), "{}", a.body);
 

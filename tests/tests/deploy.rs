@@ -498,6 +498,13 @@ fn rendered_objects_fit_together() {
             .and_then(|a| a.rsplit_once(':'))
             .and_then(|(_, p)| p.parse().ok())
             .unwrap_or_else(|| panic!("{what}: httpAddress {}", service["httpAddress"]));
+        // `trainyard serve` listens on loopback unless told otherwise; in
+        // a pod the probes and Prometheus come from outside it.
+        assert_eq!(
+            settings.service.http_address,
+            format!("0.0.0.0:{port}"),
+            "{what}: the chart must ask for every interface"
+        );
 
         // The Deployment runs the config it mounts.
         let deployment = one(&objects, "Deployment");
@@ -1363,6 +1370,10 @@ async fn rendered_manifests_apply_to_the_test_api_server_and_the_scheduler_start
     let settings = trainyard_serve::Settings::parse(config_text, "config.yaml")
         .expect("the applied config is accepted")
         .with_environment("trainyard-0", &namespace, "host", "1");
+    assert_eq!(
+        settings.service.http_address, "0.0.0.0:8080",
+        "deploy/manifests must ask for every interface: the probes and Prometheus come from outside the pod"
+    );
 
     // A node, a queue and a pod for it.
     let nodes: Api<Node> = Api::all(admin.clone());

@@ -1,5 +1,6 @@
 //! Serde helpers shared by Trainyard's document types.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, Visitor};
@@ -146,6 +147,188 @@ fn plain_found(found: &str) -> String {
         "unit" | "null" => "null".to_string(),
         "Option value" => "a value".to_string(),
         _ => found.to_string(),
+    }
+}
+
+/// One step of a field path, in the coordinates of the original document.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn path_text(steps: &[Step]) -> String {
+    let mut s = String::new();
+    for step in steps {
+        match step {
+            Step::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            Step::Index(i) => s.push_str(&format!("[{i}]")),
+        }
+    }
+    s
+}
+
+/// Type problems of a document: (field path, plain message), in document
+/// order as far as it is known.
+pub type Problems = Vec<(String, String)>;
+
+/// Deserializes `value` into `T` and, when that fails, reports every type
+/// problem of the document, not just the first: field path (`spec.jobs[3].
+/// tasks[0].count`) and a plain message (`plain`, usually
+/// [`plain_message`]: the snapshot loader's words, no Rust type names).
+/// Every reader of a document that reports all its problems at once (the
+/// simulator's inputs, the scheduler's and the service's settings) goes
+/// through here.
+///
+/// How: after each failure the offending field is removed and the document
+/// is read again. A problem that only follows from a removal (a required
+/// field now missing) is not reported; the object holding it is removed
+/// too. Sequence elements keep their original indices in the paths. At
+/// most `max` problems are returned, with the document read without the
+/// offending fields when it could be (so that checks beyond the types can
+/// report theirs too).
+pub fn from_value_all<T: serde::de::DeserializeOwned>(
+    value: &serde_json::Value,
+    max: usize,
+    plain: impl Fn(&str) -> String,
+) -> Result<T, (Problems, Option<T>)> {
+    let first = match serde_path_to_error::deserialize::<_, T>(value) {
+        Ok(t) => return Ok(t),
+        Err(e) => e,
+    };
+    let mut value = value.clone();
+    // Original indices removed from each sequence (keyed by its original path).
+    let mut removed: BTreeMap<Vec<Step>, Vec<usize>> = BTreeMap::new();
+    let mut reported: Vec<Vec<Step>> = Vec::new();
+    let mut problems: Vec<(Vec<Step>, String)> = Vec::new();
+    let mut next = Some(first);
+    let mut without: Option<T> = None;
+    // Every round removes one node of the (finite) tree; the bound is a
+    // second guard.
+    for _ in 0..max.saturating_mul(64).max(64) {
+        let Some(e) = next.take() else { break };
+        let segments: Vec<serde_path_to_error::Segment> = e.path().iter().cloned().collect();
+        let message = e.into_inner().to_string();
+        // Translate to original coordinates.
+        let mut orig: Vec<Step> = Vec::new();
+        for seg in &segments {
+            match seg {
+                serde_path_to_error::Segment::Seq { index } => {
+                    let gone = removed.get(&orig).map(Vec::as_slice).unwrap_or(&[]);
+                    let mut i = *index;
+                    for g in gone {
+                        if *g <= i {
+                            i += 1;
+                        }
+                    }
+                    orig.push(Step::Index(i));
+                }
+                serde_path_to_error::Segment::Map { key } => orig.push(Step::Key(key.clone())),
+                serde_path_to_error::Segment::Enum { variant } => {
+                    orig.push(Step::Key(variant.clone()))
+                }
+                serde_path_to_error::Segment::Unknown => break,
+            }
+        }
+        let consequence = reported.iter().any(|r| r.starts_with(&orig));
+        if !consequence {
+            problems.push((orig.clone(), plain(&message)));
+            reported.push(orig.clone());
+            if problems.len() >= max {
+                break;
+            }
+        }
+        // An unknown field: remove just that key.
+        let unknown = message
+            .strip_prefix("unknown field `")
+            .and_then(|r| r.split_once('`'))
+            .map(|(k, _)| k.to_string());
+        let pruned = match unknown {
+            Some(k) if !consequence => {
+                let parent = lookup_mut(&mut value, &segments);
+                parent
+                    .and_then(serde_json::Value::as_object_mut)
+                    .and_then(|m| m.remove(&k))
+                    .is_some()
+                    || prune(&mut value, &segments, &orig, &mut removed)
+            }
+            _ => prune(&mut value, &segments, &orig, &mut removed),
+        };
+        if !pruned {
+            break;
+        }
+        match serde_path_to_error::deserialize::<_, T>(&value) {
+            Ok(t) => without = Some(t),
+            Err(e) => next = Some(e),
+        }
+    }
+    // In document order as far as it is known (mappings are read sorted by key).
+    problems.sort();
+    let problems = problems
+        .into_iter()
+        .map(|(steps, message)| (path_text(&steps), message))
+        .collect();
+    Err((problems, without))
+}
+
+/// The node at `segments`, if it exists.
+fn lookup_mut<'v>(
+    mut v: &'v mut serde_json::Value,
+    segments: &[serde_path_to_error::Segment],
+) -> Option<&'v mut serde_json::Value> {
+    for seg in segments {
+        v = match seg {
+            serde_path_to_error::Segment::Seq { index } => v.as_array_mut()?.get_mut(*index)?,
+            serde_path_to_error::Segment::Map { key }
+            | serde_path_to_error::Segment::Enum { variant: key } => {
+                v.as_object_mut()?.get_mut(key)?
+            }
+            serde_path_to_error::Segment::Unknown => return None,
+        };
+    }
+    Some(v)
+}
+
+/// Removes the node at `segments` (`orig`: the same path in original
+/// coordinates); false when there is none (or it is the root).
+fn prune(
+    value: &mut serde_json::Value,
+    segments: &[serde_path_to_error::Segment],
+    orig: &[Step],
+    removed: &mut BTreeMap<Vec<Step>, Vec<usize>>,
+) -> bool {
+    let Some((last, parent)) = segments.split_last() else {
+        return false;
+    };
+    let Some(parent) = lookup_mut(value, parent) else {
+        return false;
+    };
+    match last {
+        serde_path_to_error::Segment::Seq { index } => {
+            let Some(items) = parent.as_array_mut() else {
+                return false;
+            };
+            if *index >= items.len() {
+                return false;
+            }
+            items.remove(*index);
+            if let Some((Step::Index(i), array)) = orig.split_last() {
+                let gone = removed.entry(array.to_vec()).or_default();
+                gone.push(*i);
+                gone.sort_unstable();
+            }
+            true
+        }
+        serde_path_to_error::Segment::Map { key }
+        | serde_path_to_error::Segment::Enum { variant: key } => {
+            parent.as_object_mut().and_then(|m| m.remove(key)).is_some()
+        }
+        serde_path_to_error::Segment::Unknown => false,
     }
 }
 

@@ -1,8 +1,10 @@
 //! The `trainyard` command.
 
+mod about;
 mod fgd;
 mod progress;
 mod render;
+mod serve;
 mod simulate;
 mod usage;
 
@@ -104,31 +106,42 @@ enum Command {
     /// `schedulerName: trainyard` every cycle with the same core as
     /// `trainyard schedule` and `trainyard simulate`; binds them (gangs
     /// whole), evicts for reclaim and preemption, and nominates. Connects
-    /// with KUBECONFIG (or ~/.kube/config), else the in-cluster service
-    /// account. Serves /metrics, /healthz and /readyz (service.httpAddress, default
-    /// 0.0.0.0:8080). With service.leaderElection.enabled, replicas elect a leader on a
-    /// Lease and only the leader writes. Stops on SIGTERM or Ctrl-C: no new cycles, the
-    /// writes in flight get --drain-seconds, the lease is released.
+    /// as kubectl does: --kubeconfig, else KUBECONFIG, else ~/.kube/config,
+    /// else the in-cluster service account; --context picks a context.
+    /// Serves /metrics, /healthz, /readyz and /usage on --http-address
+    /// (service.httpAddress; default 127.0.0.1:8080, this machine only).
+    /// With service.leaderElection.enabled, replicas elect a leader on a
+    /// Lease and only the leader writes. Stops on SIGTERM or Ctrl-C: no new
+    /// cycles, the writes in flight get --drain-seconds, the lease is
+    /// released.
     ///
     /// Examples:
     ///
     ///   kubectl apply -f deploy/crds/
-    ///   trainyard serve
+    ///   trainyard serve --leader-elect=false
     ///
-    ///   trainyard serve --config serve.yaml -v
+    ///   trainyard serve --kubeconfig ~/.kube/lab --context gpu-lab --config serve.yaml -v
+    ///
+    ///   trainyard serve --http-address 0.0.0.0:8080    # Prometheus scrapes from elsewhere
     #[command(verbatim_doc_comment)]
-    Serve(ServeArgs),
+    Serve(serve::ServeArgs),
     /// Report GPU-, CPU- and memory-hours per queue and namespace.
     ///
     /// Reads the usage history the scheduler keeps in its store
     /// (service.store.path): what the bound pods of each leaf queue and
     /// namespace held, in buckets of an hour (a day, after two days).
-    /// Buckets that straddle the window's ends count in proportion. The
-    /// store is locked while a scheduler holds it: read a copy, or run this
-    /// where a stopped replica left it. Live totals are on /metrics as
+    /// Buckets that straddle the window's ends count in proportion. Ask a
+    /// running scheduler with --server (its /usage adds the hour still open
+    /// and the jobs still running); the store is locked while a scheduler
+    /// holds it, so --store reads a copy, or where a stopped replica left
+    /// it (closed hours only). Live totals are on /metrics as
     /// trainyard_queue_usage_seconds_total.
     ///
     /// Examples:
+    ///
+    ///   kubectl -n trainyard-system port-forward pod/$(kubectl -n trainyard-system \
+    ///       get lease trainyard -o jsonpath='{.spec.holderIdentity}') 8080 &
+    ///   trainyard usage --server http://127.0.0.1:8080 --since 1d --by job
     ///
     ///   trainyard usage --store /var/lib/trainyard/state.redb --since 7d
     ///
@@ -137,30 +150,37 @@ enum Command {
     ///   trainyard usage --store state.redb --since 1d --until 2026-11-22T00:00:00Z --output json
     #[command(verbatim_doc_comment)]
     Usage(usage::UsageArgs),
-}
-
-#[derive(clap::Args, Debug)]
-struct ServeArgs {
-    /// Settings file (YAML): `scheduler:` (as for `trainyard schedule --config`) and
-    /// `service:` (cyclePeriodMillis, debounceMillis, bindConcurrency, assumeTimeoutSeconds,
-    /// gangRepairSeconds, admissionGating, clientQps, clientBurst, schedulerName,
-    /// defaultQueue, inferPodGroups, httpAddress, leaderElection; see docs/serve.md and
-    /// docs/operations.md). Defaults when absent. Read again when it changes (a ConfigMap
-    /// update): valid changes apply, invalid ones are refused and the running settings stay.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// How often the settings file is checked for changes (seconds).
-    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
-    reload_seconds: u64,
-    /// On SIGTERM or Ctrl-C: how long the binds and evictions already decided may take to
-    /// land before they are abandoned (seconds); then the lease is released.
-    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
-    drain_seconds: u64,
-    /// Leader election on a Lease (default: on, or as the settings file says). With
-    /// --leader-elect=false this replica leads alone and writes without a lease: for a
-    /// single replica or tests only; two replicas without it both bind and evict.
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
-    leader_elect: Option<bool>,
+    /// Print this build's version.
+    ///
+    /// The crate's version, and the git commit when the build was told it
+    /// (TRAINYARD_GIT_COMMIT=$(git rev-parse HEAD) cargo build --release).
+    ///
+    /// Examples:
+    ///
+    ///   trainyard version
+    ///
+    ///   trainyard version -o json | jq -r .version
+    #[command(verbatim_doc_comment)]
+    Version(about::VersionArgs),
+    /// Print a shell completion script for trainyard.
+    ///
+    /// Completes commands, flags and their values (--output table|json,
+    /// --by queue|namespace|both|job, ...). Load it into the running shell,
+    /// or install it where the shell looks for completions and start a new
+    /// shell:
+    ///
+    ///   bash:  source <(trainyard completion bash)
+    ///          mkdir -p ~/.local/share/bash-completion/completions
+    ///          trainyard completion bash > ~/.local/share/bash-completion/completions/trainyard
+    ///          (needs the bash-completion package)
+    ///
+    ///   zsh:   mkdir -p ~/.zfunc
+    ///          trainyard completion zsh > ~/.zfunc/_trainyard
+    ///          and in ~/.zshrc, before compinit:  fpath=(~/.zfunc $fpath); autoload -U compinit; compinit
+    ///
+    ///   fish:  trainyard completion fish > ~/.config/fish/completions/trainyard.fish
+    #[command(verbatim_doc_comment)]
+    Completion(about::CompletionArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -233,7 +253,9 @@ fn main() {
         Command::Schedule(args) => cmd_schedule(args),
         Command::Simulate(args) => simulate::run(*args),
         Command::Crds(args) => cmd_crds(args),
-        Command::Serve(args) => cmd_serve(args),
+        Command::Serve(args) => serve::run(args),
+        Command::Version(args) => about::version(args),
+        Command::Completion(args) => about::completion::<Cli>(args),
         Command::Usage(args) => {
             let until = args.until().map(str::to_string);
             usage::run(args, || parse_time("--until", until.as_deref()))
@@ -268,131 +290,6 @@ fn init_logging(verbose: u8, format: LogFormat) {
     match format {
         LogFormat::Text => fmt.with_ansi(std::io::stderr().is_terminal()).init(),
         LogFormat::Json => fmt.json().with_current_span(false).init(),
-    }
-}
-
-fn cmd_serve(args: ServeArgs) -> Result<()> {
-    let (settings, text) = match &args.config {
-        Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("{}: cannot read", p.display()))?;
-            (
-                trainyard_serve::Settings::parse(&text, &p.display().to_string())?,
-                text,
-            )
-        }
-        None => (trainyard_serve::Settings::default(), String::new()),
-    };
-    // Where this replica runs (the chart sets both from the downward API).
-    let pod = std::env::var("POD_NAME").unwrap_or_default();
-    let namespace = std::env::var("POD_NAMESPACE").unwrap_or_default();
-    let host = std::fs::read_to_string("/etc/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "trainyard".into());
-    let suffix = format!("{:08x}", std::process::id() ^ (trainyard_seed() as u32));
-    let mut settings = settings.with_environment(&pod, &namespace, &host, &suffix);
-    if let Some(on) = args.leader_elect {
-        settings.service.leader_election.enabled = on;
-    }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(async move {
-        let metrics = std::sync::Arc::new(trainyard_serve::metrics::Metrics::new());
-        let client = trainyard_serve::connect(metrics.clone())
-            .await
-            .context("connecting to the cluster (KUBECONFIG, ~/.kube/config or in-cluster)")?;
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let (progress_tx, _progress) =
-            tokio::sync::watch::channel(trainyard_serve::Progress::default());
-        tokio::spawn(async move {
-            wait_for_stop_signal().await;
-            tracing::info!("stopping: no new cycles; finishing the writes in flight");
-            stop_tx.send_replace(true);
-        });
-        let reload = args.config.clone().map(|path| {
-            let (tx, rx) = tokio::sync::watch::channel(settings.clone());
-            let own = trainyard_serve::reload::Own {
-                namespace: namespace.clone(),
-                pod: pod.clone(),
-            };
-            tokio::spawn(trainyard_serve::reload::watch_file(
-                path,
-                text,
-                std::time::Duration::from_secs(args.reload_seconds.max(1)),
-                tx,
-                metrics.clone(),
-                Some((client.clone(), own)),
-            ));
-            match args.leader_elect {
-                None => rx,
-                // The command line's --leader-elect holds over the file's
-                // reloads too (else each reload would read as a change).
-                Some(on) => {
-                    let mut file = rx;
-                    let (tx, rx) = tokio::sync::watch::channel(settings.clone());
-                    tokio::spawn(async move {
-                        while file.changed().await.is_ok() {
-                            let mut s = file.borrow_and_update().clone();
-                            s.service.leader_election.enabled = on;
-                            if tx.send(s).is_err() {
-                                return;
-                            }
-                        }
-                    });
-                    rx
-                }
-            }
-        });
-        trainyard_serve::run_with(
-            client,
-            settings,
-            trainyard_serve::Options {
-                shutdown: stop_rx,
-                progress: progress_tx,
-                reload,
-                metrics,
-                drain: std::time::Duration::from_secs(args.drain_seconds),
-                own: trainyard_serve::reload::Own {
-                    namespace: namespace.clone(),
-                    pod: pod.clone(),
-                },
-            },
-        )
-        .await?;
-        Ok(())
-    })
-}
-
-/// Some bits that differ between processes started at once (the time).
-fn trainyard_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
-}
-
-/// SIGTERM (what the kubelet sends) or Ctrl-C.
-async fn wait_for_stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -586,10 +483,18 @@ fn cmd_schedule(args: ScheduleArgs) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     match args.output {
         Output::Json => {
-            serde_json::to_writer_pretty(&mut stdout, &decisions)?;
+            let out = render::WithUnits {
+                decisions: &decisions,
+                units: render::units(),
+            };
+            serde_json::to_writer_pretty(&mut stdout, &out)?;
             writeln!(stdout)?;
         }
-        Output::Table => write!(stdout, "{}", render::render(&decisions))?,
+        Output::Table => write!(
+            stdout,
+            "{}",
+            render::render(&decisions, render::terminal_width())
+        )?,
     }
     Ok(())
 }

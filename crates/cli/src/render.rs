@@ -1,7 +1,14 @@
 //! Human-readable rendering of decisions: plain aligned columns like
 //! `kubectl get`, no borders, so the output pipes well into grep and awk.
+//!
+//! Tables fit the terminal: with a width ([`terminal_width`]: `COLUMNS`,
+//! else the terminal's when stdout is one), long cells (a pending job's
+//! reason, an eviction's) wrap inside their column; without one (a pipe, a
+//! file) every cell is whole, on one line. Either way no line ends in
+//! blanks, so a long reason in one row does not pad every other row to its
+//! length.
 
-use comfy_table::{Cell, CellAlignment, Table, presets};
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 use trainyard_model::{ResourceName, Resources};
 use trainyard_sched::Decisions;
 
@@ -10,6 +17,40 @@ fn table(header: &[&str]) -> Table {
     t.load_preset(presets::NOTHING);
     t.set_header(header.iter().map(Cell::new));
     t
+}
+
+/// How wide tables may be: `COLUMNS` when it is set to a number, else the
+/// terminal's width when stdout is a terminal; `None`: no limit.
+pub fn terminal_width() -> Option<u16> {
+    use std::io::IsTerminal;
+    if let Some(w) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<u16>().ok())
+        .filter(|w| *w > 0)
+    {
+        return Some(w);
+    }
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| w.0)
+}
+
+/// `t` as text: wrapped to `width` when given; no line ends in blanks.
+pub fn fit(t: &mut Table, width: Option<u16>) -> String {
+    if let Some(w) = width {
+        t.set_content_arrangement(ContentArrangement::Dynamic);
+        t.set_width(w);
+    }
+    let text = t.to_string();
+    let mut out = String::with_capacity(text.len());
+    for (i, line) in text.lines().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(line.trim_end());
+    }
+    out
 }
 
 fn right(s: String) -> Cell {
@@ -43,8 +84,37 @@ fn shown_resources(d: &Decisions) -> Vec<ResourceName> {
     names
 }
 
-/// The full report: binds, pending jobs, fair-share table, warnings.
-pub fn render(d: &Decisions) -> String {
+/// `trainyard schedule --output json`: the decisions, and after them a
+/// note of the units of their numbers ([`units`], docs/cli.md).
+#[derive(serde::Serialize)]
+pub struct WithUnits<'a> {
+    #[serde(flatten)]
+    pub decisions: &'a Decisions,
+    pub units: serde_json::Value,
+}
+
+/// The units of the numbers in the decisions' JSON: per resource name,
+/// those of the amounts in `queues[]` (`quota`, `limit`, `fairShare`,
+/// `allocated`, `demand`), `other` for every other resource (the
+/// snapshot's conversions, docs/snapshot.md "Quantities and units");
+/// `reservations[].start` and `startsInSeconds`; the GPU lists.
+pub fn units() -> serde_json::Value {
+    serde_json::json!({
+        "resources": {
+            "cpu": "millicores (1000 = one core)",
+            "memory": "bytes",
+            "nvidia.com/gpu": "milli-GPU (1000 = one GPU)",
+            "other": "count",
+        },
+        "reservations.start": "milliseconds since 1970-01-01T00:00:00Z",
+        "reservations.startsInSeconds": "seconds",
+        "gpus": "device indices on the node (binds, nominations)",
+    })
+}
+
+/// The full report: binds, pending jobs, fair-share table, warnings;
+/// tables fitted to `width` ([`fit`]).
+pub fn render(d: &Decisions, width: Option<u16>) -> String {
     let mut out = String::new();
     let jobs_bound: std::collections::BTreeSet<&str> =
         d.binds.iter().map(|b| b.job.as_str()).collect();
@@ -64,7 +134,7 @@ pub fn render(d: &Decisions) -> String {
                 Cell::new(gpu_list(&b.gpus)),
             ]);
         }
-        out.push_str(&t.to_string());
+        out.push_str(&fit(&mut t, width));
         out.push('\n');
     }
     if !d.evictions.is_empty() {
@@ -79,7 +149,7 @@ pub fn render(d: &Decisions) -> String {
                 Cell::new(&e.message),
             ]);
         }
-        out.push_str(&t.to_string());
+        out.push_str(&fit(&mut t, width));
         out.push('\n');
     }
     if !d.nominations.is_empty() {
@@ -96,7 +166,7 @@ pub fn render(d: &Decisions) -> String {
                 Cell::new(gpu_list(&n.gpus)),
             ]);
         }
-        out.push_str(&t.to_string());
+        out.push_str(&fit(&mut t, width));
         out.push('\n');
     }
     if !d.withdrawals.is_empty() {
@@ -112,7 +182,7 @@ pub fn render(d: &Decisions) -> String {
                 Cell::new(&w.node),
             ]);
         }
-        out.push_str(&t.to_string());
+        out.push_str(&fit(&mut t, width));
         out.push('\n');
     }
     if !d.placements.is_empty() {
@@ -148,7 +218,7 @@ pub fn render(d: &Decisions) -> String {
                 }),
             ]);
         }
-        out.push_str(&t.to_string());
+        out.push_str(&fit(&mut t, width));
         out.push('\n');
     }
     if !d.reservations.is_empty() {
@@ -183,7 +253,7 @@ pub fn render(d: &Decisions) -> String {
                 right(r.backfilled.to_string()),
             ]);
         }
-        out.push_str(&t.to_string());
+        out.push_str(&fit(&mut t, width));
         out.push('\n');
     }
     out.push_str(&format!("\nPENDING: {} job(s)\n", d.pending.len()));
@@ -196,7 +266,7 @@ pub fn render(d: &Decisions) -> String {
                 Cell::new(&p.message),
             ]);
         }
-        out.push_str(&t.to_string());
+        out.push_str(&fit(&mut t, width));
         out.push('\n');
     }
     out.push_str("\nFAIR SHARE (after this cycle)\n");
@@ -235,7 +305,7 @@ pub fn render(d: &Decisions) -> String {
             first = false;
         }
     }
-    out.push_str(&t.to_string());
+    out.push_str(&fit(&mut t, width));
     out.push('\n');
     if !d.warnings.is_empty() {
         let grouped = group_warnings(&d.warnings);

@@ -14,17 +14,13 @@ pub struct UsageArgs {
     /// The scheduler's store: its `service.store.path` (a redb file, or a
     /// sled directory with --backend sled). A store a running scheduler
     /// holds is locked: ask that scheduler with --server instead.
-    #[arg(
-        long,
-        value_name = "PATH",
-        required_unless_present = "server",
-        conflicts_with = "server"
-    )]
+    #[arg(long, value_name = "PATH", conflicts_with = "server")]
     store: Option<PathBuf>,
     /// A running scheduler's HTTP address (`service.httpAddress`), e.g.
     /// `http://127.0.0.1:8080` after `kubectl port-forward`: its `/usage`
-    /// answers from the store it holds. Ask the leader: a standby's store
-    /// holds only what was recorded while it led.
+    /// answers from the store it holds, with the hour still open and the
+    /// jobs still running. Ask the leader: a standby's store holds only
+    /// what was recorded while it led.
     #[arg(long, value_name = "URL")]
     server: Option<String>,
     /// The store's engine.
@@ -37,8 +33,8 @@ pub struct UsageArgs {
     #[arg(long, value_name = "TIME")]
     until: Option<String>,
     /// One row per leaf queue, per namespace, per (queue, namespace), or
-    /// per job (jobs that stopped holding resources in the window: ended,
-    /// evicted or deleted; a job still running is not listed yet).
+    /// per job (jobs that held resources in the window: ended, evicted or
+    /// deleted, and, with --server, those still running, END "running").
     #[arg(long, value_enum, default_value_t = ByArg::Queue)]
     by: ByArg,
     /// Output format.
@@ -112,6 +108,7 @@ pub fn run(
         ByArg::Job => UsageBy::Job,
     };
     let rows = match (&args.store, &args.server) {
+        (None, None) => bail!("{NO_SOURCE}"),
         (_, Some(server)) => {
             let (rows, leading) = ask_server(server, from_s, to_s, by)?;
             if !leading {
@@ -124,7 +121,7 @@ pub fn run(
         (Some(path), None) => {
             if !path.exists() {
                 bail!(
-                    "--store {}: no such file or directory; expected the scheduler's store (service.store.path)",
+                    "--store {}: no such file or directory; expected the scheduler's store (service.store.path), or a copy of it; a running scheduler is asked with --server URL instead ({PORT_FORWARD})",
                     path.display()
                 );
             }
@@ -133,9 +130,14 @@ pub fn run(
                     "{e}\n(a store a running scheduler holds is locked: ask that scheduler with --server, or read a copy of the store)"
                 )
             })?;
-            usage_report(store.as_ref(), from_s, to_s, by)?
+            usage_report(
+                store.as_ref(),
+                from_s,
+                to_s,
+                by,
+                &trainyard_serve::persist::Live::default(),
+            )?
         }
-        (None, None) => bail!("--store or --server is required"),
     };
     let by_job = by == UsageBy::Job;
     let time = |s: Option<i64>| {
@@ -180,6 +182,12 @@ pub fn run(
             )?;
             if rows.is_empty() {
                 writeln!(out, "no usage recorded in this window")?;
+                if args.store.is_some() {
+                    writeln!(
+                        out,
+                        "(a store holds whole hours: the hour still open and the jobs still running are in the running scheduler; ask it with --server URL)"
+                    )?;
+                }
                 return Ok(());
             }
             let mut t = comfy_table::Table::new();
@@ -209,7 +217,12 @@ pub fn run(
                     cells.push(r.namespace.clone());
                 }
                 if by_job {
-                    cells.extend([r.job.clone(), time(r.start_s), time(r.end_s)]);
+                    let end = if r.running {
+                        "running".to_string()
+                    } else {
+                        time(r.end_s)
+                    };
+                    cells.extend([r.job.clone(), time(r.start_s), end]);
                 }
                 cells.extend(hours(r));
                 t.add_row(cells);
@@ -228,11 +241,26 @@ pub fn run(
                     c.set_cell_alignment(comfy_table::CellAlignment::Right);
                 }
             }
-            writeln!(out, "{t}")?;
+            writeln!(
+                out,
+                "{}",
+                crate::render::fit(&mut t, crate::render::terminal_width())
+            )?;
         }
     }
     Ok(())
 }
+
+/// What to say when neither --store nor --server is given.
+const NO_SOURCE: &str = "trainyard usage needs where the usage history is:
+  --server URL  a running scheduler's /usage, with the hour still open and the jobs still running;
+                for the leader in the cluster (docs/persistence.md, \"Accounting\"):
+                  kubectl -n trainyard-system port-forward pod/$(kubectl -n trainyard-system get lease trainyard -o jsonpath='{.spec.holderIdentity}') 8080 &
+                  trainyard usage --server http://127.0.0.1:8080
+  --store PATH  a store file: the scheduler's service.store.path (a copy, or a stopped replica's)";
+
+/// How to reach the leader's `/usage` from a workstation.
+const PORT_FORWARD: &str = "kubectl -n trainyard-system port-forward pod/<the leader> 8080, then --server http://127.0.0.1:8080";
 
 /// Asks `server`'s `/usage` ([`trainyard_serve::http::ask_usage`]).
 fn ask_server(server: &str, from_s: i64, to_s: i64, by: UsageBy) -> Result<(Vec<UsageRow>, bool)> {
@@ -241,6 +269,15 @@ fn ask_server(server: &str, from_s: i64, to_s: i64, by: UsageBy) -> Result<(Vec<
         .build()?;
     let a = rt
         .block_on(trainyard_serve::http::ask_usage(server, from_s, to_s, by))
-        .map_err(|e| anyhow::anyhow!("--server {server}: {e}"))?;
+        .map_err(|e| {
+            let hint = if e.starts_with("cannot connect") {
+                format!(
+                    "; is the scheduler running there ({PORT_FORWARD})? Its store file can be read with --store PATH instead"
+                )
+            } else {
+                String::new()
+            };
+            anyhow::anyhow!("--server {server}: {e}{hint}")
+        })?;
     Ok((a.rows, a.leading))
 }

@@ -10,6 +10,8 @@ fn repo() -> PathBuf {
 fn trainyard(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_trainyard"))
         .args(args)
+        // Tables as for a pipe, whatever the terminal running the tests.
+        .env_remove("COLUMNS")
         .current_dir(repo())
         .output()
         .expect("binary runs")
@@ -138,8 +140,8 @@ fn table_output_shows_reservations() {
         .unwrap_or_else(|| panic!("no RESERVATIONS section in\n{text}"));
     expect_test::expect![[r#"
         RESERVATIONS (nodes held for starving gangs; only jobs ending before START may use them): 1
-         JOB     QUEUE   START      IN     NODES                    WHERE    BACKFILLED 
-         ml/llm  team-a  11:20 UTC  1h20m  n0,n1,n2,... (8 in all)  cluster           1 "#]]
+         JOB     QUEUE   START      IN     NODES                    WHERE    BACKFILLED
+         ml/llm  team-a  11:20 UTC  1h20m  n0,n1,n2,... (8 in all)  cluster           1"#]]
     .assert_eq(section);
 }
 

@@ -10,6 +10,8 @@ use trainyard_store::{Backend, Records};
 fn trainyard(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_trainyard"))
         .args(args)
+        // Tables as for a pipe, whatever the terminal running the tests.
+        .env_remove("COLUMNS")
         .output()
         .expect("binary runs")
 }
@@ -127,10 +129,10 @@ fn usage_reports_hours_per_queue_and_namespace_as_csv_table_and_json() {
         let table = stdout(&trainyard(&[&base[..], &["--by", "queue"]].concat()));
         expect_test::expect![[r#"
             usage from 1970-01-01T12:00:00Z to 1970-01-02T01:00:00Z
-             QUEUE  GPU-HOURS  CPU CORE-HOURS  MEMORY GIB-HOURS 
-             infra      0.000          48.000           192.000 
-             ml        98.000           0.000             0.000 
-             TOTAL     98.000          48.000           192.000 
+             QUEUE  GPU-HOURS  CPU CORE-HOURS  MEMORY GIB-HOURS
+             infra      0.000          48.000           192.000
+             ml        98.000           0.000             0.000
+             TOTAL     98.000          48.000           192.000
         "#]]
         .assert_eq(&table);
         let json = stdout(&trainyard(
@@ -224,7 +226,10 @@ fn usage_fails_clearly_on_a_missing_store_and_a_bad_duration() {
     assert!(err.contains("https:// is not supported"), "{err}");
     let out = trainyard(&["usage"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--store <PATH>"), "{err}");
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("error: trainyard usage needs where the usage history is:\n  --server URL"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

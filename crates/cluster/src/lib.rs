@@ -28,6 +28,7 @@
 mod assume;
 mod decode;
 mod index;
+mod live;
 mod objects;
 pub mod runtimes;
 pub mod usage;

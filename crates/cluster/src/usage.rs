@@ -357,6 +357,39 @@ impl UsageHistory {
         clock.max(newest)
     }
 
+    /// What was used and is not in a closed bucket handed on yet, as of
+    /// `now`: the buckets that ended since the last advance (and those
+    /// not yet taken), then each key's open bucket from its start to
+    /// `now` (`width_s` is that span, at least a second), with what is
+    /// held counted up to `now`. For a report of the period still open
+    /// (`/usage`); the history itself does not change.
+    pub fn live(&self, now: Timestamp) -> Vec<ClosedBucket> {
+        let mut h = self.clone();
+        h.advance(now);
+        // What is held is accrued at changes and bucket ends only: up to
+        // now here.
+        let now_ms = h.at(now);
+        let keys: Vec<Key> = h.holding.keys().cloned().collect();
+        for key in &keys {
+            h.held_mut(Timestamp(now_ms), key);
+        }
+        let now_s = now_ms.div_euclid(1000);
+        let mut out = std::mem::take(&mut h.closed);
+        for ((queue, user), e) in &h.entries {
+            if e.open.is_zero() {
+                continue;
+            }
+            out.push(ClosedBucket {
+                queue: queue.clone(),
+                user: user.clone(),
+                start_s: e.open_start,
+                width_s: u32::try_from((now_s - e.open_start).max(1)).unwrap_or(u32::MAX),
+                used: e.open.clone(),
+            });
+        }
+        out
+    }
+
     /// The buckets closed since the last call, in the order they closed.
     pub fn take_closed(&mut self) -> Vec<ClosedBucket> {
         std::mem::take(&mut self.closed)
@@ -538,6 +571,38 @@ mod tests {
             vec![0, 3600]
         );
         assert_eq!(h.held(&key), Some(&Resources::zero().with_gpus(1)));
+    }
+
+    #[test]
+    fn the_open_period_is_reported_live_without_changing_the_history() {
+        let mut h = UsageHistory::new(7 * 86_400);
+        assert_eq!(h.bucket_s(), 3600);
+        // 60 GPUs from 10:00 (36_000 s), sampled at 10:01; five minutes in.
+        h.sample(Timestamp(36_000_000), held(60));
+        h.sample(Timestamp(36_060_000), held(60));
+        assert!(h.take_closed().is_empty());
+        let live = h.live(Timestamp(36_300_000));
+        assert_eq!(live.len(), 1);
+        assert_eq!(
+            (live[0].start_s, live[0].width_s),
+            (36_000, 300),
+            "the hour's bucket, from its start to now"
+        );
+        assert_eq!(live[0].used.get(&ResourceName::Gpu), 60_000 * 300);
+        // Nothing changed: the same answer again, and the bucket closes
+        // with the whole hour.
+        assert_eq!(h.live(Timestamp(36_300_000)), live);
+        // Past the hour without a sample: the ended hour is closed in the
+        // answer, and the new one is open.
+        let later = h.live(Timestamp(39_900_000));
+        assert_eq!(
+            later
+                .iter()
+                .map(|b| (b.start_s, b.width_s, b.used.get(&ResourceName::Gpu)))
+                .collect::<Vec<_>>(),
+            vec![(36_000, 3600, 60_000 * 3600), (39_600, 300, 60_000 * 300)]
+        );
+        assert!(h.take_closed().is_empty());
     }
 
     #[test]

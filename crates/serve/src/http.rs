@@ -11,7 +11,8 @@
 //!   and this replica's role (leader or standby) is known; standbys are
 //!   ready too (their caches are warm). Else 503 with what is missing.
 //! - `/usage?from=S&to=S&by=queue|namespace|both|job`: the accounting of
-//!   this replica's store as JSON (`trainyard usage --server`), asked of
+//!   this replica's store, with the period still open and the running
+//!   jobs, as JSON (`trainyard usage --server`), asked of
 //!   the store's thread, since the running service holds the store locked.
 //!   `from` and `to` are Unix seconds (default: the last 7 days); 404 when
 //!   the service keeps no store.
@@ -160,9 +161,23 @@ pub fn respond<B>(req: &Request<B>, health: &Health, metrics: &Metrics) -> Respo
     }
 }
 
-/// Where `/usage` asks: the store's thread, once the service opened its
-/// store (never, without `service.store.path`).
-pub type UsageSource = Arc<std::sync::OnceLock<crate::persist::Reports>>;
+/// A `/usage` question, handed to the service's loop: it adds what is
+/// not in the store yet (the period still open, the running jobs) and
+/// hands both to the store's thread, which answers on `reply`.
+#[derive(Debug)]
+pub struct UsageAsk {
+    pub from_s: i64,
+    pub to_s: i64,
+    pub by: UsageBy,
+    pub reply: tokio::sync::oneshot::Sender<Result<Vec<crate::persist::UsageRow>, String>>,
+}
+
+/// Where `/usage` asks: the service's loop, when the service keeps a
+/// store (`service.store.path`); `None`: it keeps none.
+pub type UsageSource = Option<tokio::sync::mpsc::Sender<UsageAsk>>;
+
+/// What `/usage` says without a store.
+pub const NO_STORE: &str = "/usage: this scheduler keeps no usage history: set service.store.path in its settings (the Helm chart: --set store.enabled=true) and restart it (docs/persistence.md, \"Accounting\")";
 
 /// The window and grouping `/usage` was asked for, or what is wrong with
 /// the query.
@@ -194,11 +209,7 @@ pub fn usage_query(query: Option<&str>, now_s: i64) -> Result<(i64, i64, UsageBy
 }
 
 /// The answer to `/usage`.
-async fn usage(
-    query: Option<&str>,
-    source: Option<crate::persist::Reports>,
-    leading: bool,
-) -> Response<Full<Bytes>> {
+async fn usage(query: Option<&str>, source: UsageSource, leading: bool) -> Response<Full<Bytes>> {
     const PLAIN: &str = "text/plain; charset=utf-8";
     let now_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -207,14 +218,22 @@ async fn usage(
         Ok(q) => q,
         Err(e) => return text(StatusCode::BAD_REQUEST, PLAIN, format!("/usage: {e}\n")),
     };
-    let Some(reports) = source else {
-        return text(
-            StatusCode::NOT_FOUND,
-            PLAIN,
-            "/usage: this scheduler keeps no store (service.store.path is empty)\n".into(),
-        );
+    let Some(source) = source else {
+        return text(StatusCode::NOT_FOUND, PLAIN, format!("{NO_STORE}\n"));
     };
-    match reports.report(from, to, by).await {
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let ask = UsageAsk {
+        from_s: from,
+        to_s: to,
+        by,
+        reply,
+    };
+    let stopping = || "the service is stopping".to_string();
+    let rows = match source.send(ask).await {
+        Ok(()) => answer.await.unwrap_or_else(|_| Err(stopping())),
+        Err(_) => Err(stopping()),
+    };
+    match rows {
         Ok(rows) => {
             let body = serde_json::json!({
                 "from": from, "to": to, "by": by.as_str(), "leading": leading, "rows": rows,
@@ -329,14 +348,14 @@ pub async fn serve(
             }
         };
         let (health, metrics) = (Arc::clone(&health), Arc::clone(&metrics));
-        let usage_source = Arc::clone(&usage_source);
+        let usage_source = usage_source.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req: Request<Incoming>| {
                 let asked = (req.uri().path() == "/usage" && req.method() == http::Method::GET)
                     .then(|| {
                         (
                             req.uri().query().map(str::to_string),
-                            usage_source.get().cloned(),
+                            usage_source.clone(),
                             health.leading(),
                         )
                     });

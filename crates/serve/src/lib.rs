@@ -40,6 +40,7 @@ pub mod admission;
 pub mod api_metrics;
 pub mod checkpoint;
 pub mod conn;
+pub mod connect;
 pub mod decision_log;
 pub mod events;
 pub mod group_status;
@@ -72,7 +73,7 @@ use tokio::sync::{mpsc, watch as signal};
 use tokio::time::Instant;
 use trainyard_model::Timestamp;
 
-pub use settings::{ServiceSettings, Settings, SettingsError};
+pub use settings::{ServiceSettings, Settings, SettingsError, SettingsErrors};
 pub use world::{World, WorldEvent};
 pub use write::{GPU_DEVICES_ANNOTATION, Written};
 
@@ -131,25 +132,31 @@ pub struct Progress {
     pub resumed: bool,
 }
 
-/// The service could not start.
+/// The service could not start. Each says its cause once, in its own
+/// message (no `source()`: printed with its chain, kube's errors repeat
+/// their causes).
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("no cluster configuration (KUBECONFIG, ~/.kube/config or in-cluster): {0}")]
-    Config(#[source] kube::config::InferConfigError),
+    /// Where the cluster is could not be found or read
+    /// ([`connect::kube_config`]).
+    #[error("{0}")]
+    Config(String),
     #[error("building the client: {}", conn::plain(.0))]
-    Client(#[source] kube::Error),
+    Client(kube::Error),
     #[error("discovering the API server's kinds: {}", conn::plain(.0))]
-    Discovery(#[source] kube::Error),
-    #[error("serving /metrics, /healthz and /readyz on {address} (service.httpAddress): {source}")]
+    Discovery(kube::Error),
+    #[error(
+        "serving /metrics, /healthz, /readyz and /usage on {address} (service.httpAddress, --http-address): {error}"
+    )]
     Http {
         address: String,
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
-/// A client from `KUBECONFIG` (or `~/.kube/config`), else the in-cluster
-/// service account, without kube's default retry layer: that layer
+/// A client for the cluster `cluster` names ([`connect::kube_config`]:
+/// `--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`, else the
+/// in-cluster service account; `--context`), without kube's default retry layer: that layer
 /// retries a 429 up to 15 times with backoff, and an eviction refused by
 /// a PodDisruptionBudget answers 429. For the service a refusal is a
 /// reason (the next cycle decides again), not something to wait on inside
@@ -157,8 +164,13 @@ pub enum ServeError {
 ///
 /// Every request is counted and timed in `metrics`
 /// ([`api_metrics::ApiMetricsLayer`]).
-pub async fn connect(metrics: std::sync::Arc<metrics::Metrics>) -> Result<Client, ServeError> {
-    let mut config = kube::Config::infer().await.map_err(ServeError::Config)?;
+pub async fn connect(
+    cluster: &connect::ClusterOptions,
+    metrics: std::sync::Arc<metrics::Metrics>,
+) -> Result<Client, ServeError> {
+    let mut config = connect::kube_config(cluster)
+        .await
+        .map_err(ServeError::Config)?;
     config.default_retry = false;
     client_for(config, metrics)
 }
@@ -258,7 +270,10 @@ pub async fn run_with(
         Duration::from_millis(service.cycle_period_millis.saturating_mul(10))
             .max(Duration::from_secs(30)),
     ));
-    let usage_source = http::UsageSource::default();
+    // `/usage` questions come to the loop, which adds what the store does
+    // not hold yet (the period still open, the running jobs).
+    let (usage_tx, mut usage_rx) = mpsc::channel::<http::UsageAsk>(16);
+    let usage_source = (!service.store.path.is_empty()).then_some(usage_tx);
     let http_task = start_http(&service, &health, &metrics, &usage_source).await?;
     let (fence, elector, mut role, elector_stop) =
         start_election(&client, &service.leader_election);
@@ -266,8 +281,7 @@ pub async fn run_with(
     metrics
         .leader
         .set(i64::from(*role.borrow() == leader::Role::Leader));
-    let (history, persist, open_intents) =
-        start_store(&settings, &client, &own, &metrics, &usage_source).await;
+    let (history, persist, open_intents) = start_store(&settings, &client, &own, &metrics).await;
     let mut grouper = grouper::Grouper::new(&service, &kinds);
     let (mut shell, mut machine, events_task) = assemble(
         &client,
@@ -323,6 +337,23 @@ pub async fn run_with(
                     error: o.error,
                 };
                 shell.drive(&mut machine, input, wall_clock()).await;
+            }
+            Some(ask) = usage_rx.recv() => {
+                let now = wall_clock();
+                match &shell.persist {
+                    Some(p) => {
+                        let (buckets, running) = machine.world.state.live_usage(now);
+                        let live = persist::Live { buckets, running };
+                        p.report((ask.from_s, ask.to_s, ask.by), live, ask.reply);
+                    }
+                    None => {
+                        let _ = ask.reply.send(Err(
+                            "the store could not be opened at start (the scheduler's log says why)"
+                                .into(),
+                        ));
+                    }
+                }
+                continue;
             }
             Some(result) = async {
                 match shell.checkpoint_task.as_mut() {
@@ -492,9 +523,9 @@ async fn start_http(
     }
     let listener = http::bind(&service.http_address)
         .await
-        .map_err(|source| ServeError::Http {
+        .map_err(|error| ServeError::Http {
             address: service.http_address.clone(),
-            source,
+            error,
         })?;
     tracing::info!(address = %service.http_address, "serving /metrics, /healthz, /readyz, /usage");
     Ok(Some(tokio::spawn(http::serve(
@@ -584,7 +615,6 @@ async fn start_store(
     client: &Client,
     own: &reload::Own,
     metrics: &metrics::Metrics,
-    usage_source: &http::UsageSource,
 ) -> (
     trainyard_cluster::usage::UsageHistory,
     Option<persist::Persist>,
@@ -629,7 +659,6 @@ async fn start_store(
                 )
                 .await;
             }
-            let _ = usage_source.set(p.reports());
             (history, Some(p), intents)
         }
         Err(e) => {

@@ -99,7 +99,8 @@ pub enum UsageBy {
     /// One row per (queue, namespace).
     Both,
     /// One row per job record (a job that ended, was evicted or deleted
-    /// in the window; a job still running is not in it yet).
+    /// in the window), and, asked of a running service, one per job still
+    /// running.
     Job,
 }
 
@@ -140,8 +141,13 @@ pub struct UsageRow {
     /// only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub start_s: Option<i64>,
+    /// `None` for a job still running (`running`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_s: Option<i64>,
+    /// The job still holds something (by job, from a running service):
+    /// its amounts are up to when the report was asked.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub running: bool,
     /// Milli-GPU·seconds.
     pub gpu_milli_seconds: u128,
     /// Millicore·seconds.
@@ -150,50 +156,82 @@ pub struct UsageRow {
     pub memory_byte_seconds: u128,
 }
 
-/// What each (queue, namespace) used in `[from_s, to_s)` as the store
-/// kept it, grouped `by`, in name order. A bucket that straddles an end
-/// of the window counts in proportion to its overlap (rounded down):
-/// after compaction, buckets older than two days are a day wide.
+/// What a running service used that its store does not hold yet, as of
+/// when it was asked (`ClusterState::live_usage`): the buckets of the
+/// period still open (from their start to then) and the jobs still
+/// holding something (from their start to then).
+#[derive(Clone, Debug, Default)]
+pub struct Live {
+    pub buckets: Vec<ClosedBucket>,
+    pub running: Vec<JobUsage>,
+}
+
+/// `v` in proportion `num / den` (rounded down, without overflow).
+fn part(v: u128, num: u128, den: u128) -> u128 {
+    v / den * num + v % den * num / den
+}
+
+/// What each (queue, namespace) used in `[from_s, to_s)`, grouped `by`, in
+/// name order: as the store kept it, plus what `live` adds (a running
+/// service's open period and running jobs; `Live::default()` for a store
+/// read on its own). A bucket or job that straddles an end of the window
+/// counts in proportion to its overlap (rounded down): after compaction,
+/// buckets older than two days are a day wide.
 pub fn usage_report(
     store: &dyn Store,
     from_s: i64,
     to_s: i64,
     by: UsageBy,
+    live: &Live,
 ) -> Result<Vec<UsageRow>, StoreError> {
+    let overlap = |start: i64, end: i64| {
+        let o = end.min(to_s) - start.max(from_s);
+        (o > 0).then(|| (o as u128, (end - start).max(1) as u128))
+    };
     if by == UsageBy::Job {
+        let running = live.running.iter().map(|j| (job_record(j), true));
         let mut out = Vec::new();
-        for r in store.jobs(from_s)? {
-            let (start, end) = (r.start_s, r.end_s.max(r.start_s + 1));
-            let overlap = end.min(to_s) - start.max(from_s);
-            if overlap <= 0 {
+        for (r, running) in store
+            .jobs(from_s)?
+            .into_iter()
+            .map(|r| (r, false))
+            .chain(running)
+        {
+            let end = r.end_s.max(r.start_s + 1);
+            let Some((num, den)) = overlap(r.start_s, end) else {
                 continue;
-            }
-            let (num, den) = (overlap as u128, (end - start) as u128);
-            let part = |v: u128| v / den * num + v % den * num / den;
+            };
             out.push(UsageRow {
                 queue: r.queue,
                 namespace: r.user,
                 job: r.job,
                 start_s: Some(r.start_s),
-                end_s: Some(r.end_s),
-                gpu_milli_seconds: part(r.gpu),
-                cpu_milli_seconds: part(r.cpu),
-                memory_byte_seconds: part(r.memory),
+                end_s: (!running).then_some(r.end_s),
+                running,
+                gpu_milli_seconds: part(r.gpu, num, den),
+                cpu_milli_seconds: part(r.cpu, num, den),
+                memory_byte_seconds: part(r.memory, num, den),
             });
         }
-        out.sort_by(|a, b| (&a.queue, &a.job, a.end_s).cmp(&(&b.queue, &b.job, b.end_s)));
+        out.sort_by(|a, b| {
+            let end = |r: &UsageRow| r.end_s.unwrap_or(i64::MAX);
+            (&a.queue, &a.job, end(a)).cmp(&(&b.queue, &b.job, end(b)))
+        });
         return Ok(out);
     }
-    let mut rows: std::collections::BTreeMap<(String, String), UsageRow> =
-        std::collections::BTreeMap::new();
-    for (k, r) in store.usage(None)? {
-        let (start, end) = (k.start_s, k.start_s + i64::from(r.width_s.max(1)));
-        let overlap = end.min(to_s) - start.max(from_s);
-        if overlap <= 0 {
+    let live_buckets = live.buckets.iter().map(|b| {
+        let key = UsageKey {
+            queue: b.queue.clone(),
+            user: b.user.clone(),
+            start_s: b.start_s,
+        };
+        (key, record_of(&b.used, b.width_s))
+    });
+    let mut rows: BTreeMap<(String, String), UsageRow> = BTreeMap::new();
+    for (k, r) in store.usage(None)?.into_iter().chain(live_buckets) {
+        let Some((num, den)) = overlap(k.start_s, k.start_s + i64::from(r.width_s.max(1))) else {
             continue;
-        }
-        let (num, den) = (overlap as u128, (end - start) as u128);
-        let part = |v: u128| v / den * num + v % den * num / den;
+        };
         let (queue, namespace) = match by {
             UsageBy::Queue => (k.queue, String::new()),
             UsageBy::Namespace => (String::new(), k.user),
@@ -206,9 +244,9 @@ pub fn usage_report(
                 namespace,
                 ..UsageRow::default()
             });
-        row.gpu_milli_seconds += part(r.gpu);
-        row.cpu_milli_seconds += part(r.cpu);
-        row.memory_byte_seconds += part(r.memory);
+        row.gpu_milli_seconds += part(r.gpu, num, den);
+        row.cpu_milli_seconds += part(r.cpu, num, den);
+        row.memory_byte_seconds += part(r.memory, num, den);
     }
     Ok(rows.into_values().collect())
 }
@@ -254,52 +292,14 @@ pub(crate) enum Msg {
         from_s: i64,
         to_s: i64,
         by: UsageBy,
+        live: Live,
         reply: tokio::sync::oneshot::Sender<Result<Vec<UsageRow>, String>>,
     },
-}
-
-/// Asks the store's thread for usage reports: how `/usage` reads a store
-/// the running service holds locked. Cloned freely; its sender is taken
-/// away when the store closes, so a handle kept by the HTTP server never
-/// keeps the store's thread alive.
-#[derive(Clone, Debug)]
-pub struct Reports {
-    tx: std::sync::Arc<std::sync::Mutex<Option<mpsc::Sender<Msg>>>>,
-}
-
-impl Reports {
-    /// [`usage_report`] over `[from_s, to_s)`, asked of the store's
-    /// thread; an error when the thread stopped or the store failed.
-    pub async fn report(
-        &self,
-        from_s: i64,
-        to_s: i64,
-        by: UsageBy,
-    ) -> Result<Vec<UsageRow>, String> {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let stopped = || "the store is closed (the service is stopping)".to_string();
-        self.tx
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .ok_or_else(stopped)?
-            .send(Msg::Report {
-                from_s,
-                to_s,
-                by,
-                reply,
-            })
-            .map_err(|_| stopped())?;
-        answer
-            .await
-            .map_err(|_| "the store's thread stopped before answering".to_string())?
-    }
 }
 
 /// What the cycle loop holds: the sending side of the store's thread.
 pub struct Persist {
     tx: mpsc::Sender<Msg>,
-    reports: Reports,
     thread: std::thread::JoinHandle<()>,
 }
 
@@ -380,15 +380,8 @@ impl Persist {
                 path: path.clone(),
                 detail: format!("cannot start the store's thread: {e}"),
             })?;
-        let reports = Reports {
-            tx: std::sync::Arc::new(std::sync::Mutex::new(Some(tx.clone()))),
-        };
         Ok(Started {
-            persist: Persist {
-                tx,
-                reports,
-                thread,
-            },
+            persist: Persist { tx, thread },
             history,
             recovery,
             intents,
@@ -410,9 +403,26 @@ impl Persist {
         }
     }
 
-    /// A handle for usage reports (`/usage`).
-    pub fn reports(&self) -> Reports {
-        self.reports.clone()
+    /// Hands a usage question (`/usage`) to the store's thread, which
+    /// answers on `reply` with [`usage_report`] over `[from_s, to_s)` and
+    /// `live`: between two commits, after every record handed over before
+    /// it, so a bucket is counted once, closed or live (never blocks).
+    pub fn report(
+        &self,
+        (from_s, to_s, by): (i64, i64, UsageBy),
+        live: Live,
+        reply: tokio::sync::oneshot::Sender<Result<Vec<UsageRow>, String>>,
+    ) {
+        let msg = Msg::Report {
+            from_s,
+            to_s,
+            by,
+            live,
+            reply,
+        };
+        if let Err(mpsc::SendError(Msg::Report { reply, .. })) = self.tx.send(msg) {
+            let _ = reply.send(Err("the store's thread has stopped".into()));
+        }
     }
 
     /// A handle on the bind journal, for the shell (the machine numbers
@@ -424,11 +434,6 @@ impl Persist {
     /// Waits until everything handed over is written and the store closed.
     pub fn close(self) {
         drop(self.tx);
-        self.reports
-            .tx
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
         if self.thread.join().is_err() {
             tracing::error!("the store's thread panicked");
         }
@@ -483,9 +488,11 @@ fn write_loop(
                 from_s,
                 to_s,
                 by,
+                live,
                 reply,
             } => {
-                let rows = usage_report(&*store, from_s, to_s, by).map_err(|e| e.to_string());
+                let rows =
+                    usage_report(&*store, from_s, to_s, by, &live).map_err(|e| e.to_string());
                 // The asker may have gone (its connection closed).
                 let _ = reply.send(rows);
                 continue;
@@ -559,7 +566,14 @@ mod tests {
             ("b", "ns1", 200_000, 3600, 64),
         ]);
         // From noon of day 0 to the end of hour 25.
-        let rows = usage_report(store.as_ref(), 43_200, 93_600, UsageBy::Both).expect("reads");
+        let rows = usage_report(
+            store.as_ref(),
+            43_200,
+            93_600,
+            UsageBy::Both,
+            &Live::default(),
+        )
+        .expect("reads");
         let got: Vec<(String, String, u128)> = rows
             .iter()
             .map(|r| (r.queue.clone(), r.namespace.clone(), r.gpu_milli_seconds))
@@ -572,15 +586,95 @@ mod tests {
                 ("b".into(), "ns1".into(), 1000 * 3600),
             ]
         );
-        let by_ns =
-            usage_report(store.as_ref(), 43_200, 93_600, UsageBy::Namespace).expect("reads");
+        let by_ns = usage_report(
+            store.as_ref(),
+            43_200,
+            93_600,
+            UsageBy::Namespace,
+            &Live::default(),
+        )
+        .expect("reads");
         assert_eq!(by_ns.len(), 2);
         assert_eq!(by_ns[0].gpu_milli_seconds, 2000 * 43_200 + 1000 * 3600);
         assert_eq!(by_ns[0].queue, "");
-        let by_q = usage_report(store.as_ref(), 0, 1_000_000, UsageBy::Queue).expect("reads");
+        let by_q = usage_report(
+            store.as_ref(),
+            0,
+            1_000_000,
+            UsageBy::Queue,
+            &Live::default(),
+        )
+        .expect("reads");
         assert_eq!(
             by_q.iter().map(|r| r.gpu_milli_seconds).collect::<Vec<_>>(),
             vec![2000 * 86_400 + 8000 * 3600, 1000 * 3600 + 64_000 * 3600]
+        );
+    }
+
+    /// A running service's report adds the period still open and the
+    /// running jobs to what the store holds, prorated the same way.
+    #[test]
+    fn the_report_of_a_running_service_counts_the_open_period_and_running_jobs() {
+        let (_dir, mut store) = store_with(&[("a", "ns1", 0, 3600, 2)]);
+        let mut batch = Batch::default();
+        let done = JobUsage {
+            job: "ns1/done".into(),
+            queue: "a".into(),
+            user: "ns1".into(),
+            start_ms: 0,
+            end_ms: 3_600_000,
+            used: Usage::of(&Resources::zero().with_gpus(2), 3600),
+        };
+        batch.job(&job_record(&done), 0).expect("a job");
+        store.apply(&batch).expect("commits");
+        // Five minutes of 60 GPUs in the hour still open, by a job still
+        // running since the hour began.
+        let gpus60 = Usage::of(&Resources::zero().with_gpus(60), 300);
+        let live = Live {
+            buckets: vec![ClosedBucket {
+                queue: "b".into(),
+                user: "ns2".into(),
+                start_s: 3600,
+                width_s: 300,
+                used: gpus60.clone(),
+            }],
+            running: vec![JobUsage {
+                job: "ns2/big".into(),
+                queue: "b".into(),
+                user: "ns2".into(),
+                start_ms: 3_600_000,
+                end_ms: 3_900_000,
+                used: gpus60,
+            }],
+        };
+        let q = usage_report(store.as_ref(), 0, 3900, UsageBy::Queue, &live).expect("reads");
+        assert_eq!(
+            q.iter()
+                .map(|r| (r.queue.as_str(), r.gpu_milli_seconds))
+                .collect::<Vec<_>>(),
+            vec![("a", 2000 * 3600), ("b", 60_000 * 300)]
+        );
+        // Half of the live five minutes are in a window ending at 3750.
+        let q = usage_report(store.as_ref(), 3600, 3750, UsageBy::Queue, &live).expect("reads");
+        assert_eq!(q[0].gpu_milli_seconds, 60_000 * 150);
+        let jobs = usage_report(store.as_ref(), 0, 3900, UsageBy::Job, &live).expect("reads");
+        assert_eq!(
+            jobs.iter()
+                .map(|r| (r.job.as_str(), r.end_s, r.running, r.gpu_milli_seconds))
+                .collect::<Vec<_>>(),
+            vec![
+                ("ns1/done", Some(3600), false, 2000 * 3600),
+                ("ns2/big", None, true, 60_000 * 300),
+            ]
+        );
+        let json = serde_json::to_value(&jobs[1]).expect("JSON");
+        assert_eq!(json["running"], true);
+        assert!(json.get("end_s").is_none(), "{json}");
+        assert!(
+            serde_json::to_value(&jobs[0])
+                .expect("JSON")
+                .get("running")
+                .is_none()
         );
     }
 

@@ -24,7 +24,7 @@ use tokio::sync::watch;
 use tokio::time::Duration;
 
 use crate::metrics::{Metrics, ResultLabels};
-use crate::settings::{ServiceSettings, Settings};
+use crate::settings::{ServiceSettings, Settings, SettingsErrors};
 
 /// The service settings that take effect only at the next start and
 /// differ between `old` and `new`, by their YAML names.
@@ -123,18 +123,22 @@ pub async fn watch_file(
                     .config_reloads
                     .get_or_create(&ResultLabels { result: "invalid" })
                     .inc();
-                tracing::error!("{e}; the running settings stay");
+                let message = refusal(&e);
+                tracing::error!("{message}");
                 if let Some((client, own)) = &client {
-                    own_event(
-                        client,
-                        own,
-                        "ConfigRejected",
-                        &format!("{e}; the running settings stay"),
-                    )
-                    .await;
+                    own_event(client, own, "ConfigRejected", &message).await;
                 }
             }
         }
+    }
+}
+
+/// What a refused reload says (its log line and its `ConfigRejected`
+/// Event): every problem of the file, as at start.
+pub fn refusal(e: &SettingsErrors) -> String {
+    match e.0.len() {
+        1 => format!("{e}; the running settings stay"),
+        n => format!("{n} problems; the running settings stay:\n{e}"),
     }
 }
 
@@ -170,6 +174,27 @@ pub async fn own_event(client: &Client, own: &Own, reason: &str, message: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_reload_names_every_problem() {
+        let e = Settings::parse(
+            "service:\n  bindConcurrency: many\n  debounceMillis: soon\n  admissionGating: maybe\n",
+            "config.yaml",
+        )
+        .expect_err("three problems");
+        expect_test::expect![[r#"
+            3 problems; the running settings stay:
+            config.yaml: service.admissionGating: expected true or false, found "maybe"
+            config.yaml: service.bindConcurrency: expected a positive whole number, found "many"
+            config.yaml: service.debounceMillis: expected a whole number from 0 to 18446744073709551615, found "soon""#]]
+        .assert_eq(&refusal(&e));
+        let e = Settings::parse("service: {cyclePeriodMillis: 0}", "config.yaml")
+            .expect_err("one problem");
+        assert_eq!(
+            refusal(&e),
+            "config.yaml: service.cyclePeriodMillis: expected a positive whole number, found 0; the running settings stay"
+        );
+    }
 
     #[test]
     fn what_a_reload_changes_and_what_waits_for_a_restart() {

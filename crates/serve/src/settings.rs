@@ -19,7 +19,7 @@
 //!   inferPodGroups: true
 //!   nominateBeforeBind: gangs   # or always, never
 //!   eventQueue: 10000
-//!   httpAddress: 0.0.0.0:8080   # /metrics, /healthz, /readyz; "" for none
+//!   httpAddress: 127.0.0.1:8080 # /metrics, /healthz, /readyz, /usage; 0.0.0.0:8080 for every interface; "" for none
 //!   leaderElection:
 //!     enabled: true             # off only for one replica (--leader-elect=false)
 //!     leaseName: trainyard
@@ -65,14 +65,17 @@ pub struct ServiceSettings {
     /// shows, with a status, never in a hidden one.
     pub create_default_queue: bool,
     /// A cycle runs at least this often (milliseconds).
+    #[serde(deserialize_with = "positive")]
     pub cycle_period_millis: u64,
     /// After a relevant change, a cycle runs this soon (milliseconds),
     /// collecting the changes that arrive meanwhile.
     pub debounce_millis: u64,
     /// Binding requests in flight at once.
+    #[serde(deserialize_with = "positive")]
     pub bind_concurrency: usize,
     /// A bind (or eviction) the world has not shown after this long is
     /// forgotten, and its pod is pending again in the next cycle.
+    #[serde(deserialize_with = "positive")]
     pub assume_timeout_seconds: u64,
     /// A gang with some members bound but fewer than its minimum for this
     /// long has its bound members evicted ([`crate::repair`]).
@@ -89,8 +92,10 @@ pub struct ServiceSettings {
     pub admission_gating: bool,
     /// Write requests per second to the API server, sustained (client-go's
     /// QPS).
+    #[serde(deserialize_with = "positive")]
     pub client_qps: u32,
     /// Write requests allowed at once above `clientQps` (client-go's Burst).
+    #[serde(deserialize_with = "positive")]
     pub client_burst: u32,
     /// Pods owned by a Job, JobSet, PyTorchJob, ... that name no PodGroup
     /// wait for one inferred from their owner (docs/serve.md, "PodGroups
@@ -102,9 +107,12 @@ pub struct ServiceSettings {
     pub nominate_before_bind: NominateBeforeBind,
     /// Events queued for writing at most; more are dropped and counted
     /// (as client-go's event broadcaster drops them).
+    #[serde(deserialize_with = "positive")]
     pub event_queue: usize,
-    /// Where `/metrics`, `/healthz` and `/readyz` are served
-    /// (`host:port`); empty: not served.
+    /// Where `/metrics`, `/healthz`, `/readyz` and `/usage` are served
+    /// (`host:port`); empty: not served. The default listens on the
+    /// loopback interface only: a pod that Prometheus scrapes and the
+    /// kubelet probes sets `0.0.0.0:<port>` (the Helm chart does).
     pub http_address: String,
     /// Leader election among replicas ([`crate::leader`]).
     pub leader_election: LeaderElection,
@@ -126,11 +134,14 @@ pub struct LeaderElection {
     /// name, with a random suffix.
     pub identity: String,
     /// A holder that has not renewed for this long loses the Lease.
+    #[serde(deserialize_with = "positive")]
     pub lease_duration_seconds: u64,
     /// The leader stops writing when it could not renew for this long
     /// (shorter than the lease).
+    #[serde(deserialize_with = "positive")]
     pub renew_deadline_seconds: u64,
     /// How often the Lease is tried or renewed.
+    #[serde(deserialize_with = "positive")]
     pub retry_period_seconds: u64,
 }
 
@@ -164,6 +175,10 @@ pub enum NominateBeforeBind {
     Never,
 }
 
+/// Where `/metrics` and the probes are served by default: this machine
+/// only, until an all-interfaces address is asked for.
+pub const DEFAULT_HTTP_ADDRESS: &str = "127.0.0.1:8080";
+
 impl Default for ServiceSettings {
     fn default() -> Self {
         ServiceSettings {
@@ -182,20 +197,103 @@ impl Default for ServiceSettings {
             infer_pod_groups: true,
             nominate_before_bind: NominateBeforeBind::Gangs,
             event_queue: 10_000,
-            http_address: "0.0.0.0:8080".into(),
+            http_address: DEFAULT_HTTP_ADDRESS.into(),
             leader_election: LeaderElection::default(),
             store: crate::persist::StoreSettings::default(),
         }
     }
 }
 
-/// A settings file that cannot be used: which field, and why.
+/// One problem of a settings file: which field, and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{source_name}: {field}: {message}")]
+#[error("{}", self.line())]
 pub struct SettingsError {
     pub source_name: String,
+    /// The field's path (`service.bindConcurrency`); empty: the file as a
+    /// whole.
     pub field: String,
     pub message: String,
+}
+
+impl SettingsError {
+    /// `file: field: message`, as the snapshot and config loaders write
+    /// their problems.
+    fn line(&self) -> String {
+        if self.field.is_empty() {
+            format!("{}: {}", self.source_name, self.message)
+        } else {
+            format!("{}: {}: {}", self.source_name, self.field, self.message)
+        }
+    }
+}
+
+/// Every problem of a settings file (never empty), one per line.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct SettingsErrors(pub Vec<SettingsError>);
+
+impl std::fmt::Display for SettingsErrors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        trainyard_crd::write_lines(f, &self.0)
+    }
+}
+
+/// Most problems reported for one file.
+const MAX_PROBLEMS: usize = 20;
+
+/// A whole number of at least 1 (the error says so, not the range of the
+/// Rust type), fitting `T`.
+fn positive<'de, D: serde::Deserializer<'de>, T: Whole>(d: D) -> Result<T, D::Error> {
+    struct V<T>(std::marker::PhantomData<T>);
+    impl<T: Whole> serde::de::Visitor<'_> for V<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            if T::MAX == u64::MAX {
+                f.write_str("a positive whole number")
+            } else {
+                write!(f, "a positive whole number up to {}", T::MAX)
+            }
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<T, E> {
+            T::from_u64(v)
+                .filter(|_| v > 0)
+                .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<T, E> {
+            match u64::try_from(v) {
+                Ok(u) => self.visit_u64(u),
+                Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self)),
+            }
+        }
+    }
+    d.deserialize_u64(V(std::marker::PhantomData))
+}
+
+/// The unsigned integer types [`positive`] reads into.
+trait Whole: Sized {
+    const MAX: u64;
+    fn from_u64(v: u64) -> Option<Self>;
+}
+
+impl Whole for u32 {
+    const MAX: u64 = u32::MAX as u64;
+    fn from_u64(v: u64) -> Option<Self> {
+        u32::try_from(v).ok()
+    }
+}
+
+impl Whole for u64 {
+    const MAX: u64 = u64::MAX;
+    fn from_u64(v: u64) -> Option<Self> {
+        Some(v)
+    }
+}
+
+impl Whole for usize {
+    // Every target Trainyard builds for has 64-bit pointers.
+    const MAX: u64 = usize::MAX as u64;
+    fn from_u64(v: u64) -> Option<Self> {
+        usize::try_from(v).ok()
+    }
 }
 
 impl Settings {
@@ -226,79 +324,111 @@ impl Settings {
     }
 
     /// Reads and checks a settings file (YAML or JSON); `source_name`
-    /// names it in errors.
-    pub fn parse(text: &str, source_name: &str) -> Result<Settings, SettingsError> {
-        let err = |field: &str, message: String| SettingsError {
+    /// names it in errors. Reports every problem at once, each with the
+    /// field's path and what was expected in the words of the snapshot and
+    /// config loaders (`trainyard_crd::de::from_value_all`): the type
+    /// problems, then the checks beyond types of the fields that were
+    /// readable.
+    pub fn parse(text: &str, source_name: &str) -> Result<Settings, SettingsErrors> {
+        let at = |field: &str, message: String| SettingsError {
             source_name: source_name.to_string(),
             field: field.to_string(),
             message,
         };
-        let value: serde_json::Value = if text.trim().is_empty() {
-            serde_json::Value::Object(Default::default())
-        } else {
-            serde_saphyr::from_str(text).map_err(|e| err("", format!("invalid YAML: {e}")))?
+        let source = trainyard_ingest::Source::new(source_name, text);
+        let docs = trainyard_ingest::parse_documents(&source)
+            .map_err(|e| SettingsErrors(vec![at("", e.message)]))?;
+        let mut present = trainyard_ingest::present_documents(docs);
+        let value = match present.next() {
+            None => serde_json::Value::Object(Default::default()),
+            Some((_, value)) => value,
         };
-        let settings: Settings = serde_path_to_error::deserialize(&value).map_err(|e| {
-            let path = e.path().to_string();
-            err(
-                if path == "." { "" } else { &path },
-                e.into_inner().to_string(),
-            )
-        })?;
-        settings
-            .scheduler
-            .validate()
-            .map_err(|e| err(&format!("scheduler.{}", e.field), e.message))?;
-        let s = &settings.service;
-        let positive = [
-            ("service.cyclePeriodMillis", s.cycle_period_millis),
-            ("service.bindConcurrency", s.bind_concurrency as u64),
-            ("service.assumeTimeoutSeconds", s.assume_timeout_seconds),
-            ("service.clientQps", u64::from(s.client_qps)),
-            ("service.clientBurst", u64::from(s.client_burst)),
-            ("service.eventQueue", s.event_queue as u64),
-        ];
-        for (field, v) in positive {
-            if v == 0 {
-                return Err(err(field, "must be at least 1, found 0".into()));
+        if let Some((extra, _)) = present.next() {
+            return Err(SettingsErrors(vec![at(
+                "",
+                format!(
+                    "document {extra}: expected one settings document per file, found a second one"
+                ),
+            )]));
+        }
+        let (settings, mut problems, reported) = match trainyard_crd::de::from_value_all::<Settings>(
+            &value,
+            MAX_PROBLEMS,
+            trainyard_crd::de::plain_message,
+        ) {
+            Ok(s) => (s, Vec::new(), Vec::new()),
+            Err((found, without)) => {
+                let reported: Vec<String> = found.iter().map(|(f, _)| f.clone()).collect();
+                let problems = found.into_iter().map(|(f, m)| at(&f, m)).collect();
+                match without {
+                    Some(s) => (s, problems, reported),
+                    None => return Err(SettingsErrors(problems)),
+                }
+            }
+        };
+        // Checks beyond the types; one that reads a field whose type was
+        // wrong (and was left out, so defaulted) is not made.
+        for (field, reads, message) in settings.checks() {
+            let unread = reads.iter().any(|f| {
+                reported
+                    .iter()
+                    .any(|r| r == f || r.starts_with(&format!("{f}.")))
+            });
+            if !unread {
+                problems.push(at(&field, message));
             }
         }
+        if problems.is_empty() {
+            Ok(settings)
+        } else {
+            Err(SettingsErrors(problems))
+        }
+    }
+
+    /// What is wrong beyond the types: (the field, the fields the check
+    /// reads, the message).
+    fn checks(&self) -> Vec<(String, Vec<&'static str>, String)> {
+        let mut out: Vec<(String, Vec<&'static str>, String)> = Vec::new();
+        let mut add = |reads: Vec<&'static str>, message: String| {
+            let field = reads.first().map_or(String::new(), |f| f.to_string());
+            out.push((field, reads, message));
+        };
+        let s = &self.service;
         if let Some(days) = s.store.retention_days {
             let field = "service.store.retentionDays";
             if !(1..=3660).contains(&days) {
-                return Err(err(
-                    field,
+                add(
+                    vec![field],
                     format!("must be from 1 to 3660 days, found {days}"),
-                ));
-            }
-            if let Some(hl) = settings.scheduler.fair_share.usage_half_life_seconds
+                );
+            } else if let Some(hl) = self.scheduler.fair_share.usage_half_life_seconds
                 && u64::from(days) * 86_400 < 4 * hl
             {
-                return Err(err(
-                    field,
+                add(
+                    vec![field, "scheduler"],
                     format!(
                         "{days} days is less than four of scheduler.fairShare.usageHalfLifeSeconds ({hl} s): a restart would forget usage that still counts; keep at least {} days",
                         (4 * hl).div_ceil(86_400)
                     ),
-                ));
+                );
             }
         }
         if let Some(days) = s.store.job_retention_days
             && !(1..=3660).contains(&days)
         {
-            return Err(err(
-                "service.store.jobRetentionDays",
+            add(
+                vec!["service.store.jobRetentionDays"],
                 format!("must be from 1 to 3660 days, found {days}"),
-            ));
+            );
         }
         if s.store.checkpoint_seconds > 86_400 {
-            return Err(err(
-                "service.store.checkpointSeconds",
+            add(
+                vec!["service.store.checkpointSeconds"],
                 format!(
                     "must be from 0 (off) to 86400 s, found {}",
                     s.store.checkpoint_seconds
                 ),
-            ));
+            );
         }
         let name = &s.store.checkpoint_name;
         if s.store.checkpoint_seconds > 0
@@ -310,69 +440,65 @@ impl Settings {
                 || !name.starts_with(|c: char| c.is_ascii_alphanumeric())
                 || !name.ends_with(|c: char| c.is_ascii_alphanumeric()))
         {
-            return Err(err(
-                "service.store.checkpointName",
+            add(
+                vec![
+                    "service.store.checkpointName",
+                    "service.store.checkpointSeconds",
+                ],
                 format!(
-                    "must be a ConfigMap name (lower-case letters, digits, '-' and '.'; starting and ending with a letter or digit), found {name:?}"
+                    "must be a ConfigMap name (lower-case letters, digits, '-' and '.'; starting and ending with a letter or digit), found \"{name}\""
                 ),
-            ));
+            );
         }
         let le = &s.leader_election;
-        for (field, v) in [
-            (
-                "service.leaderElection.leaseDurationSeconds",
-                le.lease_duration_seconds,
-            ),
-            (
-                "service.leaderElection.renewDeadlineSeconds",
-                le.renew_deadline_seconds,
-            ),
-            (
-                "service.leaderElection.retryPeriodSeconds",
-                le.retry_period_seconds,
-            ),
-        ] {
-            if v == 0 {
-                return Err(err(field, "must be at least 1, found 0".into()));
-            }
-        }
+        const LEASE: &str = "service.leaderElection.leaseDurationSeconds";
+        const RENEW: &str = "service.leaderElection.renewDeadlineSeconds";
+        const RETRY: &str = "service.leaderElection.retryPeriodSeconds";
         if le.renew_deadline_seconds >= le.lease_duration_seconds {
-            return Err(err(
-                "service.leaderElection.renewDeadlineSeconds",
+            add(
+                vec![RENEW, LEASE],
                 format!(
                     "must be shorter than leaseDurationSeconds ({}), found {}: the leader must stop writing before another replica can take the lease",
                     le.lease_duration_seconds, le.renew_deadline_seconds
                 ),
-            ));
+            );
         }
         if le.retry_period_seconds >= le.renew_deadline_seconds {
-            return Err(err(
-                "service.leaderElection.retryPeriodSeconds",
+            add(
+                vec![RETRY, RENEW],
                 format!(
                     "must be shorter than renewDeadlineSeconds ({}), found {}",
                     le.renew_deadline_seconds, le.retry_period_seconds
                 ),
-            ));
+            );
         }
         if le.enabled && le.lease_name.is_empty() {
-            return Err(err(
-                "service.leaderElection.leaseName",
+            add(
+                vec!["service.leaderElection.leaseName"],
                 "must not be empty".into(),
-            ));
+            );
         }
         if !s.http_address.is_empty() && s.http_address.parse::<std::net::SocketAddr>().is_err() {
-            return Err(err(
-                "service.httpAddress",
+            add(
+                vec!["service.httpAddress"],
                 format!(
-                    "expected host:port such as 0.0.0.0:8080, found {:?}",
+                    "expected host:port such as 127.0.0.1:8080 (this machine only) or 0.0.0.0:8080 (every interface), found \"{}\"",
                     s.http_address
                 ),
-            ));
+            );
         }
         if s.scheduler_name.is_empty() {
-            return Err(err("service.schedulerName", "must not be empty".into()));
+            add(vec!["service.schedulerName"], "must not be empty".into());
         }
-        Ok(settings)
+        // The core checks its section as a whole.
+        if let Err(e) = self.scheduler.validate() {
+            out.push((
+                format!("scheduler.{}", e.field),
+                vec!["scheduler"],
+                e.message,
+            ));
+        }
+        out
     }
 }
 
@@ -380,10 +506,26 @@ impl Settings {
 mod tests {
     use super::*;
 
+    /// The one problem of `text`.
+    fn one(text: &str) -> SettingsError {
+        let mut e = Settings::parse(text, "s.yaml").expect_err("a problem").0;
+        assert_eq!(e.len(), 1, "{e:?}");
+        e.remove(0)
+    }
+
     #[test]
     fn empty_file_is_the_defaults() {
         assert_eq!(Settings::parse("", "s.yaml"), Ok(Settings::default()));
         assert_eq!(Settings::parse("{}", "s.yaml"), Ok(Settings::default()));
+        assert_eq!(
+            Settings::parse("# nothing yet\n", "s.yaml"),
+            Ok(Settings::default())
+        );
+        assert_eq!(
+            Settings::default().service.http_address,
+            "127.0.0.1:8080",
+            "loopback unless every interface is asked for"
+        );
     }
 
     #[test]
@@ -397,28 +539,32 @@ mod tests {
         assert_eq!(s.service.bind_concurrency, 4);
         assert_eq!(s.scheduler.reservations.starving_after_seconds, 600);
 
-        let e = Settings::parse("service: {cyclePeriodMilis: 5}", "s.yaml").expect_err("typo");
+        let e = one("service: {cyclePeriodMilis: 5}");
         assert_eq!(e.field, "service.cyclePeriodMilis");
         assert!(e.message.contains("cyclePeriodMilis"), "{e}");
-        let e = Settings::parse("service: {bindConcurrency: 0}", "s.yaml").expect_err("zero");
         assert_eq!(
-            e.to_string(),
-            "s.yaml: service.bindConcurrency: must be at least 1, found 0"
+            one("service: {bindConcurrency: 0}").to_string(),
+            "s.yaml: service.bindConcurrency: expected a positive whole number, found 0"
         );
-        let e = Settings::parse(
-            "service: {leaderElection: {leaseDurationSeconds: 10, renewDeadlineSeconds: 10}}",
-            "s.yaml",
-        )
-        .expect_err("deadline");
+        assert_eq!(
+            one("service: {clientQps: 5000000000}").to_string(),
+            "s.yaml: service.clientQps: expected a positive whole number up to 4294967295, found 5000000000"
+        );
+        let e =
+            one("service: {leaderElection: {leaseDurationSeconds: 10, renewDeadlineSeconds: 10}}");
         assert_eq!(e.field, "service.leaderElection.renewDeadlineSeconds");
         assert!(
             e.message.contains("shorter than leaseDurationSeconds (10)"),
             "{e}"
         );
-        let e = Settings::parse("service: {httpAddress: 'localhost'}", "s.yaml").expect_err("addr");
-        assert_eq!(e.field, "service.httpAddress");
-        let e = Settings::parse("service: {debounceMillis: soon}", "s.yaml").expect_err("type");
-        assert_eq!(e.field, "service.debounceMillis");
+        assert_eq!(
+            one("service: {httpAddress: 'localhost'}").to_string(),
+            "s.yaml: service.httpAddress: expected host:port such as 127.0.0.1:8080 (this machine only) or 0.0.0.0:8080 (every interface), found \"localhost\""
+        );
+        assert_eq!(
+            one("service: {debounceMillis: soon}").field,
+            "service.debounceMillis"
+        );
         let s = Settings::parse(
             "service: {inferPodGroups: false, defaultQueue: ''}",
             "s.yaml",
@@ -426,6 +572,52 @@ mod tests {
         .expect("valid");
         assert!(!s.service.infer_pod_groups);
         assert_eq!(s.service.default_queue, "");
+    }
+
+    #[test]
+    fn every_problem_of_a_file_is_reported_at_once_in_the_loaders_words() {
+        // Three mistakes, three lines: no serde wording (`invalid type:
+        // string "many", expected usize`), no Rust type names.
+        let text =
+            "service:\n  bindConcurrency: many\n  cyclePeriodMillis: -5\n  enforceWalltime: yes\n";
+        expect_test::expect![[r#"
+            s.yaml: service.bindConcurrency: expected a positive whole number, found "many"
+            s.yaml: service.cyclePeriodMillis: expected a positive whole number, found -5
+            s.yaml: service.enforceWalltime: expected true or false, found "yes""#]]
+        .assert_eq(
+            &Settings::parse(text, "s.yaml")
+                .expect_err("three")
+                .to_string(),
+        );
+        // Type problems in both sections, an unknown field, and checks
+        // beyond types of the fields that could be read; a check that
+        // reads a field whose type was wrong is not made.
+        let text = "scheduler:\n  scoring: {gpu: {strategy: pack, weight: 1}}\nservice:\n  schedulr: x\n  store: {jobRetentionDays: 0, checkpointSeconds: often}\n  leaderElection: {leaseDurationSeconds: long, renewDeadlineSeconds: 20}\n  httpAddress: localhost\n";
+        expect_test::expect![[r#"
+            s.yaml: scheduler.scoring.gpu.strategy: unknown variant `pack`, expected one of `binpack`, `spread`, `random`, `dotProd`, `clustering`, `packing`, `bestFit`, `fgd`, `trainyard`
+            s.yaml: service.leaderElection.leaseDurationSeconds: expected a positive whole number, found "long"
+            s.yaml: service.schedulr: unknown field `schedulr`, expected one of `schedulerName`, `defaultQueue`, `cyclePeriodMillis`, `debounceMillis`, `bindConcurrency`, `assumeTimeoutSeconds`, `gangRepairSeconds`, `enforceWalltime`, `admissionGating`, `clientQps`, `clientBurst`, `inferPodGroups`, `nominateBeforeBind`, `eventQueue`, `httpAddress`, `leaderElection`, `store`
+            s.yaml: service.store.checkpointSeconds: expected a whole number from 0 to 18446744073709551615, found "often"
+            s.yaml: service.store.jobRetentionDays: must be from 1 to 3660 days, found 0
+            s.yaml: service.httpAddress: expected host:port such as 127.0.0.1:8080 (this machine only) or 0.0.0.0:8080 (every interface), found "localhost""#]]
+        .assert_eq(&Settings::parse(text, "s.yaml").expect_err("several").to_string());
+        // YAML that does not parse, and a second document.
+        expect_test::expect![[
+            r#"s.yaml: invalid YAML: unclosed bracket '{' at line 1, column 10"#
+        ]]
+        .assert_eq(
+            &Settings::parse("service: {", "s.yaml")
+                .expect_err("syntax")
+                .to_string(),
+        );
+        expect_test::expect![[
+            r#"s.yaml: document 2: expected one settings document per file, found a second one"#
+        ]]
+        .assert_eq(
+            &Settings::parse("service: {}\n---\nservice: {}\n", "s.yaml")
+                .expect_err("two")
+                .to_string(),
+        );
     }
 
     #[test]
@@ -437,20 +629,14 @@ mod tests {
         .expect("valid");
         assert_eq!(s.service.store.retention_days, Some(90));
         assert_eq!(s.service.store.backend, trainyard_store::Backend::Sled);
-        let e = Settings::parse("service: {store: {jobRetentionDays: 0}}", "s.yaml")
-            .expect_err("0 days");
         assert_eq!(
-            e.to_string(),
+            one("service: {store: {jobRetentionDays: 0}}").to_string(),
             "s.yaml: service.store.jobRetentionDays: must be from 1 to 3660 days, found 0"
         );
-        let e = Settings::parse("service: {store: {checkpointName: Bad_Name}}", "s.yaml")
-            .expect_err("bad name");
         expect_test::expect![[r#"s.yaml: service.store.checkpointName: must be a ConfigMap name (lower-case letters, digits, '-' and '.'; starting and ending with a letter or digit), found "Bad_Name""#]]
-            .assert_eq(&e.to_string());
-        let e = Settings::parse("service: {store: {checkpointSeconds: 100000}}", "s.yaml")
-            .expect_err("too long");
+            .assert_eq(&one("service: {store: {checkpointName: Bad_Name}}").to_string());
         assert_eq!(
-            e.to_string(),
+            one("service: {store: {checkpointSeconds: 100000}}").to_string(),
             "s.yaml: service.store.checkpointSeconds: must be from 0 (off) to 86400 s, found 100000"
         );
         let off = Settings::parse(
@@ -459,22 +645,15 @@ mod tests {
         )
         .expect("off needs no name");
         assert_eq!(off.service.store.checkpoint_seconds, 0);
-        let e = Settings::parse("service: {store: {retentionDays: 0}}", "s.yaml").expect_err("0");
         assert_eq!(
-            e.to_string(),
+            one("service: {store: {retentionDays: 0}}").to_string(),
             "s.yaml: service.store.retentionDays: must be from 1 to 3660 days, found 0"
         );
-        let e = Settings::parse(
-            "scheduler: {fairShare: {usageHalfLifeSeconds: 1209600}}\nservice: {store: {retentionDays: 30}}",
-            "s.yaml",
-        )
-        .expect_err("shorter than four half-lives");
         assert_eq!(
-            e.to_string(),
+            one("scheduler: {fairShare: {usageHalfLifeSeconds: 1209600}}\nservice: {store: {retentionDays: 30}}").to_string(),
             "s.yaml: service.store.retentionDays: 30 days is less than four of scheduler.fairShare.usageHalfLifeSeconds (1209600 s): a restart would forget usage that still counts; keep at least 56 days"
         );
-        let e =
-            Settings::parse("service: {store: {backend: rocks}}", "s.yaml").expect_err("engine");
+        let e = one("service: {store: {backend: rocks}}");
         assert_eq!(e.field, "service.store.backend");
         assert!(e.message.contains("redb"), "{e}");
     }

@@ -313,15 +313,16 @@ async fn metrics_endpoint_passes_promtool_and_holds_what_the_service_did() {
     }
     let a = get(svc.port, "/nope", None).await;
     assert_eq!(a.status, 404, "{}", a.body);
-    // No store here: `/usage` says so.
+    // No store here: `/usage` says which setting keeps one.
     let a = get(svc.port, "/usage", None).await;
     assert_eq!(
         (a.status, a.body.as_str()),
         (
             404,
-            "/usage: this scheduler keeps no store (service.store.path is empty)\n"
+            format!("{}\n", trainyard_serve::http::NO_STORE).as_str()
         )
     );
+    assert!(a.body.contains("set service.store.path"), "{}", a.body);
 
     // Prometheus' text format by default, and promtool accepts it.
     let a = get(svc.port, "/metrics", None).await;

@@ -283,3 +283,50 @@ fn a_job_running_when_the_history_begins_is_recorded_from_its_start() {
         (7_000_000, 1_000 * 1_000)
     );
 }
+
+/// Five minutes of 60 busy GPUs, asked of the live state before any bucket
+/// closed: the queue's open bucket and the running job's account say so;
+/// once the job ends, its record is a finished one and nothing is running.
+#[test]
+fn the_open_period_and_running_jobs_are_reported_live() {
+    let mut s = ClusterState::new();
+    s.apply(Change::Node(Node::new("n1", 64_000, 512 << 30, 8)));
+    s.track_usage(crate::usage::UsageHistory::new(7 * 86_400));
+    let mut j = Job::gang("ns/big", "q", (0..60).map(|_| gpus(1)).collect());
+    for t in 0..60 {
+        j = bound_task(j, t);
+    }
+    s.sample_usage(Timestamp(36_000_000));
+    s.apply(Change::Job(j));
+    s.sample_usage(Timestamp(36_000_000));
+    s.sample_usage(Timestamp(36_060_000));
+    let gpu = trainyard_model::ResourceName::Gpu;
+    let (buckets, running) = s.live_usage(Timestamp(36_300_000));
+    assert_eq!(buckets.len(), 1, "{buckets:?}");
+    assert_eq!(
+        (
+            buckets[0].queue.as_str(),
+            buckets[0].user.as_str(),
+            buckets[0].start_s,
+            buckets[0].width_s
+        ),
+        ("q", "ns", 36_000, 300)
+    );
+    assert_eq!(buckets[0].used.get(&gpu), 60_000 * 300);
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert_eq!(
+        (
+            running[0].job.as_str(),
+            running[0].start_ms,
+            running[0].end_ms
+        ),
+        ("ns/big", 36_000_000, 36_300_000)
+    );
+    assert_eq!(running[0].used.get(&gpu), 60_000 * 300);
+    // Asking changes nothing.
+    assert!(s.take_finished_jobs().is_empty());
+    s.apply(Change::JobGone("ns/big".into()));
+    s.sample_usage(Timestamp(36_600_000));
+    assert_eq!(s.take_finished_jobs().len(), 1);
+    assert!(s.live_usage(Timestamp(36_600_000)).1.is_empty());
+}

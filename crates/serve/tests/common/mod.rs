@@ -120,14 +120,14 @@ pub async fn env() -> (Env, Client) {
         .clone()
         .lock_owned()
         .await;
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(&path).expect("TRAINYARD_E2E_KUBECONFIG readable");
-    let mut config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .expect("a usable kubeconfig");
+    // The service's own way to a cluster (`trainyard serve --kubeconfig`).
+    let mut config =
+        trainyard_serve::connect::kube_config(&trainyard_serve::connect::ClusterOptions {
+            kubeconfig: Some(path.into()),
+            context: None,
+        })
+        .await
+        .unwrap_or_else(|e| panic!("TRAINYARD_E2E_KUBECONFIG: {e}"));
     config.default_retry = false;
     let client = Client::try_from(config).expect("client");
     install_crds(&client).await;

@@ -1,0 +1,191 @@
+//! `trainyard serve`: the scheduler service on a cluster (docs/serve.md).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Settings file (YAML): `scheduler:` (as for `trainyard schedule --config`) and
+    /// `service:` (cyclePeriodMillis, debounceMillis, bindConcurrency, assumeTimeoutSeconds,
+    /// gangRepairSeconds, admissionGating, clientQps, clientBurst, schedulerName,
+    /// defaultQueue, inferPodGroups, httpAddress, leaderElection; see docs/serve.md and
+    /// docs/operations.md). Defaults when absent. Read again when it changes (a ConfigMap
+    /// update): valid changes apply, invalid ones are refused and the running settings stay.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// How often the settings file is checked for changes (seconds).
+    #[arg(long, default_value_t = 5, value_name = "SECONDS")]
+    pub reload_seconds: u64,
+    /// On SIGTERM or Ctrl-C: how long the binds and evictions already decided may take to
+    /// land before they are abandoned (seconds); then the lease is released.
+    #[arg(long, default_value_t = 10, value_name = "SECONDS")]
+    pub drain_seconds: u64,
+    /// Leader election on a Lease (default: on, or as the settings file says). With
+    /// --leader-elect=false this replica leads alone and writes without a lease: for a
+    /// single replica or tests only; two replicas without it both bind and evict.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub leader_elect: Option<bool>,
+    /// The kubeconfig file to connect with (as kubectl's --kubeconfig). Default: KUBECONFIG
+    /// (a list of files, merged), else ~/.kube/config, else the in-cluster service account.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (as kubectl's --context). Default: its current-context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Where /metrics, /healthz, /readyz and /usage are served, host:port; overrides
+    /// service.httpAddress. Default 127.0.0.1:8080 (this machine only); 0.0.0.0:8080 for
+    /// every interface (what Prometheus and the kubelet's probes need in a pod: the Helm
+    /// chart and deploy/manifests set it); "" for none.
+    #[arg(long, value_name = "ADDR", value_parser = http_address)]
+    pub http_address: Option<String>,
+}
+
+/// `--http-address`: host:port, or empty for none.
+fn http_address(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.parse::<std::net::SocketAddr>().is_ok() {
+        Ok(s.to_string())
+    } else {
+        Err(
+            "expected host:port: 127.0.0.1:8080 (this machine only), 0.0.0.0:8080 (every interface), or \"\" for none"
+                .into(),
+        )
+    }
+}
+
+pub fn run(args: ServeArgs) -> Result<()> {
+    let (settings, text) = match &args.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("{}: cannot read", p.display()))?;
+            (
+                trainyard_serve::Settings::parse(&text, &p.display().to_string())?,
+                text,
+            )
+        }
+        None => (trainyard_serve::Settings::default(), String::new()),
+    };
+    let (pod, namespace) = pod_env();
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "trainyard".into());
+    let suffix = format!("{:08x}", std::process::id() ^ (trainyard_seed() as u32));
+    // What the environment and the command line decide, over the file's
+    // settings at start and at every reload (else each reload would read
+    // as a change needing a restart).
+    let (leader_elect, http) = (args.leader_elect, args.http_address.clone());
+    let (pod_name, pod_namespace) = (pod.clone(), namespace.clone());
+    let finish = move |s: trainyard_serve::Settings| {
+        let mut s = s.with_environment(&pod_name, &pod_namespace, &host, &suffix);
+        if let Some(on) = leader_elect {
+            s.service.leader_election.enabled = on;
+        }
+        if let Some(address) = &http {
+            s.service.http_address = address.clone();
+        }
+        s
+    };
+    let settings = finish(settings);
+    let cluster = trainyard_serve::connect::ClusterOptions {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let metrics = std::sync::Arc::new(trainyard_serve::metrics::Metrics::new());
+        let client = trainyard_serve::connect(&cluster, metrics.clone()).await?;
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let (progress_tx, _progress) =
+            tokio::sync::watch::channel(trainyard_serve::Progress::default());
+        tokio::spawn(async move {
+            wait_for_stop_signal().await;
+            tracing::info!("stopping: no new cycles; finishing the writes in flight");
+            stop_tx.send_replace(true);
+        });
+        let reload = args.config.clone().map(|path| {
+            let (tx, mut file) = tokio::sync::watch::channel(settings.clone());
+            let own = trainyard_serve::reload::Own {
+                namespace: namespace.clone(),
+                pod: pod.clone(),
+            };
+            tokio::spawn(trainyard_serve::reload::watch_file(
+                path,
+                text,
+                std::time::Duration::from_secs(args.reload_seconds.max(1)),
+                tx,
+                metrics.clone(),
+                Some((client.clone(), own)),
+            ));
+            let (tx, rx) = tokio::sync::watch::channel(settings.clone());
+            tokio::spawn(async move {
+                while file.changed().await.is_ok() {
+                    let s = finish(file.borrow_and_update().clone());
+                    if tx.send(s).is_err() {
+                        return;
+                    }
+                }
+            });
+            rx
+        });
+        trainyard_serve::run_with(
+            client,
+            settings,
+            trainyard_serve::Options {
+                shutdown: stop_rx,
+                progress: progress_tx,
+                reload,
+                metrics,
+                drain: std::time::Duration::from_secs(args.drain_seconds),
+                own: trainyard_serve::reload::Own {
+                    namespace: namespace.clone(),
+                    pod: pod.clone(),
+                },
+            },
+        )
+        .await?;
+        Ok(())
+    })
+}
+
+/// Where this replica runs: its pod's name and namespace (the chart sets
+/// both from the downward API), empty when not in a pod.
+fn pod_env() -> (String, String) {
+    (
+        std::env::var("POD_NAME").unwrap_or_default(),
+        std::env::var("POD_NAMESPACE").unwrap_or_default(),
+    )
+}
+
+/// Some bits that differ between processes started at once (the time).
+fn trainyard_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// SIGTERM (what the kubelet sends) or Ctrl-C.
+async fn wait_for_stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,144 @@
+//! What `trainyard schedule` prints for people and for programs: tables
+//! that fit the terminal (or, into a pipe, whole cells without padding
+//! every row to the longest reason), and JSON that says its units.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `trainyard schedule examples/snapshot.yaml` at a fixed time, with
+/// `COLUMNS` set to `columns` (or unset), stdout a pipe.
+fn schedule(columns: Option<&str>, extra: &[&str]) -> String {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_trainyard"));
+    cmd.args([
+        "schedule",
+        "examples/snapshot.yaml",
+        "--now",
+        "2026-11-22T10:00:00Z",
+    ])
+    .args(extra)
+    .current_dir(repo());
+    match columns {
+        Some(c) => cmd.env("COLUMNS", c),
+        None => cmd.env_remove("COLUMNS"),
+    };
+    let out = cmd.output().expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8")
+}
+
+/// The section of `text` that starts with `title`.
+fn section<'a>(text: &'a str, title: &str) -> &'a str {
+    text.split("\n\n")
+        .find(|s| s.trim_start().starts_with(title))
+        .unwrap_or_else(|| panic!("no {title} section in\n{text}"))
+}
+
+/// The reason the example gives the waiting 70b gang, in words.
+const REASON: &str = "waiting for 8 evicted pod(s) to terminate; room reserved on gpu-node-00, gpu-node-01, gpu-node-02, gpu-node-03, gpu-node-04, gpu-node-05, gpu-node-06, gpu-node-07, gpu-node-16, gpu-node-17, gpu-node-18, gpu-node-19, gpu-node-22, gpu-node-23, gpu-node-24, gpu-node-25";
+
+#[test]
+fn into_a_pipe_cells_are_whole_and_rows_are_not_padded_to_the_longest_reason() {
+    let text = schedule(None, &[]);
+    for line in text.lines() {
+        assert_eq!(line, line.trim_end(), "a line ends in blanks: {line:?}");
+    }
+    // The long reason is on one line, whole.
+    let pending = section(&text, "PENDING:");
+    assert!(
+        pending
+            .lines()
+            .any(|l| l.contains("llm/pretrain-70b") && l.ends_with(REASON)),
+        "{pending}"
+    );
+    // Its length pads neither the other pending rows nor other tables.
+    let short = pending
+        .lines()
+        .find(|l| l.contains("vision/segformer-2"))
+        .expect("segformer-2 pending");
+    assert!(short.len() < 200, "{short:?}");
+    for title in ["BINDS:", "NOMINATED", "FAIR SHARE"] {
+        let longest = section(&text, title).lines().map(str::len).max();
+        assert!(longest < Some(110), "{title}: {longest:?}");
+    }
+}
+
+#[test]
+fn with_a_width_long_reasons_wrap_inside_their_column() {
+    let text = schedule(Some("100"), &[]);
+    for line in text.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "wider than 100 columns: {line:?}"
+        );
+        assert_eq!(line, line.trim_end(), "a line ends in blanks: {line:?}");
+    }
+    // Every word of the reason is still there, in order, over several lines.
+    let pending = section(&text, "PENDING:");
+    let start = pending
+        .lines()
+        .position(|l| l.contains("llm/pretrain-70b"))
+        .expect("the 70b gang's row");
+    let words: Vec<&str> = pending
+        .lines()
+        .skip(start)
+        .take_while(|l| !l.contains("llm/sft-llama"))
+        .flat_map(str::split_whitespace)
+        .filter(|w| *w != "llm/pretrain-70b" && *w != "research/llm")
+        .collect();
+    assert_eq!(words.join(" "), REASON);
+    assert!(
+        pending
+            .lines()
+            .skip(start)
+            .take_while(|l| !l.contains("llm/sft-llama"))
+            .count()
+            > 2,
+        "{pending}"
+    );
+}
+
+#[test]
+fn schedule_json_says_its_units_and_keeps_its_fields() {
+    let v: serde_json::Value =
+        serde_json::from_str(&schedule(None, &["--output", "json"])).expect("JSON");
+    expect_test::expect![[r#"
+        {
+          "gpus": "device indices on the node (binds, nominations)",
+          "reservations.start": "milliseconds since 1970-01-01T00:00:00Z",
+          "reservations.startsInSeconds": "seconds",
+          "resources": {
+            "cpu": "millicores (1000 = one core)",
+            "memory": "bytes",
+            "nvidia.com/gpu": "milli-GPU (1000 = one GPU)",
+            "other": "count"
+          }
+        }"#]]
+    .assert_eq(&serde_json::to_string_pretty(&v["units"]).expect("units"));
+    // The numbers are what the units say: the `applied` queue's quota of
+    // 64 GPUs, 760 cores and 7Ti.
+    let applied = &v["queues"][0];
+    assert_eq!(applied["queue"], "applied");
+    assert_eq!(applied["quota"]["nvidia.com/gpu"], 64_000);
+    assert_eq!(applied["quota"]["cpu"], 760_000);
+    assert_eq!(applied["quota"]["memory"], 7_u64 << 40);
+    // Every field consumers read is still there, under its old name.
+    for field in [
+        "binds",
+        "evictions",
+        "nominations",
+        "pending",
+        "queues",
+        "warnings",
+        "stats",
+    ] {
+        assert!(v.get(field).is_some(), "{field} missing");
+    }
+}

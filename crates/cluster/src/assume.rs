@@ -448,9 +448,23 @@ impl ClusterState {
     pub(crate) fn reconcile(&mut self, id: &str) {
         if let (Some(list), Some(world)) = (self.assumed.get_mut(id), self.jobs.get(id)) {
             let pos = self.task_pos.get(id);
+            // Each assumption is judged on the task as the world shows it
+            // with the earlier ones kept laid over it: an eviction decided
+            // for a pod whose bind has not landed yet is not moot because
+            // the world still shows the pod pending (dropped, it would be
+            // decided again every cycle, its writes queued again and again).
+            let mut tasks = world.tasks.clone();
             list.retain(|a| {
-                pos.and_then(|p| p.get(world, &a.task))
-                    .is_some_and(|k| !settled(&world.tasks[k], &a.effect))
+                let Some(k) = pos.and_then(|p| p.get(world, &a.task)) else {
+                    return false;
+                };
+                if settled(&tasks[k], &a.effect) {
+                    return false;
+                }
+                if applies(&tasks[k], &a.effect) {
+                    set(&mut tasks[k], &a.effect, a.at);
+                }
+                true
             });
         }
         self.rebuild_view(id);

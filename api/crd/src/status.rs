@@ -69,6 +69,16 @@ pub enum PodGroupPhase {
     Failed,
     /// Reclaim or preemption is evicting it.
     Evicting,
+    /// No pods are left: preemption (a higher-priority job) took them.
+    Preempted,
+    /// No pods are left: reclaim (another queue taking back its quota)
+    /// took them.
+    Reclaimed,
+    /// No pods are left: they were evicted for another cause (a repair of
+    /// an incomplete gang, a walltime, a rule between pods, a drain).
+    Evicted,
+    /// No pods are left: they were deleted (not by Trainyard).
+    Deleted,
 }
 
 impl PodGroupPhase {
@@ -80,6 +90,10 @@ impl PodGroupPhase {
             PodGroupPhase::Succeeded => "Succeeded",
             PodGroupPhase::Failed => "Failed",
             PodGroupPhase::Evicting => "Evicting",
+            PodGroupPhase::Preempted => "Preempted",
+            PodGroupPhase::Reclaimed => "Reclaimed",
+            PodGroupPhase::Evicted => "Evicted",
+            PodGroupPhase::Deleted => "Deleted",
         }
     }
 }

@@ -407,6 +407,13 @@ fn quota_and_limit_values_carry_no_pattern() {
         let value = &schema["properties"]["spec"]["properties"][field]["additionalProperties"];
         assert!(value.get("pattern").is_none(), "{field}: {value}");
         assert_eq!(value["maxLength"], 64, "{field}: {value}");
+        // kube-apiserver refuses `2.5` by type before any rule runs; what
+        // `kubectl explain` shows says to quote it.
+        let description = value["description"].as_str().unwrap_or_default();
+        assert!(
+            description.contains("Quote a number with a fraction (\"2.5\")"),
+            "{field}: {description}"
+        );
     }
 }
 

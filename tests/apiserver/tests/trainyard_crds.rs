@@ -83,9 +83,13 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
             "PARENT",
             "WEIGHT",
             "QUOTA GPUS",
+            "LIMIT GPUS",
             "ALLOCATED GPUS",
+            "REQUESTED GPUS",
             "FAIR SHARE GPUS",
             "PENDING",
+            "READY",
+            "REASON",
             "AGE"
         ],
         "{table}"
@@ -102,6 +106,40 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
         .find(|l| l.starts_with("research"))
         .expect("listed");
     assert!(research.split_whitespace().nth(1) == Some("1"), "{table}");
+
+    // The status columns, once the scheduler has written a status: zeros
+    // read as 0, a queue without a GPU limit as <none> (unlimited).
+    let status = json!({"status": {
+        "allocated": {"nvidia.com/gpu": "0"}, "requested": {"nvidia.com/gpu": "8"},
+        "fairShare": {"nvidia.com/gpu": "16"}, "pendingJobs": 1, "runningJobs": 0,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Valid", "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    k.ok(&[
+        "patch",
+        "tyq",
+        "nlp",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status.to_string(),
+    ])
+    .await;
+    let table = k.ok(&["get", "tyq"]).await;
+    let nlp = table
+        .lines()
+        .find(|l| l.starts_with("nlp"))
+        .expect("nlp listed");
+    let cells: Vec<&str> = nlp.split_whitespace().collect();
+    assert_eq!(
+        &cells[..11],
+        ["nlp", "research", "2", "16", "<none>", "0", "8", "16", "1", "True", "Valid"],
+        "{table}"
+    );
+    let research = table
+        .lines()
+        .find(|l| l.starts_with("research"))
+        .expect("listed");
+    assert_eq!(research.split_whitespace().nth(4), Some("32"), "{table}");
 
     let wide = k.ok(&["get", "queues.trainyard.io", "-o", "wide"]).await;
     assert!(
@@ -120,7 +158,7 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
         .collect();
     assert_eq!(
         header,
-        ["NAME", "QUEUE", "MIN MEMBER", "PHASE", "SCHEDULED", "AGE"],
+        ["NAME", "QUEUE", "MIN MEMBER", "PHASE", "SCHEDULED", "REASON", "AGE"],
         "{groups}"
     );
     assert!(
@@ -188,6 +226,45 @@ async fn bad_queues_get_the_api_servers_answer_and_the_readers() {
         "{reader}"
     );
 
+    // A quantity that is not one: the reader's words, not a pattern.
+    let (api, reader) = refused(
+        &k,
+        "units",
+        queue("units", json!({"quota": {"nvidia.com/gpu": "8 GPUs"}})),
+    )
+    .await;
+    let words = "invalid quantity \"8 GPUs\"; expected a number with an optional suffix";
+    assert!(api.contains(words), "{api}");
+    assert!(!api.contains("should match"), "{api}");
+    assert!(reader.contains(words), "{reader}");
+
+    // A negative integer (the pattern of old covered strings only).
+    let (api, reader) = refused(
+        &k,
+        "negative",
+        queue("negative", json!({"quota": {"nvidia.com/gpu": -1}})),
+    )
+    .await;
+    let words = "quantity \"-1\" is negative; expected an amount of zero or more";
+    assert!(api.contains(words), "{api}");
+    assert!(reader.contains(words), "{reader}");
+
+    // A YAML number with a fraction is refused by type before any rule
+    // runs (kube-apiserver does the same): the field is named; the schema's
+    // description (kubectl explain) says to quote it.
+    let file = k.dir.join("fraction.json");
+    let fraction = queue("fraction", json!({"quota": {"nvidia.com/gpu": 2.5}}));
+    std::fs::write(&file, fraction.to_string()).expect("write");
+    let out = k
+        .run(&["create", "-f", file.to_str().expect("utf-8")])
+        .await;
+    assert!(!out.ok, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("spec.quota.nvidia.com/gpu"),
+        "{}",
+        out.stderr
+    );
+
     let (api, reader) = refused(
         &k,
         "limit",
@@ -198,7 +275,7 @@ async fn bad_queues_get_the_api_servers_answer_and_the_readers() {
     )
     .await;
     assert!(
-        api.contains("each limit must be at least the quota of the same resource"),
+        api.contains("quota 8 nvidia.com/gpu is above its own limit 4; each limit must be at least the quota of the same resource"),
         "{api}"
     );
     assert!(api.contains("spec.limit"), "{api}");

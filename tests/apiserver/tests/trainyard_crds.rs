@@ -132,7 +132,9 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
     let cells: Vec<&str> = nlp.split_whitespace().collect();
     assert_eq!(
         &cells[..11],
-        ["nlp", "research", "2", "16", "<none>", "0", "8", "16", "1", "True", "Valid"],
+        [
+            "nlp", "research", "2", "16", "<none>", "0", "8", "16", "1", "True", "Valid"
+        ],
         "{table}"
     );
     let research = table
@@ -158,7 +160,15 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
         .collect();
     assert_eq!(
         header,
-        ["NAME", "QUEUE", "MIN MEMBER", "PHASE", "SCHEDULED", "REASON", "AGE"],
+        [
+            "NAME",
+            "QUEUE",
+            "MIN MEMBER",
+            "PHASE",
+            "SCHEDULED",
+            "REASON",
+            "AGE"
+        ],
         "{groups}"
     );
     assert!(

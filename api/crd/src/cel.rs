@@ -18,10 +18,12 @@
 //!   does not depend on its arguments' sizes, not with `+`.
 //! - Worst cases, by the estimator's rules: a value rule costs under 300
 //!   (a string of at most [`MAX_QUANTITY_LENGTH`] × 4 bytes, traversed a
-//!   few times at 0.1 a byte) × [`MAX_RESOURCES`] values, under 10,000 of
-//!   the 1,000,000 allowed per expression; the limit-against-quota rule
-//!   and its message iterate the quota map once each ([`MAX_RESOURCES`]
-//!   entries) and stay under 50,000.
+//!   few times at 0.1 a byte) × [`MAX_RESOURCES`] values, under 10,000;
+//!   the limit-against-quota rule and its message iterate the quota map
+//!   ([`MAX_RESOURCES`] entries) and stay under 100,000. kube-apiserver
+//!   refuses a CRD with an expression estimated above 10,000,000 (or all
+//!   of them above 100,000,000), and stops one that costs more than
+//!   1,000,000 when it runs.
 //!
 //! A YAML number with a fraction (`2.5`) is not an integer: kube-apiserver
 //! refuses it by type (`must be of type integer,string`) before any rule

@@ -108,11 +108,11 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
     assert!(research.split_whitespace().nth(1) == Some("1"), "{table}");
 
     // The status columns, once the scheduler has written a status: zeros
-    // read as 0, a queue without a GPU limit as <none> (unlimited).
+    // read as 0; a queue without a GPU limit (unlimited) has an empty cell.
     let status = json!({"status": {
         "allocated": {"nvidia.com/gpu": "0"}, "requested": {"nvidia.com/gpu": "8"},
         "fairShare": {"nvidia.com/gpu": "16"}, "pendingJobs": 1, "runningJobs": 0,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "Valid", "message": "",
+        "conditions": [{"type": "Ready", "status": "True", "reason": "InTree", "message": "",
                         "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
     k.ok(&[
         "patch",
@@ -125,23 +125,18 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
     ])
     .await;
     let table = k.ok(&["get", "tyq"]).await;
-    let nlp = table
-        .lines()
-        .find(|l| l.starts_with("nlp"))
-        .expect("nlp listed");
-    let cells: Vec<&str> = nlp.split_whitespace().collect();
     assert_eq!(
-        &cells[..11],
+        row_cells(&table, "nlp"),
         [
-            "nlp", "research", "2", "16", "<none>", "0", "8", "16", "1", "True", "Valid"
+            "nlp", "research", "2", "16", "", "0", "8", "16", "1", "True", "InTree"
         ],
         "{table}"
     );
-    let research = table
-        .lines()
-        .find(|l| l.starts_with("research"))
-        .expect("listed");
-    assert_eq!(research.split_whitespace().nth(4), Some("32"), "{table}");
+    assert_eq!(
+        row_cells(&table, "research")[..6],
+        ["research", "", "1", "24", "32", ""],
+        "{table}"
+    );
 
     let wide = k.ok(&["get", "queues.trainyard.io", "-o", "wide"]).await;
     assert!(
@@ -180,6 +175,33 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
     let all = k.ok(&["get", "trainyard", "-A"]).await;
     assert!(all.contains("queue.trainyard.io/nlp"), "{all}");
     assert!(all.contains("podgroup.trainyard.io/train"), "{all}");
+}
+
+/// The cells of the row of `name` in a kubectl table, cut at the
+/// header's columns (an empty cell is ""), without AGE.
+fn row_cells(table: &str, name: &str) -> Vec<String> {
+    let mut lines = table.lines();
+    let header = lines.next().unwrap_or("");
+    // A column starts after two or more spaces (names have single ones).
+    let h = header.as_bytes();
+    let mut starts: Vec<usize> = vec![0];
+    starts.extend((2..h.len()).filter(|&i| h[i] != b' ' && h[i - 1] == b' ' && h[i - 2] == b' '));
+    let row = lines
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("{name} not listed: {table}"));
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain([row.len()]).collect();
+    let mut out: Vec<String> = starts
+        .iter()
+        .zip(ends)
+        .map(|(&a, b)| {
+            row.get(a..b.min(row.len()))
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
+        .collect();
+    out.pop(); // AGE
+    out
 }
 
 /// A bad object: what kubectl prints from the server's 422, and what

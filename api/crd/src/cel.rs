@@ -131,8 +131,9 @@ pub fn limit_map(_: &mut SchemaGenerator) -> Schema {
 }
 
 /// The rule on `Queue.spec`: each limit at least the quota of the same
-/// resource, its message naming the first resource that is not, with both
-/// amounts as written (`quota 8 nvidia.com/gpu is above its own limit 4`,
+/// resource, its message naming one resource that is not (CEL leaves a
+/// map's order open: when several are, any one), with both amounts as
+/// written (`quota 8 nvidia.com/gpu is above its own limit 4`,
 /// the reader's words). Values that are not quantities are left to the
 /// rules on the values.
 pub fn limit_covers_quota() -> Value {

@@ -364,18 +364,30 @@ fn good_quantities_pass_the_rules() {
 #[test]
 fn a_limit_below_its_quota_names_both_numbers() {
     let (cel, reader) = cel_and_reader(json!({
-        "quota": {"nvidia.com/gpu": 8, "memory": "1Ti"},
-        "limit": {"nvidia.com/gpu": 4, "memory": "512Gi"}
+        "quota": {"nvidia.com/gpu": 8, "memory": "1Ti", "cpu": 4},
+        "limit": {"nvidia.com/gpu": 16, "memory": "512Gi"}
     }));
     expect_test::expect![[r#"
         [
-            "spec.limit: quota 8 nvidia.com/gpu is above its own limit 4; each limit must be at least the quota of the same resource (or \"unlimited\")",
+            "spec.limit: quota 1Ti memory is above its own limit 512Gi; each limit must be at least the quota of the same resource (or \"unlimited\")",
         ]
     "#]]
     .assert_debug_eq(&cel);
     assert!(
         reader.is_empty(),
         "the reader checks this on the tree: {reader:?}"
+    );
+    // Two resources below their quotas: one rule, one message, naming one
+    // of them (CEL does not order a map's keys).
+    let (cel, _) = cel_and_reader(json!({
+        "quota": {"nvidia.com/gpu": 8, "memory": "1Ti"},
+        "limit": {"nvidia.com/gpu": 4, "memory": "512Gi"}
+    }));
+    assert_eq!(cel.len(), 1, "{cel:?}");
+    assert!(
+        cel[0].contains("quota 8 nvidia.com/gpu is above its own limit 4")
+            || cel[0].contains("quota 1Ti memory is above its own limit 512Gi"),
+        "{cel:?}"
     );
     // Mixed forms compare as quantities.
     let (cel, _) = cel_and_reader(json!({

@@ -606,6 +606,9 @@ fn largest_allocatable(nodes: &[&Node]) -> Resources {
 /// The resource (GPUs first) of which `requests` asks for more than any
 /// node has allocatable.
 fn beyond_every_node(requests: &Resources, largest: &Resources) -> Option<ResourceName> {
+    if requests.fits_in(largest) {
+        return None;
+    }
     if requests.gpu > largest.gpu {
         return Some(ResourceName::Gpu);
     }

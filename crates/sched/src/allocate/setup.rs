@@ -182,7 +182,13 @@ impl<'s> Cycle<'s> {
                     alloc_np[leaf.0].add(&bound_req);
                 }
                 leaf_demand[leaf.0].add(&bound_req);
-                if blocked.is_none() {
+                // A job larger than every node still counts as demand (its
+                // queue's `requested`, its fair share): its pods are there
+                // and ask for it; it is only never tried.
+                if blocked
+                    .as_ref()
+                    .is_none_or(|b| matches!(b, PendingReason::NeverFits { .. }))
+                {
                     leaf_demand[leaf.0].add(&pending_req);
                 }
             }

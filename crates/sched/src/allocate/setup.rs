@@ -631,17 +631,14 @@ fn never_fits(
     (bound_by_sub, bound_total): (&BTreeMap<&str, u32>, u32),
     largest: &Resources,
 ) -> Option<PendingReason> {
-    let mut first = None;
-    let mut fitting = Vec::new();
-    for &t in pending {
-        match beyond_every_node(&job.tasks[t].requests, largest) {
-            Some(resource) => {
-                first.get_or_insert((t, resource));
-            }
-            None => fitting.push(t),
-        }
-    }
-    let (t, resource) = first?;
+    let beyond = |t: usize| beyond_every_node(&job.tasks[t].requests, largest);
+    // Usually none: nothing allocated then.
+    let (t, resource) = pending.iter().find_map(|&t| beyond(t).map(|r| (t, r)))?;
+    let fitting: Vec<usize> = pending
+        .iter()
+        .copied()
+        .filter(|&u| beyond(u).is_none())
+        .collect();
     let needed = select_minimum(job, pending, bound_by_sub, bound_total, &[]).is_ok()
         && select_minimum(job, &fitting, bound_by_sub, bound_total, &[]).is_err();
     needed.then(|| PendingReason::NeverFits {

@@ -12,6 +12,7 @@
 //! Every error names the object (`Queue team-a`, `PodGroup ml/train-1`),
 //! the field path (`spec.quota.nvidia.com/gpu`) and what was expected.
 
+pub mod cel;
 pub mod de;
 pub mod duration;
 pub mod foreign_queue;

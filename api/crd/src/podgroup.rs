@@ -85,6 +85,12 @@ pub struct PodGroup {
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Scheduled", type_ = "integer", json_path = ".status.scheduled"),
     printcolumn(
+        name = "Reason",
+        type_ = "string",
+        description = "Reason of the Scheduled condition: why the gang waits, or what took its pods",
+        json_path = ".status.conditions[?(@.type==\"Scheduled\")].reason"
+    ),
+    printcolumn(
         name = "Running",
         type_ = "integer",
         json_path = ".status.running",

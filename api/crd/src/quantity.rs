@@ -12,6 +12,10 @@ use serde::de::Deserializer;
 use serde::{Deserialize, Serialize, Serializer};
 use trainyard_model::ResourceName;
 
+/// What a quantity looks like, as the messages of the reader and of the
+/// CRD's validation rules ([`crate::cel`]) say it.
+pub const EXPECTED_QUANTITY: &str = "expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e.g. 1e3), such as \"500m\", \"8\" or \"64Gi\"";
+
 /// Why a quantity was rejected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum QuantityError {
@@ -21,9 +25,7 @@ pub enum QuantityError {
     Empty,
     #[error("quantity {0:?} is negative; expected an amount of zero or more")]
     Negative(String),
-    #[error(
-        "invalid quantity {0:?}; expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e.g. 1e3), such as \"500m\", \"8\" or \"64Gi\""
-    )]
+    #[error("invalid quantity {0:?}; {EXPECTED_QUANTITY}")]
     Invalid(String),
     #[error("quantity {0:?} is too large")]
     Overflow(String),

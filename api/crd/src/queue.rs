@@ -84,9 +84,21 @@ pub struct Queue {
         json_path = ".spec.quota.nvidia\\.com/gpu"
     ),
     printcolumn(
+        name = "Limit GPUs",
+        type_ = "string",
+        description = "spec.limit of nvidia.com/gpu; empty when the queue has no GPU limit (unlimited)",
+        json_path = ".spec.limit.nvidia\\.com/gpu"
+    ),
+    printcolumn(
         name = "Allocated GPUs",
         type_ = "string",
         json_path = ".status.allocated.nvidia\\.com/gpu"
+    ),
+    printcolumn(
+        name = "Requested GPUs",
+        type_ = "string",
+        description = "GPUs asked for by the queue's pending jobs",
+        json_path = ".status.requested.nvidia\\.com/gpu"
     ),
     printcolumn(
         name = "Fair share GPUs",
@@ -101,6 +113,18 @@ pub struct Queue {
         priority = 1
     ),
     printcolumn(
+        name = "Ready",
+        type_ = "string",
+        description = "The Ready condition: False when the queue cannot be used (see Reason)",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        description = "Why the queue is (not) Ready",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -108,13 +132,7 @@ pub struct Queue {
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(description = "What the queue is owed and may use, and where it sits in the tree.")]
-#[schemars(extend("x-kubernetes-validations" = [
-    {
-        "rule": "!has(self.quota) || !has(self.limit) || self.quota.all(r, !(r in self.limit) || string(self.limit[r]) == 'unlimited' || quantity(string(self.limit[r])).compareTo(quantity(string(self.quota[r]))) >= 0)",
-        "message": "each limit must be at least the quota of the same resource (or \"unlimited\")",
-        "fieldPath": ".limit",
-    }
-]))]
+#[schemars(transform = crate::cel::queue_spec_rules)]
 pub struct QueueSpecDoc {
     /// Parent queue; absent for a top-level queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,12 +147,12 @@ pub struct QueueSpecDoc {
     pub over_quota_weight: u32,
     /// Guaranteed resources: resource name -> quantity.
     #[serde(default, deserialize_with = "crate::de::null_default")]
-    #[schemars(extend("maxProperties" = crate::schema::MAX_RESOURCES))]
+    #[schemars(schema_with = "crate::cel::quota_map")]
     pub quota: BTreeMap<String, RawQuantity>,
     /// Most the queue may use: resource name -> quantity or `unlimited`.
     /// Absent resources are unlimited.
     #[serde(default, deserialize_with = "crate::de::null_default")]
-    #[schemars(extend("maxProperties" = crate::schema::MAX_RESOURCES))]
+    #[schemars(schema_with = "crate::cel::limit_map")]
     pub limit: BTreeMap<String, LimitValue>,
     /// How long a job must have run before reclaim or preemption may evict
     /// it: seconds (`90`) or a duration (`"30m"`, `"2h"`). Absent: inherited

@@ -7,6 +7,11 @@
 //! this crate checks more (units per resource, overflow) and names the
 //! field; the schema is the API server's first, coarser line.
 //!
+//! `Queue.spec.quota` and `Queue.spec.limit` are the exception: their
+//! values are checked by CEL rules in the reader's words ([`crate::cel`]),
+//! not by a pattern, whose failure kube-apiserver reports as the regular
+//! expression itself (and which an integer never meets).
+//!
 //! One difference: the reader accepts a decimal number of seconds written
 //! as a YAML float (`minRuntime: 1.5`); an API server holding the CRD
 //! accepts integers and strings only (`"1.5"`), as int-or-string does.

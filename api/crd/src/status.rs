@@ -69,14 +69,15 @@ pub enum PodGroupPhase {
     Failed,
     /// Reclaim, preemption or a repair is evicting it.
     Evicting,
-    /// No pods left: Trainyard evicted them for a higher-priority job.
+    /// No pods are left: preemption (a higher-priority job) took them.
     Preempted,
-    /// No pods left: Trainyard evicted them for another queue's share.
+    /// No pods are left: reclaim (another queue taking back its quota)
+    /// took them.
     Reclaimed,
-    /// No pods left: Trainyard evicted them (an incomplete gang, a
-    /// walltime).
+    /// No pods are left: they were evicted for another cause (a repair of
+    /// an incomplete gang, a walltime, a rule between pods, a drain).
     Evicted,
-    /// No pods left: deleted, not by Trainyard.
+    /// No pods are left: they were deleted (not by Trainyard).
     Deleted,
 }
 

@@ -167,8 +167,16 @@ fn printer_columns_name_the_fields_users_look_at() {
                 ".spec.quota.nvidia\\.com/gpu",
             ),
             (
+                "Limit GPUs",
+                ".spec.limit.nvidia\\.com/gpu",
+            ),
+            (
                 "Allocated GPUs",
                 ".status.allocated.nvidia\\.com/gpu",
+            ),
+            (
+                "Requested GPUs",
+                ".status.requested.nvidia\\.com/gpu",
             ),
             (
                 "Fair share GPUs",
@@ -181,6 +189,14 @@ fn printer_columns_name_the_fields_users_look_at() {
             (
                 "Running",
                 ".status.runningJobs",
+            ),
+            (
+                "Ready",
+                ".status.conditions[?(@.type==\"Ready\")].status",
+            ),
+            (
+                "Reason",
+                ".status.conditions[?(@.type==\"Ready\")].reason",
             ),
             (
                 "Age",
@@ -206,6 +222,10 @@ fn printer_columns_name_the_fields_users_look_at() {
             (
                 "Scheduled",
                 ".status.scheduled",
+            ),
+            (
+                "Reason",
+                ".status.conditions[?(@.type==\"Scheduled\")].reason",
             ),
             (
                 "Running",
@@ -277,6 +297,136 @@ fn queue_limit_must_cover_quota() {
         failures[0].contains("each limit must be at least the quota"),
         "{failures:?}"
     );
+}
+
+/// The CEL messages for one bad Queue spec, and what the reader says of
+/// the same spec (its messages without the object and field).
+fn cel_and_reader(spec: Value) -> (Vec<String>, Vec<String>) {
+    let object = json!({
+        "apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+        "metadata": {"name": "a"}, "spec": spec
+    });
+    let cel = cel_failures("queues.trainyard.io", &object);
+    let reader = match Queue::from_value(&object).and_then(|q| q.to_spec()) {
+        Ok(_) => Vec::new(),
+        Err(e) => e.0.into_iter().map(|e| e.message).collect(),
+    };
+    (cel, reader)
+}
+
+#[test]
+fn bad_quantities_get_the_readers_words_from_the_api_server() {
+    for (spec, want) in [
+        (
+            json!({"quota": {"nvidia.com/gpu": "8 GPUs"}}),
+            "invalid quantity \"8 GPUs\"; expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e.g. 1e3), such as \"500m\", \"8\" or \"64Gi\"",
+        ),
+        (
+            json!({"quota": {"nvidia.com/gpu": -1}}),
+            "quantity \"-1\" is negative; expected an amount of zero or more",
+        ),
+        (
+            json!({"quota": {"memory": "-2Gi"}}),
+            "quantity \"-2Gi\" is negative; expected an amount of zero or more",
+        ),
+        (
+            json!({"limit": {"cpu": "lots"}}),
+            "invalid quantity \"lots\"; expected a number with an optional suffix (n, u, m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei) or exponent (e.g. 1e3), such as \"500m\", \"8\" or \"64Gi\", or \"unlimited\"",
+        ),
+        (
+            json!({"limit": {"nvidia.com/gpu": -4}}),
+            "quantity \"-4\" is negative; expected an amount of zero or more, or \"unlimited\"",
+        ),
+    ] {
+        let (cel, reader) = cel_and_reader(spec.clone());
+        assert_eq!(cel.len(), 1, "{spec}: {cel:?}");
+        assert!(cel[0].ends_with(want), "{spec}: {cel:?}");
+        assert_eq!(reader, [want], "{spec}: the reader's words");
+    }
+}
+
+#[test]
+fn good_quantities_pass_the_rules() {
+    for spec in [
+        json!({"quota": {"nvidia.com/gpu": 8, "cpu": "500m", "memory": "64Gi", "x/y": "1e3", "z/w": 0}}),
+        json!({"quota": {"nvidia.com/gpu": "0.5", "cpu": ".5", "memory": "+1Ki"}}),
+        json!({"limit": {"nvidia.com/gpu": "unlimited", "cpu": 0, "memory": "1Ti"}}),
+        json!({"quota": {"nvidia.com/gpu": "-0"}}),
+    ] {
+        assert_eq!(
+            cel_and_reader(spec.clone()).0,
+            Vec::<String>::new(),
+            "{spec}"
+        );
+    }
+}
+
+#[test]
+fn a_limit_below_its_quota_names_both_numbers() {
+    let (cel, reader) = cel_and_reader(json!({
+        "quota": {"nvidia.com/gpu": 8, "memory": "1Ti", "cpu": 4},
+        "limit": {"nvidia.com/gpu": 16, "memory": "512Gi"}
+    }));
+    expect_test::expect![[r#"
+        [
+            "spec.limit: quota 1Ti memory is above its own limit 512Gi; each limit must be at least the quota of the same resource (or \"unlimited\")",
+        ]
+    "#]]
+    .assert_debug_eq(&cel);
+    assert!(
+        reader.is_empty(),
+        "the reader checks this on the tree: {reader:?}"
+    );
+    // Two resources below their quotas: one rule, one message, naming one
+    // of them (CEL does not order a map's keys).
+    let (cel, _) = cel_and_reader(json!({
+        "quota": {"nvidia.com/gpu": 8, "memory": "1Ti"},
+        "limit": {"nvidia.com/gpu": 4, "memory": "512Gi"}
+    }));
+    assert_eq!(cel.len(), 1, "{cel:?}");
+    assert!(
+        cel[0].contains("quota 8 nvidia.com/gpu is above its own limit 4")
+            || cel[0].contains("quota 1Ti memory is above its own limit 512Gi"),
+        "{cel:?}"
+    );
+    // Mixed forms compare as quantities.
+    let (cel, _) = cel_and_reader(json!({
+        "quota": {"nvidia.com/gpu": "8"}, "limit": {"nvidia.com/gpu": 4}
+    }));
+    assert_eq!(cel.len(), 1, "{cel:?}");
+    assert!(
+        cel[0].contains("quota 8 nvidia.com/gpu is above its own limit 4"),
+        "{cel:?}"
+    );
+    let (cel, _) = cel_and_reader(json!({
+        "quota": {"nvidia.com/gpu": 8}, "limit": {"nvidia.com/gpu": "8000m"}
+    }));
+    assert_eq!(cel, Vec::<String>::new());
+    // A bad value is told once, by its own rule.
+    let (cel, _) = cel_and_reader(json!({
+        "quota": {"nvidia.com/gpu": "x"}, "limit": {"nvidia.com/gpu": 4}
+    }));
+    assert_eq!(cel.len(), 1, "{cel:?}");
+    assert!(cel[0].contains("invalid quantity \"x\""), "{cel:?}");
+}
+
+#[test]
+fn quota_and_limit_values_carry_no_pattern() {
+    // A pattern's failure is told as the regular expression itself; the
+    // rules above say it in words instead.
+    let schema = schema_of("queues.trainyard.io");
+    for field in ["quota", "limit"] {
+        let value = &schema["properties"]["spec"]["properties"][field]["additionalProperties"];
+        assert!(value.get("pattern").is_none(), "{field}: {value}");
+        assert_eq!(value["maxLength"], 64, "{field}: {value}");
+        // kube-apiserver refuses `2.5` by type before any rule runs; what
+        // `kubectl explain` shows says to quote it.
+        let description = value["description"].as_str().unwrap_or_default();
+        assert!(
+            description.contains("Quote a number with a fraction (\"2.5\")"),
+            "{field}: {description}"
+        );
+    }
 }
 
 #[test]

@@ -434,7 +434,7 @@ mod tests {
         let g = &s["ml/g"];
         assert_eq!(g["phase"], "Pending");
         assert_eq!(g["conditions"][0]["status"], "False");
-        assert_eq!(g["conditions"][0]["reason"], "Unschedulable", "{g}");
+        assert_eq!(g["conditions"][0]["reason"], "NeverFits", "{g}");
 
         // Both bound and running (as the API shows them; the snapshot is
         // the loaded one).

@@ -83,9 +83,13 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
             "PARENT",
             "WEIGHT",
             "QUOTA GPUS",
+            "LIMIT GPUS",
             "ALLOCATED GPUS",
+            "REQUESTED GPUS",
             "FAIR SHARE GPUS",
             "PENDING",
+            "READY",
+            "REASON",
             "AGE"
         ],
         "{table}"
@@ -102,6 +106,37 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
         .find(|l| l.starts_with("research"))
         .expect("listed");
     assert!(research.split_whitespace().nth(1) == Some("1"), "{table}");
+
+    // The status columns, once the scheduler has written a status: zeros
+    // read as 0; a queue without a GPU limit (unlimited) has an empty cell.
+    let status = json!({"status": {
+        "allocated": {"nvidia.com/gpu": "0"}, "requested": {"nvidia.com/gpu": "8"},
+        "fairShare": {"nvidia.com/gpu": "16"}, "pendingJobs": 1, "runningJobs": 0,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "InTree", "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z"}]}});
+    k.ok(&[
+        "patch",
+        "tyq",
+        "nlp",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status.to_string(),
+    ])
+    .await;
+    let table = k.ok(&["get", "tyq"]).await;
+    assert_eq!(
+        row_cells(&table, "nlp"),
+        [
+            "nlp", "research", "2", "16", "", "0", "8", "16", "1", "True", "InTree"
+        ],
+        "{table}"
+    );
+    assert_eq!(
+        row_cells(&table, "research")[..6],
+        ["research", "", "1", "24", "32", ""],
+        "{table}"
+    );
 
     let wide = k.ok(&["get", "queues.trainyard.io", "-o", "wide"]).await;
     assert!(
@@ -120,7 +155,15 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
         .collect();
     assert_eq!(
         header,
-        ["NAME", "QUEUE", "MIN MEMBER", "PHASE", "SCHEDULED", "AGE"],
+        [
+            "NAME",
+            "QUEUE",
+            "MIN MEMBER",
+            "PHASE",
+            "SCHEDULED",
+            "REASON",
+            "AGE"
+        ],
         "{groups}"
     );
     assert!(
@@ -132,6 +175,33 @@ async fn kubectl_applies_trainyard_crds_and_shows_their_columns() {
     let all = k.ok(&["get", "trainyard", "-A"]).await;
     assert!(all.contains("queue.trainyard.io/nlp"), "{all}");
     assert!(all.contains("podgroup.trainyard.io/train"), "{all}");
+}
+
+/// The cells of the row of `name` in a kubectl table, cut at the
+/// header's columns (an empty cell is ""), without AGE.
+fn row_cells(table: &str, name: &str) -> Vec<String> {
+    let mut lines = table.lines();
+    let header = lines.next().unwrap_or("");
+    // A column starts after two or more spaces (names have single ones).
+    let h = header.as_bytes();
+    let mut starts: Vec<usize> = vec![0];
+    starts.extend((2..h.len()).filter(|&i| h[i] != b' ' && h[i - 1] == b' ' && h[i - 2] == b' '));
+    let row = lines
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("{name} not listed: {table}"));
+    let ends: Vec<usize> = starts.iter().skip(1).copied().chain([row.len()]).collect();
+    let mut out: Vec<String> = starts
+        .iter()
+        .zip(ends)
+        .map(|(&a, b)| {
+            row.get(a..b.min(row.len()))
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
+        .collect();
+    out.pop(); // AGE
+    out
 }
 
 /// A bad object: what kubectl prints from the server's 422, and what
@@ -188,6 +258,45 @@ async fn bad_queues_get_the_api_servers_answer_and_the_readers() {
         "{reader}"
     );
 
+    // A quantity that is not one: the reader's words, not a pattern.
+    let (api, reader) = refused(
+        &k,
+        "units",
+        queue("units", json!({"quota": {"nvidia.com/gpu": "8 GPUs"}})),
+    )
+    .await;
+    let words = "invalid quantity \"8 GPUs\"; expected a number with an optional suffix";
+    assert!(api.contains(words), "{api}");
+    assert!(!api.contains("should match"), "{api}");
+    assert!(reader.contains(words), "{reader}");
+
+    // A negative integer (the pattern of old covered strings only).
+    let (api, reader) = refused(
+        &k,
+        "negative",
+        queue("negative", json!({"quota": {"nvidia.com/gpu": -1}})),
+    )
+    .await;
+    let words = "quantity \"-1\" is negative; expected an amount of zero or more";
+    assert!(api.contains(words), "{api}");
+    assert!(reader.contains(words), "{reader}");
+
+    // A YAML number with a fraction is refused by type before any rule
+    // runs (kube-apiserver does the same): the field is named; the schema's
+    // description (kubectl explain) says to quote it.
+    let file = k.dir.join("fraction.json");
+    let fraction = queue("fraction", json!({"quota": {"nvidia.com/gpu": 2.5}}));
+    std::fs::write(&file, fraction.to_string()).expect("write");
+    let out = k
+        .run(&["create", "-f", file.to_str().expect("utf-8")])
+        .await;
+    assert!(!out.ok, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("spec.quota.nvidia.com/gpu"),
+        "{}",
+        out.stderr
+    );
+
     let (api, reader) = refused(
         &k,
         "limit",
@@ -198,7 +307,7 @@ async fn bad_queues_get_the_api_servers_answer_and_the_readers() {
     )
     .await;
     assert!(
-        api.contains("each limit must be at least the quota of the same resource"),
+        api.contains("quota 8 nvidia.com/gpu is above its own limit 4; each limit must be at least the quota of the same resource"),
         "{api}"
     );
     assert!(api.contains("spec.limit"), "{api}");

@@ -582,4 +582,47 @@ fn a_pod_s_controller_is_read_from_its_owner_references() {
         "not a controller"
     );
     assert_eq!(task(&loaded, "ml/bare").controller, None);
+
+fn volcano_pods_name_their_queue_with_either_of_volcanos_keys() {
+    // Volcano's key for pods without a Volcano Job (an annotation), and the
+    // key its Job controller writes (a label and an annotation).
+    let text = format!(
+        "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {{name: nlp}}\n---\napiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {{name: cv}}\n---\n{}\n---\n{}\n---\n{}\n",
+        pod(
+            "bare",
+            "  annotations: {scheduling.volcano.sh/queue-name: nlp}\n",
+            "  containers: []\n"
+        ),
+        pod(
+            "both",
+            "  annotations: {scheduling.volcano.sh/queue-name: nlp, volcano.sh/queue-name: cv}\n",
+            "  containers: []\n"
+        ),
+        pod(
+            "labelled",
+            "  labels: {scheduling.volcano.sh/queue-name: nlp}\n",
+            "  containers: []\n"
+        ),
+    );
+    let loaded = load_one(&text).unwrap();
+    let queue_of = |name: &str| {
+        let job = loaded
+            .snapshot
+            .jobs
+            .iter()
+            .find(|j| j.id.as_str() == format!("ml/{name}"))
+            .unwrap_or_else(|| panic!("job ml/{name}"));
+        (job.queue.clone(), job.rejected.clone())
+    };
+    assert_eq!(queue_of("bare"), ("nlp".to_string(), None));
+    // The Job controller's key first, as the two name one queue in Volcano.
+    assert_eq!(queue_of("both"), ("cv".to_string(), None));
+    // Volcano reads it as an annotation only: a label is not read, and the
+    // pod goes to the default queue (which no Queue defines here).
+    assert_eq!(queue_of("labelled").0, "default");
+    let w = loaded.warnings.join("\n");
+    assert!(
+        w.contains("Pod ml/both: queue names disagree (volcano.sh/queue-name=\"cv\", scheduling.volcano.sh/queue-name=\"nlp\"); using \"cv\""),
+        "{w}"
+    );
 }

@@ -3,6 +3,7 @@
 //! a job can never be placed as submitted.
 
 use super::*;
+use trainyard_model::ResourceName;
 
 impl<'s> Cycle<'s> {
     pub(super) fn new(snapshot: &'s Snapshot, config: &'s Config, now: Timestamp) -> Self {
@@ -23,6 +24,9 @@ impl<'s> Cycle<'s> {
             .map(|(i, n)| (n.name.as_str(), i))
             .collect();
         let mut states: Vec<NodeState> = nodes.iter().map(|n| NodeState::new(n)).collect();
+        // The most any node has allocatable, per resource: a pod asking
+        // for more can never be placed (`PendingReason::NeverFits`).
+        let largest = largest_allocatable(&nodes);
 
         // Capacity held by pods outside Trainyard.
         let mut external: Vec<_> = snapshot.external.iter().collect();
@@ -159,7 +163,14 @@ impl<'s> Cycle<'s> {
                 pending.sort_by_key(|&t| (job.tasks[t].rank.is_none(), job.tasks[t].rank));
             }
             let leaf = tree.get(&job.queue);
-            let blocked = Self::static_block(job, leaf, tree, &pending);
+            let blocked = Self::static_block(
+                job,
+                leaf,
+                tree,
+                &pending,
+                (&bound_by_sub, bound_total),
+                &largest,
+            );
             let walltime = tree.walltime_in(leaf, job.walltime_seconds);
             let leaf = match leaf {
                 Some(q) if tree.is_leaf(q) => q,
@@ -171,7 +182,13 @@ impl<'s> Cycle<'s> {
                     alloc_np[leaf.0].add(&bound_req);
                 }
                 leaf_demand[leaf.0].add(&bound_req);
-                if blocked.is_none() {
+                // A job larger than every node still counts as demand (its
+                // queue's `requested`, its fair share): its pods are there
+                // and ask for it; it is only never tried.
+                if blocked
+                    .as_ref()
+                    .is_none_or(|b| matches!(b, PendingReason::NeverFits { .. }))
+                {
                     leaf_demand[leaf.0].add(&pending_req);
                 }
             }
@@ -484,12 +501,16 @@ impl<'s> Cycle<'s> {
         }
     }
 
-    /// Reasons a job can never be placed as submitted.
+    /// Reasons a job can never be placed as submitted. `bound`: its bound
+    /// pods per sub-group and in all; `largest`: the most any node has
+    /// allocatable, per resource.
     pub(super) fn static_block(
         job: &Job,
         leaf: Option<QueueId>,
         tree: &QueueTree,
         pending: &[usize],
+        bound: (&BTreeMap<&str, u32>, u32),
+        largest: &Resources,
     ) -> Option<PendingReason> {
         if let Some(msg) = &job.rejected {
             return Some(PendingReason::Rejected {
@@ -569,10 +590,63 @@ impl<'s> Cycle<'s> {
                 });
             }
         }
-        None
+        never_fits(job, pending, bound, largest)
     }
 
     // ---- pass 1: gang minimums ----------------------------------------
+}
+
+/// Component-wise maximum of the nodes' allocatable.
+fn largest_allocatable(nodes: &[&Node]) -> Resources {
+    let mut largest = Resources::zero();
+    for node in nodes {
+        for (resource, amount) in node.allocatable.iter() {
+            if amount > largest.get(&resource) {
+                largest.set(&resource, amount);
+            }
+        }
+    }
+    largest
+}
+
+/// The resource (GPUs first) of which `requests` asks for more than any
+/// node has allocatable.
+fn beyond_every_node(requests: &Resources, largest: &Resources) -> Option<ResourceName> {
+    if requests.fits_in(largest) {
+        return None;
+    }
+    if requests.gpu > largest.gpu {
+        return Some(ResourceName::Gpu);
+    }
+    requests.first_excess(largest)
+}
+
+/// `NeverFits` for the first pending pod of `job` larger than every node,
+/// when the job's minimum cannot be met without the pods that are (it can
+/// with all its pods: else it waits for pods, as `select_minimum` says).
+/// An elastic pod above a minimum that is met blocks nothing.
+fn never_fits(
+    job: &Job,
+    pending: &[usize],
+    (bound_by_sub, bound_total): (&BTreeMap<&str, u32>, u32),
+    largest: &Resources,
+) -> Option<PendingReason> {
+    let beyond = |t: usize| beyond_every_node(&job.tasks[t].requests, largest);
+    // Usually none: nothing allocated then.
+    let (t, resource) = pending.iter().find_map(|&t| beyond(t).map(|r| (t, r)))?;
+    let fitting: Vec<usize> = pending
+        .iter()
+        .copied()
+        .filter(|&u| beyond(u).is_none())
+        .collect();
+    let needed = select_minimum(job, pending, bound_by_sub, bound_total, &[]).is_ok()
+        && select_minimum(job, &fitting, bound_by_sub, bound_total, &[]).is_err();
+    needed.then(|| PendingReason::NeverFits {
+        pod: job.tasks[t].name.clone(),
+        requested: job.tasks[t].requests.get(&resource),
+        largest: largest.get(&resource),
+        resource,
+    })
 }
 
 /// (job, task) of a holder that is one of Trainyard's own tasks.

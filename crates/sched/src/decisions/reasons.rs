@@ -161,6 +161,18 @@ pub enum PendingReason {
         have: u32,
         min_member: u32,
     },
+    /// A pod asks for more of a resource than any node has allocatable
+    /// (not free: allocatable), so no freed room can ever place it, nor
+    /// its gang when the gang's minimum needs it.
+    #[serde(rename_all = "camelCase")]
+    NeverFits {
+        pod: String,
+        resource: ResourceName,
+        /// The pod's request, in the resource's unit (milli-GPU, ...).
+        requested: u64,
+        /// The most any node has allocatable, in the same unit.
+        largest: u64,
+    },
     /// A pod asks for something Trainyard cannot honour yet.
     Unsupported { pod: String, features: Vec<String> },
     /// A pod's request is malformed (e.g. 1.5 GPUs).
@@ -294,6 +306,7 @@ impl PendingReason {
             PendingReason::ExceedsQueueLimit { .. } => "ExceedsQueueLimit",
             PendingReason::ExceedsMaxWalltime { .. } => "ExceedsMaxWalltime",
             PendingReason::NotEnoughPods { .. } => "NotEnoughPods",
+            PendingReason::NeverFits { .. } => "NeverFits",
             PendingReason::Unsupported { .. } => "Unsupported",
             PendingReason::InvalidRequest { .. } => "InvalidRequest",
             PendingReason::Rejected { .. } => "Rejected",
@@ -432,6 +445,17 @@ impl fmt::Display for PendingReason {
                     "sub-group {s} has {have} pod(s), fewer than its minMember {min_member}"
                 ),
             },
+            PendingReason::NeverFits {
+                pod,
+                resource,
+                requested,
+                largest,
+            } => write!(
+                f,
+                "pod {pod} can never fit: no node has {} {resource} allocatable (largest: {})",
+                resource.format_amount(*requested),
+                resource.format_amount(*largest)
+            ),
             PendingReason::Unsupported { pod, features } => write!(
                 f,
                 "pod {pod} uses unsupported feature(s): {}",
@@ -591,6 +615,27 @@ mod tests {
         let json = serde_json::to_value(&reason).unwrap();
         assert_eq!(json["kind"], "unschedulable");
         assert_eq!(json["filters"]["insufficient nvidia.com/gpu"], 31);
+        let back: PendingReason = serde_json::from_value(json).unwrap();
+        assert_eq!(back, reason);
+    }
+
+    #[test]
+    fn a_pod_larger_than_every_node_says_it_never_fits() {
+        let reason = PendingReason::NeverFits {
+            pod: "ml/big-0".into(),
+            resource: ResourceName::Gpu,
+            requested: 16_000,
+            largest: 8_000,
+        };
+        expect_test::expect![
+            "pod ml/big-0 can never fit: no node has 16 nvidia.com/gpu allocatable (largest: 8)"
+        ]
+        .assert_eq(&reason.to_string());
+        assert_eq!(reason.code(), "NeverFits");
+        assert!(!reason.is_lack_of_room(), "no freed room helps it");
+        let json = serde_json::to_value(&reason).unwrap();
+        assert_eq!(json["kind"], "neverFits");
+        assert_eq!(json["requested"], 16_000);
         let back: PendingReason = serde_json::from_value(json).unwrap();
         assert_eq!(back, reason);
     }

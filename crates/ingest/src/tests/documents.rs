@@ -582,7 +582,9 @@ fn a_pod_s_controller_is_read_from_its_owner_references() {
         "not a controller"
     );
     assert_eq!(task(&loaded, "ml/bare").controller, None);
+}
 
+#[test]
 fn volcano_pods_name_their_queue_with_either_of_volcanos_keys() {
     // Volcano's key for pods without a Volcano Job (an annotation), and the
     // key its Job controller writes (a label and an annotation).

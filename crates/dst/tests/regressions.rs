@@ -73,6 +73,25 @@ fn seed_1014_a_bind_whose_answer_was_lost_keeps_its_room() {
 }
 
 /// The simulation replays exactly: the same seed, the same trace.
+/// With the policy dimension (status writes landing, PDBs, quota churn):
+/// the assumed eviction of a pod whose bind was still queued behind a slow
+/// API was dropped at the next watch event, so every cycle decided and
+/// queued it again (373 writes queued) and a repair waited behind them:
+/// `gang g713725 left partly bound (1 of minMember 3) for 68 s`, with
+/// `ClusterState::reconcile`'s layered judgement reverted.
+#[test]
+fn seed_17_an_eviction_over_a_bind_on_its_way_is_not_decided_again() {
+    let r = trainyard_dst::run(17, SECONDS, None);
+    assert!(r.faults.policy_churn, "seed 17 draws the policy dimension");
+    assert!(
+        r.violations.is_empty(),
+        "seed 17 ({}):\n{}\nlast events:\n{}",
+        r.faults.summary(),
+        r.violations.join("\n"),
+        r.trace[r.trace.len().saturating_sub(30)..].join("\n")
+    );
+}
+
 #[test]
 fn a_seed_replays_byte_for_byte() {
     let a = trainyard_dst::run(7, 120, None);

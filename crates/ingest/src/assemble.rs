@@ -147,9 +147,6 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     cx.errors = errors;
     cx.warnings = warnings;
 
-    // Queues.
-    let specs = QueueSpecs::of(&queues, &mut cx.errors);
-
     GpuMemory::of(&nodes).set_shares(&mut pods, opts, &mut cx.warnings);
 
     // Pods: ours, external, or ignored.
@@ -271,19 +268,24 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     // Unresolvable priority classes: one warning each, at the first user.
     cx.flush_unresolved();
 
-    // Queue tree, with the implicit default queue.
-    let tree = specs
-        .tree(default_used, opts)
-        .map_err(|e| cx.errors.extend(e))
-        .ok();
+    // Queue tree, with the implicit default queue. The live service's
+    // rule: a Queue the tree cannot use is left out with its reason (a
+    // warning naming file, object and field), its jobs pend with it, and
+    // the rest is scheduled.
+    let usable = usable_queue_tree(&queues, default_used, opts);
+    cx.warnings.extend(
+        usable
+            .errors
+            .iter()
+            .map(|e| format!("{e}; the queue is left out, its jobs wait")),
+    );
 
     if !cx.errors.is_empty() {
         return Err(LoadErrors(cx.errors));
     }
-    // Without errors the tree was built.
-    let tree = tree.unwrap_or_default();
+    let tree = usable.tree;
     for job in &mut jobs {
-        reject_if_bad_queue(&tree, job);
+        crate::interpret::check_queue_usable(&tree, &usable.excluded, job);
     }
 
     nodes.sort_by(|a, b| a.1.name.cmp(&b.1.name));
@@ -312,4 +314,4 @@ pub(crate) use job::{build_job, group_constraint};
 pub use member::JobKey;
 pub(crate) use member::{GpuMemory, member};
 pub use queues::UsableTree;
-pub(crate) use queues::{QueueSpecs, queue_tree, reject_if_bad_queue, usable_queue_tree};
+pub(crate) use queues::{reject_if_bad_queue, usable_queue_tree};

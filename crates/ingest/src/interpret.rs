@@ -13,10 +13,7 @@ use trainyard_model::topology::Topology;
 use trainyard_model::{ExternalPod, Job, Node, QueueTree};
 
 use crate::assemble::UsableTree;
-use crate::assemble::{
-    Ctx, GpuMemory, JobDraft, JobKey, build_job, member, queue_tree as build_tree,
-    reject_if_bad_queue,
-};
+use crate::assemble::{Ctx, GpuMemory, JobDraft, JobKey, build_job, member, reject_if_bad_queue};
 use crate::k8s::PodInfo;
 use crate::read::{Loc, Reader};
 use crate::{LoadError, LoadOptions, Source, topology};
@@ -154,28 +151,14 @@ impl Interpreter {
     }
 }
 
-/// The queue tree of `queues`, with the implicit default queue when
-/// `default_used` and no Queue defines it; or every problem.
-pub fn queue_tree(
-    queues: &[(Loc, Queue)],
-    default_used: bool,
-    opts: &LoadOptions,
-) -> Result<QueueTree, Vec<LoadError>> {
-    build_tree(queues, default_used, opts)
-}
-
-/// Marks `job` rejected when its queue does not exist or is not a leaf.
-pub fn check_queue(tree: &QueueTree, job: &mut Job) {
-    reject_if_bad_queue(tree, job);
-}
-
 /// The tree of every Queue that can be used, and why each other one
-/// cannot ([`UsableTree`]): the live service's rule.
+/// cannot ([`UsableTree`]): the one rule of files and live watches.
 pub fn usable_tree(queues: &[(Loc, Queue)], default_used: bool, opts: &LoadOptions) -> UsableTree {
     crate::assemble::usable_queue_tree(queues, default_used, opts)
 }
 
-/// [`check_queue`], with the reason of a queue left out of the tree.
+/// Marks `job` rejected when its queue does not exist, is not a leaf, or
+/// was left out of the tree (with that queue's reason).
 pub fn check_queue_usable(tree: &QueueTree, excluded: &BTreeMap<String, String>, job: &mut Job) {
     if let Some(why) = excluded.get(&job.queue) {
         job.rejected = Some(format!(

@@ -29,8 +29,8 @@ use trainyard_model::Snapshot;
 
 pub use assemble::{JobKey, UsableTree};
 pub use interpret::{
-    Interpreted, Interpreter, Objects, PodRole, check_queue, check_queue_usable, pod_role,
-    queue_tree, read, read_object, usable_tree,
+    Interpreted, Interpreter, Objects, PodRole, check_queue_usable, pod_role, read, read_object,
+    usable_tree,
 };
 pub use k8s::PodInfo;
 pub use read::{Loc, parse_documents, present_documents, split_objects};

@@ -2,70 +2,15 @@
 
 use super::*;
 
-/// The Queues read, as specs for the tree: a queue whose document is
-/// invalid is a placeholder (its name and parent), so its children are
-/// still checked without cascading errors.
+/// The Queues read, as specs for the tree, and where each was read.
 pub(crate) struct QueueSpecs {
     specs: Vec<QueueSpec>,
     locs: BTreeMap<String, Loc>,
-    failed: BTreeSet<String>,
 }
 
 impl QueueSpecs {
-    pub(crate) fn of(queues: &[(Loc, Queue)], errors: &mut Vec<LoadError>) -> QueueSpecs {
-        let mut out = QueueSpecs {
-            specs: Vec::new(),
-            locs: BTreeMap::new(),
-            failed: BTreeSet::new(),
-        };
-        for (loc, q) in queues {
-            out.locs.insert(q.metadata.name.clone(), loc.clone());
-            match q.to_spec() {
-                Ok(s) => out.specs.push(s),
-                Err(errs) => {
-                    let mut placeholder = QueueSpec::new(q.metadata.name.clone());
-                    placeholder.parent = q.spec.parent.clone();
-                    out.specs.push(placeholder);
-                    out.failed.insert(q.metadata.name.clone());
-                    errors.extend(errs.0.into_iter().map(|e| loc.api_error(e)));
-                }
-            }
-        }
-        out
-    }
-
-    /// The tree, with the implicit default queue when `default_used` and
-    /// no Queue defines it; or its problems, each at its Queue.
-    pub(crate) fn tree(
-        mut self,
-        default_used: bool,
-        opts: &LoadOptions,
-    ) -> Result<QueueTree, Vec<LoadError>> {
-        if default_used && !self.locs.contains_key(&opts.default_queue) {
-            self.specs.push(QueueSpec::new(opts.default_queue.clone()));
-        }
-        let errs = match QueueTree::build(std::mem::take(&mut self.specs)) {
-            Ok(t) => return Ok(t),
-            Err(errs) => errs,
-        };
-        let mut out = Vec::new();
-        for e in errs {
-            if let Some((_, err)) = self.locate(&e) {
-                out.push(err);
-            }
-        }
-        Err(out)
-    }
-
-    /// The queue a tree error is about and the error at it; `None` for an
-    /// error that only follows from a placeholder's own.
+    /// The queue a tree error is about and the error at it.
     fn locate(&self, e: &QueueError) -> Option<(String, LoadError)> {
-        if let QueueError::QuotaAboveParent { parent, .. } = e
-            && self.failed.contains(parent)
-        {
-            // The parent is a placeholder; its own errors are reported.
-            return None;
-        }
         let (name, field) = match e {
             QueueError::Duplicate { name } => (name.clone(), String::new()),
             QueueError::UnknownParent { queue, .. } => (queue.clone(), "spec.parent".to_string()),
@@ -130,7 +75,6 @@ pub(crate) fn usable_queue_tree(
     let mut specs = QueueSpecs {
         specs: Vec::new(),
         locs: BTreeMap::new(),
-        failed: BTreeSet::new(),
     };
     for (loc, q) in queues {
         let name = q.metadata.name.clone();
@@ -147,7 +91,12 @@ pub(crate) fn usable_queue_tree(
     }
     // Each round excludes at least one more queue, or ends.
     for _ in 0..=specs.specs.len() {
-        exclude_below(&specs.specs, &mut excluded);
+        for (name, why) in exclude_below(&specs.specs, &mut excluded) {
+            let object = format!("Queue {name}");
+            if let Some(loc) = specs.locs.get(&name) {
+                errors.push(loc.error(Some(&object), "spec.parent", why));
+            }
+        }
         let mut usable: Vec<QueueSpec> = specs
             .specs
             .iter()
@@ -195,8 +144,13 @@ pub(crate) fn usable_queue_tree(
     }
 }
 
-/// Excludes every queue below an excluded one, naming the ancestor.
-fn exclude_below(specs: &[QueueSpec], excluded: &mut BTreeMap<String, String>) {
+/// Excludes every queue below an excluded one, naming the ancestor;
+/// returns those it excluded, with the reason.
+fn exclude_below(
+    specs: &[QueueSpec],
+    excluded: &mut BTreeMap<String, String>,
+) -> Vec<(String, String)> {
+    let mut all = Vec::new();
     loop {
         let more: Vec<(String, String)> = specs
             .iter()
@@ -211,27 +165,10 @@ fn exclude_below(specs: &[QueueSpec], excluded: &mut BTreeMap<String, String>) {
             })
             .collect();
         if more.is_empty() {
-            return;
+            return all;
         }
-        excluded.extend(more);
-    }
-}
-
-/// The queue tree of `queues` (see [`QueueSpecs`]).
-pub(crate) fn queue_tree(
-    queues: &[(Loc, Queue)],
-    default_used: bool,
-    opts: &LoadOptions,
-) -> Result<QueueTree, Vec<LoadError>> {
-    let mut errors = Vec::new();
-    let specs = QueueSpecs::of(queues, &mut errors);
-    match specs.tree(default_used, opts) {
-        Ok(t) if errors.is_empty() => Ok(t),
-        Ok(_) => Err(errors),
-        Err(e) => {
-            errors.extend(e);
-            Err(errors)
-        }
+        excluded.extend(more.iter().cloned());
+        all.extend(more);
     }
 }
 

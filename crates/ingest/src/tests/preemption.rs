@@ -413,10 +413,19 @@ fn queue_min_runtime() {
     .join("---\n");
     // Type errors are found when the document is read, values when the
     // queues are assembled.
+    expect![[r#"cluster.yaml: document 3: Queue z: spec.minRuntime: expected a duration such as 90 (seconds), "30m" or "2h", found a sequence"#]].assert_eq(&errors_of(&text));
+    // Values: the queue is left out with its reason, the rest loads.
+    let w = warnings_of(
+        &[
+            queue("x", "{minRuntime: -30m}"),
+            queue("y", "{minRuntime: 1w}"),
+        ]
+        .join("---\n"),
+    )
+    .join("\n");
     expect![[r#"
-        cluster.yaml: document 3: Queue z: spec.minRuntime: expected a duration such as 90 (seconds), "30m" or "2h", found a sequence
-        cluster.yaml: document 1: Queue x: spec.minRuntime: duration "-30m" is negative; expected zero or more
-        cluster.yaml: document 2: Queue y: spec.minRuntime: invalid duration "1w": unknown unit "w"; expected ms, s, m, h or d"#]].assert_eq(&errors_of(&text));
+        cluster.yaml: document 1: Queue x: spec.minRuntime: duration "-30m" is negative; expected zero or more; the queue is left out, its jobs wait
+        cluster.yaml: document 2: Queue y: spec.minRuntime: invalid duration "1w": unknown unit "w"; expected ms, s, m, h or d; the queue is left out, its jobs wait"#]].assert_eq(&w);
 }
 
 /// Walltime: the shortest of a PodGroup's `spec.walltime` and the
@@ -457,8 +466,7 @@ fn walltime_is_the_shortest_of_the_podgroup_and_the_pods_deadlines() {
     .join("---\n");
     expect![[r#"
         cluster.yaml: document 2: PodGroup ml/g: spec.walltime: "0s": expected a duration above zero
-        cluster.yaml: document 3: Pod ml/bad: spec.activeDeadlineSeconds: -5: expected a positive number of seconds
-        cluster.yaml: document 1: Queue q: spec.maxWalltime: "0": expected a duration above zero"#]].assert_eq(&errors_of(&text));
+        cluster.yaml: document 3: Pod ml/bad: spec.activeDeadlineSeconds: -5: expected a positive number of seconds"#]].assert_eq(&errors_of(&text));
 }
 
 /// A pod's `terminationGracePeriodSeconds` is how long it may take to go

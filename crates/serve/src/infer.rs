@@ -430,7 +430,8 @@ fn queue_label(object: &Value) -> Option<&str> {
 /// knows ([`Workload`]); it owns the group. The queue is the pod's
 /// (`keys::QUEUE_KEYS`), else the nearest owner's `trainyard.io/queue` or
 /// `kai.scheduler/queue` label, else the Namespace's
-/// `trainyard.io/default-queue` label, else none.
+/// `trainyard.io/default-queue` label or Volcano's
+/// `scheduling.volcano.sh/queue-name` annotation, else none.
 pub fn group_for(
     pod: &Value,
     owner_chain: &[Value],
@@ -493,9 +494,12 @@ pub fn group_for(
         .find_map(|(k, place)| lookup(pod, k, *place).filter(|v| !v.is_empty()))
         .or_else(|| owner_chain.iter().find_map(queue_label))
         .or_else(|| {
-            namespace
-                .and_then(|n| label(n, keys::NAMESPACE_DEFAULT_QUEUE))
-                .filter(|v| !v.is_empty())
+            // Trainyard's label, then Volcano's annotation
+            // (`scheduling.volcano.sh/queue-name` on the Namespace).
+            let n = namespace?;
+            keys::NAMESPACE_QUEUE_KEYS
+                .iter()
+                .find_map(|(k, place)| lookup(n, k, *place).filter(|v| !v.is_empty()))
         })
         .map(str::to_string);
     Ok(InferredGroup {

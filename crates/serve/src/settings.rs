@@ -596,7 +596,7 @@ mod tests {
         expect_test::expect![[r#"
             s.yaml: scheduler.scoring.gpu.strategy: unknown variant `pack`, expected one of `binpack`, `spread`, `random`, `dotProd`, `clustering`, `packing`, `bestFit`, `fgd`, `trainyard`
             s.yaml: service.leaderElection.leaseDurationSeconds: expected a positive whole number, found "long"
-            s.yaml: service.schedulr: unknown field `schedulr`, expected one of `schedulerName`, `defaultQueue`, `cyclePeriodMillis`, `debounceMillis`, `bindConcurrency`, `assumeTimeoutSeconds`, `gangRepairSeconds`, `enforceWalltime`, `admissionGating`, `clientQps`, `clientBurst`, `inferPodGroups`, `nominateBeforeBind`, `eventQueue`, `httpAddress`, `leaderElection`, `store`
+            s.yaml: service.schedulr: unknown field `schedulr`, expected one of `schedulerName`, `defaultQueue`, `createDefaultQueue`, `cyclePeriodMillis`, `debounceMillis`, `bindConcurrency`, `assumeTimeoutSeconds`, `gangRepairSeconds`, `enforceWalltime`, `admissionGating`, `clientQps`, `clientBurst`, `inferPodGroups`, `nominateBeforeBind`, `eventQueue`, `httpAddress`, `leaderElection`, `store`
             s.yaml: service.store.checkpointSeconds: expected a whole number from 0 to 18446744073709551615, found "often"
             s.yaml: service.store.jobRetentionDays: must be from 1 to 3660 days, found 0
             s.yaml: service.httpAddress: expected host:port such as 127.0.0.1:8080 (this machine only) or 0.0.0.0:8080 (every interface), found "localhost""#]]

@@ -461,6 +461,13 @@ fn queue_precedence_and_names() {
         q(&p, &job, Some(&namespace(Some("ns-q")))).as_deref(),
         Some("ns-q")
     );
+    // A Namespace Volcano users annotated: its queue, after Trainyard's
+    // label.
+    let mut volcano = namespace(None);
+    volcano["metadata"]["annotations"] = json!({"scheduling.volcano.sh/queue-name": "vc-q"});
+    assert_eq!(q(&p, &job, Some(&volcano)).as_deref(), Some("vc-q"));
+    volcano["metadata"]["labels"] = json!({keys::NAMESPACE_DEFAULT_QUEUE: "ns-q"});
+    assert_eq!(q(&p, &job, Some(&volcano)).as_deref(), Some("ns-q"));
     let mut labelled = job.clone();
     labelled["metadata"]["labels"] = json!({keys::KAI_QUEUE: "kai-q"});
     assert_eq!(

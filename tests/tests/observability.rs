@@ -757,7 +757,11 @@ fn populated() -> Metrics {
             queue: "team".into(),
         })
         .set(1);
-    for f in [&m.queue_observed_runtimes, &m.queue_reserved_gangs] {
+    for f in [
+        &m.queue_observed_runtimes,
+        &m.queue_reserved_gangs,
+        &m.queue_invalid,
+    ] {
         f.get_or_create(&QueueLabels {
             queue: "team".into(),
         })

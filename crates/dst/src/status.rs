@@ -16,26 +16,6 @@ use crate::check::{Checks, gpus_of};
 /// still, the service's cycles catch up.
 pub const SETTLE_MS: i64 = 5_000;
 
-/// RFC 7386: `patch` applied onto `target`.
-pub fn merge(target: &mut Value, patch: &Value) {
-    let Some(fields) = patch.as_object() else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Default::default());
-    }
-    for (k, v) in fields {
-        if v.is_null() {
-            if let Some(m) = target.as_object_mut() {
-                m.remove(k);
-            }
-        } else {
-            merge(&mut target[k], v);
-        }
-    }
-}
-
 /// Writes `status` patches onto the objects of `key` (`name` or
 /// `namespace/name`), as `PATCH .../status` does; a gone object is
 /// skipped (a 404).
@@ -45,7 +25,7 @@ pub fn write(api: &mut Api, resource: &str, changes: &[(String, Value)]) {
         let Some(mut obj) = api.get(resource, ns, name) else {
             continue;
         };
-        merge(&mut obj["status"], patch);
+        trainyard_serve::queue_status::apply_merge_patch(&mut obj["status"], patch);
         let _ = api.update(resource, obj, true);
     }
 }

@@ -273,6 +273,28 @@ pub fn merge_patch(olds: &[&Value], new: &Value) -> Value {
     Value::Object(out)
 }
 
+/// Applies the JSON merge patch `patch` onto `target` (RFC 7386), as the
+/// API server does: what tests and the service's simulation use to land
+/// the patches [`merge_patch`] makes.
+pub fn apply_merge_patch(target: &mut Value, patch: &Value) {
+    let Some(fields) = patch.as_object() else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = Value::Object(serde_json::Map::new());
+    }
+    for (k, v) in fields {
+        if v.is_null() {
+            if let Some(m) = target.as_object_mut() {
+                m.remove(k);
+            }
+        } else {
+            apply_merge_patch(&mut target[k], v);
+        }
+    }
+}
+
 impl StatusCache {
     /// The merge patches for the objects of `now` whose status differs
     /// from the one last written (or, when none was, from the one the API
@@ -406,26 +428,6 @@ mod tests {
         assert_eq!(c[1]["lastTransitionTime"], "t4");
     }
 
-    /// RFC 7386, as the API server applies a merge patch.
-    fn apply(target: &mut Value, patch: &Value) {
-        let Some(fields) = patch.as_object() else {
-            *target = patch.clone();
-            return;
-        };
-        if !target.is_object() {
-            *target = json!({});
-        }
-        for (k, v) in fields {
-            if v.is_null() {
-                if let Some(m) = target.as_object_mut() {
-                    m.remove(k);
-                }
-            } else {
-                apply(&mut target[k], v);
-            }
-        }
-    }
-
     #[test]
     fn a_map_emptied_is_patched_with_nulls_and_a_restart_keeps_the_times() {
         let mut w = StatusCache::default();
@@ -454,7 +456,7 @@ mod tests {
         // nothing is written; its transition time is kept.
         let mut after = StatusCache::default();
         let mut on_api = shown.clone();
-        apply(&mut on_api, &patch[0].1);
+        apply_merge_patch(&mut on_api, &patch[0].1);
         assert_eq!(on_api["allocated"], json!({"nvidia.com/gpu": "0"}));
         assert!(
             after

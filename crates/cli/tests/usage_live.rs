@@ -147,7 +147,6 @@ async fn usage_asked_of_a_running_scheduler_counts_the_open_hour_and_running_job
     .await
     .expect("the pod is bound within 30 s")
     .expect("the pod watch");
-    tokio::time::sleep(Duration::from_secs(2)).await;
     let url = format!("http://127.0.0.1:{port}");
     let base = |extra: &[&str]| -> Vec<String> {
         ["usage", "--server", &url, "--since", "1h"]
@@ -156,6 +155,21 @@ async fn usage_asked_of_a_running_scheduler_counts_the_open_hour_and_running_job
             .map(|s| s.to_string())
             .collect()
     };
+    // The pod runs from when the kubelet started it: ask again until the
+    // running job has used a second's worth of its 8 GPUs (a condition
+    // polled every 50 ms, for at most 30 s; not a fixed wait).
+    let mut used = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while tokio::time::Instant::now() < deadline {
+        let out = ask(base(&["--by", "job", "--output", "json"])).await;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        used = v["rows"][0]["gpu_milli_seconds"].as_u64().unwrap_or(0);
+        if used >= 8_000 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(used >= 8_000, "the running job's usage grows: {used}");
     let out = ask(base(&["--output", "json"])).await;
     assert!(
         out.status.success(),

@@ -18,10 +18,11 @@ impl Sim {
             self.at(next, Ev::Policy);
         }
         match self.later_rng.random_range(0..100) {
-            0..=34 => self.budget_a_gang(),
-            35..=49 => self.drop_a_budget(),
-            50..=74 => self.change_a_quota(),
-            75..=84 => self.recreate_a_queue(),
+            0..=29 => self.budget_a_gang(),
+            30..=44 => self.drop_a_budget(),
+            45..=64 => self.change_a_quota(),
+            65..=74 => self.recreate_a_queue(),
+            75..=84 => self.pod_with_a_node(),
             _ => self.recreate_high_priority(),
         }
     }
@@ -150,6 +151,50 @@ impl Sim {
             "user: PriorityClass high recreated with value {value}: {}",
             r.err().unwrap_or_else(|| "created".into())
         ));
+    }
+}
+
+impl Sim {
+    /// A pod created with `spec.nodeName` already set, as a DaemonSet's
+    /// controller or a static pod's kubelet makes it: no scheduler binds
+    /// it, and it takes 1 or 2 GPUs where the API's objects show room (a
+    /// race with Trainyard's binds that only the kubelet's admission
+    /// settles, as for the other scheduler).
+    fn pod_with_a_node(&mut self) {
+        let pods = self.api.list("/pods");
+        let nodes = self.api.list("/nodes");
+        let Some(n) = nodes.choose(&mut self.later_rng) else {
+            return;
+        };
+        let node = n["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let used: i64 = pods
+            .iter()
+            .filter(|p| p["spec"]["nodeName"].as_str() == Some(node.as_str()))
+            .filter(|p| !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
+            .map(crate::check::gpus_of)
+            .sum();
+        let free = crate::check::node_gpus(n) - used;
+        if free < 1 {
+            return;
+        }
+        let gpus = self.later_rng.random_range(1..=free.min(2));
+        let name = format!("agent{}", self.later_rng.random_range(0..1_000_000));
+        let pod = serde_json::json!({"metadata": {"name": name, "namespace": "ml",
+                "annotations": {trainyard_testapi::kubelet::RUN_SECONDS: "60"}},
+            "spec": {"nodeName": node, "schedulerName": "default-scheduler",
+                "containers": [{"name": "agent", "image": "agent:1",
+                "resources": {"requests": {"nvidia.com/gpu": gpus.to_string()},
+                              "limits": {"nvidia.com/gpu": gpus.to_string()}}}]}});
+        match self.api.create("/pods", Some("ml"), pod) {
+            Ok(made) => {
+                let uid = made["metadata"]["uid"].as_str().unwrap_or("").to_string();
+                self.checks.other_bound.insert(uid, self.api.rv());
+                self.note(format!(
+                    "user: pod {name} created on node {node} ({gpus} GPUs)"
+                ));
+            }
+            Err(e) => self.note(format!("user: pod {name} on node {node} refused: {e}")),
+        }
     }
 }
 

@@ -316,6 +316,23 @@ fn without_pods(evicted: Option<&Evicted>, before: Option<Value>) -> Value {
     }
 }
 
+/// Whether `status`, last written for a group with no pods, is what the
+/// group keeps while it has none (what took its pods, or waiting for its
+/// first): such a group needs no status work until a pod or an eviction
+/// of it appears (a cycle then skips it; thousands of finished groups
+/// cost nothing).
+pub fn settled_without_pods(status: &Value) -> bool {
+    let phase = status["phase"].as_str().unwrap_or("");
+    let waiting = phase == "Pending"
+        && status["conditions"]
+            .as_array()
+            .and_then(|l| l.iter().find(|c| c["type"] == "Scheduled"))
+            .is_some_and(|c| c["reason"] == "WaitingForPods");
+    (GONE.contains(&phase) || waiting)
+        && status["scheduled"].as_u64() == Some(0)
+        && status["running"].as_u64() == Some(0)
+}
+
 fn push_evicted(status: &mut Value, e: &Evicted) {
     if let Some(list) = status["conditions"].as_array_mut() {
         list.push(condition("Evicted", true, &e.reason, &e.message));

@@ -219,6 +219,19 @@ impl Service {
                     .map(Option::unwrap_or_default)
             };
             let cache = &self.group_statuses;
+            // Groups with no pods whose status already says so are
+            // skipped (groups with pods come from the snapshot and the
+            // counts, whatever this list holds).
+            let evicted = &self.evicted;
+            let groups: Vec<String> = groups
+                .into_iter()
+                .filter(|id| {
+                    evicted.contains_key(id)
+                        || !cache
+                            .last(id)
+                            .is_some_and(crate::group_status::settled_without_pods)
+                })
+                .collect();
             let inputs = crate::group_status::Inputs {
                 counts: &counts,
                 groups: &groups,

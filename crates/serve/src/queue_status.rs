@@ -310,6 +310,13 @@ impl StatusCache {
     ) -> Vec<(String, Value)> {
         let mut out = Vec::new();
         for (name, status) in now {
+            // Unchanged since written: nothing to read or write (the
+            // common case, without a copy of what the API shows).
+            if let Some(w) = self.written.get(&name)
+                && with_times(status.clone(), Some(w), at) == *w
+            {
+                continue;
+            }
             let Some(shown) = observed(&name) else {
                 continue;
             };

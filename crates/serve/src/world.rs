@@ -71,8 +71,9 @@ pub struct World {
     /// and where its transition times come from).
     statuses: BTreeMap<(usize, Key), Value>,
     /// `metadata.generation` of the same objects (bumped by spec changes
-    /// only, where status is a subresource).
-    generations: BTreeMap<(usize, Key), i64>,
+    /// only, where status is a subresource), with their labels and
+    /// annotations as text: what a status-only change leaves as it was.
+    generations: BTreeMap<(usize, Key), (i64, String)>,
     /// Whether pods are held for inferred groups (`service.inferPodGroups`).
     infer: bool,
     scheduler_name: String,
@@ -185,7 +186,11 @@ impl World {
                 if let Some(seen) = self.listing.get_mut(&stream) {
                     seen.insert(key.clone());
                 }
-                if self.to_hold(&object) {
+                if self.status_only(stream, &object) {
+                    // Only the status changed (most often the service's
+                    // own write coming back): nothing to read again.
+                    self.keep_status(stream, &key, &object);
+                } else if self.to_hold(&object) {
                     self.remove(stream, &key);
                     self.held.insert(key, (stream, object));
                 } else {
@@ -250,7 +255,8 @@ impl World {
             let status = object.get("status").cloned().unwrap_or(Value::Null);
             self.statuses.insert((stream, key.clone()), status);
             if let Some(g) = object["metadata"]["generation"].as_i64() {
-                self.generations.insert((stream, key.clone()), g);
+                self.generations
+                    .insert((stream, key.clone()), (g, meta_text(object)));
             }
         }
     }
@@ -262,7 +268,9 @@ impl World {
         let key = key_of(object);
         matches!(key.0.as_str(), "Queue" | "PodGroup")
             && object["metadata"]["generation"].as_i64().is_some_and(|g| {
-                self.generations.get(&(stream, key.clone())) == Some(&g)
+                self.generations
+                    .get(&(stream, key.clone()))
+                    .is_some_and(|(was, meta)| *was == g && *meta == meta_text(object))
                     && self.known.get(&stream).is_some_and(|k| k.contains(&key))
             })
     }
@@ -284,6 +292,13 @@ impl World {
             self.state.apply(Change::Object(change));
         }
     }
+}
+
+/// An object's labels and annotations as text, to tell a status-only
+/// change from one of its metadata.
+fn meta_text(object: &Value) -> String {
+    let m = &object["metadata"];
+    format!("{}{}", m["labels"], m["annotations"])
 }
 
 /// A pod bound to a node, not terminating and not finished.
@@ -575,5 +590,48 @@ mod tests {
         off.handle(applied(owned_pod("x")));
         assert!(off.held.is_empty());
         assert_eq!(names(&mut off).1, vec!["ml/x".to_string()]);
+    }
+
+    #[test]
+    fn a_status_write_coming_back_is_no_news_and_a_spec_change_is() {
+        let mut w = World::new(LoadOptions::default());
+        let group = |generation: i64, min: u32, phase: &str| {
+            json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+                   "metadata": {"name": "g", "namespace": "ml", "generation": generation},
+                   "spec": {"minMember": min}, "status": {"phase": phase}})
+        };
+        w.handle(WorldEvent::ListStart { stream: 0 });
+        w.handle(WorldEvent::Applied {
+            stream: 0,
+            object: group(1, 2, "Pending"),
+        });
+        w.handle(WorldEvent::ListDone { stream: 0 });
+        let news = w.handle(WorldEvent::Applied {
+            stream: 0,
+            object: group(1, 2, "Running"),
+        });
+        assert!(!news, "only the status changed");
+        assert_eq!(
+            w.status_of(0, "PodGroup", "ml", "g")
+                .map(|s| s["phase"].clone()),
+            Some(json!("Running")),
+            "the status shown is kept"
+        );
+        let mut labelled = group(1, 2, "Running");
+        labelled["metadata"]["labels"] = json!({"trainyard.io/queue": "a"});
+        assert!(
+            w.handle(WorldEvent::Applied {
+                stream: 0,
+                object: labelled
+            }),
+            "a label changed"
+        );
+        assert!(
+            w.handle(WorldEvent::Applied {
+                stream: 0,
+                object: group(2, 3, "Running")
+            }),
+            "the spec changed"
+        );
     }
 }

@@ -597,6 +597,11 @@ pub fn bind(state: &mut State, def: &ResourceDef, pod: &Value, node: &str) -> Va
     conds.retain(|c| c["type"] != "PodScheduled");
     conds.push(cond("PodScheduled", "True", &at));
     p["status"]["conditions"] = json!(conds);
+    // kube-apiserver ≥ 1.34 clears the nomination in the same write
+    // (KEP-5278, kubernetes#132443): a bound pod is nominated nowhere.
+    if let Some(status) = p["status"].as_object_mut() {
+        status.remove("nominatedNodeName");
+    }
     state.store.commit(&def.key(), EventType::Modified, p)
 }
 

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use serde_json::json;
 use trainyard_testapi::{Config, TestApiServer};
+
+mod common;
+use common::{free_port, gpu_node_and_pod};
+use k8s_openapi::api::core::v1::Pod;
 
 fn trainyard(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_trainyard"))
@@ -214,14 +215,6 @@ fn two_contexts(lab_url: &str) -> String {
     )
 }
 
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 fn http_get(port: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
@@ -234,39 +227,6 @@ fn http_get(port: u16, path: &str) -> Option<String> {
     let mut body = String::new();
     s.read_to_string(&mut body).ok()?;
     Some(body)
-}
-
-async fn node_and_pod(client: &kube::Client) -> Api<Pod> {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node: Node = serde_json::from_value(json!({"metadata": {"name": "gpu-1"}})).expect("node");
-    nodes
-        .create(&PostParams::default(), &node)
-        .await
-        .expect("node");
-    nodes
-        .patch_status(
-            "gpu-1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
-                "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
-                "conditions": [{"type": "Ready", "status": "True"}]
-            }})),
-        )
-        .await
-        .expect("node status");
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "train-0"},
-        "spec": {"schedulerName": "trainyard",
-                 "containers": [{"name": "c", "image": "train:1",
-                                 "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}
-    }))
-    .expect("pod");
-    pods.create(&PostParams::default(), &pod)
-        .await
-        .expect("pod");
-    pods
 }
 
 fn serve(args: &[&str], dir: &Path) -> tokio::process::Child {
@@ -303,7 +263,7 @@ async fn serve_connects_with_the_kubeconfig_and_context_given_and_serves_where_t
         two_contexts("http://127.0.0.1:1").replace("{TEST}", &server.url()),
     )
     .expect("kubeconfig");
-    let pods = node_and_pod(&client).await;
+    let pods = gpu_node_and_pod(&client, 2).await;
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
     let mut child = serve(

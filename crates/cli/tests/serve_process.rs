@@ -6,10 +6,12 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use serde_json::json;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
 use trainyard_testapi::{Config, TestApiServer};
+
+mod common;
+use common::gpu_node_and_pod;
 
 async fn holder(leases: &Api<Lease>) -> Option<String> {
     leases
@@ -41,35 +43,7 @@ async fn sigterm_stops_the_service_releases_the_lease_and_exits_zero() {
     )
     .expect("settings");
 
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node: Node = serde_json::from_value(json!({"metadata": {"name": "gpu-1"}})).expect("node");
-    nodes
-        .create(&PostParams::default(), &node)
-        .await
-        .expect("node");
-    nodes
-        .patch_status(
-            "gpu-1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
-                "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
-                "conditions": [{"type": "Ready", "status": "True"}]
-            }})),
-        )
-        .await
-        .expect("node status");
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "train-0"},
-        "spec": {"schedulerName": "trainyard",
-                 "containers": [{"name": "c", "image": "train:1",
-                                 "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}
-    }))
-    .expect("pod");
-    pods.create(&PostParams::default(), &pod)
-        .await
-        .expect("pod");
+    let pods = gpu_node_and_pod(&client, 2).await;
 
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_trainyard"))
         .arg("serve")

@@ -7,10 +7,11 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use serde_json::json;
+use k8s_openapi::api::core::v1::Pod;
 use trainyard_testapi::{Config, TestApiServer};
+
+mod common;
+use common::{free_port, gpu_node_and_pod};
 
 fn trainyard(args: &[&str]) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_trainyard"))
@@ -18,13 +19,6 @@ fn trainyard(args: &[&str]) -> Output {
         .env_remove("COLUMNS")
         .output()
         .expect("binary runs")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 fn serve(kubeconfig: &Path, settings: &Path, port: u16) -> tokio::process::Child {
@@ -58,39 +52,6 @@ async fn ask(args: Vec<String>) -> Output {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the service never answered on its --http-address");
-}
-
-async fn gpu_node_and_pod(client: &kube::Client) -> Api<Pod> {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let node: Node = serde_json::from_value(json!({"metadata": {"name": "gpu-1"}})).expect("node");
-    nodes
-        .create(&PostParams::default(), &node)
-        .await
-        .expect("node");
-    nodes
-        .patch_status(
-            "gpu-1",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"status": {
-                "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
-                "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8"},
-                "conditions": [{"type": "Ready", "status": "True"}]
-            }})),
-        )
-        .await
-        .expect("node status");
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
-    let pod: Pod = serde_json::from_value(json!({
-        "metadata": {"name": "train-0"},
-        "spec": {"schedulerName": "trainyard",
-                 "containers": [{"name": "c", "image": "train:1",
-                                 "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}
-    }))
-    .expect("pod");
-    pods.create(&PostParams::default(), &pod)
-        .await
-        .expect("pod");
-    pods
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -135,7 +96,7 @@ async fn usage_asked_of_a_running_scheduler_counts_the_open_hour_and_running_job
     .expect("settings");
     let port = free_port();
     let mut child = serve(&kubeconfig, &settings, port);
-    let pods = gpu_node_and_pod(&client).await;
+    let pods = gpu_node_and_pod(&client, 8).await;
     let bound = |p: Option<&Pod>| {
         p.and_then(|p| p.spec.as_ref())
             .is_some_and(|s| s.node_name.is_some())

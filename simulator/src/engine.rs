@@ -300,6 +300,7 @@ impl<'a> Engine<'a> {
             heap: BinaryHeap::new(),
             seq: 0,
             world: ClusterState::from_snapshot(Snapshot {
+                dra: Default::default(),
                 nodes: input.nodes.iter().cloned().map(Arc::new).collect(),
                 queues: Arc::new(input.queues.clone()),
                 jobs: Vec::new(),

@@ -72,6 +72,7 @@ impl SimJob {
             for _ in 0..group.count {
                 let name = task_name(&self.id, tasks.len() as u32);
                 tasks.push(Task {
+                    claims: Vec::new(),
                     key: TaskKey::named(name.clone()),
                     name,
                     subgroup: group.subgroup.clone(),

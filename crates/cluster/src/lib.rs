@@ -90,6 +90,9 @@ pub struct ClusterState {
     external: BTreeMap<String, Arc<ExternalPod>>,
     queues: Arc<QueueTree>,
     topology: Option<Arc<Topology>>,
+    /// DRA devices, claims and selector matches (`trainyard_model::dra`),
+    /// as the last resync gave them.
+    dra: Arc<trainyard_model::dra::Dra>,
     /// The objects the jobs come from, when the world is fed objects.
     objects: Option<Box<objects::Objects>>,
     /// The last snapshot, and what changed since: the next one is this one
@@ -530,7 +533,10 @@ impl ClusterState {
                     usage: _,
                     user_usage: _,
                     runtimes: _,
+                    dra,
                 } = snap;
+                self.dra = dra;
+                self.stale.meta = true;
                 self.nodes.clear();
                 for n in nodes {
                     if let Some(old) = self.nodes.insert(n.name.clone(), n) {
@@ -686,6 +692,7 @@ impl ClusterState {
         let stale = std::mem::take(&mut self.stale);
         let Some(mut cache) = self.cache.take() else {
             let snap = Arc::new(Snapshot {
+                dra: self.dra.clone(),
                 nodes: self.nodes.values().cloned().collect(),
                 queues: self.queues.clone(),
                 jobs: self
@@ -720,6 +727,7 @@ impl ClusterState {
             if stale.meta {
                 s.queues = self.queues.clone();
                 s.topology = self.topology.clone();
+                s.dra = self.dra.clone();
             }
             if stale.usage {
                 s.usage = self.decayed.clone();

@@ -293,6 +293,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     external.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Loaded {
         snapshot: Snapshot {
+            dra: Default::default(),
             nodes: nodes.into_iter().map(|(_, n)| Arc::new(n)).collect(),
             queues: Arc::new(tree),
             jobs: jobs.into_iter().map(Arc::new).collect(),

@@ -38,6 +38,10 @@ pub struct PlacementConstraints {
     /// host ports (`crate::podrules`). Empty for most tasks.
     #[serde(default, skip_serializing_if = "PodRules::is_empty")]
     pub pod_rules: PodRules,
+    /// What the pod's DRA claims ask, by value (`crate::dra::ClaimNeed`);
+    /// the claims themselves are `Task::claims`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<crate::dra::ClaimNeed>,
 }
 
 impl PlacementConstraints {
@@ -128,6 +132,10 @@ pub struct Task {
     /// recreates it once it is deleted; `None`, a bare pod, gone for good.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub controller: Option<String>,
+    /// The pod's DRA claims (`spec.resourceClaims`), in order; each names
+    /// a claim of `Snapshot::dra`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<crate::dra::PodClaim>,
 }
 
 impl Task {
@@ -275,6 +283,7 @@ impl Job {
             .into_iter()
             .enumerate()
             .map(|(i, requests)| Task {
+                claims: Vec::new(),
                 name: format!("{id}-{i}"),
                 key: TaskKey::named(format!("{id}-{i}")),
                 subgroup: None,

@@ -7,6 +7,7 @@
 //! global state. Parsing user-facing documents lives in `trainyard-crd` and
 //! `trainyard-ingest`; scheduling lives in `trainyard-sched`.
 
+pub mod dra;
 pub mod ids;
 pub mod job;
 pub mod node;

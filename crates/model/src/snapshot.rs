@@ -73,6 +73,14 @@ pub struct Snapshot {
     /// when it declares no walltime. Shared like `usage`.
     #[serde(default, skip_serializing_if = "empty")]
     pub runtimes: Arc<BTreeMap<String, RuntimeSamples>>,
+    /// Dynamic Resource Allocation: devices per node, claims, selector
+    /// matches (`crate::dra`). Empty on clusters without DRA.
+    #[serde(default, skip_serializing_if = "dra_empty")]
+    pub dra: Arc<crate::dra::Dra>,
+}
+
+fn dra_empty(d: &Arc<crate::dra::Dra>) -> bool {
+    d.is_empty()
 }
 
 fn empty<K, V>(m: &Arc<BTreeMap<K, V>>) -> bool {
@@ -91,6 +99,7 @@ impl Snapshot {
             usage: Arc::default(),
             user_usage: Arc::default(),
             runtimes: Arc::default(),
+            dra: Arc::default(),
         }
     }
 

@@ -201,6 +201,7 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
                 None
             });
             Task {
+                claims: Vec::new(),
                 name: m.pod.key(),
                 key: TaskKey {
                     namespace: m.pod.namespace.clone(),

@@ -370,6 +370,7 @@ impl K8sPod {
             never_preempts: spec.preemption_policy.0,
             requests,
             constraints: PlacementConstraints {
+                claims: Vec::new(),
                 node_selector: spec.node_selector,
                 required_affinity,
                 tolerations,

@@ -182,4 +182,24 @@ pub struct Decisions {
     /// Inconsistencies in the input the cycle worked around.
     pub warnings: Vec<String>,
     pub stats: CycleStats,
+    /// DRA claims the binds need written before they are made: a fresh
+    /// allocation, or a claim allocated already that a bound pod joins
+    /// (`status.reservedFor`). In bind order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ClaimDecision>,
+}
+
+/// A claim to allocate or reserve for the pods of this cycle's binds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimDecision {
+    /// `namespace/name`.
+    pub claim: String,
+    pub node: NodeName,
+    /// The pods of this cycle's binds that use it (`reservedFor`).
+    pub pods: Vec<TaskKey>,
+    /// The devices allocated by this cycle; `None` when the claim was
+    /// allocated before and the pods only join it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<Vec<trainyard_model::dra::AllocatedDevice>>,
 }

@@ -8,6 +8,7 @@
 pub mod allocate;
 pub mod config;
 pub mod decisions;
+pub mod dra;
 pub mod fairshare;
 pub mod fragmentation;
 pub mod hash;
@@ -25,6 +26,7 @@ pub use config::{
     TypicalPodsConfig,
 };
 pub use decisions::{
-    Bind, CycleStats, Decisions, Eviction, EvictionKind, FilterReason, GangPlacement,
-    NominationDecision, PendingJob, PendingReason, QueueReport, Reservation, Withdrawal,
+    Bind, ClaimDecision, CycleStats, Decisions, Eviction, EvictionKind, FilterReason,
+    GangPlacement, NominationDecision, PendingJob, PendingReason, QueueReport, Reservation,
+    Withdrawal,
 };

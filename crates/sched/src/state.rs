@@ -1,8 +1,11 @@
 //! Mutable per-cycle state: what is free on each node, device by device,
 //! with an undo log so a gang's tentative placements can be rolled back.
 
+use trainyard_model::dra::ClaimNeed;
 use trainyard_model::resources::MILLI_PER_GPU;
 use trainyard_model::{GpuDevice, Node, PlacementConstraints, Resources, Task};
+
+use crate::dra::DraState;
 
 use crate::decisions::FilterReason;
 
@@ -108,6 +111,9 @@ pub struct PodView<'a> {
     /// (conservative backfill). `i64::MAX`: no walltime, or no reservation
     /// to compare with.
     pub ends: i64,
+    /// The pod's DRA claims (`PlacementConstraints::claims`): placed only
+    /// where they can be allocated, and allocated when taken.
+    pub claims: &'a [ClaimNeed],
 }
 
 impl<'a> PodView<'a> {
@@ -127,6 +133,7 @@ impl<'a> PodView<'a> {
             salt: 0,
             member: None,
             ends: i64::MAX,
+            claims: &c.claims,
         }
     }
 
@@ -156,6 +163,9 @@ pub struct NodeState {
     /// what pods that end later took since. Pods that end by
     /// `held_until` do not count: they are gone by then.
     pub held_slack: Resources,
+    /// The node's DRA devices and what is in use, when the snapshot has
+    /// DRA objects (`crate::dra`).
+    pub dra: Option<Box<DraState>>,
 }
 
 const FULL: u16 = MILLI_PER_GPU as u16;
@@ -170,7 +180,13 @@ impl NodeState {
             members: Vec::new(),
             held_until: i64::MAX,
             held_slack: Resources::zero(),
+            dra: None,
         }
+    }
+
+    /// Whether the pod's DRA claims can be allocated here now.
+    pub fn claims_fit(&self, pod: &PodView) -> bool {
+        pod.claims.is_empty() || self.dra.as_ref().is_some_and(|d| d.fits(pod.claims))
     }
 
     pub fn free_whole_gpus(&self) -> u32 {
@@ -248,11 +264,12 @@ impl NodeState {
         if node.max_pods.is_some_and(|max| self.pods >= max) || !self.non_gpu_fits(pod) {
             return false;
         }
-        match pod.ask {
+        let gpus = match pod.ask {
             GpuAsk::None => true,
             GpuAsk::Whole(n) => self.usable_whole(node, pod) >= n,
             _ => (0..self.gpu_used.len()).any(|j| self.share_on(node, j, pod).is_some()),
-        }
+        };
+        gpus && self.claims_fit(pod)
     }
 
     /// Whether the pod fits now; the first reason when it does not.
@@ -266,6 +283,20 @@ impl NodeState {
     /// [`fit`](Self::fit) but for the node's hold: what the pod's end
     /// (`PodView::ends`) does not change.
     pub fn fit_capacity(&self, node: &Node, pod: &PodView) -> Result<(), FilterReason> {
+        self.fit_non_dra(node, pod)?;
+        if pod.claims.is_empty() {
+            return Ok(());
+        }
+        match &self.dra {
+            None => Err(FilterReason::Devices("no DRA devices".to_string())),
+            Some(d) => match d.miss(pod.claims) {
+                None => Ok(()),
+                Some(m) => Err(FilterReason::Devices(crate::dra::miss_text(d, &m))),
+            },
+        }
+    }
+
+    fn fit_non_dra(&self, node: &Node, pod: &PodView) -> Result<(), FilterReason> {
         if let Some(max) = node.max_pods
             && self.pods >= max
         {
@@ -328,6 +359,14 @@ impl NodeState {
     /// for whole-GPU and CPU-only pods, for shares an upper bound that
     /// ignores how they would pack across devices. Sizes topology domains.
     pub fn copies(&self, node: &Node, pod: &PodView) -> u32 {
+        let n = self.copies_non_dra(node, pod);
+        match &self.dra {
+            Some(d) if n > 0 && !pod.claims.is_empty() => d.copies(pod.claims, n),
+            _ => n,
+        }
+    }
+
+    fn copies_non_dra(&self, node: &Node, pod: &PodView) -> u32 {
         if !self.fits(node, pod) {
             return 0;
         }
@@ -443,6 +482,11 @@ impl NodeState {
         if let Some(m) = pod.member {
             self.members.push(m);
         }
+        if !pod.claims.is_empty()
+            && let Some(d) = self.dra.as_mut()
+        {
+            d.take(pod.claims);
+        }
     }
 }
 
@@ -508,6 +552,11 @@ impl NodeState {
             && let Some(i) = self.members.iter().position(|&x| x == m)
         {
             self.members.swap_remove(i);
+        }
+        if !pod.claims.is_empty()
+            && let Some(d) = self.dra.as_mut()
+        {
+            d.give(pod.claims);
         }
     }
 }

@@ -1,11 +1,12 @@
 //! The end of a cycle: what it decided, made `Decisions`, with the
 //! nominations it withdraws and the queue table.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use trainyard_model::{JobId, NodeName, QueueId, QueueTree, TaskKey, TaskState};
 
 use super::Cycle;
+use crate::decisions::{Bind, ClaimDecision};
 use crate::decisions::{Decisions, PendingJob, PendingReason, QueueReport, Withdrawal};
 
 impl Cycle<'_> {
@@ -89,9 +90,90 @@ impl Cycle<'_> {
         out
     }
 
+    /// The claims this cycle's binds need: each node's fresh allocations
+    /// given to the pods bound there (a pod's own claims by value: pods of
+    /// one spec on one node are interchangeable), and claims allocated
+    /// before that bound pods join.
+    fn claim_decisions(&self, binds: &[Bind]) -> Vec<ClaimDecision> {
+        use trainyard_model::dra::ClaimNeed;
+        if binds.is_empty() || self.ledger.state.nodes().iter().all(|s| s.dra.is_none()) {
+            return Vec::new();
+        }
+        let by_id: HashMap<&str, usize> = self
+            .ledger
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(j, jw)| (jw.job.id.as_str(), j))
+            .collect();
+        // Per node: which fresh entries are given out already.
+        let mut given: HashMap<usize, Vec<bool>> = HashMap::new();
+        let mut out: Vec<ClaimDecision> = Vec::new();
+        let mut at: HashMap<String, usize> = HashMap::new();
+        for b in binds {
+            let Some(&j) = by_id.get(b.job.as_str()) else {
+                continue;
+            };
+            let Some(task) = self.ledger.jobs[j]
+                .job
+                .tasks
+                .iter()
+                .find(|t| t.key == b.task)
+            else {
+                continue;
+            };
+            let Ok(n) = self
+                .world
+                .nodes
+                .binary_search_by(|x| x.name.as_str().cmp(b.node.as_str()))
+            else {
+                continue;
+            };
+            let Some(dra) = self.ledger.state.nodes()[n].dra.as_ref() else {
+                continue;
+            };
+            for (need, pc) in task.constraints.claims.iter().zip(&task.claims) {
+                if let Some(&k) = at.get(&pc.claim) {
+                    out[k].pods.push(b.task.clone());
+                    continue;
+                }
+                let flags = given
+                    .entry(n)
+                    .or_insert_with(|| vec![false; dra.fresh.len()]);
+                let fresh = dra.fresh.iter().enumerate().position(|(i, f)| {
+                    !flags[i]
+                        && match (&f.owner, need) {
+                            (crate::dra::Owner::Own(a), ClaimNeed::Own(b)) => **a == **b,
+                            (crate::dra::Owner::Shared(a), ClaimNeed::Shared(b)) => *a == *b,
+                            _ => false,
+                        }
+                });
+                let allocation = fresh.map(|i| {
+                    flags[i] = true;
+                    crate::dra::results(&dra.node.devices, &dra.fresh[i].picks)
+                });
+                at.insert(pc.claim.clone(), out.len());
+                out.push(ClaimDecision {
+                    claim: pc.claim.clone(),
+                    node: b.node.clone(),
+                    pods: vec![b.task.clone()],
+                    allocation,
+                });
+            }
+        }
+        out
+    }
+
     pub(super) fn finish(mut self) -> Decisions {
         let reservations = self.finish_reservations();
         let withdrawals = self.withdrawals();
+        let binds: Vec<Bind> = std::mem::take(&mut self.outcome.binds)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
+            .map(|(_, b)| b)
+            .collect();
+        let claims = self.claim_decisions(&binds);
         let pending = self
             .outcome
             .pending
@@ -140,14 +222,8 @@ impl Cycle<'_> {
             );
         }
         Decisions {
-            binds: self
-                .outcome
-                .binds
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
-                .map(|(_, b)| b)
-                .collect(),
+            claims,
+            binds,
             placements: self.outcome.placements,
             evictions: self.outcome.evictions,
             nominations: self.outcome.nominations,

@@ -40,6 +40,66 @@ impl Search<'_, '_> {
     ) -> Result<(), usize> {
         let job = self.l.jobs[j].job;
         let head = &job.tasks[run[0]];
+        // A claim shared by pods and not allocated before: the first pod
+        // allocates it on its node, and the others go there too.
+        if let Some(shared) = self.unallocated_shared(head) {
+            let pinned: Vec<usize> = (0..self.w.nodes.len())
+                .filter(|&n| {
+                    self.l.state.nodes()[n]
+                        .dra
+                        .as_ref()
+                        .is_some_and(|d| shared.iter().any(|k| d.holds(k)))
+                })
+                .filter(|n| scope.is_none_or(|s| s.contains(n)))
+                .collect();
+            if !pinned.is_empty() {
+                return self.place_run_once(run, j, placed, Some(&pinned), rail);
+            }
+            if run.len() > 1 {
+                self.place_run_once(&run[..1], j, placed, scope, rail)?;
+                return self
+                    .place_run(&run[1..], j, placed, scope, rail)
+                    .map_err(|p| p + 1);
+            }
+        }
+        self.place_run_once(run, j, placed, scope, rail)
+    }
+
+    /// The keys of `task`'s shared claims that no allocation existed for
+    /// at the start of the cycle; `None` when there are none.
+    fn unallocated_shared(&self, task: &trainyard_model::Task) -> Option<Vec<String>> {
+        let first = self.l.state.nodes().first()?.dra.as_ref()?;
+        let keys: Vec<String> = task
+            .constraints
+            .claims
+            .iter()
+            .filter_map(|c| match c {
+                trainyard_model::dra::ClaimNeed::Shared(k) => Some(k),
+                trainyard_model::dra::ClaimNeed::Own(_) => None,
+            })
+            .filter(|k| {
+                first
+                    .world
+                    .claims
+                    .get(*k)
+                    .is_some_and(|c| c.allocation.is_none())
+            })
+            .cloned()
+            .collect();
+        (!keys.is_empty()).then_some(keys)
+    }
+
+    /// [`place_run`](Self::place_run) once shared claims are settled.
+    fn place_run_once(
+        &mut self,
+        run: &[usize],
+        j: usize,
+        placed: &mut Vec<Placed>,
+        scope: Option<&[usize]>,
+        rail: Option<&topo::RailPlan>,
+    ) -> Result<(), usize> {
+        let job = self.l.jobs[j].job;
+        let head = &job.tasks[run[0]];
         let req = &head.requests;
         let key = self.m.static_filter(self.w, &head.constraints);
         let ends = self.l.ends_of(j);

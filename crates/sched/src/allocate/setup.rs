@@ -24,6 +24,7 @@ impl<'s> Cycle<'s> {
             .map(|(i, n)| (n.name.as_str(), i))
             .collect();
         let mut states: Vec<NodeState> = nodes.iter().map(|n| NodeState::new(n)).collect();
+        crate::dra::attach(snapshot, &nodes, &mut states);
         // The most any node has allocatable, per resource: a pod asking
         // for more can never be placed (`PendingReason::NeverFits`).
         let largest = largest_allocatable(&nodes);
@@ -286,6 +287,14 @@ impl<'s> Cycle<'s> {
             states[n].take(nodes[n], &pod, &slots);
             if let Some((j, t)) = owner {
                 bound_at[j].push((t, n, slots.into()));
+            }
+        }
+
+        // What bound pods hold of DRA devices is accounted; what comes
+        // next is this cycle's.
+        for st in &mut states {
+            if let Some(d) = st.dra.as_mut() {
+                d.settle();
             }
         }
 

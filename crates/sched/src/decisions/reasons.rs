@@ -38,6 +38,10 @@ pub enum FilterReason {
     /// The node is held for a starving gang's reservation, and the pod's
     /// job has no walltime that ends before the reservation starts.
     Reserved,
+    /// The pod's DRA claims cannot be allocated on the node: which
+    /// request, and how many devices it would need against how many are
+    /// free (`crate::dra`).
+    Devices(String),
 }
 
 impl fmt::Display for FilterReason {
@@ -64,6 +68,7 @@ impl fmt::Display for FilterReason {
             FilterReason::TopologySpread => f.write_str("topology spread skew"),
             FilterReason::HostPortInUse => f.write_str("host port in use"),
             FilterReason::Reserved => f.write_str("held for a reservation"),
+            FilterReason::Devices(why) => f.write_str(why),
         }
     }
 }

@@ -196,7 +196,7 @@ proptest! {
         }
         node.max_pods = max_pods;
         let free_gpu: u64 = used.iter().map(|u| 1000 - *u as u64).sum();
-        let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used, tags: Vec::new(), members: Vec::new(), held_until: i64::MAX, held_slack: Resources::zero() };
+        let s = NodeState { free: Resources::new(free_cpu, 1 << 30, free_gpu), pods, gpu_used: used, tags: Vec::new(), members: Vec::new(), held_until: i64::MAX, held_slack: Resources::zero(), dra: None };
         let req = Resources::new(cpu, 0, gpu);
         let c = PlacementConstraints { gpu_memory: mem_share, ..PlacementConstraints::default() };
         let pod = view(&req, &c);

@@ -1,0 +1,923 @@
+//! DRA devices of one node during a cycle: what is free, and the search
+//! that allocates a pod's claims there, inside the same transaction as
+//! the pod's CPU, memory and GPUs (a [`DraState`] lives in its
+//! [`crate::state::NodeState`] and is saved and rolled back with it).
+//!
+//! Selectors were evaluated at the edge: a request's devices are a
+//! [`DeviceMask`] per node. What is decided here is which of them, given
+//! what is in use, counters (partitionable devices), consumable capacity,
+//! taints, `All` mode, admin access and the claim's constraints. The
+//! search backtracks over requests and devices within a bounded number
+//! of steps, and when a pod does not fit beside the allocations this
+//! cycle made on the node, it tries again with all of them allocated
+//! together: an earlier pod's device choice is revisited, so a gang that
+//! fits is placed (kubernetes#138765).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use trainyard_model::dra::{
+    AllocatedDevice, AllocationMode, Claim, ClaimNeed, ClaimSpec, DeviceMask, Dra, NodeDevices,
+    SubRequest, taint_blocks,
+};
+
+/// Most steps one allocation search may take: a pod whose claims need
+/// more is treated as not fitting the node (and said so).
+pub const SEARCH_STEPS: u32 = 20_000;
+
+/// What a cycle reads of the DRA part of the snapshot, shared by nodes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DraWorld {
+    pub claims: BTreeMap<String, Arc<Claim>>,
+    /// Per selector set: why no device can be allocated for it (an
+    /// evaluation error, an unknown class), if so.
+    pub selector_problem: Vec<Option<String>>,
+    /// Per selector set: its class (for messages).
+    pub selector_class: Vec<String>,
+    pub selector_text: Vec<Vec<String>>,
+}
+
+impl DraWorld {
+    pub fn new(dra: &Dra) -> Self {
+        let selector_problem = dra
+            .selectors
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match dra.matches.get(i) {
+                None => Some(format!(
+                    "the selectors of class {} were not evaluated",
+                    s.class
+                )),
+                Some(m) if m.unknown_class => {
+                    Some(format!("device class {} does not exist", s.class))
+                }
+                Some(m) => m.error.clone(),
+            })
+            .collect();
+        DraWorld {
+            claims: dra.claims.clone(),
+            selector_problem,
+            selector_class: dra.selectors.iter().map(|s| s.class.clone()).collect(),
+            selector_text: dra
+                .selectors
+                .iter()
+                .map(|s| s.expressions.clone())
+                .collect(),
+        }
+    }
+}
+
+/// One node's devices as the cycle reads them.
+#[derive(Debug, PartialEq, Eq)]
+pub struct DraNode {
+    pub devices: Arc<NodeDevices>,
+    /// Per selector set: the devices it accepts here.
+    pub masks: Vec<DeviceMask>,
+    /// Per device: how many selector sets accept it. The search tries
+    /// the devices fewest requests want first, leaving the sought-after
+    /// ones to those that need them.
+    pub demand: Vec<u32>,
+    /// Per device: (counter slot, amount) it consumes while allocated.
+    pub draws: Vec<Vec<(usize, u64)>>,
+    /// Per counter slot: its set's total.
+    pub totals: Vec<u64>,
+}
+
+impl DraNode {
+    pub fn new(name: &str, devices: Arc<NodeDevices>, dra: &Dra) -> Self {
+        let n = devices.devices.len();
+        let masks: Vec<DeviceMask> = dra
+            .matches
+            .iter()
+            .map(|m| {
+                m.by_node
+                    .get(name)
+                    .cloned()
+                    .unwrap_or_else(|| DeviceMask::with_len(n))
+            })
+            .collect();
+        let demand = (0..n)
+            .map(|d| masks.iter().filter(|m| m.contains(d)).count() as u32)
+            .collect();
+        let mut slots: BTreeMap<(usize, &str), usize> = BTreeMap::new();
+        let mut totals = Vec::new();
+        for (s, set) in devices.counter_sets.iter().enumerate() {
+            for (c, v) in &set.counters {
+                slots.insert((s, c.as_str()), totals.len());
+                totals.push(*v);
+            }
+        }
+        let draws = devices
+            .devices
+            .iter()
+            .map(|d| {
+                let mut out = Vec::new();
+                for u in &d.consumes {
+                    let Some(s) = devices.counter_set(&d.driver, &d.pool, &u.set) else {
+                        // A counter set the pool does not publish: the
+                        // device can never be allocated (slot past the end).
+                        out.push((usize::MAX, 1));
+                        continue;
+                    };
+                    for (c, v) in &u.counters {
+                        out.push((
+                            slots.get(&(s, c.as_str())).copied().unwrap_or(usize::MAX),
+                            *v,
+                        ));
+                    }
+                }
+                out
+            })
+            .collect();
+        DraNode {
+            devices,
+            masks,
+            demand,
+            draws,
+            totals,
+        }
+    }
+}
+
+/// Gives every node its DRA state when the snapshot has DRA objects,
+/// with the devices of claims allocated before this cycle in use (held
+/// by the pods outside the snapshot that they are reserved for; bound
+/// tasks add themselves as they are accounted).
+pub fn attach(
+    snapshot: &trainyard_model::Snapshot,
+    nodes: &[&trainyard_model::Node],
+    states: &mut [crate::state::NodeState],
+) {
+    let dra = &snapshot.dra;
+    if dra.is_empty() {
+        return;
+    }
+    let world = Arc::new(DraWorld::new(dra));
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, (node, st)) in nodes.iter().zip(states.iter_mut()).enumerate() {
+        let devices = dra.nodes.get(&node.name).cloned().unwrap_or_default();
+        let dn = Arc::new(DraNode::new(&node.name, devices, dra));
+        st.dra = Some(Box::new(DraState::new(dn, world.clone())));
+        index.insert(node.name.as_str(), i);
+    }
+    let bound: std::collections::BTreeSet<&str> = snapshot
+        .jobs
+        .iter()
+        .flat_map(|j| j.tasks.iter())
+        .filter(|t| !t.is_pending())
+        .map(|t| t.name.as_str())
+        .collect();
+    for (key, claim) in &dra.claims {
+        let Some(a) = &claim.allocation else { continue };
+        let Some(n) = a.node.as_deref().and_then(|n| index.get(n)) else {
+            continue;
+        };
+        let outside = claim
+            .reserved_for
+            .iter()
+            .filter(|p| !bound.contains(p.as_str()))
+            .count() as u32;
+        if let Some(d) = states[*n].dra.as_mut() {
+            d.account_existing(key, &a.devices, outside);
+        }
+    }
+}
+
+/// A device chosen for a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pick {
+    pub device: u32,
+    /// The request, `req/sub` for a `firstAvailable` choice.
+    pub request: String,
+    pub admin: bool,
+    /// Capacity consumed on a device others may share.
+    pub consumed: Vec<(String, u64)>,
+}
+
+/// Whose allocation a [`Fresh`] entry is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Owner {
+    /// A pod's own claim, by value: pods of one spec on one node are
+    /// interchangeable, so the output gives each such pod one of them.
+    Own(Arc<ClaimSpec>),
+    /// A claim by key (shared by pods, or a PodGroup's).
+    Shared(String),
+}
+
+/// An allocation this cycle made on the node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fresh {
+    pub owner: Owner,
+    pub picks: Vec<Pick>,
+}
+
+/// What is in use on one node's devices.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DraState {
+    pub node: Arc<DraNode>,
+    pub world: Arc<DraWorld>,
+    /// Devices allocated (bit per device), but by admin access.
+    used: DeviceMask,
+    /// Capacity consumed on shared devices: (device, capacity) → amount.
+    consumed: BTreeMap<(u32, String), u64>,
+    /// Per counter slot: what is left.
+    left: Vec<u64>,
+    /// Allocations made this cycle, in order.
+    pub fresh: Vec<Fresh>,
+    /// Claims allocated on this node and the pods here holding them.
+    holders: BTreeMap<String, u32>,
+}
+
+/// Why a pod's claims cannot be allocated on a node.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Miss {
+    /// The node publishes no devices.
+    NoDevices,
+    /// A claim is allocated on another node.
+    Elsewhere(String),
+    /// Not enough devices for a request of a claim: (request name,
+    /// selector set, devices wanted; 0 for `All`).
+    Request(String, u32, u32),
+    /// A claim the pod names is not in the snapshot.
+    UnknownClaim(String),
+    /// The search gave up.
+    TooManySteps,
+}
+
+impl DraState {
+    pub fn new(node: Arc<DraNode>, world: Arc<DraWorld>) -> Self {
+        let n = node.devices.devices.len();
+        DraState {
+            used: DeviceMask::with_len(n),
+            consumed: BTreeMap::new(),
+            left: node.totals.clone(),
+            fresh: Vec::new(),
+            holders: BTreeMap::new(),
+            node,
+            world,
+        }
+    }
+
+    /// Marks an allocation that exists already (a claim's
+    /// `status.allocation` on this node), held by `holders` pods.
+    pub fn account_existing(&mut self, key: &str, devices: &[AllocatedDevice], holders: u32) {
+        let picks: Vec<Pick> = devices
+            .iter()
+            .filter_map(|a| {
+                let d = self.node.devices.position(&a.driver, &a.pool, &a.device)?;
+                Some(Pick {
+                    device: d as u32,
+                    request: a.request.clone(),
+                    admin: a.admin_access,
+                    consumed: a.consumed.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                })
+            })
+            .collect();
+        for p in &picks {
+            self.apply(p);
+        }
+        self.holders.insert(key.to_string(), holders);
+    }
+
+    /// Whether claim `key` is allocated on this node (before or in this
+    /// cycle).
+    pub fn holds(&self, key: &str) -> bool {
+        self.holders.contains_key(key)
+    }
+
+    /// Makes the allocations so far part of what is in use: bound pods'
+    /// claims are not this cycle's decisions.
+    pub fn settle(&mut self) {
+        self.fresh.clear();
+    }
+
+    /// Whether the claims fit now (the hot path).
+    pub fn fits(&self, claims: &[ClaimNeed]) -> bool {
+        self.plan(claims).is_ok()
+    }
+
+    /// The reason the claims do not fit, if they do not.
+    pub fn miss(&self, claims: &[ClaimNeed]) -> Option<Miss> {
+        self.plan(claims).err()
+    }
+
+    /// Allocates the claims (call after [`fits`](Self::fits)).
+    pub fn take(&mut self, claims: &[ClaimNeed]) {
+        let Ok(plan) = self.plan(claims) else {
+            return;
+        };
+        for key in &plan.joins {
+            *self.holders.entry(key.clone()).or_default() += 1;
+        }
+        if plan.joint {
+            // Earlier allocations of the cycle chosen again, together.
+            for f in std::mem::take(&mut self.fresh) {
+                for p in &f.picks {
+                    self.unapply(p);
+                }
+            }
+        }
+        for (owner, picks) in plan.allocations {
+            for p in &picks {
+                self.apply(p);
+            }
+            if let Owner::Shared(key) = &owner {
+                self.holders.entry(key.clone()).or_insert(1);
+            }
+            self.fresh.push(Fresh { owner, picks });
+        }
+    }
+
+    /// Gives back what [`take`](Self::take) took for a pod with `claims`
+    /// (or what a pod bound before holds): its own allocations, and a
+    /// shared claim's once its last holder here is gone.
+    pub fn give(&mut self, claims: &[ClaimNeed]) {
+        for need in claims {
+            match need {
+                ClaimNeed::Own(spec) => {
+                    let at = self
+                        .fresh
+                        .iter()
+                        .rposition(|f| matches!(&f.owner, Owner::Own(s) if s == spec));
+                    if let Some(at) = at {
+                        let f = self.fresh.remove(at);
+                        for p in &f.picks {
+                            self.unapply(p);
+                        }
+                    }
+                }
+                ClaimNeed::Shared(key) => {
+                    let Some(h) = self.holders.get_mut(key) else {
+                        continue;
+                    };
+                    *h = h.saturating_sub(1);
+                    if *h > 0 {
+                        continue;
+                    }
+                    self.holders.remove(key);
+                    if let Some(at) = self
+                        .fresh
+                        .iter()
+                        .position(|f| matches!(&f.owner, Owner::Shared(k) if k == key))
+                    {
+                        let f = self.fresh.remove(at);
+                        for p in &f.picks {
+                            self.unapply(p);
+                        }
+                    } else if let Some(a) = self
+                        .world
+                        .claims
+                        .get(key)
+                        .and_then(|c| c.allocation.clone())
+                    {
+                        // Allocated before this cycle: its devices are
+                        // free once the claim is released.
+                        for a in &a.devices {
+                            if let Some(d) =
+                                self.node.devices.position(&a.driver, &a.pool, &a.device)
+                            {
+                                self.unapply(&Pick {
+                                    device: d as u32,
+                                    request: a.request.clone(),
+                                    admin: a.admin_access,
+                                    consumed: a
+                                        .consumed
+                                        .iter()
+                                        .map(|(k, v)| (k.clone(), *v))
+                                        .collect(),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// How many pods with `claims` fit one after another (at most `max`).
+    pub fn copies(&self, claims: &[ClaimNeed], max: u32) -> u32 {
+        if claims.is_empty() {
+            return max;
+        }
+        if !self.fits(claims) {
+            return 0;
+        }
+        let mut s = self.clone();
+        s.take(claims);
+        if !claims.iter().any(|c| matches!(c, ClaimNeed::Own(_))) {
+            // Shared claims only: each further pod joins them.
+            return max;
+        }
+        let mut n = 1;
+        while n < max && s.fits(claims) {
+            s.take(claims);
+            n += 1;
+        }
+        n
+    }
+
+    /// Free devices a request's selector set accepts here (for messages).
+    pub fn free_matching(&self, selector: u32) -> (u32, u32) {
+        let Some(mask) = self.node.masks.get(selector as usize) else {
+            return (0, 0);
+        };
+        let total = mask.count();
+        let free = mask
+            .iter()
+            .filter(|&d| !self.used.contains(d) && self.counters_allow(d))
+            .count() as u32;
+        (free, total)
+    }
+
+    fn counters_allow(&self, d: usize) -> bool {
+        self.node.draws[d]
+            .iter()
+            .all(|&(slot, v)| self.left.get(slot).is_some_and(|l| *l >= v))
+    }
+
+    fn apply(&mut self, p: &Pick) {
+        let d = p.device as usize;
+        if p.admin {
+            return;
+        }
+        let multi = self.node.devices.devices[d].multi;
+        if multi {
+            for (cap, v) in &p.consumed {
+                *self.consumed.entry((p.device, cap.clone())).or_default() += v;
+            }
+        } else {
+            self.used.insert(d);
+        }
+        for &(slot, v) in &self.node.draws[d] {
+            if let Some(l) = self.left.get_mut(slot) {
+                *l = l.saturating_sub(v);
+            }
+        }
+    }
+
+    fn unapply(&mut self, p: &Pick) {
+        let d = p.device as usize;
+        if p.admin {
+            return;
+        }
+        let multi = self.node.devices.devices[d].multi;
+        if multi {
+            for (cap, v) in &p.consumed {
+                if let Some(c) = self.consumed.get_mut(&(p.device, cap.clone())) {
+                    *c = c.saturating_sub(*v);
+                }
+            }
+        } else if let Some(w) = self.used.0.get_mut(d / 64) {
+            *w &= !(1 << (d % 64));
+        }
+        for (k, &(slot, v)) in self.node.draws[d].iter().enumerate() {
+            let _ = k;
+            if let (Some(l), Some(t)) = (self.left.get_mut(slot), self.node.totals.get(slot)) {
+                *l = (*l + v).min(*t);
+            }
+        }
+    }
+
+    /// The allocations the claims need here, or why there are none.
+    fn plan(&self, claims: &[ClaimNeed]) -> Result<Plan, Miss> {
+        let mut needs: Vec<(Owner, &ClaimSpec)> = Vec::new();
+        let mut joins = Vec::new();
+        for need in claims {
+            match need {
+                ClaimNeed::Own(spec) => needs.push((Owner::Own(spec.clone()), spec)),
+                ClaimNeed::Shared(key) => {
+                    if self.holders.contains_key(key) {
+                        joins.push(key.clone());
+                        continue;
+                    }
+                    let Some(claim) = self.world.claims.get(key) else {
+                        return Err(Miss::UnknownClaim(key.clone()));
+                    };
+                    match &claim.allocation {
+                        // Allocated on another node (here it would be among
+                        // the holders); usable from any node otherwise.
+                        Some(a) => {
+                            if let Some(n) = &a.node {
+                                return Err(Miss::Elsewhere(format!("{key} on {n}")));
+                            }
+                        }
+                        None => needs.push((Owner::Shared(key.clone()), &claim.spec)),
+                    }
+                }
+            }
+        }
+        if needs.is_empty() {
+            return Ok(Plan {
+                allocations: Vec::new(),
+                joins,
+                joint: false,
+            });
+        }
+        let specs: Vec<&ClaimSpec> = needs.iter().map(|(_, s)| *s).collect();
+        let mut search = Search::new(self, &specs);
+        let first = search.run();
+        let picks = match first {
+            Ok(p) => p,
+            Err(miss) if self.fresh.is_empty() || miss == Miss::TooManySteps => return Err(miss),
+            Err(miss) => {
+                // Revisit: this cycle's allocations here and the new ones,
+                // chosen together.
+                let mut base = self.clone();
+                for f in &self.fresh {
+                    for p in &f.picks {
+                        base.unapply(p);
+                    }
+                }
+                let mut all: Vec<&ClaimSpec> = Vec::new();
+                let mut owners: Vec<Owner> = Vec::new();
+                for f in &self.fresh {
+                    let spec: &ClaimSpec = match &f.owner {
+                        Owner::Own(s) => s,
+                        Owner::Shared(k) => match self.world.claims.get(k) {
+                            Some(c) => &c.spec,
+                            None => return Err(miss),
+                        },
+                    };
+                    all.push(spec);
+                    owners.push(f.owner.clone());
+                }
+                all.extend(specs.iter().copied());
+                owners.extend(needs.iter().map(|(o, _)| o.clone()));
+                let Ok(picks) = Search::new(&base, &all).run() else {
+                    return Err(miss);
+                };
+                return Ok(Plan {
+                    allocations: owners.into_iter().zip(picks).collect(),
+                    joins,
+                    joint: true,
+                });
+            }
+        };
+        Ok(Plan {
+            allocations: needs.into_iter().map(|(o, _)| o).zip(picks).collect(),
+            joins,
+            joint: false,
+        })
+    }
+}
+
+/// The allocations a pod's claims need on a node.
+struct Plan {
+    allocations: Vec<(Owner, Vec<Pick>)>,
+    /// Shared claims already here that the pod joins.
+    joins: Vec<String>,
+    /// Whether `allocations` replace every fresh allocation of the node.
+    joint: bool,
+}
+
+/// One backtracking search over the requests of some claims.
+struct Search<'a> {
+    st: DraState,
+    specs: &'a [&'a ClaimSpec],
+    /// Per claim: the picks so far.
+    picks: Vec<Vec<Pick>>,
+    steps: u32,
+    /// The deepest request that failed (for the reason).
+    miss: Option<Miss>,
+}
+
+impl<'a> Search<'a> {
+    fn new(st: &DraState, specs: &'a [&'a ClaimSpec]) -> Self {
+        Search {
+            st: st.clone(),
+            specs,
+            picks: vec![Vec::new(); specs.len()],
+            steps: 0,
+            miss: None,
+        }
+    }
+
+    fn run(&mut self) -> Result<Vec<Vec<Pick>>, Miss> {
+        if self.st.node.devices.devices.is_empty() {
+            return Err(Miss::NoDevices);
+        }
+        if self.request(0, 0) {
+            Ok(std::mem::take(&mut self.picks))
+        } else if self.steps >= SEARCH_STEPS {
+            Err(Miss::TooManySteps)
+        } else {
+            Err(self.miss.clone().unwrap_or(Miss::NoDevices))
+        }
+    }
+
+    fn request(&mut self, c: usize, r: usize) -> bool {
+        let Some(spec) = self.specs.get(c) else {
+            return true;
+        };
+        let Some(req) = spec.requests.get(r) else {
+            return self.request(c + 1, 0);
+        };
+        for alt in &req.alternatives {
+            if let Some(p) = self.st.world.selector_problem.get(alt.selector as usize)
+                && p.is_some()
+            {
+                self.note(&req.name, alt);
+                continue;
+            }
+            let cands = self.candidates(c, &req.name, alt);
+            let ok = match alt.mode {
+                AllocationMode::ExactCount(k) => {
+                    self.choose(c, r, &req.name, alt, &cands, 0, k as usize)
+                }
+                AllocationMode::All => self.take_all(c, r, &req.name, alt, &cands),
+            };
+            if ok {
+                return true;
+            }
+            self.note(&req.name, alt);
+            if self.steps >= SEARCH_STEPS {
+                return false;
+            }
+        }
+        false
+    }
+
+    fn note(&mut self, request: &str, alt: &SubRequest) {
+        if self.miss.is_none() {
+            let wanted = match alt.mode {
+                AllocationMode::ExactCount(k) => k,
+                AllocationMode::All => 0,
+            };
+            self.miss = Some(Miss::Request(request.to_string(), alt.selector, wanted));
+        }
+    }
+
+    /// Devices the alternative may take now, fewest-wanted first.
+    fn candidates(&self, c: usize, request: &str, alt: &SubRequest) -> Vec<usize> {
+        let node = &self.st.node;
+        let Some(mask) = node.masks.get(alt.selector as usize) else {
+            return Vec::new();
+        };
+        let mut out: Vec<usize> = mask
+            .iter()
+            .filter(|&d| self.available(c, d, request, alt).is_some())
+            .collect();
+        out.sort_by_key(|&d| (node.demand[d], d));
+        out
+    }
+
+    /// The capacity the alternative would consume on device `d`, if it
+    /// may take it now.
+    fn available(
+        &self,
+        c: usize,
+        d: usize,
+        request: &str,
+        alt: &SubRequest,
+    ) -> Option<Vec<(String, u64)>> {
+        let dev = &self.st.node.devices.devices[d];
+        if dev.taints.iter().any(|t| taint_blocks(t, &alt.tolerations)) {
+            return None;
+        }
+        // A device serves one request of one claim once.
+        if self.picks[c].iter().any(|p| p.device as usize == d) {
+            return None;
+        }
+        let _ = request;
+        if alt.admin_access {
+            return Some(Vec::new());
+        }
+        if !self.st.counters_allow(d) {
+            return None;
+        }
+        if dev.multi {
+            let mut consumed = Vec::new();
+            for (name, cap) in &dev.capacity {
+                let asked = alt.capacity.get(name).copied();
+                let charge = match &cap.policy {
+                    Some(p) => p.charge(asked)?,
+                    None => asked.unwrap_or(cap.value),
+                };
+                let used = self
+                    .st
+                    .consumed
+                    .get(&(d as u32, name.clone()))
+                    .copied()
+                    .unwrap_or(0);
+                if used.checked_add(charge)? > cap.value {
+                    return None;
+                }
+                consumed.push((name.clone(), charge));
+            }
+            // A capacity asked that the device does not have.
+            if alt.capacity.keys().any(|k| !dev.capacity.contains_key(k)) {
+                return None;
+            }
+            return Some(consumed);
+        }
+        if self.st.used.contains(d) {
+            return None;
+        }
+        for (name, asked) in &alt.capacity {
+            if dev.capacity.get(name).is_none_or(|cap| cap.value < *asked) {
+                return None;
+            }
+        }
+        Some(Vec::new())
+    }
+
+    /// Whether device `d` keeps claim `c`'s constraints with its picks.
+    fn constraints_hold(&self, c: usize, d: usize, request: &str, alt: &SubRequest) -> bool {
+        let dev = &self.st.node.devices.devices[d];
+        for k in &self.specs[c].constraints {
+            if !(k.covers(request) || k.covers(&alt.name)) {
+                continue;
+            }
+            let Some(v) = dev.attribute(&k.attribute) else {
+                return false;
+            };
+            for p in &self.picks[c] {
+                let (req, sub) = split_request(&p.request);
+                if !(k.covers(req) || k.covers(sub)) {
+                    continue;
+                }
+                let other = self.st.node.devices.devices[p.device as usize].attribute(&k.attribute);
+                let same = other == Some(v);
+                if k.distinct == same {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn choose(
+        &mut self,
+        c: usize,
+        r: usize,
+        request: &str,
+        alt: &SubRequest,
+        cands: &[usize],
+        from: usize,
+        k: usize,
+    ) -> bool {
+        if k == 0 {
+            return self.request(c, r + 1);
+        }
+        for i in from..cands.len() {
+            if cands.len() - i < k {
+                return false;
+            }
+            self.steps += 1;
+            if self.steps >= SEARCH_STEPS {
+                return false;
+            }
+            let d = cands[i];
+            // Availability may have changed with this claim's earlier
+            // picks (counters, shared capacity).
+            let Some(consumed) = self.available(c, d, request, alt) else {
+                continue;
+            };
+            if !self.constraints_hold(c, d, request, alt) {
+                continue;
+            }
+            let pick = Pick {
+                device: d as u32,
+                request: alt.name.clone(),
+                admin: alt.admin_access,
+                consumed,
+            };
+            self.st.apply(&pick);
+            self.picks[c].push(pick);
+            if self.choose(c, r, request, alt, cands, i + 1, k - 1) {
+                return true;
+            }
+            if let Some(p) = self.picks[c].pop() {
+                self.st.unapply(&p);
+            }
+        }
+        false
+    }
+
+    /// `All` mode: every device the selectors accept, none of them in
+    /// use (unless admin access), at least one.
+    fn take_all(
+        &mut self,
+        c: usize,
+        r: usize,
+        request: &str,
+        alt: &SubRequest,
+        cands: &[usize],
+    ) -> bool {
+        let Some(mask) = self.st.node.masks.get(alt.selector as usize) else {
+            return false;
+        };
+        let all: Vec<usize> = mask
+            .iter()
+            .filter(|&d| {
+                let dev = &self.st.node.devices.devices[d];
+                !dev.taints.iter().any(|t| taint_blocks(t, &alt.tolerations))
+            })
+            .collect();
+        if all.is_empty() || all.len() != cands.len() {
+            return false;
+        }
+        let before = self.picks[c].len();
+        for d in all {
+            self.steps += 1;
+            let Some(consumed) = self.available(c, d, request, alt) else {
+                self.undo_to(c, before);
+                return false;
+            };
+            if !self.constraints_hold(c, d, request, alt) {
+                self.undo_to(c, before);
+                return false;
+            }
+            let pick = Pick {
+                device: d as u32,
+                request: alt.name.clone(),
+                admin: alt.admin_access,
+                consumed,
+            };
+            self.st.apply(&pick);
+            self.picks[c].push(pick);
+        }
+        if self.request(c, r + 1) {
+            return true;
+        }
+        self.undo_to(c, before);
+        false
+    }
+
+    fn undo_to(&mut self, c: usize, len: usize) {
+        while self.picks[c].len() > len {
+            if let Some(p) = self.picks[c].pop() {
+                self.st.unapply(&p);
+            }
+        }
+    }
+}
+
+/// A node's reason in device terms, e.g. `request gpu: 2 free of 4
+/// wanted devices of class gpu.nvidia.com matching productName == "H100"`.
+pub fn miss_text(st: &DraState, miss: &Miss) -> String {
+    match miss {
+        Miss::NoDevices => "no DRA devices".to_string(),
+        Miss::Elsewhere(what) => format!("claim {what} is allocated on another node"),
+        Miss::UnknownClaim(key) => format!("claim {key} does not exist"),
+        Miss::TooManySteps => format!("device search gave up after {SEARCH_STEPS} steps"),
+        Miss::Request(request, selector, wanted) => {
+            let w = &st.world;
+            let at = *selector as usize;
+            if let Some(Some(problem)) = w.selector_problem.get(at) {
+                return format!("request {request}: {problem}");
+            }
+            let class = w.selector_class.get(at).map_or("", String::as_str);
+            let (free, total) = st.free_matching(*selector);
+            let exprs = w
+                .selector_text
+                .get(at)
+                .map(|e| e.join(" && "))
+                .unwrap_or_default();
+            let matching = if exprs.is_empty() {
+                String::new()
+            } else {
+                format!(" matching {exprs}")
+            };
+            if *wanted == 0 {
+                format!(
+                    "request {request}: {free} of {total} devices of class {class}{matching} free, all wanted"
+                )
+            } else {
+                format!(
+                    "request {request}: {free} free of {wanted} wanted devices of class {class}{matching}"
+                )
+            }
+        }
+    }
+}
+
+/// `req/sub` → (`req`, `req/sub`); `req` → (`req`, `req`).
+pub fn split_request(name: &str) -> (&str, &str) {
+    match name.split_once('/') {
+        Some((req, _)) => (req, name),
+        None => (name, name),
+    }
+}
+
+/// The devices of picks, as allocation results name them.
+pub fn results(node: &NodeDevices, picks: &[Pick]) -> Vec<AllocatedDevice> {
+    picks
+        .iter()
+        .filter_map(|p| {
+            let d = node.devices.get(p.device as usize)?;
+            Some(AllocatedDevice {
+                request: p.request.clone(),
+                driver: d.driver.clone(),
+                pool: d.pool.clone(),
+                device: d.name.clone(),
+                admin_access: p.admin,
+                consumed: p.consumed.iter().cloned().collect(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -4,6 +4,7 @@
 //! `All` mode, taints, a claim allocated before a restart), checked on
 //! the decisions.
 
+mod props;
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -216,16 +216,72 @@ pub struct Fresh {
 pub struct DraState {
     pub node: Arc<DraNode>,
     pub world: Arc<DraWorld>,
+    /// What is in use of the devices.
+    avail: Avail,
+    /// Allocations made this cycle, in order.
+    pub fresh: Vec<Fresh>,
+    /// Claims allocated on this node and the pods here holding them.
+    holders: BTreeMap<String, u32>,
+}
+
+/// What is in use of a node's devices: the part of [`DraState`] that a
+/// search changes as it tries devices (and copies, cheaply).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Avail {
     /// Devices allocated (bit per device), but by admin access.
     used: DeviceMask,
     /// Capacity consumed on shared devices: (device, capacity) → amount.
     consumed: BTreeMap<(u32, String), u64>,
     /// Per counter slot: what is left.
     left: Vec<u64>,
-    /// Allocations made this cycle, in order.
-    pub fresh: Vec<Fresh>,
-    /// Claims allocated on this node and the pods here holding them.
-    holders: BTreeMap<String, u32>,
+}
+
+impl Avail {
+    fn counters_allow(&self, node: &DraNode, d: usize) -> bool {
+        node.draws[d]
+            .iter()
+            .all(|&(slot, v)| self.left.get(slot).is_some_and(|l| *l >= v))
+    }
+
+    fn apply(&mut self, node: &DraNode, p: &Pick) {
+        let d = p.device as usize;
+        if p.admin {
+            return;
+        }
+        if node.devices.devices[d].multi {
+            for (cap, v) in &p.consumed {
+                *self.consumed.entry((p.device, cap.clone())).or_default() += v;
+            }
+        } else {
+            self.used.insert(d);
+        }
+        for &(slot, v) in &node.draws[d] {
+            if let Some(l) = self.left.get_mut(slot) {
+                *l = l.saturating_sub(v);
+            }
+        }
+    }
+
+    fn unapply(&mut self, node: &DraNode, p: &Pick) {
+        let d = p.device as usize;
+        if p.admin {
+            return;
+        }
+        if node.devices.devices[d].multi {
+            for (cap, v) in &p.consumed {
+                if let Some(c) = self.consumed.get_mut(&(p.device, cap.clone())) {
+                    *c = c.saturating_sub(*v);
+                }
+            }
+        } else if let Some(w) = self.used.0.get_mut(d / 64) {
+            *w &= !(1 << (d % 64));
+        }
+        for &(slot, v) in &node.draws[d] {
+            if let (Some(l), Some(t)) = (self.left.get_mut(slot), node.totals.get(slot)) {
+                *l = (*l + v).min(*t);
+            }
+        }
+    }
 }
 
 /// Why a pod's claims cannot be allocated on a node.
@@ -248,9 +304,11 @@ impl DraState {
     pub fn new(node: Arc<DraNode>, world: Arc<DraWorld>) -> Self {
         let n = node.devices.devices.len();
         DraState {
-            used: DeviceMask::with_len(n),
-            consumed: BTreeMap::new(),
-            left: node.totals.clone(),
+            avail: Avail {
+                used: DeviceMask::with_len(n),
+                consumed: BTreeMap::new(),
+                left: node.totals.clone(),
+            },
             fresh: Vec::new(),
             holders: BTreeMap::new(),
             node,
@@ -424,58 +482,21 @@ impl DraState {
         let total = mask.count();
         let free = mask
             .iter()
-            .filter(|&d| !self.used.contains(d) && self.counters_allow(d))
+            .filter(|&d| !self.avail.used.contains(d) && self.counters_allow(d))
             .count() as u32;
         (free, total)
     }
 
     fn counters_allow(&self, d: usize) -> bool {
-        self.node.draws[d]
-            .iter()
-            .all(|&(slot, v)| self.left.get(slot).is_some_and(|l| *l >= v))
+        self.avail.counters_allow(&self.node, d)
     }
 
     fn apply(&mut self, p: &Pick) {
-        let d = p.device as usize;
-        if p.admin {
-            return;
-        }
-        let multi = self.node.devices.devices[d].multi;
-        if multi {
-            for (cap, v) in &p.consumed {
-                *self.consumed.entry((p.device, cap.clone())).or_default() += v;
-            }
-        } else {
-            self.used.insert(d);
-        }
-        for &(slot, v) in &self.node.draws[d] {
-            if let Some(l) = self.left.get_mut(slot) {
-                *l = l.saturating_sub(v);
-            }
-        }
+        self.avail.apply(&self.node, p);
     }
 
     fn unapply(&mut self, p: &Pick) {
-        let d = p.device as usize;
-        if p.admin {
-            return;
-        }
-        let multi = self.node.devices.devices[d].multi;
-        if multi {
-            for (cap, v) in &p.consumed {
-                if let Some(c) = self.consumed.get_mut(&(p.device, cap.clone())) {
-                    *c = c.saturating_sub(*v);
-                }
-            }
-        } else if let Some(w) = self.used.0.get_mut(d / 64) {
-            *w &= !(1 << (d % 64));
-        }
-        for (k, &(slot, v)) in self.node.draws[d].iter().enumerate() {
-            let _ = k;
-            if let (Some(l), Some(t)) = (self.left.get_mut(slot), self.node.totals.get(slot)) {
-                *l = (*l + v).min(*t);
-            }
-        }
+        self.avail.unapply(&self.node, p);
     }
 
     /// The allocations the claims need here, or why there are none.
@@ -572,7 +593,8 @@ struct Plan {
 
 /// One backtracking search over the requests of some claims.
 struct Search<'a> {
-    st: DraState,
+    st: &'a DraState,
+    avail: Avail,
     specs: &'a [&'a ClaimSpec],
     /// Per claim: the picks so far.
     picks: Vec<Vec<Pick>>,
@@ -582,9 +604,10 @@ struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    fn new(st: &DraState, specs: &'a [&'a ClaimSpec]) -> Self {
+    fn new(st: &'a DraState, specs: &'a [&'a ClaimSpec]) -> Self {
         Search {
-            st: st.clone(),
+            st,
+            avail: st.avail.clone(),
             specs,
             picks: vec![Vec::new(); specs.len()],
             steps: 0,
@@ -682,7 +705,7 @@ impl<'a> Search<'a> {
         if alt.admin_access {
             return Some(Vec::new());
         }
-        if !self.st.counters_allow(d) {
+        if !self.avail.counters_allow(&self.st.node, d) {
             return None;
         }
         if dev.multi {
@@ -694,7 +717,7 @@ impl<'a> Search<'a> {
                     None => asked.unwrap_or(cap.value),
                 };
                 let used = self
-                    .st
+                    .avail
                     .consumed
                     .get(&(d as u32, name.clone()))
                     .copied()
@@ -710,7 +733,7 @@ impl<'a> Search<'a> {
             }
             return Some(consumed);
         }
-        if self.st.used.contains(d) {
+        if self.avail.used.contains(d) {
             return None;
         }
         for (name, asked) in &alt.capacity {
@@ -783,13 +806,13 @@ impl<'a> Search<'a> {
                 admin: alt.admin_access,
                 consumed,
             };
-            self.st.apply(&pick);
+            self.avail.apply(&self.st.node, &pick);
             self.picks[c].push(pick);
             if self.choose(c, r, request, alt, cands, i + 1, k - 1) {
                 return true;
             }
             if let Some(p) = self.picks[c].pop() {
-                self.st.unapply(&p);
+                self.avail.unapply(&self.st.node, &p);
             }
         }
         false
@@ -835,7 +858,7 @@ impl<'a> Search<'a> {
                 admin: alt.admin_access,
                 consumed,
             };
-            self.st.apply(&pick);
+            self.avail.apply(&self.st.node, &pick);
             self.picks[c].push(pick);
         }
         if self.request(c, r + 1) {
@@ -848,7 +871,7 @@ impl<'a> Search<'a> {
     fn undo_to(&mut self, c: usize, len: usize) {
         while self.picks[c].len() > len {
             if let Some(p) = self.picks[c].pop() {
-                self.st.unapply(&p);
+                self.avail.unapply(&self.st.node, &p);
             }
         }
     }

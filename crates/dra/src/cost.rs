@@ -61,9 +61,7 @@ fn walk(expr: &Expression) -> Estimate {
                 .map(|t| walk(t))
                 .chain(call.args.iter().map(walk))
                 .collect();
-            let cost = parts
-                .iter()
-                .fold(1u64, |acc, p| acc.saturating_add(p.cost));
+            let cost = parts.iter().fold(1u64, |acc, p| acc.saturating_add(p.cost));
             let size = match (call.func_name.as_str(), parts.as_slice()) {
                 ("_+_", [a, b]) => a.size.zip(b.size).map(|(a, b)| a.saturating_add(b)),
                 _ => None,
@@ -93,7 +91,9 @@ fn walk(expr: &Expression) -> Estimate {
         Expr::Comprehension(c) => {
             let range = walk(&c.iter_range);
             let n = range.size.unwrap_or(UNKNOWN_SIZE);
-            let per_element = walk(&c.loop_cond).cost.saturating_add(walk(&c.loop_step).cost);
+            let per_element = walk(&c.loop_cond)
+                .cost
+                .saturating_add(walk(&c.loop_step).cost);
             let cost = range
                 .cost
                 .saturating_add(walk(&c.accu_init).cost)

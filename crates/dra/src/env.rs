@@ -89,7 +89,10 @@ impl Evaluator {
                 .collect())
         };
         let fields = HashMap::from([
-            (key("driver"), Value::String(Arc::new(device.driver.clone()))),
+            (
+                key("driver"),
+                Value::String(Arc::new(device.driver.clone())),
+            ),
             (key("allowMultipleAllocations"), Value::Bool(device.multi)),
             (key("attributes"), nested(attributes)),
             (key("capacity"), nested(capacity)),
@@ -98,7 +101,11 @@ impl Evaluator {
     }
 
     /// Whether `selector` accepts `device`.
-    pub fn matches(&self, selector: &Selector, device: &DeviceInput) -> Result<bool, SelectorError> {
+    pub fn matches(
+        &self,
+        selector: &Selector,
+        device: &DeviceInput,
+    ) -> Result<bool, SelectorError> {
         let budget = Arc::new(Budget::new(MAX_COST));
         let mut scope = self.root.new_inner_scope();
         scope.add_variable_from_value("device", device.0.clone());
@@ -133,7 +140,7 @@ impl Evaluator {
     /// A capacity in milli-units as a Kubernetes quantity, built from the
     /// exact decimal text (`2`, `1500m`).
     fn quantity(&self, milli: u64) -> Value {
-        let text = if milli % 1000 == 0 {
+        let text = if milli.is_multiple_of(1000) {
             (milli / 1000).to_string()
         } else {
             format!("{milli}m")
@@ -315,7 +322,10 @@ fn optional_select(ftx: &FunctionContext) -> ResolveResult {
     };
     let operand = ftx.ptx.resolve(operand)?;
     let Value::String(field) = ftx.ptx.resolve(field)? else {
-        return Err(ExecutionError::function_error("_?._", "the field must be a name"));
+        return Err(ExecutionError::function_error(
+            "_?._",
+            "the field must be a name",
+        ));
     };
     let inner = match &operand {
         Value::Opaque(o) if o.runtime_type_name() == "optional_type" => {
@@ -345,7 +355,10 @@ fn bind(ftx: &FunctionContext) -> ResolveResult {
     let [name, init, body] = ftx.args else {
         return Err(ExecutionError::function_error(
             "cel.bind",
-            format!("takes 3 arguments (name, value, body), got {}", ftx.args.len()),
+            format!(
+                "takes 3 arguments (name, value, body), got {}",
+                ftx.args.len()
+            ),
         ));
     };
     let Expr::Ident(name) = &name.expr else {

@@ -96,7 +96,11 @@ pub(crate) fn show_value(v: &Value) -> String {
             format!("[{}]", parts.join(", "))
         }
         Value::Map(m) => {
-            let mut keys: Vec<String> = m.map.keys().map(|k| show_value(&k.clone().into())).collect();
+            let mut keys: Vec<String> = m
+                .map
+                .keys()
+                .map(|k| show_value(&k.clone().into()))
+                .collect();
             keys.sort();
             let more = keys.len() > ITEMS;
             keys.truncate(ITEMS);
@@ -161,11 +165,9 @@ pub(crate) fn describe(err: &ExecutionError) -> String {
         ExecutionError::UnsupportedListIndex(v) => {
             format!("a {} cannot index a list", type_name(v))
         }
-        ExecutionError::UnsupportedIndex(index, on) => format!(
-            "a {} cannot index a {}",
-            type_name(index),
-            type_name(on)
-        ),
+        ExecutionError::UnsupportedIndex(index, on) => {
+            format!("a {} cannot index a {}", type_name(index), type_name(on))
+        }
         ExecutionError::UnsupportedFunctionCallIdentifierType(_) => {
             "unsupported function call".to_string()
         }

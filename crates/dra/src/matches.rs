@@ -92,7 +92,8 @@ pub fn matches_on_node(
                     Err(err) => {
                         accepted = false;
                         if result.error.is_none() {
-                            result.error = Some(format!("node {node}: device {}: {err}", device.id()));
+                            result.error =
+                                Some(format!("node {node}: device {}: {err}", device.id()));
                         }
                         break;
                     }
@@ -192,14 +193,21 @@ mod tests {
 
     fn nodes() -> BTreeMap<String, Arc<NodeDevices>> {
         let a = NodeDevices {
-            devices: vec![device("gpu-0", "gpu", 0), device("mig-0", "mig", 0), device("gpu-1", "gpu", 1)],
+            devices: vec![
+                device("gpu-0", "gpu", 0),
+                device("mig-0", "mig", 0),
+                device("gpu-1", "gpu", 1),
+            ],
             counter_sets: Vec::new(),
         };
         let b = NodeDevices {
             devices: vec![device("mig-1", "mig", 1)],
             counter_sets: Vec::new(),
         };
-        BTreeMap::from([("a".to_string(), Arc::new(a)), ("b".to_string(), Arc::new(b))])
+        BTreeMap::from([
+            ("a".to_string(), Arc::new(a)),
+            ("b".to_string(), Arc::new(b)),
+        ])
     }
 
     fn set(class: &str, exprs: &[&str]) -> SelectorSet {
@@ -212,7 +220,10 @@ mod tests {
     #[test]
     fn masks_per_node() {
         let sets = [
-            set("gpu", &[r#"device.attributes["gpu.nvidia.com"].type == "gpu""#]),
+            set(
+                "gpu",
+                &[r#"device.attributes["gpu.nvidia.com"].type == "gpu""#],
+            ),
             set(
                 "gpu",
                 &[
@@ -220,7 +231,10 @@ mod tests {
                     r#"device.attributes["gpu.nvidia.com"].index == 1"#,
                 ],
             ),
-            set("mig", &[r#"device.attributes["gpu.nvidia.com"].type == "mig""#]),
+            set(
+                "mig",
+                &[r#"device.attributes["gpu.nvidia.com"].type == "mig""#],
+            ),
             set("gpu", &[]),
         ];
         let m = compute_matches(&nodes(), &sets, |_| true);
@@ -244,23 +258,34 @@ mod tests {
             // is node a's mig-0.
             set(
                 "gpu",
-                &[r#"device.attributes["gpu.nvidia.com"].type == "gpu" || device.attributes["gpu.nvidia.com"].profile == "1g""#],
+                &[
+                    r#"device.attributes["gpu.nvidia.com"].type == "gpu" || device.attributes["gpu.nvidia.com"].profile == "1g""#,
+                ],
             ),
         ];
         let m = compute_matches(&nodes(), &sets, |c| c != "missing");
         assert!(m[0].unknown_class && m[0].by_node.is_empty() && m[0].error.is_none());
         let e = m[1].error.as_deref().unwrap();
-        assert!(e.starts_with("class gpu: selector `device.driver ==`: syntax error"), "{e}");
+        assert!(
+            e.starts_with("class gpu: selector `device.driver ==`: syntax error"),
+            "{e}"
+        );
         assert!(m[1].by_node.is_empty());
         let e = m[2].error.as_deref().unwrap();
-        assert!(e.starts_with("node a: device gpu.nvidia.com/pool/mig-0: selector"), "{e}");
+        assert!(
+            e.starts_with("node a: device gpu.nvidia.com/pool/mig-0: selector"),
+            "{e}"
+        );
         assert!(e.ends_with("no such key: profile"), "{e}");
         assert_eq!(m[2].by_node["a"].iter().collect::<Vec<_>>(), vec![0, 2]);
     }
 
     #[test]
     fn one_node_at_a_time_agrees() {
-        let sets = [set("gpu", &[r#"device.attributes["gpu.nvidia.com"].index == 1"#])];
+        let sets = [set(
+            "gpu",
+            &[r#"device.attributes["gpu.nvidia.com"].index == 1"#],
+        )];
         let all = compute_matches(&nodes(), &sets, |_| true);
         let compiled = [CompiledSet::compile(&sets[0], true)];
         let ev = Evaluator::new();

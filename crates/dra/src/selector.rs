@@ -177,8 +177,7 @@ fn instrument(expr: Expression, in_step: bool) -> Result<Expression, &'static st
                 .map(|a| instrument(a, false))
                 .collect::<Result<_, _>>()?;
             let name = c.func_name;
-            if (name == "_[_]" || name == "_[?_]") && args.len() == 2 && is_device_map(&args[0])
-            {
+            if (name == "_[_]" || name == "_[?_]") && args.len() == 2 && is_device_map(&args[0]) {
                 let lookup = call(DOMAIN, args);
                 if name == "_[?_]" {
                     call("optional.of", vec![lookup])
@@ -188,14 +187,21 @@ fn instrument(expr: Expression, in_step: bool) -> Result<Expression, &'static st
             } else if name == "_?._" && args.len() == 2 {
                 call(OPT_SELECT, args)
             } else {
-                let operator = name.starts_with('_') || name.starts_with('!') || name.starts_with('-') || name.starts_with('@');
+                let operator = name.starts_with('_')
+                    || name.starts_with('!')
+                    || name.starts_with('-')
+                    || name.starts_with('@');
                 let charged = !operator || (name == "_+_" && !in_step);
                 let inner = node(Expr::Call(CallExpr {
                     func_name: name,
                     target,
                     args,
                 }));
-                if charged { call(COST, vec![inner]) } else { inner }
+                if charged {
+                    call(COST, vec![inner])
+                } else {
+                    inner
+                }
             }
         }
     };
@@ -216,7 +222,10 @@ mod tests {
             pool: "node-a".into(),
             name: "gpu-0".into(),
             attributes: BTreeMap::from([
-                ("gpu.nvidia.com/type".into(), AttrValue::String("gpu".into())),
+                (
+                    "gpu.nvidia.com/type".into(),
+                    AttrValue::String("gpu".into()),
+                ),
                 (
                     "gpu.nvidia.com/productName".into(),
                     AttrValue::String("NVIDIA A100-SXM4-40GB".into()),
@@ -270,8 +279,14 @@ mod tests {
             eval(r#"device.attributes["gpu.nvidia.com"].type == "gpu""#),
             Ok(true)
         );
-        assert_eq!(eval(r#"device.attributes["gpu.nvidia.com"].index == 0"#), Ok(true));
-        assert_eq!(eval(r#"device.attributes["other.example.com"].fast"#), Ok(true));
+        assert_eq!(
+            eval(r#"device.attributes["gpu.nvidia.com"].index == 0"#),
+            Ok(true)
+        );
+        assert_eq!(
+            eval(r#"device.attributes["other.example.com"].fast"#),
+            Ok(true)
+        );
     }
 
     #[test]
@@ -312,11 +327,15 @@ mod tests {
     #[test]
     fn versions_are_semvers() {
         assert_eq!(
-            eval(r#"device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("550.0.0"))"#),
+            eval(
+                r#"device.attributes["gpu.nvidia.com"].driverVersion.isGreaterThan(semver("550.0.0"))"#
+            ),
             Ok(true)
         );
         assert_eq!(
-            eval(r#"device.attributes["gpu.nvidia.com"].driverVersion.compareTo(semver("550.54.15")) == 0"#),
+            eval(
+                r#"device.attributes["gpu.nvidia.com"].driverVersion.compareTo(semver("550.54.15")) == 0"#
+            ),
             Ok(true)
         );
         assert_eq!(
@@ -331,9 +350,18 @@ mod tests {
             eval(r#"device.attributes["unknown.example.com"].size() == 0"#),
             Ok(true)
         );
-        assert_eq!(eval(r#"has(device.attributes["unknown.example.com"].x)"#), Ok(false));
-        assert_eq!(eval(r#""unknown.example.com" in device.attributes"#), Ok(false));
-        assert_eq!(eval(r#"has(device.attributes["gpu.nvidia.com"].type)"#), Ok(true));
+        assert_eq!(
+            eval(r#"has(device.attributes["unknown.example.com"].x)"#),
+            Ok(false)
+        );
+        assert_eq!(
+            eval(r#""unknown.example.com" in device.attributes"#),
+            Ok(false)
+        );
+        assert_eq!(
+            eval(r#"has(device.attributes["gpu.nvidia.com"].type)"#),
+            Ok(true)
+        );
         let err = eval(r#"device.attributes["gpu.nvidia.com"].nope == 1"#).unwrap_err();
         assert!(err.to_string().contains("no such key: nope"), "{err}");
         assert!(err.to_string().contains("device.attributes"), "{err}");
@@ -352,7 +380,9 @@ mod tests {
     #[test]
     fn cel_bind() {
         assert_eq!(
-            eval(r#"cel.bind(dra, device.attributes["gpu.nvidia.com"], dra.type == "gpu" && dra.index == 0)"#),
+            eval(
+                r#"cel.bind(dra, device.attributes["gpu.nvidia.com"], dra.type == "gpu" && dra.index == 0)"#
+            ),
             Ok(true)
         );
         assert_eq!(eval("cel.bind(x, 2, cel.bind(y, x * 3, y == 6))"), Ok(true));
@@ -372,7 +402,11 @@ mod tests {
     fn syntax_errors_and_unsupported_constructs() {
         let err = Selector::compile("device.driver ==").unwrap_err();
         assert!(matches!(err, SelectorError::Syntax { .. }), "{err}");
-        assert!(err.to_string().starts_with("selector `device.driver ==`: syntax error"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("selector `device.driver ==`: syntax error"),
+            "{err}"
+        );
         let err = Selector::compile("Foo{a: 1} == 1").unwrap_err();
         assert!(matches!(err, SelectorError::Unsupported { .. }), "{err}");
     }
@@ -396,14 +430,20 @@ mod tests {
         let s = Selector::compile("true || lists.range(2000000).size() > 0").unwrap();
         assert_eq!(s.matches(&gpu()), Ok(true));
         let s = Selector::compile("lists.range(2000000).size() > 0 || true").unwrap();
-        assert!(matches!(s.matches(&gpu()), Err(SelectorError::CostLimit { .. })));
+        assert!(matches!(
+            s.matches(&gpu()),
+            Err(SelectorError::CostLimit { .. })
+        ));
         // Strings growing through bindings pay for their size.
         let grow = "cel.bind(a, 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx', \
             cel.bind(b, a + a + a + a + a + a + a + a, cel.bind(c, b + b + b + b + b + b + b + b, \
             cel.bind(d, c + c + c + c + c + c + c + c, cel.bind(e, d + d + d + d + d + d + d + d, \
             cel.bind(f, e + e + e + e + e + e + e + e, f.size() > 0))))))";
         let s = Selector::compile(grow).unwrap();
-        assert!(matches!(s.matches(&gpu()), Err(SelectorError::CostLimit { .. })));
+        assert!(matches!(
+            s.matches(&gpu()),
+            Err(SelectorError::CostLimit { .. })
+        ));
     }
 
     #[test]

@@ -92,8 +92,8 @@ fn milli(q: &str) -> u64 {
         "" => 1000,
         "m" => 1,
         "k" => 1000 * 1000,
-        "M" => 1000 * 1000_000,
-        "G" => 1000 * 1000_000_000,
+        "M" => 1000 * 1_000_000,
+        "G" => 1000 * 1_000_000_000,
         "Ki" => 1000 << 10,
         "Mi" => 1000 << 20,
         "Gi" => 1000 << 30,
@@ -149,10 +149,10 @@ fn device(spec: &DeviceSpec) -> Device {
 
 #[test]
 fn quantities_in_the_corpus_are_read_exactly() {
-    assert_eq!(milli("64Gi"), 64 * 1000 << 30);
+    assert_eq!(milli("64Gi"), (64 * 1000) << 30);
     assert_eq!(milli("1.5"), 1500);
     assert_eq!(milli("500m"), 500);
-    assert_eq!(milli("4864Mi"), 4864 * 1000 << 20);
+    assert_eq!(milli("4864Mi"), (4864 * 1000) << 20);
 }
 
 #[test]
@@ -162,9 +162,15 @@ fn corpus() {
     let mut failures = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for case in &corpus.cases {
-        assert!(seen.insert(case.name.clone()), "duplicate case {}", case.name);
         assert!(
-            case.source.split(',').all(|s| corpus.sources.contains_key(s.trim())),
+            seen.insert(case.name.clone()),
+            "duplicate case {}",
+            case.name
+        );
+        assert!(
+            case.source
+                .split(',')
+                .all(|s| corpus.sources.contains_key(s.trim())),
             "{}: unknown source {}",
             case.name,
             case.source
@@ -201,7 +207,10 @@ fn corpus() {
                 "{}: want {:?}{}, got {:?}{}",
                 case.name,
                 case.expect,
-                case.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default(),
+                case.error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default(),
                 got,
                 message.map(|m| format!(": {m}")).unwrap_or_default()
             ));

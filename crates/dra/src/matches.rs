@@ -281,6 +281,14 @@ mod tests {
     }
 
     #[test]
+    fn shareable_between_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Selector>();
+        send_sync::<Evaluator>();
+        send_sync::<CompiledSet>();
+    }
+
+    #[test]
     fn one_node_at_a_time_agrees() {
         let sets = [set(
             "gpu",

@@ -3,7 +3,7 @@
 use kube_cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, ListExpr, MapEntryExpr, MapExpr, SelectExpr,
 };
-use kube_cel::cel::parser::{Expression, Parser};
+use kube_cel::cel::parser::{Expression, ParseErrors, Parser};
 use trainyard_model::dra::Device;
 
 use crate::env::{COST, DOMAIN, Evaluator, OPT_SELECT, STEP};
@@ -36,7 +36,7 @@ impl Selector {
             .parse(expression)
             .map_err(|e| SelectorError::Syntax {
                 expression: owned(),
-                message: e.to_string(),
+                message: syntax_message(&e),
             })?;
         let estimate = cost::estimate(&parsed);
         if estimate > MAX_COST {
@@ -76,6 +76,24 @@ impl Selector {
 
     pub(crate) fn program(&self) -> &Expression {
         &self.program
+    }
+}
+
+/// The parser's errors on one line each, without its `ERROR: <input>:`
+/// prefix and source excerpt: `at 1:17: mismatched input ...`.
+fn syntax_message(errors: &ParseErrors) -> String {
+    let parts: Vec<String> = errors
+        .errors
+        .iter()
+        .map(|e| {
+            let msg = e.msg.strip_prefix("Syntax error: ").unwrap_or(&e.msg);
+            format!("at {}:{}: {msg}", e.pos.0, e.pos.1)
+        })
+        .collect();
+    if parts.is_empty() {
+        "invalid expression".to_string()
+    } else {
+        parts.join("; ")
     }
 }
 

@@ -1,11 +1,11 @@
 //! The house's rules, checked on the real dependency graph from `cargo
 //! metadata` and on the sources:
 //!
-//! - the pure crates (`trainyard-topology`, `-model`, `-sched`, `-crd`,
-//!   `-ingest`, `-cluster`) do not depend, directly or transitively, on
+//! - the pure crates (`trainyard-topology`, `-model`, `-dra`, `-sched`,
+//!   `-crd`, `-ingest`, `-cluster`) do not depend, directly or transitively, on
 //!   async runtimes, Kubernetes clients, storage engines or RPC stacks,
-//!   and the scheduling core (`-topology`, `-model`, `-sched`) not even on
-//!   the Kubernetes API's types;
+//!   and the scheduling core (`-topology`, `-model`, `-sched`) and `-dra`
+//!   not even on the Kubernetes API's types;
 //! - their sources and the simulator's use no file, network, environment,
 //!   process or clock API, no `println!` and no global mutable state;
 //! - workspace crates depend on each other only as the allow-list says.
@@ -19,6 +19,8 @@ use std::process::Command;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("trainyard-topology", &[]),
     ("trainyard-model", &["trainyard-topology"]),
+    // DRA selectors (CEL) evaluated into device masks: the model only.
+    ("trainyard-dra", &["trainyard-model"]),
     (
         "trainyard-sched",
         &["trainyard-model", "trainyard-topology"],
@@ -26,11 +28,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("trainyard-crd", &["trainyard-model", "trainyard-topology"]),
     (
         "trainyard-ingest",
-        &["trainyard-crd", "trainyard-model", "trainyard-topology"],
+        &[
+            "trainyard-dra",
+            "trainyard-crd",
+            "trainyard-model",
+            "trainyard-topology",
+        ],
     ),
     (
         "trainyard-cluster",
         &[
+            "trainyard-dra",
             "trainyard-ingest",
             "trainyard-sched",
             "trainyard-crd",
@@ -73,6 +81,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trainyard-store",
             "trainyard-sim",
             "trainyard-cluster",
+            "trainyard-dra",
             "trainyard-ingest",
             "trainyard-sched",
             "trainyard-crd",
@@ -87,6 +96,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trainyard-store",
             "trainyard-sim",
             "trainyard-cluster",
+            "trainyard-dra",
             "trainyard-ingest",
             "trainyard-sched",
             "trainyard-crd",
@@ -98,6 +108,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "trainyard-tests",
         &[
             "trainyard-cluster",
+            "trainyard-dra",
             "trainyard-ingest",
             "trainyard-sched",
             "trainyard-crd",
@@ -127,6 +138,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
 const CORE: &[&str] = &[
     "trainyard-topology",
     "trainyard-model",
+    "trainyard-dra",
     "trainyard-sched",
     "trainyard-crd",
     "trainyard-ingest",
@@ -149,10 +161,16 @@ const FORBIDDEN: &[&str] = &[
     "rayon",
 ];
 /// The scheduling core proper (model, topology, sched) does not even see
-/// the Kubernetes API's types: it knows only the model. The API crate
+/// the Kubernetes API's types: it knows only the model. Nor does the DRA
+/// selector evaluator (`trainyard-dra`): CEL, on model devices. The API crate
 /// (`trainyard-crd`) uses them as data (the CustomResource derive, status
 /// conditions), without a client, and so may the crates built on it.
-const SCHEDULING_CORE: &[&str] = &["trainyard-topology", "trainyard-model", "trainyard-sched"];
+const SCHEDULING_CORE: &[&str] = &[
+    "trainyard-topology",
+    "trainyard-model",
+    "trainyard-sched",
+    "trainyard-dra",
+];
 const KUBERNETES_TYPES: &[&str] = &["kube", "kube-core", "kube-derive", "k8s-openapi"];
 
 /// The workspace's resolved graph from `cargo metadata`: package id ->
@@ -313,6 +331,7 @@ fn core_sources_do_not_touch_io_or_clock() {
     for dir in [
         "crates/topology/src",
         "crates/model/src",
+        "crates/dra/src",
         "crates/sched/src",
         "api/crd/src",
         "crates/ingest/src",

@@ -17,6 +17,7 @@
 //! the document, the object, the field path and what was expected.
 
 mod assemble;
+pub mod dra;
 mod interpret;
 mod k8s;
 mod meta;
@@ -78,6 +79,9 @@ pub struct Loaded {
     pub snapshot: Snapshot,
     /// Things that were ignored or assumed, one message each.
     pub warnings: Vec<String>,
+    /// DeviceClasses by name (the snapshot's selector sets carry their
+    /// selectors; the core does not need them otherwise).
+    pub device_classes: std::collections::BTreeMap<String, dra::DeviceClass>,
 }
 
 /// One problem in the input.

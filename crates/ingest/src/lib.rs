@@ -5,8 +5,11 @@
 //! `List` (and typed lists such as `PodList`, as `kubectl get nodes,pods -o
 //! yaml` prints), `Node`, `Pod`, `PriorityClass`, and Trainyard's `Queue`,
 //! `PodGroup` (plus Volcano, KAI and scheduler-plugins PodGroups) and
-//! `Topology` (plus KAI and Kueue Topologies). Other kinds are skipped with
-//! a warning.
+//! `Topology` (plus KAI and Kueue Topologies), and the Dynamic Resource
+//! Allocation kinds `ResourceSlice`, `DeviceClass`, `ResourceClaim`,
+//! `ResourceClaimTemplate` (`resource.k8s.io/v1` or `v1beta2`) and
+//! `DeviceTaintRule` (`v1alpha3`), which fill `Snapshot::dra` ([`dra`]).
+//! Other kinds are skipped with a warning.
 //!
 //! Sources are read as a stream, object by object: the items of a `List`
 //! are converted one at a time as they are parsed, and no document tree is

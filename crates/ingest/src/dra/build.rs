@@ -39,6 +39,16 @@ pub struct DraBuilt {
     pub warnings: Vec<String>,
 }
 
+/// One pod's claims, resolved to claim keys.
+struct Resolved {
+    pod: String,
+    /// Trainyard's pod (planned claims are made for ours only).
+    ours: bool,
+    /// (name in the pod, claim key).
+    claims: Vec<(String, String)>,
+    blocked: Vec<String>,
+}
+
 /// The one construction of the DRA part of a snapshot, for files and live
 /// watches alike: deterministic in its inputs, whatever their order.
 pub fn build<'a>(
@@ -49,13 +59,12 @@ pub fn build<'a>(
     let mut warnings = Vec::new();
     let nodes = node_devices(objects, &mut warnings);
 
-    // Each pod's claims: (pod key, ours, [(name in pod, claim key)], blocked).
     let mut pods: Vec<&PodInfo> = pods
         .into_iter()
         .filter(|p| !p.terminal && !p.dra.is_empty())
         .collect();
     pods.sort_by_key(|p| p.key());
-    let mut resolved: Vec<(String, bool, Vec<(String, String)>, Vec<String>)> = Vec::new();
+    let mut resolved: Vec<Resolved> = Vec::new();
     // Planned claim key → template key.
     let mut planned: BTreeMap<String, String> = BTreeMap::new();
     // Claim key → the pods that name it.
@@ -108,7 +117,12 @@ pub fn build<'a>(
                 .insert(pod_key.clone());
             claims.push((rc.name.clone(), key));
         }
-        resolved.push((pod_key, ours, claims, blocked));
+        resolved.push(Resolved {
+            pod: pod_key,
+            ours,
+            claims,
+            blocked,
+        });
     }
 
     // Selector sets of every claim of the snapshot, sorted by value.
@@ -164,7 +178,13 @@ pub fn build<'a>(
     }
 
     let mut by_pod = BTreeMap::new();
-    for (pod_key, ours, named, blocked) in resolved {
+    for Resolved {
+        pod: pod_key,
+        ours,
+        claims: named,
+        blocked,
+    } in resolved
+    {
         if !ours {
             continue;
         }
@@ -269,24 +289,32 @@ fn node_devices(
     objects: &DraObjects,
     warnings: &mut Vec<String>,
 ) -> BTreeMap<String, Arc<NodeDevices>> {
-    let mut pools: BTreeMap<(&str, &str), Vec<&super::Slice>> = BTreeMap::new();
-    for (_, s) in objects.slices.values() {
-        pools.entry((&s.driver, &s.pool)).or_default().push(s);
+    let mut pools: BTreeMap<(&str, &str), Vec<(&crate::Loc, &super::Slice)>> = BTreeMap::new();
+    for (loc, s) in objects.slices.values() {
+        pools
+            .entry((&s.driver, &s.pool))
+            .or_default()
+            .push((loc, s));
     }
     let mut nodes: BTreeMap<String, NodeDevices> = BTreeMap::new();
     for ((driver, pool), slices) in pools {
-        let Some(generation) = slices.iter().map(|s| s.generation).max() else {
+        let Some(generation) = slices.iter().map(|(_, s)| s.generation).max() else {
             continue;
         };
-        let current: Vec<&super::Slice> = slices
+        let (locs, current): (Vec<&crate::Loc>, Vec<&super::Slice>) = slices
             .into_iter()
-            .filter(|s| s.generation == generation)
-            .collect();
+            .filter(|(_, s)| s.generation == generation)
+            .unzip();
+        // Messages point at the pool's first slice (by name).
+        let at = locs
+            .first()
+            .map(|l| format!("{}: ", l.at()))
+            .unwrap_or_default();
         let names: Vec<String> = current.iter().map(|s| s.name.clone()).collect();
         let want = current.first().map_or(0, |s| s.slice_count);
         if current.len() as i64 != want {
             warnings.push(format!(
-                "ResourceSlice pool {driver}/{pool} (generation {generation}) has {} of its {want} slice(s) ({}): the pool is being updated; its devices are not used until every slice is published",
+                "{at}ResourceSlice pool {driver}/{pool} (generation {generation}) has {} of its {want} slice(s) ({}): the pool is being updated; its devices are not used until every slice is published",
                 current.len(),
                 list_names(&names)
             ));
@@ -306,7 +334,7 @@ fn node_devices(
         }
         if let Some(why) = invalid {
             warnings.push(format!(
-                "ResourceSlice pool {driver}/{pool} (generation {generation}) is invalid: {why}; its devices are not used"
+                "{at}ResourceSlice pool {driver}/{pool} (generation {generation}) is invalid: {why}; its devices are not used"
             ));
             continue;
         }

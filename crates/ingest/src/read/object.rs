@@ -170,11 +170,12 @@ fn describe(t: &Tokens, i: usize, kind: &str) -> String {
 
 /// The `resource.k8s.io` versions read: `v1`, and `v1beta2`, whose shape
 /// is the same for every field Trainyard reads; `v1alpha3` for
-/// DeviceTaintRule.
+/// DeviceTaintRule (its only version). `v1beta1` is refused by name: its
+/// requests and devices have another shape.
 fn dra_api_problem(kind: DraKind, api: &str) -> Option<String> {
     let version = api.strip_prefix("resource.k8s.io/");
     let ok = match kind {
-        DraKind::DeviceTaintRule => matches!(version, Some("v1alpha3" | "v1beta2")),
+        DraKind::DeviceTaintRule => version == Some("v1alpha3"),
         _ => matches!(version, Some("v1" | "v1beta2")),
     };
     if ok {

@@ -506,6 +506,8 @@ fn pools_newest_generation_complete_only() {
         slice("r-a", "r", 0, 2, "x"),
         slice("r-b", "r", 0, 2, "x"),
         "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: everywhere}\nspec:\n  driver: d.example.com\n  allNodes: true\n  pool: {name: net, generation: 0, resourceSliceCount: 1}\n  devices: [{name: n}]\n".to_string(),
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: zone-a}\nspec:\n  driver: d.example.com\n  nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}\n  pool: {name: zone-a, generation: 0, resourceSliceCount: 1}\n  devices: [{name: n}]\n".to_string(),
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: per-device}\nspec:\n  driver: d.example.com\n  perDeviceNodeSelection: true\n  pool: {name: pd, generation: 0, resourceSliceCount: 1}\n  devices: [{name: n, nodeName: n1}]\n".to_string(),
     ]
     .concat();
     let loaded = load_one(&text).unwrap();
@@ -518,8 +520,10 @@ fn pools_newest_generation_complete_only() {
     expect![[r#"
         [
             "cluster.yaml: document 7: ResourceSlice everywhere: spec.allNodes is not supported yet (only node-local slices, spec.nodeName, are); its devices are left out",
-            "ResourceSlice pool d.example.com/p (generation 3) has 1 of its 2 slice(s) (p-new-a): the pool is being updated; its devices are not used until every slice is published",
-            "ResourceSlice pool d.example.com/r (generation 0) is invalid: device x is published twice (ResourceSlices r-a and r-b); its devices are not used",
+            "cluster.yaml: document 8: ResourceSlice zone-a: spec.nodeSelector is not supported yet (only node-local slices, spec.nodeName, are); its devices are left out",
+            "cluster.yaml: document 9: ResourceSlice per-device: spec.perDeviceNodeSelection is not supported yet (only node-local slices, spec.nodeName, are); its devices are left out",
+            "cluster.yaml: document 2: ResourceSlice pool d.example.com/p (generation 3) has 1 of its 2 slice(s) (p-new-a): the pool is being updated; its devices are not used until every slice is published",
+            "cluster.yaml: document 5: ResourceSlice pool d.example.com/r (generation 0) is invalid: device x is published twice (ResourceSlices r-a and r-b); its devices are not used",
         ]
     "#]]
     .assert_debug_eq(&loaded.warnings);

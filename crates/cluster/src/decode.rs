@@ -7,6 +7,7 @@
 //! simulator's tests and the live service build the same snapshot from the
 //! same objects.
 
+use trainyard_ingest::dra::{DraKind, DraObject};
 use trainyard_ingest::{LoadError, Objects};
 
 use crate::ObjectChange;
@@ -15,7 +16,7 @@ use crate::ObjectChange;
 #[derive(Debug, Default)]
 pub struct Decoded {
     /// The upserts, in an order the state accepts (nodes, priority
-    /// classes, queues, groups, pods, topology); order does not change the
+    /// classes, queues, groups, DRA objects, pods, topology); order does not change the
     /// resulting snapshot.
     pub changes: Vec<ObjectChange>,
     /// Objects that could not be read, each naming object and field. Such
@@ -45,6 +46,34 @@ impl Decoded {
         for (loc, g) in objects.pod_groups {
             changes.push(ObjectChange::PodGroup(loc, Box::new(g)));
         }
+        let dra = objects.dra;
+        let dra_objects = dra
+            .slices
+            .into_values()
+            .map(|(l, o)| (l, DraObject::Slice(o)))
+            .chain(
+                dra.classes
+                    .into_values()
+                    .map(|(l, o)| (l, DraObject::Class(o))),
+            )
+            .chain(
+                dra.claims
+                    .into_values()
+                    .map(|(l, o)| (l, DraObject::Claim(o))),
+            )
+            .chain(
+                dra.templates
+                    .into_values()
+                    .map(|(l, o)| (l, DraObject::Template(o))),
+            )
+            .chain(
+                dra.taint_rules
+                    .into_values()
+                    .map(|(l, o)| (l, DraObject::TaintRule(o))),
+            );
+        for (loc, o) in dra_objects {
+            changes.push(ObjectChange::Dra(loc, Box::new(o)));
+        }
         for (loc, p) in objects.pods {
             changes.push(ObjectChange::Pod(loc, Box::new(p)));
         }
@@ -67,7 +96,9 @@ impl Decoded {
 
 impl ObjectChange {
     /// The change that removes the object of `kind` (`Pod`, `Node`,
-    /// `PodGroup`, `Queue`, `PriorityClass`, `Topology`) named `name` in
+    /// `PodGroup`, `Queue`, `PriorityClass`, `Topology`, and the DRA kinds
+    /// `ResourceSlice`, `DeviceClass`, `ResourceClaim`,
+    /// `ResourceClaimTemplate`, `DeviceTaintRule`) named `name` in
     /// `namespace` (ignored for cluster-scoped kinds). `None` for kinds the
     /// world does not keep. A deleted `Queue` of any scheduler's group and
     /// a deleted `Topology` remove Trainyard's view of them.
@@ -86,7 +117,15 @@ impl ObjectChange {
             "Queue" => ObjectChange::QueueGone(name.to_string()),
             "PriorityClass" => ObjectChange::PriorityClassGone(name.to_string()),
             "Topology" => ObjectChange::Topology(None),
-            _ => return None,
+            other => {
+                let kind = DraKind::parse(other)?;
+                let key = if kind.namespaced() {
+                    format!("{namespace}/{name}")
+                } else {
+                    name.to_string()
+                };
+                ObjectChange::DraGone { kind, key }
+            }
         })
     }
 }

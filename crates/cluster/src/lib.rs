@@ -91,7 +91,7 @@ pub struct ClusterState {
     queues: Arc<QueueTree>,
     topology: Option<Arc<Topology>>,
     /// DRA devices, claims and selector matches (`trainyard_model::dra`),
-    /// as the last resync gave them.
+    /// as the last resync or the objects' last DRA build gave them.
     dra: Arc<trainyard_model::dra::Dra>,
     /// The objects the jobs come from, when the world is fed objects.
     objects: Option<Box<objects::Objects>>,
@@ -654,6 +654,19 @@ impl ClusterState {
             self.stale.meta = true;
             self.topology = t;
         }
+        if let Some(d) = r.dra {
+            self.stale.meta = true;
+            self.dra = d;
+        }
+    }
+
+    /// DeviceClasses by name, when fed objects (the core does not read
+    /// them: the snapshot's selector sets carry their selectors).
+    pub fn device_classes(&self) -> BTreeMap<String, trainyard_ingest::dra::DeviceClass> {
+        self.objects
+            .as_ref()
+            .map(|o| o.device_classes().clone())
+            .unwrap_or_default()
     }
 
     /// What is wrong with the objects fed so far (after a refresh): what a

@@ -11,10 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use trainyard_crd::{PodGroup, Queue, TopologyDocument};
+use trainyard_ingest::dra::{DeviceClass, DraKind, DraObject, DraObjects, PodClaims};
 use trainyard_ingest::{
     Interpreter, JobKey, LoadError, LoadOptions, Loc, PodInfo, PodRole,
     check_queue_usable as check_queue_in, pod_role, usable_tree,
 };
+use trainyard_model::dra::Dra;
 use trainyard_model::{Job, Node, QueueTree};
 
 /// A change to one Kubernetes-shaped object, as read (see
@@ -43,6 +45,15 @@ pub enum ObjectChange {
     PriorityClassGone(String),
     /// The Topology document (at most one), or none.
     Topology(Option<Box<(Loc, TopologyDocument)>>),
+    /// A DRA object (ResourceSlice, DeviceClass, ResourceClaim,
+    /// ResourceClaimTemplate, DeviceTaintRule), added or changed.
+    Dra(Loc, Box<DraObject>),
+    /// The DRA object of `kind` with `key` (`name`, or `namespace/name`
+    /// for claims and templates) is gone.
+    DraGone {
+        kind: DraKind,
+        key: String,
+    },
 }
 
 /// What is wrong with the objects: what a whole-file load would refuse
@@ -64,6 +75,8 @@ pub(crate) struct Refreshed {
     pub tree: Option<QueueTree>,
     /// The topology, when the context was rebuilt.
     pub topology: Option<Option<Arc<trainyard_model::topology::Topology>>>,
+    /// The DRA part, when it was rebuilt.
+    pub dra: Option<Arc<Dra>>,
 }
 
 #[derive(Default)]
@@ -93,6 +106,15 @@ pub(crate) struct Objects {
     /// Queues left out of the tree, by name, with the reason.
     excluded: BTreeMap<String, String>,
     default_used: bool,
+    /// DRA objects, and whether the DRA part must be built again (a DRA
+    /// object changed, or a pod that has or had claims).
+    dra: DraObjects,
+    dra_dirty: bool,
+    /// What the last build gave: each pod of ours' claims, the classes,
+    /// the warnings.
+    pod_claims: Arc<BTreeMap<String, PodClaims>>,
+    device_classes: BTreeMap<String, DeviceClass>,
+    dra_problems: Problems,
 }
 
 impl Objects {
@@ -133,6 +155,8 @@ impl Objects {
             }
             ObjectChange::Pod(loc, pod) => {
                 let name = (pod.namespace.clone(), pod.name.clone());
+                let had_claims = self.pods.get(&name).is_some_and(|(_, p)| !p.dra.is_empty());
+                self.dra_dirty |= had_claims || !pod.dra.is_empty();
                 let was_external = self.leave(&name);
                 let role = pod_role(&pod, &self.opts);
                 let out = match role {
@@ -154,7 +178,9 @@ impl Objects {
             ObjectChange::PodGone { namespace, name } => {
                 let key = (namespace, name);
                 let was_external = self.leave(&key);
-                self.pods.remove(&key);
+                if let Some((_, p)) = self.pods.remove(&key) {
+                    self.dra_dirty |= !p.dra.is_empty();
+                }
                 return was_external.then(|| Err(format!("{}/{}", key.0, key.1)));
             }
             ObjectChange::PodGroup(loc, pg) => {
@@ -186,8 +212,52 @@ impl Objects {
                 self.topology_doc = doc.map(|d| *d);
                 self.context_dirty = true;
             }
+            ObjectChange::Dra(loc, object) => {
+                self.dra.upsert(loc, *object);
+                self.dra_dirty = true;
+            }
+            ObjectChange::DraGone { kind, key } => {
+                self.dra_dirty |= self.dra.remove(kind, &key);
+            }
         }
         None
+    }
+
+    /// DeviceClasses by name, as of the last refresh.
+    pub(crate) fn device_classes(&self) -> &BTreeMap<String, DeviceClass> {
+        &self.device_classes
+    }
+
+    /// Builds the DRA part again (the loader's one construction, over
+    /// every pod): the jobs of pods whose claims resolve differently are
+    /// marked for interpretation.
+    fn rebuild_dra(&mut self, out: &mut Refreshed) {
+        self.dra_dirty = false;
+        let built =
+            trainyard_ingest::dra::build(&self.dra, self.pods.values().map(|(_, p)| p), &self.opts);
+        let old = &self.pod_claims;
+        let changed: BTreeSet<&String> = old
+            .keys()
+            .chain(built.pods.keys())
+            .filter(|k| old.get(*k) != built.pods.get(*k))
+            .collect();
+        for pod in changed {
+            if let Some((ns, name)) = pod.split_once('/')
+                && let Some(key) = self.job_of.get(&(ns.to_string(), name.to_string()))
+            {
+                self.dirty.insert(key.clone());
+            }
+        }
+        self.pod_claims = Arc::new(built.pods);
+        self.device_classes = built.classes;
+        self.dra_problems = Problems {
+            errors: Vec::new(),
+            warnings: built.warnings,
+        };
+        out.dra = Some(Arc::new(built.dra));
+        if let Some(interp) = self.interpreter.as_mut() {
+            interp.set_pod_claims(Arc::clone(&self.pod_claims));
+        }
     }
 
     /// Takes pod `name` out of its job (marking the job dirty); returns
@@ -231,9 +301,14 @@ impl Objects {
             );
             out.topology = Some(interp.topology());
             self.context_problems = Problems { errors, warnings };
+            let mut interp = interp;
+            interp.set_pod_claims(Arc::clone(&self.pod_claims));
             self.interpreter = Some(interp);
             self.dirty.extend(self.members.keys().cloned());
             self.dirty.extend(self.interpreted.keys().cloned());
+        }
+        if self.dra_dirty {
+            self.rebuild_dra(&mut out);
         }
         let Some(interp) = self.interpreter.as_mut() else {
             return out;
@@ -362,6 +437,8 @@ impl Objects {
     /// key order.
     pub(crate) fn problems(&self) -> Problems {
         let mut p = self.context_problems.clone();
+        p.warnings
+            .extend(self.dra_problems.warnings.iter().cloned());
         p.errors.extend(self.tree_problems.iter().cloned());
         for jp in self.job_problems.values() {
             p.errors.extend(jp.errors.iter().cloned());

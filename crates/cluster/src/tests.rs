@@ -7,6 +7,7 @@ use trainyard_sched::{Bind, Decisions, Eviction, EvictionKind, NominationDecisio
 
 use crate::{Change, ClusterState, Write};
 
+mod dra;
 mod usage;
 
 fn gpus(n: u64) -> Resources {

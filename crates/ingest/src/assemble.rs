@@ -15,6 +15,7 @@ use trainyard_model::{
     SubGroup, Task, TaskKey, TaskState, Timestamp, TopologyConstraint,
 };
 
+use crate::dra::PodClaims;
 use crate::interpret::Objects;
 use crate::k8s::PodInfo;
 use crate::meta::*;
@@ -62,6 +63,8 @@ pub(crate) struct Ctx {
     pub(crate) topology: ClusterTopology,
     /// Names of the snapshot's nodes (for nominations).
     pub(crate) node_names: BTreeSet<String>,
+    /// What each pod of ours claims (DRA), by pod key.
+    pub(crate) pod_claims: Arc<BTreeMap<String, PodClaims>>,
 }
 
 impl Ctx {
@@ -82,6 +85,7 @@ impl Ctx {
             constraints: BTreeMap::new(),
             topology,
             node_names: nodes.iter().map(|(_, n)| n.name.clone()).collect(),
+            pod_claims: Arc::default(),
         }
     }
 
@@ -139,6 +143,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         queues,
         pod_groups,
         topology: topology_doc,
+        dra,
         mut errors,
         mut warnings,
     } = reader.objects;
@@ -146,6 +151,9 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     let mut cx = Ctx::new(opts, &nodes, priority_classes, never_classes, topology);
     cx.errors = errors;
     cx.warnings = warnings;
+    let built = crate::dra::build(&dra, pods.iter().map(|(_, p)| p), opts);
+    cx.warnings.extend(built.warnings);
+    cx.pod_claims = Arc::new(built.pods);
 
     GpuMemory::of(&nodes).set_shares(&mut pods, opts, &mut cx.warnings);
 
@@ -293,7 +301,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     external.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Loaded {
         snapshot: Snapshot {
-            dra: Default::default(),
+            dra: Arc::new(built.dra),
             nodes: nodes.into_iter().map(|(_, n)| Arc::new(n)).collect(),
             queues: Arc::new(tree),
             jobs: jobs.into_iter().map(Arc::new).collect(),
@@ -304,6 +312,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             runtimes: Default::default(),
         },
         warnings: cx.warnings,
+        device_classes: built.classes,
     })
 }
 

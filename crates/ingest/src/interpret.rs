@@ -14,6 +14,7 @@ use trainyard_model::{ExternalPod, Job, Node, QueueTree};
 
 use crate::assemble::UsableTree;
 use crate::assemble::{Ctx, GpuMemory, JobDraft, JobKey, build_job, member, reject_if_bad_queue};
+use crate::dra::{DraObjects, PodClaims};
 use crate::k8s::PodInfo;
 use crate::read::{Loc, Reader};
 use crate::{LoadError, LoadOptions, Source, topology};
@@ -29,6 +30,8 @@ pub struct Objects {
     pub queues: Vec<(Loc, Queue)>,
     pub pod_groups: Vec<(Loc, PodGroup)>,
     pub topology: Option<(Loc, TopologyDocument)>,
+    /// DRA objects (`resource.k8s.io`).
+    pub dra: DraObjects,
     /// Problems found while reading (bad documents, bad fields).
     pub errors: Vec<LoadError>,
     pub warnings: Vec<String>,
@@ -113,6 +116,13 @@ impl Interpreter {
         let cx = Ctx::new(opts, nodes, priority_classes, never_classes, topology);
         let memory = GpuMemory::of(nodes);
         (Interpreter { cx, memory }, errors, warnings)
+    }
+
+    /// What each pod of ours claims ([`crate::dra::build`]'s `pods`):
+    /// read by [`Interpreter::job`] for the tasks' claims. Jobs whose
+    /// pods' entries change must be interpreted again.
+    pub fn set_pod_claims(&mut self, pods: Arc<BTreeMap<String, PodClaims>>) {
+        self.cx.pod_claims = pods;
     }
 
     /// The topology built from the nodes and the document, if any.

@@ -9,6 +9,8 @@ use trainyard_crd::de::null_default;
 use trainyard_crd::gpu::{GpuShare, GpuSharingRequest, gpu_sharing_request};
 use trainyard_crd::{ObjectMeta, QuantityError, RawQuantity, keys, parse_rfc3339};
 use trainyard_model::resources::GPU_RESOURCE;
+
+use crate::dra::{ClaimSource, PodDraRefs, PodResourceClaim};
 use trainyard_model::{
     ExternalPod, GpuDevice, InclusionPolicy, LabelSelectorOperator, Node, NodeSelectorRequirement,
     NodeSelectorTerm, PlacementConstraints, PodRules, ResourceName, Resources, Taint, TaintEffect,
@@ -186,7 +188,7 @@ struct PodSpec {
     #[serde(default, deserialize_with = "null_default")]
     topology_spread_constraints: Vec<SpreadConstraint>,
     #[serde(default, deserialize_with = "null_default")]
-    resource_claims: Vec<serde_json::Value>,
+    resource_claims: Vec<K8sPodResourceClaim>,
     #[serde(default, deserialize_with = "null_default")]
     scheduling_gates: Vec<SchedulingGate>,
     #[serde(default)]
@@ -246,6 +248,30 @@ struct PodStatus {
     container_statuses: Vec<ContainerStatus>,
     #[serde(default, deserialize_with = "null_default")]
     init_container_statuses: Vec<ContainerStatus>,
+    #[serde(default, deserialize_with = "null_default")]
+    resource_claim_statuses: Vec<K8sPodClaimStatus>,
+}
+
+/// One entry of `spec.resourceClaims`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sPodResourceClaim {
+    #[serde(default, deserialize_with = "null_default")]
+    name: String,
+    #[serde(default)]
+    resource_claim_name: Option<String>,
+    #[serde(default)]
+    resource_claim_template_name: Option<String>,
+}
+
+/// One entry of `status.resourceClaimStatuses`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sPodClaimStatus {
+    #[serde(default, deserialize_with = "null_default")]
+    name: String,
+    #[serde(default)]
+    resource_claim_name: Option<String>,
 }
 
 /// One entry of `status.containerStatuses`: what the node allocated to the
@@ -505,6 +531,9 @@ pub struct PodInfo {
     /// else 1970-01-01T00:00:00Z; and the devices held for it, from its
     /// `trainyard.io/gpu-indices`. The node is checked at assembly.
     pub nomination: Option<(String, Timestamp, Option<Vec<u32>>)>,
+    /// `spec.resourceClaims` and `status.resourceClaimStatuses` (DRA),
+    /// resolved against the claims by [`crate::dra::build`].
+    pub dra: PodDraRefs,
 }
 
 impl PodInfo {
@@ -638,10 +667,15 @@ fn max_into(acc: &mut Resources, other: &Resources) {
     }
 }
 
+mod dra;
 mod node;
 mod pod;
 mod rules;
 
+pub(crate) use dra::{
+    K8sDeviceClass, K8sDeviceTaintRule, K8sResourceClaim, K8sResourceClaimTemplate,
+    K8sResourceSlice,
+};
 pub(crate) use node::K8sNode;
 
 #[cfg(test)]

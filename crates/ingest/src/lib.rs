@@ -5,8 +5,11 @@
 //! `List` (and typed lists such as `PodList`, as `kubectl get nodes,pods -o
 //! yaml` prints), `Node`, `Pod`, `PriorityClass`, and Trainyard's `Queue`,
 //! `PodGroup` (plus Volcano, KAI and scheduler-plugins PodGroups) and
-//! `Topology` (plus KAI and Kueue Topologies). Other kinds are skipped with
-//! a warning.
+//! `Topology` (plus KAI and Kueue Topologies), and the Dynamic Resource
+//! Allocation kinds `ResourceSlice`, `DeviceClass`, `ResourceClaim`,
+//! `ResourceClaimTemplate` (`resource.k8s.io/v1` or `v1beta2`) and
+//! `DeviceTaintRule` (`v1alpha3`), which fill `Snapshot::dra` ([`dra`]).
+//! Other kinds are skipped with a warning.
 //!
 //! Sources are read as a stream, object by object: the items of a `List`
 //! are converted one at a time as they are parsed, and no document tree is
@@ -17,6 +20,7 @@
 //! the document, the object, the field path and what was expected.
 
 mod assemble;
+pub mod dra;
 mod interpret;
 mod k8s;
 mod meta;
@@ -78,6 +82,9 @@ pub struct Loaded {
     pub snapshot: Snapshot,
     /// Things that were ignored or assumed, one message each.
     pub warnings: Vec<String>,
+    /// DeviceClasses by name (the snapshot's selector sets carry their
+    /// selectors; the core does not need them otherwise).
+    pub device_classes: std::collections::BTreeMap<String, dra::DeviceClass>,
 }
 
 /// One problem in the input.

@@ -59,6 +59,8 @@ pub(crate) enum Outcome {
     Queue(Queue),
     PodGroup(PodGroup),
     Topology(TopologyDocument),
+    /// A DRA object (`resource.k8s.io`).
+    Dra(Box<crate::dra::DraObject>),
     /// An object of a kind Trainyard does not use (counted per document).
     Skip(String),
 }
@@ -390,6 +392,11 @@ impl Reader {
                         .push(loc.error(Some(&t.object()), "", msg));
                 } else if self.claim(&t.object(), loc) {
                     self.objects.topology = Some((loc.clone(), t));
+                }
+            }
+            Outcome::Dra(d) => {
+                if self.claim(&d.object(), loc) {
+                    self.objects.dra.upsert(loc.clone(), *d);
                 }
             }
             Outcome::Skip(kind) => self.skip(loc, kind),

@@ -200,9 +200,20 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
                 ));
                 None
             });
+            let pod_key = m.pod.key();
+            let pc = cx.pod_claims.get(&pod_key).cloned();
+            let mut constraints = m.pod.constraints;
+            let mut claims = Vec::new();
+            if let Some(pc) = pc {
+                // A claim or template that does not exist yet keeps the
+                // pod pending, with the reason unsupported features give.
+                constraints.unsupported.extend(pc.blocked);
+                constraints.claims = pc.needs;
+                claims = pc.claims;
+            }
             Task {
-                claims: Vec::new(),
-                name: m.pod.key(),
+                claims,
+                name: pod_key,
                 key: TaskKey {
                     namespace: m.pod.namespace.clone(),
                     name: m.pod.name.clone(),
@@ -210,7 +221,7 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
                 },
                 subgroup: m.subgroup,
                 requests: m.pod.requests,
-                constraints: cx.intern(m.pod.constraints),
+                constraints: cx.intern(constraints),
                 state,
                 started: m.pod.started.filter(|_| bound),
                 terminating: m.pod.terminating,

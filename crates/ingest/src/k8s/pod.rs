@@ -138,9 +138,7 @@ impl K8sPod {
             &mut unsupported,
             &mut errors,
         );
-        if !spec.resource_claims.is_empty() {
-            unsupported.push("resourceClaims (dynamic resource allocation)".to_string());
-        }
+        let dra = pod_claims(&spec.resource_claims, &self.status, &mut errors);
         // A gated pod is not ready for scheduling until every gate is removed.
         for (i, g) in spec.scheduling_gates.iter().enumerate() {
             if g.name.is_empty() {
@@ -390,8 +388,62 @@ impl K8sPod {
             terminating,
             nomination,
             meta,
+            dra,
         })
     }
+}
+
+/// `spec.resourceClaims` and `status.resourceClaimStatuses`: each entry
+/// names exactly one of a claim and a template; names are unique.
+fn pod_claims(
+    claims: &[K8sPodResourceClaim],
+    status: &PodStatus,
+    errors: &mut Vec<FieldError>,
+) -> PodDraRefs {
+    let mut out = PodDraRefs::default();
+    for (i, c) in claims.iter().enumerate() {
+        let path = format!("spec.resourceClaims[{i}]");
+        if c.name.is_empty() {
+            errors.push((
+                format!("{path}.name"),
+                "missing; expected the claim's name in the pod".to_string(),
+            ));
+        } else if out.claims.iter().any(|o| o.name == c.name) {
+            errors.push((
+                format!("{path}.name"),
+                format!("{:?} is used twice; expected unique names", c.name),
+            ));
+        }
+        let nonempty = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+        let source = match (
+            nonempty(&c.resource_claim_name),
+            nonempty(&c.resource_claim_template_name),
+        ) {
+            (Some(n), None) => ClaimSource::Claim(n),
+            (None, Some(t)) => ClaimSource::Template(t),
+            (a, _) => {
+                let found = if a.is_some() { "both" } else { "neither" };
+                errors.push((
+                    path,
+                    format!(
+                        "sets {found} of resourceClaimName and resourceClaimTemplateName; expected exactly one"
+                    ),
+                ));
+                continue;
+            }
+        };
+        out.claims.push(PodResourceClaim {
+            name: c.name.clone(),
+            source,
+        });
+    }
+    for s in &status.resource_claim_statuses {
+        out.statuses.insert(
+            s.name.clone(),
+            s.resource_claim_name.clone().filter(|n| !n.is_empty()),
+        );
+    }
+    out
 }
 
 /// Checks one node selector requirement at `path` as the Kubernetes API

@@ -14,7 +14,11 @@ use trainyard_crd::{ApiError, ApiErrors, PodGroup, Queue, TopologyDocument, desc
 use super::Outcome;
 use super::replay::Replay;
 use super::tokens::{Tok, Tokens};
-use crate::k8s::{FieldError, K8sNode, K8sPod, K8sPriorityClass};
+use crate::dra::{DraKind, DraObject};
+use crate::k8s::{
+    FieldError, K8sDeviceClass, K8sDeviceTaintRule, K8sNode, K8sPod, K8sPriorityClass,
+    K8sResourceClaim, K8sResourceClaimTemplate, K8sResourceSlice,
+};
 
 /// A `kind` or `apiVersion` field.
 enum Field<'a> {
@@ -150,9 +154,78 @@ fn describe(t: &Tokens, i: usize, kind: &str) -> String {
             }
         }
     }
+    if DraKind::parse(kind).is_some_and(DraKind::namespaced) {
+        let s = |k: &str| {
+            meta.get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        };
+        let ns = s("namespace").unwrap_or("default");
+        return format!("{kind} {ns}/{}", s("name").unwrap_or("<unnamed>"));
+    }
     let mut object = serde_json::Map::new();
     object.insert("metadata".into(), Value::Object(meta));
     describe_object(kind, &Value::Object(object))
+}
+
+/// The `resource.k8s.io` versions read: `v1`, and `v1beta2`, whose shape
+/// is the same for every field Trainyard reads; `v1alpha3` for
+/// DeviceTaintRule (its only version). `v1beta1` is refused by name: its
+/// requests and devices have another shape.
+fn dra_api_problem(kind: DraKind, api: &str) -> Option<String> {
+    let version = api.strip_prefix("resource.k8s.io/");
+    let ok = match kind {
+        DraKind::DeviceTaintRule => version == Some("v1alpha3"),
+        _ => matches!(version, Some("v1" | "v1beta2")),
+    };
+    if ok {
+        return None;
+    }
+    let expected = match kind {
+        DraKind::DeviceTaintRule => "\"resource.k8s.io/v1alpha3\"",
+        _ => "\"resource.k8s.io/v1\" (or v1beta2)",
+    };
+    Some(match version {
+        Some("v1beta1") => format!(
+            "{api:?} is not supported: its shape differs from resource.k8s.io/v1 (requests without exactly/firstAvailable, devices under basic); expected {expected}; convert the object (kubectl get -o yaml from a cluster serving v1 gives it)"
+        ),
+        _ => format!(
+            "expected {expected} for kind {}, found {api:?}",
+            kind.as_str()
+        ),
+    })
+}
+
+/// A DRA object at `i`, read and converted.
+fn dra_object(t: &Tokens, i: usize, kind: DraKind, object: &str, out: &mut Out<'_>) {
+    let mut warnings = Vec::new();
+    let converted: Result<DraObject, Vec<FieldError>> = match kind {
+        DraKind::ResourceSlice => match typed::<K8sResourceSlice>(t, i, object) {
+            Ok(s) => s.convert(&mut warnings),
+            Err(e) => return out.api_error(e),
+        },
+        DraKind::DeviceClass => match typed::<K8sDeviceClass>(t, i, object) {
+            Ok(c) => c.convert(),
+            Err(e) => return out.api_error(e),
+        },
+        DraKind::ResourceClaim => match typed::<K8sResourceClaim>(t, i, object) {
+            Ok(c) => c.convert(&mut warnings),
+            Err(e) => return out.api_error(e),
+        },
+        DraKind::ResourceClaimTemplate => match typed::<K8sResourceClaimTemplate>(t, i, object) {
+            Ok(c) => c.convert(),
+            Err(e) => return out.api_error(e),
+        },
+        DraKind::DeviceTaintRule => match typed::<K8sDeviceTaintRule>(t, i, object) {
+            Ok(r) => r.convert(),
+            Err(e) => return out.api_error(e),
+        },
+    };
+    out.warnings(warnings);
+    match converted {
+        Ok(d) => out.push(Outcome::Dra(Box::new(d))),
+        Err(errs) => out.field_errors(object, errs),
+    }
 }
 
 /// Interprets the value at `i` of `t` (an object, or a List of them),
@@ -209,6 +282,8 @@ pub(crate) fn interpret(
         "Node" | "Pod" | "List" => "\"v1\"",
         "PriorityClass" => "\"scheduling.k8s.io/v1\"",
         "Queue" | "PodGroup" | "Topology" => "\"trainyard.io/v1alpha1\"",
+        "DeviceTaintRule" => "\"resource.k8s.io/v1alpha3\"",
+        k if DraKind::parse(k).is_some() => "\"resource.k8s.io/v1\"",
         _ => "the object's apiVersion",
     };
     let api = match inherit(Field::of(t, i, "apiVersion"), inherited.map(|(_, a)| a)) {
@@ -238,6 +313,12 @@ pub(crate) fn interpret(
             format!("expected {expected_api} for kind {kind}, found {api:?}"),
         );
     };
+    if let Some(dk) = DraKind::parse(kind) {
+        if let Some(problem) = dra_api_problem(dk, api) {
+            return out.error(Some(&object), "apiVersion", problem);
+        }
+        return dra_object(t, i, dk, &object, &mut out);
+    }
     match kind {
         k if k == "List" || (k.ends_with("List") && t.get(i, "items").is_some()) => {
             let item_kind = k.strip_suffix("List").filter(|s| !s.is_empty());

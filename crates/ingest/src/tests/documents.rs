@@ -352,9 +352,10 @@ fn unsupported_and_soft_constraints() {
     );
     let loaded = load_one(&text).unwrap();
     let c = &loaded.snapshot.jobs[0].tasks[0].constraints;
+    // The claim does not exist: the pod waits for it.
     assert_eq!(
         c.unsupported,
-        ["resourceClaims (dynamic resource allocation)"]
+        ["waiting for ResourceClaim ml/c to be created"]
     );
     // Rules between pods are kept for the core (tests/pod_rules.rs).
     let r = &c.pod_rules;

@@ -9,6 +9,7 @@ use trainyard_model::{
 };
 
 mod documents;
+mod dra;
 mod errors;
 mod gpu_sharing;
 mod pod_rules;

@@ -115,6 +115,8 @@ pub(crate) struct Objects {
     pod_claims: Arc<BTreeMap<String, PodClaims>>,
     device_classes: BTreeMap<String, DeviceClass>,
     dra_problems: Problems,
+    /// Selector matches of earlier builds (`trainyard_dra::MatchCache`).
+    dra_matches: trainyard_dra::MatchCache,
 }
 
 impl Objects {
@@ -233,8 +235,12 @@ impl Objects {
     /// marked for interpretation.
     fn rebuild_dra(&mut self, out: &mut Refreshed) {
         self.dra_dirty = false;
-        let built =
-            trainyard_ingest::dra::build(&self.dra, self.pods.values().map(|(_, p)| p), &self.opts);
+        let built = trainyard_ingest::dra::build_with(
+            &self.dra,
+            self.pods.values().map(|(_, p)| p),
+            &self.opts,
+            &mut self.dra_matches,
+        );
         let old = &self.pod_claims;
         let changed: BTreeSet<&String> = old
             .keys()

@@ -31,7 +31,7 @@ mod selector;
 
 pub use env::{DeviceInput, Evaluator};
 pub use error::SelectorError;
-pub use matches::{CompiledSet, NodeMatch, assemble, compute_matches, matches_on_node};
+pub use matches::{CompiledSet, MatchCache, NodeMatch, assemble, compute_matches, matches_on_node};
 pub use selector::Selector;
 
 /// The longest expression accepted, in bytes (Kubernetes:

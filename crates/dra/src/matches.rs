@@ -169,6 +169,69 @@ pub fn compute_matches(
         .collect()
 }
 
+/// Matches kept from one computation to the next, so that a rebuild of
+/// the DRA part (a claim or a pod changed) evaluates only the selector
+/// sets and nodes that are new or whose devices changed. Sets no longer
+/// asked for and nodes no longer present are dropped.
+#[derive(Debug, Default)]
+pub struct MatchCache {
+    sets: std::collections::HashMap<(SelectorSet, bool), CachedSet>,
+}
+
+#[derive(Debug)]
+struct CachedSet {
+    compiled: CompiledSet,
+    /// Per node: the devices evaluated and the result.
+    nodes: BTreeMap<String, (Arc<NodeDevices>, NodeMatch)>,
+}
+
+impl MatchCache {
+    /// The same as [`compute_matches`], evaluating only what the cache
+    /// does not hold for the same set and the same devices.
+    pub fn matches(
+        &mut self,
+        nodes: &BTreeMap<String, Arc<NodeDevices>>,
+        sets: &[SelectorSet],
+        known_class: impl Fn(&str) -> bool,
+    ) -> Vec<Arc<SelectorMatches>> {
+        let evaluator = Evaluator::new();
+        let mut kept = std::collections::HashMap::new();
+        let mut out = Vec::with_capacity(sets.len());
+        for set in sets {
+            let key = (set.clone(), known_class(&set.class));
+            let mut entry = self.sets.remove(&key).unwrap_or_else(|| CachedSet {
+                compiled: CompiledSet::compile(set, key.1),
+                nodes: BTreeMap::new(),
+            });
+            entry.nodes.retain(|name, _| nodes.contains_key(name));
+            for (name, devices) in nodes {
+                let fresh = entry
+                    .nodes
+                    .get(name)
+                    .is_some_and(|(seen, _)| Arc::ptr_eq(seen, devices) || **seen == **devices);
+                if !fresh {
+                    let m = matches_on_node(
+                        &evaluator,
+                        name,
+                        devices,
+                        std::slice::from_ref(&entry.compiled),
+                    )
+                    .pop()
+                    .unwrap_or_default();
+                    entry.nodes.insert(name.clone(), (Arc::clone(devices), m));
+                }
+            }
+            out.push(Arc::new(assemble(
+                &entry.compiled,
+                entry.nodes.iter().map(|(n, (_, m))| (n.as_str(), m)),
+            )));
+            kept.insert(key, entry);
+        }
+        self.sets = kept;
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use trainyard_model::dra::{AttrValue, Device};

@@ -16,7 +16,7 @@ use crate::read::Loc;
 
 mod build;
 
-pub use build::{DraBuilt, PodClaims, build};
+pub use build::{DraBuilt, PodClaims, build, build_with};
 
 /// A ResourceSlice: one part of a driver's pool.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -56,6 +56,23 @@ pub fn build<'a>(
     pods: impl IntoIterator<Item = &'a PodInfo>,
     opts: &LoadOptions,
 ) -> DraBuilt {
+    build_with(
+        objects,
+        pods,
+        opts,
+        &mut trainyard_dra::MatchCache::default(),
+    )
+}
+
+/// [`build`], with the selector matches of earlier builds kept in `cache`
+/// (the live state rebuilds on every change of a DRA object or a pod
+/// with claims, and evaluates only new selector sets and changed nodes).
+pub fn build_with<'a>(
+    objects: &DraObjects,
+    pods: impl IntoIterator<Item = &'a PodInfo>,
+    opts: &LoadOptions,
+    cache: &mut trainyard_dra::MatchCache,
+) -> DraBuilt {
     let mut warnings = Vec::new();
     let nodes = node_devices(objects, &mut warnings);
 
@@ -206,13 +223,13 @@ pub fn build<'a>(
         by_pod.insert(pod_key, out);
     }
 
+    let matches = cache.matches(&nodes, &selectors, |c| classes.contains_key(c));
     DraBuilt {
         dra: Dra {
             nodes,
             claims,
             selectors,
-            // matches: filled by trainyard_dra::compute_matches (wired at merge)
-            matches: Vec::new(),
+            matches,
         },
         pods: by_pod,
         classes: classes

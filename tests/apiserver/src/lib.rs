@@ -53,6 +53,7 @@
 
 pub mod auth;
 pub mod discovery;
+pub mod dra;
 pub mod error;
 pub mod events;
 pub mod eviction;

@@ -199,14 +199,23 @@ fn admit_and_start(state: &mut State, def: &ResourceDef, mut due: Vec<(Value, St
 /// Leaves a pod whose claims are not ready `Pending`, with
 /// `PodReadyToStartContainers` `False` (reason `FailedPrepareDynamicResources`,
 /// the message) and a `Warning` event when the message changes.
-fn wait_for_claims(state: &mut State, def: &ResourceDef, pod: &Value, node: &str, msg: &str, now: i64) {
+fn wait_for_claims(
+    state: &mut State,
+    def: &ResourceDef,
+    pod: &Value,
+    node: &str,
+    msg: &str,
+    now: i64,
+) {
     use crate::dra::kubelet::WAIT_REASON;
     let mut conds: Vec<Value> = pod["status"]["conditions"]
         .as_array()
         .cloned()
         .unwrap_or_default();
     let same = conds.iter().any(|c| {
-        c["type"] == "PodReadyToStartContainers" && c["reason"] == WAIT_REASON && c["message"] == msg
+        c["type"] == "PodReadyToStartContainers"
+            && c["reason"] == WAIT_REASON
+            && c["message"] == msg
     });
     if same {
         return;

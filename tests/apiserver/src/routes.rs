@@ -549,7 +549,9 @@ fn binding_check(
         .as_str()
         .filter(|v| !v.is_empty())
         .is_some_and(|v| {
-            st.store.get(&t.def.key(), ns, name).map(|o| &o["metadata"]["resourceVersion"])
+            st.store
+                .get(&t.def.key(), ns, name)
+                .map(|o| &o["metadata"]["resourceVersion"])
                 != Some(&json!(v))
         });
     if stale {

@@ -56,8 +56,10 @@ fn causes(s: &Status) -> Vec<(String, String)> {
 }
 
 fn node(name: &str) -> Node {
-    obj(json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
-        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}))
+    obj(
+        json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}),
+    )
 }
 
 fn claim(name: &str) -> ResourceClaim {
@@ -82,13 +84,19 @@ fn pod_with_claims(name: &str, claims: Value) -> Pod {
 }
 
 fn condition(pod: &Pod, ty: &str) -> Option<(String, String, String)> {
-    pod.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == ty).map(|c| {
-        (
-            c.status.clone(),
-            c.reason.clone().unwrap_or_default(),
-            c.message.clone().unwrap_or_default(),
-        )
-    })
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == ty)
+        .map(|c| {
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
 }
 
 async fn bind(server: &TestApiServer, pod: &str, node: &str) {
@@ -110,7 +118,11 @@ async fn dra_kinds_are_discovered_created_listed_and_watched() {
     let c = client(&server, None);
     // Discovery: v1 preferred, v1alpha3 served beside it.
     let group: Value = c
-        .request(http::Request::get("/apis/resource.k8s.io").body(vec![]).expect("req"))
+        .request(
+            http::Request::get("/apis/resource.k8s.io")
+                .body(vec![])
+                .expect("req"),
+        )
         .await
         .expect("group");
     assert_eq!(group["preferredVersion"]["version"], "v1");
@@ -122,7 +134,11 @@ async fn dra_kinds_are_discovered_created_listed_and_watched() {
         .collect();
     assert_eq!(versions, ["v1", "v1alpha3"]);
     let list: Value = c
-        .request(http::Request::get("/apis/resource.k8s.io/v1").body(vec![]).expect("req"))
+        .request(
+            http::Request::get("/apis/resource.k8s.io/v1")
+                .body(vec![])
+                .expect("req"),
+        )
         .await
         .expect("resources");
     let res = |name: &str| {
@@ -135,10 +151,24 @@ async fn dra_kinds_are_discovered_created_listed_and_watched() {
     assert_eq!(res("resourceclaims")["namespaced"], true);
     assert_eq!(res("resourceslices")["namespaced"], false);
     assert_eq!(res("deviceclasses")["kind"], "DeviceClass");
-    assert_eq!(res("resourceclaimtemplates")["kind"], "ResourceClaimTemplate");
-    assert_eq!(res("resourceclaims/status")["verbs"], json!(["get", "patch", "update"]));
-    assert!(res("resourceclaims/binding").is_null(), "binding is not an endpoint");
-    assert!(res("resourceclaims")["verbs"].as_array().expect("verbs").contains(&json!("watch")));
+    assert_eq!(
+        res("resourceclaimtemplates")["kind"],
+        "ResourceClaimTemplate"
+    );
+    assert_eq!(
+        res("resourceclaims/status")["verbs"],
+        json!(["get", "patch", "update"])
+    );
+    assert!(
+        res("resourceclaims/binding").is_null(),
+        "binding is not an endpoint"
+    );
+    assert!(
+        res("resourceclaims")["verbs"]
+            .as_array()
+            .expect("verbs")
+            .contains(&json!("watch"))
+    );
 
     let claims: Api<ResourceClaim> = Api::namespaced(c.clone(), "default");
     let mut events = watcher(claims.clone(), watcher::Config::default())
@@ -154,7 +184,10 @@ async fn dra_kinds_are_discovered_created_listed_and_watched() {
     let slice: ResourceSlice = obj(json!({"metadata": {"name": "node-a-gpu"},
         "spec": {"driver": "gpu.example.com", "nodeName": "node-a", "pool": {"name": "node-a", "generation": 1, "resourceSliceCount": 1},
                  "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}}));
-    slices.create(&PostParams::default(), &slice).await.expect("slice");
+    slices
+        .create(&PostParams::default(), &slice)
+        .await
+        .expect("slice");
     let on_a = slices
         .list(&ListParams::default().fields("spec.nodeName=node-a"))
         .await
@@ -164,12 +197,21 @@ async fn dra_kinds_are_discovered_created_listed_and_watched() {
     let mut bad = slice.clone();
     bad.metadata.name = Some("bad".into());
     bad.spec.all_nodes = Some(true);
-    let e = status(slices.create(&PostParams::default(), &bad).await.expect_err("two node fields"));
+    let e = status(
+        slices
+            .create(&PostParams::default(), &bad)
+            .await
+            .expect_err("two node fields"),
+    );
     assert_eq!(e.code, 422);
     assert_eq!(causes(&e)[0].0, "spec");
     let e = status(
         slices
-            .patch("node-a-gpu", &PatchParams::default(), &Patch::Merge(json!({"spec": {"pool": {"name": "other"}}})))
+            .patch(
+                "node-a-gpu",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"pool": {"name": "other"}}})),
+            )
             .await
             .expect_err("pool renamed"),
     );
@@ -197,13 +239,29 @@ async fn dra_kinds_are_discovered_created_listed_and_watched() {
                      "taint": {"key": "example.com/broken", "effect": "NoSchedule"}}})))
         .await
         .expect("taint rule");
-    assert_eq!(taints.list(&ListParams::default()).await.expect("rules").items.len(), 1);
+    assert_eq!(
+        taints
+            .list(&ListParams::default())
+            .await
+            .expect("rules")
+            .items
+            .len(),
+        1
+    );
 
     // A status in the create body is dropped.
     let mut c1 = claim("c1");
     c1.status = Some(obj(json!({"allocation": allocation("node-a", "gpu-0")})));
-    let created = claims.create(&PostParams::default(), &c1).await.expect("claim");
-    assert!(created.status.as_ref().is_none_or(|s| s.allocation.is_none()));
+    let created = claims
+        .create(&PostParams::default(), &c1)
+        .await
+        .expect("claim");
+    assert!(
+        created
+            .status
+            .as_ref()
+            .is_none_or(|s| s.allocation.is_none())
+    );
     let seen = tokio::time::timeout(Duration::from_secs(10), async {
         while let Some(e) = events.next().await {
             if e.expect("event").name_any() == "c1" {
@@ -227,10 +285,16 @@ async fn claim_status_writes_conflict_and_keep_the_allocation_immutable() {
     let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
     let claims: Api<ResourceClaim> = Api::namespaced(c.clone(), "default");
     let p = pods
-        .create(&PostParams::default(), &pod_with_claims("p", json!([{"name": "gpu", "resourceClaimName": "c"}])))
+        .create(
+            &PostParams::default(),
+            &pod_with_claims("p", json!([{"name": "gpu", "resourceClaimName": "c"}])),
+        )
         .await
         .expect("pod");
-    let created = claims.create(&PostParams::default(), &claim("c")).await.expect("claim");
+    let created = claims
+        .create(&PostParams::default(), &claim("c"))
+        .await
+        .expect("claim");
 
     // The spec is immutable; a status on the main resource is ignored.
     let e = status(
@@ -249,12 +313,20 @@ async fn claim_status_writes_conflict_and_keep_the_allocation_immutable() {
     // reservedFor needs an allocation.
     let e = status(
         claims
-            .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {"reservedFor": [reservation(&p)]}})))
+            .patch_status(
+                "c",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"reservedFor": [reservation(&p)]}})),
+            )
             .await
             .expect_err("reservation without allocation"),
     );
     assert_eq!(causes(&e)[0].0, "status.reservedFor");
-    assert!(causes(&e)[0].1.contains("may not be specified when `allocated` is not set"));
+    assert!(
+        causes(&e)[0]
+            .1
+            .contains("may not be specified when `allocated` is not set")
+    );
 
     // A status write with a stale resourceVersion: 409.
     let mut stale = created.clone();
@@ -268,8 +340,14 @@ async fn claim_status_writes_conflict_and_keep_the_allocation_immutable() {
     assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"));
     let e = status(
         claims
-            .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"resourceVersion": created.resource_version()},
-                "status": {"allocation": allocation("node-a", "gpu-0")}})))
+            .patch_status(
+                "c",
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"metadata": {"resourceVersion": created.resource_version()},
+                "status": {"allocation": allocation("node-a", "gpu-0")}}),
+                ),
+            )
             .await
             .expect_err("stale patch"),
     );
@@ -277,17 +355,29 @@ async fn claim_status_writes_conflict_and_keep_the_allocation_immutable() {
 
     // Allocate and reserve in one write, with the current resourceVersion.
     let mut fresh = claims.get("c").await.expect("get");
-    fresh.status = Some(obj(json!({"allocation": allocation("node-a", "gpu-0"), "reservedFor": [reservation(&p)]})));
+    fresh.status = Some(obj(
+        json!({"allocation": allocation("node-a", "gpu-0"), "reservedFor": [reservation(&p)]}),
+    ));
     let allocated = claims
         .replace_status("c", &PostParams::default(), &fresh)
         .await
         .expect("allocate");
-    assert!(allocated.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some());
+    assert!(
+        allocated
+            .status
+            .as_ref()
+            .and_then(|s| s.allocation.as_ref())
+            .is_some()
+    );
 
     // The allocation cannot change while set, nor be cleared while reserved.
     let e = status(
         claims
-            .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {"allocation": allocation("node-a", "gpu-1")}})))
+            .patch_status(
+                "c",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"allocation": allocation("node-a", "gpu-1")}})),
+            )
             .await
             .expect_err("re-allocation"),
     );
@@ -296,7 +386,11 @@ async fn claim_status_writes_conflict_and_keep_the_allocation_immutable() {
     assert!(causes(&e)[0].1.ends_with("field is immutable"));
     let e = status(
         claims
-            .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {"allocation": null}})))
+            .patch_status(
+                "c",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"allocation": null}})),
+            )
             .await
             .expect_err("clear while reserved"),
     );
@@ -306,7 +400,11 @@ async fn claim_status_writes_conflict_and_keep_the_allocation_immutable() {
     let r = reservation(&p);
     let e = status(
         claims
-            .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {"reservedFor": [r, r]}})))
+            .patch_status(
+                "c",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"reservedFor": [r, r]}})),
+            )
             .await
             .expect_err("duplicate"),
     );
@@ -317,37 +415,70 @@ async fn claim_status_writes_conflict_and_keep_the_allocation_immutable() {
         .collect();
     let e = status(
         claims
-            .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {"reservedFor": many}})))
+            .patch_status(
+                "c",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"reservedFor": many}})),
+            )
             .await
             .expect_err("too many"),
     );
-    assert_eq!(causes(&e)[0], ("status.reservedFor".into(), "Too many: 257: must have at most 256 items".into()));
+    assert_eq!(
+        causes(&e)[0],
+        (
+            "status.reservedFor".into(),
+            "Too many: 257: must have at most 256 items".into()
+        )
+    );
 
     // Cleared together with reservedFor: allowed; then a new allocation.
     claims
-        .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {"allocation": null, "reservedFor": null}})))
+        .patch_status(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"allocation": null, "reservedFor": null}})),
+        )
         .await
         .expect("deallocate");
     let again = claims
-        .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {"allocation": allocation("node-a", "gpu-1")}})))
+        .patch_status(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"allocation": allocation("node-a", "gpu-1")}})),
+        )
         .await
         .expect("allocate again");
-    let state = again.status.and_then(|s| s.allocation).and_then(|a| a.devices).expect("devices");
+    let state = again
+        .status
+        .and_then(|s| s.allocation)
+        .and_then(|a| a.devices)
+        .expect("devices");
     assert_eq!(state.results.expect("results")[0].device, "gpu-1");
     // A result must name a request of the claim.
     let mut bad = allocation("node-a", "gpu-0");
     bad["devices"]["results"][0]["request"] = json!("nope");
     claims
-        .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {"allocation": null}})))
+        .patch_status(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"allocation": null}})),
+        )
         .await
         .expect("deallocate");
     let e = status(
         claims
-            .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {"allocation": bad}})))
+            .patch_status(
+                "c",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"allocation": bad}})),
+            )
             .await
             .expect_err("unknown request"),
     );
-    assert_eq!(causes(&e)[0].0, "status.allocation.devices.results[0].request");
+    assert_eq!(
+        causes(&e)[0].0,
+        "status.allocation.devices.results[0].request"
+    );
 }
 
 #[tokio::test]
@@ -355,7 +486,10 @@ async fn template_claims_are_generated_reserved_started_and_cleaned_up() {
     let server = manual_server().await;
     let c = client(&server, None);
     let nodes: Api<Node> = Api::all(c.clone());
-    nodes.create(&PostParams::default(), &node("node-a")).await.expect("node");
+    nodes
+        .create(&PostParams::default(), &node("node-a"))
+        .await
+        .expect("node");
     let templates: Api<ResourceClaimTemplate> = Api::namespaced(c.clone(), "default");
     templates
         .create(&PostParams::default(), &obj(json!({"metadata": {"name": "one-gpu"},
@@ -366,69 +500,154 @@ async fn template_claims_are_generated_reserved_started_and_cleaned_up() {
     let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
     let claims: Api<ResourceClaim> = Api::namespaced(c.clone(), "default");
     let p = pods
-        .create(&PostParams::default(), &pod_with_claims("trainer", json!([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}])))
+        .create(
+            &PostParams::default(),
+            &pod_with_claims(
+                "trainer",
+                json!([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]),
+            ),
+        )
         .await
         .expect("pod");
 
     // The controller runs with the kubelet step.
-    assert!(claims.list(&ListParams::default()).await.expect("list").items.is_empty());
+    assert!(
+        claims
+            .list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .is_empty()
+    );
     server.tick();
-    let generated = claims.list(&ListParams::default()).await.expect("list").items;
+    let generated = claims
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items;
     assert_eq!(generated.len(), 1);
     let gc = &generated[0];
     let name = gc.name_any();
     let suffix = name.strip_prefix("trainer-gpu-").expect("name prefix");
     assert_eq!(suffix.len(), 5);
-    assert!(suffix.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit()));
+    assert!(
+        suffix
+            .chars()
+            .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit())
+    );
     let owner = &gc.owner_references()[0];
-    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("Pod", "trainer"));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Pod", "trainer")
+    );
     assert_eq!(Some(owner.uid.as_str()), p.uid().as_deref());
-    assert_eq!((owner.controller, owner.block_owner_deletion), (Some(true), Some(true)));
-    assert_eq!(gc.annotations()["resource.kubernetes.io/pod-claim-name"], "gpu");
+    assert_eq!(
+        (owner.controller, owner.block_owner_deletion),
+        (Some(true), Some(true))
+    );
+    assert_eq!(
+        gc.annotations()["resource.kubernetes.io/pod-claim-name"],
+        "gpu"
+    );
     assert_eq!(gc.annotations()["note"], "from-template");
     assert_eq!(gc.labels()["team"], "ml");
-    assert_eq!(gc.spec.devices.as_ref().and_then(|d| d.requests.as_ref()).map(Vec::len), Some(1));
+    assert_eq!(
+        gc.spec
+            .devices
+            .as_ref()
+            .and_then(|d| d.requests.as_ref())
+            .map(Vec::len),
+        Some(1)
+    );
     let p = pods.get("trainer").await.expect("pod");
-    let st = p.status.as_ref().and_then(|s| s.resource_claim_statuses.clone()).expect("claim statuses");
-    assert_eq!((st[0].name.as_str(), st[0].resource_claim_name.as_deref()), ("gpu", Some(name.as_str())));
+    let st = p
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.clone())
+        .expect("claim statuses");
+    assert_eq!(
+        (st[0].name.as_str(), st[0].resource_claim_name.as_deref()),
+        ("gpu", Some(name.as_str()))
+    );
     server.tick();
-    assert_eq!(claims.list(&ListParams::default()).await.expect("list").items.len(), 1, "no second claim");
+    assert_eq!(
+        claims
+            .list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .len(),
+        1,
+        "no second claim"
+    );
 
     // Bound but not allocated: the kubelet waits.
     bind(&server, "trainer", "node-a").await;
     server.tick();
     let waiting = pods.get("trainer").await.expect("pod");
-    assert_eq!(waiting.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Pending"));
+    assert_eq!(
+        waiting.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Pending")
+    );
     let (s, reason, msg) = condition(&waiting, "PodReadyToStartContainers").expect("condition");
-    assert_eq!((s.as_str(), reason.as_str()), ("False", "FailedPrepareDynamicResources"));
+    assert_eq!(
+        (s.as_str(), reason.as_str()),
+        ("False", "FailedPrepareDynamicResources")
+    );
     assert!(msg.contains("is not allocated"), "{msg}");
     // Allocated but not reserved for the pod: still waiting.
     claims
-        .patch(&name, &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": ["resource.kubernetes.io/delete-protection"]}})))
+        .patch(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"finalizers": ["resource.kubernetes.io/delete-protection"]}}),
+            ),
+        )
         .await
         .expect("finalizer");
     claims
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({"status": {"allocation": allocation("node-a", "gpu-0")}})))
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"allocation": allocation("node-a", "gpu-0")}})),
+        )
         .await
         .expect("allocate");
     server.tick();
-    let (_, _, msg) = condition(&pods.get("trainer").await.expect("pod"), "PodReadyToStartContainers").expect("condition");
+    let (_, _, msg) = condition(
+        &pods.get("trainer").await.expect("pod"),
+        "PodReadyToStartContainers",
+    )
+    .expect("condition");
     assert!(msg.contains("is not allowed to use ResourceClaim"), "{msg}");
     claims
-        .patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({"status": {"reservedFor": [reservation(&p)]}})))
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"reservedFor": [reservation(&p)]}})),
+        )
         .await
         .expect("reserve");
     server.tick();
     let running = pods.get("trainer").await.expect("pod");
-    assert_eq!(running.status.as_ref().and_then(|s| s.phase.as_deref()), Some("Running"));
+    assert_eq!(
+        running.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Running")
+    );
 
     // Deleting the pod (graceful: it is bound) and letting the kubelet remove
     // it drops the reservation and the allocation, then the claim.
-    pods.delete("trainer", &DeleteParams::default()).await.expect("delete");
+    pods.delete("trainer", &DeleteParams::default())
+        .await
+        .expect("delete");
     server.advance(1);
     assert!(pods.get_opt("trainer").await.expect("get").is_none());
     server.tick();
-    assert!(claims.get_opt(&name).await.expect("get").is_none(), "generated claim deleted with its pod");
+    assert!(
+        claims.get_opt(&name).await.expect("get").is_none(),
+        "generated claim deleted with its pod"
+    );
 }
 
 #[tokio::test]
@@ -438,14 +657,23 @@ async fn reservations_of_gone_pods_are_dropped_and_the_last_one_deallocates() {
     let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
     let claims: Api<ResourceClaim> = Api::namespaced(c.clone(), "default");
     let uses = json!([{"name": "gpu", "resourceClaimName": "shared"}]);
-    let a = pods.create(&PostParams::default(), &pod_with_claims("a", uses.clone())).await.expect("a");
-    let b = pods.create(&PostParams::default(), &pod_with_claims("b", uses)).await.expect("b");
+    let a = pods
+        .create(&PostParams::default(), &pod_with_claims("a", uses.clone()))
+        .await
+        .expect("a");
+    let b = pods
+        .create(&PostParams::default(), &pod_with_claims("b", uses))
+        .await
+        .expect("b");
     for (name, finalizer) in [("shared", true), ("kept", false)] {
         let mut cl = claim(name);
         if finalizer {
             cl.metadata.finalizers = Some(vec!["resource.kubernetes.io/delete-protection".into()]);
         }
-        claims.create(&PostParams::default(), &cl).await.expect("claim");
+        claims
+            .create(&PostParams::default(), &cl)
+            .await
+            .expect("claim");
         claims
             .patch_status(name, &PatchParams::default(), &Patch::Merge(json!({"status": {
                 "allocation": allocation("node-a", "gpu-0"), "reservedFor": [reservation(&a), reservation(&b)]}})))
@@ -453,14 +681,26 @@ async fn reservations_of_gone_pods_are_dropped_and_the_last_one_deallocates() {
             .expect("allocate and reserve");
     }
     // Unbound pods go at once.
-    pods.delete("a", &DeleteParams::default()).await.expect("delete a");
+    pods.delete("a", &DeleteParams::default())
+        .await
+        .expect("delete a");
     server.tick();
     for name in ["shared", "kept"] {
         let cl = claims.get(name).await.expect("claim");
-        let r = cl.status.as_ref().and_then(|s| s.reserved_for.clone()).expect("reservedFor");
-        assert_eq!(r.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(), ["b"], "{name}");
+        let r = cl
+            .status
+            .as_ref()
+            .and_then(|s| s.reserved_for.clone())
+            .expect("reservedFor");
+        assert_eq!(
+            r.iter().map(|x| x.name.as_str()).collect::<Vec<_>>(),
+            ["b"],
+            "{name}"
+        );
     }
-    pods.delete("b", &DeleteParams::default()).await.expect("delete b");
+    pods.delete("b", &DeleteParams::default())
+        .await
+        .expect("delete b");
     server.tick();
     // With the scheduler's finalizer: deallocated and the finalizer removed.
     let shared = claims.get("shared").await.expect("shared claim stays");
@@ -469,8 +709,18 @@ async fn reservations_of_gone_pods_are_dropped_and_the_last_one_deallocates() {
     assert!(shared.finalizers().is_empty());
     // Without it (not allocated by a scheduler): the allocation stays.
     let kept = claims.get("kept").await.expect("kept");
-    assert!(kept.status.as_ref().and_then(|s| s.allocation.as_ref()).is_some());
-    assert!(kept.status.as_ref().and_then(|s| s.reserved_for.as_ref()).is_none_or(|r| r.is_empty()));
+    assert!(
+        kept.status
+            .as_ref()
+            .and_then(|s| s.allocation.as_ref())
+            .is_some()
+    );
+    assert!(
+        kept.status
+            .as_ref()
+            .and_then(|s| s.reserved_for.as_ref())
+            .is_none_or(|r| r.is_empty())
+    );
 }
 
 #[tokio::test]
@@ -478,17 +728,30 @@ async fn the_kubelet_refuses_a_pod_whose_claim_is_allocated_on_another_node() {
     let server = manual_server().await;
     let c = client(&server, None);
     let nodes: Api<Node> = Api::all(c.clone());
-    nodes.create(&PostParams::default(), &node("node-a")).await.expect("node");
+    nodes
+        .create(&PostParams::default(), &node("node-a"))
+        .await
+        .expect("node");
     let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
     let claims: Api<ResourceClaim> = Api::namespaced(c.clone(), "default");
     let p = pods
-        .create(&PostParams::default(), &pod_with_claims("p", json!([{"name": "gpu", "resourceClaimName": "c"}])))
+        .create(
+            &PostParams::default(),
+            &pod_with_claims("p", json!([{"name": "gpu", "resourceClaimName": "c"}])),
+        )
         .await
         .expect("pod");
-    claims.create(&PostParams::default(), &claim("c")).await.expect("claim");
     claims
-        .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"status": {
-            "allocation": allocation("node-b", "gpu-0"), "reservedFor": [reservation(&p)]}})))
+        .create(&PostParams::default(), &claim("c"))
+        .await
+        .expect("claim");
+    claims
+        .patch_status(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+            "allocation": allocation("node-b", "gpu-0"), "reservedFor": [reservation(&p)]}})),
+        )
         .await
         .expect("allocate on node-b");
     bind(&server, "p", "node-a").await;
@@ -497,7 +760,11 @@ async fn the_kubelet_refuses_a_pod_whose_claim_is_allocated_on_another_node() {
     let s = p.status.expect("status");
     assert_eq!(s.phase.as_deref(), Some("Failed"));
     assert_eq!(s.reason.as_deref(), Some("UnexpectedAdmissionError"));
-    assert!(s.message.unwrap_or_default().contains("does not select node node-a"));
+    assert!(
+        s.message
+            .unwrap_or_default()
+            .contains("does not select node node-a")
+    );
 }
 
 #[tokio::test]
@@ -511,7 +778,10 @@ async fn status_writes_of_allocation_need_the_binding_subresource_with_rbac() {
     .expect("server");
     let admin = client(&server, Some(trainyard_testapi::ADMIN_TOKEN));
     let claims: Api<ResourceClaim> = Api::namespaced(admin.clone(), "default");
-    claims.create(&PostParams::default(), &claim("c")).await.expect("claim");
+    claims
+        .create(&PostParams::default(), &claim("c"))
+        .await
+        .expect("claim");
     let roles: Api<k8s_openapi::api::rbac::v1::ClusterRole> = Api::all(admin.clone());
     let bindings: Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> = Api::all(admin.clone());
     roles
@@ -560,7 +830,11 @@ async fn status_writes_of_allocation_need_the_binding_subresource_with_rbac() {
     assert!(done.status.and_then(|s| s.allocation).is_some());
     // A status write that leaves allocation and reservedFor alone needs nothing more.
     sched
-        .patch_status("c", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})))
+        .patch_status(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
         .await
         .expect("no-op status write");
 }

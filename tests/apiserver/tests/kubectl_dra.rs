@@ -62,10 +62,19 @@ async fn kubectl_gets_resourceclaims_resourceslices_and_deviceclasses() {
     }
 
     let slices = k.ok(&["get", "resourceslices"]).await;
-    assert_eq!(header(&slices), ["NAME", "NODE", "DRIVER", "POOL", "AGE"], "{slices}");
+    assert_eq!(
+        header(&slices),
+        ["NAME", "NODE", "DRIVER", "POOL", "AGE"],
+        "{slices}"
+    );
     assert_eq!(
         row(&slices, "node-a-gpu.example.com")[..4],
-        ["node-a-gpu.example.com", "node-a", "gpu.example.com", "node-a"],
+        [
+            "node-a-gpu.example.com",
+            "node-a",
+            "gpu.example.com",
+            "node-a"
+        ],
         "{slices}"
     );
     let classes = k.ok(&["get", "deviceclasses"]).await;
@@ -78,33 +87,70 @@ async fn kubectl_gets_resourceclaims_resourceslices_and_deviceclasses() {
     server.tick();
     let claims = k.ok(&["get", "resourceclaims"]).await;
     assert_eq!(header(&claims), ["NAME", "STATE", "AGE"], "{claims}");
-    assert_eq!(row(&claims, "shared")[..2], ["shared", "pending"], "{claims}");
+    assert_eq!(
+        row(&claims, "shared")[..2],
+        ["shared", "pending"],
+        "{claims}"
+    );
     let generated = row(&claims, "trainer-gpu-");
     assert_eq!(generated.get(1), Some(&"pending"), "{claims}");
     let recorded = k
-        .ok(&["get", "pod", "trainer", "-o", "jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}"])
+        .ok(&[
+            "get",
+            "pod",
+            "trainer",
+            "-o",
+            "jsonpath={.status.resourceClaimStatuses[0].resourceClaimName}",
+        ])
         .await;
     assert_eq!(recorded, generated[0]);
 
     // The status through the status subresource; then the allocation is fixed.
     let patched = k
-        .ok(&["patch", "resourceclaim", "shared", "--subresource=status", "--type=merge", "-p", &ALLOCATION.replace("DEVICE", "gpu-0")])
+        .ok(&[
+            "patch",
+            "resourceclaim",
+            "shared",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &ALLOCATION.replace("DEVICE", "gpu-0"),
+        ])
         .await;
-    assert!(patched.contains("resourceclaim.resource.k8s.io/shared patched"), "{patched}");
+    assert!(
+        patched.contains("resourceclaim.resource.k8s.io/shared patched"),
+        "{patched}"
+    );
     let claims = k.ok(&["get", "resourceclaims"]).await;
     assert_eq!(row(&claims, "shared")[1], "allocated", "{claims}");
     let refused = k
-        .run(&["patch", "resourceclaim", "shared", "--subresource=status", "--type=merge", "-p", &ALLOCATION.replace("DEVICE", "gpu-1")])
+        .run(&[
+            "patch",
+            "resourceclaim",
+            "shared",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &ALLOCATION.replace("DEVICE", "gpu-1"),
+        ])
         .await;
     assert!(!refused.ok, "{refused:?}");
     assert!(
-        refused.stderr.contains("status.allocation") && refused.stderr.contains("field is immutable"),
+        refused.stderr.contains("status.allocation")
+            && refused.stderr.contains("field is immutable"),
         "{}",
         refused.stderr
     );
     // A status in a main-resource patch is ignored.
-    k.ok(&["patch", "resourceclaim", "shared", "--type=merge", "-p", r#"{"metadata": {"labels": {"a": "b"}}, "status": {"allocation": null}}"#])
-        .await;
+    k.ok(&[
+        "patch",
+        "resourceclaim",
+        "shared",
+        "--type=merge",
+        "-p",
+        r#"{"metadata": {"labels": {"a": "b"}}, "status": {"allocation": null}}"#,
+    ])
+    .await;
     let claims = k.ok(&["get", "resourceclaims", "-l", "a=b"]).await;
     assert_eq!(row(&claims, "shared")[1], "allocated", "{claims}");
 }

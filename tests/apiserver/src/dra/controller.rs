@@ -55,7 +55,9 @@ pub fn step(st: &mut State) -> usize {
         .store
         .iter(CLAIMS)
         .filter(|c| {
-            c["status"]["reservedFor"].as_array().is_some_and(|r| !r.is_empty())
+            c["status"]["reservedFor"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
                 || owning_pod(c).is_some()
                 || c["metadata"]["deletionTimestamp"].is_string()
         })
@@ -123,7 +125,10 @@ pub fn owning_pod(claim: &Value) -> Option<(String, String)> {
 
 fn sync_pod(st: &mut State, pods: &ResourceDef, claims: &ResourceDef, pod: Value) -> usize {
     let (ns, pod_name) = obj_key(&pod);
-    let uid = pod["metadata"]["uid"].as_str().unwrap_or_default().to_string();
+    let uid = pod["metadata"]["uid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let mut changed = 0;
     let mut recorded: Vec<Value> = pod["status"]["resourceClaimStatuses"]
         .as_array()

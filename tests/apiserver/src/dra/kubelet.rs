@@ -135,9 +135,10 @@ pub fn node_selector_matches(selector: &Value, node: &Value) -> bool {
                 .into_iter()
                 .flatten()
                 .all(|r| requirement(r, labels[r["key"].as_str().unwrap_or_default()].as_str()));
-            let by_field = fields.into_iter().flatten().all(|r| {
-                r["key"] == "metadata.name" && requirement(r, Some(name))
-            });
+            let by_field = fields
+                .into_iter()
+                .flatten()
+                .all(|r| r["key"] == "metadata.name" && requirement(r, Some(name)));
             by_label && by_field
         })
 }
@@ -155,8 +156,12 @@ fn requirement(r: &Value, value: Option<&str>) -> bool {
         "NotIn" => value.is_none_or(|v| !values.contains(&v)),
         "Exists" => value.is_some(),
         "DoesNotExist" => value.is_none(),
-        "Gt" => matches!((value.and_then(num), values.first().and_then(|v| num(v))), (Some(a), Some(b)) if a > b),
-        "Lt" => matches!((value.and_then(num), values.first().and_then(|v| num(v))), (Some(a), Some(b)) if a < b),
+        "Gt" => {
+            matches!((value.and_then(num), values.first().and_then(|v| num(v))), (Some(a), Some(b)) if a > b)
+        }
+        "Lt" => {
+            matches!((value.and_then(num), values.first().and_then(|v| num(v))), (Some(a), Some(b)) if a < b)
+        }
         _ => false,
     }
 }

@@ -212,7 +212,9 @@ fn claim_spec_causes(spec: &Value, at: &str) -> Vec<Cause> {
             Some(_) => {}
         }
         let exactly = r["exactly"].is_object();
-        let first = r["firstAvailable"].as_array().is_some_and(|a| !a.is_empty());
+        let first = r["firstAvailable"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty());
         match (exactly, first) {
             (false, false) => c.push(required(
                 &p,
@@ -351,9 +353,17 @@ fn slice_causes(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
         )),
     }
     if let Some(old) = old {
-        c.extend(immutable(&pool["name"], &old["pool"]["name"], "spec.pool.name"));
+        c.extend(immutable(
+            &pool["name"],
+            &old["pool"]["name"],
+            "spec.pool.name",
+        ));
         c.extend(immutable(&spec["driver"], &old["driver"], "spec.driver"));
-        c.extend(immutable(&spec["nodeName"], &old["nodeName"], "spec.nodeName"));
+        c.extend(immutable(
+            &spec["nodeName"],
+            &old["nodeName"],
+            "spec.nodeName",
+        ));
     }
     let mut set = Vec::new();
     match &spec["nodeName"] {
@@ -392,8 +402,7 @@ fn slice_causes(spec: &Value, old: Option<&Value>) -> Vec<Cause> {
             None => {}
         }
     }
-    const ONE_OF: &str =
-        "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required";
+    const ONE_OF: &str = "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required";
     match set.len() {
         0 => c.push(required("spec", ONE_OF)),
         1 => {}
@@ -491,7 +500,13 @@ pub fn columns(b: Builtin) -> (Vec<Value>, Cells) {
         Builtin::ResourceClaim => (
             vec![
                 name_col(),
-                col("State", "string", "", 0, "A summary of the current state (allocated, pending, reserved, deleted)."),
+                col(
+                    "State",
+                    "string",
+                    "",
+                    0,
+                    "A summary of the current state (allocated, pending, reserved, deleted).",
+                ),
                 age_col(),
             ],
             Box::new(|o, now| vec![json!(claim_state(o)), age(o, now)]),

@@ -300,3 +300,68 @@ async fn the_kubelet_refuses_a_pod_whose_claim_is_allocated_on_another_node() {
             .contains("does not select node node-a")
     );
 }
+
+/// With the real clock the controller runs every kubelet period: a watch sees
+/// the generated claim, then the pod's recorded status, without a tick.
+#[tokio::test]
+async fn with_the_real_clock_a_watch_sees_the_generated_claim() {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let server = trainyard_testapi::TestApiServer::start(trainyard_testapi::Config::default())
+        .await
+        .expect("server");
+    let c = client(&server, None);
+    let claims: Api<ResourceClaim> = Api::namespaced(c.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+    let mut claim_events = watcher(claims.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    let mut pod_events = watcher(pods.clone(), watcher::Config::default())
+        .applied_objects()
+        .boxed();
+    let templates: Api<ResourceClaimTemplate> = Api::namespaced(c.clone(), "default");
+    templates
+        .create(
+            &PostParams::default(),
+            &obj(json!({"metadata": {"name": "one-gpu"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}})),
+        )
+        .await
+        .expect("template");
+    pods.create(
+        &PostParams::default(),
+        &pod_with_claims(
+            "w",
+            json!([{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]),
+        ),
+    )
+    .await
+    .expect("pod");
+    let deadline = std::time::Duration::from_secs(10);
+    let claim = tokio::time::timeout(deadline, async {
+        while let Some(e) = claim_events.next().await {
+            let cl = e.expect("claim event");
+            if cl.name_any().starts_with("w-gpu-") {
+                return cl;
+            }
+        }
+        panic!("claim watch ended");
+    })
+    .await
+    .expect("generated claim seen in time");
+    let recorded = tokio::time::timeout(deadline, async {
+        while let Some(e) = pod_events.next().await {
+            let p = e.expect("pod event");
+            if let Some(s) = p.status.and_then(|s| s.resource_claim_statuses) {
+                return s;
+            }
+        }
+        panic!("pod watch ended");
+    })
+    .await
+    .expect("pod status seen in time");
+    assert_eq!(
+        recorded[0].resource_claim_name.as_deref(),
+        Some(claim.name_any().as_str())
+    );
+}

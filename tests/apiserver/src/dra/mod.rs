@@ -434,7 +434,12 @@ pub fn authorize_binding(
     let Some(old) = st.store.get(CLAIMS, ns, name) else {
         return Ok(());
     };
-    let field = |s: &Value, k: &str| s.get(k).filter(|v| !v.is_null()).cloned();
+    // Semantic equality: null, absent and an empty list are the same.
+    let field = |s: &Value, k: &str| {
+        s.get(k)
+            .filter(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty()))
+            .cloned()
+    };
     if field(new_status, "allocation") == field(&old["status"], "allocation")
         && field(new_status, "reservedFor") == field(&old["status"], "reservedFor")
     {

@@ -297,6 +297,11 @@ pub fn causes(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause>
         | Builtin::StorageClass
         | Builtin::CsiStorageCapacity
         | Builtin::VolumeAttachment => crate::storage::causes(def.builtin, obj, old),
+        Builtin::ResourceSlice
+        | Builtin::DeviceClass
+        | Builtin::ResourceClaim
+        | Builtin::ResourceClaimTemplate
+        | Builtin::DeviceTaintRule => crate::dra::causes(def.builtin, obj, old),
         _ => Vec::new(),
     }
 }

@@ -81,8 +81,11 @@ fn cond(t: &str, status: &str, at: &str) -> Value {
 
 /// Runs one kubelet step at the state's current time. Returns how many pods changed.
 pub fn step(state: &mut State) -> usize {
+    // kube-controller-manager's resource claim controller runs with the
+    // kubelet, enabled or not (see `crate::dra::controller`).
+    let claims = crate::dra::controller::step(state);
     if !state.kubelet.enabled {
-        return 0;
+        return claims;
     }
     let Some(def) = state.registry.by_key("/pods").cloned() else {
         return 0;
@@ -98,7 +101,7 @@ pub fn step(state: &mut State) -> usize {
     }
     // After the finishes and removals: what they free is free for admission.
     admit_and_start(state, &def, plan.due, now);
-    changed + crate::eviction::refresh_pdbs(state)
+    claims + changed + crate::eviction::refresh_pdbs(state)
 }
 
 /// What a step does to the pods bound to existing nodes.
@@ -162,6 +165,19 @@ fn admit_and_start(state: &mut State, def: &ResourceDef, mut due: Vec<(Value, St
         charge(used.entry(node.to_string()).or_default(), &pod_amounts(pod));
     }
     for (pod, node) in due {
+        match crate::dra::kubelet::check(state, &pod, &node) {
+            crate::dra::kubelet::Verdict::Ready => {}
+            crate::dra::kubelet::Verdict::Wait(msg) => {
+                wait_for_claims(state, def, &pod, &node, &msg, now);
+                continue;
+            }
+            crate::dra::kubelet::Verdict::Reject(r) => {
+                let p = rejected(&pod, &r, now);
+                let p = state.store.commit(&def.key(), EventType::Modified, p);
+                record_event(state, &p, &node, now, Event::rejected(&r));
+                continue;
+            }
+        }
         let wants = pod_amounts(&pod);
         let used = used.entry(node.clone()).or_default();
         match judge(state, &node, used, &wants) {
@@ -178,6 +194,47 @@ fn admit_and_start(state: &mut State, def: &ResourceDef, mut due: Vec<(Value, St
             }
         }
     }
+}
+
+/// Leaves a pod whose claims are not ready `Pending`, with
+/// `PodReadyToStartContainers` `False` (reason `FailedPrepareDynamicResources`,
+/// the message) and a `Warning` event when the message changes.
+fn wait_for_claims(
+    state: &mut State,
+    def: &ResourceDef,
+    pod: &Value,
+    node: &str,
+    msg: &str,
+    now: i64,
+) {
+    use crate::dra::kubelet::WAIT_REASON;
+    let mut conds: Vec<Value> = pod["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let same = conds.iter().any(|c| {
+        c["type"] == "PodReadyToStartContainers"
+            && c["reason"] == WAIT_REASON
+            && c["message"] == msg
+    });
+    if same {
+        return;
+    }
+    conds.retain(|c| c["type"] != "PodReadyToStartContainers");
+    let mut c = cond("PodReadyToStartContainers", "False", &format_rfc3339(now));
+    c["reason"] = json!(WAIT_REASON);
+    c["message"] = json!(msg);
+    conds.push(c);
+    let mut p = pod.clone();
+    p["status"]["conditions"] = json!(conds);
+    let p = state.store.commit(&def.key(), EventType::Modified, p);
+    let ev = Event {
+        reason: WAIT_REASON.into(),
+        message: format!("Failed to prepare dynamic resources: {msg}"),
+        kind: "Warning",
+        field_path: None,
+    };
+    record_event(state, &p, node, now, ev);
 }
 
 /// Why the kubelet refused a pod: its `status.reason` (`OutOfcpu`,

@@ -33,7 +33,11 @@
 //!   real one, admits only the pods that fit their node (`Failed` with
 //!   `OutOf<resource>` otherwise), and fault injection (see [`faults`]).
 //!
-//! Not implemented: controllers (a Job's or Deployment's pods are never created, a
+//! * Dynamic Resource Allocation (`resource.k8s.io/v1`, `v1alpha3` DeviceTaintRules)
+//!   with the claim status rules, the `resourceclaims/binding` authorization and a
+//!   stand-in for kube-controller-manager's resource claim controller; see [`dra`].
+//!
+//! Not implemented: controllers other than the resource claim controller (a Job's or Deployment's pods are never created, a
 //! claim is never bound to a volume, a namespace gets no `default` ServiceAccount),
 //! aggregated ClusterRoles, RBAC escalation checks, impersonation, admission
 //! webhooks, protobuf request bodies (415, except the body of `kubectl auth
@@ -53,6 +57,7 @@
 
 pub mod auth;
 pub mod discovery;
+pub mod dra;
 pub mod error;
 pub mod events;
 pub mod eviction;

@@ -69,6 +69,16 @@ pub enum Builtin {
     /// events.k8s.io/v1 Event: the core Events seen through the newer API (one
     /// storage, converted on the way in and out, as kube-apiserver does).
     EventsV1,
+    /// resource.k8s.io/v1 ResourceSlice (cluster-scoped; see [`crate::dra`]).
+    ResourceSlice,
+    /// resource.k8s.io/v1 DeviceClass (cluster-scoped).
+    DeviceClass,
+    /// resource.k8s.io/v1 ResourceClaim (status subresource; spec immutable).
+    ResourceClaim,
+    /// resource.k8s.io/v1 ResourceClaimTemplate (spec immutable).
+    ResourceClaimTemplate,
+    /// resource.k8s.io/v1alpha3 DeviceTaintRule (cluster-scoped).
+    DeviceTaintRule,
     /// A custom resource served from a CRD.
     Custom,
 }
@@ -254,6 +264,7 @@ impl ResourceDef {
             Builtin::Secret => &["type"],
             Builtin::Job => &["status.successful"],
             Builtin::ReplicaSet | Builtin::ReplicationController => &["status.replicas"],
+            Builtin::ResourceSlice => &["spec.nodeName", "spec.driver"],
             _ => &[],
         };
         let mut out: Vec<String> = fixed.iter().map(|s| s.to_string()).collect();
@@ -266,7 +277,7 @@ impl ResourceDef {
     }
 }
 
-fn builtin(
+pub(crate) fn builtin(
     api_version: &str,
     plural: &str,
     kind: &str,
@@ -585,6 +596,7 @@ impl Registry {
         ]
         .into_iter()
         .chain(workload_and_storage_kinds())
+        .chain(crate::dra::defs())
         {
             r.defs.insert(d.registry_key(), d);
         }

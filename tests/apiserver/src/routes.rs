@@ -225,6 +225,9 @@ async fn resource(
                     ),
                 ));
             }
+            if sub.is_some() {
+                binding_check(&st, &t, r, "update", name, &body)?;
+            }
             let v = st.update(&t.def, &t.version, (&ns, name), body, sub.is_some(), &opts)?;
             Ok(Reply::Json(200, render(&st, v)))
         }
@@ -518,8 +521,41 @@ fn patch(
             "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
         ));
     }
+    if status {
+        binding_check(st, t, r, "patch", name, &obj)?;
+    }
     Ok((
         st.update(&t.def, &t.version, (&ns, name), obj, status, opts)?,
         200,
     ))
+}
+
+/// The `resourceclaims/binding` authorization of a ResourceClaim status
+/// write (see [`crate::dra::authorize_binding`]), after the resourceVersion
+/// precondition: a stale write gets its 409 from the update.
+fn binding_check(
+    st: &State,
+    t: &Target,
+    r: &Req,
+    verb: &str,
+    name: &str,
+    obj: &Value,
+) -> ApiResult<()> {
+    if t.def.builtin != Builtin::ResourceClaim {
+        return Ok(());
+    }
+    let ns = t.ns.as_deref().unwrap_or_default();
+    let stale = obj["metadata"]["resourceVersion"]
+        .as_str()
+        .filter(|v| !v.is_empty())
+        .is_some_and(|v| {
+            st.store
+                .get(&t.def.key(), ns, name)
+                .map(|o| &o["metadata"]["resourceVersion"])
+                != Some(&json!(v))
+        });
+    if stale {
+        return Ok(());
+    }
+    crate::dra::authorize_binding(st, r.user.as_ref(), verb, (ns, name), &obj["status"])
 }

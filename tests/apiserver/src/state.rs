@@ -400,6 +400,11 @@ impl State {
             | Builtin::VolumeAttachment => {
                 crate::storage::prepare_create(def.builtin, obj, self.now())?
             }
+            Builtin::ResourceSlice
+            | Builtin::DeviceClass
+            | Builtin::ResourceClaim
+            | Builtin::ResourceClaimTemplate
+            | Builtin::DeviceTaintRule => crate::dra::prepare_create(def.builtin, obj),
             Builtin::Node
             | Builtin::Event
             | Builtin::ConfigMap

@@ -167,6 +167,11 @@ fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
         | Builtin::CsiDriver
         | Builtin::CsiStorageCapacity
         | Builtin::VolumeAttachment => crate::storage::columns(def.builtin),
+        Builtin::ResourceSlice
+        | Builtin::DeviceClass
+        | Builtin::ResourceClaim
+        | Builtin::ResourceClaimTemplate
+        | Builtin::DeviceTaintRule => crate::dra::columns(def.builtin),
         Builtin::EventsV1 => {
             // One printer for both APIs, over the stored (core) shape.
             let core = ResourceDef {

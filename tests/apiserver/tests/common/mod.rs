@@ -3,6 +3,8 @@
 //! `TRAINYARD_REQUIRE_TOOLS=1`) when kubectl is missing.
 #![allow(dead_code)]
 
+pub mod dra;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

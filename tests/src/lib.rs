@@ -66,6 +66,87 @@ pub struct Expect {
     pub nominations: Option<Vec<ExpectBind>>,
     #[serde(default)]
     pub reservations: Option<Vec<ExpectReservation>>,
+    /// DRA claims the binds need (`Decisions::claims`): when given, exactly
+    /// these, each checked in the fields it sets.
+    #[serde(default)]
+    pub claims: Option<Vec<ExpectClaim>>,
+}
+
+/// A claim decision: `devices` are device names in allocation order, or
+/// `[]` for a claim allocated before that the pods only join.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectClaim {
+    pub claim: String,
+    #[serde(default)]
+    pub node: Option<String>,
+    #[serde(default)]
+    pub devices: Option<Vec<String>>,
+    /// `request` of each device, same order.
+    #[serde(default)]
+    pub requests: Option<Vec<String>>,
+    #[serde(default)]
+    pub pods: Option<Vec<String>>,
+}
+
+/// The claims expectation checked against the decisions.
+fn check_claims(d: &Decisions, want: &[ExpectClaim], errors: &mut Vec<String>) {
+    let mut got: BTreeMap<&str, &trainyard_sched::ClaimDecision> =
+        d.claims.iter().map(|c| (c.claim.as_str(), c)).collect();
+    for w in want {
+        let Some(c) = got.remove(w.claim.as_str()) else {
+            errors.push(format!(
+                "expected claim {} to be decided; it was not",
+                w.claim
+            ));
+            continue;
+        };
+        if let Some(n) = &w.node
+            && *n != c.node
+        {
+            errors.push(format!("claim {} on {}, expected {n}", w.claim, c.node));
+        }
+        let devices: Vec<&str> = c
+            .allocation
+            .iter()
+            .flatten()
+            .map(|a| a.device.as_str())
+            .collect();
+        if let Some(want) = &w.devices
+            && *want != devices
+        {
+            errors.push(format!(
+                "claim {} got devices {devices:?}, expected {want:?}",
+                w.claim
+            ));
+        }
+        let requests: Vec<&str> = c
+            .allocation
+            .iter()
+            .flatten()
+            .map(|a| a.request.as_str())
+            .collect();
+        if let Some(want) = &w.requests
+            && *want != requests
+        {
+            errors.push(format!(
+                "claim {} got requests {requests:?}, expected {want:?}",
+                w.claim
+            ));
+        }
+        let pods: Vec<String> = c.pods.iter().map(|p| p.to_string()).collect();
+        if let Some(want) = &w.pods
+            && *want != pods
+        {
+            errors.push(format!(
+                "claim {} for pods {pods:?}, expected {want:?}",
+                w.claim
+            ));
+        }
+    }
+    for (claim, c) in got {
+        errors.push(format!("unexpected claim {claim} on {}", c.node));
+    }
 }
 
 /// A reservation: `domain` and `backfilled` are checked when given.
@@ -316,6 +397,9 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
                 e.node, e.message
             ));
         }
+    }
+    if let Some(want) = &sc.expect.claims {
+        check_claims(&d, want, &mut errors);
     }
     if let Some(want) = &sc.expect.reservations {
         let mut got: BTreeMap<&str, &trainyard_sched::Reservation> =

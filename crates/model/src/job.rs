@@ -34,6 +34,12 @@ pub struct PlacementConstraints {
     /// yet (e.g. `resourceClaims`). A task with any is never placed; its job
     /// stays pending with an unsupported-feature reason.
     pub unsupported: Vec<String>,
+    /// What the pod waits for before it can be placed at all, e.g. a
+    /// ResourceClaim that does not exist yet (`waiting for ResourceClaim
+    /// ml/x to be created`): its job pends with these words, and is tried
+    /// again when the world changes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<String>,
     /// Rules about other pods: inter-pod (anti-)affinity, topology spread,
     /// host ports (`crate::podrules`). Empty for most tasks.
     #[serde(default, skip_serializing_if = "PodRules::is_empty")]

@@ -319,22 +319,36 @@ impl DraState {
     /// Marks an allocation that exists already (a claim's
     /// `status.allocation` on this node), held by `holders` pods.
     pub fn account_existing(&mut self, key: &str, devices: &[AllocatedDevice], holders: u32) {
-        let picks: Vec<Pick> = devices
-            .iter()
-            .filter_map(|a| {
-                let d = self.node.devices.position(&a.driver, &a.pool, &a.device)?;
-                Some(Pick {
-                    device: d as u32,
-                    request: a.request.clone(),
-                    admin: a.admin_access,
-                    consumed: a.consumed.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-                })
-            })
-            .collect();
+        let picks: Vec<Pick> = devices.iter().filter_map(|a| self.pick_of(a)).collect();
         for p in &picks {
             self.apply(p);
         }
         self.holders.insert(key.to_string(), holders);
+    }
+
+    /// An allocation result as a pick of this node's device (capacity
+    /// names qualified with the device's driver when written without a
+    /// domain); `None` for a device the node does not publish.
+    fn pick_of(&self, a: &AllocatedDevice) -> Option<Pick> {
+        let d = self.node.devices.position(&a.driver, &a.pool, &a.device)?;
+        let consumed = a
+            .consumed
+            .iter()
+            .map(|(k, v)| {
+                let k = if k.contains('/') {
+                    k.clone()
+                } else {
+                    format!("{}/{k}", a.driver)
+                };
+                (k, *v)
+            })
+            .collect();
+        Some(Pick {
+            device: d as u32,
+            request: a.request.clone(),
+            admin: a.admin_access,
+            consumed,
+        })
     }
 
     /// Whether claim `key` is allocated on this node (before or in this
@@ -431,19 +445,8 @@ impl DraState {
                         // Allocated before this cycle: its devices are
                         // free once the claim is released.
                         for a in &a.devices {
-                            if let Some(d) =
-                                self.node.devices.position(&a.driver, &a.pool, &a.device)
-                            {
-                                self.unapply(&Pick {
-                                    device: d as u32,
-                                    request: a.request.clone(),
-                                    admin: a.admin_access,
-                                    consumed: a
-                                        .consumed
-                                        .iter()
-                                        .map(|(k, v)| (k.clone(), *v))
-                                        .collect(),
-                                });
+                            if let Some(p) = self.pick_of(a) {
+                                self.unapply(&p);
                             }
                         }
                     }
@@ -711,7 +714,7 @@ impl<'a> Search<'a> {
         if dev.multi {
             let mut consumed = Vec::new();
             for (name, cap) in &dev.capacity {
-                let asked = alt.capacity.get(name).copied();
+                let asked = asked_capacity(alt, &dev.driver, name);
                 let charge = match &cap.policy {
                     Some(p) => p.charge(asked)?,
                     None => asked.unwrap_or(cap.value),
@@ -728,7 +731,11 @@ impl<'a> Search<'a> {
                 consumed.push((name.clone(), charge));
             }
             // A capacity asked that the device does not have.
-            if alt.capacity.keys().any(|k| !dev.capacity.contains_key(k)) {
+            if alt
+                .capacity
+                .keys()
+                .any(|k| device_capacity(dev, k).is_none())
+            {
                 return None;
             }
             return Some(consumed);
@@ -737,7 +744,7 @@ impl<'a> Search<'a> {
             return None;
         }
         for (name, asked) in &alt.capacity {
-            if dev.capacity.get(name).is_none_or(|cap| cap.value < *asked) {
+            if device_capacity(dev, name).is_none_or(|cap| cap.value < *asked) {
                 return None;
             }
         }
@@ -914,6 +921,28 @@ pub fn miss_text(st: &DraState, miss: &Miss) -> String {
             }
         }
     }
+}
+
+/// A capacity of the device by the name a request uses: fully qualified,
+/// or without a domain for the device's driver's.
+fn device_capacity<'d>(
+    dev: &'d trainyard_model::dra::Device,
+    name: &str,
+) -> Option<&'d trainyard_model::dra::DeviceCapacity> {
+    if name.contains('/') {
+        dev.capacity.get(name)
+    } else {
+        dev.capacity.get(&format!("{}/{name}", dev.driver))
+    }
+}
+
+/// What the request asks of the device's capacity `qualified`: by that
+/// name, or without a domain when the domain is the driver's.
+fn asked_capacity(alt: &SubRequest, driver: &str, qualified: &str) -> Option<u64> {
+    alt.capacity.get(qualified).copied().or_else(|| {
+        let short = qualified.strip_prefix(driver)?.strip_prefix('/')?;
+        alt.capacity.get(short).copied()
+    })
 }
 
 /// `req/sub` → (`req`, `req/sub`); `req` → (`req`, `req`).

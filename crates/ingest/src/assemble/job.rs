@@ -206,8 +206,8 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
             let mut claims = Vec::new();
             if let Some(pc) = pc {
                 // A claim or template that does not exist yet keeps the
-                // pod pending, with the reason unsupported features give.
-                constraints.unsupported.extend(pc.blocked);
+                // pod pending until it does.
+                constraints.waiting.extend(pc.blocked);
                 constraints.claims = pc.needs;
                 claims = pc.claims;
             }

@@ -375,6 +375,7 @@ impl K8sPod {
                 gpu_models: sharing.models,
                 gpu_memory,
                 unsupported,
+                waiting: Vec::new(),
                 pod_rules,
             },
             ignored,

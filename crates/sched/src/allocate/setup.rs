@@ -586,6 +586,12 @@ impl<'s> Cycle<'s> {
         }
         for &t in pending {
             let task = &job.tasks[t];
+            if !task.constraints.waiting.is_empty() {
+                return Some(PendingReason::Waiting {
+                    pod: task.name.clone(),
+                    what: task.constraints.waiting.clone(),
+                });
+            }
             if !task.constraints.unsupported.is_empty() {
                 return Some(PendingReason::Unsupported {
                     pod: task.name.clone(),

@@ -180,6 +180,9 @@ pub enum PendingReason {
     },
     /// A pod asks for something Trainyard cannot honour yet.
     Unsupported { pod: String, features: Vec<String> },
+    /// A pod waits for an object before it can be placed (a
+    /// ResourceClaim not created yet).
+    Waiting { pod: String, what: Vec<String> },
     /// A pod's request is malformed (e.g. 1.5 GPUs).
     InvalidRequest { pod: String, message: String },
     /// The job was rejected before scheduling (e.g. unknown queue).
@@ -313,6 +316,7 @@ impl PendingReason {
             PendingReason::NotEnoughPods { .. } => "NotEnoughPods",
             PendingReason::NeverFits { .. } => "NeverFits",
             PendingReason::Unsupported { .. } => "Unsupported",
+            PendingReason::Waiting { .. } => "WaitingForResourceClaim",
             PendingReason::InvalidRequest { .. } => "InvalidRequest",
             PendingReason::Rejected { .. } => "Rejected",
             PendingReason::Reserved { .. } => "Reserved",
@@ -466,6 +470,9 @@ impl fmt::Display for PendingReason {
                 "pod {pod} uses unsupported feature(s): {}",
                 features.join(", ")
             ),
+            PendingReason::Waiting { pod, what } => {
+                write!(f, "pod {pod} is {}", what.join(", "))
+            }
             PendingReason::InvalidRequest { pod, message } => {
                 write!(f, "pod {pod}: invalid request: {message}")
             }

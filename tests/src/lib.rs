@@ -87,6 +87,9 @@ pub struct ExpectClaim {
     pub requests: Option<Vec<String>>,
     #[serde(default)]
     pub pods: Option<Vec<String>>,
+    /// The extended resources of a pod's KEP-5004 claim.
+    #[serde(default)]
+    pub extended: Option<Vec<String>>,
 }
 
 /// The claims expectation checked against the decisions.
@@ -132,6 +135,14 @@ fn check_claims(d: &Decisions, want: &[ExpectClaim], errors: &mut Vec<String>) {
             errors.push(format!(
                 "claim {} got requests {requests:?}, expected {want:?}",
                 w.claim
+            ));
+        }
+        if let Some(want) = &w.extended
+            && *want != c.extended
+        {
+            errors.push(format!(
+                "claim {} serves extended resources {:?}, expected {want:?}",
+                w.claim, c.extended
             ));
         }
         let pods: Vec<String> = c.pods.iter().map(|p| p.to_string()).collect();

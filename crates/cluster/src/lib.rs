@@ -706,7 +706,9 @@ impl ClusterState {
         let Some(mut cache) = self.cache.take() else {
             let snap = Arc::new(Snapshot {
                 dra: self.dra.clone(),
-                nodes: self.nodes.values().cloned().collect(),
+                nodes: self
+                    .dra
+                    .with_extended(&self.nodes.values().cloned().collect::<Vec<_>>()),
                 queues: self.queues.clone(),
                 jobs: self
                     .jobs
@@ -731,8 +733,11 @@ impl ClusterState {
         if changed {
             // Copied only if the last snapshot is still held elsewhere.
             let s = Arc::make_mut(&mut cache);
-            if stale.nodes {
-                s.nodes = self.nodes.values().cloned().collect();
+            if stale.nodes || stale.meta {
+                // DRA devices may serve extended resources (KEP-5004).
+                s.nodes = self
+                    .dra
+                    .with_extended(&self.nodes.values().cloned().collect::<Vec<_>>());
             }
             if stale.external {
                 s.external = self.external.values().cloned().collect();

@@ -235,10 +235,19 @@ impl Objects {
     /// marked for interpretation.
     fn rebuild_dra(&mut self, out: &mut Refreshed) {
         self.dra_dirty = false;
+        let nodes = &self.nodes;
+        let node_has = |node: &str, resource: &str| {
+            nodes.get(node).is_some_and(|(_, n)| {
+                n.allocatable
+                    .get(&trainyard_model::ResourceName::parse(resource))
+                    > 0
+            })
+        };
         let built = trainyard_ingest::dra::build_with(
             &self.dra,
             self.pods.values().map(|(_, p)| p),
             &self.opts,
+            &node_has,
             &mut self.dra_matches,
         );
         let old = &self.pod_claims;

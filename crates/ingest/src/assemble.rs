@@ -151,7 +151,16 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     let mut cx = Ctx::new(opts, &nodes, priority_classes, never_classes, topology);
     cx.errors = errors;
     cx.warnings = warnings;
-    let built = crate::dra::build(&dra, pods.iter().map(|(_, p)| p), opts);
+    let has: BTreeMap<&str, &trainyard_model::Node> =
+        nodes.iter().map(|(_, n)| (n.name.as_str(), n)).collect();
+    let node_has = |node: &str, resource: &str| {
+        has.get(node).is_some_and(|n| {
+            n.allocatable
+                .get(&trainyard_model::ResourceName::parse(resource))
+                > 0
+        })
+    };
+    let built = crate::dra::build(&dra, pods.iter().map(|(_, p)| p), opts, &node_has);
     cx.warnings.extend(built.warnings);
     cx.pod_claims = Arc::new(built.pods);
 
@@ -301,8 +310,13 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     external.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Loaded {
         snapshot: Snapshot {
+            nodes: built.dra.with_extended(
+                &nodes
+                    .into_iter()
+                    .map(|(_, n)| Arc::new(n))
+                    .collect::<Vec<_>>(),
+            ),
             dra: Arc::new(built.dra),
-            nodes: nodes.into_iter().map(|(_, n)| Arc::new(n)).collect(),
             queues: Arc::new(tree),
             jobs: jobs.into_iter().map(Arc::new).collect(),
             external: external.into_iter().map(Arc::new).collect(),

@@ -277,11 +277,14 @@ pub struct PodDraRefs {
     /// `status.resourceClaimStatuses`: claim name in the pod → the claim
     /// made for it (`None`: none was needed, the entry is ignored).
     pub statuses: BTreeMap<String, Option<String>>,
+    /// `status.extendedResourceClaimStatus.resourceClaimName`: the claim of
+    /// the pod's DRA-backed extended resources (KEP-5004).
+    pub extended: Option<String>,
 }
 
 impl PodDraRefs {
     pub fn is_empty(&self) -> bool {
-        self.claims.is_empty()
+        self.claims.is_empty() && self.extended.is_none()
     }
 }
 

@@ -250,6 +250,19 @@ struct PodStatus {
     init_container_statuses: Vec<ContainerStatus>,
     #[serde(default, deserialize_with = "null_default")]
     resource_claim_statuses: Vec<K8sPodClaimStatus>,
+    /// The claim the scheduler made for the pod's DRA-backed extended
+    /// resources (KEP-5004).
+    #[serde(default)]
+    extended_resource_claim_status: Option<K8sExtendedClaimStatus>,
+}
+
+/// `status.extendedResourceClaimStatus`: the claim's name (its request
+/// mappings are the scheduler's own and not read back).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct K8sExtendedClaimStatus {
+    #[serde(default, deserialize_with = "null_default")]
+    resource_claim_name: String,
 }
 
 /// One entry of `spec.resourceClaims`.

@@ -397,6 +397,59 @@ pub struct Dra {
     pub selectors: Vec<SelectorSet>,
     /// Their matches, same index.
     pub matches: Vec<Arc<SelectorMatches>>,
+    /// Extended resources served by DRA devices (KEP-5004): per node whose
+    /// allocatable lacks the resource, the device classes that publish it
+    /// (`extendedResourceName`) and how many of their devices it has. The
+    /// node's allocatable counts them (`Dra::with_extended`), and a pod
+    /// asking the resource there is allocated that many devices.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub backed: BTreeMap<String, Vec<Backed>>,
+}
+
+/// A resource a node's DRA devices serve (KEP-5004).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backed {
+    /// The resource's name (`nvidia.com/gpu`).
+    pub resource: String,
+    pub class: String,
+    /// The class's own selector set (index into `Dra::selectors`).
+    pub selector: u32,
+    /// Devices of the class on the node.
+    pub devices: u64,
+}
+
+impl Dra {
+    /// `nodes` with the resources their DRA devices serve as their
+    /// allocatable (a node that has the resource already is left as it
+    /// is, so applying this twice changes nothing).
+    pub fn with_extended(&self, nodes: &[Arc<crate::Node>]) -> Vec<Arc<crate::Node>> {
+        if self.backed.is_empty() {
+            return nodes.to_vec();
+        }
+        nodes
+            .iter()
+            .map(|n| match self.backed.get(&n.name) {
+                None => Arc::clone(n),
+                Some(list) => {
+                    let mut node = (**n).clone();
+                    for b in list {
+                        let name = crate::ResourceName::parse(&b.resource);
+                        let per = if name == crate::ResourceName::Gpu {
+                            crate::resources::MILLI_PER_GPU
+                        } else {
+                            1
+                        };
+                        // Idempotent: a node that has the resource (from
+                        // a device plugin, or added here before) keeps it.
+                        if node.allocatable.get(&name) == 0 {
+                            node.allocatable.set(&name, b.devices.saturating_mul(per));
+                        }
+                    }
+                    Arc::new(node)
+                }
+            })
+            .collect()
+    }
 }
 
 impl Dra {
@@ -414,4 +467,8 @@ impl Dra {
 pub enum ClaimNeed {
     Own(Arc<ClaimSpec>),
     Shared(String),
+    /// The claim made for the pod's DRA-backed extended resources
+    /// (KEP-5004), by key: held like a shared claim, and the extended
+    /// resources it serves are not allocated again.
+    Extended(String),
 }

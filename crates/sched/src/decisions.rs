@@ -202,4 +202,10 @@ pub struct ClaimDecision {
     /// allocated before and the pods only join it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocation: Option<Vec<trainyard_model::dra::AllocatedDevice>>,
+    /// Set for the claim of a pod's DRA-backed extended resources
+    /// (KEP-5004), which does not exist yet: the resources it serves (its
+    /// request is `request-0`). `claim` is then `namespace/<pod>-extended-resources`,
+    /// the name the claim is to be created with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extended: Vec<String>,
 }

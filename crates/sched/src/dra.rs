@@ -35,9 +35,35 @@ pub struct DraWorld {
     /// Per selector set: its class (for messages).
     pub selector_class: Vec<String>,
     pub selector_text: Vec<Vec<String>>,
+    /// The claims of DRA-backed extended resources (KEP-5004), by
+    /// (selector set, device count): one request `request-0` of that many
+    /// devices, shared by every pod asking as much.
+    pub extended: BTreeMap<(u32, u64), Arc<ClaimSpec>>,
 }
 
+/// The request name of a pod's extended-resource claim.
+pub const EXTENDED_REQUEST: &str = "request-0";
+
 impl DraWorld {
+    /// The claim spec of `count` devices of the selector set `selector`.
+    pub fn extended_spec(selector: u32, count: u64, class: &str) -> ClaimSpec {
+        ClaimSpec {
+            requests: vec![trainyard_model::dra::DeviceRequest {
+                name: EXTENDED_REQUEST.to_string(),
+                alternatives: vec![SubRequest {
+                    name: EXTENDED_REQUEST.to_string(),
+                    class: class.to_string(),
+                    selector,
+                    mode: AllocationMode::ExactCount(u32::try_from(count).unwrap_or(u32::MAX)),
+                    admin_access: false,
+                    tolerations: Vec::new(),
+                    capacity: BTreeMap::new(),
+                }],
+            }],
+            constraints: Vec::new(),
+        }
+    }
+
     pub fn new(dra: &Dra) -> Self {
         let selector_problem = dra
             .selectors
@@ -63,6 +89,7 @@ impl DraWorld {
                 .iter()
                 .map(|s| s.expressions.clone())
                 .collect(),
+            extended: BTreeMap::new(),
         }
     }
 }
@@ -81,6 +108,9 @@ pub struct DraNode {
     pub draws: Vec<Vec<(usize, u64)>>,
     /// Per counter slot: its set's total.
     pub totals: Vec<u64>,
+    /// Extended resources the node's devices serve (KEP-5004): resource
+    /// and the class's selector set.
+    pub backed: Vec<(trainyard_model::ResourceName, u32)>,
 }
 
 impl DraNode {
@@ -129,12 +159,27 @@ impl DraNode {
                 out
             })
             .collect();
+        let backed = dra
+            .backed
+            .get(name)
+            .map(|list| {
+                list.iter()
+                    .map(|b| {
+                        (
+                            trainyard_model::ResourceName::parse(&b.resource),
+                            b.selector,
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         DraNode {
             devices,
             masks,
             demand,
             draws,
             totals,
+            backed,
         }
     }
 }
@@ -152,7 +197,36 @@ pub fn attach(
     if dra.is_empty() {
         return;
     }
-    let world = Arc::new(DraWorld::new(dra));
+    let mut world = DraWorld::new(dra);
+    // The extended-resource claims pods may need: every (set, amount) of a
+    // backed resource some pod asks.
+    let mut sets: BTreeMap<&str, Vec<(u32, &str)>> = BTreeMap::new();
+    for list in dra.backed.values() {
+        for b in list {
+            let e = sets.entry(b.resource.as_str()).or_default();
+            if !e.iter().any(|(s, _)| *s == b.selector) {
+                e.push((b.selector, b.class.as_str()));
+            }
+        }
+    }
+    for job in &snapshot.jobs {
+        for t in job.tasks.iter() {
+            for (resource, list) in &sets {
+                let name = trainyard_model::ResourceName::parse(resource);
+                let amount = extended_amount(&t.requests, &name);
+                if amount == 0 {
+                    continue;
+                }
+                for (sel, class) in list {
+                    world
+                        .extended
+                        .entry((*sel, amount))
+                        .or_insert_with(|| Arc::new(DraWorld::extended_spec(*sel, amount, class)));
+                }
+            }
+        }
+    }
+    let world = Arc::new(world);
     let mut index: BTreeMap<&str, usize> = BTreeMap::new();
     for (i, (node, st)) in nodes.iter().zip(states.iter_mut()).enumerate() {
         let devices = dra.nodes.get(&node.name).cloned().unwrap_or_default();
@@ -180,6 +254,25 @@ pub fn attach(
         if let Some(d) = states[*n].dra.as_mut() {
             d.account_existing(key, &a.devices, outside);
         }
+    }
+}
+
+/// Devices a request of `resource` asks: whole GPUs for `nvidia.com/gpu`
+/// (a share asks none: DRA-backed GPUs are allocated whole), the count
+/// for others.
+pub fn extended_amount(
+    req: &trainyard_model::Resources,
+    resource: &trainyard_model::ResourceName,
+) -> u64 {
+    let v = req.get(resource);
+    if *resource == trainyard_model::ResourceName::Gpu {
+        if v.is_multiple_of(trainyard_model::resources::MILLI_PER_GPU) {
+            v / trainyard_model::resources::MILLI_PER_GPU
+        } else {
+            0
+        }
+    } else {
+        v
     }
 }
 
@@ -363,6 +456,49 @@ impl DraState {
         self.fresh.clear();
     }
 
+    /// Whether the node's devices serve `nvidia.com/gpu` (KEP-5004).
+    pub fn backs_gpu(&self) -> bool {
+        self.node
+            .backed
+            .iter()
+            .any(|(r, _)| *r == trainyard_model::ResourceName::Gpu)
+    }
+
+    /// The pod's claims here: its own, and the claims of the extended
+    /// resources it asks that the node's devices serve.
+    pub fn needs<'p>(
+        &self,
+        req: &trainyard_model::Resources,
+        claims: &'p [ClaimNeed],
+    ) -> std::borrow::Cow<'p, [ClaimNeed]> {
+        if self.node.backed.is_empty() || claims.iter().any(|c| matches!(c, ClaimNeed::Extended(_)))
+        {
+            return std::borrow::Cow::Borrowed(claims);
+        }
+        let mut out: Vec<ClaimNeed> = claims.to_vec();
+        for (resource, sel) in &self.node.backed {
+            let amount = extended_amount(req, resource);
+            if amount == 0 {
+                continue;
+            }
+            let spec = self
+                .world
+                .extended
+                .get(&(*sel, amount))
+                .cloned()
+                .unwrap_or_else(|| {
+                    let class = self
+                        .world
+                        .selector_class
+                        .get(*sel as usize)
+                        .map_or("", String::as_str);
+                    Arc::new(DraWorld::extended_spec(*sel, amount, class))
+                });
+            out.push(ClaimNeed::Own(spec));
+        }
+        std::borrow::Cow::Owned(out)
+    }
+
     /// Whether the claims fit now (the hot path).
     pub fn fits(&self, claims: &[ClaimNeed]) -> bool {
         self.plan(claims).is_ok()
@@ -418,7 +554,7 @@ impl DraState {
                         }
                     }
                 }
-                ClaimNeed::Shared(key) => {
+                ClaimNeed::Shared(key) | ClaimNeed::Extended(key) => {
                     let Some(h) = self.holders.get_mut(key) else {
                         continue;
                     };
@@ -509,7 +645,7 @@ impl DraState {
         for need in claims {
             match need {
                 ClaimNeed::Own(spec) => needs.push((Owner::Own(spec.clone()), spec)),
-                ClaimNeed::Shared(key) => {
+                ClaimNeed::Shared(key) | ClaimNeed::Extended(key) => {
                     if self.holders.contains_key(key) {
                         joins.push(key.clone());
                         continue;

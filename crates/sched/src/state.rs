@@ -184,9 +184,23 @@ impl NodeState {
         }
     }
 
-    /// Whether the pod's DRA claims can be allocated here now.
+    /// Whether the pod's DRA claims (and the claims of the extended
+    /// resources the node's devices serve) can be allocated here now.
     pub fn claims_fit(&self, pod: &PodView) -> bool {
-        pod.claims.is_empty() || self.dra.as_ref().is_some_and(|d| d.fits(pod.claims))
+        match &self.dra {
+            None => pod.claims.is_empty(),
+            Some(d) => {
+                let needs = d.needs(pod.req, pod.claims);
+                needs.is_empty() || d.fits(&needs)
+            }
+        }
+    }
+
+    /// Whether `nvidia.com/gpu` on this node is served by DRA devices
+    /// (KEP-5004): whole GPUs are then allocated as claims, shares not
+    /// at all, and the node has no device-plugin devices.
+    pub fn gpu_backed(&self) -> bool {
+        self.dra.as_ref().is_some_and(|d| d.backs_gpu())
     }
 
     pub fn free_whole_gpus(&self) -> u32 {
@@ -266,6 +280,8 @@ impl NodeState {
         }
         let gpus = match pod.ask {
             GpuAsk::None => true,
+            GpuAsk::Whole(_) if self.gpu_backed() => true,
+            _ if self.gpu_backed() => false,
             GpuAsk::Whole(n) => self.usable_whole(node, pod) >= n,
             _ => (0..self.gpu_used.len()).any(|j| self.share_on(node, j, pod).is_some()),
         };
@@ -283,16 +299,22 @@ impl NodeState {
     /// [`fit`](Self::fit) but for the node's hold: what the pod's end
     /// (`PodView::ends`) does not change.
     pub fn fit_capacity(&self, node: &Node, pod: &PodView) -> Result<(), FilterReason> {
-        self.fit_non_dra(node, pod)?;
-        if pod.claims.is_empty() {
-            return Ok(());
+        if self.gpu_backed() && pod.ask.is_shared() {
+            return Err(FilterReason::Devices(
+                "nvidia.com/gpu here is DRA devices, allocated whole".to_string(),
+            ));
         }
+        self.fit_non_dra(node, pod)?;
         match &self.dra {
+            None if pod.claims.is_empty() => Ok(()),
             None => Err(FilterReason::Devices("no DRA devices".to_string())),
-            Some(d) => match d.miss(pod.claims) {
-                None => Ok(()),
-                Some(m) => Err(FilterReason::Devices(crate::dra::miss_text(d, &m))),
-            },
+            Some(d) => {
+                let needs = d.needs(pod.req, pod.claims);
+                match d.miss(&needs) {
+                    None => Ok(()),
+                    Some(m) => Err(FilterReason::Devices(crate::dra::miss_text(d, &m))),
+                }
+            }
         }
     }
 
@@ -311,7 +333,7 @@ impl NodeState {
                 return Err(FilterReason::Insufficient(name));
             }
         }
-        if pod.ask == GpuAsk::None {
+        if pod.ask == GpuAsk::None || self.gpu_backed() {
             return Ok(());
         }
         let allowed: Vec<usize> = (0..node.gpus.len())
@@ -361,7 +383,14 @@ impl NodeState {
     pub fn copies(&self, node: &Node, pod: &PodView) -> u32 {
         let n = self.copies_non_dra(node, pod);
         match &self.dra {
-            Some(d) if n > 0 && !pod.claims.is_empty() => d.copies(pod.claims, n),
+            Some(d) if n > 0 => {
+                let needs = d.needs(pod.req, pod.claims);
+                if needs.is_empty() {
+                    n
+                } else {
+                    d.copies(&needs, n)
+                }
+            }
             _ => n,
         }
     }
@@ -382,6 +411,7 @@ impl NodeState {
         }
         match pod.ask {
             GpuAsk::None => n,
+            GpuAsk::Whole(_) if self.gpu_backed() => n,
             GpuAsk::Whole(k) => n.min(self.usable_whole(node, pod) / k.max(1)),
             ask => {
                 let mut shares = 0u32;
@@ -453,6 +483,7 @@ impl NodeState {
     pub fn take(&mut self, node: &Node, pod: &PodView, slots: &[usize]) {
         let gpu = match pod.ask {
             GpuAsk::None => pod.req.gpu,
+            _ if self.gpu_backed() => pod.req.gpu,
             _ => Self::charged_gpu(node, pod, slots),
         };
         self.free.saturating_sub_charged(pod.req, gpu);
@@ -482,10 +513,11 @@ impl NodeState {
         if let Some(m) = pod.member {
             self.members.push(m);
         }
-        if !pod.claims.is_empty()
-            && let Some(d) = self.dra.as_mut()
-        {
-            d.take(pod.claims);
+        if let Some(d) = self.dra.as_mut() {
+            let needs = d.needs(pod.req, pod.claims).into_owned();
+            if !needs.is_empty() {
+                d.take(&needs);
+            }
         }
     }
 }
@@ -528,6 +560,7 @@ impl NodeState {
     pub fn give(&mut self, node: &Node, pod: &PodView, slots: &[usize]) {
         let gpu = match pod.ask {
             GpuAsk::None => pod.req.gpu,
+            _ if self.gpu_backed() => pod.req.gpu,
             _ => Self::charged_gpu(node, pod, slots),
         };
         // Never above allocatable, whatever the input claimed.
@@ -553,10 +586,11 @@ impl NodeState {
         {
             self.members.swap_remove(i);
         }
-        if !pod.claims.is_empty()
-            && let Some(d) = self.dra.as_mut()
-        {
-            d.give(pod.claims);
+        if let Some(d) = self.dra.as_mut() {
+            let needs = d.needs(pod.req, pod.claims).into_owned();
+            if !needs.is_empty() {
+                d.give(&needs);
+            }
         }
     }
 }

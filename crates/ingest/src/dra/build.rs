@@ -47,19 +47,27 @@ struct Resolved {
     /// (name in the pod, claim key).
     claims: Vec<(String, String)>,
     blocked: Vec<String>,
+    /// The key of its extended-resource claim, when it exists.
+    extended: Option<String>,
 }
 
 /// The one construction of the DRA part of a snapshot, for files and live
 /// watches alike: deterministic in its inputs, whatever their order.
+///
+/// `node_has(node, resource)`: whether the node's allocatable has the
+/// resource already (from a device plugin), so DRA devices do not serve
+/// it there (KEP-5004).
 pub fn build<'a>(
     objects: &DraObjects,
     pods: impl IntoIterator<Item = &'a PodInfo>,
     opts: &LoadOptions,
+    node_has: &dyn Fn(&str, &str) -> bool,
 ) -> DraBuilt {
     build_with(
         objects,
         pods,
         opts,
+        node_has,
         &mut trainyard_dra::MatchCache::default(),
     )
 }
@@ -71,6 +79,7 @@ pub fn build_with<'a>(
     objects: &DraObjects,
     pods: impl IntoIterator<Item = &'a PodInfo>,
     opts: &LoadOptions,
+    node_has: &dyn Fn(&str, &str) -> bool,
     cache: &mut trainyard_dra::MatchCache,
 ) -> DraBuilt {
     let mut warnings = Vec::new();
@@ -134,11 +143,18 @@ pub fn build_with<'a>(
                 .insert(pod_key.clone());
             claims.push((rc.name.clone(), key));
         }
+        let extended = pod
+            .dra
+            .extended
+            .as_ref()
+            .map(|name| format!("{ns}/{name}"))
+            .filter(|key| objects.claims.contains_key(key));
         resolved.push(Resolved {
             pod: pod_key,
             ours,
             claims,
             blocked,
+            extended,
         });
     }
 
@@ -151,6 +167,13 @@ pub fn build_with<'a>(
             .filter_map(|t| objects.templates.get(*t).map(|(_, t)| &t.spec)),
     );
     let mut all_sets = Vec::new();
+    // Classes that publish an extended resource (KEP-5004): their own
+    // selectors, to count their devices per node.
+    for (name, (_, class)) in classes {
+        if class.extended_resource_name.is_some() {
+            all_sets.push(selector_set(classes, name, &[]));
+        }
+    }
     for d in drafts {
         for r in &d.requests {
             for s in &r.alternatives {
@@ -200,6 +223,7 @@ pub fn build_with<'a>(
         ours,
         claims: named,
         blocked,
+        extended,
     } in resolved
     {
         if !ours {
@@ -220,16 +244,24 @@ pub fn build_with<'a>(
             out.needs.push(need(&claim.spec, own, &key));
             out.claims.push(pod_claim(&name, &key));
         }
+        // The claim of its DRA-backed extended resources: held as it is
+        // (named "" in the pod: it is not in `spec.resourceClaims`).
+        if let Some(key) = extended {
+            out.needs.push(ClaimNeed::Extended(key.clone()));
+            out.claims.push(pod_claim("", &key));
+        }
         by_pod.insert(pod_key, out);
     }
 
     let matches = cache.matches(&nodes, &selectors, |c| classes.contains_key(c));
+    let backed = backed_resources(classes, &selectors, &matches, node_has);
     DraBuilt {
         dra: Dra {
             nodes,
             claims,
             selectors,
             matches,
+            backed,
         },
         pods: by_pod,
         classes: classes
@@ -257,6 +289,43 @@ fn selector_set(
         class: class.to_string(),
         expressions: all,
     }
+}
+
+/// Per node, the extended resources its DRA devices serve (KEP-5004):
+/// for each class with `extendedResourceName`, its devices on nodes whose
+/// allocatable (`node_resources`) does not have the resource already
+/// (a device plugin serves it there).
+fn backed_resources(
+    classes: &BTreeMap<String, (crate::Loc, DeviceClass)>,
+    sets: &[SelectorSet],
+    matches: &[Arc<trainyard_model::dra::SelectorMatches>],
+    node_resources: &dyn Fn(&str, &str) -> bool,
+) -> BTreeMap<String, Vec<trainyard_model::dra::Backed>> {
+    let mut out: BTreeMap<String, Vec<trainyard_model::dra::Backed>> = BTreeMap::new();
+    for (name, (_, class)) in classes {
+        let Some(resource) = &class.extended_resource_name else {
+            continue;
+        };
+        let set = selector_set(classes, name, &[]);
+        let Ok(at) = sets.binary_search(&set) else {
+            continue;
+        };
+        let Some(m) = matches.get(at) else { continue };
+        for (node, mask) in &m.by_node {
+            if node_resources(node, resource) {
+                continue;
+            }
+            out.entry(node.clone())
+                .or_default()
+                .push(trainyard_model::dra::Backed {
+                    resource: resource.clone(),
+                    class: name.clone(),
+                    selector: at as u32,
+                    devices: u64::from(mask.count()),
+                });
+        }
+    }
+    out
 }
 
 /// A claim spec with its selector sets resolved to indices of `sets`

@@ -438,6 +438,11 @@ fn pod_claims(
             source,
         });
     }
+    if let Some(e) = &status.extended_resource_claim_status
+        && !e.resource_claim_name.is_empty()
+    {
+        out.extended = Some(e.resource_claim_name.clone());
+    }
     for s in &status.resource_claim_statuses {
         out.statuses.insert(
             s.name.clone(),

@@ -158,6 +158,30 @@ impl Cycle<'_> {
                     node: b.node.clone(),
                     pods: vec![b.task.clone()],
                     allocation,
+                    extended: Vec::new(),
+                });
+            }
+            // The claim of the extended resources the node's devices serve.
+            for (resource, sel) in &dra.node.backed {
+                let amount = crate::dra::extended_amount(&task.requests, resource);
+                let Some(spec) = dra.world.extended.get(&(*sel, amount)) else {
+                    continue;
+                };
+                let flags = given
+                    .entry(n)
+                    .or_insert_with(|| vec![false; dra.fresh.len()]);
+                let Some(i) = dra.fresh.iter().enumerate().position(|(i, f)| {
+                    !flags[i] && matches!(&f.owner, crate::dra::Owner::Own(a) if **a == **spec)
+                }) else {
+                    continue;
+                };
+                flags[i] = true;
+                out.push(ClaimDecision {
+                    claim: format!("{}-extended-resources", task.name),
+                    node: b.node.clone(),
+                    pods: vec![b.task.clone()],
+                    allocation: Some(crate::dra::results(&dra.node.devices, &dra.fresh[i].picks)),
+                    extended: vec![resource.to_string()],
                 });
             }
         }

@@ -75,7 +75,8 @@ impl Search<'_, '_> {
             .iter()
             .filter_map(|c| match c {
                 trainyard_model::dra::ClaimNeed::Shared(k) => Some(k),
-                trainyard_model::dra::ClaimNeed::Own(_) => None,
+                trainyard_model::dra::ClaimNeed::Own(_)
+                | trainyard_model::dra::ClaimNeed::Extended(_) => None,
             })
             .filter(|k| {
                 first

@@ -24,6 +24,7 @@ fn state(devices: Vec<Device>) -> DraState {
             by_node: BTreeMap::from([("n".to_string(), mask)]),
             ..SelectorMatches::default()
         })],
+        backed: BTreeMap::new(),
     };
     DraState::new(
         Arc::new(DraNode::new("n", nd, &dra)),

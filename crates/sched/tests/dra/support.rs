@@ -69,6 +69,7 @@ pub struct Build {
     pub sels: Vec<Sel>,
     pub claims: BTreeMap<String, Claim>,
     pub jobs: Vec<Job>,
+    pub backed: BTreeMap<String, Vec<trainyard_model::dra::Backed>>,
 }
 
 impl Build {
@@ -243,6 +244,7 @@ impl Build {
                 })
                 .collect(),
             matches,
+            backed: self.backed.clone(),
         }
     }
 

@@ -28,6 +28,10 @@
 //! 8. `--store`: the persisted state on redb and sled: a simulated year
 //!    of usage history for `--queues` (2,000) queues (size, hourly commit,
 //!    daily compaction), then per-cycle commits into it.
+//! 10. `--dra`: the allocate cycle at `--nodes` (5,000) with each node's
+//!    8 GPUs and 8 NICs published as DRA ResourceSlices and the GPUs
+//!    serving `nvidia.com/gpu` (KEP-5004), against the same cluster and
+//!    pods with device-plugin GPUs; runs alternate.
 //! 9. `--reservations`: a cycle on `--nodes` (5,000) nodes, 98% full of
 //!    running jobs with walltimes, the allocate suite's pending gangs plus
 //!    `--large` (20) 64-GPU gangs that do not fit: with that many
@@ -69,7 +73,7 @@ use trainyard_sched::{Config, fairshare, schedule};
 ///   trainyard-bench --topology --pods 128    # a 1,024-GPU gang on rails
 #[derive(Parser, Debug)]
 #[command(name = "trainyard-bench", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations"])))]
+#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations", "dra"])))]
 struct Args {
     /// Nodes in the cluster (each 192 cores, 2 TiB, 8 GPUs). Default per
     /// suite: allocate 5,000, topology 4,096, reclaim 1,000, load 20,000.
@@ -124,6 +128,10 @@ struct Args {
     /// A cycle with reservations for starving gangs against one without.
     #[arg(long)]
     reservations: bool,
+    /// The allocate cycle with the GPUs (and NICs) published as DRA
+    /// ResourceSlices, against the same cluster with device-plugin GPUs.
+    #[arg(long)]
+    dra: bool,
     /// Starving 64-GPU gangs of `--reservations` (and reservations made).
     #[arg(long, value_name = "N", default_value_t = 20)]
     large: usize,
@@ -161,6 +169,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.snapshot {
         return suites::snapshot_bench(args.runs);
+    }
+    if args.dra {
+        return suites::dra_bench(args.runs, args.nodes.unwrap_or(5000));
     }
     if args.pod_rules {
         return suites::pod_rules_bench(args.runs);

@@ -251,6 +251,56 @@ pub fn reclaim_bench(runs: usize, nodes: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The `--dra` benchmark: see the module docs.
+pub fn dra_bench(runs: usize, nodes: usize) -> anyhow::Result<()> {
+    let gangs = nodes * 2 / 5;
+    let t = Instant::now();
+    let plugin = workloads::allocate_cluster(workloads::ALLOCATE_SEED, nodes, gangs);
+    let dra = workloads::dra_cluster(workloads::ALLOCATE_SEED, nodes, gangs);
+    let built = t.elapsed();
+    let cfg = Config::default();
+    let now = trainyard_model::Timestamp(0);
+    let (mut tp, mut td) = (Vec::new(), Vec::new());
+    let (mut dp, mut dd) = (None, None);
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        dp = Some(schedule(&plugin, &cfg, now));
+        tp.push(t.elapsed());
+        let t = Instant::now();
+        dd = Some(schedule(&dra, &cfg, now));
+        td.push(t.elapsed());
+    }
+    let (dp, dd) = (
+        dp.ok_or_else(|| anyhow::anyhow!("no run"))?,
+        dd.ok_or_else(|| anyhow::anyhow!("no run"))?,
+    );
+    let devices: usize = dd
+        .claims
+        .iter()
+        .map(|c| c.allocation.as_ref().map_or(0, Vec::len))
+        .sum();
+    let (mp, md) = (median(tp), median(td));
+    println!("| benchmark | input | median time | binds | result |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| allocate cycle, device-plugin GPUs | {} nodes × 8 GPUs, {} gangs | {:.1} ms | {} | |",
+        plugin.nodes.len(),
+        gangs,
+        mp.as_secs_f64() * 1e3,
+        dp.binds.len(),
+    );
+    println!(
+        "| allocate cycle, DRA GPUs + NICs (KEP-5004) | same, 16 devices per node as ResourceSlices | {:.1} ms | {} | {} claims, {} devices; {:.2}× the device-plugin cycle; DRA part built in {:.1} s |",
+        md.as_secs_f64() * 1e3,
+        dd.binds.len(),
+        dd.claims.len(),
+        devices,
+        md.as_secs_f64() / mp.as_secs_f64().max(1e-9),
+        built.as_secs_f64(),
+    );
+    Ok(())
+}
+
 /// The `--reservations` benchmark: see the module docs. The four runs
 /// alternate, so a change of load hits them alike. Each reservations row
 /// is compared with reservations off on its own input (the estimated

@@ -111,6 +111,9 @@ pub struct DraNode {
     /// Extended resources the node's devices serve (KEP-5004): resource
     /// and the class's selector set.
     pub backed: Vec<(trainyard_model::ResourceName, u32)>,
+    /// No device draws counters, is shared or tainted: a claim of one
+    /// plain request is then a count of free matching devices.
+    pub simple: bool,
 }
 
 impl DraNode {
@@ -173,6 +176,10 @@ impl DraNode {
                     .collect()
             })
             .unwrap_or_default();
+        let simple = devices
+            .devices
+            .iter()
+            .all(|d| d.consumes.is_empty() && d.taints.is_empty() && !d.multi);
         DraNode {
             devices,
             masks,
@@ -180,6 +187,7 @@ impl DraNode {
             draws,
             totals,
             backed,
+            simple,
         }
     }
 }
@@ -280,8 +288,9 @@ pub fn extended_amount(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Pick {
     pub device: u32,
-    /// The request, `req/sub` for a `firstAvailable` choice.
-    pub request: String,
+    /// The request, `req/sub` for a `firstAvailable` choice (shared: a
+    /// node's state is copied on every change, picks with it).
+    pub request: Arc<str>,
     pub admin: bool,
     /// Capacity consumed on a device others may share.
     pub consumed: Vec<(String, u64)>,
@@ -301,7 +310,9 @@ pub enum Owner {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fresh {
     pub owner: Owner,
-    pub picks: Vec<Pick>,
+    /// Shared: the node's state, and this with it, is copied on every
+    /// change of the node.
+    pub picks: Arc<[Pick]>,
 }
 
 /// What is in use on one node's devices.
@@ -312,9 +323,33 @@ pub struct DraState {
     /// What is in use of the devices.
     avail: Avail,
     /// Allocations made this cycle, in order.
-    pub fresh: Vec<Fresh>,
+    pub fresh: smallvec::SmallVec<[Fresh; 8]>,
     /// Claims allocated on this node and the pods here holding them.
     holders: BTreeMap<String, u32>,
+}
+
+/// A set of devices, one bit each, inline up to 128 devices (a node's
+/// state is copied on every change).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Bits(smallvec::SmallVec<[u64; 2]>);
+
+impl Bits {
+    fn with_len(n: usize) -> Self {
+        Bits(smallvec::smallvec![0; n.div_ceil(64)])
+    }
+    fn contains(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    fn insert(&mut self, i: usize) {
+        if let Some(w) = self.0.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+        }
+    }
+    fn remove(&mut self, i: usize) {
+        if let Some(w) = self.0.get_mut(i / 64) {
+            *w &= !(1 << (i % 64));
+        }
+    }
 }
 
 /// What is in use of a node's devices: the part of [`DraState`] that a
@@ -322,7 +357,7 @@ pub struct DraState {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Avail {
     /// Devices allocated (bit per device), but by admin access.
-    used: DeviceMask,
+    used: Bits,
     /// Capacity consumed on shared devices: (device, capacity) → amount.
     consumed: BTreeMap<(u32, String), u64>,
     /// Per counter slot: what is left.
@@ -366,8 +401,8 @@ impl Avail {
                     *c = c.saturating_sub(*v);
                 }
             }
-        } else if let Some(w) = self.used.0.get_mut(d / 64) {
-            *w &= !(1 << (d % 64));
+        } else {
+            self.used.remove(d);
         }
         for &(slot, v) in &node.draws[d] {
             if let (Some(l), Some(t)) = (self.left.get_mut(slot), node.totals.get(slot)) {
@@ -398,11 +433,11 @@ impl DraState {
         let n = node.devices.devices.len();
         DraState {
             avail: Avail {
-                used: DeviceMask::with_len(n),
+                used: Bits::with_len(n),
                 consumed: BTreeMap::new(),
                 left: node.totals.clone(),
             },
-            fresh: Vec::new(),
+            fresh: smallvec::SmallVec::new(),
             holders: BTreeMap::new(),
             node,
             world,
@@ -438,7 +473,7 @@ impl DraState {
             .collect();
         Some(Pick {
             device: d as u32,
-            request: a.request.clone(),
+            request: Arc::from(a.request.as_str()),
             admin: a.admin_access,
             consumed,
         })
@@ -501,7 +536,78 @@ impl DraState {
 
     /// Whether the claims fit now (the hot path).
     pub fn fits(&self, claims: &[ClaimNeed]) -> bool {
+        if let Some((sel, k)) = self.plain(claims) {
+            // The hot path: free matching devices counted. When too few,
+            // only revisiting this cycle's allocations here could help.
+            if self.free_in(sel) >= k {
+                return true;
+            }
+            if self.fresh.is_empty() {
+                return false;
+            }
+        }
         self.plan(claims).is_ok()
+    }
+
+    /// Whether the pod with request `req` and `claims` fits: [`fits`]
+    /// over [`needs`], without building the list in the common cases.
+    pub fn fits_pod(&self, req: &trainyard_model::Resources, claims: &[ClaimNeed]) -> bool {
+        if claims.is_empty() {
+            match self.node.backed.as_slice() {
+                [] => return true,
+                [(resource, sel)] => {
+                    let amount = extended_amount(req, resource);
+                    if amount == 0 {
+                        return true;
+                    }
+                    if let Some(spec) = self.world.extended.get(&(*sel, amount)) {
+                        return self.fits(std::slice::from_ref(&ClaimNeed::Own(Arc::clone(spec))));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let needs = self.needs(req, claims);
+        needs.is_empty() || self.fits(&needs)
+    }
+
+    /// `claims` as (selector set, count) when they are one claim of one
+    /// plain request on a node of plain devices (the hot path).
+    fn plain(&self, claims: &[ClaimNeed]) -> Option<(u32, u32)> {
+        let [ClaimNeed::Own(spec)] = claims else {
+            return None;
+        };
+        if !self.node.simple || !spec.constraints.is_empty() {
+            return None;
+        }
+        let [r] = spec.requests.as_slice() else {
+            return None;
+        };
+        let [a] = r.alternatives.as_slice() else {
+            return None;
+        };
+        if a.admin_access || !a.capacity.is_empty() {
+            return None;
+        }
+        if self.world.selector_problem.get(a.selector as usize)?.is_some() {
+            return None;
+        }
+        match a.mode {
+            AllocationMode::ExactCount(k) => Some((a.selector, k)),
+            AllocationMode::All => None,
+        }
+    }
+
+    /// Free devices of selector set `sel` here.
+    fn free_in(&self, sel: u32) -> u32 {
+        let Some(mask) = self.node.masks.get(sel as usize) else {
+            return 0;
+        };
+        mask.0
+            .iter()
+            .zip(self.avail.used.0.iter().chain(std::iter::repeat(&0u64)))
+            .map(|(m, u)| (m & !u).count_ones())
+            .sum()
     }
 
     /// The reason the claims do not fit, if they do not.
@@ -511,6 +617,36 @@ impl DraState {
 
     /// Allocates the claims (call after [`fits`](Self::fits)).
     pub fn take(&mut self, claims: &[ClaimNeed]) {
+        if let (Some((sel, k)), [ClaimNeed::Own(spec)]) = (self.plain(claims), claims)
+            && self.free_in(sel) >= k
+            && let Some(mask) = self.node.masks.get(sel as usize)
+        {
+            // The hot path: the free matching devices fewest requests want.
+            let mut free: Vec<usize> = mask
+                .iter()
+                .filter(|&d| !self.avail.used.contains(d))
+                .collect();
+            free.sort_by_key(|&d| (self.node.demand[d], d));
+            let name: Arc<str> = Arc::from(spec.requests[0].alternatives[0].name.as_str());
+            let picks: Vec<Pick> = free
+                .into_iter()
+                .take(k as usize)
+                .map(|d| Pick {
+                    device: d as u32,
+                    request: Arc::clone(&name),
+                    admin: false,
+                    consumed: Vec::new(),
+                })
+                .collect();
+            for p in &picks {
+                self.apply(p);
+            }
+            self.fresh.push(Fresh {
+                owner: Owner::Own(Arc::clone(spec)),
+                picks: picks.into(),
+            });
+            return;
+        }
         let Ok(plan) = self.plan(claims) else {
             return;
         };
@@ -520,7 +656,7 @@ impl DraState {
         if plan.joint {
             // Earlier allocations of the cycle chosen again, together.
             for f in std::mem::take(&mut self.fresh) {
-                for p in &f.picks {
+                for p in f.picks.iter() {
                     self.unapply(p);
                 }
             }
@@ -532,7 +668,10 @@ impl DraState {
             if let Owner::Shared(key) = &owner {
                 self.holders.entry(key.clone()).or_insert(1);
             }
-            self.fresh.push(Fresh { owner, picks });
+            self.fresh.push(Fresh {
+                owner,
+                picks: picks.into(),
+            });
         }
     }
 
@@ -549,7 +688,7 @@ impl DraState {
                         .rposition(|f| matches!(&f.owner, Owner::Own(s) if s == spec));
                     if let Some(at) = at {
                         let f = self.fresh.remove(at);
-                        for p in &f.picks {
+                        for p in f.picks.iter() {
                             self.unapply(p);
                         }
                     }
@@ -569,7 +708,7 @@ impl DraState {
                         .position(|f| matches!(&f.owner, Owner::Shared(k) if k == key))
                     {
                         let f = self.fresh.remove(at);
-                        for p in &f.picks {
+                        for p in f.picks.iter() {
                             self.unapply(p);
                         }
                     } else if let Some(a) = self
@@ -684,7 +823,7 @@ impl DraState {
                 // chosen together.
                 let mut base = self.clone();
                 for f in &self.fresh {
-                    for p in &f.picks {
+                    for p in f.picks.iter() {
                         base.unapply(p);
                     }
                 }
@@ -945,7 +1084,7 @@ impl<'a> Search<'a> {
             }
             let pick = Pick {
                 device: d as u32,
-                request: alt.name.clone(),
+                request: Arc::from(alt.name.as_str()),
                 admin: alt.admin_access,
                 consumed,
             };
@@ -997,7 +1136,7 @@ impl<'a> Search<'a> {
             }
             let pick = Pick {
                 device: d as u32,
-                request: alt.name.clone(),
+                request: Arc::from(alt.name.as_str()),
                 admin: alt.admin_access,
                 consumed,
             };
@@ -1096,7 +1235,7 @@ pub fn results(node: &NodeDevices, picks: &[Pick]) -> Vec<AllocatedDevice> {
         .filter_map(|p| {
             let d = node.devices.get(p.device as usize)?;
             Some(AllocatedDevice {
-                request: p.request.clone(),
+                request: p.request.to_string(),
                 driver: d.driver.clone(),
                 pool: d.pool.clone(),
                 device: d.name.clone(),

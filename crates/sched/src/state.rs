@@ -189,10 +189,7 @@ impl NodeState {
     pub fn claims_fit(&self, pod: &PodView) -> bool {
         match &self.dra {
             None => pod.claims.is_empty(),
-            Some(d) => {
-                let needs = d.needs(pod.req, pod.claims);
-                needs.is_empty() || d.fits(&needs)
-            }
+            Some(d) => d.fits_pod(pod.req, pod.claims),
         }
     }
 

@@ -94,39 +94,21 @@ impl Cycle<'_> {
     /// given to the pods bound there (a pod's own claims by value: pods of
     /// one spec on one node are interchangeable), and claims allocated
     /// before that bound pods join.
-    fn claim_decisions(&self, binds: &[Bind]) -> Vec<ClaimDecision> {
+    fn claim_decisions(&self, binds: &[(&Bind, Option<(usize, usize)>)]) -> Vec<ClaimDecision> {
         use trainyard_model::dra::ClaimNeed;
         if binds.is_empty() || self.ledger.state.nodes().iter().all(|s| s.dra.is_none()) {
             return Vec::new();
         }
-        let by_id: HashMap<&str, usize> = self
-            .ledger
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(j, jw)| (jw.job.id.as_str(), j))
-            .collect();
         // Per node: which fresh entries are given out already.
         let mut given: HashMap<usize, Vec<bool>> = HashMap::new();
         let mut out: Vec<ClaimDecision> = Vec::new();
         let mut at: HashMap<String, usize> = HashMap::new();
-        for b in binds {
-            let Some(&j) = by_id.get(b.job.as_str()) else {
+        for &(b, origin) in binds {
+            let Some((j, t)) = origin else {
                 continue;
             };
-            let Some(task) = self.ledger.jobs[j]
-                .job
-                .tasks
-                .iter()
-                .find(|t| t.key == b.task)
-            else {
-                continue;
-            };
-            let Ok(n) = self
-                .world
-                .nodes
-                .binary_search_by(|x| x.name.as_str().cmp(b.node.as_str()))
-            else {
+            let task = &self.ledger.jobs[j].job.tasks[t];
+            let Some(&(_, n, _)) = self.ledger.bound_at[j].iter().find(|p| p.0 == t) else {
                 continue;
             };
             let Some(dra) = self.ledger.state.nodes()[n].dra.as_ref() else {
@@ -171,7 +153,7 @@ impl Cycle<'_> {
                     .entry(n)
                     .or_insert_with(|| vec![false; dra.fresh.len()]);
                 let Some(i) = dra.fresh.iter().enumerate().position(|(i, f)| {
-                    !flags[i] && matches!(&f.owner, crate::dra::Owner::Own(a) if **a == **spec)
+                    !flags[i] && matches!(&f.owner, crate::dra::Owner::Own(a) if a == spec)
                 }) else {
                     continue;
                 };
@@ -191,13 +173,28 @@ impl Cycle<'_> {
     pub(super) fn finish(mut self) -> Decisions {
         let reservations = self.finish_reservations();
         let withdrawals = self.withdrawals();
+        let mut origin: Vec<Option<(usize, usize)>> = vec![None; self.outcome.binds.len()];
+        for (&jt, &pos) in &self.ledger.bind_index {
+            if let Some(o) = origin.get_mut(pos) {
+                *o = Some(jt);
+            }
+        }
+        let kept: Vec<(&Bind, Option<(usize, usize)>)> = self
+            .outcome
+            .binds
+            .iter()
+            .zip(origin)
+            .enumerate()
+            .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
+            .map(|(_, x)| x)
+            .collect();
+        let claims = self.claim_decisions(&kept);
         let binds: Vec<Bind> = std::mem::take(&mut self.outcome.binds)
             .into_iter()
             .enumerate()
             .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
             .map(|(_, b)| b)
             .collect();
-        let claims = self.claim_decisions(&binds);
         let pending = self
             .outcome
             .pending

@@ -109,12 +109,7 @@ fn check_claims(d: &Decisions, want: &[ExpectClaim], errors: &mut Vec<String>) {
         {
             errors.push(format!("claim {} on {}, expected {n}", w.claim, c.node));
         }
-        let devices: Vec<&str> = c
-            .allocation
-            .iter()
-            .flatten()
-            .map(|a| a.device.as_str())
-            .collect();
+        let devices: Vec<&str> = c.allocation.iter().flatten().map(|a| &*a.device).collect();
         if let Some(want) = &w.devices
             && *want != devices
         {
@@ -123,12 +118,7 @@ fn check_claims(d: &Decisions, want: &[ExpectClaim], errors: &mut Vec<String>) {
                 w.claim
             ));
         }
-        let requests: Vec<&str> = c
-            .allocation
-            .iter()
-            .flatten()
-            .map(|a| a.request.as_str())
-            .collect();
+        let requests: Vec<&str> = c.allocation.iter().flatten().map(|a| &*a.request).collect();
         if let Some(want) = &w.requests
             && *want != requests
         {

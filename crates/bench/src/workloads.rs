@@ -553,14 +553,18 @@ pub fn dra_cluster(seed: u64, nodes: usize, gangs: usize) -> Snapshot {
     }));
     for n in &base.nodes {
         let gpus: Vec<serde_json::Value> = (0..8)
-            .map(|i| serde_json::json!({"name": format!("gpu-{i}"), "attributes": {
+            .map(|i| {
+                serde_json::json!({"name": format!("gpu-{i}"), "attributes": {
                 "productName": {"string": "NVIDIA H100 80GB HBM3"},
                 "pcieRoot": {"string": format!("pci{}", i / 2)},
-                "index": {"int": i}}}))
+                "index": {"int": i}}})
+            })
             .collect();
         let nics: Vec<serde_json::Value> = (0..8)
-            .map(|i| serde_json::json!({"name": format!("nic-{i}"), "attributes": {
-                "rail": {"int": i}, "pcieRoot": {"string": format!("pci{}", i / 2)}}}))
+            .map(|i| {
+                serde_json::json!({"name": format!("nic-{i}"), "attributes": {
+                "rail": {"int": i}, "pcieRoot": {"string": format!("pci{}", i / 2)}}})
+            })
             .collect();
         for (driver, devices) in [("gpu.nvidia.com", gpus), ("nic.example.com", nics)] {
             add(serde_json::json!({

@@ -91,7 +91,7 @@ impl Evaluator {
         let fields = HashMap::from([
             (
                 key("driver"),
-                Value::String(Arc::new(device.driver.clone())),
+                Value::String(Arc::new(device.driver.to_string())),
             ),
             (key("allowMultipleAllocations"), Value::Bool(device.multi)),
             (key("attributes"), nested(attributes)),

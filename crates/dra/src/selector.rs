@@ -273,9 +273,9 @@ mod tests {
     impl ForTests for Device {
         fn default_for_tests() -> Self {
             Device {
-                driver: String::new(),
-                pool: String::new(),
-                name: String::new(),
+                driver: "".into(),
+                pool: "".into(),
+                name: "".into(),
                 attributes: BTreeMap::new(),
                 capacity: BTreeMap::new(),
                 consumes: Vec::new(),

@@ -112,7 +112,7 @@ fn milli(q: &str) -> u64 {
 
 fn device(spec: &DeviceSpec) -> Device {
     Device {
-        driver: spec.driver.clone(),
+        driver: spec.driver.as_str().into(),
         pool: "pool".into(),
         name: "device".into(),
         attributes: spec

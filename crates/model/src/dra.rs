@@ -159,9 +159,11 @@ pub struct CounterSet {
 /// One device published in a ResourceSlice.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Device {
-    pub driver: String,
-    pub pool: String,
-    pub name: String,
+    /// Shared by the devices of a slice (and copied into every allocation
+    /// result that names the device).
+    pub driver: Arc<str>,
+    pub pool: Arc<str>,
+    pub name: Arc<str>,
     /// Fully qualified names (`gpu.nvidia.com/productName`): a name
     /// published without a domain is qualified with the driver's.
     #[serde(default)]
@@ -213,7 +215,7 @@ impl NodeDevices {
     pub fn position(&self, driver: &str, pool: &str, name: &str) -> Option<usize> {
         self.devices
             .iter()
-            .position(|d| d.driver == driver && d.pool == pool && d.name == name)
+            .position(|d| &*d.driver == driver && &*d.pool == pool && &*d.name == name)
     }
 }
 
@@ -286,10 +288,10 @@ pub struct ClaimSpec {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct AllocatedDevice {
     /// The request (or `req/sub`) it serves.
-    pub request: String,
-    pub driver: String,
-    pub pool: String,
-    pub device: String,
+    pub request: Arc<str>,
+    pub driver: Arc<str>,
+    pub pool: Arc<str>,
+    pub device: Arc<str>,
     #[serde(default)]
     pub admin_access: bool,
     /// Capacity consumed on a shared device, milli.

@@ -473,7 +473,7 @@ impl DraState {
             .collect();
         Some(Pick {
             device: d as u32,
-            request: Arc::from(a.request.as_str()),
+            request: Arc::clone(&a.request),
             admin: a.admin_access,
             consumed,
         })
@@ -589,7 +589,12 @@ impl DraState {
         if a.admin_access || !a.capacity.is_empty() {
             return None;
         }
-        if self.world.selector_problem.get(a.selector as usize)?.is_some() {
+        if self
+            .world
+            .selector_problem
+            .get(a.selector as usize)?
+            .is_some()
+        {
             return None;
         }
         match a.mode {
@@ -1235,7 +1240,7 @@ pub fn results(node: &NodeDevices, picks: &[Pick]) -> Vec<AllocatedDevice> {
         .filter_map(|p| {
             let d = node.devices.get(p.device as usize)?;
             Some(AllocatedDevice {
-                request: p.request.to_string(),
+                request: Arc::clone(&p.request),
                 driver: d.driver.clone(),
                 pool: d.pool.clone(),
                 device: d.name.clone(),

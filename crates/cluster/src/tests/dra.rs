@@ -157,7 +157,7 @@ fn dra_changes_are_applied_incrementally() {
     let before = s.snapshot();
     let b = before.jobs.iter().find(|j| j.id == "ml/b").expect("job b");
     assert_eq!(
-        b.tasks[0].constraints.unsupported,
+        b.tasks[0].constraints.waiting,
         ["waiting for ResourceClaim ml/later to be created"]
     );
 

@@ -453,9 +453,9 @@ fn device(
         .map(|(j, t)| t.convert(&format!("{path}.taints[{j}]"), errors))
         .collect();
     (errors.len() == before).then(|| Device {
-        driver: driver.to_string(),
-        pool: pool.to_string(),
-        name: d.name,
+        driver: driver.into(),
+        pool: pool.into(),
+        name: d.name.into(),
         attributes,
         capacity,
         consumes,

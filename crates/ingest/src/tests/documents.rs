@@ -353,10 +353,8 @@ fn unsupported_and_soft_constraints() {
     let loaded = load_one(&text).unwrap();
     let c = &loaded.snapshot.jobs[0].tasks[0].constraints;
     // The claim does not exist: the pod waits for it.
-    assert_eq!(
-        c.unsupported,
-        ["waiting for ResourceClaim ml/c to be created"]
-    );
+    assert_eq!(c.waiting, ["waiting for ResourceClaim ml/c to be created"]);
+    assert!(c.unsupported.is_empty());
     // Rules between pods are kept for the core (tests/pod_rules.rs).
     let r = &c.pod_rules;
     assert_eq!(

@@ -453,7 +453,7 @@ fn pods_claims_templates_and_missing_objects() {
     let w = task(&loaded, "ml/waiting");
     assert!(w.claims.is_empty());
     assert_eq!(
-        w.constraints.unsupported,
+        w.constraints.waiting,
         [
             "waiting for ResourceClaim ml/not-yet to be created",
             "waiting for ResourceClaimTemplate ml/no-template to be created"

@@ -27,7 +27,7 @@ fn allocations(d: &Decisions) -> BTreeMap<String, (String, Vec<String>)> {
                 .allocation
                 .as_ref()?
                 .iter()
-                .map(|a| a.device.clone())
+                .map(|a| a.device.to_string())
                 .collect();
             Some((c.claim.clone(), (c.node.to_string(), devs)))
         })
@@ -115,7 +115,7 @@ fn kubernetes_138765_a_gang_that_fits_only_if_an_earlier_choice_is_revisited() {
     assert_eq!(devs, BTreeSet::from(["dev-half-0", "dev-half-1"]));
     for c in &d.claims {
         let a = c.allocation.as_ref().unwrap();
-        assert_eq!(a[0].request, "dev/half");
+        assert_eq!(&*a[0].request, "dev/half");
     }
 
     // A lone pod gets its preferred whole device.

@@ -219,7 +219,7 @@ fn check(b: &Build, snap: &Snapshot, d: &Decisions) -> Result<(), String> {
             .map_err(|e| format!("claim {}: {e}", c.claim))?;
         for a in devs {
             *uses
-                .entry((c.node.to_string(), a.device.clone()))
+                .entry((c.node.to_string(), a.device.to_string()))
                 .or_default() += 1;
         }
     }
@@ -231,7 +231,7 @@ fn check(b: &Build, snap: &Snapshot, d: &Decisions) -> Result<(), String> {
             let drawn: u64 = nd
                 .devices
                 .iter()
-                .filter(|dv| uses.contains_key(&(node.clone(), dv.name.clone())))
+                .filter(|dv| uses.contains_key(&(node.clone(), dv.name.to_string())))
                 .flat_map(|dv| dv.consumes.iter().filter(|u| u.set == set.name))
                 .map(|u| u.counters.get("memory").copied().unwrap_or(0))
                 .sum();
@@ -250,20 +250,20 @@ fn check_claim(
     devs: &[AllocatedDevice],
 ) -> Result<(), String> {
     let nd = &b.devices[node];
-    let find = |name: &str| nd.devices.iter().find(|d| d.name == name);
+    let find = |name: &str| nd.devices.iter().find(|d| &*d.name == name);
     for req in &spec.requests {
         let got: Vec<&AllocatedDevice> = devs
             .iter()
-            .filter(|a| a.request == req.name || a.request.starts_with(&format!("{}/", req.name)))
+            .filter(|a| *a.request == *req.name || a.request.starts_with(&format!("{}/", req.name)))
             .collect();
         let alt = req
             .alternatives
             .iter()
-            .find(|s| got.first().is_some_and(|a| a.request == s.name))
+            .find(|s| got.first().is_some_and(|a| *a.request == *s.name))
             .ok_or_else(|| format!("request {} has no devices", req.name))?;
         let sel = &b.sels[alt.selector as usize];
         for a in &got {
-            if a.request != alt.name {
+            if *a.request != *alt.name {
                 return Err(format!("request {} mixes alternatives", req.name));
             }
             let dv = find(&a.device).ok_or_else(|| format!("unknown device {}", a.device))?;

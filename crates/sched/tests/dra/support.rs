@@ -20,9 +20,9 @@ pub const DRIVER: &str = "gpu.example.com";
 /// driver's domain).
 pub fn device(name: &str, attrs: &[(&str, &str)]) -> Device {
     Device {
-        driver: DRIVER.to_string(),
-        pool: "pool".to_string(),
-        name: name.to_string(),
+        driver: DRIVER.into(),
+        pool: "pool".into(),
+        name: name.into(),
         attributes: attrs
             .iter()
             .map(|(k, v)| (format!("{DRIVER}/{k}"), AttrValue::String(v.to_string())))
@@ -193,10 +193,10 @@ impl Build {
                 devices: devices
                     .iter()
                     .map(|d| AllocatedDevice {
-                        request: "gpu".to_string(),
-                        driver: DRIVER.to_string(),
-                        pool: "pool".to_string(),
-                        device: d.to_string(),
+                        request: "gpu".into(),
+                        driver: DRIVER.into(),
+                        pool: "pool".into(),
+                        device: (*d).into(),
                         admin_access: false,
                         consumed: BTreeMap::new(),
                     })

@@ -412,10 +412,10 @@ impl K8sResourceClaim {
                     })
                     .collect();
                 devices.push(AllocatedDevice {
-                    request: r.request,
-                    driver: r.driver,
-                    pool: r.pool,
-                    device: r.device,
+                    request: r.request.into(),
+                    driver: r.driver.into(),
+                    pool: r.pool.into(),
+                    device: r.device.into(),
                     admin_access: r.admin_access.unwrap_or(false),
                     consumed,
                 });

@@ -1164,21 +1164,26 @@ impl<'a> Search<'a> {
     }
 }
 
-/// A node's reason in device terms, e.g. `request gpu: 2 free of 4
-/// wanted devices of class gpu.nvidia.com matching productName == "H100"`.
-pub fn miss_text(st: &DraState, miss: &Miss) -> String {
+/// A node's reason in device terms: for too few devices, the request,
+/// class, selectors and counts, which a pending reason sums over nodes.
+pub fn miss_reason(st: &DraState, miss: &Miss) -> crate::decisions::FilterReason {
+    use crate::decisions::FilterReason;
     match miss {
-        Miss::NoDevices => "no DRA devices".to_string(),
-        Miss::Elsewhere(what) => format!("claim {what} is allocated on another node"),
-        Miss::UnknownClaim(key) => format!("claim {key} does not exist"),
-        Miss::TooManySteps => format!("device search gave up after {SEARCH_STEPS} steps"),
+        Miss::NoDevices => FilterReason::Devices("no DRA devices".to_string()),
+        Miss::Elsewhere(what) => {
+            FilterReason::Devices(format!("claim {what} is allocated on another node"))
+        }
+        Miss::UnknownClaim(key) => FilterReason::Devices(format!("claim {key} does not exist")),
+        Miss::TooManySteps => {
+            FilterReason::Devices(format!("device search gave up after {SEARCH_STEPS} steps"))
+        }
         Miss::Request(request, selector, wanted) => {
             let w = &st.world;
             let at = *selector as usize;
             if let Some(Some(problem)) = w.selector_problem.get(at) {
-                return format!("request {request}: {problem}");
+                return FilterReason::Devices(format!("request {request}: {problem}"));
             }
-            let class = w.selector_class.get(at).map_or("", String::as_str);
+            let class = w.selector_class.get(at).cloned().unwrap_or_default();
             let (free, total) = st.free_matching(*selector);
             let exprs = w
                 .selector_text
@@ -1191,13 +1196,23 @@ pub fn miss_text(st: &DraState, miss: &Miss) -> String {
                 format!(" matching {exprs}")
             };
             if *wanted == 0 {
-                format!(
+                return FilterReason::Devices(format!(
                     "request {request}: {free} of {total} devices of class {class}{matching} free, all wanted"
-                )
-            } else {
-                format!(
-                    "request {request}: {free} free of {wanted} wanted devices of class {class}{matching}"
-                )
+                ));
+            }
+            if free >= *wanted {
+                // Enough devices, but no choice keeps the claim's
+                // constraints (or the node's other claims).
+                return FilterReason::Devices(format!(
+                    "request {request}: {free} free devices of class {class}{matching}, but no {wanted} that keep the claim's constraints"
+                ));
+            }
+            FilterReason::DeviceCount {
+                request: request.clone(),
+                class,
+                matching,
+                wanted: *wanted,
+                free,
             }
         }
     }

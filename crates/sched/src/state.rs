@@ -309,7 +309,7 @@ impl NodeState {
                 let needs = d.needs(pod.req, pod.claims);
                 match d.miss(&needs) {
                     None => Ok(()),
-                    Some(m) => Err(FilterReason::Devices(crate::dra::miss_text(d, &m))),
+                    Some(m) => Err(crate::dra::miss_reason(d, &m)),
                 }
             }
         }

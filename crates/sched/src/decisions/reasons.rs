@@ -42,6 +42,18 @@ pub enum FilterReason {
     /// request, and how many devices it would need against how many are
     /// free (`crate::dra`).
     Devices(String),
+    /// Too few free devices for a request of the pod's claims: how many
+    /// it wants and how many are free here.
+    /// A pending reason sums these over the nodes: `request gpu: 0/40
+    /// nodes have 4 free devices of class gpu.nvidia.com matching ...; 12
+    /// have 2, 28 have 0`.
+    DeviceCount {
+        request: String,
+        class: String,
+        matching: String,
+        wanted: u32,
+        free: u32,
+    },
 }
 
 impl fmt::Display for FilterReason {
@@ -69,8 +81,62 @@ impl fmt::Display for FilterReason {
             FilterReason::HostPortInUse => f.write_str("host port in use"),
             FilterReason::Reserved => f.write_str("held for a reservation"),
             FilterReason::Devices(why) => f.write_str(why),
+            FilterReason::DeviceCount {
+                request,
+                class,
+                matching,
+                wanted,
+                free,
+            } => {
+                write!(
+                    f,
+                    "request {request}: {free} free of {wanted} wanted devices of class {class}{matching}"
+                )
+            }
         }
     }
+}
+
+/// The nodes that failed for want of devices, per request: how many
+/// have what it wants and how many have how many fewer, as kube-scheduler
+/// sums a reason over nodes (`request gpu: 0/40 nodes have 4 free
+/// devices of class gpu.nvidia.com matching ...; 12 have 2, 28 have 0`).
+fn device_counts(
+    filters: &std::collections::BTreeMap<FilterReason, u32>,
+    nodes_fit: u32,
+    nodes_total: u32,
+) -> Vec<String> {
+    type Key<'a> = (&'a str, &'a str, &'a str, u32);
+    let mut by: std::collections::BTreeMap<Key<'_>, std::collections::BTreeMap<u32, u32>> =
+        std::collections::BTreeMap::new();
+    for (r, n) in filters {
+        if let FilterReason::DeviceCount {
+            request,
+            class,
+            matching,
+            wanted,
+            free,
+        } = r
+        {
+            *by.entry((request, class, matching, *wanted))
+                .or_default()
+                .entry(*free)
+                .or_default() += n;
+        }
+    }
+    by.into_iter()
+        .map(|((request, class, matching, wanted), frees)| {
+            let rest: Vec<String> = frees
+                .iter()
+                .rev()
+                .map(|(free, n)| format!("{n} with {free}"))
+                .collect();
+            format!(
+                "request {request}: {nodes_fit}/{nodes_total} nodes have {wanted} free devices of class {class}{matching} ({})",
+                rest.join(", ")
+            )
+        })
+        .collect()
 }
 
 impl Serialize for FilterReason {
@@ -377,12 +443,16 @@ impl fmt::Display for PendingReason {
                     )?;
                 }
                 write!(f, "; {nodes_fit}/{nodes_total} nodes fit")?;
-                let mut items: Vec<_> = filters.iter().collect();
+                let mut items: Vec<_> = filters
+                    .iter()
+                    .filter(|(r, _)| !matches!(r, FilterReason::DeviceCount { .. }))
+                    .collect();
                 items.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-                if !items.is_empty() {
+                let mut parts: Vec<String> =
+                    items.iter().map(|(r, n)| format!("{n} {r}")).collect();
+                parts.extend(device_counts(filters, *nodes_fit, *nodes_total));
+                if !parts.is_empty() {
                     f.write_str(": ")?;
-                    let parts: Vec<String> =
-                        items.iter().map(|(r, n)| format!("{n} {r}")).collect();
                     f.write_str(&parts.join(", "))?;
                 }
                 Ok(())

@@ -65,6 +65,13 @@ pub struct LoadOptions {
     /// Pods with this `spec.schedulerName` are Trainyard's; others are
     /// external.
     pub scheduler_name: String,
+    /// A pod whose claim comes from a ResourceClaimTemplate that has not
+    /// made its claim yet is planned with the claim the template will
+    /// make (files, the simulator); when false (the live service, which
+    /// writes the allocation into the claim and so needs it to exist), it
+    /// waits with the reason `waiting for ResourceClaim <pod>-<claim> to
+    /// be created from template <namespace>/<template>`.
+    pub planned_claims: bool,
 }
 
 impl Default for LoadOptions {
@@ -72,6 +79,7 @@ impl Default for LoadOptions {
         LoadOptions {
             default_queue: "default".to_string(),
             scheduler_name: "trainyard".to_string(),
+            planned_claims: true,
         }
     }
 }

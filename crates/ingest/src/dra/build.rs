@@ -122,6 +122,12 @@ pub fn build_with<'a>(
                         let key = format!("{ns}/{}-{}", pod.name, rc.name);
                         // A real claim of that name wins over the plan.
                         if !objects.claims.contains_key(&key) {
+                            if !opts.planned_claims {
+                                blocked.push(format!(
+                                    "waiting for ResourceClaim {key} to be created from template {template_key}"
+                                ));
+                                continue;
+                            }
                             planned.insert(key.clone(), template_key);
                         }
                         key

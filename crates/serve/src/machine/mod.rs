@@ -321,6 +321,9 @@ impl Service {
         let opts = trainyard_ingest::LoadOptions {
             default_queue: service.default_queue.clone(),
             scheduler_name: service.scheduler_name.clone(),
+            // The allocation is written into the claim: a pod waits until
+            // the claim controller made the claims of its templates.
+            planned_claims: false,
         };
         let mut world = World::new(opts).inferring(infer);
         world.state.track_usage(history);
@@ -538,6 +541,7 @@ impl Service {
             (Write::Evict(_), None) => self.done.written.evictions += 1,
             (Write::Nominate(_), None) => self.done.written.nominations += 1,
             (Write::Withdraw(_), None) => self.done.written.withdrawals += 1,
+            (Write::Claim(_), None) => self.done.written.claims += 1,
         }
         if let Some(intent) = self.units.done(unit) {
             out.push(Command::Journal(JournalOp::Close(intent)));

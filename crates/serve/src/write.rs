@@ -558,6 +558,7 @@ mod tests {
                         Write::Evict(e) => format!("evict {}", e.task.name),
                         Write::Nominate(n) => format!("nominate {}", n.task.name),
                         Write::Withdraw(w) => format!("withdraw {}", w.task.name),
+                        Write::Claim(c) => format!("claim {}", c.claim),
                     })
                     .collect();
                 (*first, names)

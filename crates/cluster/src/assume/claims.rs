@@ -248,3 +248,6 @@ impl crate::ClusterState {
             .unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -13,6 +13,8 @@
 //! (`trainyard-dst`) drives the same machine against a simulated world.
 
 mod cycle;
+#[cfg(test)]
+mod dra_tests;
 mod recover;
 pub mod room;
 #[cfg(test)]

@@ -92,7 +92,12 @@ fn allocated(units: &[Unit]) -> Vec<(String, String)> {
         .iter()
         .flat_map(|u| u.writes.iter())
         .filter_map(|w| match w {
-            Write::Claim(c) => Some(c.allocation.iter().flatten().map(|d| (c.claim.clone(), d.device.clone()))),
+            Write::Claim(c) => Some(
+                c.allocation
+                    .iter()
+                    .flatten()
+                    .map(|d| (c.claim.clone(), d.device.clone())),
+            ),
             _ => None,
         })
         .flatten()
@@ -202,7 +207,10 @@ fn a_refused_claim_write_fails_its_binds_and_the_gang_is_decided_again() {
     let next = m.wake_at();
     let again = units(m.handle(Input::Tick, next));
     assert_eq!(again.len(), 1, "decided again");
-    assert!(matches!(&again[0].writes[..], [Write::Claim(_), Write::Bind(_)]));
+    assert!(matches!(
+        &again[0].writes[..],
+        [Write::Claim(_), Write::Bind(_)]
+    ));
     assert_eq!(again[0].claims["ml/c1"].resource_version, "9");
 }
 
@@ -221,7 +229,13 @@ fn a_pod_whose_template_claim_is_not_made_yet_waits() {
     ));
     let mut p = pod("p3", "");
     p["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimTemplateName": "t"}]);
-    m.handle(Input::Watch(WorldEvent::Applied { stream: 1, object: p }), Timestamp(0));
+    m.handle(
+        Input::Watch(WorldEvent::Applied {
+            stream: 1,
+            object: p,
+        }),
+        Timestamp(0),
+    );
     let at = m.wake_at();
     let commands = m.handle(Input::Tick, at);
     let bound: Vec<String> = units(commands.clone())
@@ -234,9 +248,10 @@ fn a_pod_whose_template_claim_is_not_made_yet_waits() {
         .collect();
     assert_eq!(bound, ["p1"]);
     let told = commands.iter().find_map(|c| match c {
-        Command::Report { changes, .. } => {
-            changes.iter().find(|(t, _)| t.name == "p3").map(|(_, m)| m.clone())
-        }
+        Command::Report { changes, .. } => changes
+            .iter()
+            .find(|(t, _)| t.name == "p3")
+            .map(|(_, m)| m.clone()),
         _ => None,
     });
     let told = told.unwrap_or_default();

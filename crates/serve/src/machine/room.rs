@@ -100,7 +100,11 @@ pub fn fits(snapshot: &Snapshot, binds: &[Bind]) -> Result<(), String> {
 /// `Ok` when every DRA claim of `task` is allocated for `node` and
 /// reserved for the pod: a pod is never bound before its claims are
 /// (the claim writes of a gang cut off by a stop may not have landed).
-fn claims_ready(snapshot: &Snapshot, task: &trainyard_model::Task, node: &str) -> Result<(), String> {
+fn claims_ready(
+    snapshot: &Snapshot,
+    task: &trainyard_model::Task,
+    node: &str,
+) -> Result<(), String> {
     let pod = format!("{}/{}", task.key.namespace, task.key.name);
     for pc in &task.claims {
         let ready = snapshot.dra.claims.get(&pc.claim).is_some_and(|c| {
@@ -185,7 +189,11 @@ mod tests {
                 node: Some("n1".into()),
                 devices: Vec::new(),
             }),
-            reserved_for: if allocated { vec!["ml/g-1".into()] } else { Vec::new() },
+            reserved_for: if allocated {
+                vec!["ml/g-1".into()]
+            } else {
+                Vec::new()
+            },
             planned_from: None,
         };
         let mut snap = w.clone();

@@ -32,7 +32,7 @@ pub const DELETE_PROTECTION: &str = "resource.kubernetes.io/delete-protection";
 /// A quantity in milli-units as the API writes it: whole units when they
 /// are, else with the `m` suffix.
 fn quantity(milli: u64) -> String {
-    if milli % 1000 == 0 {
+    if milli.is_multiple_of(1000) {
         (milli / 1000).to_string()
     } else {
         format!("{milli}m")

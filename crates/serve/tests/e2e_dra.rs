@@ -102,10 +102,12 @@ async fn dra_gang(client: &Client, name: &str, pods: u32) {
     }
 }
 
-/// What watches of pods and claims in `ml` saw, in resourceVersion order:
-/// (resourceVersion, kind, name, the object).
+/// One object as a watch showed it: (resourceVersion, kind, name, object).
+type Shown = (u64, String, String, Value);
+
+/// What watches of pods and claims in `ml` saw.
 struct History {
-    seen: Arc<Mutex<Vec<(u64, String, String, Value)>>>,
+    seen: Arc<Mutex<Vec<Shown>>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 

@@ -619,6 +619,43 @@ mod tests {
     }
 
     #[test]
+    fn a_claims_status_is_news_and_kept_for_its_next_write() {
+        let mut w = World::new(LoadOptions::default());
+        let claim = |rv: &str, status: Value| {
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                   "metadata": {"name": "c", "namespace": "ml", "uid": "u-c",
+                                "resourceVersion": rv, "generation": 1},
+                   "spec": {"devices": {"requests": []}}, "status": status})
+        };
+        w.handle(WorldEvent::ListStart { stream: 0 });
+        w.handle(WorldEvent::Applied {
+            stream: 0,
+            object: claim("1", json!({})),
+        });
+        w.handle(WorldEvent::ListDone { stream: 0 });
+        let reserved = json!({"reservedFor": [{"resource": "pods", "name": "p", "uid": "u-p"}],
+            "allocation": {"devices": {"results": []}}});
+        assert!(
+            w.handle(WorldEvent::Applied {
+                stream: 0,
+                object: claim("2", reserved),
+            }),
+            "an allocation written is news"
+        );
+        let seen = w.claim("ml/c").cloned().unwrap_or_default();
+        assert_eq!(
+            (seen.resource_version.as_str(), seen.allocated),
+            ("2", true)
+        );
+        assert_eq!(seen.reserved_for.len(), 1);
+        w.handle(WorldEvent::Deleted {
+            stream: 0,
+            object: claim("2", json!({})),
+        });
+        assert!(w.claim("ml/c").is_none());
+    }
+
+    #[test]
     fn a_status_write_coming_back_is_no_news_and_a_spec_change_is() {
         let mut w = World::new(LoadOptions::default());
         let group = |generation: i64, min: u32, phase: &str| {

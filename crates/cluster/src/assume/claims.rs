@@ -210,26 +210,32 @@ impl crate::ClusterState {
             .collect();
         let job_of = |t: &TaskKey| bound.iter().find(|(k, _)| *k == t).map(|(_, j)| *j);
         for c in &d.claims {
-            let pods: Vec<TaskKey> = c
-                .pods
-                .iter()
-                .filter(|p| job_of(p).is_some())
-                .cloned()
-                .collect();
-            let Some(job) = pods.first().and_then(job_of) else {
-                continue;
-            };
-            let write = ClaimWrite {
-                job: job.clone(),
-                claim: c.claim.clone(),
-                node: c.node.clone(),
-                pods,
-                allocation: c.allocation.clone(),
-            };
-            if let Some(a) = self.claims_assumed() {
-                a.add(write.clone(), now);
+            // One write per job whose pods use it, in the job's unit, so
+            // no pod is bound before the claim it uses is written; the
+            // first job's allocates, the others' only join (a claim
+            // shared across jobs: their writes race on the claim's
+            // version, and the loser's job is decided again).
+            let mut by_job: Vec<(&JobId, Vec<TaskKey>)> = Vec::new();
+            for p in &c.pods {
+                let Some(job) = job_of(p) else { continue };
+                match by_job.iter_mut().find(|(j, _)| *j == job) {
+                    Some((_, pods)) => pods.push(p.clone()),
+                    None => by_job.push((job, vec![p.clone()])),
+                }
             }
-            self.writes.push(super::Write::Claim(write));
+            for (i, (job, pods)) in by_job.into_iter().enumerate() {
+                let write = ClaimWrite {
+                    job: job.clone(),
+                    claim: c.claim.clone(),
+                    node: c.node.clone(),
+                    pods,
+                    allocation: if i == 0 { c.allocation.clone() } else { None },
+                };
+                if let Some(a) = self.claims_assumed() {
+                    a.add(write.clone(), now);
+                }
+                self.writes.push(super::Write::Claim(write));
+            }
         }
     }
 

@@ -1075,6 +1075,12 @@ fn rbac_covers_what_the_service_calls() {
         ("trainyard.io", "podgroups", &["create"]),
         ("trainyard.io", "podgroups/status", &["patch"]),
         ("trainyard.io", "queues/status", &["patch"]),
+        // DRA claims (claims.rs): the finalizer, then the allocation and
+        // reservations, authorized on the synthetic binding subresource
+        // too from Kubernetes 1.36.
+        ("resource.k8s.io", "resourceclaims", &["patch"]),
+        ("resource.k8s.io", "resourceclaims/status", &["patch"]),
+        ("resource.k8s.io", "resourceclaims/binding", &["patch"]),
     ] {
         if !has(g, r, verbs) {
             missing.push(format!("{} on {}/{r}", verbs.join(", "), group_name(g)));

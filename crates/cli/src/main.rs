@@ -471,6 +471,7 @@ fn cmd_schedule(args: ScheduleArgs) -> Result<()> {
     let opts = LoadOptions {
         default_queue: args.default_queue.clone(),
         scheduler_name: args.scheduler_name.clone(),
+        ..LoadOptions::default()
     };
     let loaded = trainyard_ingest::load(&sources, &opts)
         .map_err(|e| anyhow::anyhow!("{} problem(s) in the snapshot:\n{e}", e.0.len()))?;

@@ -1,5 +1,7 @@
 //! Decisions assumed until the world confirms them, and the writes owed.
 
+mod claims;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -7,6 +9,17 @@ use trainyard_model::{Job, Nomination, Task, TaskKey, TaskState, Timestamp};
 use trainyard_sched::{Bind, Decisions, Eviction, NominationDecision, Withdrawal};
 
 use crate::ClusterState;
+
+pub use claims::{ClaimAssumption, ClaimWrite};
+pub(crate) use claims::{ClaimsAssumed, put_back};
+
+/// The pod of a write that names none (a claim write with no pods, which
+/// the core never decides).
+static NO_TASK: TaskKey = TaskKey {
+    namespace: String::new(),
+    name: String::new(),
+    uid: String::new(),
+};
 
 /// What an assumed decision does to its task.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,6 +54,8 @@ pub enum Write {
     Nominate(NominationDecision),
     /// Clear the pod's `status.nominatedNodeName`.
     Withdraw(Withdrawal),
+    /// Allocate a DRA claim (or reserve it) for pods before their binds.
+    Claim(ClaimWrite),
 }
 
 impl Effect {
@@ -58,16 +73,18 @@ impl Write {
             Write::Evict(e) => (e.job.as_str(), &e.task),
             Write::Nominate(n) => (n.job.as_str(), &n.task),
             Write::Withdraw(w) => (w.job.as_str(), &w.task),
+            Write::Claim(c) => (c.job.as_str(), c.pods.first().unwrap_or(&NO_TASK)),
         }
     }
 
-    /// The pod written.
+    /// The pod written (a claim write: its first pod).
     pub fn task(&self) -> &TaskKey {
         match self {
             Write::Bind(b) => &b.task,
             Write::Evict(e) => &e.task,
             Write::Nominate(n) => &n.task,
             Write::Withdraw(w) => &w.task,
+            Write::Claim(c) => c.pods.first().unwrap_or(&NO_TASK),
         }
     }
 
@@ -201,6 +218,7 @@ impl ClusterState {
                 applied.binds.push(i);
             }
         }
+        self.assume_claims(d, &applied.binds, now);
         for (i, e) in d.evictions.iter().enumerate() {
             if add(self, e.job.as_str(), &e.task, Effect::Evict).is_some() {
                 self.writes.push(Write::Evict(e.clone()));
@@ -349,6 +367,14 @@ impl ClusterState {
     /// confirmed (a bind that failed, an eviction never seen), with the
     /// writes still owed for them. Returns them, by job.
     pub fn forget_assumed(&mut self, older_than: Timestamp) -> Vec<(String, Assumption)> {
+        let old_claims = self
+            .claims_assumed()
+            .map(|c| c.forget_older(older_than))
+            .unwrap_or_default();
+        self.writes.retain(|w| match w {
+            Write::Claim(c) => !old_claims.iter().any(|a| a.write == *c),
+            _ => true,
+        });
         let mut gone = Vec::new();
         let ids: Vec<String> = self.assumed.keys().cloned().collect();
         for id in ids {
@@ -380,6 +406,11 @@ impl ClusterState {
     /// it for its age would show the pod pending and its room free while
     /// the pod holds it (`forget_assumed`). True when there was one.
     pub fn write_landed(&mut self, write: &Write) -> bool {
+        if let Write::Claim(c) = write {
+            return self
+                .claims_assumed()
+                .is_some_and(|a| a.update(c, |a| a.landed = true));
+        }
         self.update_assumption(write, |a| a.landed = true)
     }
 
@@ -388,6 +419,11 @@ impl ClusterState {
     /// assume timeout to show what happened before its room is given to
     /// anyone else. True when there was one.
     pub fn write_uncertain(&mut self, write: &Write, now: Timestamp) -> bool {
+        if let Write::Claim(c) = write {
+            return self
+                .claims_assumed()
+                .is_some_and(|a| a.update(c, |a| a.at = a.at.max(now)));
+        }
         self.update_assumption(write, |a| a.at = a.at.max(now))
     }
 
@@ -413,12 +449,10 @@ impl ClusterState {
     /// it, so the next snapshot has the task as the world has it and the
     /// next cycle decides again. True when there was one.
     pub fn forget_write(&mut self, write: &Write) -> bool {
-        let (job, task) = match write {
-            Write::Bind(b) => (b.job.as_str(), &b.task),
-            Write::Evict(e) => (e.job.as_str(), &e.task),
-            Write::Nominate(n) => (n.job.as_str(), &n.task),
-            Write::Withdraw(w) => (w.job.as_str(), &w.task),
-        };
+        if let Write::Claim(c) = write {
+            return self.claims_assumed().is_some_and(|a| a.forget(c));
+        }
+        let (job, task) = write.target();
         let Some(list) = self.assumed.get_mut(job) else {
             return false;
         };

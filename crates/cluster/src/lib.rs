@@ -39,7 +39,7 @@ use std::sync::Arc;
 use trainyard_model::topology::Topology;
 use trainyard_model::{ExternalPod, Job, Node, QueueTree, Resources, Snapshot, Task, TaskKey};
 
-pub use assume::{Applied, Assumption, Effect, Write};
+pub use assume::{Applied, Assumption, ClaimAssumption, ClaimWrite, Effect, Write};
 pub use decode::Decoded;
 pub use objects::{ObjectChange, Problems};
 use trainyard_ingest::LoadOptions;

@@ -117,6 +117,9 @@ pub(crate) struct Objects {
     dra_problems: Problems,
     /// Selector matches of earlier builds (`trainyard_dra::MatchCache`).
     dra_matches: trainyard_dra::MatchCache,
+    /// Claims assumed allocated or reserved, laid over `dra`'s claims at
+    /// each build (`crate::assume`).
+    claims_assumed: crate::assume::ClaimsAssumed,
 }
 
 impl Objects {
@@ -131,6 +134,16 @@ impl Objects {
 
     pub(crate) fn opts(&self) -> &LoadOptions {
         &self.opts
+    }
+
+    /// The claims assumed (a change builds the DRA part again at the next
+    /// refresh).
+    pub(crate) fn claims_assumed_mut(&mut self) -> &mut crate::assume::ClaimsAssumed {
+        &mut self.claims_assumed
+    }
+
+    pub(crate) fn claims_assumed(&self) -> &crate::assume::ClaimsAssumed {
+        &self.claims_assumed
     }
 
     /// Applies one change; returns the external pod it adds (`Some(Ok)`) or
@@ -235,6 +248,7 @@ impl Objects {
     /// marked for interpretation.
     fn rebuild_dra(&mut self, out: &mut Refreshed) {
         self.dra_dirty = false;
+        let replaced = self.claims_assumed.lay_over(&mut self.dra);
         let nodes = &self.nodes;
         let node_has = |node: &str, resource: &str| {
             nodes.get(node).is_some_and(|(_, n)| {
@@ -250,6 +264,7 @@ impl Objects {
             &node_has,
             &mut self.dra_matches,
         );
+        crate::assume::put_back(&mut self.dra, replaced);
         let old = &self.pod_claims;
         let changed: BTreeSet<&String> = old
             .keys()
@@ -322,7 +337,7 @@ impl Objects {
             self.dirty.extend(self.members.keys().cloned());
             self.dirty.extend(self.interpreted.keys().cloned());
         }
-        if self.dra_dirty {
+        if self.claims_assumed.take_changed() | self.dra_dirty {
             self.rebuild_dra(&mut out);
         }
         let Some(interp) = self.interpreter.as_mut() else {

@@ -91,6 +91,9 @@ impl Sim {
                         .nominate(&ns, &name, &uid, Some(&n.node.to_string()))
                 }
                 Write::Withdraw(_) => self.api.nominate(&ns, &name, &uid, None),
+                // The simulated world publishes no DRA devices, so the
+                // core decides no claim.
+                Write::Claim(c) => Err(format!("no DRA in the simulation: claim {}", c.claim)),
             },
             Request::Rule { rule, eviction, .. } => {
                 let result = self.api.evict(&ns, &name, &uid);
@@ -236,6 +239,7 @@ pub fn describe(r: &Request) -> String {
             Write::Evict(e) => format!("evict {} for {}", e.task.name, e.preemptor),
             Write::Nominate(n) => format!("nominate {} on {}", n.task.name, n.node),
             Write::Withdraw(w) => format!("withdraw {}", w.task.name),
+            Write::Claim(c) => format!("allocate claim {}", c.claim),
         },
         Request::Rule { rule, eviction, .. } => {
             format!("evict {} ({})", eviction.task.name, rule.labels().1)

@@ -65,6 +65,19 @@ pub struct LoadOptions {
     /// Pods with this `spec.schedulerName` are Trainyard's; others are
     /// external.
     pub scheduler_name: String,
+    /// A pod whose claim comes from a ResourceClaimTemplate that has not
+    /// made its claim yet is planned with the claim the template will
+    /// make (files, the simulator); when false (the live service, which
+    /// writes the allocation into the claim and so needs it to exist), it
+    /// waits with the reason `waiting for ResourceClaim <pod>-<claim> to
+    /// be created from template <namespace>/<template>`.
+    pub planned_claims: bool,
+    /// DeviceClasses' `extendedResourceName` serve their resource from DRA
+    /// devices on nodes without it (KEP-5004): files and the simulator;
+    /// not yet the live service, which does not create the claim such a
+    /// pod needs (docs/dra.md), so there the class is read and the
+    /// resource is not served.
+    pub extended_resources: bool,
 }
 
 impl Default for LoadOptions {
@@ -72,6 +85,8 @@ impl Default for LoadOptions {
         LoadOptions {
             default_queue: "default".to_string(),
             scheduler_name: "trainyard".to_string(),
+            planned_claims: true,
+            extended_resources: true,
         }
     }
 }

@@ -39,6 +39,7 @@
 pub mod admission;
 pub mod api_metrics;
 pub mod checkpoint;
+pub mod claims;
 pub mod conn;
 pub mod connect;
 pub mod decision_log;
@@ -704,6 +705,15 @@ fn observe_outcome(metrics: &metrics::Metrics, world: &World, o: &write::Outcome
         }
         (Write::Withdraw(_), None) => {
             metrics.nomination_withdrawals.inc();
+        }
+        (Write::Claim(_), None) => {}
+        (Write::Claim(_), Some(reason)) => {
+            metrics
+                .bind_failures
+                .get_or_create(&metrics::ReasonLabels {
+                    reason: format!("claim_{reason}"),
+                })
+                .inc();
         }
         (w @ (Write::Nominate(_) | Write::Withdraw(_)), Some(reason)) => {
             let what = if matches!(w, Write::Nominate(_)) {

@@ -36,6 +36,13 @@ pub const KINDS: &[(&str, &str, &str)] = &[
     ("scheduling.x-k8s.io", "v1alpha1", "PodGroup"),
     ("kai.scheduler", "v1alpha1", "Topology"),
     ("kueue.x-k8s.io", "v1beta1", "Topology"),
+    // DRA: devices, classes, claims (their allocation and reservations
+    // are written by Trainyard and read back here), templates, taints.
+    ("resource.k8s.io", "v1", "ResourceSlice"),
+    ("resource.k8s.io", "v1", "DeviceClass"),
+    ("resource.k8s.io", "v1", "ResourceClaim"),
+    ("resource.k8s.io", "v1", "ResourceClaimTemplate"),
+    ("resource.k8s.io", "v1alpha3", "DeviceTaintRule"),
 ];
 
 /// The served kinds among [`KINDS`], found by discovery.

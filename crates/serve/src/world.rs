@@ -74,6 +74,9 @@ pub struct World {
     /// only, where status is a subresource), with their labels and
     /// annotations as text: what a status-only change leaves as it was.
     generations: BTreeMap<(usize, Key), (i64, String)>,
+    /// Each ResourceClaim as last shown (`namespace/name`): what a write
+    /// of its allocation is conditional on and appends to.
+    claims: BTreeMap<String, crate::machine::units::ClaimSeen>,
     /// Whether pods are held for inferred groups (`service.inferPodGroups`).
     infer: bool,
     scheduler_name: String,
@@ -98,6 +101,7 @@ impl World {
             namespaces: BTreeMap::new(),
             statuses: BTreeMap::new(),
             generations: BTreeMap::new(),
+            claims: BTreeMap::new(),
             infer: true,
             scheduler_name,
         }
@@ -152,6 +156,11 @@ impl World {
         self.statuses.get(&(stream, key))
     }
 
+    /// The ResourceClaim `namespace/name` as the watch last showed it.
+    pub fn claim(&self, key: &str) -> Option<&crate::machine::units::ClaimSeen> {
+        self.claims.get(key)
+    }
+
     /// `(namespace, name)` of every object of `kind` stream `stream`
     /// holds, in order.
     pub fn names(&self, stream: usize, kind: &str) -> Vec<(String, String)> {
@@ -185,6 +194,10 @@ impl World {
                 let key = key_of(&object);
                 if let Some(seen) = self.listing.get_mut(&stream) {
                     seen.insert(key.clone());
+                }
+                if is_claim(&object) {
+                    let seen = crate::machine::units::ClaimSeen::of(&object);
+                    self.claims.insert(format!("{}/{}", key.1, key.2), seen);
                 }
                 if self.status_only(stream, &object) {
                     // Only the status changed (most often the service's
@@ -263,7 +276,9 @@ impl World {
 
     /// Whether `object` is a Queue or PodGroup already held whose spec did
     /// not change (same `metadata.generation`): a status write, the
-    /// service's own most often, changes no decision.
+    /// service's own most often, changes no decision. Never a
+    /// ResourceClaim: its status (`allocation`, `reservedFor`) is what the
+    /// core reads of it.
     fn status_only(&self, stream: usize, object: &Value) -> bool {
         let key = key_of(object);
         matches!(key.0.as_str(), "Queue" | "PodGroup")
@@ -276,6 +291,9 @@ impl World {
     }
 
     fn remove(&mut self, stream: usize, key: &Key) {
+        if key.0 == "ResourceClaim" {
+            self.claims.remove(&format!("{}/{}", key.1, key.2));
+        }
         self.unreadable.remove(key);
         self.statuses.remove(&(stream, key.clone()));
         self.generations.remove(&(stream, key.clone()));
@@ -292,6 +310,14 @@ impl World {
             self.state.apply(Change::Object(change));
         }
     }
+}
+
+/// A `resource.k8s.io` ResourceClaim.
+fn is_claim(object: &Value) -> bool {
+    object["kind"] == "ResourceClaim"
+        && object["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("resource.k8s.io/"))
 }
 
 /// An object's labels and annotations as text, to tell a status-only
@@ -590,6 +616,43 @@ mod tests {
         off.handle(applied(owned_pod("x")));
         assert!(off.held.is_empty());
         assert_eq!(names(&mut off).1, vec!["ml/x".to_string()]);
+    }
+
+    #[test]
+    fn a_claims_status_is_news_and_kept_for_its_next_write() {
+        let mut w = World::new(LoadOptions::default());
+        let claim = |rv: &str, status: Value| {
+            json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                   "metadata": {"name": "c", "namespace": "ml", "uid": "u-c",
+                                "resourceVersion": rv, "generation": 1},
+                   "spec": {"devices": {"requests": []}}, "status": status})
+        };
+        w.handle(WorldEvent::ListStart { stream: 0 });
+        w.handle(WorldEvent::Applied {
+            stream: 0,
+            object: claim("1", json!({})),
+        });
+        w.handle(WorldEvent::ListDone { stream: 0 });
+        let reserved = json!({"reservedFor": [{"resource": "pods", "name": "p", "uid": "u-p"}],
+            "allocation": {"devices": {"results": []}}});
+        assert!(
+            w.handle(WorldEvent::Applied {
+                stream: 0,
+                object: claim("2", reserved),
+            }),
+            "an allocation written is news"
+        );
+        let seen = w.claim("ml/c").cloned().unwrap_or_default();
+        assert_eq!(
+            (seen.resource_version.as_str(), seen.allocated),
+            ("2", true)
+        );
+        assert_eq!(seen.reserved_for.len(), 1);
+        w.handle(WorldEvent::Deleted {
+            stream: 0,
+            object: claim("2", json!({})),
+        });
+        assert!(w.claim("ml/c").is_none());
     }
 
     #[test]

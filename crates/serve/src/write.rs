@@ -34,6 +34,9 @@ use crate::journal::Journal;
 use crate::machine::Unit;
 pub use crate::settings::NominateBeforeBind;
 
+mod unit;
+use unit::write_unit;
+
 /// Annotation with the GPU device indices chosen on the node
 /// (`"0,1,2,3"`), written with the bind: `trainyard.io/gpu-indices`, the
 /// key the reader takes a bound pod's devices from, so the next snapshot
@@ -47,6 +50,8 @@ pub struct Written {
     pub evictions: u64,
     pub nominations: u64,
     pub withdrawals: u64,
+    /// DRA claims allocated or reserved before their pods' binds.
+    pub claims: u64,
     pub failed: u64,
 }
 
@@ -257,107 +262,6 @@ pub struct Outcome {
 
 pub use crate::machine::Failure;
 
-/// Writes one unit: its intent into the bind journal first (when the
-/// machine opened one: committed durably before any write), nominations
-/// if asked (all at once; a failed nomination is logged, the bind goes
-/// ahead), then its writes, each request holding one of `permits`.
-async fn write_unit(
-    conn: &Conn,
-    events: &EventSink,
-    permits: &Semaphore,
-    journal: Option<&Journal>,
-    unit: Unit,
-    out: &mpsc::UnboundedSender<Outcome>,
-) {
-    let Unit {
-        id: unit_id,
-        at,
-        nominate_first,
-        open,
-        writes,
-    } = unit;
-    let when = crate::report::rfc3339(at);
-    let when = when.as_str();
-    if let (Some((id, rec)), Some(j)) = (open, journal) {
-        let gang = rec.gang.clone();
-        if let Err(e) = j.write(id, rec).await {
-            // Bound anyway: the repair timer still guards the gang.
-            tracing::error!("bind journal: gang {gang} bound without an intent: {e}");
-        }
-    }
-    if nominate_first {
-        let nominations = writes.iter().filter_map(|w| match w {
-            Write::Bind(b) => Some(async move {
-                let _permit = permits.acquire().await;
-                if let Err(e) = set_nomination(conn, &b.task, Some(&b.node.to_string())).await {
-                    tracing::warn!(
-                        "nominate {} on {} before its bind: {}",
-                        b.task,
-                        b.node,
-                        crate::conn::plain(&e)
-                    );
-                }
-            }),
-            _ => None,
-        });
-        futures::future::join_all(nominations).await;
-    }
-    let requests = writes.into_iter().map(|w| async move {
-        let _permit = permits.acquire().await;
-        let (result, text) = match &w {
-            Write::Bind(b) => {
-                let result = bind(conn, events, b, when).await;
-                if result.is_err() && nominate_first {
-                    // As kube-scheduler clears a pod's nomination when its
-                    // binding fails: the node named before the bind is not
-                    // where the pod is going.
-                    if let Err(e) = set_nomination(conn, &b.task, None).await {
-                        tracing::warn!(
-                            "clear the nomination of {} after its bind failed: {}",
-                            b.task,
-                            crate::conn::plain(&e)
-                        );
-                    }
-                }
-                (result, format!("bind {} to {}", b.task, b.node))
-            }
-            Write::Evict(e) => (
-                evict(conn, events, e, when).await,
-                format!("evict {}", e.task),
-            ),
-            Write::Nominate(n) => (
-                nominate_preemptor(conn, n, when).await,
-                format!("nominate {} on {}", n.task, n.node),
-            ),
-            Write::Withdraw(w) => (
-                withdraw(conn, &w.task).await,
-                format!("withdraw the nomination of {} on {}", w.task, w.node),
-            ),
-        };
-        let error = result.err().map(|e| {
-            tracing::warn!("{text}: {}", crate::conn::plain(&e));
-            let reason = crate::metrics::reason_of(&e);
-            let uncertain = match &e {
-                kube::Error::Api(s) => s.code == 504,
-                _ => reason == "transport",
-            };
-            Failure {
-                reason,
-                message: crate::conn::plain(&e),
-                uncertain,
-            }
-        });
-        // The receiver is gone only when the service stops.
-        let _ = out.send(Outcome {
-            unit: unit_id,
-            at,
-            write: w,
-            error,
-        });
-    });
-    futures::future::join_all(requests).await;
-}
-
 /// Keeps the writes of each pod in the order they were handed over. Units
 /// run concurrently, and a merge patch carries no precondition on what
 /// came before it, so without this a nomination and its withdrawal a
@@ -499,7 +403,7 @@ impl Writer {
     /// the machine groups them (no journal): for callers without a
     /// machine.
     pub fn send(&mut self, at: Timestamp, writes: Vec<Write>) {
-        for unit in self.own.make(at, writes, self.nominate) {
+        for unit in self.own.make(at, writes, self.nominate, |_| None) {
             self.send_unit(unit);
         }
     }
@@ -654,6 +558,7 @@ mod tests {
                         Write::Evict(e) => format!("evict {}", e.task.name),
                         Write::Nominate(n) => format!("nominate {}", n.task.name),
                         Write::Withdraw(w) => format!("withdraw {}", w.task.name),
+                        Write::Claim(c) => format!("claim {}", c.claim),
                     })
                     .collect();
                 (*first, names)

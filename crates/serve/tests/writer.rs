@@ -92,6 +92,7 @@ async fn outcomes(w: &mut Writer, n: usize) -> Vec<(String, String)> {
             Write::Evict(e) => format!("evict {}", e.task.name),
             Write::Nominate(n) => format!("nominate {}", n.task.name),
             Write::Withdraw(x) => format!("withdraw {}", x.task.name),
+            Write::Claim(c) => format!("claim {}", c.claim),
         };
         out.push((what, error.map_or("ok".into(), |e| e.reason)));
     }

@@ -131,6 +131,12 @@ pub fn build_with<'a>(
                         let key = format!("{ns}/{}-{}", pod.name, rc.name);
                         // A real claim of that name wins over the plan.
                         if !objects.claims.contains_key(&key) {
+                            if !opts.planned_claims {
+                                blocked.push(format!(
+                                    "waiting for ResourceClaim {key} to be created from template {template_key}"
+                                ));
+                                continue;
+                            }
                             planned.insert(key.clone(), template_key);
                         }
                         key
@@ -254,7 +260,11 @@ pub fn build_with<'a>(
     }
 
     let matches = cache.matches(&nodes, &selectors, |c| classes.contains_key(c));
-    let backed = backed_resources(classes, &selectors, &matches, node_has);
+    let backed = if opts.extended_resources {
+        backed_resources(classes, &selectors, &matches, node_has)
+    } else {
+        BTreeMap::new()
+    };
     DraBuilt {
         dra: Dra {
             nodes,

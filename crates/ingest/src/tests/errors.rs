@@ -196,6 +196,7 @@ fn json_input_and_volcano_podgroup() {
         &LoadOptions {
             default_queue: "dq".into(),
             scheduler_name: "trainyard".into(),
+            ..LoadOptions::default()
         },
     )
     .unwrap();

@@ -74,9 +74,10 @@ impl Service {
         let writes = self.world.state.take_writes();
         let queued = writes.len();
         let nominate = self.live.nominate_before_bind;
+        let world = &self.world;
         out.extend(
             self.units
-                .make(now, writes, nominate)
+                .make(now, writes, nominate, |claim| world.claim(claim).cloned())
                 .into_iter()
                 .map(Command::Unit),
         );

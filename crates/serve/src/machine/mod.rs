@@ -13,6 +13,8 @@
 //! (`trainyard-dst`) drives the same machine against a simulated world.
 
 mod cycle;
+#[cfg(test)]
+mod dra_tests;
 mod recover;
 pub mod room;
 #[cfg(test)]
@@ -321,6 +323,12 @@ impl Service {
         let opts = trainyard_ingest::LoadOptions {
             default_queue: service.default_queue.clone(),
             scheduler_name: service.scheduler_name.clone(),
+            // The allocation is written into the claim: a pod waits until
+            // the claim controller made the claims of its templates.
+            planned_claims: false,
+            // The claim of a DRA-backed extended resource is not created
+            // by the service yet: such resources are not served live.
+            extended_resources: false,
         };
         let mut world = World::new(opts).inferring(infer);
         world.state.track_usage(history);
@@ -538,6 +546,7 @@ impl Service {
             (Write::Evict(_), None) => self.done.written.evictions += 1,
             (Write::Nominate(_), None) => self.done.written.nominations += 1,
             (Write::Withdraw(_), None) => self.done.written.withdrawals += 1,
+            (Write::Claim(_), None) => self.done.written.claims += 1,
         }
         if let Some(intent) = self.units.done(unit) {
             out.push(Command::Journal(JournalOp::Close(intent)));

@@ -53,23 +53,24 @@ pub fn fits(snapshot: &Snapshot, binds: &[Bind]) -> Result<(), String> {
             .or_default()
             .take(&p.requests, p.gpus.as_deref());
     }
-    let requests_of = |b: &Bind| {
+    let task_of = |b: &Bind| {
         snapshot
             .jobs
             .iter()
             .filter(|j| j.id == b.job)
             .flat_map(|j| j.tasks.iter())
             .find(|t| t.key == b.task)
-            .map(|t| t.requests.clone())
     };
     for b in binds {
         let node_name = b.node.to_string();
         let Some(node) = snapshot.nodes.iter().find(|n| n.name == node_name) else {
             return Err(format!("node {node_name} is gone"));
         };
-        let Some(requests) = requests_of(b) else {
+        let Some(task) = task_of(b) else {
             return Err(format!("pod {} is gone", b.task));
         };
+        claims_ready(snapshot, task, &node_name)?;
+        let requests = task.requests.clone();
         let h = held.entry(node.name.as_str()).or_default();
         let mut after = h.resources.clone();
         after.add(&requests);
@@ -92,6 +93,32 @@ pub fn fits(snapshot: &Snapshot, binds: &[Bind]) -> Result<(), String> {
             ));
         }
         h.take(&requests, Some(&b.gpus));
+    }
+    Ok(())
+}
+
+/// `Ok` when every DRA claim of `task` is allocated for `node` and
+/// reserved for the pod: a pod is never bound before its claims are
+/// (the claim writes of a gang cut off by a stop may not have landed).
+fn claims_ready(
+    snapshot: &Snapshot,
+    task: &trainyard_model::Task,
+    node: &str,
+) -> Result<(), String> {
+    let pod = format!("{}/{}", task.key.namespace, task.key.name);
+    for pc in &task.claims {
+        let ready = snapshot.dra.claims.get(&pc.claim).is_some_and(|c| {
+            c.allocation
+                .as_ref()
+                .is_some_and(|a| a.node.as_deref().is_none_or(|n| n == node))
+                && c.reserved_for.contains(&pod)
+        });
+        if !ready {
+            return Err(format!(
+                "ResourceClaim {} of {} is not allocated on {node} for it",
+                pc.claim, task.key
+            ));
+        }
     }
     Ok(())
 }
@@ -147,6 +174,47 @@ mod tests {
     #[test]
     fn planned_room_still_free_fits() {
         assert_eq!(fits(&world(false), &planned()), Ok(()));
+    }
+
+    #[test]
+    fn a_pod_whose_claim_is_not_written_is_not_completed() {
+        use std::sync::Arc;
+        use trainyard_model::dra::{Claim, ClaimAllocation, PodClaim};
+        let w = world(false);
+        let claim = |allocated: bool| Claim {
+            key: "ml/g-1-gpu".into(),
+            uid: String::new(),
+            spec: Arc::default(),
+            allocation: allocated.then(|| ClaimAllocation {
+                node: Some("n1".into()),
+                devices: Vec::new(),
+            }),
+            reserved_for: if allocated {
+                vec!["ml/g-1".into()]
+            } else {
+                Vec::new()
+            },
+            planned_from: None,
+        };
+        let mut snap = w.clone();
+        {
+            let job = Arc::make_mut(&mut snap.jobs[0]);
+            job.tasks[1].claims = vec![PodClaim {
+                name: "gpu".into(),
+                claim: "ml/g-1-gpu".into(),
+            }];
+        }
+        let with = |c: Claim| {
+            let mut s = snap.clone();
+            Arc::make_mut(&mut s.dra)
+                .claims
+                .insert(c.key.clone(), Arc::new(c));
+            s
+        };
+        let why = fits(&with(claim(false)), &planned()).expect_err("not written");
+        expect_test::expect!["ResourceClaim ml/g-1-gpu of ml/g-1 is not allocated on n1 for it"]
+            .assert_eq(&why);
+        assert_eq!(fits(&with(claim(true)), &planned()), Ok(()));
     }
 
     #[test]

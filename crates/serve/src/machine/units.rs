@@ -2,13 +2,20 @@
 //! journal's intents they open, and what is still in flight.
 //!
 //! A unit is the binds of one job (a gang: nominated first, with
-//! `nominateBeforeBind`), or one eviction, nomination or withdrawal. A
-//! gang's unit (two binds or more) opens an intent in the journal before
-//! its first bind; the intent is closed when every write of the unit has
-//! an outcome.
+//! `nominateBeforeBind`) after the DRA claim writes they need, or one
+//! eviction, nomination or withdrawal. A gang's unit (two binds or more)
+//! opens an intent in the journal before its first write; the intent is
+//! closed when every write of the unit has an outcome.
+//!
+//! The claim writes of a unit come first; its binds are made only once
+//! every one of them succeeded. When one fails, the unit's binds are not
+//! made (each is reported failed, so the gang is decided again as a
+//! whole), and the claims the unit did write are released
+//! ([`crate::claims`]).
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
 use trainyard_cluster::Write;
 use trainyard_model::Timestamp;
 use trainyard_sched::decisions::Bind;
@@ -27,13 +34,56 @@ pub struct Unit {
     pub nominate_first: bool,
     /// The journal's intent to commit before the first write (id, record).
     pub open: Option<(u64, JournalRecord)>,
+    /// Claim writes first (in decision order), then the rest.
     pub writes: Vec<Write>,
+    /// Each claim written, as the watch last showed it (by
+    /// `namespace/name`): what its writes are conditional on.
+    pub claims: BTreeMap<String, ClaimSeen>,
+}
+
+/// A ResourceClaim as the watch last showed it: what a write of its
+/// allocation is conditional on (`resourceVersion`) and keeps (its
+/// finalizers and reservations, as merge patches replace lists).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaimSeen {
+    pub resource_version: String,
+    pub uid: String,
+    pub finalizers: Vec<String>,
+    /// `status.reservedFor` entries, as shown.
+    pub reserved_for: Vec<Value>,
+    /// Whether it has `status.allocation`.
+    pub allocated: bool,
+}
+
+impl ClaimSeen {
+    /// What `object` (a ResourceClaim as JSON) shows.
+    pub fn of(object: &Value) -> ClaimSeen {
+        let m = &object["metadata"];
+        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+        ClaimSeen {
+            resource_version: text(&m["resourceVersion"]),
+            uid: text(&m["uid"]),
+            finalizers: m["finalizers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(text)
+                .collect(),
+            reserved_for: object["status"]["reservedFor"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            allocated: !object["status"]["allocation"].is_null(),
+        }
+    }
 }
 
 /// Groups a cycle's writes into units: binds first (by job, in decision
-/// order), then evictions, nominations and withdrawals one by one.
+/// order, each job's claim writes before its binds), then evictions,
+/// nominations and withdrawals one by one.
 pub fn plan(writes: Vec<Write>, nominate: NominateBeforeBind) -> Vec<(bool, Vec<Write>)> {
     let mut binds: BTreeMap<String, Vec<Write>> = BTreeMap::new();
+    let mut claims: BTreeMap<String, Vec<Write>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     let mut others = Vec::new();
     for w in writes {
@@ -45,21 +95,31 @@ pub fn plan(writes: Vec<Write>, nominate: NominateBeforeBind) -> Vec<(bool, Vec<
                 }
                 binds.entry(job).or_default().push(w);
             }
+            Write::Claim(c) => claims.entry(c.job.to_string()).or_default().push(w),
             _ => others.push((false, vec![w])),
         }
     }
     let mut out: Vec<(bool, Vec<Write>)> = order
         .into_iter()
-        .filter_map(|job| binds.remove(&job))
-        .map(|gang| {
+        .filter_map(|job| {
+            let gang = binds.remove(&job)?;
+            let mut unit = claims.remove(&job).unwrap_or_default();
+            unit.extend(gang);
+            Some(unit)
+        })
+        .map(|unit| {
+            let binds = unit.iter().filter(|w| matches!(w, Write::Bind(_))).count();
             let first = match nominate {
                 NominateBeforeBind::Always => true,
-                NominateBeforeBind::Gangs => gang.len() > 1,
+                NominateBeforeBind::Gangs => binds > 1,
                 NominateBeforeBind::Never => false,
             };
-            (first, gang)
+            (first, unit)
         })
         .collect();
+    // Claim writes of a job without binds (none: the core decides claims
+    // for its binds only) go alone, so none is lost.
+    out.extend(claims.into_values().map(|c| (false, c)));
     out.extend(others);
     out
 }
@@ -116,15 +176,24 @@ impl Units {
 
     /// Makes the units of a cycle's writes at `at`; a gang's unit opens an
     /// intent when the journal is on.
+    /// `seen` gives each claim as the watch last showed it.
     pub fn make(
         &mut self,
         at: Timestamp,
         writes: Vec<Write>,
         nominate: NominateBeforeBind,
+        seen: impl Fn(&str) -> Option<ClaimSeen>,
     ) -> Vec<Unit> {
         plan(writes, nominate)
             .into_iter()
             .map(|(nominate_first, writes)| {
+                let claims: BTreeMap<String, ClaimSeen> = writes
+                    .iter()
+                    .filter_map(|w| match w {
+                        Write::Claim(c) => Some((c.claim.clone(), seen(&c.claim)?)),
+                        _ => None,
+                    })
+                    .collect();
                 let binds = binds_of(&writes);
                 let open = (self.journal && binds.len() > 1).then(|| {
                     let id = self.intent_id();
@@ -134,7 +203,9 @@ impl Units {
                     )
                 });
                 let intent = open.as_ref().map(|(id, _)| *id);
-                self.track(at, intent, nominate_first, open, writes)
+                let mut unit = self.track(at, intent, nominate_first, open, writes);
+                unit.claims = claims;
+                unit
             })
             .collect()
     }
@@ -168,6 +239,7 @@ impl Units {
             nominate_first,
             open,
             writes,
+            claims: BTreeMap::new(),
         }
     }
 
@@ -236,6 +308,7 @@ mod tests {
                 bind("ml/s", "c"),
             ],
             NominateBeforeBind::Gangs,
+            |_| None,
         );
         assert_eq!(units.len(), 3);
         assert_eq!(units[0].open.as_ref().map(|o| o.0), Some(8));

@@ -1,0 +1,262 @@
+//! The machine with DRA claims: claim writes before binds in one unit,
+//! assumed allocations, and a refused claim write retried as a gang.
+
+use serde_json::{Value, json};
+use trainyard_cluster::usage::UsageHistory;
+use trainyard_model::Timestamp;
+
+use super::*;
+
+/// Streams: Node 0, Pod 1, ResourceSlice 2, DeviceClass 3, ResourceClaim 4.
+fn machine() -> Service {
+    let mut settings = Settings::default();
+    settings.service.leader_election.enabled = false;
+    settings.service.store.checkpoint_seconds = 0;
+    Service::new(Start {
+        settings,
+        streams: Streams::of([
+            ("", "Node"),
+            ("", "Pod"),
+            ("resource.k8s.io", "ResourceSlice"),
+            ("resource.k8s.io", "DeviceClass"),
+            ("resource.k8s.io", "ResourceClaim"),
+        ]),
+        infer: false,
+        history: UsageHistory::new(3600),
+        journal: None,
+        stopwatch: Box::new(|| 0),
+        now: Timestamp(0),
+    })
+}
+
+fn claim(name: &str, rv: &str) -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": name, "namespace": "ml", "uid": format!("u-{name}"),
+                     "resourceVersion": rv},
+        "spec": {"devices": {"requests": [{"name": "gpu",
+            "exactly": {"deviceClassName": "gpu"}}]}}})
+}
+
+fn pod(name: &str, claim: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "ml", "uid": format!("u-{name}")},
+        "spec": {"schedulerName": "trainyard", "containers": [{"name": "c"}],
+                 "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}]}})
+}
+
+/// One node with two GPUs published in a slice, the class, claims c1 and
+/// c2, and pod p1 using c1.
+fn list(m: &mut Service) {
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"}}});
+    let slice = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": "n1-gpu"},
+        "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                 "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                 "devices": [{"name": "gpu-0"}, {"name": "gpu-1"}]}});
+    let class = json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "gpu"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}});
+    let lists: [(usize, Vec<Value>); 5] = [
+        (0, vec![node]),
+        (1, vec![pod("p1", "c1")]),
+        (2, vec![slice]),
+        (3, vec![class]),
+        (4, vec![claim("c1", "5"), claim("c2", "6")]),
+    ];
+    for (stream, objects) in lists {
+        m.handle(Input::Watch(WorldEvent::ListStart { stream }), Timestamp(0));
+        for object in objects {
+            m.handle(
+                Input::Watch(WorldEvent::Applied { stream, object }),
+                Timestamp(0),
+            );
+        }
+        m.handle(Input::Watch(WorldEvent::ListDone { stream }), Timestamp(0));
+    }
+}
+
+fn units(commands: Vec<Command>) -> Vec<Unit> {
+    commands
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::Unit(u) => Some(u),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The devices the claim writes of `units` allocate, by claim.
+fn allocated(units: &[Unit]) -> Vec<(String, String)> {
+    units
+        .iter()
+        .flat_map(|u| u.writes.iter())
+        .filter_map(|w| match w {
+            Write::Claim(c) => Some(
+                c.allocation
+                    .iter()
+                    .flatten()
+                    .map(|d| (c.claim.clone(), d.device.to_string())),
+            ),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+#[test]
+fn a_claim_is_written_before_its_pods_bind_in_one_unit_conditional_on_what_was_seen() {
+    let mut m = machine();
+    list(&mut m);
+    let at = m.wake_at();
+    let units = units(m.handle(Input::Tick, at));
+    assert_eq!(units.len(), 1);
+    let kinds: Vec<&str> = units[0]
+        .writes
+        .iter()
+        .map(|w| match w {
+            Write::Claim(_) => "claim",
+            Write::Bind(_) => "bind",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["claim", "bind"]);
+    let Write::Claim(c) = &units[0].writes[0] else {
+        panic!("a claim first");
+    };
+    assert_eq!(c.claim, "ml/c1");
+    assert_eq!(c.pods[0].uid, "u-p1");
+    assert_eq!(units[0].claims["ml/c1"].resource_version, "5");
+    assert_eq!(allocated(&units).len(), 1);
+}
+
+#[test]
+fn an_assumed_allocation_keeps_its_device_from_the_next_cycle() {
+    let mut m = machine();
+    list(&mut m);
+    let at = m.wake_at();
+    let first = units(m.handle(Input::Tick, at));
+    // Until the watch shows it, the claim is assumed allocated and
+    // reserved for its pod.
+    let snap = m.world.state.snapshot();
+    let c1 = &snap.dra.claims["ml/c1"];
+    let devices: Vec<&str> = c1
+        .allocation
+        .iter()
+        .flat_map(|a| a.devices.iter().map(|d| &*d.device))
+        .collect();
+    assert_eq!(devices, [allocated(&first)[0].1.as_str()]);
+    assert_eq!(c1.reserved_for, ["ml/p1"]);
+    // The writes are in flight; p2 arrives; the watch has shown nothing.
+    m.handle(
+        Input::Watch(WorldEvent::Applied {
+            stream: 1,
+            object: pod("p2", "c2"),
+        }),
+        at,
+    );
+    let next = m.wake_at();
+    let second = units(m.handle(Input::Tick, next));
+    let (a, b) = (allocated(&first), allocated(&second));
+    assert_eq!((a.len(), b.len()), (1, 1), "{a:?} {b:?}");
+    assert_ne!(a[0].1, b[0].1, "one device in two claims");
+}
+
+#[test]
+fn a_refused_claim_write_fails_its_binds_and_the_gang_is_decided_again() {
+    let mut m = machine();
+    list(&mut m);
+    let at = m.wake_at();
+    let unit = units(m.handle(Input::Tick, at)).remove(0);
+    let conflict = Failure {
+        reason: "conflict".into(),
+        message: "409 Conflict: the object has been modified".into(),
+        uncertain: false,
+    };
+    // As the writer reports it: the bind not made, then the claim.
+    let [claim_write, bind] = [unit.writes[0].clone(), unit.writes[1].clone()];
+    m.handle(
+        Input::Written {
+            unit: unit.id,
+            write: bind,
+            error: Some(Failure {
+                reason: "claim_conflict".into(),
+                ..conflict.clone()
+            }),
+        },
+        at,
+    );
+    m.handle(
+        Input::Written {
+            unit: unit.id,
+            write: claim_write,
+            error: Some(conflict),
+        },
+        at,
+    );
+    assert_eq!(m.units.in_flight(), 0);
+    // A fresher view of the claim arrives; the next cycle writes again,
+    // on that version.
+    m.handle(
+        Input::Watch(WorldEvent::Applied {
+            stream: 4,
+            object: claim("c1", "9"),
+        }),
+        at,
+    );
+    let next = m.wake_at();
+    let again = units(m.handle(Input::Tick, next));
+    assert_eq!(again.len(), 1, "decided again");
+    assert!(matches!(
+        &again[0].writes[..],
+        [Write::Claim(_), Write::Bind(_)]
+    ));
+    assert_eq!(again[0].claims["ml/c1"].resource_version, "9");
+}
+
+#[test]
+fn a_pod_whose_template_claim_is_not_made_yet_waits() {
+    let mut m = machine();
+    list(&mut m);
+    let template = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t", "namespace": "ml"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu",
+            "exactly": {"deviceClassName": "gpu"}}]}}}});
+    m.world.state.apply(trainyard_cluster::Change::Object(
+        trainyard_cluster::Decoded::object(&template, "t")
+            .changes
+            .remove(0),
+    ));
+    let mut p = pod("p3", "");
+    p["spec"]["resourceClaims"] = json!([{"name": "gpu", "resourceClaimTemplateName": "t"}]);
+    m.handle(
+        Input::Watch(WorldEvent::Applied {
+            stream: 1,
+            object: p,
+        }),
+        Timestamp(0),
+    );
+    let at = m.wake_at();
+    let commands = m.handle(Input::Tick, at);
+    let bound: Vec<String> = units(commands.clone())
+        .iter()
+        .flat_map(|u| u.writes.iter())
+        .filter_map(|w| match w {
+            Write::Bind(b) => Some(b.task.name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(bound, ["p1"]);
+    let told = commands.iter().find_map(|c| match c {
+        Command::Report { changes, .. } => changes
+            .iter()
+            .find(|(t, _)| t.name == "p3")
+            .map(|(_, m)| m.clone()),
+        _ => None,
+    });
+    let told = told.unwrap_or_default();
+    assert!(
+        told.contains("waiting for ResourceClaim ml/p3-gpu to be created from template ml/t"),
+        "{told}"
+    );
+}

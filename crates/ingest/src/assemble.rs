@@ -147,20 +147,35 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         mut errors,
         mut warnings,
     } = reader.objects;
+    let built = {
+        let has: BTreeMap<&str, &trainyard_model::Node> =
+            nodes.iter().map(|(_, n)| (n.name.as_str(), n)).collect();
+        let node_has = |node: &str, resource: &str| {
+            has.get(node).is_some_and(|n| {
+                n.allocatable
+                    .get(&trainyard_model::ResourceName::parse(resource))
+                    > 0
+            })
+        };
+        crate::dra::build(&dra, pods.iter().map(|(_, p)| p), opts, &node_has)
+    };
+    // Nodes whose DRA devices serve extended resources have them (GPUs
+    // one by one) before the topology counts their GPUs.
+    if !built.dra.backed.is_empty() {
+        let extended = built.dra.with_extended(
+            &nodes
+                .iter()
+                .map(|(_, n)| Arc::new(n.clone()))
+                .collect::<Vec<_>>(),
+        );
+        for ((_, n), e) in nodes.iter_mut().zip(extended) {
+            *n = Arc::unwrap_or_clone(e);
+        }
+    }
     let topology = topology::build(&nodes, topology_doc.as_ref(), &mut errors, &mut warnings);
     let mut cx = Ctx::new(opts, &nodes, priority_classes, never_classes, topology);
     cx.errors = errors;
     cx.warnings = warnings;
-    let has: BTreeMap<&str, &trainyard_model::Node> =
-        nodes.iter().map(|(_, n)| (n.name.as_str(), n)).collect();
-    let node_has = |node: &str, resource: &str| {
-        has.get(node).is_some_and(|n| {
-            n.allocatable
-                .get(&trainyard_model::ResourceName::parse(resource))
-                > 0
-        })
-    };
-    let built = crate::dra::build(&dra, pods.iter().map(|(_, p)| p), opts, &node_has);
     cx.warnings.extend(built.warnings);
     cx.pod_claims = Arc::new(built.pods);
 
@@ -310,12 +325,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     external.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(Loaded {
         snapshot: Snapshot {
-            nodes: built.dra.with_extended(
-                &nodes
-                    .into_iter()
-                    .map(|(_, n)| Arc::new(n))
-                    .collect::<Vec<_>>(),
-            ),
+            nodes: nodes.into_iter().map(|(_, n)| Arc::new(n)).collect(),
             dra: Arc::new(built.dra),
             queues: Arc::new(tree),
             jobs: jobs.into_iter().map(Arc::new).collect(),

@@ -421,6 +421,38 @@ pub struct Backed {
 }
 
 impl Dra {
+    /// The devices of `b`'s class on `node`, in device order, as GPU slots:
+    /// index `k`, the product name and memory their driver publishes
+    /// (`productName`, `memory`), when it does.
+    pub fn gpu_devices(&self, node: &str, b: &Backed) -> Vec<crate::GpuDevice> {
+        let (Some(nd), Some(m)) = (self.nodes.get(node), self.matches.get(b.selector as usize))
+        else {
+            return Vec::new();
+        };
+        let Some(mask) = m.by_node.get(node) else {
+            return Vec::new();
+        };
+        mask.iter()
+            .filter_map(|i| nd.devices.get(i))
+            .enumerate()
+            .map(|(k, d)| {
+                let model = match d.attributes.get(&format!("{}/productName", d.driver)) {
+                    Some(AttrValue::String(s)) => s.clone(),
+                    _ => String::new(),
+                };
+                let memory_bytes = d
+                    .capacity
+                    .get(&format!("{}/memory", d.driver))
+                    .map_or(0, |c| c.value / 1000);
+                crate::GpuDevice {
+                    index: k as u32,
+                    model,
+                    memory_bytes,
+                }
+            })
+            .collect()
+    }
+
     /// `nodes` with the resources their DRA devices serve as their
     /// allocatable (a node that has the resource already is left as it
     /// is, so applying this twice changes nothing).
@@ -436,15 +468,24 @@ impl Dra {
                     let mut node = (**n).clone();
                     for b in list {
                         let name = crate::ResourceName::parse(&b.resource);
-                        let per = if name == crate::ResourceName::Gpu {
-                            crate::resources::MILLI_PER_GPU
-                        } else {
-                            1
-                        };
                         // Idempotent: a node that has the resource (from
                         // a device plugin, or added here before) keeps it.
-                        if node.allocatable.get(&name) == 0 {
-                            node.allocatable.set(&name, b.devices.saturating_mul(per));
+                        if node.allocatable.get(&name) != 0 {
+                            continue;
+                        }
+                        if name == crate::ResourceName::Gpu {
+                            // GPUs one by one, as a device plugin's: slot
+                            // `k` is the class's `k`-th device here, so the
+                            // core's device choice (rails, NVLink,
+                            // fragmentation) is the claim's.
+                            node.gpus = self.gpu_devices(&n.name, b);
+                            node.allocatable.set(
+                                &name,
+                                (node.gpus.len() as u64)
+                                    .saturating_mul(crate::resources::MILLI_PER_GPU),
+                            );
+                        } else {
+                            node.allocatable.set(&name, b.devices);
                         }
                     }
                     Arc::new(node)

@@ -108,9 +108,14 @@ pub struct DraNode {
     pub draws: Vec<Vec<(usize, u64)>>,
     /// Per counter slot: its set's total.
     pub totals: Vec<u64>,
-    /// Extended resources the node's devices serve (KEP-5004): resource
-    /// and the class's selector set.
+    /// Extended resources but GPUs the node's devices serve (KEP-5004):
+    /// resource and the class's selector set.
     pub backed: Vec<(trainyard_model::ResourceName, u32)>,
+    /// When the node's devices serve `nvidia.com/gpu`: the devices of
+    /// GPU slot `k` (`Node::gpus`, made by `Dra::with_extended`), so whole
+    /// GPUs are placed as device-plugin GPUs are (rails, NVLink,
+    /// fragmentation) and the claim gets the devices of the slots chosen.
+    pub gpu_slots: Vec<u32>,
     /// No device draws counters, is shared or tainted: a claim of one
     /// plain request is then a count of free matching devices.
     pub simple: bool,
@@ -162,20 +167,18 @@ impl DraNode {
                 out
             })
             .collect();
-        let backed = dra
-            .backed
-            .get(name)
-            .map(|list| {
-                list.iter()
-                    .map(|b| {
-                        (
-                            trainyard_model::ResourceName::parse(&b.resource),
-                            b.selector,
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut backed = Vec::new();
+        let mut gpu_slots = Vec::new();
+        for b in dra.backed.get(name).into_iter().flatten() {
+            let resource = trainyard_model::ResourceName::parse(&b.resource);
+            if resource == trainyard_model::ResourceName::Gpu {
+                if let Some(mask) = masks.get(b.selector as usize) {
+                    gpu_slots = mask.iter().map(|d| d as u32).collect();
+                }
+            } else {
+                backed.push((resource, b.selector));
+            }
+        }
         let simple = devices
             .devices
             .iter()
@@ -187,6 +190,7 @@ impl DraNode {
             draws,
             totals,
             backed,
+            gpu_slots,
             simple,
         }
     }
@@ -263,6 +267,37 @@ pub fn attach(
             d.account_existing(key, &a.devices, outside);
         }
     }
+}
+
+/// The GPU slots of a bound pod's extended-resource claim (KEP-5004) on
+/// a node whose DRA devices are its GPUs: the slots of the claim's
+/// devices, so the pod is accounted on the devices it holds.
+pub fn claimed_slots(
+    task: &trainyard_model::Task,
+    state: &crate::state::NodeState,
+) -> Option<Vec<u32>> {
+    let d = state.dra.as_ref()?;
+    if !d.backs_gpu() {
+        return None;
+    }
+    let key = task.constraints.claims.iter().find_map(|c| match c {
+        ClaimNeed::Extended(k) => Some(k),
+        _ => None,
+    })?;
+    let a = d.world.claims.get(key)?.allocation.as_ref()?;
+    let slots: Vec<u32> = a
+        .devices
+        .iter()
+        .filter_map(|r| {
+            let dev = d.node.devices.position(&r.driver, &r.pool, &r.device)?;
+            d.node
+                .gpu_slots
+                .iter()
+                .position(|&s| s as usize == dev)
+                .map(|k| k as u32)
+        })
+        .collect();
+    (!slots.is_empty()).then_some(slots)
 }
 
 /// Devices a request of `resource` asks: whole GPUs for `nvidia.com/gpu`
@@ -493,10 +528,37 @@ impl DraState {
 
     /// Whether the node's devices serve `nvidia.com/gpu` (KEP-5004).
     pub fn backs_gpu(&self) -> bool {
+        !self.node.gpu_slots.is_empty()
+    }
+
+    /// Marks the devices of GPU slots in use (a pod placed on them, or a
+    /// reservation withholding them) or free again.
+    pub fn mark_slots(&mut self, slots: &[usize], used: bool) {
+        for &k in slots {
+            if let Some(&d) = self.node.gpu_slots.get(k) {
+                if used {
+                    self.avail.used.insert(d as usize);
+                } else {
+                    self.avail.used.remove(d as usize);
+                }
+            }
+        }
+    }
+
+    /// Per GPU slot, whether its device is in use (empty on other nodes).
+    pub fn busy_slots(&self) -> smallvec::SmallVec<[bool; 8]> {
+        (0..self.node.gpu_slots.len())
+            .map(|k| self.slot_in_use(k))
+            .collect()
+    }
+
+    /// Whether the device of GPU slot `k` is in use (by a pod on the slot
+    /// or by a claim).
+    pub fn slot_in_use(&self, k: usize) -> bool {
         self.node
-            .backed
-            .iter()
-            .any(|(r, _)| *r == trainyard_model::ResourceName::Gpu)
+            .gpu_slots
+            .get(k)
+            .is_some_and(|&d| self.avail.used.contains(d as usize))
     }
 
     /// The pod's claims here: its own, and the claims of the extended
@@ -1246,6 +1308,19 @@ pub fn split_request(name: &str) -> (&str, &str) {
         Some((req, _)) => (req, name),
         None => (name, name),
     }
+}
+
+/// Device `d` of `node` as an allocation result for `request`.
+pub fn device_result(node: &NodeDevices, d: usize, request: &Arc<str>) -> Option<AllocatedDevice> {
+    let dev = node.devices.get(d)?;
+    Some(AllocatedDevice {
+        request: Arc::clone(request),
+        driver: dev.driver.clone(),
+        pool: dev.pool.clone(),
+        device: dev.name.clone(),
+        admin_access: false,
+        consumed: BTreeMap::new(),
+    })
 }
 
 /// The devices of picks, as allocation results name them.

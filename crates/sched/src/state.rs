@@ -193,6 +193,24 @@ impl NodeState {
         }
     }
 
+    /// On a node whose DRA devices are its GPUs: each slot is in use
+    /// exactly when its device is (by a pod on the slot, a reservation, or
+    /// a claim), so what claims take is no slot's, and the reverse.
+    pub fn sync_gpu_slots(&mut self) {
+        let Some(d) = self.dra.as_ref() else { return };
+        if !d.backs_gpu() {
+            return;
+        }
+        for (k, u) in self.gpu_used.iter_mut().enumerate() {
+            let busy = d.slot_in_use(k);
+            if busy && *u == 0 {
+                *u = FULL;
+            } else if !busy && *u == FULL {
+                *u = 0;
+            }
+        }
+    }
+
     /// Whether `nvidia.com/gpu` on this node is served by DRA devices
     /// (KEP-5004): whole GPUs are then allocated as claims, shares not
     /// at all, and the node has no device-plugin devices.
@@ -277,8 +295,7 @@ impl NodeState {
         }
         let gpus = match pod.ask {
             GpuAsk::None => true,
-            GpuAsk::Whole(_) if self.gpu_backed() => true,
-            _ if self.gpu_backed() => false,
+            GpuAsk::Fraction(_) | GpuAsk::Memory(_) if self.gpu_backed() => false,
             GpuAsk::Whole(n) => self.usable_whole(node, pod) >= n,
             _ => (0..self.gpu_used.len()).any(|j| self.share_on(node, j, pod).is_some()),
         };
@@ -330,7 +347,7 @@ impl NodeState {
                 return Err(FilterReason::Insufficient(name));
             }
         }
-        if pod.ask == GpuAsk::None || self.gpu_backed() {
+        if pod.ask == GpuAsk::None {
             return Ok(());
         }
         let allowed: Vec<usize> = (0..node.gpus.len())
@@ -408,7 +425,6 @@ impl NodeState {
         }
         match pod.ask {
             GpuAsk::None => n,
-            GpuAsk::Whole(_) if self.gpu_backed() => n,
             GpuAsk::Whole(k) => n.min(self.usable_whole(node, pod) / k.max(1)),
             ask => {
                 let mut shares = 0u32;
@@ -480,7 +496,6 @@ impl NodeState {
     pub fn take(&mut self, node: &Node, pod: &PodView, slots: &[usize]) {
         let gpu = match pod.ask {
             GpuAsk::None => pod.req.gpu,
-            _ if self.gpu_backed() => pod.req.gpu,
             _ => Self::charged_gpu(node, pod, slots),
         };
         self.free.saturating_sub_charged(pod.req, gpu);
@@ -512,8 +527,19 @@ impl NodeState {
         }
         if let Some(d) = self.dra.as_mut() {
             let needs = d.needs(pod.req, pod.claims).into_owned();
+            let before = d.busy_slots();
             if !needs.is_empty() {
                 d.take(&needs);
+            }
+            if d.backs_gpu() {
+                d.mark_slots(slots, true);
+                // Slots whose devices this pod's claims took.
+                let after = d.busy_slots();
+                for (k, u) in self.gpu_used.iter_mut().enumerate() {
+                    if after.get(k) == Some(&true) && before.get(k) == Some(&false) {
+                        *u = FULL;
+                    }
+                }
             }
         }
     }
@@ -536,6 +562,9 @@ impl NodeState {
                 taken.push(s);
             }
         }
+        if let Some(d) = self.dra.as_mut() {
+            d.mark_slots(&taken, true);
+        }
         taken
     }
 
@@ -550,6 +579,9 @@ impl NodeState {
                 self.free.gpu = (self.free.gpu + MILLI_PER_GPU).min(node.allocatable.gpu);
             }
         }
+        if let Some(d) = self.dra.as_mut() {
+            d.mark_slots(slots, false);
+        }
     }
 
     /// Gives back what [`take`](Self::take) took for the pod on `slots`
@@ -557,7 +589,6 @@ impl NodeState {
     pub fn give(&mut self, node: &Node, pod: &PodView, slots: &[usize]) {
         let gpu = match pod.ask {
             GpuAsk::None => pod.req.gpu,
-            _ if self.gpu_backed() => pod.req.gpu,
             _ => Self::charged_gpu(node, pod, slots),
         };
         // Never above allocatable, whatever the input claimed.
@@ -585,8 +616,19 @@ impl NodeState {
         }
         if let Some(d) = self.dra.as_mut() {
             let needs = d.needs(pod.req, pod.claims).into_owned();
+            let before = d.busy_slots();
             if !needs.is_empty() {
                 d.give(&needs);
+            }
+            if d.backs_gpu() {
+                d.mark_slots(slots, false);
+                // Slots whose devices this pod's claims gave back.
+                let after = d.busy_slots();
+                for (k, u) in self.gpu_used.iter_mut().enumerate() {
+                    if after.get(k) == Some(&false) && before.get(k) == Some(&true) {
+                        *u = 0;
+                    }
+                }
             }
         }
     }

@@ -108,9 +108,10 @@ impl Cycle<'_> {
                 continue;
             };
             let task = &self.ledger.jobs[j].job.tasks[t];
-            let Some(&(_, n, _)) = self.ledger.bound_at[j].iter().find(|p| p.0 == t) else {
+            let Some((_, n, slots)) = self.ledger.bound_at[j].iter().find(|p| p.0 == t) else {
                 continue;
             };
+            let n = *n;
             let Some(dra) = self.ledger.state.nodes()[n].dra.as_ref() else {
                 continue;
             };
@@ -143,7 +144,27 @@ impl Cycle<'_> {
                     extended: Vec::new(),
                 });
             }
-            // The claim of the extended resources the node's devices serve.
+            // The claim of the extended resources the node's devices serve
+            // (KEP-5004), unless the pod has it already: GPUs by the slots
+            // the pod was placed on, others by this cycle's allocations.
+            if task
+                .constraints
+                .claims
+                .iter()
+                .any(|c| matches!(c, ClaimNeed::Extended(_)))
+            {
+                continue;
+            }
+            let mut devices = Vec::new();
+            let mut extended = Vec::new();
+            if dra.backs_gpu() && task.requests.gpu > 0 {
+                let request: std::sync::Arc<str> = crate::dra::EXTENDED_REQUEST.into();
+                devices.extend(slots.iter().filter_map(|&k| {
+                    let d = *dra.node.gpu_slots.get(k)?;
+                    crate::dra::device_result(&dra.node.devices, d as usize, &request)
+                }));
+                extended.push(trainyard_model::ResourceName::Gpu.to_string());
+            }
             for (resource, sel) in &dra.node.backed {
                 let amount = crate::dra::extended_amount(&task.requests, resource);
                 let Some(spec) = dra.world.extended.get(&(*sel, amount)) else {
@@ -158,12 +179,16 @@ impl Cycle<'_> {
                     continue;
                 };
                 flags[i] = true;
+                devices.extend(crate::dra::results(&dra.node.devices, &dra.fresh[i].picks));
+                extended.push(resource.to_string());
+            }
+            if !extended.is_empty() {
                 out.push(ClaimDecision {
                     claim: format!("{}-extended-resources", task.name),
                     node: b.node.clone(),
                     pods: vec![b.task.clone()],
-                    allocation: Some(crate::dra::results(&dra.node.devices, &dra.fresh[i].picks)),
-                    extended: vec![resource.to_string()],
+                    allocation: Some(devices),
+                    extended,
                 });
             }
         }

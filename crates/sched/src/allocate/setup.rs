@@ -142,9 +142,16 @@ impl<'s> Cycle<'s> {
                         bound_req.add(&task.requests);
                         match index.get(node.as_str()) {
                             Some(&n) => {
+                                // A pod holding DRA GPUs through its claim:
+                                // on the claim's devices (KEP-5004).
+                                let claimed = match gpus {
+                                    None => crate::dra::claimed_slots(task, &states[n]),
+                                    Some(_) => None,
+                                };
+                                let gpus = gpus.as_ref().or(claimed.as_ref());
                                 if let Some(slots) = held.hold(
                                     (&nodes, &mut states),
-                                    (n, &task.requests, &task.constraints, gpus.as_ref()),
+                                    (n, &task.requests, &task.constraints, gpus),
                                     task.name.as_str(),
                                     Some((jobs.len(), t)),
                                 ) {
@@ -271,6 +278,11 @@ impl<'s> Cycle<'s> {
                     states[n].members.push(m);
                 }
             }
+        }
+        // GPU slots whose DRA devices claims hold are in use before the
+        // holders without known devices choose theirs.
+        for st in states.iter_mut() {
+            st.sync_gpu_slots();
         }
         // Holders whose devices are unknown get the lowest free ones.
         for (n, h, req, c, name, owner) in std::mem::take(&mut held.implicit) {

@@ -280,3 +280,67 @@ fn a_claim_allocated_before_a_restart_is_kept_as_it_is() {
         .unwrap();
     assert!(resumed.allocation.is_none(), "kept as it is, only reserved");
 }
+
+#[test]
+fn dra_gpus_serve_nvidia_com_gpu_slot_by_slot_beside_explicit_claims() {
+    let mut b = Build::default();
+    gpu_node(&mut b, "n1", &[0, 1, 2, 3, 4, 5, 6, 7]);
+    b.back_gpus("n1", "type=gpu");
+    // An explicit claim of two GPUs of the class, and a pod asking six
+    // GPUs as an extended resource: the eight devices are shared out,
+    // none twice; a pod asking one more waits.
+    let two = b.exact("gpu", "type=gpu", 2);
+    b.gang("ml/claims", 1, spec(vec![two], Vec::new()));
+    let mut six = trainyard_model::Job::gang(
+        "ml/six",
+        "q",
+        vec![trainyard_model::Resources::new(1000, 1 << 30, 0).with_gpus(6)],
+    );
+    six.submit_time = Timestamp(1);
+    b.jobs.push(six);
+    let mut one = trainyard_model::Job::gang(
+        "ml/one",
+        "q",
+        vec![trainyard_model::Resources::new(1000, 1 << 30, 0).with_gpus(1)],
+    );
+    one.submit_time = Timestamp(2);
+    b.jobs.push(one);
+    let snap = b.snapshot();
+    assert_eq!(snap.nodes[0].gpus.len(), 8, "slots made from the devices");
+    let d = schedule(&snap, &Config::default(), Timestamp(0));
+    let bound: BTreeSet<&str> = d.binds.iter().map(|b| b.job.as_str()).collect();
+    assert_eq!(
+        bound,
+        BTreeSet::from(["ml/claims", "ml/six"]),
+        "{:#?}",
+        d.pending
+    );
+    let mut seen = BTreeSet::new();
+    for c in &d.claims {
+        for a in c.allocation.iter().flatten() {
+            assert!(seen.insert(a.device.to_string()), "{} twice", a.device);
+        }
+    }
+    assert_eq!(seen.len(), 8);
+    let six = d
+        .claims
+        .iter()
+        .find(|c| c.claim == "ml/six-0-extended-resources")
+        .unwrap();
+    assert_eq!(six.extended, ["nvidia.com/gpu"]);
+    // The bind's slots are the claim's devices.
+    let slots = &d
+        .binds
+        .iter()
+        .find(|b| b.job.as_str() == "ml/six")
+        .unwrap()
+        .gpus;
+    let devs: Vec<String> = six
+        .allocation
+        .iter()
+        .flatten()
+        .map(|a| a.device.to_string())
+        .collect();
+    let want: Vec<String> = slots.iter().map(|k| format!("gpu-{k}")).collect();
+    assert_eq!(devs, want);
+}

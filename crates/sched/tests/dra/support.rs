@@ -254,8 +254,31 @@ impl Build {
             QueueTree::build(vec![QueueSpec::new("q")]).unwrap(),
             self.jobs.clone(),
         );
-        s.dra = Arc::new(self.dra());
+        let dra = self.dra();
+        s.nodes = dra.with_extended(&s.nodes);
+        s.dra = Arc::new(dra);
         s
+    }
+
+    /// Node `node`'s devices accepted by `sel` serve `nvidia.com/gpu`
+    /// (KEP-5004).
+    pub fn back_gpus(&mut self, node: &str, sel: &str) {
+        let selector = self.sel(sel);
+        let s = Sel(sel.to_string());
+        let devices = self.devices[node]
+            .devices
+            .iter()
+            .filter(|d| s.accepts(d))
+            .count() as u64;
+        self.backed
+            .entry(node.to_string())
+            .or_default()
+            .push(trainyard_model::dra::Backed {
+                resource: "nvidia.com/gpu".to_string(),
+                class: "gpu".to_string(),
+                selector,
+                devices,
+            });
     }
 }
 

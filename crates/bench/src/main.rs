@@ -28,10 +28,6 @@
 //! 8. `--store`: the persisted state on redb and sled: a simulated year
 //!    of usage history for `--queues` (2,000) queues (size, hourly commit,
 //!    daily compaction), then per-cycle commits into it.
-//! 10. `--dra`: the allocate cycle at `--nodes` (5,000) with each node's
-//!    8 GPUs and 8 NICs published as DRA ResourceSlices and the GPUs
-//!    serving `nvidia.com/gpu` (KEP-5004), against the same cluster and
-//!    pods with device-plugin GPUs; runs alternate.
 //! 9. `--reservations`: a cycle on `--nodes` (5,000) nodes, 98% full of
 //!    running jobs with walltimes, the allocate suite's pending gangs plus
 //!    `--large` (20) 64-GPU gangs that do not fit: with that many
@@ -40,6 +36,10 @@
 //!    with the running jobs' walltimes removed and their ends estimated
 //!    from 100 observed runtimes per queue, against reservations off on
 //!    that same input.
+//! 10. `--dra`: the allocate cycle at `--nodes` (5,000) with each
+//!     node's 8 GPUs and 8 NICs published as DRA ResourceSlices and the
+//!     GPUs serving `nvidia.com/gpu` (KEP-5004), against the same cluster
+//!     and pods with device-plugin GPUs; runs alternate.
 
 mod load;
 mod store;

@@ -98,7 +98,9 @@ impl DraPublish {
         Some(DraPublish {
             gpus: gpu_driver.is_some(),
             nics,
-            gpu_driver: gpu_driver.map_or(DEFAULT_GPU_DRIVER, String::as_str).to_string(),
+            gpu_driver: gpu_driver
+                .map_or(DEFAULT_GPU_DRIVER, String::as_str)
+                .to_string(),
             nic_driver: node
                 .labels
                 .get(LABEL_NIC_DRIVER)
@@ -187,9 +189,8 @@ pub fn publish(nodes: &[Arc<Node>], how: &dyn Fn(&Node) -> Option<DraPublish>) -
     }
     let has: BTreeMap<&str, &Node> = out_nodes.iter().map(|n| (n.name.as_str(), &**n)).collect();
     let node_has = |node: &str, resource: &str| {
-        has.get(node).is_some_and(|n| {
-            n.allocatable.get(&ResourceName::parse(resource)) > 0
-        })
+        has.get(node)
+            .is_some_and(|n| n.allocatable.get(&ResourceName::parse(resource)) > 0)
     };
     let built = trainyard_ingest::dra::build(
         &reader.objects,

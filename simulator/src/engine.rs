@@ -629,7 +629,10 @@ fn job_topology(
 /// The input nodes with the DRA devices their labels publish
 /// ([`crate::dra::publish`]), and the DRA part of the snapshot.
 fn published(nodes: &[Node]) -> (Vec<Node>, Dra) {
-    if !nodes.iter().any(|n| crate::dra::DraPublish::from_labels(n).is_some()) {
+    if !nodes
+        .iter()
+        .any(|n| crate::dra::DraPublish::from_labels(n).is_some())
+    {
         return (nodes.to_vec(), Dra::default());
     }
     let arcs: Vec<Arc<Node>> = nodes.iter().cloned().map(Arc::new).collect();

@@ -64,13 +64,7 @@ impl Engine<'_> {
             }
             self.gpu_allocated += gpu;
             if let Some(lf) = &mut self.leaf_free {
-                lf.change(
-                    &self.nodes,
-                    &self.node_up,
-                    b.node.as_str(),
-                    &b.gpus,
-                    true,
-                );
+                lf.change(&self.nodes, &self.node_up, b.node.as_str(), &b.gpus, true);
             }
             started.entry(j).or_default().push(ti);
             if self.opts.topology.is_some() {

@@ -142,8 +142,7 @@ impl Engine<'_> {
         }
         let name = self.nodes[index].name.clone();
         if up {
-            self.world
-                .apply(Change::Node(self.nodes[index].clone()));
+            self.world.apply(Change::Node(self.nodes[index].clone()));
             return true;
         }
         self.world.apply(Change::NodeGone(name.clone()));

@@ -540,7 +540,10 @@ fn dra_pool(
             "publishes no devices; set gpus: true or nics above 0",
         ));
     }
-    for (field, driver) in [("dra.driver", &p.gpu_driver), ("dra.nicDriver", &p.nic_driver)] {
+    for (field, driver) in [
+        ("dra.driver", &p.gpu_driver),
+        ("dra.nicDriver", &p.nic_driver),
+    ] {
         if let Err(e) = driver_name(driver) {
             return Err(SpecError::new(source, &f(field), e));
         }

@@ -356,54 +356,89 @@ spec:
     assert_eq!(by("plain-000"), None);
     // The spec keeps the pool's GPUs on its nodes; the engine publishes them.
     let n = &c.nodes[0];
-    assert_eq!((n.gpus.len(), n.labels[LABEL_GPU_DRIVER].as_str()), (8, "gpu.nvidia.com"));
+    assert_eq!(
+        (n.gpus.len(), n.labels[LABEL_GPU_DRIVER].as_str()),
+        (8, "gpu.nvidia.com")
+    );
     assert_eq!(n.labels[LABEL_NICS], "8");
 }
 
 #[test]
 fn dra_pool_errors_name_the_field() {
     let err = |pools: &str, extra: &str| {
-        let text = format!("kind: ClusterSpec\nmetadata: {{name: c1}}\nspec:\n  nodePools:\n{pools}{extra}");
+        let text = format!(
+            "kind: ClusterSpec\nmetadata: {{name: c1}}\nspec:\n  nodePools:\n{pools}{extra}"
+        );
         parse_cluster(&text, "c.yaml").unwrap_err().to_string()
     };
     let p = "c.yaml: document 1: ClusterSpec c1: spec.";
     let gpu = "cpu: 1, memory: 1Gi, gpu: {count: 8}";
     assert_eq!(
-        err("  - {name: a, count: 1, cpu: 1, memory: 1Gi, dra: {nics: 2}}\n", ""),
-        format!("{p}nodePools[0].dra.gpus: the pool has no GPUs to publish (gpu.count is 0 or missing); set gpus: false to publish NICs only")
+        err(
+            "  - {name: a, count: 1, cpu: 1, memory: 1Gi, dra: {nics: 2}}\n",
+            ""
+        ),
+        format!(
+            "{p}nodePools[0].dra.gpus: the pool has no GPUs to publish (gpu.count is 0 or missing); set gpus: false to publish NICs only"
+        )
     );
     assert_eq!(
-        err(&format!("  - {{name: a, count: 1, {gpu}, dra: {{gpus: false}}}}\n"), ""),
+        err(
+            &format!("  - {{name: a, count: 1, {gpu}, dra: {{gpus: false}}}}\n"),
+            ""
+        ),
         format!("{p}nodePools[0].dra: publishes no devices; set gpus: true or nics above 0")
     );
     assert_eq!(
-        err(&format!("  - {{name: a, count: 1, {gpu}, dra: {{driver: GPU_Driver}}}}\n"), ""),
-        format!("{p}nodePools[0].dra.driver: expected a driver name such as gpu.nvidia.com (a DNS subdomain: lowercase letters, digits, '-' and '.', at most 63 characters), found \"GPU_Driver\"")
-    );
-    assert_eq!(
-        err(&format!("  - {{name: a, count: 1, {gpu}, dra: {{nics: 1, nicDriver: gpu.nvidia.com}}}}\n"), ""),
-        format!("{p}nodePools[0].dra.nicDriver: \"gpu.nvidia.com\" is also the GPU driver; GPUs and NICs need drivers of their own")
+        err(
+            &format!("  - {{name: a, count: 1, {gpu}, dra: {{driver: GPU_Driver}}}}\n"),
+            ""
+        ),
+        format!(
+            "{p}nodePools[0].dra.driver: expected a driver name such as gpu.nvidia.com (a DNS subdomain: lowercase letters, digits, '-' and '.', at most 63 characters), found \"GPU_Driver\""
+        )
     );
     assert_eq!(
         err(
-            &format!("  - {{name: a, count: 1, {gpu}, dra: {{}}}}\n  - {{name: b, count: 1, {gpu}, dra: {{driver: gpu.example.com}}}}\n"),
+            &format!(
+                "  - {{name: a, count: 1, {gpu}, dra: {{nics: 1, nicDriver: gpu.nvidia.com}}}}\n"
+            ),
             ""
         ),
-        format!("{p}nodePools[1].dra.driver: \"gpu.example.com\" differs from \"gpu.nvidia.com\" of nodePools[0]; all pools publish their devices of one kind with one driver (one DeviceClass)")
+        format!(
+            "{p}nodePools[0].dra.nicDriver: \"gpu.nvidia.com\" is also the GPU driver; GPUs and NICs need drivers of their own"
+        )
     );
     assert_eq!(
         err(
-            &format!("  - {{name: a, count: 1, {gpu}, dra: {{}}}}\n  - {{name: b, count: 1, {gpu}, dra: {{gpus: false, nics: 2, nicDriver: gpu.nvidia.com}}}}\n"),
+            &format!(
+                "  - {{name: a, count: 1, {gpu}, dra: {{}}}}\n  - {{name: b, count: 1, {gpu}, dra: {{driver: gpu.example.com}}}}\n"
+            ),
             ""
         ),
-        format!("{p}nodePools[1].dra.nicDriver: \"gpu.nvidia.com\" is the GPU driver of nodePools[0]; GPUs and NICs need drivers of their own")
+        format!(
+            "{p}nodePools[1].dra.driver: \"gpu.example.com\" differs from \"gpu.nvidia.com\" of nodePools[0]; all pools publish their devices of one kind with one driver (one DeviceClass)"
+        )
+    );
+    assert_eq!(
+        err(
+            &format!(
+                "  - {{name: a, count: 1, {gpu}, dra: {{}}}}\n  - {{name: b, count: 1, {gpu}, dra: {{gpus: false, nics: 2, nicDriver: gpu.nvidia.com}}}}\n"
+            ),
+            ""
+        ),
+        format!(
+            "{p}nodePools[1].dra.nicDriver: \"gpu.nvidia.com\" is the GPU driver of nodePools[0]; GPUs and NICs need drivers of their own"
+        )
     );
     assert_eq!(
         err(
             &format!("  - {{name: a, count: 1, {gpu}, dra: {{}}}}\n"),
             "  topology: {leafSpine: {nodesPerLeaf: 1, leavesPerBlock: 1, spinesPerBlock: 1}}\n"
         ),
-        format!("{p}topology: a network topology cannot be combined yet with a pool that publishes its GPUs through DRA (nodePools[0].dra)")
+        format!(
+            "{p}topology: a network topology cannot be combined yet with a pool that publishes its GPUs through DRA (nodePools[0].dra)"
+        )
     );
     // Type errors, all at once, with the field path.
     assert_eq!(

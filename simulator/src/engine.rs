@@ -49,6 +49,7 @@ use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use trainyard_cluster::{Applied, Change, ClusterState};
+use trainyard_model::dra::Dra;
 use trainyard_model::topology::Topology;
 use trainyard_model::{
     Job, Node, QueueId, QueueTree, Resources, Snapshot, Task, TaskState, Timestamp,
@@ -213,6 +214,15 @@ enum Kill {
 
 struct Engine<'a> {
     input: SimInput<'a>,
+    /// The input nodes as the world has them: those whose labels publish
+    /// DRA devices ([`crate::dra`]) without device-plugin GPUs and with
+    /// `nvidia.com/gpu` served by their devices. A node that recovers
+    /// comes back as it is here, with its devices (the world's `Dra`
+    /// never changes: a node that is down is not in the snapshot, so
+    /// neither are its devices).
+    nodes: Vec<Node>,
+    /// Claims the core allocated (`Decisions::claims` with devices).
+    dra_claims: u64,
     config: &'a Config,
     opts: &'a SimOptions,
     heap: BinaryHeap<Reverse<(i64, u8, u64, Event)>>,
@@ -293,6 +303,7 @@ impl<'a> Engine<'a> {
             let (x, y) = (&input.jobs[a], &input.jobs[b]);
             x.submit.cmp(&y.submit).then(x.id.cmp(&y.id))
         });
+        let (nodes, dra) = published(input.nodes);
         let mut e = Engine {
             input,
             config,
@@ -300,8 +311,8 @@ impl<'a> Engine<'a> {
             heap: BinaryHeap::new(),
             seq: 0,
             world: ClusterState::from_snapshot(Snapshot {
-                dra: Default::default(),
-                nodes: input.nodes.iter().cloned().map(Arc::new).collect(),
+                dra: Arc::new(dra),
+                nodes: nodes.iter().cloned().map(Arc::new).collect(),
                 queues: Arc::new(input.queues.clone()),
                 jobs: Vec::new(),
                 external: Vec::new(),
@@ -310,7 +321,7 @@ impl<'a> Engine<'a> {
                 user_usage: Default::default(),
                 runtimes: Default::default(),
             }),
-            node_up: vec![true; input.nodes.len()],
+            node_up: vec![true; nodes.len()],
             rt: Vec::with_capacity(input.jobs.len()),
             by_id: HashMap::with_capacity(input.jobs.len()),
             live: BTreeMap::new(),
@@ -337,7 +348,7 @@ impl<'a> Engine<'a> {
             leaf_free: opts
                 .topology
                 .as_deref()
-                .and_then(|t| LeafFree::new(input.nodes, t)),
+                .and_then(|t| LeafFree::new(&nodes, t)),
             evictions: Vec::new(),
             min_runtime_ms: (0..input.queues.len())
                 .map(|q| {
@@ -349,6 +360,8 @@ impl<'a> Engine<'a> {
                 })
                 .collect(),
             cycles_now: (i64::MIN, 0),
+            nodes,
+            dra_claims: 0,
         };
         // The time-decayed fair share needs a usage history.
         if let Some(h) = config.fair_share.usage_half_life_seconds {
@@ -360,7 +373,7 @@ impl<'a> Engine<'a> {
             .track_runtimes(config.reservations.estimate().map(|r| r.samples));
         // Largest node and whole cluster, to reject what can never fit.
         let mut total = Resources::zero();
-        for n in input.nodes {
+        for n in &e.nodes {
             total.add(&n.allocatable);
         }
         for (i, j) in input.jobs.iter().enumerate() {
@@ -382,7 +395,7 @@ impl<'a> Engine<'a> {
                 topology: None,
                 reserved_start: None,
             };
-            if let Some(reason) = too_large(j, input.nodes, &total) {
+            if let Some(reason) = too_large(j, &e.nodes, &total) {
                 record.state = JobState::Rejected;
                 record.pending_reason = Some(reason);
             }
@@ -613,14 +626,45 @@ fn job_topology(
     }
 }
 
+/// The input nodes with the DRA devices their labels publish
+/// ([`crate::dra::publish`]), and the DRA part of the snapshot.
+fn published(nodes: &[Node]) -> (Vec<Node>, Dra) {
+    if !nodes
+        .iter()
+        .any(|n| crate::dra::DraPublish::from_labels(n).is_some())
+    {
+        return (nodes.to_vec(), Dra::default());
+    }
+    let arcs: Vec<Arc<Node>> = nodes.iter().cloned().map(Arc::new).collect();
+    let p = crate::dra::publish(&arcs, &crate::dra::DraPublish::from_labels);
+    for w in &p.warnings {
+        tracing::warn!("simulated DRA devices: {w}");
+    }
+    let nodes = p
+        .nodes
+        .into_iter()
+        .map(|n| Arc::try_unwrap(n).unwrap_or_else(|n| (*n).clone()))
+        .collect();
+    (nodes, p.dra)
+}
+
 /// Why a job can never run on these nodes, if so.
 fn too_large(j: &SimJob, nodes: &[Node], total: &Resources) -> Option<String> {
     for t in &j.tasks {
         let fits_somewhere = nodes.iter().any(|n| {
+            // GPUs served by DRA devices (KEP-5004): no device-plugin
+            // devices, allocated whole only.
+            let dra_gpus = n.gpus.is_empty() && n.allocatable.gpu > 0;
+            let devices = if dra_gpus {
+                n.allocatable.gpu / trainyard_model::resources::MILLI_PER_GPU
+            } else {
+                n.gpus.len() as u64
+            };
             t.requests.fits_in(&n.allocatable)
-                && t.requests
-                    .whole_gpus()
-                    .is_none_or(|g| g as usize <= n.gpus.len())
+                && match t.requests.whole_gpus() {
+                    Some(g) => g <= devices,
+                    None => !dra_gpus,
+                }
         });
         if !fits_somewhere {
             return Some(format!(

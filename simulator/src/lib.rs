@@ -7,6 +7,7 @@
 //! `trainyard simulate` command does the file I/O.
 
 pub mod chart;
+pub mod dra;
 pub mod engine;
 pub mod fgd;
 pub mod fgd_report;

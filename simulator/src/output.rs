@@ -626,6 +626,7 @@ mod tests {
             topology: None,
             evictions: vec![],
             eviction_model: Default::default(),
+            dra_claims: 0,
         }
     }
 

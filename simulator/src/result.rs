@@ -208,6 +208,10 @@ pub struct SimOutput {
     /// The grace period and the run's lost-work model.
     #[serde(default)]
     pub eviction_model: EvictionModel,
+    /// DRA claims the core allocated (with a node pool publishing DRA
+    /// devices: one per pod placed on DRA GPUs or asking claims).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dra_claims: u64,
 }
 
 /// Mean and percentiles, in seconds.
@@ -378,6 +382,9 @@ pub struct Summary {
     pub preemption: PreemptionSummary,
     pub cycles: u64,
     pub events: u64,
+    /// DRA claims the core allocated (absent when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dra_claims: u64,
     pub simulated_seconds: f64,
     /// Placement quality on the network topology; only with a topology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -591,6 +598,7 @@ impl SimOutput {
             preemption,
             cycles: self.cycles,
             events: self.events,
+            dra_claims: self.dra_claims,
             simulated_seconds: round3((end.0 - self.start_time.0) as f64 / 1000.0),
             topology,
         }
@@ -844,6 +852,7 @@ mod tests {
             topology: None,
             evictions: vec![],
             eviction_model: Default::default(),
+            dra_claims: 0,
         };
         let s = out.summary();
         assert_eq!(s.jain_fairness, 0.625);

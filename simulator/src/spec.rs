@@ -17,6 +17,8 @@
 //!     gpu: {count: 8, model: NVIDIA-H100-80GB-HBM3, memory: 80Gi}
 //!     labels: {topology.kubernetes.io/zone: a}
 //!     taints: [{key: dedicated, value: infer, effect: NoSchedule}]
+//!     dra: {gpus: true, nics: 8}         # optional: GPUs (and NICs) as DRA ResourceSlices
+//!                                         # (driver: gpu.nvidia.com, nicDriver: nic.example.com)
 //!   faults:                               # optional
 //!   - {at: 6h, node: h100-003, event: down}
 //!   - {at: 8h, node: h100-003, event: up}

@@ -529,71 +529,19 @@ pub fn cluster_dump_yaml(nodes: usize, pods_per_node: usize) -> String {
 /// `nvidia.com/gpu` allocatable and a ResourceSlice of 8 GPUs (product,
 /// PCIe root, index) and one of 8 NICs (rail, PCIe root), and the GPU
 /// DeviceClass names `nvidia.com/gpu` as its extended resource (KEP-5004),
-/// so the same pods are allocated DRA devices. The DRA objects go through
+/// so the same pods are allocated DRA devices. The objects are the
+/// simulator's DRA node pools' ([`trainyard_sim::dra::publish`]), through
 /// the one conversion (`trainyard_ingest::dra::build`, which evaluates the
 /// classes' CEL selectors).
 pub fn dra_cluster(seed: u64, nodes: usize, gangs: usize) -> Snapshot {
     let base = allocate_cluster(seed, nodes, gangs);
-    let mut objects = trainyard_ingest::dra::DraObjects::default();
-    let mut add = |v: serde_json::Value| {
-        let read = trainyard_ingest::read_object(&v, "bench");
-        objects.slices.extend(read.dra.slices);
-        objects.classes.extend(read.dra.classes);
+    let how = trainyard_sim::dra::DraPublish {
+        nics: 8,
+        ..Default::default()
     };
-    add(serde_json::json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-        "metadata": {"name": "gpu.nvidia.com"},
-        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.nvidia.com\""}}],
-                 "extendedResourceName": "nvidia.com/gpu"}
-    }));
-    add(serde_json::json!({
-        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-        "metadata": {"name": "nic.example.com"},
-        "spec": {"selectors": [{"cel": {"expression": "device.driver == \"nic.example.com\""}}]}
-    }));
-    for n in &base.nodes {
-        let gpus: Vec<serde_json::Value> = (0..8)
-            .map(|i| {
-                serde_json::json!({"name": format!("gpu-{i}"), "attributes": {
-                "productName": {"string": "NVIDIA H100 80GB HBM3"},
-                "pcieRoot": {"string": format!("pci{}", i / 2)},
-                "index": {"int": i}}})
-            })
-            .collect();
-        let nics: Vec<serde_json::Value> = (0..8)
-            .map(|i| {
-                serde_json::json!({"name": format!("nic-{i}"), "attributes": {
-                "rail": {"int": i}, "pcieRoot": {"string": format!("pci{}", i / 2)}}})
-            })
-            .collect();
-        for (driver, devices) in [("gpu.nvidia.com", gpus), ("nic.example.com", nics)] {
-            add(serde_json::json!({
-                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-                "metadata": {"name": format!("{}-{driver}", n.name)},
-                "spec": {"driver": driver, "nodeName": n.name,
-                         "pool": {"name": n.name, "generation": 1, "resourceSliceCount": 1},
-                         "devices": devices}
-            }));
-        }
-    }
-    let nodes: Vec<Arc<Node>> = base
-        .nodes
-        .iter()
-        .map(|n| {
-            let mut n = (**n).clone();
-            n.gpus.clear();
-            n.allocatable.gpu = 0;
-            Arc::new(n)
-        })
-        .collect();
-    let built = trainyard_ingest::dra::build(
-        &objects,
-        std::iter::empty(),
-        &trainyard_ingest::LoadOptions::default(),
-        &|_, _| false,
-    );
+    let published = trainyard_sim::dra::publish(&base.nodes, &|_| Some(how.clone()));
     let mut snap = base;
-    snap.nodes = built.dra.with_extended(&nodes);
-    snap.dra = Arc::new(built.dra);
+    snap.nodes = published.nodes;
+    snap.dra = Arc::new(published.dra);
     snap
 }

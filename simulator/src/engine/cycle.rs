@@ -22,6 +22,7 @@ impl Engine<'_> {
         // once (what `assume` and a confirming world would leave; a test in
         // the cluster crate checks the two agree).
         let applied = self.world.apply_decisions(&d, now);
+        self.dra_claims += d.claims.iter().filter(|c| c.allocation.is_some()).count() as u64;
         // What is held from now on includes this cycle's binds.
         self.world.sample_usage(now);
         // The simulator keeps no accounting records: dropped, so a long
@@ -63,13 +64,7 @@ impl Engine<'_> {
             }
             self.gpu_allocated += gpu;
             if let Some(lf) = &mut self.leaf_free {
-                lf.change(
-                    self.input.nodes,
-                    &self.node_up,
-                    b.node.as_str(),
-                    &b.gpus,
-                    true,
-                );
+                lf.change(&self.nodes, &self.node_up, b.node.as_str(), &b.gpus, true);
             }
             started.entry(j).or_default().push(ti);
             if self.opts.topology.is_some() {

@@ -68,7 +68,7 @@ impl Engine<'_> {
         let mut ended = 0u32;
         let mut freed_req = Resources::zero();
         let leaf_free = &mut self.leaf_free;
-        let (nodes, up) = (self.input.nodes, &self.node_up);
+        let (nodes, up) = (&self.nodes, &self.node_up);
         self.world.update_job(&id, |job| {
             job.tasks.retain(|t| {
                 let done = is_done(t);
@@ -140,10 +140,9 @@ impl Engine<'_> {
         if let Some(lf) = &mut self.leaf_free {
             lf.node(index, up);
         }
-        let name = self.input.nodes[index].name.clone();
+        let name = self.nodes[index].name.clone();
         if up {
-            self.world
-                .apply(Change::Node(self.input.nodes[index].clone()));
+            self.world.apply(Change::Node(self.nodes[index].clone()));
             return true;
         }
         self.world.apply(Change::NodeGone(name.clone()));
@@ -180,7 +179,7 @@ impl Engine<'_> {
                 let elapsed = t.started.map_or(0, |s| (now.0 - s.0).max(0) as u64);
                 lost = lost.saturating_add(t.requests.gpu.saturating_mul(model.lost_ms(elapsed)));
                 if let (Some(lf), Some(g)) = (&mut self.leaf_free, gpus) {
-                    lf.change(self.input.nodes, &self.node_up, node, g, false);
+                    lf.change(&self.nodes, &self.node_up, node, g, false);
                 }
             }
         }
@@ -302,7 +301,7 @@ impl Engine<'_> {
                 },
             ) = (&mut self.leaf_free, &held)
             {
-                lf.change(self.input.nodes, &self.node_up, node, g, false);
+                lf.change(&self.nodes, &self.node_up, node, g, false);
             }
             let rt = &mut self.rt[j];
             rt.record.lost.evictions = rt.record.lost.evictions.saturating_add(lost);

@@ -46,7 +46,6 @@ impl Engine<'_> {
 
     pub(super) fn sample_cluster(&mut self, now: Timestamp) {
         let capacity: u64 = self
-            .input
             .nodes
             .iter()
             .zip(&self.node_up)
@@ -119,6 +118,7 @@ impl Engine<'_> {
             }),
             evictions: self.evictions,
             eviction_model: self.opts.eviction,
+            dra_claims: self.dra_claims,
         }
     }
 }

@@ -118,6 +118,7 @@ fn synthetic(policy: &str, skew: u64, hours: i64) -> SimOutput {
         topology: None,
         evictions: vec![],
         eviction_model: Default::default(),
+        dra_claims: 0,
     }
 }
 
@@ -197,6 +198,7 @@ fn empty_inputs() {
         topology: None,
         evictions: vec![],
         eviction_model: Default::default(),
+        dra_claims: 0,
     };
     let html = render(std::slice::from_ref(&empty), "empty");
     assert_clean(&html);
@@ -232,6 +234,7 @@ fn long_series_are_downsampled() {
         topology: None,
         evictions: vec![],
         eviction_model: Default::default(),
+        dra_claims: 0,
     };
     for i in 0..100_000i64 {
         o.cluster.push(ClusterSample {

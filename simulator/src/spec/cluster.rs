@@ -92,6 +92,23 @@ struct PoolDoc {
     taints: Vec<TaintDoc>,
     #[serde(default)]
     extended: BTreeMap<String, RawQuantity>,
+    #[serde(default)]
+    dra: Option<DraDoc>,
+}
+
+/// `nodePools[i].dra`: the pool's GPUs (and NICs) published as DRA
+/// ResourceSlices instead of through a device plugin.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct DraDoc {
+    #[serde(default)]
+    gpus: Option<bool>,
+    #[serde(default)]
+    nics: Option<Bounded<0, { crate::dra::MAX_NICS_PER_NODE }>>,
+    #[serde(default)]
+    driver: Option<String>,
+    #[serde(default)]
+    nic_driver: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -299,6 +316,9 @@ fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
     }
     let mut nodes = Vec::new();
     let mut seen = BTreeMap::new();
+    // The first pool publishing GPUs / NICs through DRA, with its driver.
+    let mut drivers: [Option<(usize, String)>; 2] = [None, None];
+    let mut dra_gpus: Option<usize> = None;
     for (pi, pool) in doc.spec.node_pools.iter().enumerate() {
         let f = |field: &str| format!("spec.nodePools[{pi}].{field}");
         let cpu = quantity(&ResourceName::Cpu, &pool.cpu)
@@ -335,6 +355,49 @@ fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
             });
         }
         let extended = resources(&pool.extended, &f("extended"), source)?;
+        let dra_labels = match &pool.dra {
+            Some(d) => {
+                let p = dra_pool(d, gpus, &f, source)?;
+                for (slot, field, driver, used) in [
+                    (0, "dra.driver", &p.gpu_driver, p.gpus),
+                    (1, "dra.nicDriver", &p.nic_driver, p.nics > 0),
+                ] {
+                    if !used {
+                        continue;
+                    }
+                    if let Some((prev, other)) = &drivers[1 - slot]
+                        && other == driver
+                    {
+                        return Err(SpecError::new(
+                            source,
+                            &f(field),
+                            format!(
+                                "\"{driver}\" is the {} driver of nodePools[{prev}]; GPUs and NICs need drivers of their own",
+                                if slot == 0 { "NIC" } else { "GPU" }
+                            ),
+                        ));
+                    }
+                    match &drivers[slot] {
+                        Some((prev, other)) if other != driver => {
+                            return Err(SpecError::new(
+                                source,
+                                &f(field),
+                                format!(
+                                    "\"{driver}\" differs from \"{other}\" of nodePools[{prev}]; all pools publish their devices of one kind with one driver (one DeviceClass)"
+                                ),
+                            ));
+                        }
+                        Some(_) => {}
+                        None => drivers[slot] = Some((pi, driver.clone())),
+                    }
+                }
+                if p.gpus {
+                    dra_gpus.get_or_insert(pi);
+                }
+                p.labels()
+            }
+            None => BTreeMap::new(),
+        };
         let pattern = pool
             .name_pattern
             .clone()
@@ -370,6 +433,8 @@ fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
                 node.labels
                     .insert("trainyard.io/cpu-sockets".into(), s.to_string());
             }
+            node.labels
+                .extend(dra_labels.iter().map(|(k, v)| (k.clone(), v.clone())));
             node.taints = taints.clone();
             nodes.push(node);
         }
@@ -403,6 +468,15 @@ fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
         });
     }
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
+    if let (Some(_), Some(pi)) = (&doc.spec.topology, dra_gpus) {
+        return Err(SpecError::new(
+            source,
+            "spec.topology",
+            format!(
+                "a network topology cannot be combined yet with a pool that publishes its GPUs through DRA (nodePools[{pi}].dra)"
+            ),
+        ));
+    }
     let (topology, warnings) = match &doc.spec.topology {
         Some(t) => build_topology(t, &nodes, source)?,
         None => (None, Vec::new()),
@@ -430,6 +504,83 @@ fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
         slowdown,
         warnings,
     })
+}
+
+/// Checks a pool's `dra` section: what it publishes and with which
+/// drivers.
+fn dra_pool(
+    d: &DraDoc,
+    gpus: u32,
+    f: &dyn Fn(&str) -> String,
+    source: &str,
+) -> Result<crate::dra::DraPublish, SpecError> {
+    let p = crate::dra::DraPublish {
+        gpus: d.gpus.unwrap_or(true),
+        nics: d.nics.map_or(0, |n| n.0),
+        gpu_driver: d
+            .driver
+            .clone()
+            .unwrap_or_else(|| crate::dra::DEFAULT_GPU_DRIVER.to_string()),
+        nic_driver: d
+            .nic_driver
+            .clone()
+            .unwrap_or_else(|| crate::dra::DEFAULT_NIC_DRIVER.to_string()),
+    };
+    if p.gpus && gpus == 0 {
+        return Err(SpecError::new(
+            source,
+            &f("dra.gpus"),
+            "the pool has no GPUs to publish (gpu.count is 0 or missing); set gpus: false to publish NICs only",
+        ));
+    }
+    if !p.gpus && p.nics == 0 {
+        return Err(SpecError::new(
+            source,
+            &f("dra"),
+            "publishes no devices; set gpus: true or nics above 0",
+        ));
+    }
+    for (field, driver) in [
+        ("dra.driver", &p.gpu_driver),
+        ("dra.nicDriver", &p.nic_driver),
+    ] {
+        if let Err(e) = driver_name(driver) {
+            return Err(SpecError::new(source, &f(field), e));
+        }
+    }
+    if p.gpus && p.nics > 0 && p.gpu_driver == p.nic_driver {
+        return Err(SpecError::new(
+            source,
+            &f("dra.nicDriver"),
+            format!(
+                "\"{}\" is also the GPU driver; GPUs and NICs need drivers of their own",
+                p.nic_driver
+            ),
+        ));
+    }
+    Ok(p)
+}
+
+/// A DRA driver's name: a DNS subdomain of at most 63 characters
+/// (`resource.k8s.io/v1`), lowercase letters, digits, `-` and `.`.
+fn driver_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 63
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "expected a driver name such as gpu.nvidia.com (a DNS subdomain: lowercase letters, digits, '-' and '.', at most 63 characters), found \"{name}\""
+        ))
+    }
 }
 
 /// Largest fabric parameters accepted (links grow with their product).

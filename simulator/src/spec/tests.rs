@@ -133,7 +133,7 @@ fn cluster_spec_errors_name_file_and_field() {
     let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
     assert_eq!(
         e,
-        "c.yaml: document 1: ClusterSpec: spec.nodePools[0].gpus: unknown field `gpus`, expected one of `name`, `count`, `namePattern`, `cpu`, `memory`, `pods`, `cpuSockets`, `gpu`, `labels`, `taints`, `extended`"
+        "c.yaml: document 1: ClusterSpec: spec.nodePools[0].gpus: unknown field `gpus`, expected one of `name`, `count`, `namePattern`, `cpu`, `memory`, `pods`, `cpuSockets`, `gpu`, `labels`, `taints`, `extended`, `dra`"
     );
     let bad = "kind: ClusterSpec\nmetadata: {name: c1}\nspec:\n  nodePools:\n  - {name: g, count: 1, cpu: 1, memory: 1Gi}\n  faults: [{at: 1h, node: nope, event: down}]\n";
     let e = parse_cluster(bad, "c.yaml").unwrap_err().to_string();
@@ -151,7 +151,7 @@ fn every_type_error_of_a_document_is_reported() {
         e.to_string(),
         "c.yaml: document 1: ClusterSpec c1: spec.faults: expected a sequence, found 3
 c.yaml: document 1: ClusterSpec c1: spec.nodePools[0].count: expected a whole number from 1 to 100000, found \"ten\"
-c.yaml: document 1: ClusterSpec c1: spec.nodePools[0].gpus: unknown field `gpus`, expected one of `name`, `count`, `namePattern`, `cpu`, `memory`, `pods`, `cpuSockets`, `gpu`, `labels`, `taints`, `extended`
+c.yaml: document 1: ClusterSpec c1: spec.nodePools[0].gpus: unknown field `gpus`, expected one of `name`, `count`, `namePattern`, `cpu`, `memory`, `pods`, `cpuSockets`, `gpu`, `labels`, `taints`, `extended`, `dra`
 c.yaml: document 1: ClusterSpec c1: spec.nodePools[1].count: expected a whole number from 1 to 100000, found 0
 c.yaml: document 1: ClusterSpec c1: spec.nodePools[1].gpu.count: expected a whole number from 0 to 64, found 65
 c.yaml: document 1: ClusterSpec c1: spec.nodePools[2].labels: expected a mapping, found a sequence
@@ -317,4 +317,134 @@ proptest::proptest! {
             proptest::prop_assert!(e.0.iter().all(|p| p.source_name == "f.yaml" && !p.message.is_empty()));
         }
     }
+}
+
+#[test]
+fn dra_pools_are_recorded_as_node_labels() {
+    use crate::dra::{DraPublish, LABEL_GPU_DRIVER, LABEL_NICS};
+    let text = "kind: ClusterSpec
+spec:
+  nodePools:
+  - {name: dra, count: 2, cpu: 96, memory: 1Ti, gpu: {count: 8, model: H100}, dra: {nics: 8, nicDriver: dra.net}}
+  - {name: nic, count: 1, cpu: 96, memory: 1Ti, gpu: {count: 8}, dra: {gpus: false, nics: 4, nicDriver: dra.net}}
+  - {name: plain, count: 1, cpu: 96, memory: 1Ti, gpu: {count: 8}}
+";
+    let c = parse_cluster(text, "c.yaml").unwrap();
+    let by = |name: &str| {
+        c.nodes
+            .iter()
+            .find(|n| n.name == name)
+            .and_then(DraPublish::from_labels)
+    };
+    assert_eq!(
+        by("dra-000"),
+        Some(DraPublish {
+            nics: 8,
+            nic_driver: "dra.net".into(),
+            ..DraPublish::default()
+        })
+    );
+    assert_eq!(
+        by("nic-000"),
+        Some(DraPublish {
+            gpus: false,
+            nics: 4,
+            nic_driver: "dra.net".into(),
+            ..DraPublish::default()
+        })
+    );
+    assert_eq!(by("plain-000"), None);
+    // The spec keeps the pool's GPUs on its nodes; the engine publishes them.
+    let n = &c.nodes[0];
+    assert_eq!(
+        (n.gpus.len(), n.labels[LABEL_GPU_DRIVER].as_str()),
+        (8, "gpu.nvidia.com")
+    );
+    assert_eq!(n.labels[LABEL_NICS], "8");
+}
+
+#[test]
+fn dra_pool_errors_name_the_field() {
+    let err = |pools: &str, extra: &str| {
+        let text = format!(
+            "kind: ClusterSpec\nmetadata: {{name: c1}}\nspec:\n  nodePools:\n{pools}{extra}"
+        );
+        parse_cluster(&text, "c.yaml").unwrap_err().to_string()
+    };
+    let p = "c.yaml: document 1: ClusterSpec c1: spec.";
+    let gpu = "cpu: 1, memory: 1Gi, gpu: {count: 8}";
+    assert_eq!(
+        err(
+            "  - {name: a, count: 1, cpu: 1, memory: 1Gi, dra: {nics: 2}}\n",
+            ""
+        ),
+        format!(
+            "{p}nodePools[0].dra.gpus: the pool has no GPUs to publish (gpu.count is 0 or missing); set gpus: false to publish NICs only"
+        )
+    );
+    assert_eq!(
+        err(
+            &format!("  - {{name: a, count: 1, {gpu}, dra: {{gpus: false}}}}\n"),
+            ""
+        ),
+        format!("{p}nodePools[0].dra: publishes no devices; set gpus: true or nics above 0")
+    );
+    assert_eq!(
+        err(
+            &format!("  - {{name: a, count: 1, {gpu}, dra: {{driver: GPU_Driver}}}}\n"),
+            ""
+        ),
+        format!(
+            "{p}nodePools[0].dra.driver: expected a driver name such as gpu.nvidia.com (a DNS subdomain: lowercase letters, digits, '-' and '.', at most 63 characters), found \"GPU_Driver\""
+        )
+    );
+    assert_eq!(
+        err(
+            &format!(
+                "  - {{name: a, count: 1, {gpu}, dra: {{nics: 1, nicDriver: gpu.nvidia.com}}}}\n"
+            ),
+            ""
+        ),
+        format!(
+            "{p}nodePools[0].dra.nicDriver: \"gpu.nvidia.com\" is also the GPU driver; GPUs and NICs need drivers of their own"
+        )
+    );
+    assert_eq!(
+        err(
+            &format!(
+                "  - {{name: a, count: 1, {gpu}, dra: {{}}}}\n  - {{name: b, count: 1, {gpu}, dra: {{driver: gpu.example.com}}}}\n"
+            ),
+            ""
+        ),
+        format!(
+            "{p}nodePools[1].dra.driver: \"gpu.example.com\" differs from \"gpu.nvidia.com\" of nodePools[0]; all pools publish their devices of one kind with one driver (one DeviceClass)"
+        )
+    );
+    assert_eq!(
+        err(
+            &format!(
+                "  - {{name: a, count: 1, {gpu}, dra: {{}}}}\n  - {{name: b, count: 1, {gpu}, dra: {{gpus: false, nics: 2, nicDriver: gpu.nvidia.com}}}}\n"
+            ),
+            ""
+        ),
+        format!(
+            "{p}nodePools[1].dra.nicDriver: \"gpu.nvidia.com\" is the GPU driver of nodePools[0]; GPUs and NICs need drivers of their own"
+        )
+    );
+    assert_eq!(
+        err(
+            &format!("  - {{name: a, count: 1, {gpu}, dra: {{}}}}\n"),
+            "  topology: {leafSpine: {nodesPerLeaf: 1, leavesPerBlock: 1, spinesPerBlock: 1}}\n"
+        ),
+        format!(
+            "{p}topology: a network topology cannot be combined yet with a pool that publishes its GPUs through DRA (nodePools[0].dra)"
+        )
+    );
+    // Type errors, all at once, with the field path.
+    assert_eq!(
+        err(&format!("  - {{name: a, count: 1, {gpu}, dra: {{nics: 65, gpus: yes, rails: 8}}}}\n"), ""),
+        format!("{p}nodePools[0].dra.gpus: expected true or false, found \"yes\"
+{p}nodePools[0].dra.nics: expected a whole number from 0 to 64, found 65
+{p}nodePools[0].dra.rails: unknown field `rails`, expected one of `gpus`, `nics`, `driver`, `nicDriver`")
+    );
 }

@@ -24,9 +24,11 @@ fn publishes_gpus_and_nics_of_the_named_nodes_only() {
     let nodes = vec![Arc::new(dra_node), Arc::new(gpu_node("b", 8))];
     let p = publish(&nodes, &DraPublish::from_labels);
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
-    // The DRA node serves nvidia.com/gpu from its 8 devices, and has no
-    // device-plugin GPUs; the other keeps its own.
-    assert!(p.nodes[0].gpus.is_empty());
+    // The DRA node serves nvidia.com/gpu from its 8 devices, one GPU slot
+    // per device (`Dra::with_extended`), named as the devices' product;
+    // the other keeps its device-plugin GPUs.
+    assert_eq!(p.nodes[0].gpus.len(), 8);
+    assert!(p.nodes[0].gpus.iter().all(|g| g.model == "NVIDIA-H100-80GB-HBM3"));
     assert_eq!(p.nodes[0].allocatable.gpu, 8000);
     assert_eq!(p.nodes[1].gpus.len(), 8);
     assert_eq!(p.nodes[1].allocatable.gpu, 8000);

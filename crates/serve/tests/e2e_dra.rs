@@ -291,6 +291,11 @@ async fn a_gang_with_template_claims_gets_its_devices_written_before_its_binds()
     })
     .await;
     assert_eq!(done.written.failed, 0, "{done:?}");
+    // The watches of the history show the writes a cycle or two on.
+    until(&mut progress, "two more cycles", |p| {
+        p.cycles >= done.cycles + 2
+    })
+    .await;
 
     let (pods_now, claims_now) = (pods(&client).await, claims(&client).await);
     let names: Vec<String> = (0..4).map(|i| format!("train-{i}")).collect();

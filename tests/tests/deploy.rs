@@ -1007,15 +1007,18 @@ fn rbac_grants_nothing_with_a_wildcard() {
             }
         }
     }
-    // Nothing the service never does: it deletes nothing and updates
-    // nothing cluster-wide, and reads no Secrets or ConfigMaps (its config
-    // is a mounted file).
+    // Nothing the service never does: it updates nothing cluster-wide,
+    // deletes nothing but the ResourceClaims it created for DRA-backed
+    // extended resources (when their pods are not bound, as kube-scheduler
+    // deletes them), and reads no Secrets or ConfigMaps (its config is a
+    // mounted file).
     let cluster = grants(one_of(&objects, "ClusterRole"));
     let allowed: BTreeSet<&str> = ["get", "list", "watch", "create", "patch"].into();
     for ((g, r), verbs) in &cluster {
         for v in verbs {
+            let claim_delete = v == "delete" && g == "resource.k8s.io" && r == "resourceclaims";
             assert!(
-                allowed.contains(v.as_str()),
+                allowed.contains(v.as_str()) || claim_delete,
                 "ClusterRole grants {v} on {}/{r}",
                 group_name(g)
             );
@@ -1077,8 +1080,14 @@ fn rbac_covers_what_the_service_calls() {
         ("trainyard.io", "queues/status", &["patch"]),
         // DRA claims (claims.rs): the finalizer, then the allocation and
         // reservations, authorized on the synthetic binding subresource
-        // too from Kubernetes 1.36.
-        ("resource.k8s.io", "resourceclaims", &["patch"]),
+        // too from Kubernetes 1.36; the claim of a pod's DRA-backed
+        // extended resources created, and deleted when released
+        // (extended.rs), its name recorded in the pod's status.
+        (
+            "resource.k8s.io",
+            "resourceclaims",
+            &["patch", "create", "delete"],
+        ),
         ("resource.k8s.io", "resourceclaims/status", &["patch"]),
         ("resource.k8s.io", "resourceclaims/binding", &["patch"]),
     ] {

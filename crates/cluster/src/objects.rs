@@ -248,7 +248,7 @@ impl Objects {
     /// marked for interpretation.
     fn rebuild_dra(&mut self, out: &mut Refreshed) {
         self.dra_dirty = false;
-        let replaced = self.claims_assumed.lay_over(&mut self.dra);
+        let (replaced, shown) = self.claims_assumed.lay_over(&mut self.dra, &self.pods);
         let nodes = &self.nodes;
         let node_has = |node: &str, resource: &str| {
             nodes.get(node).is_some_and(|(_, n)| {
@@ -259,7 +259,9 @@ impl Objects {
         };
         let built = trainyard_ingest::dra::build_with(
             &self.dra,
-            self.pods.values().map(|(_, p)| p),
+            self.pods
+                .iter()
+                .map(|(k, (_, p))| shown.get(k).unwrap_or(p)),
             &self.opts,
             &node_has,
             &mut self.dra_matches,

@@ -230,6 +230,7 @@ mod tests {
                     consumed: [("gpu.example.com/memory".to_string(), 40_000)].into(),
                 }]
             }),
+            extended: Vec::new(),
         }
     }
 

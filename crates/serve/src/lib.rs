@@ -44,6 +44,7 @@ pub mod conn;
 pub mod connect;
 pub mod decision_log;
 pub mod events;
+pub mod extended;
 pub mod group_status;
 pub mod grouper;
 pub mod http;

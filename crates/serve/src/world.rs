@@ -77,6 +77,10 @@ pub struct World {
     /// Each ResourceClaim as last shown (`namespace/name`): what a write
     /// of its allocation is conditional on and appends to.
     claims: BTreeMap<String, crate::machine::units::ClaimSeen>,
+    /// Per pod (`namespace/name`) asking extended resources, each
+    /// container's `(name, resource)` ([`crate::extended::asks`]): the
+    /// request mappings of a claim made for them.
+    asks: BTreeMap<String, Vec<(String, String)>>,
     /// Whether pods are held for inferred groups (`service.inferPodGroups`).
     infer: bool,
     scheduler_name: String,
@@ -102,6 +106,7 @@ impl World {
             statuses: BTreeMap::new(),
             generations: BTreeMap::new(),
             claims: BTreeMap::new(),
+            asks: BTreeMap::new(),
             infer: true,
             scheduler_name,
         }
@@ -161,6 +166,37 @@ impl World {
         self.claims.get(key)
     }
 
+    /// What the claim `c` creates for a pod's DRA-backed extended
+    /// resources is made of: the class serving its first resource (the
+    /// first by name when several do), its devices, and the containers
+    /// asking the resources. `None` when `c` creates none.
+    pub fn extended_claim(
+        &self,
+        c: &trainyard_cluster::ClaimWrite,
+    ) -> Option<crate::machine::units::ExtendedClaim> {
+        let first = c.extended.first()?;
+        let class = self
+            .state
+            .device_classes()
+            .into_iter()
+            .find(|(_, d)| d.extended_resource_name.as_deref() == Some(first.as_str()))
+            .map(|(name, _)| name)?;
+        let pod = c.pods.first()?;
+        let mappings = self
+            .asks
+            .get(&format!("{}/{}", pod.namespace, pod.name))
+            .into_iter()
+            .flatten()
+            .filter(|(_, r)| c.extended.contains(r))
+            .cloned()
+            .collect();
+        Some(crate::machine::units::ExtendedClaim {
+            class,
+            count: c.allocation.as_ref().map_or(0, Vec::len),
+            mappings,
+        })
+    }
+
     /// `(namespace, name)` of every object of `kind` stream `stream`
     /// holds, in order.
     pub fn names(&self, stream: usize, kind: &str) -> Vec<(String, String)> {
@@ -194,6 +230,13 @@ impl World {
                 let key = key_of(&object);
                 if let Some(seen) = self.listing.get_mut(&stream) {
                     seen.insert(key.clone());
+                }
+                if object["kind"] == "Pod" {
+                    let pod = format!("{}/{}", key.1, key.2);
+                    match crate::extended::asks(&object) {
+                        a if a.is_empty() => self.asks.remove(&pod),
+                        a => self.asks.insert(pod, a),
+                    };
                 }
                 if is_claim(&object) {
                     let seen = crate::machine::units::ClaimSeen::of(&object);
@@ -293,6 +336,9 @@ impl World {
     fn remove(&mut self, stream: usize, key: &Key) {
         if key.0 == "ResourceClaim" {
             self.claims.remove(&format!("{}/{}", key.1, key.2));
+        }
+        if key.0 == "Pod" {
+            self.asks.remove(&format!("{}/{}", key.1, key.2));
         }
         self.unreadable.remove(key);
         self.statuses.remove(&(stream, key.clone()));

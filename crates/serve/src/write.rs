@@ -403,7 +403,7 @@ impl Writer {
     /// the machine groups them (no journal): for callers without a
     /// machine.
     pub fn send(&mut self, at: Timestamp, writes: Vec<Write>) {
-        for unit in self.own.make(at, writes, self.nominate, |_| None) {
+        for unit in self.own.make(at, writes, self.nominate, |_| None, |_| None) {
             self.send_unit(unit);
         }
     }

@@ -291,6 +291,11 @@ async fn a_gang_with_template_claims_gets_its_devices_written_before_its_binds()
     })
     .await;
     assert_eq!(done.written.failed, 0, "{done:?}");
+    // The watches of the history show the writes a cycle or two on.
+    until(&mut progress, "two more cycles", |p| {
+        p.cycles >= done.cycles + 2
+    })
+    .await;
 
     let (pods_now, claims_now) = (pods(&client).await, claims(&client).await);
     let names: Vec<String> = (0..4).map(|i| format!("train-{i}")).collect();
@@ -377,4 +382,168 @@ async fn a_standby_taking_over_sees_the_written_allocations_and_gives_no_device_
     }
     b.stop.send_replace(true);
     let _ = tokio::time::timeout(Duration::from_secs(10), b.task).await;
+}
+
+/// DRA-backed `nvidia.com/gpu` (KEP-5004): nodes without it in their
+/// allocatable, each with 8 GPUs in a ResourceSlice, and a DeviceClass with
+/// `extendedResourceName: nvidia.com/gpu`. A gang of 4 pods asking 4 each
+/// binds whole; each pod gets a claim created for it (annotated, owned by
+/// it), allocated 4 devices on its node and reserved for it, recorded in
+/// its `status.extendedResourceClaimStatus`, all before its bind; no device
+/// is in two claims; the kubelet starts them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gang_asking_dra_backed_gpus_gets_claims_created_before_its_binds() {
+    if skip_on_cluster("the DRA extended-resource test", "DRA-only nodes") {
+        return;
+    }
+    let (server, client) = server().await;
+    namespace(&client, "ml").await;
+    node(&client, "n1", 0).await;
+    node(&client, "n2", 0).await;
+    create(
+        &client,
+        &trainyard("Queue", "queues"),
+        None,
+        json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
+               "metadata": {"name": "team"}, "spec": {"quota": {"nvidia.com/gpu": 16}}}),
+    )
+    .await;
+    devices(&client).await;
+    make(
+        &client,
+        "DeviceClass",
+        None,
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": "gpu.nvidia.com"},
+            "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}],
+                     "extendedResourceName": "nvidia.com/gpu"}}),
+    )
+    .await;
+    create(
+        &client,
+        &trainyard("PodGroup", "podgroups"),
+        Some("ml"),
+        json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+               "metadata": {"name": "train", "namespace": "ml"},
+               "spec": {"queue": "team", "minMember": 4}}),
+    )
+    .await;
+    let pod_api = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod"));
+    for i in 0..4 {
+        create(
+            &client,
+            &pod_api,
+            Some("ml"),
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("train-{i}"), "namespace": "ml",
+                             "labels": {"trainyard.io/pod-group": "train"}},
+                "spec": {"schedulerName": "trainyard",
+                         "containers": [{"name": "main", "image": "train:1",
+                                         "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}}),
+        )
+        .await;
+    }
+    let history = History::start(&client).await;
+    let (mut progress, _stop) = start(client.clone());
+    let done = until(&mut progress, "the gang's claims and binds", |p| {
+        p.written.binds == 4 && p.written.claims == 4
+    })
+    .await;
+    assert_eq!(done.written.failed, 0, "{done:?}");
+    // The watches of the history have shown the binds by the time the
+    // service's own watch has, a cycle or two on.
+    until(&mut progress, "two more cycles", |p| {
+        p.cycles >= done.cycles + 2
+    })
+    .await;
+
+    let (pods_now, claims_now) = (pods(&client).await, claims(&client).await);
+    assert_eq!(claims_now.len(), 4, "one claim per pod: {claims_now:?}");
+    let mut all = BTreeSet::new();
+    for i in 0..4 {
+        let name = format!("train-{i}");
+        let pod = &pods_now[&name];
+        let node = pod["spec"]["nodeName"].as_str().unwrap_or_default();
+        assert!(!node.is_empty(), "{name} is not bound");
+        let status = &pod["status"]["extendedResourceClaimStatus"];
+        let claim_name = status["resourceClaimName"].as_str().unwrap_or_default();
+        assert!(
+            claim_name.starts_with(&format!("{name}-extended-resources-")),
+            "{name}: {status}"
+        );
+        assert_eq!(
+            status["requestMappings"],
+            json!([{"containerName": "main", "resourceName": "nvidia.com/gpu",
+                    "requestName": "request-0"}]),
+            "{name}"
+        );
+        let claim = &claims_now[claim_name];
+        assert_eq!(
+            claim["metadata"]["annotations"]["resource.kubernetes.io/extended-resource-claim"],
+            "true"
+        );
+        let owner = &claim["metadata"]["ownerReferences"][0];
+        assert_eq!(
+            (
+                &owner["kind"],
+                &owner["name"],
+                &owner["uid"],
+                &owner["controller"]
+            ),
+            (
+                &json!("Pod"),
+                &json!(name),
+                &pod["metadata"]["uid"],
+                &json!(true)
+            ),
+            "{claim}"
+        );
+        assert_eq!(
+            claim["spec"]["devices"]["requests"],
+            json!([{"name": "request-0", "exactly": {"deviceClassName": "gpu.nvidia.com",
+                "allocationMode": "ExactCount", "count": 4}}]),
+        );
+        let results = claim["status"]["allocation"]["devices"]["results"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(results.len(), 4, "{name}: {claim}");
+        for r in &results {
+            assert_eq!(
+                (&r["request"], &r["pool"]),
+                (&json!("request-0"), &json!(node))
+            );
+            assert!(
+                all.insert(format!("{}/{}", r["pool"], r["device"])),
+                "{r} twice"
+            );
+        }
+        assert_eq!(
+            claim["status"]["reservedFor"],
+            json!([{"resource": "pods", "name": name, "uid": pod["metadata"]["uid"]}]),
+        );
+        // Created, allocated and recorded in the pod before the bind.
+        let allocated = history.first("ResourceClaim", claim_name, |c| {
+            c["status"]["reservedFor"].is_array() && !c["status"]["allocation"].is_null()
+        });
+        let recorded = history.first("Pod", &name, |p| {
+            p["status"]["extendedResourceClaimStatus"]["resourceClaimName"] == claim_name
+        });
+        let bound = history.first("Pod", &name, |p| p["spec"]["nodeName"].is_string());
+        let (Some(allocated), Some(recorded), Some(bound)) = (allocated, recorded, bound) else {
+            panic!("{name}: allocated {allocated:?}, recorded {recorded:?}, bound {bound:?}");
+        };
+        assert!(
+            allocated < recorded && recorded < bound,
+            "{name}: allocated {allocated}, recorded {recorded}, bound {bound}"
+        );
+    }
+
+    // The kubelet starts the pods: their claims are ready.
+    server.tick();
+    let started = pods(&client).await;
+    for i in 0..4 {
+        let name = format!("train-{i}");
+        assert_eq!(started[&name]["status"]["phase"], "Running", "{name}");
+    }
 }

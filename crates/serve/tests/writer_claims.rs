@@ -81,6 +81,7 @@ fn claim_write(name: &str, pod: &TaskKey, device: &str) -> ClaimWrite {
             admin_access: false,
             consumed: Default::default(),
         }]),
+        extended: Vec::new(),
     }
 }
 
@@ -118,6 +119,7 @@ async fn write(
         open: None,
         writes,
         claims: seen,
+        extended: BTreeMap::new(),
     });
     let mut out = Vec::new();
     for _ in 0..n {

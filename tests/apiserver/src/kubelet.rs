@@ -367,11 +367,20 @@ fn judge(state: &State, node: &str, used: &Amounts, wants: &Amounts) -> Result<(
 }
 
 /// A pod's requests in the units the kubelet compares ([`units`]), without
-/// `pods` (each pod counts as one, see [`charge`]).
+/// `pods` (each pod counts as one, see [`charge`]) and without the
+/// extended resources its `status.extendedResourceClaimStatus` maps to
+/// its DRA claim (KEP-5004: DRA devices serve them, not the node's
+/// allocatable).
 fn pod_amounts(pod: &Value) -> Amounts {
+    let by_dra: BTreeSet<&str> = pod["status"]["extendedResourceClaimStatus"]["requestMappings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["resourceName"].as_str())
+        .collect();
     pod_requests(pod)
         .into_iter()
-        .filter(|(r, _)| r != "pods")
+        .filter(|(r, _)| r != "pods" && !by_dra.contains(r.as_str()))
         .map(|(r, m)| {
             let u = units(&r, m);
             (r, u)

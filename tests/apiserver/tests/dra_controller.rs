@@ -365,3 +365,96 @@ async fn with_the_real_clock_a_watch_sees_the_generated_claim() {
         Some(claim.name_any().as_str())
     );
 }
+
+/// A pod asking `nvidia.com/gpu` on a node without it, whose DRA-backed
+/// extended resources (KEP-5004) the scheduler served with a claim of its
+/// own: the pod status subresource keeps `status.extendedResourceClaimStatus`,
+/// and the kubelet starts the pod only once that claim is allocated and
+/// reserved for it, not counting the mapped resource against allocatable.
+#[tokio::test]
+async fn a_pod_whose_extended_resource_claim_is_ready_is_started() {
+    use kube::api::DynamicObject;
+    use kube::core::{ApiResource, GroupVersionKind};
+    let server = manual_server().await;
+    let c = client(&server, None);
+    let nodes: Api<Node> = Api::all(c.clone());
+    nodes
+        .create(&PostParams::default(), &node("node-a"))
+        .await
+        .expect("node");
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "default");
+    let raw_pods: Api<DynamicObject> = Api::namespaced_with(
+        c.clone(),
+        "default",
+        &ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Pod")),
+    );
+    let claims: Api<ResourceClaim> = Api::namespaced(c.clone(), "default");
+    let p = pods
+        .create(
+            &PostParams::default(),
+            &obj(json!({"metadata": {"name": "trainer"},
+                "spec": {"containers": [{"name": "main", "image": "busybox",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})),
+        )
+        .await
+        .expect("pod");
+    let made = claims
+        .create(
+            &PostParams::default(),
+            &obj(json!({"metadata": {"generateName": "trainer-extended-resources-",
+                "annotations": {"resource.kubernetes.io/extended-resource-claim": "true"},
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "trainer",
+                    "uid": p.uid().expect("uid"), "controller": true}]},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                    "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 1}}]}}})),
+        )
+        .await
+        .expect("claim");
+    let name = made.name_any();
+    assert!(name.starts_with("trainer-extended-resources-"), "{name}");
+    let recorded = json!({"requestMappings": [{"containerName": "main",
+        "resourceName": "nvidia.com/gpu", "requestName": "gpu"}], "resourceClaimName": name});
+    raw_pods
+        .patch_status(
+            "trainer",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"extendedResourceClaimStatus": recorded}})),
+        )
+        .await
+        .expect("pod status");
+    let shown = raw_pods.get("trainer").await.expect("pod");
+    assert_eq!(
+        shown.data["status"]["extendedResourceClaimStatus"],
+        recorded
+    );
+
+    // Bound, the claim not allocated yet: the kubelet waits for it.
+    bind(&server, "trainer", "node-a").await;
+    server.tick();
+    let waiting = pods.get("trainer").await.expect("pod");
+    let (_, reason, msg) = condition(&waiting, "PodReadyToStartContainers").expect("condition");
+    assert_eq!(reason, "FailedPrepareDynamicResources");
+    assert!(
+        msg.contains(&format!("ResourceClaim {name}")) && msg.contains("is not allocated"),
+        "{msg}"
+    );
+    claims
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"status": {"allocation": allocation("node-a", "gpu-0"),
+                "reservedFor": [reservation(&p)]}}),
+            ),
+        )
+        .await
+        .expect("allocate");
+    server.tick();
+    let running = pods.get("trainer").await.expect("pod");
+    assert_eq!(
+        running.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Running"),
+        "{:?}",
+        running.status
+    );
+}

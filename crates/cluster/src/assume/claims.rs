@@ -13,10 +13,24 @@
 //! dropped when the world shows the claim allocated (assumed allocation)
 //! or reserved for the pods (assumed join), or the claim gone; one whose
 //! write never landed is forgotten for its age, as pod assumptions are.
+//!
+//! The claim of a pod's DRA-backed extended resources (KEP-5004) does not
+//! exist before the service creates it, and its name is the API's
+//! (`generateName`). Its assumption is kept under the decision's key
+//! (`<namespace>/<pod>-extended-resources`) and matched against the world
+//! by what the claim shows: a claim of the pod's namespace allocated the
+//! very devices and reserved for the pod. Until the world shows such a
+//! claim, one is laid over the DRA objects under the decision's key; once
+//! it shows one, that claim is used; either way the pod is shown naming it
+//! in `status.extendedResourceClaimStatus`, so the core holds its devices
+//! as they were written. The assumption is dropped when the world shows
+//! the pod naming the claim, or the pod is gone.
 
 use std::collections::BTreeMap;
 
-use trainyard_ingest::dra::DraObjects;
+use trainyard_ingest::Loc;
+use trainyard_ingest::PodInfo;
+use trainyard_ingest::dra::{ClaimSpecDraft, DraObjects, ResourceClaim};
 use trainyard_model::dra::{AllocatedDevice, ClaimAllocation};
 use trainyard_model::{JobId, NodeName, TaskKey, Timestamp};
 
@@ -35,6 +49,19 @@ pub struct ClaimWrite {
     /// The devices to allocate; `None` when the claim was allocated before
     /// and the pods only join it.
     pub allocation: Option<Vec<AllocatedDevice>>,
+    /// The extended resources the claim serves, when it is the claim of a
+    /// pod's DRA-backed extended resources (KEP-5004): it does not exist
+    /// yet, it is created (`claim` is then the decision's key,
+    /// `<namespace>/<pod>-extended-resources`, not the name it gets).
+    pub extended: Vec<String>,
+}
+
+impl ClaimWrite {
+    /// Whether the claim is to be created for a pod's DRA-backed extended
+    /// resources.
+    pub fn creates(&self) -> bool {
+        !self.extended.is_empty()
+    }
 }
 
 /// One claim write laid over the world until it shows it.
@@ -66,8 +93,49 @@ pub(crate) struct ClaimsAssumed {
     changed: bool,
 }
 
-/// What [`ClaimsAssumed::lay_over`] replaced, to put back.
-pub(crate) type Replaced = Vec<(String, trainyard_ingest::dra::ResourceClaim)>;
+/// What [`ClaimsAssumed::lay_over`] replaced (`None`: it added the
+/// claim), to put back.
+pub(crate) type Replaced = Vec<(String, Option<ResourceClaim>)>;
+
+/// Pods as the world has them, by namespace and name.
+pub(crate) type Pods = BTreeMap<(String, String), (Loc, PodInfo)>;
+
+/// Pods shown otherwise while assumptions are laid over (their
+/// extended-resource claim named), by namespace and name.
+pub(crate) type PodsShown = BTreeMap<(String, String), PodInfo>;
+
+/// The key of the claim in `objects` that shows the extended-resource
+/// claim `write` assumed: of the pod's namespace, allocated those devices
+/// and reserved for the pod.
+fn shown_extended(objects: &DraObjects, write: &ClaimWrite) -> Option<String> {
+    let pod = write.pods.first()?;
+    let pod_key = format!("{}/{}", pod.namespace, pod.name);
+    let prefix = format!("{}/", pod.namespace);
+    let devices = write.allocation.as_ref()?;
+    let same = |a: &ClaimAllocation| {
+        a.devices.len() == devices.len()
+            && devices.iter().all(|d| {
+                a.devices
+                    .iter()
+                    .any(|w| w.driver == d.driver && w.pool == d.pool && w.device == d.device)
+            })
+    };
+    objects
+        .claims
+        .range(prefix.clone()..)
+        .take_while(|(k, _)| k.starts_with(&prefix))
+        .find(|(_, (_, c))| {
+            c.allocation.as_ref().is_some_and(same) && c.reserved_for.contains(&pod_key)
+        })
+        .map(|(k, _)| k.clone())
+}
+
+/// The pod `write` is for, as the world has it (the same uid, not done).
+fn pod_of<'a>(pods: &'a Pods, write: &ClaimWrite) -> Option<&'a PodInfo> {
+    let t = write.pods.first()?;
+    let (_, p) = pods.get(&(t.namespace.clone(), t.name.clone()))?;
+    (!p.terminal && (t.uid.is_empty() || p.meta.uid == t.uid)).then_some(p)
+}
 
 impl ClaimsAssumed {
     /// Whether something was added or dropped since the last call: the
@@ -142,9 +210,28 @@ impl ClaimsAssumed {
 
     /// Drops what the world's claims show (or made moot: the claim is
     /// gone, or allocated by another hand), then lays the rest over
-    /// `objects`' claims; returns the claims replaced, for [`put_back`].
-    pub(crate) fn lay_over(&mut self, objects: &mut DraObjects) -> Replaced {
+    /// `objects`' claims; returns the claims replaced, for [`put_back`],
+    /// and the pods to show naming their extended-resource claims.
+    pub(crate) fn lay_over(
+        &mut self,
+        objects: &mut DraObjects,
+        pods: &Pods,
+    ) -> (Replaced, PodsShown) {
         self.by_claim.retain(|key, list| {
+            if list.iter().any(|a| a.write.creates()) {
+                // Kept until the pod is gone or shown naming the claim.
+                list.retain(|a| {
+                    let Some(pod) = pod_of(pods, &a.write) else {
+                        return false;
+                    };
+                    let shown = shown_extended(objects, &a.write).is_some_and(|k| {
+                        let name = k.split_once('/').map_or(k.as_str(), |(_, n)| n);
+                        pod.dra.extended.as_deref() == Some(name)
+                    });
+                    !shown
+                });
+                return !list.is_empty();
+            }
             let Some((_, world)) = objects.claims.get(key) else {
                 return false;
             };
@@ -158,7 +245,42 @@ impl ClaimsAssumed {
             !list.is_empty()
         });
         let mut replaced = Vec::new();
+        let mut shown = PodsShown::new();
         for (key, list) in &self.by_claim {
+            if let Some(a) = list.iter().find(|a| a.write.creates()) {
+                let Some(pod) = pod_of(pods, &a.write) else {
+                    continue;
+                };
+                let at = match shown_extended(objects, &a.write) {
+                    Some(k) => k,
+                    None => {
+                        let claim = ResourceClaim {
+                            key: key.clone(),
+                            uid: String::new(),
+                            // Allocated: the core holds its devices and
+                            // never reads its requests.
+                            spec: ClaimSpecDraft::default(),
+                            allocation: a.write.allocation.as_ref().map(|d| ClaimAllocation {
+                                node: Some(a.write.node.to_string()),
+                                devices: d.clone(),
+                            }),
+                            reserved_for: a.pods().collect(),
+                        };
+                        let loc = Loc {
+                            source: "assumed".into(),
+                            doc: 0,
+                            prefix: String::new(),
+                        };
+                        let old = objects.claims.insert(key.clone(), (loc, claim));
+                        replaced.push((key.clone(), old.map(|(_, c)| c)));
+                        key.clone()
+                    }
+                };
+                let mut p = pod.clone();
+                p.dra.extended = Some(at.split_once('/').map_or(at.as_str(), |(_, n)| n).into());
+                shown.insert((p.namespace.clone(), p.name.clone()), p);
+                continue;
+            }
             let Some((_, world)) = objects.claims.get_mut(key) else {
                 continue;
             };
@@ -176,17 +298,25 @@ impl ClaimsAssumed {
                     }
                 }
             }
-            replaced.push((key.clone(), original));
+            replaced.push((key.clone(), Some(original)));
         }
-        replaced
+        (replaced, shown)
     }
 }
 
-/// Puts back the claims [`ClaimsAssumed::lay_over`] replaced.
+/// Puts back the claims [`ClaimsAssumed::lay_over`] replaced (and takes
+/// out those it added).
 pub(crate) fn put_back(objects: &mut DraObjects, replaced: Replaced) {
-    for (key, original) in replaced {
-        if let Some((_, c)) = objects.claims.get_mut(&key) {
-            *c = original;
+    for (key, original) in replaced.into_iter().rev() {
+        match original {
+            Some(original) => {
+                if let Some((_, c)) = objects.claims.get_mut(&key) {
+                    *c = original;
+                }
+            }
+            None => {
+                objects.claims.remove(&key);
+            }
         }
     }
 }
@@ -230,6 +360,7 @@ impl crate::ClusterState {
                     node: c.node.clone(),
                     pods,
                     allocation: if i == 0 { c.allocation.clone() } else { None },
+                    extended: c.extended.clone(),
                 };
                 if let Some(a) = self.claims_assumed() {
                     a.add(write.clone(), now);

@@ -77,7 +77,13 @@ impl Service {
         let world = &self.world;
         out.extend(
             self.units
-                .make(now, writes, nominate, |claim| world.claim(claim).cloned())
+                .make(
+                    now,
+                    writes,
+                    nominate,
+                    |claim| world.claim(claim).cloned(),
+                    |c| world.extended_claim(c),
+                )
                 .into_iter()
                 .map(Command::Unit),
         );

@@ -326,9 +326,10 @@ impl Service {
             // The allocation is written into the claim: a pod waits until
             // the claim controller made the claims of its templates.
             planned_claims: false,
-            // The claim of a DRA-backed extended resource is not created
-            // by the service yet: such resources are not served live.
-            extended_resources: false,
+            // DeviceClasses' `extendedResourceName` serve their resource
+            // from DRA devices (KEP-5004): the service creates the claim
+            // of such a pod before its bind (`crate::extended`).
+            extended_resources: true,
         };
         let mut world = World::new(opts).inferring(infer);
         world.state.track_usage(history);

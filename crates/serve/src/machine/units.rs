@@ -11,12 +11,14 @@
 //! every one of them succeeded. When one fails, the unit's binds are not
 //! made (each is reported failed, so the gang is decided again as a
 //! whole), and the claims the unit did write are released
-//! ([`crate::claims`]).
+//! ([`crate::claims`]). A claim made for a pod's DRA-backed extended
+//! resources is created first ([`crate::extended`]), and deleted when
+//! released.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use trainyard_cluster::Write;
+use trainyard_cluster::{ClaimWrite, Write};
 use trainyard_model::Timestamp;
 use trainyard_sched::decisions::Bind;
 use trainyard_store::{JournalRecord, JournalState};
@@ -39,6 +41,23 @@ pub struct Unit {
     /// Each claim written, as the watch last showed it (by
     /// `namespace/name`): what its writes are conditional on.
     pub claims: BTreeMap<String, ClaimSeen>,
+    /// Each claim the unit creates for a pod's DRA-backed extended
+    /// resources, by the decision's key (`namespace/<pod>-extended-resources`).
+    pub extended: BTreeMap<String, ExtendedClaim>,
+}
+
+/// What the claim of a pod's DRA-backed extended resources (KEP-5004) is
+/// created with, beside its allocation: one request, `request-0`,
+/// `exactly` `count` devices of `class`; and what the pod's
+/// `status.extendedResourceClaimStatus.requestMappings` say.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExtendedClaim {
+    /// The DeviceClass whose `extendedResourceName` is the resource.
+    pub class: String,
+    pub count: usize,
+    /// `(containerName, resourceName)` of each container (init containers
+    /// first, as the pod lists them) asking a resource the claim serves.
+    pub mappings: Vec<(String, String)>,
 }
 
 /// A ResourceClaim as the watch last showed it: what a write of its
@@ -183,6 +202,7 @@ impl Units {
         writes: Vec<Write>,
         nominate: NominateBeforeBind,
         seen: impl Fn(&str) -> Option<ClaimSeen>,
+        extended: impl Fn(&ClaimWrite) -> Option<ExtendedClaim>,
     ) -> Vec<Unit> {
         plan(writes, nominate)
             .into_iter()
@@ -191,6 +211,13 @@ impl Units {
                     .iter()
                     .filter_map(|w| match w {
                         Write::Claim(c) => Some((c.claim.clone(), seen(&c.claim)?)),
+                        _ => None,
+                    })
+                    .collect();
+                let created: BTreeMap<String, ExtendedClaim> = writes
+                    .iter()
+                    .filter_map(|w| match w {
+                        Write::Claim(c) if c.creates() => Some((c.claim.clone(), extended(c)?)),
                         _ => None,
                     })
                     .collect();
@@ -205,6 +232,7 @@ impl Units {
                 let intent = open.as_ref().map(|(id, _)| *id);
                 let mut unit = self.track(at, intent, nominate_first, open, writes);
                 unit.claims = claims;
+                unit.extended = created;
                 unit
             })
             .collect()
@@ -240,6 +268,7 @@ impl Units {
             open,
             writes,
             claims: BTreeMap::new(),
+            extended: BTreeMap::new(),
         }
     }
 
@@ -308,6 +337,7 @@ mod tests {
                 bind("ml/s", "c"),
             ],
             NominateBeforeBind::Gangs,
+            |_| None,
             |_| None,
         );
         assert_eq!(units.len(), 3);

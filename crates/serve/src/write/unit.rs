@@ -1,7 +1,9 @@
 //! Writing one unit ([`crate::machine::Unit`]): the journal's intent, the
-//! DRA claim writes, nominations, then the binds and other writes.
+//! DRA claim writes (a claim for a pod's extended resources created,
+//! allocated and recorded in the pod, [`crate::extended`]), nominations,
+//! then the binds and other writes.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tokio::sync::{Semaphore, mpsc};
 use trainyard_cluster::{ClaimWrite, Write};
@@ -12,7 +14,7 @@ use crate::conn::Conn;
 use crate::events::EventSink;
 use crate::journal::Journal;
 use crate::machine::Unit;
-use crate::machine::units::ClaimSeen;
+use crate::machine::units::{ClaimSeen, ExtendedClaim};
 
 /// A failed request as the machine is told it.
 fn failure(e: &kube::Error) -> Failure {
@@ -28,19 +30,55 @@ fn failure(e: &kube::Error) -> Failure {
     }
 }
 
-/// One claim write's fate: the resourceVersion it left, or why it failed.
-type ClaimResult = Result<String, Failure>;
+/// A claim written: the resourceVersion it left, and the claim created
+/// for it (extended resources), if any.
+struct Written {
+    rv: String,
+    made: Option<crate::extended::Made>,
+}
+
+/// One claim write's fate.
+type ClaimResult = Result<Written, Failure>;
 
 /// Writes the unit's claims, all at once.
 async fn write_claims(
     conn: &Conn,
     permits: &Semaphore,
     claims: &[ClaimWrite],
-    seen: &std::collections::BTreeMap<String, ClaimSeen>,
+    seen: &BTreeMap<String, ClaimSeen>,
+    extended: &BTreeMap<String, ExtendedClaim>,
     when: &str,
 ) -> Vec<ClaimResult> {
     let writes = claims.iter().map(|c| async move {
         let _permit = permits.acquire().await;
+        if c.creates() {
+            let Some(e) = extended.get(&c.claim) else {
+                return Err(Failure {
+                    reason: "not_found".into(),
+                    message: format!(
+                        "no DeviceClass serves {} for the claim of {}",
+                        c.extended.join(", "),
+                        c.claim
+                    ),
+                    uncertain: false,
+                });
+            };
+            return match crate::extended::write(conn, c, e, when).await {
+                Ok(made) => Ok(Written {
+                    rv: made.rv.clone(),
+                    made: Some(made),
+                }),
+                Err(err) => {
+                    tracing::warn!(
+                        "create the ResourceClaim of the extended resources of {} on {}: {}",
+                        c.pods.first().map(|p| p.to_string()).unwrap_or_default(),
+                        c.node,
+                        crate::conn::plain(&err)
+                    );
+                    Err(failure(&err))
+                }
+            };
+        }
         let Some(s) = seen.get(&c.claim) else {
             return Err(Failure {
                 reason: "not_found".into(),
@@ -48,34 +86,43 @@ async fn write_claims(
                 uncertain: false,
             });
         };
-        crate::claims::write(conn, c, s, when).await.map_err(|e| {
-            tracing::warn!(
-                "allocate ResourceClaim {} for {} on {}: {}",
-                c.claim,
-                c.job,
-                c.node,
-                crate::conn::plain(&e)
-            );
-            failure(&e)
-        })
+        crate::claims::write(conn, c, s, when)
+            .await
+            .map(|rv| Written { rv, made: None })
+            .map_err(|e| {
+                tracing::warn!(
+                    "allocate ResourceClaim {} for {} on {}: {}",
+                    c.claim,
+                    c.job,
+                    c.node,
+                    crate::conn::plain(&e)
+                );
+                failure(&e)
+            })
     });
     futures::future::join_all(writes).await
 }
 
-/// Releases claim `c`, written over `seen` to `rv`; whether it was.
+/// Releases claim `c`, written over `seen` to `w`; whether it was. A
+/// claim created for extended resources is deleted.
 async fn release(
     conn: &Conn,
     permits: &Semaphore,
     c: &ClaimWrite,
     seen: Option<&ClaimSeen>,
-    rv: &str,
+    w: &Written,
     why: &str,
 ) -> bool {
-    let Some(seen) = seen else { return false };
     let _permit = permits.acquire().await;
-    match crate::claims::release(conn, c, seen, rv).await {
+    let done = match (&w.made, seen) {
+        (Some(m), _) => crate::extended::delete(conn, &m.write.claim, &m.seen).await,
+        (None, Some(seen)) => crate::claims::release(conn, c, seen, &w.rv).await,
+        (None, None) => return false,
+    };
+    match done {
         Ok(()) => {
-            tracing::info!("released ResourceClaim {} of {}: {why}", c.claim, c.job);
+            let name = w.made.as_ref().map_or(&c.claim, |m| &m.write.claim);
+            tracing::info!("released ResourceClaim {name} of {}: {why}", c.job);
             true
         }
         Err(e) => {
@@ -115,6 +162,7 @@ pub(super) async fn write_unit(
         open,
         writes,
         claims: seen,
+        extended,
     } = unit;
     let when = crate::report::rfc3339(at);
     let when = when.as_str();
@@ -144,14 +192,14 @@ pub(super) async fn write_unit(
             _ => None,
         })
         .collect();
-    let mut results = write_claims(conn, permits, &claims, &seen, when).await;
+    let mut results = write_claims(conn, permits, &claims, &seen, &extended, when).await;
     if let Some(f) = results.iter().find_map(|r| r.as_ref().err()).cloned() {
         // The gang is decided again as a whole, with a fresh view: its
         // binds are not made, and what it wrote is released.
         let why = format!("another claim of its gang was not written ({})", f.message);
         for (c, r) in claims.iter().zip(results.iter_mut()) {
-            if let Ok(rv) = r
-                && release(conn, permits, c, seen.get(&c.claim), rv, &why).await
+            if let Ok(w) = r
+                && release(conn, permits, c, seen.get(&c.claim), w, &why).await
             {
                 *r = Err(released(&why));
             }
@@ -245,9 +293,9 @@ pub(super) async fn write_unit(
     // A claim written for pods none of which was bound is released.
     let why = "none of its pods was bound";
     for (c, r) in claims.iter().zip(results.iter_mut()) {
-        if let Ok(rv) = r
+        if let Ok(w) = r
             && c.pods.iter().all(|p| unbound.contains(p))
-            && release(conn, permits, c, seen.get(&c.claim), rv, why).await
+            && release(conn, permits, c, seen.get(&c.claim), w, why).await
         {
             *r = Err(released(why));
         }

@@ -8,6 +8,10 @@
 //!   `resourceClaimTemplateName` entry's claim comes from the pod's
 //!   `status.resourceClaimStatuses` (an entry with no `resourceClaimName`
 //!   needs no claim) and must be owned by the pod;
+//! * the claim named in the pod's `status.extendedResourceClaimStatus`
+//!   (`resourceClaimName`: the claim the scheduler made for the pod's
+//!   DRA-backed extended resources, KEP-5004) exists and is owned by the
+//!   pod, as the kubelet prepares it with the pod's other claims;
 //! * each claim has a `status.allocation` and its `status.reservedFor` has
 //!   the pod's uid.
 //!
@@ -45,14 +49,15 @@ pub const WAIT_REASON: &str = "FailedPrepareDynamicResources";
 
 /// Checks `pod`'s claims for a start on `node`.
 pub fn check(st: &State, pod: &Value, node: &str) -> Verdict {
-    let Some(entries) = pod["spec"]["resourceClaims"].as_array() else {
+    let entries = pod["spec"]["resourceClaims"].as_array();
+    let extended = pod["status"]["extendedResourceClaimStatus"]["resourceClaimName"]
+        .as_str()
+        .filter(|n| !n.is_empty());
+    if entries.is_none() && extended.is_none() {
         return Verdict::Ready;
-    };
-    let ns = pod["metadata"]["namespace"].as_str().unwrap_or_default();
-    let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
-    let uid = pod["metadata"]["uid"].as_str().unwrap_or_default();
-    let node_obj = st.store.get("/nodes", "", node);
-    for e in entries {
+    }
+    let mut claims = Vec::new();
+    for e in entries.into_iter().flatten() {
         let entry = e["name"].as_str().unwrap_or_default();
         let (claim_name, generated) = match (
             e["resourceClaimName"].as_str(),
@@ -77,6 +82,18 @@ pub fn check(st: &State, pod: &Value, node: &str) -> Verdict {
             }
             (None, None) => continue,
         };
+        claims.push((claim_name, generated));
+    }
+    // The claim made for the pod's DRA-backed extended resources
+    // (KEP-5004), owned by the pod like a claim from a template.
+    if let Some(name) = extended {
+        claims.push((name.to_string(), true));
+    }
+    let ns = pod["metadata"]["namespace"].as_str().unwrap_or_default();
+    let pod_name = pod["metadata"]["name"].as_str().unwrap_or_default();
+    let uid = pod["metadata"]["uid"].as_str().unwrap_or_default();
+    let node_obj = st.store.get("/nodes", "", node);
+    for (claim_name, generated) in claims {
         let Some(claim) = st.store.get(CLAIMS, ns, &claim_name) else {
             return Verdict::Wait(format!(
                 "failed to fetch ResourceClaim {claim_name} referenced by pod {ns}/{pod_name}: resourceclaims.resource.k8s.io {claim_name:?} not found"

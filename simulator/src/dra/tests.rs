@@ -28,7 +28,12 @@ fn publishes_gpus_and_nics_of_the_named_nodes_only() {
     // per device (`Dra::with_extended`), named as the devices' product;
     // the other keeps its device-plugin GPUs.
     assert_eq!(p.nodes[0].gpus.len(), 8);
-    assert!(p.nodes[0].gpus.iter().all(|g| g.model == "NVIDIA-H100-80GB-HBM3"));
+    assert!(
+        p.nodes[0]
+            .gpus
+            .iter()
+            .all(|g| g.model == "NVIDIA-H100-80GB-HBM3")
+    );
     assert_eq!(p.nodes[0].allocatable.gpu, 8000);
     assert_eq!(p.nodes[1].gpus.len(), 8);
     assert_eq!(p.nodes[1].allocatable.gpu, 8000);

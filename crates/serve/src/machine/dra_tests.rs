@@ -314,7 +314,9 @@ fn an_extended_resource_claim_is_created_before_the_bind_and_assumed_until_the_p
     };
     assert_eq!(c.claim, "ml/p1-extended-resources");
     assert_eq!(c.extended, ["nvidia.com/gpu"]);
-    assert_eq!((b.task.name.as_str(), b.gpus.len()), ("p1", 0));
+    // The DRA GPU is placed as a GPU slot: the bind carries the slot,
+    // and the claim the slot's device.
+    assert_eq!((b.task.name.as_str(), b.gpus.len()), ("p1", 1));
     assert_eq!(
         first[0].extended["ml/p1-extended-resources"],
         ExtendedClaim {

@@ -117,6 +117,10 @@ pub(crate) struct Objects {
     dra_problems: Problems,
     /// Selector matches of earlier builds (`trainyard_dra::MatchCache`).
     dra_matches: trainyard_dra::MatchCache,
+    /// The last DRA part built: nodes whose DRA devices serve extended
+    /// resources (GPUs slot by slot) are interpreted with them, so the
+    /// topology counts their GPUs as files and the simulator do.
+    last_dra: Arc<trainyard_model::dra::Dra>,
     /// Claims assumed allocated or reserved, laid over `dra`'s claims at
     /// each build (`crate::assume`).
     claims_assumed: crate::assume::ClaimsAssumed,
@@ -286,7 +290,13 @@ impl Objects {
             errors: Vec::new(),
             warnings: built.warnings,
         };
-        out.dra = Some(Arc::new(built.dra));
+        if built.dra.backed != self.last_dra.backed {
+            // The nodes' GPU slots changed: the topology counts them.
+            self.context_dirty = true;
+        }
+        let dra = Arc::new(built.dra);
+        self.last_dra = Arc::clone(&dra);
+        out.dra = Some(dra);
         if let Some(interp) = self.interpreter.as_mut() {
             interp.set_pod_claims(Arc::clone(&self.pod_claims));
         }
@@ -310,9 +320,28 @@ impl Objects {
     /// Interprets again what changed since the last refresh.
     pub(crate) fn refresh(&mut self) -> Refreshed {
         let mut out = Refreshed::default();
+        // DRA first: the nodes it serves GPUs on are part of the context.
+        if self.claims_assumed.take_changed() | self.dra_dirty {
+            self.rebuild_dra(&mut out);
+        }
         if self.context_dirty || self.interpreter.is_none() {
             self.context_dirty = false;
-            let nodes: Vec<(Loc, Node)> = self.nodes.values().cloned().collect();
+            let nodes: Vec<(Loc, Node)> = self
+                .nodes
+                .values()
+                .map(|(loc, n)| {
+                    let n = match self.last_dra.backed.get(&n.name) {
+                        None => n.clone(),
+                        Some(_) => {
+                            let one = self.last_dra.with_extended(&[Arc::new(n.clone())]);
+                            one.into_iter()
+                                .next()
+                                .map_or_else(|| n.clone(), Arc::unwrap_or_clone)
+                        }
+                    };
+                    (loc.clone(), n)
+                })
+                .collect();
             let classes = self
                 .classes
                 .iter()
@@ -338,9 +367,6 @@ impl Objects {
             self.interpreter = Some(interp);
             self.dirty.extend(self.members.keys().cloned());
             self.dirty.extend(self.interpreted.keys().cloned());
-        }
-        if self.claims_assumed.take_changed() | self.dra_dirty {
-            self.rebuild_dra(&mut out);
         }
         let Some(interp) = self.interpreter.as_mut() else {
             return out;

@@ -191,3 +191,61 @@ fn dra_changes_are_applied_incrementally() {
         s.problems().warnings
     );
 }
+
+const RAILS: &str = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {example.com/block: b1}}
+status: {allocatable: {cpu: "8", memory: 64Gi}}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n2, labels: {example.com/block: b1}}
+status: {allocatable: {cpu: "8", memory: 64Gi}}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: n1-gpu}
+spec:
+  driver: gpu.example.com
+  nodeName: n1
+  pool: {name: n1, generation: 1, resourceSliceCount: 1}
+  devices: [{name: gpu-0}, {name: gpu-1}, {name: gpu-2}, {name: gpu-3}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors: [{cel: {expression: device.driver == "gpu.example.com"}}]
+  extendedResourceName: nvidia.com/gpu
+---
+apiVersion: trainyard.io/v1alpha1
+kind: Topology
+metadata: {name: blocks}
+spec:
+  levels:
+  - {name: block, nodeLabel: example.com/block}
+"#;
+
+#[test]
+fn a_node_whose_dra_devices_serve_gpus_has_them_in_the_topology_live_as_in_a_file() {
+    let want = load(RAILS);
+    let n1 = want.nodes.iter().find(|n| n.name == "n1").expect("n1");
+    assert_eq!(n1.gpus.len(), 4, "one GPU slot per device");
+    let topology =
+        |s: &trainyard_model::Snapshot| serde_json::to_value(s.topology.as_deref()).expect("json");
+    assert!(
+        topology(&want).to_string().contains("\"gpus\":4"),
+        "the file's topology counts n1's GPUs: {}",
+        topology(&want)
+    );
+    let mut values = objects(RAILS);
+    for _ in 0..2 {
+        let mut s = ClusterState::for_objects(LoadOptions::default());
+        feed(&mut s, &values);
+        let live = s.snapshot();
+        assert_eq!(topology(&want), topology(&live));
+        assert_eq!(want.nodes, live.nodes);
+        values.reverse();
+    }
+}

@@ -284,6 +284,25 @@ pub struct ClaimSpec {
     pub constraints: Vec<DeviceConstraint>,
 }
 
+impl ClaimSpec {
+    /// The devices of class `class` the claim asks by count: the sum of
+    /// its requests that are `exactly` that class with `ExactCount`.
+    /// Requests with alternatives (`firstAvailable`) or in `All` mode ask
+    /// no fixed number and are not counted.
+    pub fn whole_devices(&self, class: &str) -> u32 {
+        self.requests
+            .iter()
+            .filter_map(|r| match r.alternatives.as_slice() {
+                [a] if a.class == class && !a.admin_access => match a.mode {
+                    AllocationMode::ExactCount(k) => Some(k),
+                    AllocationMode::All => None,
+                },
+                _ => None,
+            })
+            .fold(0u32, u32::saturating_add)
+    }
+}
+
 /// One device of an allocation result.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct AllocatedDevice {

@@ -48,6 +48,18 @@ pub struct PlacementConstraints {
     /// the claims themselves are `Task::claims`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claims: Vec<crate::dra::ClaimNeed>,
+    /// Whole GPUs of the task's `requests.gpu` that its own DRA claims ask
+    /// (devices of a class serving `nvidia.com/gpu`, see
+    /// [`crate::dra::ClaimSpec::whole_devices`]). They count in quotas and
+    /// are placed on GPU slots as any GPU is (rails, NVLink domains,
+    /// fragmentation); the claim gets the devices of the slots chosen, and
+    /// no extended-resource claim is made for them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub claimed_gpus: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 impl PlacementConstraints {

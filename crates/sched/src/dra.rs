@@ -314,7 +314,7 @@ impl DraState {
                 return false;
             }
         }
-        self.plan(claims).is_ok()
+        self.plan(claims, &[]).is_ok()
     }
 
     /// Whether the pod with request `req` and `claims` fits: [`fits`]
@@ -385,11 +385,13 @@ impl DraState {
 
     /// The reason the claims do not fit, if they do not.
     pub fn miss(&self, claims: &[ClaimNeed]) -> Option<Miss> {
-        self.plan(claims).err()
+        self.plan(claims, &[]).err()
     }
 
-    /// Allocates the claims (call after [`fits`](Self::fits)).
-    pub fn take(&mut self, claims: &[ClaimNeed]) {
+    /// Allocates the claims (call after [`fits`](Self::fits)), taking the
+    /// devices in `prefer` first where they serve: the devices of the GPU
+    /// slots the core chose for the pod, so a claim's GPUs are those slots.
+    pub fn take(&mut self, claims: &[ClaimNeed], prefer: &[u32]) {
         if let (Some((sel, k)), [ClaimNeed::Own(spec)]) = (self.plain(claims), claims)
             && self.free_in(sel) >= k
             && let Some(mask) = self.node.masks.get(sel as usize)
@@ -399,7 +401,7 @@ impl DraState {
                 .iter()
                 .filter(|&d| !self.avail.used.contains(d))
                 .collect();
-            free.sort_by_key(|&d| (self.node.demand[d], d));
+            free.sort_by_key(|&d| (!prefer.contains(&(d as u32)), self.node.demand[d], d));
             let name: Arc<str> = Arc::from(spec.requests[0].alternatives[0].name.as_str());
             let picks: Vec<Pick> = free
                 .into_iter()
@@ -420,7 +422,7 @@ impl DraState {
             });
             return;
         }
-        let Ok(plan) = self.plan(claims) else {
+        let Ok(plan) = self.plan(claims, prefer) else {
             return;
         };
         for key in &plan.joins {
@@ -512,14 +514,14 @@ impl DraState {
             return 0;
         }
         let mut s = self.clone();
-        s.take(claims);
+        s.take(claims, &[]);
         if !claims.iter().any(|c| matches!(c, ClaimNeed::Own(_))) {
             // Shared claims only: each further pod joins them.
             return max;
         }
         let mut n = 1;
         while n < max && s.fits(claims) {
-            s.take(claims);
+            s.take(claims, &[]);
             n += 1;
         }
         n
@@ -551,7 +553,7 @@ impl DraState {
     }
 
     /// The allocations the claims need here, or why there are none.
-    fn plan(&self, claims: &[ClaimNeed]) -> Result<Plan, Miss> {
+    fn plan(&self, claims: &[ClaimNeed], prefer: &[u32]) -> Result<Plan, Miss> {
         let mut needs: Vec<(Owner, &ClaimSpec)> = Vec::new();
         let mut joins = Vec::new();
         for need in claims {
@@ -586,7 +588,7 @@ impl DraState {
             });
         }
         let specs: Vec<&ClaimSpec> = needs.iter().map(|(_, s)| *s).collect();
-        let mut search = Search::new(self, &specs);
+        let mut search = Search::new(self, &specs, prefer);
         let first = search.run();
         let picks = match first {
             Ok(p) => p,
@@ -615,7 +617,7 @@ impl DraState {
                 }
                 all.extend(specs.iter().copied());
                 owners.extend(needs.iter().map(|(o, _)| o.clone()));
-                let Ok(picks) = Search::new(&base, &all).run() else {
+                let Ok(picks) = Search::new(&base, &all, prefer).run() else {
                     return Err(miss);
                 };
                 return Ok(Plan {

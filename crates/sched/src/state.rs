@@ -529,7 +529,12 @@ impl NodeState {
             let needs = d.needs(pod.req, pod.claims).into_owned();
             let before = d.busy_slots();
             if !needs.is_empty() {
-                d.take(&needs);
+                // A claim's GPUs are the slots chosen for the pod.
+                let prefer: smallvec::SmallVec<[u32; 8]> = slots
+                    .iter()
+                    .filter_map(|&k| d.node.gpu_slots.get(k).copied())
+                    .collect();
+                d.take(&needs, &prefer);
             }
             if d.backs_gpu() {
                 d.mark_slots(slots, true);

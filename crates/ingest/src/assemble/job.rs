@@ -204,12 +204,20 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
             let pc = cx.pod_claims.get(&pod_key).cloned();
             let mut constraints = m.pod.constraints;
             let mut claims = Vec::new();
+            let mut requests = m.pod.requests;
             if let Some(pc) = pc {
                 // A claim or template that does not exist yet keeps the
                 // pod pending until it does.
                 constraints.waiting.extend(pc.blocked);
                 constraints.claims = pc.needs;
                 claims = pc.claims;
+                // GPUs asked through claims are the pod's GPUs (quotas,
+                // placement), unless it asks `nvidia.com/gpu` itself too:
+                // those are then served by a claim of their own.
+                if pc.gpus > 0 && requests.gpu == 0 {
+                    requests.gpu = u64::from(pc.gpus).saturating_mul(trainyard_model::resources::MILLI_PER_GPU);
+                    constraints.claimed_gpus = pc.gpus;
+                }
             }
             Task {
                 claims,
@@ -220,7 +228,7 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
                     uid: m.pod.meta.uid.clone(),
                 },
                 subgroup: m.subgroup,
-                requests: m.pod.requests,
+                requests,
                 constraints: cx.intern(constraints),
                 state,
                 started: m.pod.started.filter(|_| bound),

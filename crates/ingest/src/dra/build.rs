@@ -12,6 +12,7 @@ use trainyard_model::dra::{
 
 use super::{ClaimSource, ClaimSpecDraft, DeviceClass, DraObjects, index_sets, need, pod_claim};
 use crate::LoadOptions;
+use trainyard_model::ResourceName;
 use crate::k8s::PodInfo;
 use crate::meta::list_names;
 
@@ -25,6 +26,10 @@ pub struct PodClaims {
     /// Why the pod cannot be placed yet: a claim or template it names
     /// does not exist (one message each).
     pub blocked: Vec<String>,
+    /// Whole GPUs its claims ask of a class serving `nvidia.com/gpu`
+    /// (claims it alone holds): counted as GPUs of the pod
+    /// (`PlacementConstraints::claimed_gpus`).
+    pub gpus: u32,
 }
 
 /// The result of [`build`].
@@ -223,6 +228,21 @@ pub fn build_with<'a>(
         claims.insert(key.clone(), Arc::new(claim));
     }
 
+    // Classes whose devices are GPUs to the core: those serving
+    // `nvidia.com/gpu` (their devices are the nodes' GPU slots).
+    let gpu_classes: Vec<&str> = if opts.extended_resources {
+        classes
+            .iter()
+            .filter(|(_, (_, c))| {
+                c.extended_resource_name
+                    .as_deref()
+                    .is_some_and(|r| ResourceName::parse(r) == ResourceName::Gpu)
+            })
+            .map(|(n, _)| n.as_str())
+            .collect()
+    } else {
+        Vec::new()
+    };
     let mut by_pod = BTreeMap::new();
     for Resolved {
         pod: pod_key,
@@ -247,6 +267,11 @@ pub fn build_with<'a>(
             let own = claim.allocation.is_none()
                 && alone
                 && claim.reserved_for.iter().all(|r| *r == pod_key);
+            if alone {
+                for class in &gpu_classes {
+                    out.gpus = out.gpus.saturating_add(claim.spec.whole_devices(class));
+                }
+            }
             out.needs.push(need(&claim.spec, own, &key));
             out.claims.push(pod_claim(&name, &key));
         }

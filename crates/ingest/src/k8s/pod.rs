@@ -369,6 +369,7 @@ impl K8sPod {
             requests,
             constraints: PlacementConstraints {
                 claims: Vec::new(),
+                claimed_gpus: 0,
                 node_selector: spec.node_selector,
                 required_affinity,
                 tolerations,

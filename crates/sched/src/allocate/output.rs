@@ -157,7 +157,8 @@ impl Cycle<'_> {
             }
             let mut devices = Vec::new();
             let mut extended = Vec::new();
-            if dra.backs_gpu() && task.requests.gpu > 0 {
+            // GPUs asked through the pod's own claims are in those claims.
+            if dra.backs_gpu() && task.requests.gpu > 0 && task.constraints.claimed_gpus == 0 {
                 let request: std::sync::Arc<str> = crate::dra::EXTENDED_REQUEST.into();
                 devices.extend(slots.iter().filter_map(|&k| {
                     let d = *dra.node.gpu_slots.get(k)?;

@@ -14,10 +14,12 @@ pub(super) struct Search<'a> {
     steps: u32,
     /// The deepest request that failed (for the reason).
     miss: Option<Miss>,
+    /// Devices to try first (the pod's GPU slots).
+    prefer: &'a [u32],
 }
 
 impl<'a> Search<'a> {
-    pub(super) fn new(st: &'a DraState, specs: &'a [&'a ClaimSpec]) -> Self {
+    pub(super) fn new(st: &'a DraState, specs: &'a [&'a ClaimSpec], prefer: &'a [u32]) -> Self {
         Search {
             st,
             avail: st.avail.clone(),
@@ -25,6 +27,7 @@ impl<'a> Search<'a> {
             picks: vec![Vec::new(); specs.len()],
             steps: 0,
             miss: None,
+            prefer,
         }
     }
 
@@ -83,7 +86,8 @@ impl<'a> Search<'a> {
         }
     }
 
-    /// Devices the alternative may take now, fewest-wanted first.
+    /// Devices the alternative may take now: preferred ones first, then
+    /// fewest-wanted first.
     fn candidates(&self, c: usize, alt: &SubRequest) -> Vec<usize> {
         let node = &self.st.node;
         let Some(mask) = node.masks.get(alt.selector as usize) else {
@@ -93,7 +97,7 @@ impl<'a> Search<'a> {
             .iter()
             .filter(|&d| self.available(c, d, alt).is_some())
             .collect();
-        out.sort_by_key(|&d| (node.demand[d], d));
+        out.sort_by_key(|&d| (!self.prefer.contains(&(d as u32)), node.demand[d], d));
         out
     }
 

@@ -80,7 +80,7 @@ fn distinct_attribute_spreads_devices_over_its_values() {
     };
     let claim = [own(2, vec![distinct.clone()], &[])];
     assert!(st.fits(&claim));
-    st.take(&claim);
+    st.take(&claim, &[]);
     let p = &picked(&st)[0];
     assert!(p.contains(&2), "one device of each NUMA node: {p:?}");
     // Three devices with distinct NUMA nodes do not exist.
@@ -107,8 +107,8 @@ fn a_shared_device_is_allocated_while_its_capacity_lasts() {
     // 25 000 is rounded up to 30 000 by the step: two fit (60 000), a
     // third does not (90 000 > 80 000), but a default-sized one does.
     let big = [own(1, Vec::new(), &[("d/memory", 25_000)])];
-    st.take(&big);
-    st.take(&big);
+    st.take(&big, &[]);
+    st.take(&big, &[]);
     assert!(!st.fits(&big));
     let small = [own(1, Vec::new(), &[])];
     assert!(st.fits(&small));

@@ -248,9 +248,10 @@ pub fn attach(
     }
 }
 
-/// The GPU slots of a bound pod's extended-resource claim (KEP-5004) on
-/// a node whose DRA devices are its GPUs: the slots of the claim's
-/// devices, so the pod is accounted on the devices it holds.
+/// The GPU slots of a bound pod's claims on a node whose DRA devices are
+/// its GPUs: the slots of the devices allocated to its extended-resource
+/// claim (KEP-5004) or, for GPUs asked through its own claims, to those,
+/// so the pod is accounted on the devices it holds.
 pub fn claimed_slots(
     task: &trainyard_model::Task,
     state: &crate::state::NodeState,
@@ -259,23 +260,28 @@ pub fn claimed_slots(
     if !d.backs_gpu() {
         return None;
     }
-    let key = task.constraints.claims.iter().find_map(|c| match c {
-        ClaimNeed::Extended(k) => Some(k),
+    let own = task.constraints.claimed_gpus > 0;
+    let keys = task.constraints.claims.iter().filter_map(|need| match need {
+        ClaimNeed::Extended(k) => Some(k.as_str()),
+        ClaimNeed::Shared(k) if own => Some(k.as_str()),
         _ => None,
-    })?;
-    let a = d.world.claims.get(key)?.allocation.as_ref()?;
-    let slots: Vec<u32> = a
-        .devices
-        .iter()
-        .filter_map(|r| {
+    });
+    let mut slots: Vec<u32> = Vec::new();
+    for key in keys {
+        let Some(a) = d.world.claims.get(key).and_then(|c| c.allocation.as_ref()) else {
+            continue;
+        };
+        slots.extend(a.devices.iter().filter_map(|r| {
             let dev = d.node.devices.position(&r.driver, &r.pool, &r.device)?;
             d.node
                 .gpu_slots
                 .iter()
                 .position(|&s| s as usize == dev)
                 .map(|k| k as u32)
-        })
-        .collect();
+        }));
+    }
+    slots.sort_unstable();
+    slots.dedup();
     (!slots.is_empty()).then_some(slots)
 }
 

@@ -296,3 +296,84 @@ fn dra_runs_give_the_same_bytes() {
     assert!(out.summary().dra_claims > 50);
     assert!(a.contains("\"draClaims\""));
 }
+
+/// A rail-optimized fabric (the rail example cluster cut to 32 nodes)
+/// with its GPUs published as DRA devices places the same gangs on the
+/// same nodes, rails and spine crossings as with device-plugin GPUs: the
+/// topology counts a node's DRA GPUs, and the claims get the devices of
+/// the slots the rules chose.
+#[test]
+fn dra_on_a_rail_fabric_places_as_device_plugin_gpus_do() {
+    let text = example("rail-cluster.yaml").replace("count: 128", "count: 32");
+    let jobs = parse_workload(
+        "kind: WorkloadGenerator
+spec:
+  seed: 11
+  templates:
+  - name: single
+    queue: q
+    count: 40
+    arrival: {poisson: {perHour: 20}}
+    pods: {choice: [1, 2]}
+    podRequests: {cpu: 8, memory: 64Gi, nvidia.com/gpu: 4}
+    duration: {logNormal: {median: 1h, sigma: 0.5}}
+  - name: ring
+    queue: q
+    count: 16
+    arrival: {poisson: {perHour: 6}}
+    pods: {choice: [2, 4, 8]}
+    podRequests: {cpu: 16, memory: 128Gi, nvidia.com/gpu: 8}
+    duration: {logNormal: {median: 2h, sigma: 0.5}}
+",
+        "w.yaml",
+    )
+    .unwrap();
+    let tree = QueueTree::build(vec![QueueSpec::new("q")]).unwrap();
+    let mut outs = Vec::new();
+    for on in [false, true] {
+        let spec_text = if on {
+            text.replace(
+                "      node.kubernetes.io/instance-type: p5.48xlarge\n",
+                "      node.kubernetes.io/instance-type: p5.48xlarge\n    dra: {nics: 8}\n",
+            )
+        } else {
+            text.clone()
+        };
+        let spec = parse_cluster(&spec_text, "rail-cluster.yaml").unwrap();
+        let opts = SimOptions {
+            topology: spec.topology.clone(),
+            slowdown: spec.slowdown,
+            ..SimOptions::default()
+        };
+        let out = trainyard_sim::simulate(
+            SimInput {
+                nodes: &spec.nodes,
+                queues: &tree,
+                jobs: &jobs,
+                faults: &spec.faults,
+            },
+            &Config::default(),
+            &opts,
+            &mut |_| {},
+        );
+        assert_eq!(out.summary().dra_claims > 0, on);
+        outs.push(out);
+    }
+    let view = |o: &SimOutput| -> Vec<String> {
+        o.jobs
+            .iter()
+            .map(|j| {
+                format!(
+                    "{} start {:?} topology {}",
+                    j.id,
+                    j.start,
+                    serde_json::to_string(&j.topology).unwrap()
+                )
+            })
+            .collect()
+    };
+    let (off, on) = (view(&outs[0]), view(&outs[1]));
+    let gangs = outs[1].jobs.iter().filter(|j| j.topology.is_some()).count();
+    assert!(gangs >= 8, "only {gangs} multi-pod jobs started");
+    assert_eq!(off, on);
+}

@@ -318,7 +318,6 @@ fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
     let mut seen = BTreeMap::new();
     // The first pool publishing GPUs / NICs through DRA, with its driver.
     let mut drivers: [Option<(usize, String)>; 2] = [None, None];
-    let mut dra_gpus: Option<usize> = None;
     for (pi, pool) in doc.spec.node_pools.iter().enumerate() {
         let f = |field: &str| format!("spec.nodePools[{pi}].{field}");
         let cpu = quantity(&ResourceName::Cpu, &pool.cpu)
@@ -390,9 +389,6 @@ fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
                         Some(_) => {}
                         None => drivers[slot] = Some((pi, driver.clone())),
                     }
-                }
-                if p.gpus {
-                    dra_gpus.get_or_insert(pi);
                 }
                 p.labels()
             }
@@ -468,15 +464,6 @@ fn cluster(doc: ClusterDoc, source: &str) -> Result<ClusterSpec, SpecError> {
         });
     }
     nodes.sort_by(|a, b| a.name.cmp(&b.name));
-    if let (Some(_), Some(pi)) = (&doc.spec.topology, dra_gpus) {
-        return Err(SpecError::new(
-            source,
-            "spec.topology",
-            format!(
-                "a network topology cannot be combined yet with a pool that publishes its GPUs through DRA (nodePools[{pi}].dra)"
-            ),
-        ));
-    }
     let (topology, warnings) = match &doc.spec.topology {
         Some(t) => build_topology(t, &nodes, source)?,
         None => (None, Vec::new()),

@@ -431,15 +431,6 @@ fn dra_pool_errors_name_the_field() {
             "{p}nodePools[1].dra.nicDriver: \"gpu.nvidia.com\" is the GPU driver of nodePools[0]; GPUs and NICs need drivers of their own"
         )
     );
-    assert_eq!(
-        err(
-            &format!("  - {{name: a, count: 1, {gpu}, dra: {{}}}}\n"),
-            "  topology: {leafSpine: {nodesPerLeaf: 1, leavesPerBlock: 1, spinesPerBlock: 1}}\n"
-        ),
-        format!(
-            "{p}topology: a network topology cannot be combined yet with a pool that publishes its GPUs through DRA (nodePools[0].dra)"
-        )
-    );
     // Type errors, all at once, with the field path.
     assert_eq!(
         err(&format!("  - {{name: a, count: 1, {gpu}, dra: {{nics: 65, gpus: yes, rails: 8}}}}\n"), ""),

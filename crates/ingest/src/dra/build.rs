@@ -12,9 +12,9 @@ use trainyard_model::dra::{
 
 use super::{ClaimSource, ClaimSpecDraft, DeviceClass, DraObjects, index_sets, need, pod_claim};
 use crate::LoadOptions;
-use trainyard_model::ResourceName;
 use crate::k8s::PodInfo;
 use crate::meta::list_names;
+use trainyard_model::ResourceName;
 
 /// What one pod of ours claims, resolved against the claims and templates.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -261,11 +261,15 @@ pub fn claimed_slots(
         return None;
     }
     let own = task.constraints.claimed_gpus > 0;
-    let keys = task.constraints.claims.iter().filter_map(|need| match need {
-        ClaimNeed::Extended(k) => Some(k.as_str()),
-        ClaimNeed::Shared(k) if own => Some(k.as_str()),
-        _ => None,
-    });
+    let keys = task
+        .constraints
+        .claims
+        .iter()
+        .filter_map(|need| match need {
+            ClaimNeed::Extended(k) => Some(k.as_str()),
+            ClaimNeed::Shared(k) if own => Some(k.as_str()),
+            _ => None,
+        });
     let mut slots: Vec<u32> = Vec::new();
     for key in keys {
         let Some(a) = d.world.claims.get(key).and_then(|c| c.allocation.as_ref()) else {

@@ -484,9 +484,23 @@ fn node_devices(
             }
         }
     }
+    // One `Arc` per distinct driver, pool and device name: the core's
+    // allocation results share them rather than touch one per device.
+    let mut names: BTreeSet<Arc<str>> = BTreeSet::new();
+    let mut intern = |v: &mut Arc<str>| match names.get(&**v) {
+        Some(x) => *v = Arc::clone(x),
+        None => {
+            names.insert(Arc::clone(v));
+        }
+    };
     nodes
         .into_iter()
         .map(|(n, mut nd)| {
+            for d in &mut nd.devices {
+                intern(&mut d.driver);
+                intern(&mut d.pool);
+                intern(&mut d.name);
+            }
             nd.devices
                 .sort_by(|a, b| (&a.driver, &a.pool, &a.name).cmp(&(&b.driver, &b.pool, &b.name)));
             nd.counter_sets

@@ -101,8 +101,10 @@ impl Cycle<'_> {
         }
         // Per node: which fresh entries are given out already.
         let mut given: HashMap<usize, Vec<bool>> = HashMap::new();
-        let mut out: Vec<ClaimDecision> = Vec::new();
+        let mut out: Vec<ClaimDecision> = Vec::with_capacity(binds.len());
         let mut at: HashMap<String, usize> = HashMap::new();
+        let request: std::sync::Arc<str> = crate::dra::EXTENDED_REQUEST.into();
+        let gpu = trainyard_model::ResourceName::Gpu.to_string();
         for &(b, origin) in binds {
             let Some((j, t)) = origin else {
                 continue;
@@ -155,16 +157,15 @@ impl Cycle<'_> {
             {
                 continue;
             }
-            let mut devices = Vec::new();
+            let mut devices = Vec::with_capacity(slots.len());
             let mut extended = Vec::new();
             // GPUs asked through the pod's own claims are in those claims.
             if dra.backs_gpu() && task.requests.gpu > 0 && task.constraints.claimed_gpus == 0 {
-                let request: std::sync::Arc<str> = crate::dra::EXTENDED_REQUEST.into();
                 devices.extend(slots.iter().filter_map(|&k| {
                     let d = *dra.node.gpu_slots.get(k)?;
                     crate::dra::device_result(&dra.node.devices, d as usize, &request)
                 }));
-                extended.push(trainyard_model::ResourceName::Gpu.to_string());
+                extended.push(gpu.clone());
             }
             for (resource, sel) in &dra.node.backed {
                 let amount = crate::dra::extended_amount(&task.requests, resource);

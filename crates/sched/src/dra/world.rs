@@ -218,13 +218,19 @@ pub fn attach(
         }
     }
     let world = Arc::new(world);
-    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
-    for (i, (node, st)) in nodes.iter().zip(states.iter_mut()).enumerate() {
+    for (node, st) in nodes.iter().zip(states.iter_mut()) {
         let devices = dra.nodes.get(&node.name).cloned().unwrap_or_default();
         let dn = Arc::new(DraNode::new(&node.name, devices, dra));
         st.dra = Some(Box::new(DraState::new(dn, world.clone())));
-        index.insert(node.name.as_str(), i);
     }
+    if dra.claims.values().all(|c| c.allocation.is_none()) {
+        return;
+    }
+    let index: BTreeMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
     let bound: std::collections::BTreeSet<&str> = snapshot
         .jobs
         .iter()

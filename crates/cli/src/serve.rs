@@ -143,6 +143,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
                     namespace: namespace.clone(),
                     pod: pod.clone(),
                 },
+                view: None,
             },
         )
         .await?;

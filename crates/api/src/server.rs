@@ -159,13 +159,20 @@ pub async fn serve(
     }))
 }
 
-/// A Unix socket at `path`, replacing a socket left there (never another
-/// kind of file), readable and writable by this user only.
+/// A Unix socket at `path`, replacing a socket left there by a process
+/// gone (never one still answering, nor another kind of file), readable
+/// and writable by this user only.
 fn bind_socket(path: &std::path::Path) -> std::io::Result<tokio::net::UnixListener> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if let Ok(meta) = std::fs::symlink_metadata(path)
         && meta.file_type().is_socket()
     {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                "another process serves on this socket",
+            ));
+        }
         std::fs::remove_file(path)?;
     }
     let listener = tokio::net::UnixListener::bind(path)?;

@@ -270,11 +270,15 @@ pub fn what_if(
         }
         Some(pb::what_if_request::Job::Objects(text)) => {
             let docs = whatif::documents(&text, &view.scheduler_name)?;
-            let opts = trainyard_ingest::LoadOptions {
-                default_queue: view.default_queue.clone(),
+            let mut opts = trainyard_ingest::LoadOptions {
                 scheduler_name: view.scheduler_name.clone(),
                 ..trainyard_ingest::LoadOptions::default()
             };
+            // `defaultQueue: ""` infers no groups; pods still go to the
+            // loader's default (as the service's world reads them).
+            if !view.default_queue.is_empty() {
+                opts.default_queue = view.default_queue.clone();
+            }
             whatif::with_objects(&c.snapshot, view.objects(), docs, &opts)?
         }
         None => {

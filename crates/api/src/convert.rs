@@ -266,4 +266,4 @@ pub fn reason_change(job: &str, queue: &str, p: Option<&PendingJob>) -> pb::Reas
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

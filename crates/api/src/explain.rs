@@ -259,3 +259,6 @@ pub fn explain(p: &PendingJob) -> pb::ExplainJobResponse {
         reservation: crate::convert::reservation(&p.reason),
     }
 }
+
+#[cfg(test)]
+mod tests;

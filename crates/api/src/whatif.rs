@@ -182,3 +182,69 @@ pub fn answer(c: &CycleView, d: &Decisions, jobs: &[String]) -> pb::WhatIfRespon
         displaced,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use expect_test::expect;
+
+    use super::*;
+    use crate::convert::tests::three_pods;
+
+    fn said(r: &pb::WhatIfResponse) -> String {
+        let binds: Vec<String> = r
+            .binds
+            .iter()
+            .map(|b| format!("{} -> {} {:?}", b.pod, b.node, b.gpus))
+            .collect();
+        format!(
+            "{} fits={} binds={binds:?} evictions={} displaced={:?} {}: {}",
+            r.job,
+            r.fits,
+            r.evictions.len(),
+            r.displaced,
+            r.reason,
+            r.message
+        )
+    }
+
+    #[test]
+    fn a_smaller_ask_fits_where_the_larger_did_not_and_nothing_live_changes() {
+        let c = three_pods();
+        let before = c.snapshot.jobs.clone();
+        let ask = pb::Resize {
+            namespace: "ml".into(),
+            name: "wide".into(),
+            gpus_per_pod: 2,
+            ..Default::default()
+        };
+        let (copy, id) = resized(&c.snapshot, &ask).expect("resized");
+        expect![[r#"ml/wide fits=true binds=["ml/wide -> n1 [4, 5]"] evictions=0 displaced=[] : "#]].assert_eq(&said(&run(&c, &copy, &[id])));
+        assert_eq!(c.snapshot.jobs, before, "the live snapshot is unchanged");
+        // Two pods of 2: the copies are named after the last pod.
+        let two = pb::Resize { pods: 2, ..ask };
+        let (copy, id) = resized(&c.snapshot, &two).expect("resized");
+        expect![[r#"ml/wide fits=true binds=["ml/wide -> n1 [4, 5]", "ml/wide-whatif-0 -> n1 [6, 7]"] evictions=0 displaced=[] : "#]].assert_eq(&said(&run(&c, &copy, &[id])));
+    }
+
+    #[test]
+    fn objects_are_read_in_the_cluster_they_would_join() {
+        let c = three_pods();
+        let context: Vec<Value> = trainyard_ingest::parse_documents(
+            &trainyard_ingest::Source::new("c", crate::convert::tests::CLUSTER),
+        )
+        .expect("yaml");
+        let docs = documents(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: try, namespace: ml, labels: {trainyard.io/queue: team}}\nspec: {containers: [{name: c, resources: {requests: {nvidia.com/gpu: '4'}}}]}\n",
+            "trainyard",
+        )
+        .expect("documents");
+        let opts = trainyard_ingest::LoadOptions::default();
+        let (copy, ids) = with_objects(&c.snapshot, context, docs, &opts).expect("read");
+        expect![[r#"ml/try fits=true binds=["ml/try -> n1 [0, 1, 2, 3]"] evictions=0 displaced=[] : "#]].assert_eq(&said(&run(&c, &copy, &ids)));
+        let none = documents(
+            "apiVersion: v1\nkind: Node\nmetadata: {name: x}\n",
+            "trainyard",
+        );
+        expect!["the what-if objects hold no Pod: give a PodGroup with its pods, or pods"].assert_eq(&none.err().map(|e| e.to_string()).unwrap_or_default());
+    }
+}

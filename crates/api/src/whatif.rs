@@ -218,7 +218,10 @@ mod tests {
             ..Default::default()
         };
         let (copy, id) = resized(&c.snapshot, &ask).expect("resized");
-        expect![[r#"ml/wide fits=true binds=["ml/wide -> n1 [4, 5]"] evictions=0 displaced=[] : "#]].assert_eq(&said(&run(&c, &copy, &[id])));
+        expect![[
+            r#"ml/wide fits=true binds=["ml/wide -> n1 [4, 5]"] evictions=0 displaced=[] : "#
+        ]]
+        .assert_eq(&said(&run(&c, &copy, &[id])));
         assert_eq!(c.snapshot.jobs, before, "the live snapshot is unchanged");
         // Two pods of 2: the copies are named after the last pod.
         let two = pb::Resize { pods: 2, ..ask };
@@ -240,11 +243,15 @@ mod tests {
         .expect("documents");
         let opts = trainyard_ingest::LoadOptions::default();
         let (copy, ids) = with_objects(&c.snapshot, context, docs, &opts).expect("read");
-        expect![[r#"ml/try fits=true binds=["ml/try -> n1 [0, 1, 2, 3]"] evictions=0 displaced=[] : "#]].assert_eq(&said(&run(&c, &copy, &ids)));
+        expect![[
+            r#"ml/try fits=true binds=["ml/try -> n1 [0, 1, 2, 3]"] evictions=0 displaced=[] : "#
+        ]]
+        .assert_eq(&said(&run(&c, &copy, &ids)));
         let none = documents(
             "apiVersion: v1\nkind: Node\nmetadata: {name: x}\n",
             "trainyard",
         );
-        expect!["the what-if objects hold no Pod: give a PodGroup with its pods, or pods"].assert_eq(&none.err().map(|e| e.to_string()).unwrap_or_default());
+        expect!["the what-if objects hold no Pod: give a PodGroup with its pods, or pods"]
+            .assert_eq(&none.err().map(|e| e.to_string()).unwrap_or_default());
     }
 }

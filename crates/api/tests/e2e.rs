@@ -77,7 +77,30 @@ async fn cycle_until(
     let wait = latest.wait_for(|c| c.as_ref().is_some_and(|c| done(c)));
     match tokio::time::timeout(Duration::from_secs(30), wait).await {
         Ok(Ok(c)) => c.clone().expect("a cycle"),
-        _ => panic!("timed out waiting for {what}"),
+        _ => {
+            let c = view.latest().borrow().clone();
+            let state = c.map(|c| {
+                let jobs: Vec<String> = c
+                    .snapshot
+                    .jobs
+                    .iter()
+                    .map(|j| {
+                        format!(
+                            "{} pending={}",
+                            j.id,
+                            j.tasks.iter().filter(|t| t.is_pending()).count()
+                        )
+                    })
+                    .collect();
+                format!(
+                    "cycle {} binds {} in flight {} jobs {jobs:?}",
+                    c.number,
+                    c.decisions.binds.len(),
+                    c.writes_in_flight
+                )
+            });
+            panic!("timed out waiting for {what}; latest: {state:?}")
+        }
     }
 }
 
@@ -102,10 +125,13 @@ async fn every_rpc_answers_from_the_live_scheduler() {
     let client = kube::Client::try_from(kc).expect("client");
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let ml = serde_json::from_value(json!({"metadata": {"name": "ml"}})).expect("namespace");
-    namespaces.create(&PostParams::default(), &ml).await.expect("namespace created");
+    namespaces
+        .create(&PostParams::default(), &ml)
+        .await
+        .expect("namespace created");
     node(&client, "n1", 8).await;
-    pod(&client, "small", 4).await;
-    pod(&client, "big", 6).await;
+    pod(&client, "run", 4).await;
+    pod(&client, "wait", 6).await;
 
     let mut settings = trainyard_serve::Settings::default();
     settings.service.cycle_period_millis = 50;
@@ -146,18 +172,18 @@ async fn every_rpc_answers_from_the_live_scheduler() {
         .expect("a decision stream")
         .into_inner();
 
-    // Quiet: `small` bound and seen bound, `big` waiting, nothing in flight.
-    let live = cycle_until(&view, "a quiet cycle after small's bind", |c| {
+    // Quiet: `run` bound and seen bound, `wait` waiting, nothing in flight.
+    let live = cycle_until(&view, "a quiet cycle after run's bind", |c| {
         let bound = c
             .snapshot
             .jobs
             .iter()
-            .any(|j| j.id == "ml/small" && !j.tasks[0].is_pending());
+            .any(|j| j.id == "ml/run" && !j.tasks[0].is_pending());
         bound && c.decisions.binds.is_empty() && c.writes_in_flight == 0
     })
     .await;
 
-    // WatchDecisions: small's bind, then big's reason, in some message.
+    // WatchDecisions: run's bind, then wait's reason, in some message.
     let mut seen_bind = false;
     let mut seen_reason = false;
     while !(seen_bind && seen_reason) {
@@ -166,14 +192,11 @@ async fn every_rpc_answers_from_the_live_scheduler() {
             .expect("a cycle's decisions within 30 s")
             .expect("no stream error")
             .expect("the stream goes on");
-        seen_bind |= m
-            .binds
-            .iter()
-            .any(|b| b.pod == "ml/small" && b.node == "n1");
+        seen_bind |= m.binds.iter().any(|b| b.pod == "ml/run" && b.node == "n1");
         seen_reason |= m
             .reasons
             .iter()
-            .any(|r| r.job == "ml/big" && r.reason == "Unschedulable");
+            .any(|r| r.job == "ml/wait" && r.reason == "Unschedulable");
     }
 
     // ListQueues: the default queue, GPUs in milli-GPU.
@@ -202,13 +225,13 @@ async fn every_rpc_answers_from_the_live_scheduler() {
     };
     let jobs = rpc.list_jobs(req).await.expect("jobs").into_inner();
     let names: Vec<&str> = jobs.jobs.iter().map(|j| j.name.as_str()).collect();
-    assert_eq!(names, ["big"]);
+    assert_eq!(names, ["wait"]);
 
     // ExplainJob: the breakdown and what would have to change.
     let why = rpc
         .explain_job(pb::ExplainJobRequest {
             namespace: "ml".into(),
-            name: "big".into(),
+            name: "wait".into(),
         })
         .await
         .expect("explained")
@@ -222,21 +245,21 @@ async fn every_rpc_answers_from_the_live_scheduler() {
     let unknown = rpc
         .explain_job(pb::ExplainJobRequest {
             namespace: "ml".into(),
-            name: "bigg".into(),
+            name: "waitt".into(),
         })
         .await
         .expect_err("no such job");
     assert_eq!(unknown.code(), tonic::Code::NotFound);
     assert!(
-        unknown.message().contains("did you mean ml/big?"),
+        unknown.message().contains("did you mean ml/wait?"),
         "{}",
         unknown.message()
     );
 
-    // WhatIf: big at 4 GPUs fits beside small; nothing changes live.
+    // WhatIf: wait at 4 GPUs fits beside run; nothing changes live.
     let resize = pb::Resize {
         namespace: "ml".into(),
-        name: "big".into(),
+        name: "wait".into(),
         gpus_per_pod: 4,
         ..Default::default()
     };
@@ -329,7 +352,7 @@ async fn python_client(port: u16) {
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new("python3")
             .arg(script)
-            .args([&format!("127.0.0.1:{port}"), "ml", "big"])
+            .args([&format!("127.0.0.1:{port}"), "ml", "wait"])
             .output()
     })
     .await

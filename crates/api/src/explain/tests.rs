@@ -25,7 +25,11 @@ fn explain(name: &str) -> String {
                 .map(|n| format!("{} {}", n.nodes, n.reason))
                 .collect::<Vec<_>>(),
             r.to_fit.join("\n  ")
-        ),
+        )
+        .lines()
+        .map(str::trim_end)
+        .collect::<Vec<_>>()
+        .join("\n"),
         Err(e) => e.to_string(),
     }
 }
@@ -48,7 +52,7 @@ fn a_queue_limit_says_how_far_to_raise_it() {
     expect![[r#"
         QueueAtLimit Ok(Quota) pending=true
         message: queue team at limit nvidia.com/gpu 4/10 (gang needs 8 more)
-        summary: 
+        summary:
         nodes: []
         to fit:
           queue team's limit on nvidia.com/gpu raised to at least 12 nvidia.com/gpu (now 10 nvidia.com/gpu), or 2 nvidia.com/gpu freed in it"#]].assert_eq(&explain("over"));
@@ -59,7 +63,7 @@ fn a_pod_larger_than_every_node() {
     expect![[r#"
         ExceedsQueueLimit Ok(Quota) pending=true
         message: gang minimum needs 16 nvidia.com/gpu, above the limit 10 of queue team; it can never run there
-        summary: 
+        summary:
         nodes: []
         to fit:
           a minimum of at most 10 nvidia.com/gpu (the limit of queue team), or that limit raised to 16 nvidia.com/gpu"#]].assert_eq(&explain("big"));
@@ -70,10 +74,10 @@ fn a_running_job_and_an_unknown_one() {
     expect![[r#"
          Ok(Unspecified) pending=false
         message: not pending: every pod the job asked for is placed
-        summary: 
+        summary:
         nodes: []
         to fit:
-  "#]]
+    "#]]
     .assert_eq(&explain("small"));
     expect!["no job ml/smal in the scheduler's latest cycle; did you mean ml/small?"]
         .assert_eq(&explain("smal"));

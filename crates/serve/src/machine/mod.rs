@@ -380,6 +380,11 @@ impl Service {
         self.done
     }
 
+    /// The scheduler configuration in force (as last reloaded).
+    pub fn config(&self) -> &trainyard_sched::Config {
+        &self.settings.scheduler
+    }
+
     /// Whether this replica leads.
     pub fn leading(&self) -> bool {
         self.leading

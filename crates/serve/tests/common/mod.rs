@@ -338,6 +338,7 @@ pub fn spawn_service(
                 metrics,
                 drain: Duration::from_secs(2),
                 own,
+                view: None,
             },
         )
         .await

@@ -1,0 +1,291 @@
+//! The RPCs of `trainyard.v1alpha1.Scheduler`, over the service's live
+//! view.
+
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures::Stream;
+use tokio::sync::broadcast;
+use tonic::{Request, Response, Status};
+use trainyard_sched::PendingJob;
+use trainyard_serve::view::{CycleView, LiveView};
+
+use crate::pb::scheduler_server::Scheduler;
+use crate::{ApiError, convert, explain, pb, snapshot, whatif};
+
+/// The API's state: the view it reads.
+#[derive(Clone, Debug)]
+pub struct Api {
+    view: Arc<LiveView>,
+}
+
+impl Api {
+    pub fn new(view: Arc<LiveView>) -> Api {
+        Api { view }
+    }
+
+    /// The latest cycle, or UNAVAILABLE before the first.
+    fn latest(&self) -> Result<Arc<CycleView>, ApiError> {
+        self.view.latest().borrow().clone().ok_or_else(|| {
+            let r = *self.view.readiness().borrow();
+            ApiError::Unavailable(if !r.synced {
+                "the scheduler has not finished reading the cluster yet; try again in a moment"
+                    .into()
+            } else if !r.leader {
+                "this scheduler replica is a standby and runs no cycle; ask the leader".into()
+            } else {
+                "the scheduler has not run its first cycle yet; try again in a moment".into()
+            })
+        })
+    }
+}
+
+/// The pending entries of a cycle, by job id.
+fn pending_by_job(c: &CycleView) -> BTreeMap<&str, &PendingJob> {
+    c.decisions
+        .pending
+        .iter()
+        .map(|p| (p.job.as_str(), p))
+        .collect()
+}
+
+/// The queues of cycle `c`, top-down.
+pub fn list_queues(c: &CycleView) -> pb::ListQueuesResponse {
+    let usage = convert::usage_per_queue(&c.snapshot);
+    let jobs = convert::jobs_per_queue(&c.snapshot, &c.decisions);
+    let none = BTreeMap::new();
+    pb::ListQueuesResponse {
+        cycle: Some(convert::cycle(c)),
+        queues: c
+            .decisions
+            .queues
+            .iter()
+            .map(|q| {
+                let u = usage.get(&q.id).unwrap_or(&none);
+                let j = jobs.get(&q.id).copied().unwrap_or_default();
+                convert::queue(&c.snapshot, q, u, j)
+            })
+            .collect(),
+    }
+}
+
+/// The jobs of cycle `c` that `f` selects, by id.
+pub fn list_jobs(c: &CycleView, f: &pb::ListJobsRequest) -> pb::ListJobsResponse {
+    let pending = pending_by_job(c);
+    let tree = &c.snapshot.queues;
+    let in_queue = |leaf: &str| {
+        if f.queue.is_empty() {
+            return true;
+        }
+        let path = tree.get(leaf).map_or(leaf, |id| tree.path(id));
+        path == f.queue
+            || path
+                .strip_prefix(f.queue.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    let mut jobs: Vec<pb::Job> = c
+        .snapshot
+        .jobs
+        .iter()
+        .filter(|j| in_queue(&j.queue))
+        .map(|j| convert::job(c, j, pending.get(j.id.as_str()).copied()))
+        .filter(|j| f.namespace.is_empty() || j.namespace == f.namespace)
+        .filter(|j| f.user.is_empty() || j.namespace == f.user)
+        .filter(|j| f.state == 0 || j.state == f.state)
+        .collect();
+    jobs.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    pb::ListJobsResponse {
+        cycle: Some(convert::cycle(c)),
+        jobs,
+    }
+}
+
+/// Why job `namespace/name` waits in cycle `c`.
+pub fn explain_job(
+    c: &CycleView,
+    r: &pb::ExplainJobRequest,
+) -> Result<pb::ExplainJobResponse, ApiError> {
+    let id = format!("{}/{}", r.namespace, r.name);
+    let Some(job) = c.snapshot.jobs.iter().find(|j| j.id == id) else {
+        return Err(ApiError::job_not_found(&c.snapshot, &r.namespace, &r.name));
+    };
+    let pending = pending_by_job(c).get(id.as_str()).copied();
+    let mut out = match pending {
+        Some(p) => explain::explain(p),
+        None => pb::ExplainJobResponse {
+            message: "not pending: every pod the job asked for is placed".into(),
+            ..Default::default()
+        },
+    };
+    out.cycle = Some(convert::cycle(c));
+    out.job = Some(convert::job(c, job, pending));
+    Ok(out)
+}
+
+/// The decisions of cycle `c` as a message, with the pending reasons
+/// that changed since `last` (updated).
+pub fn cycle_decisions(
+    c: &CycleView,
+    last: &mut BTreeMap<String, (String, String)>,
+    missed: u64,
+) -> pb::CycleDecisions {
+    let d = &c.decisions;
+    let mut reasons = Vec::new();
+    let mut now: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for p in &d.pending {
+        let id = p.job.to_string();
+        if last.get(&id).map(|(_, m)| m) != Some(&p.message) {
+            reasons.push(convert::reason_change(&id, &p.queue, Some(p)));
+        }
+        now.insert(id, (p.queue.clone(), p.message.clone()));
+    }
+    for (id, (queue, _)) in last.iter() {
+        if !now.contains_key(id) {
+            reasons.push(convert::reason_change(id, queue, None));
+        }
+    }
+    *last = now;
+    pb::CycleDecisions {
+        cycle: Some(convert::cycle(c)),
+        binds: d.binds.iter().map(convert::bind).collect(),
+        evictions: d.evictions.iter().map(convert::victim).collect(),
+        reasons,
+        pending: u32::try_from(d.pending.len()).unwrap_or(u32::MAX),
+        missed,
+    }
+}
+
+type DecisionStream = Pin<Box<dyn Stream<Item = Result<pb::CycleDecisions, Status>> + Send>>;
+
+/// What a `WatchDecisions` stream remembers between cycles.
+struct Watching {
+    cycles: broadcast::Receiver<Arc<CycleView>>,
+    first: Option<Arc<CycleView>>,
+    last: BTreeMap<String, (String, String)>,
+}
+
+fn watch_stream(w: Watching) -> DecisionStream {
+    Box::pin(futures::stream::unfold(w, |mut w| async move {
+        if let Some(c) = w.first.take() {
+            let m = cycle_decisions(&c, &mut w.last, 0);
+            return Some((Ok(m), w));
+        }
+        let mut missed = 0;
+        loop {
+            match w.cycles.recv().await {
+                Ok(c) => {
+                    let m = cycle_decisions(&c, &mut w.last, missed);
+                    return Some((Ok(m), w));
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => missed += n,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }))
+}
+
+#[tonic::async_trait]
+impl Scheduler for Api {
+    async fn list_queues(
+        &self,
+        _: Request<pb::ListQueuesRequest>,
+    ) -> Result<Response<pb::ListQueuesResponse>, Status> {
+        let c = self.latest()?;
+        Ok(Response::new(list_queues(&c)))
+    }
+
+    async fn list_jobs(
+        &self,
+        r: Request<pb::ListJobsRequest>,
+    ) -> Result<Response<pb::ListJobsResponse>, Status> {
+        let c = self.latest()?;
+        Ok(Response::new(list_jobs(&c, r.get_ref())))
+    }
+
+    async fn explain_job(
+        &self,
+        r: Request<pb::ExplainJobRequest>,
+    ) -> Result<Response<pb::ExplainJobResponse>, Status> {
+        let c = self.latest()?;
+        Ok(Response::new(explain_job(&c, r.get_ref())?))
+    }
+
+    async fn what_if(
+        &self,
+        r: Request<pb::WhatIfRequest>,
+    ) -> Result<Response<pb::WhatIfResponse>, Status> {
+        let c = self.latest()?;
+        let view = self.view.clone();
+        let r = r.into_inner();
+        // A cycle's worth of work: off the async threads.
+        let answer = tokio::task::spawn_blocking(move || what_if(&view, &c, r))
+            .await
+            .map_err(|e| Status::internal(format!("the what-if failed: {e}")))??;
+        Ok(Response::new(answer))
+    }
+
+    async fn get_snapshot(
+        &self,
+        _: Request<pb::GetSnapshotRequest>,
+    ) -> Result<Response<pb::GetSnapshotResponse>, Status> {
+        let c = self.latest()?;
+        let view = self.view.clone();
+        let answer = tokio::task::spawn_blocking(move || snapshot::response(&c, view.objects()))
+            .await
+            .map_err(|e| Status::internal(format!("the snapshot failed: {e}")))??;
+        Ok(Response::new(answer))
+    }
+
+    type WatchDecisionsStream = DecisionStream;
+
+    async fn watch_decisions(
+        &self,
+        r: Request<pb::WatchDecisionsRequest>,
+    ) -> Result<Response<DecisionStream>, Status> {
+        let cycles = self.view.cycles();
+        let first = if r.get_ref().latest {
+            self.view.latest().borrow().clone()
+        } else {
+            None
+        };
+        Ok(Response::new(watch_stream(Watching {
+            cycles,
+            first,
+            last: BTreeMap::new(),
+        })))
+    }
+}
+
+/// A what-if on the view's latest cycle `c`.
+pub fn what_if(
+    view: &LiveView,
+    c: &CycleView,
+    r: pb::WhatIfRequest,
+) -> Result<pb::WhatIfResponse, ApiError> {
+    let (copy, jobs) = match r.job {
+        Some(pb::what_if_request::Job::Resize(z)) => {
+            let (copy, id) = whatif::resized(&c.snapshot, &z)?;
+            (copy, vec![id])
+        }
+        Some(pb::what_if_request::Job::Objects(text)) => {
+            let docs = whatif::documents(&text, &view.scheduler_name)?;
+            let mut opts = trainyard_ingest::LoadOptions {
+                scheduler_name: view.scheduler_name.clone(),
+                ..trainyard_ingest::LoadOptions::default()
+            };
+            // `defaultQueue: ""` infers no groups; pods still go to the
+            // loader's default (as the service's world reads them).
+            if !view.default_queue.is_empty() {
+                opts.default_queue = view.default_queue.clone();
+            }
+            whatif::with_objects(&c.snapshot, view.objects(), docs, &opts)?
+        }
+        None => {
+            return Err(ApiError::Invalid(
+                "a what-if needs a job: `objects` (a PodGroup with its pods) or `resize`".into(),
+            ));
+        }
+    };
+    Ok(whatif::run(c, &copy, &jobs))
+}

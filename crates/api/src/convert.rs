@@ -157,15 +157,31 @@ pub fn job_state(
     }
 }
 
-/// Job `job` after cycle `c`.
-pub fn job(c: &CycleView, job: &Job, pending: Option<&PendingJob>) -> pb::Job {
-    let d = &c.decisions;
-    let binds: Vec<&Bind> = d
-        .binds
-        .iter()
-        .filter(|b| b.job.as_str() == job.id)
-        .collect();
-    let evicted = d.evictions.iter().any(|e| e.job.as_str() == job.id);
+/// A cycle's binds and evictions by job, built once per answer (a
+/// listing of every job would otherwise scan them once per job).
+#[derive(Debug, Default)]
+pub struct ByJob<'a> {
+    binds: BTreeMap<&'a str, Vec<&'a Bind>>,
+    evicted: std::collections::BTreeSet<&'a str>,
+}
+
+impl<'a> ByJob<'a> {
+    pub fn new(d: &'a trainyard_sched::Decisions) -> ByJob<'a> {
+        let mut binds: BTreeMap<&str, Vec<&Bind>> = BTreeMap::new();
+        for b in &d.binds {
+            binds.entry(b.job.as_str()).or_default().push(b);
+        }
+        ByJob {
+            binds,
+            evicted: d.evictions.iter().map(|e| e.job.as_str()).collect(),
+        }
+    }
+}
+
+/// Job `job` after cycle `c` (whose binds and evictions `by` holds).
+pub fn job(c: &CycleView, by: &ByJob<'_>, job: &Job, pending: Option<&PendingJob>) -> pb::Job {
+    let binds: &[&Bind] = by.binds.get(job.id.as_str()).map_or(&[], Vec::as_slice);
+    let evicted = by.evicted.contains(job.id.as_str());
     let mut bound = 0u32;
     let mut gpu_bound = 0u64;
     for t in &job.tasks {

@@ -73,6 +73,7 @@ pub fn list_queues(c: &CycleView) -> pb::ListQueuesResponse {
 /// The jobs of cycle `c` that `f` selects, by id.
 pub fn list_jobs(c: &CycleView, f: &pb::ListJobsRequest) -> pb::ListJobsResponse {
     let pending = pending_by_job(c);
+    let by = convert::ByJob::new(&c.decisions);
     let tree = &c.snapshot.queues;
     let in_queue = |leaf: &str| {
         if f.queue.is_empty() {
@@ -89,7 +90,7 @@ pub fn list_jobs(c: &CycleView, f: &pb::ListJobsRequest) -> pb::ListJobsResponse
         .jobs
         .iter()
         .filter(|j| in_queue(&j.queue))
-        .map(|j| convert::job(c, j, pending.get(j.id.as_str()).copied()))
+        .map(|j| convert::job(c, &by, j, pending.get(j.id.as_str()).copied()))
         .filter(|j| f.namespace.is_empty() || j.namespace == f.namespace)
         .filter(|j| f.user.is_empty() || j.namespace == f.user)
         .filter(|j| f.state == 0 || j.state == f.state)
@@ -119,7 +120,12 @@ pub fn explain_job(
         },
     };
     out.cycle = Some(convert::cycle(c));
-    out.job = Some(convert::job(c, job, pending));
+    out.job = Some(convert::job(
+        c,
+        &convert::ByJob::new(&c.decisions),
+        job,
+        pending,
+    ));
     Ok(out)
 }
 

@@ -40,7 +40,12 @@
 //!     node's 8 GPUs and 8 NICs published as DRA ResourceSlices and the
 //!     GPUs serving `nvidia.com/gpu` (KEP-5004), against the same cluster
 //!     and pods with device-plugin GPUs; runs alternate.
+//! 11. `--api`: the gRPC API's answers (ExplainJob, ListJobs, ListQueues,
+//!     WhatIf, GetSnapshot) on the latest cycle of `--nodes` (5,000)
+//!     nodes with about 50,000 pods, and the cycle's time with a reader
+//!     asking beside it.
 
+mod api;
 mod load;
 mod store;
 mod suites;
@@ -73,7 +78,7 @@ use trainyard_sched::{Config, fairshare, schedule};
 ///   trainyard-bench --topology --pods 128    # a 1,024-GPU gang on rails
 #[derive(Parser, Debug)]
 #[command(name = "trainyard-bench", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations", "dra"])))]
+#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations", "dra", "api"])))]
 struct Args {
     /// Nodes in the cluster (each 192 cores, 2 TiB, 8 GPUs). Default per
     /// suite: allocate 5,000, topology 4,096, reclaim 1,000, load 20,000.
@@ -132,6 +137,10 @@ struct Args {
     /// ResourceSlices, against the same cluster with device-plugin GPUs.
     #[arg(long)]
     dra: bool,
+    /// The gRPC API's answers on a large cluster's latest cycle, and the
+    /// cycle with a reader beside it.
+    #[arg(long)]
+    api: bool,
     /// Starving 64-GPU gangs of `--reservations` (and reservations made).
     #[arg(long, value_name = "N", default_value_t = 20)]
     large: usize,
@@ -172,6 +181,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.dra {
         return suites::dra_bench(args.runs, args.nodes.unwrap_or(5000));
+    }
+    if args.api {
+        return api::api_bench(args.runs, args.nodes.unwrap_or(5000));
     }
     if args.pod_rules {
         return suites::pod_rules_bench(args.runs);

@@ -1,0 +1,254 @@
+//! `--api`: the gRPC API's answers (`trainyard-api`) on the latest cycle
+//! of a large cluster, timed as the service computes them (the functions
+//! the RPCs call, without the transport), and the cost they put on the
+//! scheduling cycle when a reader works beside it.
+//!
+//! The cluster: `--nodes` (5,000) nodes × 8 GPUs and one pending gang per
+//! node (about 50,000 pods); the cycle that places what fits is the
+//! "latest cycle" the API reads. GetSnapshot writes one object per node
+//! and per pod; the pods carry what a training pod's spec usually holds
+//! (environment, volumes, conditions: about 2 KB of YAML each), without
+//! `managedFields`, as the service keeps them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use trainyard_api::{pb, service, snapshot};
+use trainyard_bench::workloads;
+use trainyard_model::{Snapshot, Timestamp};
+use trainyard_sched::{Config, schedule};
+use trainyard_serve::view::{CycleView, LiveView};
+
+/// The suite; see the module documentation.
+pub fn api_bench(runs: usize, nodes: usize) -> anyhow::Result<()> {
+    let snap = Arc::new(workloads::allocate_cluster(
+        workloads::ALLOCATE_SEED,
+        nodes,
+        nodes,
+    ));
+    let cfg = Config::default();
+    let now = Timestamp(0);
+    let pods: usize = snap.jobs.iter().map(|j| j.tasks.len()).sum();
+    let mut cycle_alone = Vec::new();
+    let mut decisions = None;
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        let d = schedule(&snap, &cfg, now);
+        cycle_alone.push(t.elapsed());
+        decisions = Some(d);
+    }
+    let decisions = decisions.ok_or_else(|| anyhow::anyhow!("no run"))?;
+    let view = LiveView::new("trainyard", "default");
+    let c = Arc::new(CycleView {
+        number: 1,
+        now,
+        snapshot: Arc::clone(&snap),
+        decisions: Arc::new(decisions),
+        config: Arc::new(cfg.clone()),
+        writes_in_flight: 0,
+    });
+    let objects = objects(&snap);
+    let cycle = median(cycle_alone.clone());
+    println!(
+        "input: {} nodes × 8 GPUs, {} jobs, {pods} pods; {} bound and {} pending jobs after the cycle\n",
+        snap.nodes.len(),
+        snap.jobs.len(),
+        c.decisions.binds.len(),
+        c.decisions.pending.len(),
+    );
+    println!(
+        "| call | runs | median | p99 | against the cycle ({:.1} ms) |",
+        ms(cycle)
+    );
+    println!("|---|---|---|---|---|");
+    // ExplainJob: every pending job (at most 2,000), one call each.
+    let ids: Vec<(String, String)> = c
+        .decisions
+        .pending
+        .iter()
+        .take(2000)
+        .filter_map(|p| {
+            let (ns, n) = p.job.as_str().split_once('/')?;
+            Some((ns.to_string(), n.to_string()))
+        })
+        .collect();
+    let explain = time_each(&ids, |(ns, name)| {
+        let r = pb::ExplainJobRequest {
+            namespace: ns.clone(),
+            name: name.clone(),
+        };
+        service::explain_job(&c, &r).map(|_| ())
+    })?;
+    row("ExplainJob (a pending job)", &explain, cycle);
+    let list = time_each(&vec![(); runs.max(1)], |_| {
+        service::list_jobs(&c, &pb::ListJobsRequest::default());
+        Ok(())
+    })?;
+    row("ListJobs (every job)", &list, cycle);
+    let queues = time_each(&vec![(); runs.max(1)], |_| {
+        service::list_queues(&c);
+        Ok(())
+    })?;
+    row("ListQueues", &queues, cycle);
+    // WhatIf: a pending gang resized to twice its pods.
+    let resize: Vec<pb::WhatIfRequest> = ids
+        .iter()
+        .take(runs.max(1))
+        .map(|(ns, name)| pb::WhatIfRequest {
+            job: Some(pb::what_if_request::Job::Resize(pb::Resize {
+                namespace: ns.clone(),
+                name: name.clone(),
+                pods: 2,
+                ..Default::default()
+            })),
+        })
+        .collect();
+    let whatif = time_each(&resize, |r| {
+        service::what_if(&view, &c, r.clone()).map(|_| ())
+    })?;
+    row("WhatIf (a pending job resized)", &whatif, cycle);
+    let snapshot = time_each(&vec![(); runs.max(1)], |_| {
+        snapshot::response(&c, objects.clone()).map(|_| ())
+    })?;
+    row(
+        &format!("GetSnapshot ({} objects)", objects.len()),
+        &snapshot,
+        cycle,
+    );
+    // The cycle with a reader beside it, asking without pause.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (c, stop, ids, objects) = (Arc::clone(&c), Arc::clone(&stop), ids.clone(), objects);
+        std::thread::spawn(move || {
+            let mut calls = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                for (ns, name) in ids.iter().take(50) {
+                    let r = pb::ExplainJobRequest {
+                        namespace: ns.clone(),
+                        name: name.clone(),
+                    };
+                    let _ = service::explain_job(&c, &r);
+                }
+                let _ = service::list_jobs(&c, &pb::ListJobsRequest::default());
+                let _ = snapshot::response(&c, objects.clone());
+                calls += 52;
+            }
+            calls
+        })
+    };
+    let mut cycle_beside = Vec::new();
+    for _ in 0..runs.max(1) {
+        let t = Instant::now();
+        let d = schedule(&snap, &cfg, now);
+        cycle_beside.push(t.elapsed());
+        drop(d);
+    }
+    stop.store(true, Ordering::Relaxed);
+    let calls = reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("the reader thread panicked"))?;
+    let beside = median(cycle_beside);
+    // The shell's part: the decisions copied into the view each cycle.
+    let copy = time_each(&vec![(); runs.max(1)], |_| {
+        let d = Arc::new((*c.decisions).clone());
+        drop(d);
+        Ok(())
+    })?;
+    println!(
+        "\n| cycle | median | change |\n|---|---|---|\n| alone | {:.1} ms | |\n| with a reader calling ExplainJob, ListJobs and GetSnapshot without pause ({calls} calls) | {:.1} ms | {:+.1}% |\n| the shell copying the decisions into the view (per cycle) | {:.2} ms | {:+.1}% of the cycle |",
+        ms(cycle),
+        ms(beside),
+        (ms(beside) / ms(cycle) - 1.0) * 100.0,
+        ms(median(copy.clone())),
+        ms(median(copy)) / ms(cycle) * 100.0,
+    );
+    Ok(())
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+fn p99(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    let i = (v.len() * 99).div_ceil(100).saturating_sub(1);
+    v.get(i).copied().unwrap_or_default()
+}
+
+/// Runs `f` once per input, timing each call.
+fn time_each<T>(
+    inputs: &[T],
+    mut f: impl FnMut(&T) -> Result<(), trainyard_api::ApiError>,
+) -> anyhow::Result<Vec<Duration>> {
+    let mut out = Vec::with_capacity(inputs.len());
+    for x in inputs {
+        let t = Instant::now();
+        f(x).map_err(|e| anyhow::anyhow!("{e}"))?;
+        out.push(t.elapsed());
+    }
+    Ok(out)
+}
+
+fn row(call: &str, times: &[Duration], cycle: Duration) {
+    let (m, p) = (median(times.to_vec()), p99(times.to_vec()));
+    println!(
+        "| {call} | {} | {:.2} ms | {:.2} ms | {:.2}× |",
+        times.len(),
+        ms(m),
+        ms(p),
+        ms(m) / ms(cycle).max(1e-9),
+    );
+}
+
+/// The snapshot's nodes and pods as the watches would show them.
+fn objects(snap: &Snapshot) -> Vec<Value> {
+    let mut out: Vec<Value> = snap
+        .nodes
+        .iter()
+        .map(|n| {
+            json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": n.name, "labels": n.labels},
+                "status": {"allocatable": {"cpu": "192", "memory": "2Ti", "pods": "110", "nvidia.com/gpu": "8"}}})
+        })
+        .collect();
+    for job in &snap.jobs {
+        for t in job.tasks.iter() {
+            out.push(pod(
+                &job.id,
+                &t.key.namespace,
+                &t.key.name,
+                t.requests.gpu / 1000,
+            ));
+        }
+    }
+    out
+}
+
+/// A training pod of job `job`.
+fn pod(job: &str, namespace: &str, name: &str, gpus: u64) -> Value {
+    let env: Vec<Value> = (0..12)
+        .map(|i| json!({"name": format!("TRAINING_SETTING_{i}"), "value": format!("value-{i}")}))
+        .collect();
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{namespace}-{name}"),
+            "labels": {"trainyard.io/pod-group": job.rsplit('/').next().unwrap_or(job), "app": "train"},
+            "creationTimestamp": "2026-11-22T09:00:00Z"},
+        "spec": {"schedulerName": "trainyard", "restartPolicy": "Never",
+            "containers": [{"name": "trainer", "image": "registry.example.com/team/trainer:2026.11",
+                "command": ["torchrun", "--nproc-per-node=8", "train.py"], "env": env,
+                "resources": {"requests": {"cpu": "16", "memory": "128Gi", "nvidia.com/gpu": gpus.to_string()},
+                              "limits": {"nvidia.com/gpu": gpus.to_string()}},
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": "shm", "mountPath": "/dev/shm"}]}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "datasets"}},
+                        {"name": "shm", "emptyDir": {"medium": "Memory"}}],
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable", "lastTransitionTime": "2026-11-22T09:00:01Z"}]}})
+}

@@ -12,6 +12,10 @@ fn table(header: &[&str]) -> Table {
     let mut t = Table::new();
     t.load_preset(presets::NOTHING);
     t.set_header(header.iter().map(Cell::new));
+    // As kubectl: the first column starts the line.
+    if let Some(c) = t.column_mut(0) {
+        c.set_padding((0, 1));
+    }
     t
 }
 
@@ -29,7 +33,7 @@ fn right(t: &mut Table, columns: &[usize]) {
 pub fn quantity(unit: &str, value: u64) -> String {
     match unit {
         "m" | "mGPU" => {
-            if value % 1000 == 0 {
+            if value.is_multiple_of(1000) {
                 (value / 1000).to_string()
             } else {
                 format!("{value}m")
@@ -37,7 +41,7 @@ pub fn quantity(unit: &str, value: u64) -> String {
         }
         "By" => {
             for (shift, suffix) in [(50, "Pi"), (40, "Ti"), (30, "Gi"), (20, "Mi"), (10, "Ki")] {
-                if value != 0 && value % (1u64 << shift) == 0 {
+                if value != 0 && value.is_multiple_of(1u64 << shift) {
                     return format!("{}{suffix}", value >> shift);
                 }
             }
@@ -162,7 +166,7 @@ pub fn state(s: i32) -> &'static str {
 /// GPUs held/asked: `4/8`, `0.5/1`.
 fn gpus(held_milli: u64, asked_milli: u64) -> String {
     let g = |m: u64| {
-        if m % 1000 == 0 {
+        if m.is_multiple_of(1000) {
             (m / 1000).to_string()
         } else {
             format!("{}.{:03}", m / 1000, m % 1000)

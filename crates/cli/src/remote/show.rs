@@ -32,7 +32,8 @@ fn right(t: &mut Table, columns: &[usize]) {
 /// the largest binary unit that holds them exactly (`512Gi`).
 pub fn quantity(unit: &str, value: u64) -> String {
     match unit {
-        "m" | "mGPU" => {
+        "mGPU" => milli_decimal(value),
+        "m" => {
             if value.is_multiple_of(1000) {
                 (value / 1000).to_string()
             } else {
@@ -48,6 +49,17 @@ pub fn quantity(unit: &str, value: u64) -> String {
             value.to_string()
         }
         _ => value.to_string(),
+    }
+}
+
+/// Thousandths as a decimal without trailing zeros: `4`, `0.5`, `16.25`.
+fn milli_decimal(m: u64) -> String {
+    if m.is_multiple_of(1000) {
+        (m / 1000).to_string()
+    } else {
+        format!("{}.{:03}", m / 1000, m % 1000)
+            .trim_end_matches('0')
+            .to_string()
     }
 }
 
@@ -165,16 +177,11 @@ pub fn state(s: i32) -> &'static str {
 
 /// GPUs held/asked: `4/8`, `0.5/1`.
 fn gpus(held_milli: u64, asked_milli: u64) -> String {
-    let g = |m: u64| {
-        if m.is_multiple_of(1000) {
-            (m / 1000).to_string()
-        } else {
-            format!("{}.{:03}", m / 1000, m % 1000)
-                .trim_end_matches('0')
-                .to_string()
-        }
-    };
-    format!("{}/{}", g(held_milli), g(asked_milli))
+    format!(
+        "{}/{}",
+        milli_decimal(held_milli),
+        milli_decimal(asked_milli)
+    )
 }
 
 /// `trainyard jobs`: NAME, QUEUE, STATE, PODS (bound/all), GPUS
@@ -385,9 +392,12 @@ pub fn whatif(w: &pb::WhatIfResponse) -> String {
             w.displaced.join(", ")
         ));
     }
+    let on = match &w.cycle {
+        Some(_) => format!("cycle {}", cycle(&w.cycle)),
+        None => "the latest cycle".into(),
+    };
     out.push_str(&format!(
-        "\n(computed on a copy of cycle {}; nothing was changed)\n",
-        cycle(&w.cycle)
+        "\n(computed on a copy of {on}; nothing was changed)\n"
     ));
     out
 }
@@ -439,3 +449,7 @@ pub fn watch(d: &pb::CycleDecisions) -> String {
     }
     out
 }
+
+#[cfg(test)]
+#[path = "show_tests.rs"]
+mod tests;

@@ -289,6 +289,18 @@ async fn each_verb_answers_as_the_api_does() {
         serde_json::to_value(&latest.decisions.pending).expect("pending as JSON")
     );
 
+    // usage against the API: the queues' time-decayed usage now.
+    let said = ok(&socket, &["usage"]).await;
+    expect![[r#"
+        time-decayed usage (what the fair share weighs) at cycle N, TIME
+        QUEUE    GPU-HOURS  CPU CORE-HOURS  MEMORY GIB-HOURS  GPUS NOW  CPU NOW  MEMORY NOW
+        default        0.0             0.0               0.0         4        0           0
+    "#]]
+    .assert_eq(&stable(&said.stdout));
+    let said = ok(&socket, &["usage", "-o", "json"]).await;
+    let json: serde_json::Value = serde_json::from_str(&said.stdout).expect("JSON");
+    assert_eq!(json["queues"][0]["path"], "default");
+
     // Errors say what to do: a job not found, with the closest names.
     let said = run_program(
         bin(),

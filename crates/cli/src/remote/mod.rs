@@ -13,6 +13,7 @@ pub mod output;
 pub mod show;
 pub mod status;
 pub mod tls;
+pub mod usage;
 pub mod verbs;
 
 use std::path::PathBuf;

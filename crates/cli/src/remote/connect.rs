@@ -67,7 +67,7 @@ pub fn parse_address(s: &str) -> Result<Address> {
     const EXPECTED: &str = "expected unix:///path/to/socket, http://host:port or https://host:port";
     if let Some(path) = s.strip_prefix("unix://") {
         if path.is_empty() {
-            bail!("{s:?}: no socket path; {EXPECTED}");
+            bail!("\"{s}\": no socket path; {EXPECTED}");
         }
         return Ok(Address::Unix(PathBuf::from(path)));
     }
@@ -79,7 +79,7 @@ pub fn parse_address(s: &str) -> Result<Address> {
     } else if let Some(r) = s.strip_prefix("http://") {
         (false, r)
     } else if s.contains("://") {
-        bail!("{s:?}: unknown scheme; {EXPECTED}");
+        bail!("\"{s}\": unknown scheme; {EXPECTED}");
     } else {
         (false, s)
     };
@@ -88,11 +88,11 @@ pub fn parse_address(s: &str) -> Result<Address> {
         Some((h, p)) if !h.is_empty() && !h.ends_with(':') => {
             let port = p
                 .parse::<u16>()
-                .map_err(|_| anyhow!("{s:?}: port {p:?} is not a number; {EXPECTED}"))?;
+                .map_err(|_| anyhow!("\"{s}\": port \"{p}\" is not a number; {EXPECTED}"))?;
             (h.trim_start_matches('[').trim_end_matches(']'), port)
         }
         _ if !rest.is_empty() && !rest.contains(':') => (rest, if tls { 443 } else { 80 }),
-        _ => bail!("{s:?}: {EXPECTED}"),
+        _ => bail!("\"{s}\": {EXPECTED}"),
     };
     let host = host.to_string();
     Ok(if tls {
@@ -164,7 +164,8 @@ pub async fn connect(args: &ConnectArgs) -> Result<Connected> {
                 }))
                 .await
         }
-        Address::PortForward { .. } => unreachable_port_forward()?,
+        // Only `port_forward` makes this address.
+        Address::PortForward { .. } => return port_forward(args).await,
     };
     let channel = channel.map_err(|e| unreachable(&address, &e))?;
     Ok(Connected {
@@ -172,11 +173,6 @@ pub async fn connect(args: &ConnectArgs) -> Result<Connected> {
         address,
         token,
     })
-}
-
-/// The port-forward address is only made by [`port_forward`].
-fn unreachable_port_forward() -> Result<std::result::Result<Channel, tonic::transport::Error>> {
-    bail!("internal: a port-forward address is connected by port_forward")
 }
 
 fn authority(host: &str, port: u16) -> String {

@@ -341,12 +341,12 @@ async fn jobs(a: JobsArgs) -> Result<()> {
 async fn job_name(job: &str, namespace: Option<&str>, c: &ConnectArgs) -> Result<(String, String)> {
     if let Some((ns, name)) = job.split_once('/') {
         if ns.is_empty() || name.is_empty() || name.contains('/') {
-            bail!("{job:?}: expected NAMESPACE/NAME, or NAME with -n NAMESPACE");
+            bail!("\"{job}\": expected NAMESPACE/NAME, or NAME with -n NAMESPACE");
         }
         if let Some(n) = namespace
             && n != ns
         {
-            bail!("{job:?} names namespace {ns}, but -n says {n}: give one");
+            bail!("\"{job}\" names namespace {ns}, but -n says {n}: give one");
         }
         return Ok((ns.to_string(), name.to_string()));
     }

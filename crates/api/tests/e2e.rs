@@ -5,166 +5,25 @@
 //! imported, a failure under `TRAINYARD_REQUIRE_TOOLS`). A snapshot from
 //! `GetSnapshot`, replayed with the core, gives the live cycle's decisions.
 
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
-use hyper_util::rt::TokioIo;
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use serde_json::json;
-use tokio::sync::watch;
-use tonic::transport::{Channel, Endpoint};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use support::{node, pod, quiet_after_run, start_cluster, start_service, unix_channel};
 use trainyard_api::pb;
 use trainyard_api::pb::scheduler_client::SchedulerClient;
-use trainyard_serve::view::{CycleView, LiveView};
-use trainyard_testapi::{Config, TestApiServer};
-
-async fn node(client: &kube::Client, name: &str, gpus: u32) {
-    let api: Api<Node> = Api::all(client.clone());
-    let n: Node = serde_json::from_value(json!({"metadata": {"name": name}})).expect("node");
-    api.create(&PostParams::default(), &n)
-        .await
-        .expect("node created");
-    let g = gpus.to_string();
-    api.patch_status(
-        name,
-        &PatchParams::default(),
-        &Patch::Merge(json!({"status": {
-            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": g},
-            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": g},
-            "conditions": [{"type": "Ready", "status": "True"}]
-        }})),
-    )
-    .await
-    .expect("node status");
-}
-
-async fn pod(client: &kube::Client, name: &str, gpus: u32) {
-    let api: Api<Pod> = Api::namespaced(client.clone(), "ml");
-    let p: Pod = serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": {"schedulerName": "trainyard", "containers": [{"name": "c", "image": "train:1",
-                 "resources": {"requests": {"nvidia.com/gpu": gpus.to_string()},
-                               "limits": {"nvidia.com/gpu": gpus.to_string()}}}]}
-    }))
-    .expect("pod");
-    api.create(&PostParams::default(), &p)
-        .await
-        .expect("pod created");
-}
-
-/// A tonic channel over the Unix socket at `path`.
-async fn unix_channel(path: std::path::PathBuf) -> Channel {
-    Endpoint::from_static("http://localhost")
-        .connect_with_connector(tower::service_fn(move |_| {
-            let path = path.clone();
-            async move {
-                let s = tokio::net::UnixStream::connect(path).await?;
-                Ok::<_, std::io::Error>(TokioIo::new(s))
-            }
-        }))
-        .await
-        .expect("connects to the API's socket")
-}
-
-/// Waits for a cycle that `done` accepts.
-async fn cycle_until(
-    view: &LiveView,
-    what: &str,
-    done: impl Fn(&CycleView) -> bool,
-) -> Arc<CycleView> {
-    let mut latest = view.latest();
-    let wait = latest.wait_for(|c| c.as_ref().is_some_and(|c| done(c)));
-    match tokio::time::timeout(Duration::from_secs(30), wait).await {
-        Ok(Ok(c)) => c.clone().expect("a cycle"),
-        _ => {
-            let c = view.latest().borrow().clone();
-            let state = c.map(|c| {
-                let jobs: Vec<String> = c
-                    .snapshot
-                    .jobs
-                    .iter()
-                    .map(|j| {
-                        format!(
-                            "{} pending={}",
-                            j.id,
-                            j.tasks.iter().filter(|t| t.is_pending()).count()
-                        )
-                    })
-                    .collect();
-                format!(
-                    "cycle {} binds {} in flight {} jobs {jobs:?}",
-                    c.number,
-                    c.decisions.binds.len(),
-                    c.writes_in_flight
-                )
-            });
-            panic!("timed out waiting for {what}; latest: {state:?}")
-        }
-    }
-}
-
-/// A loopback port free now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_rpc_answers_from_the_live_scheduler() {
-    let server = TestApiServer::start(Config {
-        manual_clock: true,
-        ..Config::default()
-    })
-    .await
-    .expect("server starts");
-    let mut kc = kube::Config::new(server.url().parse().expect("url"));
-    kc.default_retry = false;
-    let client = kube::Client::try_from(kc).expect("client");
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
-    let ml = serde_json::from_value(json!({"metadata": {"name": "ml"}})).expect("namespace");
-    namespaces
-        .create(&PostParams::default(), &ml)
-        .await
-        .expect("namespace created");
+    let (_server, client) = start_cluster().await;
     node(&client, "n1", 8).await;
     pod(&client, "run", 4).await;
     pod(&client, "wait", 6).await;
-
-    let mut settings = trainyard_serve::Settings::default();
-    settings.service.cycle_period_millis = 50;
-    settings.service.debounce_millis = 10;
-    settings.service.http_address = String::new();
-    settings.service.leader_election.enabled = false;
-    let view = Arc::new(LiveView::new("trainyard", "default"));
-    let dir = tempfile::tempdir().expect("a scratch dir");
-    let socket = dir.path().join("api.sock");
-    let port = free_port();
-    let (stop, shutdown) = watch::channel(false);
-    let (progress, _p) = watch::channel(trainyard_serve::Progress::default());
-    let listen = trainyard_api::server::Listen {
-        socket: Some(socket.clone()),
-        tcp: Some(format!("127.0.0.1:{port}").parse().expect("address")),
-    };
-    let api = trainyard_api::server::serve(view.clone(), &listen, shutdown.clone())
-        .await
-        .expect("the API starts");
-    let service = tokio::spawn(trainyard_serve::run_with(
-        client.clone(),
-        settings,
-        trainyard_serve::Options {
-            shutdown,
-            progress,
-            reload: None,
-            metrics: Arc::new(trainyard_serve::metrics::Metrics::new()),
-            drain: Duration::from_secs(2),
-            own: Default::default(),
-            view: Some(view.clone()),
-        },
-    ));
-    let channel = unix_channel(socket.clone()).await;
+    let running = start_service(&client).await;
+    let (view, port) = (running.view.clone(), running.port);
+    let channel = unix_channel(running.socket.clone()).await;
     let mut rpc = SchedulerClient::new(channel.clone());
     let mut stream = rpc
         .watch_decisions(pb::WatchDecisionsRequest { latest: true })
@@ -173,15 +32,7 @@ async fn every_rpc_answers_from_the_live_scheduler() {
         .into_inner();
 
     // Quiet: `run` bound and seen bound, `wait` waiting, nothing in flight.
-    let live = cycle_until(&view, "a quiet cycle after run's bind", |c| {
-        let bound = c
-            .snapshot
-            .jobs
-            .iter()
-            .any(|j| j.id == "ml/run" && !j.tasks[0].is_pending());
-        bound && c.decisions.binds.is_empty() && c.writes_in_flight == 0
-    })
-    .await;
+    let live = quiet_after_run(&view).await;
 
     // WatchDecisions: run's bind, then wait's reason, in some message.
     let mut seen_bind = false;
@@ -322,10 +173,7 @@ async fn every_rpc_answers_from_the_live_scheduler() {
     python_client(port).await;
 
     // Health: the Scheduler serves (this replica leads and cycles).
-    stop.send_replace(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), service).await;
-    let _ = tokio::time::timeout(Duration::from_secs(5), api).await;
-    assert!(!socket.exists(), "the socket is removed at stop");
+    running.stop().await;
 }
 
 /// Python `grpcio` with reflection calls the API on `port`.

@@ -3,6 +3,7 @@
 mod about;
 mod fgd;
 mod progress;
+mod remote;
 mod render;
 mod serve;
 mod simulate;
@@ -125,6 +126,8 @@ enum Command {
     ///   trainyard serve --http-address 0.0.0.0:8080    # Prometheus scrapes from elsewhere
     #[command(verbatim_doc_comment)]
     Serve(serve::ServeArgs),
+    #[command(flatten)]
+    Remote(remote::verbs::RemoteCommand),
     /// Report GPU-, CPU- and memory-hours per queue and namespace.
     ///
     /// Reads the usage history the scheduler keeps in its store
@@ -241,7 +244,7 @@ pub(crate) enum Output {
 fn main() {
     // First, before any thread starts (trainyard-runtime's docs).
     let allocator = trainyard_runtime::keep_freed_memory();
-    let cli = Cli::parse();
+    let cli = parse_args();
     // A service logs what it does by default; the other commands warn only.
     let verbose = match cli.command {
         Command::Serve(_) => cli.verbose.max(1),
@@ -254,6 +257,7 @@ fn main() {
         Command::Simulate(args) => simulate::run(*args),
         Command::Crds(args) => cmd_crds(args),
         Command::Serve(args) => serve::run(args),
+        Command::Remote(cmd) => remote::verbs::run(cmd),
         Command::Version(args) => about::version(args),
         Command::Completion(args) => about::completion::<Cli>(args),
         Command::Usage(args) => {
@@ -272,6 +276,24 @@ fn main() {
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }
+}
+
+/// The command line; installed as `kubectl-trainyard` (a link or a
+/// copy of this binary), it is a kubectl plugin, and its help says
+/// `kubectl trainyard`.
+fn parse_args() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let plugin = std::env::args_os()
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .is_some_and(|n| n == "kubectl-trainyard");
+    let mut command = Cli::command();
+    if plugin {
+        command = command.bin_name("kubectl trainyard");
+    }
+    let matches = command.get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 fn init_logging(verbose: u8, format: LogFormat) {

@@ -16,11 +16,14 @@ pub struct UsageArgs {
     /// holds is locked: ask that scheduler with --server instead.
     #[arg(long, value_name = "PATH", conflicts_with = "server")]
     store: Option<PathBuf>,
-    /// A running scheduler's HTTP address (`service.httpAddress`), e.g.
+    /// A running scheduler: its HTTP address (`service.httpAddress`), e.g.
     /// `http://127.0.0.1:8080` after `kubectl port-forward`: its `/usage`
     /// answers from the store it holds, with the hour still open and the
-    /// jobs still running. Ask the leader: a standby's store holds only
-    /// what was recorded while it led.
+    /// jobs still running (ask the leader: a standby's store holds only
+    /// what was recorded while it led); or its gRPC API's socket,
+    /// `unix:///tmp/trainyard-api.sock`: each queue's time-decayed usage
+    /// now, as the fair share weighs it. Without --store and --server:
+    /// the API at TRAINYARD_SERVER when it is set.
     #[arg(long, value_name = "URL")]
     server: Option<String>,
     /// The store's engine.
@@ -107,6 +110,20 @@ pub fn run(
         ByArg::Both => UsageBy::Both,
         ByArg::Job => UsageBy::Job,
     };
+    let live = match args.output {
+        UsageOutput::Table => crate::remote::usage::LiveFormat::Table,
+        UsageOutput::Csv => crate::remote::usage::LiveFormat::Csv,
+        UsageOutput::Json => crate::remote::usage::LiveFormat::Json,
+    };
+    match (&args.store, &args.server) {
+        (None, Some(s)) if s.starts_with("unix://") || s.starts_with('/') => {
+            return crate::remote::usage::live(Some(s.clone()), live);
+        }
+        (None, None) if std::env::var_os("TRAINYARD_SERVER").is_some() => {
+            return crate::remote::usage::live(None, live);
+        }
+        _ => {}
+    }
     let rows = match (&args.store, &args.server) {
         (None, None) => bail!("{NO_SOURCE}"),
         (_, Some(server)) => {
@@ -257,7 +274,9 @@ const NO_SOURCE: &str = "trainyard usage needs where the usage history is:
                 for the leader in the cluster (docs/persistence.md, \"Accounting\"):
                   kubectl -n trainyard-system port-forward pod/$(kubectl -n trainyard-system get lease trainyard -o jsonpath='{.spec.holderIdentity}') 8080 &
                   trainyard usage --server http://127.0.0.1:8080
-  --store PATH  a store file: the scheduler's service.store.path (a copy, or a stopped replica's)";
+  --store PATH  a store file: the scheduler's service.store.path (a copy, or a stopped replica's)
+  --server unix:///tmp/trainyard-api.sock  the scheduler's gRPC API: each queue's time-decayed usage now
+                (also taken from TRAINYARD_SERVER when it is set)";
 
 /// How to reach the leader's `/usage` from a workstation.
 const PORT_FORWARD: &str = "kubectl -n trainyard-system port-forward pod/<the leader> 8080, then --server http://127.0.0.1:8080";

@@ -12,6 +12,7 @@ fn trainyard(args: &[&str]) -> std::process::Output {
         .args(args)
         // Tables as for a pipe, whatever the terminal running the tests.
         .env_remove("COLUMNS")
+        .env_remove("TRAINYARD_SERVER")
         .output()
         .expect("binary runs")
 }

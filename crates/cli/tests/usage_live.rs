@@ -17,6 +17,7 @@ fn trainyard(args: &[&str]) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_trainyard"))
         .args(args)
         .env_remove("COLUMNS")
+        .env_remove("TRAINYARD_SERVER")
         .output()
         .expect("binary runs")
 }
@@ -174,6 +175,8 @@ fn usage_without_a_source_says_how_to_use_each_and_an_unreachable_server_names_t
                           kubectl -n trainyard-system port-forward pod/$(kubectl -n trainyard-system get lease trainyard -o jsonpath='{.spec.holderIdentity}') 8080 &
                           trainyard usage --server http://127.0.0.1:8080
           --store PATH  a store file: the scheduler's service.store.path (a copy, or a stopped replica's)
+          --server unix:///tmp/trainyard-api.sock  the scheduler's gRPC API: each queue's time-decayed usage now
+                        (also taken from TRAINYARD_SERVER when it is set)
     "#]]
     .assert_eq(&err);
     let port = free_port();

@@ -1,0 +1,70 @@
+//! Answers as JSON or YAML: the message in the proto3 JSON mapping
+//! (what grpcurl and Python's `json_format` print: camelCase field names,
+//! enums by name, 64-bit integers as strings), read from the API's own
+//! descriptors, so the names are the protos' and stay as they are. Every
+//! field is written, zero or not, so a script's `.jobs[0].podsBound` is
+//! always there.
+
+use anyhow::{Context, Result};
+use prost_reflect::{DescriptorPool, DynamicMessage, SerializeOptions};
+
+/// `message` (of proto type `name`, e.g. `ListJobsResponse`) as a JSON value.
+pub fn to_json<M: prost::Message>(message: &M, name: &str) -> Result<serde_json::Value> {
+    let pool = DescriptorPool::decode(trainyard_api::FILE_DESCRIPTOR_SET)
+        .context("the API's descriptors")?;
+    let full = format!("trainyard.v1alpha1.{name}");
+    let desc = pool
+        .get_message_by_name(&full)
+        .with_context(|| format!("no message {full} in the API's descriptors"))?;
+    let dynamic = DynamicMessage::decode(desc, message.encode_to_vec().as_slice())
+        .with_context(|| format!("reading {full}"))?;
+    let options = SerializeOptions::new().skip_default_fields(false);
+    dynamic
+        .serialize_with_options(serde_json::value::Serializer, &options)
+        .with_context(|| format!("{full} as JSON"))
+}
+
+/// `message` as pretty JSON, one trailing newline.
+pub fn json<M: prost::Message>(message: &M, name: &str) -> Result<String> {
+    Ok(serde_json::to_string_pretty(&to_json(message, name)?)? + "\n")
+}
+
+/// `message` as one line of JSON (for streams: one object per line).
+pub fn json_line<M: prost::Message>(message: &M, name: &str) -> Result<String> {
+    Ok(serde_json::to_string(&to_json(message, name)?)? + "\n")
+}
+
+/// `message` as YAML.
+pub fn yaml<M: prost::Message>(message: &M, name: &str) -> Result<String> {
+    serde_saphyr::to_string(&to_json(message, name)?).context("as YAML")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trainyard_api::pb;
+
+    #[test]
+    fn proto_json_names_and_zero_fields() {
+        let m = pb::ListJobsResponse {
+            cycle: Some(pb::Cycle {
+                number: 3,
+                time_ms: 1_700_000_000_000,
+            }),
+            jobs: vec![pb::Job {
+                name: "a".into(),
+                namespace: "ml".into(),
+                state: pb::JobState::Pending as i32,
+                pods: 2,
+                ..Default::default()
+            }],
+        };
+        let v = to_json(&m, "ListJobsResponse").expect("json");
+        assert_eq!(v["cycle"]["timeMs"], "1700000000000");
+        assert_eq!(v["jobs"][0]["state"], "JOB_STATE_PENDING");
+        assert_eq!(v["jobs"][0]["podsBound"], 0);
+        assert_eq!(v["jobs"][0]["reason"], "");
+        let y = yaml(&m, "ListJobsResponse").expect("yaml");
+        assert!(y.contains("podsBound: 0"), "{y}");
+    }
+}

@@ -147,6 +147,7 @@ async fn every_rpc_answers_from_the_live_scheduler() {
     let listen = trainyard_api::server::Listen {
         socket: Some(socket.clone()),
         tcp: Some(format!("127.0.0.1:{port}").parse().expect("address")),
+        ..Default::default()
     };
     let api = trainyard_api::server::serve(view.clone(), &listen, shutdown.clone())
         .await

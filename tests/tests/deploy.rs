@@ -241,6 +241,14 @@ const VALUE_SETS: &[ValueSet] = &[
         service_monitor: true,
         store: Some("sled"),
     },
+    ValueSet {
+        name: "api-exposed",
+        file: Some("api-exposed.yaml"),
+        replicas: 2,
+        leader_election: true,
+        service_monitor: false,
+        store: None,
+    },
 ];
 
 impl ValueSet {

@@ -19,6 +19,9 @@ use kube::api::{Api, PostParams};
 
 use super::{AuthError, Authorizer, Identity, Permission};
 
+/// The client reviews are created with (the scheduler's own).
+pub use kube::Client;
+
 /// How long answers are kept.
 #[derive(Clone, Copy, Debug)]
 pub struct CacheTtl {

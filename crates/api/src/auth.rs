@@ -88,7 +88,11 @@ impl fmt::Display for Permission {
         if self.namespace.is_empty() {
             write!(f, "`{} pods` in every namespace", self.verb)
         } else {
-            write!(f, "`{} pods` in namespace \"{}\"", self.verb, self.namespace)
+            write!(
+                f,
+                "`{} pods` in namespace \"{}\"",
+                self.verb, self.namespace
+            )
         }
     }
 }

@@ -107,7 +107,11 @@ pub const SCHEDULER_SERVICE: &str = <SchedulerServer<Api> as NamedService>::NAME
 /// Every service of the API over `view`, the Scheduler and reflection
 /// behind `guard`, health answering from `health` (which
 /// [`follow_readiness`] keeps up; one reporter serves every listener).
-pub fn routes(view: Arc<LiveView>, guard: Guard, health: &HealthReporter) -> Result<Routes, ServeError> {
+pub fn routes(
+    view: Arc<LiveView>,
+    guard: Guard,
+    health: &HealthReporter,
+) -> Result<Routes, ServeError> {
     let health_service = tonic_health::pb::health_server::HealthServer::new(
         tonic_health::server::HealthService::from_health_reporter(health.clone()),
     );
@@ -121,12 +125,13 @@ pub fn routes(view: Arc<LiveView>, guard: Guard, health: &HealthReporter) -> Res
     let v1alpha = reflection(tonic_reflection::server::Builder::configure())
         .build_v1alpha()
         .map_err(|e| ServeError::Reflection(e.to_string()))?;
-    Ok(
-        Routes::new(Guarded::new(SchedulerServer::new(Api::new(view)), guard.clone()))
-            .add_service(health_service)
-            .add_service(Guarded::new(v1, guard.clone()))
-            .add_service(Guarded::new(v1alpha, guard)),
-    )
+    Ok(Routes::new(Guarded::new(
+        SchedulerServer::new(Api::new(view)),
+        guard.clone(),
+    ))
+    .add_service(health_service)
+    .add_service(Guarded::new(v1, guard.clone()))
+    .add_service(Guarded::new(v1alpha, guard)))
 }
 
 /// Health follows the view: the whole server (`""`) serves once every

@@ -180,7 +180,9 @@ async fn visible_decisions(
         .chain(m.reasons.iter().map(|r| &r.job))
         .map(|id| auth::namespace_of(id).to_string())
         .collect();
-    let v = caller.visible(namespaces.iter().map(String::as_str)).await?;
+    let v = caller
+        .visible(namespaces.iter().map(String::as_str))
+        .await?;
     auth::filter_decisions(&mut m, &v);
     Ok(m)
 }

@@ -114,30 +114,51 @@ fn as_user<T>(m: T, token: &str) -> Request<T> {
 /// ClusterRole, a node and pods in `a` and `b`.
 async fn cluster(server: &TestApiServer, admin: &kube::Client) {
     for ns in ["a", "b", "trainyard-system"] {
-        create(server, json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}));
+        create(
+            server,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        );
     }
     let rbac = "rbac.authorization.k8s.io/v1";
     let role_ref = |kind: &str, name: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
-    create(server, json!({"apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": "trainyard-scheduler", "namespace": "trainyard-system"}}));
-    create(server, json!({"apiVersion": rbac, "kind": "ClusterRoleBinding",
+    create(
+        server,
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "trainyard-scheduler", "namespace": "trainyard-system"}}),
+    );
+    create(
+        server,
+        json!({"apiVersion": rbac, "kind": "ClusterRoleBinding",
         "metadata": {"name": "trainyard-api-auth-delegator"},
         "roleRef": role_ref("ClusterRole", "system:auth-delegator"),
-        "subjects": [{"kind": "ServiceAccount", "name": "trainyard-scheduler", "namespace": "trainyard-system"}]}));
-    create(server, json!({"apiVersion": rbac, "kind": "Role",
+        "subjects": [{"kind": "ServiceAccount", "name": "trainyard-scheduler", "namespace": "trainyard-system"}]}),
+    );
+    create(
+        server,
+        json!({"apiVersion": rbac, "kind": "Role",
         "metadata": {"name": "pod-reader", "namespace": "a"},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]}));
-    create(server, json!({"apiVersion": rbac, "kind": "RoleBinding",
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]}),
+    );
+    create(
+        server,
+        json!({"apiVersion": rbac, "kind": "RoleBinding",
         "metadata": {"name": "alice-reads-pods", "namespace": "a"},
         "roleRef": role_ref("Role", "pod-reader"),
-        "subjects": [{"kind": "User", "name": "alice"}]}));
-    create(server, json!({"apiVersion": rbac, "kind": "ClusterRole",
+        "subjects": [{"kind": "User", "name": "alice"}]}),
+    );
+    create(
+        server,
+        json!({"apiVersion": rbac, "kind": "ClusterRole",
         "metadata": {"name": "pod-lister"},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}));
-    create(server, json!({"apiVersion": rbac, "kind": "ClusterRoleBinding",
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}),
+    );
+    create(
+        server,
+        json!({"apiVersion": rbac, "kind": "ClusterRoleBinding",
         "metadata": {"name": "auditor-lists-pods"},
         "roleRef": role_ref("ClusterRole", "pod-lister"),
-        "subjects": [{"kind": "User", "name": "auditor"}]}));
+        "subjects": [{"kind": "User", "name": "auditor"}]}),
+    );
     node(admin, "n1", 8).await;
     pod(admin, "a", "train", 2).await;
     pod(admin, "b", "secret", 2).await;

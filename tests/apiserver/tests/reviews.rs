@@ -172,8 +172,9 @@ async fn a_delegating_service_reviews_tokens_and_access() {
         Err(kube::Error::Api(s)) => {
             assert_eq!(s.code, 403, "{s:?}");
             assert!(
-                s.message
-                    .contains("cannot create resource \"tokenreviews\" in API group \"authentication.k8s.io\""),
+                s.message.contains(
+                    "cannot create resource \"tokenreviews\" in API group \"authentication.k8s.io\""
+                ),
                 "{}",
                 s.message
             );

@@ -81,12 +81,19 @@ impl<K: Eq + Hash, V: Clone> Cache<K, V> {
 }
 
 /// TokenReview and SubjectAccessReview through `client`.
-#[derive(Debug)]
 pub struct KubeAuthorizer {
     client: kube::Client,
     ttl: CacheTtl,
     tokens: Cache<[u8; 32], Option<Identity>>,
     access: Cache<(String, Vec<String>, Permission), bool>,
+}
+
+impl std::fmt::Debug for KubeAuthorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KubeAuthorizer")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
 }
 
 impl KubeAuthorizer {
@@ -169,8 +176,7 @@ impl Authorizer for KubeAuthorizer {
                 user: Some(who.user.clone()),
                 uid: (!who.uid.is_empty()).then(|| who.uid.clone()),
                 groups: Some(who.groups.clone()),
-                extra: (!who.extra.is_empty())
-                    .then(|| who.extra.clone().into_iter().collect()),
+                extra: (!who.extra.is_empty()).then(|| who.extra.clone().into_iter().collect()),
                 resource_attributes: Some(ResourceAttributes {
                     verb: Some(what.verb.to_string()),
                     group: Some(Permission::GROUP.to_string()),

@@ -33,10 +33,9 @@ impl Authorizer for Fake {
     }
 
     async fn allowed(&self, who: &Identity, what: &Permission) -> Result<bool, AuthError> {
-        Ok(self
-            .grants
-            .iter()
-            .any(|(u, p)| *u == who.user && (p == what || (p.namespace.is_empty() && p.verb == what.verb))))
+        Ok(self.grants.iter().any(|(u, p)| {
+            *u == who.user && (p == what || (p.namespace.is_empty() && p.verb == what.verb))
+        }))
     }
 }
 
@@ -188,12 +187,22 @@ async fn the_guard_refuses_missing_and_unknown_tokens_and_fails_closed() {
     let mut h = HeaderMap::new();
     let e = g.caller(&h).await.expect_err("no token");
     assert_eq!(e.code(), Code::Unauthenticated);
-    assert!(e.message().contains("authorization: Bearer"), "{}", e.message());
-    h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer nope"));
+    assert!(
+        e.message().contains("authorization: Bearer"),
+        "{}",
+        e.message()
+    );
+    h.insert(
+        header::AUTHORIZATION,
+        HeaderValue::from_static("Bearer nope"),
+    );
     let e = g.caller(&h).await.expect_err("unknown token");
     assert_eq!(e.code(), Code::Unauthenticated);
     assert!(e.message().contains("rejected"), "{}", e.message());
-    h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer t-alice"));
+    h.insert(
+        header::AUTHORIZATION,
+        HeaderValue::from_static("Bearer t-alice"),
+    );
     match g.caller(&h).await.expect("alice") {
         Caller::User { identity, .. } => assert_eq!(identity.user, "alice"),
         Caller::Trusted => panic!("a token caller is never trusted"),

@@ -144,7 +144,7 @@ async fn cluster(server: &TestApiServer, admin: &kube::Client) {
         json!({"apiVersion": rbac, "kind": "RoleBinding",
         "metadata": {"name": "alice-reads-pods", "namespace": "a"},
         "roleRef": role_ref("Role", "pod-reader"),
-        "subjects": [{"kind": "User", "name": "alice"}]}),
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
     );
     create(
         server,
@@ -157,7 +157,7 @@ async fn cluster(server: &TestApiServer, admin: &kube::Client) {
         json!({"apiVersion": rbac, "kind": "ClusterRoleBinding",
         "metadata": {"name": "auditor-lists-pods"},
         "roleRef": role_ref("ClusterRole", "pod-lister"),
-        "subjects": [{"kind": "User", "name": "auditor"}]}),
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "auditor"}]}),
     );
     node(admin, "n1", 8).await;
     pod(admin, "a", "train", 2).await;

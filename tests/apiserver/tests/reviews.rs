@@ -98,7 +98,7 @@ async fn a_delegating_service_reviews_tokens_and_access() {
         Some("a"),
         json!({"metadata": {"name": "alice-reads"},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
-               "subjects": [{"kind": "User", "name": "alice"}]}),
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
     )
     .await;
 

@@ -6,8 +6,6 @@
 
 use k8s_openapi::api::authentication::v1::TokenReview;
 use k8s_openapi::api::authorization::v1::SubjectAccessReview;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -25,21 +23,9 @@ fn obj<K: DeserializeOwned>(v: Value) -> K {
     serde_json::from_value(v).expect("object")
 }
 
-async fn create<K>(c: &Client, ns: Option<&str>, v: Value)
-where
-    K: kube::Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + serde::Serialize
-        + std::fmt::Debug,
-{
-    let api: Api<K> = match ns {
-        Some(ns) => Api::namespaced(c.clone(), ns),
-        None => Api::all(c.clone()),
-    };
-    api.create(&PostParams::default(), &obj(v))
-        .await
-        .expect("created");
+/// Creates `v` (with its apiVersion and kind) through the in-process handle.
+fn create(server: &TestApiServer, v: Value) {
+    server.create(v).expect("created");
 }
 
 async fn review_token(c: &Client, token: &str) -> Result<TokenReview, kube::Error> {
@@ -74,33 +60,38 @@ async fn a_delegating_service_reviews_tokens_and_access() {
     .expect("server starts");
     let admin = client(&server, ADMIN_TOKEN);
     for ns in ["a", "b", "sys"] {
-        create::<Namespace>(&admin, None, json!({"metadata": {"name": ns}})).await;
+        create(
+            &server,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        );
     }
-    create::<ServiceAccount>(&admin, Some("sys"), json!({"metadata": {"name": "proxy"}})).await;
-    create::<ServiceAccount>(&admin, Some("sys"), json!({"metadata": {"name": "other"}})).await;
-    create::<ClusterRoleBinding>(
-        &admin,
-        None,
-        json!({"metadata": {"name": "proxy-auth-delegator"},
+    for sa in ["proxy", "other"] {
+        create(
+            &server,
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": sa, "namespace": "sys"}}),
+        );
+    }
+    create(
+        &server,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": "proxy-auth-delegator"},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
                "subjects": [{"kind": "ServiceAccount", "name": "proxy", "namespace": "sys"}]}),
-    )
-    .await;
-    create::<Role>(
-        &admin,
-        Some("a"),
-        json!({"metadata": {"name": "pod-reader"},
+    );
+    create(
+        &server,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+               "metadata": {"name": "pod-reader", "namespace": "a"},
                "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}),
-    )
-    .await;
-    create::<RoleBinding>(
-        &admin,
-        Some("a"),
-        json!({"metadata": {"name": "alice-reads"},
+    );
+    create(
+        &server,
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "alice-reads", "namespace": "a"},
                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
                "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
-    )
-    .await;
+    );
 
     let proxy = client(
         &server,

@@ -214,6 +214,8 @@ struct ValueSet {
     service_monitor: bool,
     /// The store's engine, when the values turn the store on.
     store: Option<&'static str>,
+    /// The gRPC API exposed through its own Service.
+    api_exposed: bool,
 }
 
 const VALUE_SETS: &[ValueSet] = &[
@@ -224,6 +226,7 @@ const VALUE_SETS: &[ValueSet] = &[
         leader_election: true,
         service_monitor: false,
         store: None,
+        api_exposed: false,
     },
     ValueSet {
         name: "ha-off",
@@ -232,6 +235,7 @@ const VALUE_SETS: &[ValueSet] = &[
         leader_election: false,
         service_monitor: false,
         store: None,
+        api_exposed: false,
     },
     ValueSet {
         name: "servicemonitor-and-custom-config",
@@ -240,6 +244,16 @@ const VALUE_SETS: &[ValueSet] = &[
         leader_election: true,
         service_monitor: true,
         store: Some("sled"),
+        api_exposed: false,
+    },
+    ValueSet {
+        name: "api-exposed",
+        file: Some("api-exposed.yaml"),
+        replicas: 2,
+        leader_election: true,
+        service_monitor: false,
+        store: None,
+        api_exposed: true,
     },
 ];
 
@@ -680,7 +694,40 @@ fn rendered_objects_fit_together() {
         );
 
         // Service and ServiceMonitor reach the pods' metrics port.
-        let svc = one(&objects, "Service");
+        let services: Vec<&Value> = objects
+            .iter()
+            .map(|(_, o)| o)
+            .filter(|o| kind(o) == "Service")
+            .collect();
+        let by_port = |p: &str| {
+            services
+                .iter()
+                .copied()
+                .find(|s| s["spec"]["ports"][0]["name"] == p)
+        };
+        let svc = by_port("http-metrics").unwrap_or_else(|| panic!("{what}: no metrics Service"));
+        // The gRPC API's Service exactly when exposed, with its TLS flags.
+        assert_eq!(services.len(), 1 + usize::from(set.api_exposed), "{what}");
+        if let Some(api) = by_port("grpc-api") {
+            assert!(set.api_exposed, "{what}: API Service not asked for");
+            assert!(labels_match(&api["spec"]["selector"], pod_labels), "{what}");
+            let args = strings(&pod["spec"]["containers"][0]["args"]);
+            for flag in ["--api-listen", "--api-tls-cert", "--api-tls-key"] {
+                assert!(
+                    args.iter().any(|a| a == flag),
+                    "{what}: no {flag} in {args:?}"
+                );
+            }
+            let ports = &pod["spec"]["containers"][0]["ports"];
+            assert!(
+                ports
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|p| p["name"] == "grpc-api"),
+                "{what}: no grpc-api container port"
+            );
+        }
         assert!(
             labels_match(&svc["spec"]["selector"], pod_labels),
             "{what}: the Service does not select the pods"

@@ -13,13 +13,18 @@
 //! - [`snapshot`]: the watched objects in the format `trainyard schedule`
 //!   reads;
 //! - [`service`]: the RPCs; [`server`]: the server (health, reflection,
-//!   the Unix socket and loopback listeners), built in one function.
+//!   the Unix socket and loopback listeners), built in one function;
+//! - [`auth`]: who calls and what they may see (bearer tokens through
+//!   TokenReview, permissions through SubjectAccessReview) when the API
+//!   is exposed; [`tls`]: its TLS (rustls).
 
+pub mod auth;
 pub mod convert;
 pub mod explain;
 pub mod server;
 pub mod service;
 pub mod snapshot;
+pub mod tls;
 pub mod whatif;
 
 /// The generated messages, server and client.

@@ -3,8 +3,12 @@
 //! and `v1alpha` for older clients), on a Unix socket and a TCP address
 //! (loopback by default).
 //!
-//! [`routes`] builds every service in one place: authentication and
-//! authorization (a later part) are interceptors added there.
+//! [`routes`] builds every service in one place, behind the listener's
+//! [`Guard`]: the Scheduler and reflection need a caller the guard lets
+//! in; health does not (the kubelet's gRPC probes send no token, and it
+//! tells only whether the scheduler serves). [`tcp_policy`] decides what
+//! a TCP listener needs: off loopback, TLS (unless `--api-insecure`) and
+//! bearer tokens.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -17,8 +21,11 @@ use tonic_health::ServingStatus;
 use tonic_health::server::HealthReporter;
 use trainyard_serve::view::LiveView;
 
+use crate::auth::Authorizer;
+use crate::auth::guard::{Guard, Guarded};
 use crate::pb::scheduler_server::SchedulerServer;
 use crate::service::Api;
+use crate::tls::{TlsError, TlsFiles};
 
 /// Where the API listens; each `None` is off.
 #[derive(Clone, Debug, Default)]
@@ -27,6 +34,31 @@ pub struct Listen {
     pub socket: Option<PathBuf>,
     /// A TCP address.
     pub tcp: Option<SocketAddr>,
+    /// How the TCP listener is secured.
+    pub security: Security,
+}
+
+/// TLS and authentication of the TCP listener (the socket is trusted: its
+/// mode, 0600, is its access control).
+#[derive(Clone, Debug, Default)]
+pub struct Security {
+    /// Serve TLS with this certificate and key.
+    pub tls: Option<TlsFiles>,
+    /// Allow a non-loopback address without TLS (`--api-insecure`):
+    /// tokens are still required, and cross the network in clear text.
+    pub insecure: bool,
+    /// Require bearer tokens on loopback too (`--api-require-auth`).
+    pub require_auth: bool,
+    /// Authenticates tokens and judges permissions (TokenReview and
+    /// SubjectAccessReview); needed when tokens are.
+    pub authorizer: Option<Arc<dyn Authorizer>>,
+}
+
+/// What a TCP listener does, by [`tcp_policy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpMode {
+    pub tls: bool,
+    pub tokens: bool,
 }
 
 /// The API could not start.
@@ -39,15 +71,50 @@ pub enum ServeError {
     },
     #[error("building the reflection service: {0}")]
     Reflection(String),
+    #[error(
+        "--api-listen {address} is not a loopback address, so the gRPC API needs TLS there: give --api-tls-cert and --api-tls-key (PEM files), or --api-insecure to serve without TLS behind something that encrypts (bearer tokens then cross the network in clear text)"
+    )]
+    NeedsTls { address: SocketAddr },
+    #[error(
+        "the gRPC API on {address} needs bearer tokens checked, but no authorizer was given (a bug: `trainyard serve` gives its Kubernetes client's)"
+    )]
+    NoAuthorizer { address: SocketAddr },
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+}
+
+/// What the TCP listener on `address` needs under `security`: off
+/// loopback TLS (unless insecure is allowed) and tokens, always; on
+/// loopback tokens only when required, TLS only when given.
+pub fn tcp_policy(address: SocketAddr, security: &Security) -> Result<TcpMode, ServeError> {
+    let loopback = address.ip().is_loopback();
+    if !loopback && security.tls.is_none() && !security.insecure {
+        return Err(ServeError::NeedsTls { address });
+    }
+    let tokens = !loopback || security.require_auth;
+    if tokens && security.authorizer.is_none() {
+        return Err(ServeError::NoAuthorizer { address });
+    }
+    Ok(TcpMode {
+        tls: security.tls.is_some(),
+        tokens,
+    })
 }
 
 /// The service name health checks ask about for the Scheduler.
 pub const SCHEDULER_SERVICE: &str = <SchedulerServer<Api> as NamedService>::NAME;
 
-/// Every service of the API over `view`, and the health reporter that
-/// [`follow_readiness`] keeps up.
-pub fn routes(view: Arc<LiveView>) -> Result<(Routes, HealthReporter), ServeError> {
-    let (health, health_service) = tonic_health::server::health_reporter();
+/// Every service of the API over `view`, the Scheduler and reflection
+/// behind `guard`, health answering from `health` (which
+/// [`follow_readiness`] keeps up; one reporter serves every listener).
+pub fn routes(
+    view: Arc<LiveView>,
+    guard: Guard,
+    health: &HealthReporter,
+) -> Result<Routes, ServeError> {
+    let health_service = tonic_health::pb::health_server::HealthServer::new(
+        tonic_health::server::HealthService::from_health_reporter(health.clone()),
+    );
     let reflection = |b: tonic_reflection::server::Builder<'static>| {
         b.register_encoded_file_descriptor_set(crate::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -58,11 +125,13 @@ pub fn routes(view: Arc<LiveView>) -> Result<(Routes, HealthReporter), ServeErro
     let v1alpha = reflection(tonic_reflection::server::Builder::configure())
         .build_v1alpha()
         .map_err(|e| ServeError::Reflection(e.to_string()))?;
-    let routes = Routes::new(SchedulerServer::new(Api::new(view)))
-        .add_service(health_service)
-        .add_service(v1)
-        .add_service(v1alpha);
-    Ok((routes, health))
+    Ok(Routes::new(Guarded::new(
+        SchedulerServer::new(Api::new(view)),
+        guard.clone(),
+    ))
+    .add_service(health_service)
+    .add_service(Guarded::new(v1, guard.clone()))
+    .add_service(Guarded::new(v1alpha, guard)))
 }
 
 /// Health follows the view: the whole server (`""`) serves once every
@@ -93,33 +162,29 @@ pub async fn follow_readiness(view: Arc<LiveView>, health: HealthReporter) {
 }
 
 /// Serves the API on `listen` until `shutdown` turns true (or its sender
-/// is gone). Binds first, so an address in use fails the start.
+/// is gone). Binds first, so an address in use, or a TCP listener its
+/// policy refuses, fails the start.
 pub async fn serve(
     view: Arc<LiveView>,
     listen: &Listen,
     shutdown: watch::Receiver<bool>,
 ) -> Result<tokio::task::JoinHandle<()>, ServeError> {
-    let (routes, health) = routes(view.clone())?;
+    let (health, _) = tonic_health::server::health_reporter();
     let mut tasks = Vec::new();
     let stop = |mut s: watch::Receiver<bool>| async move {
         let _ = s.wait_for(|stop| *stop).await;
     };
-    if let Some(path) = &listen.socket {
-        let listener = bind_socket(path).map_err(|error| ServeError::Bind {
-            address: path.display().to_string(),
-            error,
-        })?;
-        tracing::info!(socket = %path.display(), "serving the gRPC API");
-        let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
-        let server = tonic::transport::Server::builder().add_routes(routes.clone());
-        let s = shutdown.clone();
-        tasks.push(tokio::spawn(async move {
-            if let Err(e) = server.serve_with_incoming_shutdown(incoming, stop(s)).await {
-                tracing::error!("the gRPC API on its socket stopped: {e}");
-            }
-        }));
-    }
     if let Some(addr) = listen.tcp {
+        // Checked before anything binds.
+        let mode = tcp_policy(addr, &listen.security)?;
+        let guard = match (&listen.security.authorizer, mode.tokens) {
+            (Some(a), true) => Guard::Tokens(a.clone()),
+            _ => Guard::Trusted,
+        };
+        let acceptor = match (&listen.security.tls, mode.tls) {
+            (Some(files), true) => Some(crate::tls::acceptor(files)?),
+            _ => None,
+        };
         let listener =
             tokio::net::TcpListener::bind(addr)
                 .await
@@ -128,13 +193,39 @@ pub async fn serve(
                     error,
                 })?;
         let local = listener.local_addr().map_or(addr, |a| a);
-        tracing::info!(address = %local, "serving the gRPC API");
-        let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+        tracing::info!(address = %local, tls = mode.tls, tokens = mode.tokens, "serving the gRPC API");
+        let routes = routes(view.clone(), guard, &health)?;
+        let server = tonic::transport::Server::builder().add_routes(routes);
+        let s = shutdown.clone();
+        tasks.push(tokio::spawn(async move {
+            let done = match acceptor {
+                Some(acceptor) => {
+                    let incoming = crate::tls::incoming(listener, acceptor);
+                    server.serve_with_incoming_shutdown(incoming, stop(s)).await
+                }
+                None => {
+                    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+                    server.serve_with_incoming_shutdown(incoming, stop(s)).await
+                }
+            };
+            if let Err(e) = done {
+                tracing::error!("the gRPC API on {local} stopped: {e}");
+            }
+        }));
+    }
+    if let Some(path) = &listen.socket {
+        let listener = bind_socket(path).map_err(|error| ServeError::Bind {
+            address: path.display().to_string(),
+            error,
+        })?;
+        tracing::info!(socket = %path.display(), "serving the gRPC API");
+        let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
+        let routes = routes(view.clone(), Guard::Trusted, &health)?;
         let server = tonic::transport::Server::builder().add_routes(routes);
         let s = shutdown.clone();
         tasks.push(tokio::spawn(async move {
             if let Err(e) = server.serve_with_incoming_shutdown(incoming, stop(s)).await {
-                tracing::error!("the gRPC API on {local} stopped: {e}");
+                tracing::error!("the gRPC API on its socket stopped: {e}");
             }
         }));
     }

@@ -11,6 +11,7 @@ use tonic::{Request, Response, Status};
 use trainyard_sched::PendingJob;
 use trainyard_serve::view::{CycleView, LiveView};
 
+use crate::auth::{self, Caller, Permission, Visible};
 use crate::pb::scheduler_server::Scheduler;
 use crate::{ApiError, convert, explain, pb, snapshot, whatif};
 
@@ -169,20 +170,41 @@ struct Watching {
     cycles: broadcast::Receiver<Arc<CycleView>>,
     first: Option<Arc<CycleView>>,
     last: BTreeMap<String, (String, String)>,
+    caller: Caller,
+}
+
+/// `m` with only what `caller` may see by name.
+async fn visible_decisions(
+    caller: &Caller,
+    mut m: pb::CycleDecisions,
+) -> Result<pb::CycleDecisions, Status> {
+    let namespaces: Vec<String> = m
+        .binds
+        .iter()
+        .map(|b| &b.job)
+        .chain(m.evictions.iter().map(|e| &e.job))
+        .chain(m.reasons.iter().map(|r| &r.job))
+        .map(|id| auth::namespace_of(id).to_string())
+        .collect();
+    let v = caller
+        .visible(namespaces.iter().map(String::as_str))
+        .await?;
+    auth::filter_decisions(&mut m, &v);
+    Ok(m)
 }
 
 fn watch_stream(w: Watching) -> DecisionStream {
     Box::pin(futures::stream::unfold(w, |mut w| async move {
         if let Some(c) = w.first.take() {
             let m = cycle_decisions(&c, &mut w.last, 0);
-            return Some((Ok(m), w));
+            return Some((visible_decisions(&w.caller, m).await, w));
         }
         let mut missed = 0;
         loop {
             match w.cycles.recv().await {
                 Ok(c) => {
                     let m = cycle_decisions(&c, &mut w.last, missed);
-                    return Some((Ok(m), w));
+                    return Some((visible_decisions(&w.caller, m).await, w));
                 }
                 Err(broadcast::error::RecvError::Lagged(n)) => missed += n,
                 Err(broadcast::error::RecvError::Closed) => return None,
@@ -191,12 +213,32 @@ fn watch_stream(w: Watching) -> DecisionStream {
     }))
 }
 
+/// The namespaces of a what-if's objects (`default` for those naming
+/// none, as the loader reads them).
+fn object_namespaces(text: &str, scheduler_name: &str) -> Result<Vec<String>, ApiError> {
+    let mut out: Vec<String> = whatif::documents(text, scheduler_name)?
+        .iter()
+        .map(|d| {
+            d["metadata"]["namespace"]
+                .as_str()
+                .filter(|n| !n.is_empty())
+                .unwrap_or("default")
+                .to_string()
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
 #[tonic::async_trait]
 impl Scheduler for Api {
     async fn list_queues(
         &self,
-        _: Request<pb::ListQueuesRequest>,
+        r: Request<pb::ListQueuesRequest>,
     ) -> Result<Response<pb::ListQueuesResponse>, Status> {
+        // Any caller let in: queue totals name no job.
+        Caller::of(&r)?;
         let c = self.latest()?;
         Ok(Response::new(list_queues(&c)))
     }
@@ -205,36 +247,83 @@ impl Scheduler for Api {
         &self,
         r: Request<pb::ListJobsRequest>,
     ) -> Result<Response<pb::ListJobsResponse>, Status> {
+        let caller = Caller::of(&r)?;
+        let f = r.get_ref();
+        for ns in [&f.namespace, &f.user] {
+            if !ns.is_empty() {
+                let what = format!("list the jobs of namespace {ns}");
+                caller.require(&Permission::list_pods(ns), &what).await?;
+            }
+        }
         let c = self.latest()?;
-        Ok(Response::new(list_jobs(&c, r.get_ref())))
+        let mut out = list_jobs(&c, f);
+        let v = caller
+            .visible(out.jobs.iter().map(|j| j.namespace.as_str()))
+            .await?;
+        auth::filter_jobs(&mut out, &v);
+        Ok(Response::new(out))
     }
 
     async fn explain_job(
         &self,
         r: Request<pb::ExplainJobRequest>,
     ) -> Result<Response<pb::ExplainJobResponse>, Status> {
+        let caller = Caller::of(&r)?;
+        let q = r.get_ref();
+        // Before the lookup: NOT_FOUND would tell what exists there.
+        let what = format!("explain job {}/{}", q.namespace, q.name);
+        caller
+            .require(&Permission::get_pods(&q.namespace), &what)
+            .await?;
         let c = self.latest()?;
-        Ok(Response::new(explain_job(&c, r.get_ref())?))
+        Ok(Response::new(explain_job(&c, q)?))
     }
 
     async fn what_if(
         &self,
         r: Request<pb::WhatIfRequest>,
     ) -> Result<Response<pb::WhatIfResponse>, Status> {
+        let caller = Caller::of(&r)?;
+        let r = r.into_inner();
+        let namespaces = match &r.job {
+            Some(pb::what_if_request::Job::Resize(z)) => vec![z.namespace.clone()],
+            Some(pb::what_if_request::Job::Objects(text)) => {
+                object_namespaces(text, &self.view.scheduler_name)?
+            }
+            None => Vec::new(),
+        };
+        for ns in &namespaces {
+            let what = format!("run a what-if of a job in namespace {ns}");
+            caller.require(&Permission::get_pods(ns), &what).await?;
+        }
         let c = self.latest()?;
         let view = self.view.clone();
-        let r = r.into_inner();
         // A cycle's worth of work: off the async threads.
-        let answer = tokio::task::spawn_blocking(move || what_if(&view, &c, r))
+        let mut answer = tokio::task::spawn_blocking(move || what_if(&view, &c, r))
             .await
             .map_err(|e| Status::internal(format!("the what-if failed: {e}")))??;
+        let v = match caller {
+            Caller::Trusted => Visible::All,
+            _ => {
+                let named = auth::what_if_namespaces(&answer);
+                caller.visible(named.iter().copied()).await?
+            }
+        };
+        auth::redact_what_if(&mut answer, &v);
         Ok(Response::new(answer))
     }
 
     async fn get_snapshot(
         &self,
-        _: Request<pb::GetSnapshotRequest>,
+        r: Request<pb::GetSnapshotRequest>,
     ) -> Result<Response<pb::GetSnapshotResponse>, Status> {
+        let caller = Caller::of(&r)?;
+        caller
+            .require(
+                &Permission::list_pods_everywhere(),
+                "read the snapshot (every object the scheduler sees)",
+            )
+            .await?;
         let c = self.latest()?;
         let view = self.view.clone();
         let answer = tokio::task::spawn_blocking(move || snapshot::response(&c, view.objects()))
@@ -249,6 +338,7 @@ impl Scheduler for Api {
         &self,
         r: Request<pb::WatchDecisionsRequest>,
     ) -> Result<Response<DecisionStream>, Status> {
+        let caller = Caller::of(&r)?;
         let cycles = self.view.cycles();
         let first = if r.get_ref().latest {
             self.view.latest().borrow().clone()
@@ -259,6 +349,7 @@ impl Scheduler for Api {
             cycles,
             first,
             last: BTreeMap::new(),
+            caller,
         })))
     }
 }

@@ -45,10 +45,28 @@ pub struct ServeArgs {
     #[arg(long, value_name = "PATH")]
     pub api_socket: Option<PathBuf>,
     /// The gRPC API on this TCP address, host:port; "" for none. Default 127.0.0.1:50051
-    /// (this machine only, skipped with a warning when taken). The API has no authentication
-    /// yet: do not expose it beyond loopback.
+    /// (this machine only, skipped with a warning when taken). On an address that is not
+    /// loopback (0.0.0.0:50051 in a pod) every call needs a Kubernetes bearer token, checked
+    /// with TokenReview and SubjectAccessReview, and TLS is required (--api-tls-cert,
+    /// --api-tls-key) unless --api-insecure; see docs/grpc.md.
     #[arg(long, value_name = "ADDR", value_parser = http_address)]
     pub api_listen: Option<String>,
+    /// TLS certificate chain (PEM) of the --api-listen listener; read again when it changes.
+    #[arg(long, value_name = "FILE", requires = "api_tls_key")]
+    pub api_tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM: PKCS#8, PKCS#1 or SEC1) of the --api-listen listener.
+    #[arg(long, value_name = "FILE", requires = "api_tls_cert")]
+    pub api_tls_key: Option<PathBuf>,
+    /// Serve --api-listen on a non-loopback address without TLS (behind a service mesh or
+    /// proxy that encrypts). Bearer tokens are still required, and cross the network in
+    /// clear text.
+    #[arg(long)]
+    pub api_insecure: bool,
+    /// Require bearer tokens on a loopback --api-listen too (by default loopback, like the
+    /// socket, is trusted: anyone who can reach it already runs on this machine or in this
+    /// pod).
+    #[arg(long)]
+    pub api_require_auth: bool,
 }
 
 /// Where the gRPC API listens by default.
@@ -60,10 +78,31 @@ const API_LISTEN: &str = "127.0.0.1:50051";
 /// cannot (another scheduler on this machine has it) is skipped, said.
 async fn start_api(
     args: &ServeArgs,
+    client: &trainyard_api::auth::kubernetes::Client,
     view: &std::sync::Arc<trainyard_serve::view::LiveView>,
     stop: &tokio::sync::watch::Receiver<bool>,
 ) -> Result<Vec<tokio::task::JoinHandle<()>>> {
-    use trainyard_api::server::{Listen, serve};
+    use trainyard_api::auth::kubernetes::{CacheTtl, KubeAuthorizer};
+    use trainyard_api::server::{Listen, Security, serve};
+    let tls = match (&args.api_tls_cert, &args.api_tls_key) {
+        (Some(cert), Some(key)) => Some(trainyard_api::tls::TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        _ => None,
+    };
+    if tls.is_some() && args.api_listen.as_deref() == Some("") {
+        anyhow::bail!("--api-tls-cert and --api-tls-key secure --api-listen, which is \"\" (off)");
+    }
+    let security = Security {
+        tls,
+        insecure: args.api_insecure,
+        require_auth: args.api_require_auth,
+        authorizer: Some(std::sync::Arc::new(KubeAuthorizer::new(
+            client.clone(),
+            CacheTtl::default(),
+        ))),
+    };
     let socket = match &args.api_socket {
         Some(p) if p.as_os_str().is_empty() => None,
         Some(p) => Some((p.clone(), true)),
@@ -83,7 +122,7 @@ async fn start_api(
             (
                 Listen {
                     socket: Some(p),
-                    tcp: None,
+                    ..Listen::default()
                 },
                 given,
             )
@@ -93,6 +132,7 @@ async fn start_api(
                 Listen {
                     socket: None,
                     tcp: Some(a),
+                    security: security.clone(),
                 },
                 given,
             )
@@ -203,7 +243,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         ));
         // The API serves through the drain, and stops after the service.
         let (api_stop, api_stop_rx) = tokio::sync::watch::channel(false);
-        let api = start_api(&args, &view, &api_stop_rx).await?;
+        let api = start_api(&args, &client, &view, &api_stop_rx).await?;
         trainyard_serve::run_with(
             client,
             settings,

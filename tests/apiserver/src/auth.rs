@@ -146,25 +146,62 @@ pub fn authenticate(st: &State, authorization: &str) -> ApiResult<Option<UserInf
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(unauthorized)?;
-    match st.auth.tokens.get(token) {
-        Some(TokenSubject::User(u)) => Ok(Some(u.clone())),
-        Some(TokenSubject::ServiceAccount {
+    identity(st, token).map(Some).ok_or_else(unauthorized)
+}
+
+/// Whom `token` stands for: a known token, and for a ServiceAccount's, only
+/// while that ServiceAccount (the same uid) exists.
+pub fn identity(st: &State, token: &str) -> Option<UserInfo> {
+    match st.auth.tokens.get(token)? {
+        TokenSubject::User(u) => Some(u.clone()),
+        TokenSubject::ServiceAccount {
             namespace,
             name,
             uid,
-        }) => {
-            let live = st
-                .store
-                .get("/serviceaccounts", namespace, name)
-                .is_some_and(|sa| sa["metadata"]["uid"].as_str() == Some(uid));
-            if live {
-                Ok(Some(UserInfo::service_account(namespace, name, uid)))
-            } else {
-                Err(unauthorized())
-            }
-        }
-        None => Err(unauthorized()),
+        } => st
+            .store
+            .get("/serviceaccounts", namespace, name)
+            .is_some_and(|sa| sa["metadata"]["uid"].as_str() == Some(uid))
+            .then(|| UserInfo::service_account(namespace, name, uid)),
     }
+}
+
+/// The audience kube-apiserver's tokens are for by default.
+const DEFAULT_AUDIENCE: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// `POST /apis/authentication.k8s.io/v1/tokenreviews`: whom `spec.token`
+/// authenticates as, against the same token table as requests (whether or
+/// not authentication is enforced). An unknown token, or a ServiceAccount's
+/// whose account is gone, is `authenticated: false` with an `error`; an
+/// empty one is 400, as kube-apiserver answers. Audiences are echoed
+/// (`spec.audiences`, else the default), not checked.
+pub fn token_review(st: &State, body: &Value) -> ApiResult<Value> {
+    let spec = &body["spec"];
+    let token = spec["token"].as_str().unwrap_or("");
+    if token.is_empty() {
+        return Err(ApiError::bad_request(
+            "token is required for TokenReview in authentication",
+        ));
+    }
+    let audiences = match spec["audiences"].as_array() {
+        Some(a) if !a.is_empty() => Value::Array(a.clone()),
+        _ => json!([DEFAULT_AUDIENCE]),
+    };
+    let status = match identity(st, token) {
+        Some(u) => json!({"authenticated": true, "user": u.to_json(), "audiences": audiences}),
+        None => json!({"authenticated": false, "user": {}, "error": "invalid bearer token"}),
+    };
+    let mut out = json!({
+        "kind": "TokenReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": {"creationTimestamp": null},
+        "spec": spec,
+        "status": status,
+    });
+    if let Some(m) = body["metadata"].as_object() {
+        out["metadata"] = Value::Object(m.clone());
+    }
+    Ok(out)
 }
 
 fn new_token(st: &mut State, prefix: &str) -> String {

@@ -27,7 +27,8 @@
 //!   `meta.k8s.io/v1` Table output for `kubectl get`;
 //! * opt-in ([`Config::rbac`], `--rbac`) bearer-token authentication (401) and RBAC
 //!   authorization over the stored roles and bindings (403 with kube-apiserver's
-//!   message), `SelfSubjectAccessReview` and ServiceAccount `TokenRequest`s; see
+//!   message), `SelfSubjectAccessReview`, `SubjectAccessReview`, `TokenReview` and
+//!   ServiceAccount `TokenRequest`s; see
 //!   [`auth`] and [`rbac`];
 //! * a simulated kubelet (see [`kubelet`]) on a real or manual clock that, like a
 //!   real one, admits only the pods that fit their node (`Failed` with

@@ -17,7 +17,9 @@
 //! Not done: aggregated ClusterRoles (`aggregationRule` is stored but not
 //! evaluated), escalation checks when creating roles and bindings, impersonation.
 //! [`seed_default_policy`] stores the bootstrap roles the rest leans on:
-//! `cluster-admin`, `system:discovery`, `system:public-info-viewer`, `system:basic-user`.
+//! `cluster-admin`, `system:discovery`, `system:public-info-viewer`, `system:basic-user`,
+//! and the ClusterRole `system:auth-delegator` (TokenReviews and SubjectAccessReviews,
+//! unbound: an installation binds it, as for kube-rbac-proxy or metrics-server).
 
 use serde_json::{Value, json};
 
@@ -225,9 +227,23 @@ pub fn forbidden(user: &UserInfo, a: &Attributes, reason: &str) -> ApiError {
 /// `authorization.k8s.io/v1 SelfSubjectAccessReview`: whether the requester may
 /// do what `spec.resourceAttributes` / `spec.nonResourceAttributes` describe.
 pub fn self_subject_access_review(st: &State, user: Option<&UserInfo>, body: &Value) -> Value {
-    let spec = &body["spec"];
+    let a = review_attributes(&body["spec"]);
+    let d = match user {
+        Some(u) => authorize(st, u, &a),
+        // Authorization off: everything is allowed.
+        None => Decision {
+            allowed: true,
+            reason: String::new(),
+        },
+    };
+    review_answer("SelfSubjectAccessReview", body, &d)
+}
+
+/// The attributes a review's `spec.resourceAttributes` or
+/// `spec.nonResourceAttributes` describe.
+fn review_attributes(spec: &Value) -> Attributes {
     let ra = &spec["resourceAttributes"];
-    let a = if ra.is_object() {
+    if ra.is_object() {
         let s = |k: &str| ra[k].as_str().unwrap_or("").to_string();
         Attributes {
             verb: s("verb"),
@@ -247,30 +263,76 @@ pub fn self_subject_access_review(st: &State, user: Option<&UserInfo>, body: &Va
             path: na["path"].as_str().unwrap_or("").into(),
             ..Default::default()
         }
-    };
-    let d = match user {
-        Some(u) => authorize(st, u, &a),
-        // Authorization off: everything is allowed.
-        None => Decision {
-            allowed: true,
-            reason: String::new(),
-        },
-    };
+    }
+}
+
+/// A review of `kind` answered with `d`: the request's spec and metadata,
+/// and `status.allowed` (with `reason` when there is one).
+fn review_answer(kind: &str, body: &Value, d: &Decision) -> Value {
     let mut status = json!({"allowed": d.allowed});
     if !d.reason.is_empty() {
         status["reason"] = json!(d.reason);
     }
     let mut out = json!({
-        "kind": "SelfSubjectAccessReview",
+        "kind": kind,
         "apiVersion": "authorization.k8s.io/v1",
         "metadata": {"creationTimestamp": null},
-        "spec": spec,
+        "spec": body["spec"],
         "status": status,
     });
     if let Some(m) = body["metadata"].as_object() {
         out["metadata"] = Value::Object(m.clone());
     }
     out
+}
+
+/// `authorization.k8s.io/v1 SubjectAccessReview`: whether `spec.user` with
+/// `spec.groups` (taken as given: `system:authenticated` is not added, as
+/// kube-apiserver does not) may do what the attributes describe, judged
+/// by the stored RBAC objects (everything is allowed when RBAC is off).
+/// 422 without a user or group, or without exactly one kind of attributes.
+pub fn subject_access_review(st: &State, body: &Value) -> Result<Value, ApiError> {
+    let spec = &body["spec"];
+    let user = spec["user"].as_str().unwrap_or("");
+    let groups: Vec<String> = strs(&spec["groups"]).map(String::from).collect();
+    let invalid = |field: &str, message: &str| {
+        ApiError::invalid(
+            "SubjectAccessReview.authorization.k8s.io",
+            "authorization.k8s.io",
+            "",
+            vec![crate::error::Cause {
+                reason: "FieldValueInvalid".into(),
+                message: message.into(),
+                field: field.into(),
+            }],
+        )
+    };
+    if user.is_empty() && groups.is_empty() {
+        return Err(invalid(
+            "spec.user",
+            "Invalid value: \"\": at least one of user or group must be specified",
+        ));
+    }
+    if spec["resourceAttributes"].is_object() == spec["nonResourceAttributes"].is_object() {
+        return Err(invalid(
+            "spec.resourceAttributes",
+            "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified",
+        ));
+    }
+    let who = UserInfo {
+        name: user.into(),
+        uid: spec["uid"].as_str().unwrap_or("").into(),
+        groups,
+    };
+    let d = if st.auth.enabled {
+        authorize(st, &who, &review_attributes(spec))
+    } else {
+        Decision {
+            allowed: true,
+            reason: String::new(),
+        }
+    };
+    Ok(review_answer("SubjectAccessReview", body, &d))
 }
 
 /// Stores the bootstrap policy kube-apiserver creates and this server's
@@ -291,6 +353,11 @@ pub fn seed_default_policy(st: &mut State) {
     ]);
     let info = json!(["/healthz", "/livez", "/readyz", "/version", "/version/"]);
     let roles = [
+        (
+            "system:auth-delegator",
+            json!([{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"], "verbs": ["create"]}, {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"], "verbs": ["create"]}]),
+            json!(null),
+        ),
         (
             "cluster-admin",
             json!([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}, {"nonResourceURLs": ["*"], "verbs": ["*"]}]),
@@ -325,12 +392,16 @@ pub fn seed_default_policy(st: &mut State) {
     let labels = json!({"kubernetes.io/bootstrapping": "rbac-defaults"});
     let annotations = json!({"rbac.authorization.kubernetes.io/autoupdate": "true"});
     for (name, rules, subjects) in roles {
+        let bound = !subjects.is_null();
         let role = json!({"metadata": {"name": name, "labels": labels, "annotations": annotations}, "rules": rules});
         let binding = json!({"metadata": {"name": name, "labels": labels, "annotations": annotations},
             "roleRef": {"apiGroup": GROUP, "kind": "ClusterRole", "name": name}, "subjects": subjects});
         // Valid objects on a fresh store: these creates cannot fail.
         let _ = st.create(&cr, "v1", None, role, &WriteOpts::default());
-        let _ = st.create(&crb, "v1", None, binding, &WriteOpts::default());
+        // `system:auth-delegator` is granted by installations, not bound here.
+        if bound {
+            let _ = st.create(&crb, "v1", None, binding, &WriteOpts::default());
+        }
     }
 }
 

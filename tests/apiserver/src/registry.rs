@@ -44,6 +44,10 @@ pub enum Builtin {
     RoleBinding,
     /// authorization.k8s.io/v1 SelfSubjectAccessReview (create only, never stored).
     SelfSubjectAccessReview,
+    /// authorization.k8s.io/v1 SubjectAccessReview (create only, never stored).
+    SubjectAccessReview,
+    /// authentication.k8s.io/v1 TokenReview (create only, never stored).
+    TokenReview,
     /// batch/v1 Job (stored only: no controller creates its pods).
     Job,
     /// apps/v1 ReplicaSet (stored only).
@@ -81,6 +85,17 @@ pub enum Builtin {
     DeviceTaintRule,
     /// A custom resource served from a CRD.
     Custom,
+}
+
+impl Builtin {
+    /// A review kind: answered on create, never stored (`SelfSubjectAccessReview`,
+    /// `SubjectAccessReview`, `TokenReview`).
+    pub fn is_review(self) -> bool {
+        matches!(
+            self,
+            Builtin::SelfSubjectAccessReview | Builtin::SubjectAccessReview | Builtin::TokenReview
+        )
+    }
 }
 
 /// One additional printer column of a CRD version.
@@ -206,7 +221,9 @@ impl ResourceDef {
     /// The verbs discovery lists for the main resource.
     pub fn verbs(&self) -> &'static [&'static str] {
         match self.builtin {
-            Builtin::SelfSubjectAccessReview => &["create"],
+            Builtin::SelfSubjectAccessReview
+            | Builtin::SubjectAccessReview
+            | Builtin::TokenReview => &["create"],
             _ => &[
                 "create",
                 "delete",
@@ -592,6 +609,24 @@ impl Registry {
                 &[],
                 false,
                 Builtin::SelfSubjectAccessReview,
+            ),
+            builtin(
+                "authorization.k8s.io/v1",
+                "subjectaccessreviews",
+                "SubjectAccessReview",
+                false,
+                &[],
+                false,
+                Builtin::SubjectAccessReview,
+            ),
+            builtin(
+                "authentication.k8s.io/v1",
+                "tokenreviews",
+                "TokenReview",
+                false,
+                &[],
+                false,
+                Builtin::TokenReview,
             ),
         ]
         .into_iter()

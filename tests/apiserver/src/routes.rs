@@ -186,9 +186,20 @@ async fn resource(
                 crate::rbac::self_subject_access_review(&st, r.user.as_ref(), &body),
             ))
         }
-        (_, _, _) if t.def.builtin == Builtin::SelfSubjectAccessReview => {
-            Err(ApiError::method_not_allowed())
+        (&Method::POST, None, _) if t.def.builtin == Builtin::SubjectAccessReview => {
+            let body = r.json()?;
+            let st = shared.lock();
+            Ok(Reply::Json(
+                201,
+                crate::rbac::subject_access_review(&st, &body)?,
+            ))
         }
+        (&Method::POST, None, _) if t.def.builtin == Builtin::TokenReview => {
+            let body = r.json()?;
+            let st = shared.lock();
+            Ok(Reply::Json(201, crate::auth::token_review(&st, &body)?))
+        }
+        (_, _, _) if t.def.builtin.is_review() => Err(ApiError::method_not_allowed()),
         (&Method::POST, None, _) => {
             let body = r.json()?;
             let mut st = shared.lock();

@@ -212,7 +212,7 @@ impl State {
                 "the body of the request must be an object",
             ));
         }
-        if def.builtin == Builtin::SelfSubjectAccessReview {
+        if def.builtin.is_review() {
             // Reviews are answered (see `rbac::self_subject_access_review`), never stored.
             return Err(ApiError::method_not_allowed());
         }
@@ -416,6 +416,8 @@ impl State {
             | Builtin::Role
             | Builtin::RoleBinding
             | Builtin::SelfSubjectAccessReview
+            | Builtin::SubjectAccessReview
+            | Builtin::TokenReview
             | Builtin::EventsV1 => {}
         }
         Ok(())

@@ -664,7 +664,7 @@ fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
                 ]
             }),
         ),
-        Builtin::SelfSubjectAccessReview => (
+        Builtin::SelfSubjectAccessReview | Builtin::SubjectAccessReview | Builtin::TokenReview => (
             vec![name_col, age_col],
             Box::new(|o, now| vec![age(o, now)]),
         ),

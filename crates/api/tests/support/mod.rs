@@ -106,6 +106,7 @@ pub async fn start_service(client: &kube::Client) -> Running {
     let listen = trainyard_api::server::Listen {
         socket: Some(socket.clone()),
         tcp: Some(format!("127.0.0.1:{port}").parse().expect("address")),
+        ..Default::default()
     };
     let api = trainyard_api::server::serve(view.clone(), &listen, shutdown.clone())
         .await

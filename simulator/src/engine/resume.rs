@@ -89,9 +89,12 @@ impl Engine<'_> {
         self.world.restore_runtimes(&runtimes);
         let grace_ms = self.opts.eviction.grace_ms as i64;
         for (j, job) in jobs.iter().enumerate() {
+            // A job that can never fit stays: the core says why, every
+            // cycle (a snapshot's ids are unique, so none is a duplicate).
             if self.rt[j].record.state == JobState::Rejected {
-                self.world.apply(Change::JobGone(job.id.clone()));
-                continue;
+                self.rt[j].record.state = JobState::Pending;
+                self.rt[j].record.pending_reason = None;
+                self.finished -= 1;
             }
             self.rt[j].live = true;
             self.live.insert(job.id.clone(), j);

@@ -328,3 +328,65 @@ proptest! {
         prop_assert_eq!(forecast(&s, &Config::default(), now, &o), f);
     }
 }
+
+#[test]
+fn the_evaluation_compares_forecasts_with_real_starts() {
+    use crate::engine::{SimInput, SimOptions};
+    use crate::forecast::eval::{EvalOptions, When, errors, evaluate};
+    let jobs = crate::workload::parse_workload(
+        "kind: Workload\nspec:\n  jobs:\n\
+        \x20 - {name: a, queue: q, submit: 0, duration: 1h, walltime: 1h, tasks: [{count: 1, requests: {nvidia.com/gpu: 8}}]}\n\
+        \x20 - {name: b, queue: q, submit: 10, duration: 30m, walltime: 30m, tasks: [{count: 1, requests: {nvidia.com/gpu: 8}}]}\n\
+        \x20 - {name: c, queue: q, submit: 20, duration: 10m, walltime: 10m, tasks: [{count: 1, requests: {nvidia.com/gpu: 4}}]}\n",
+        "test.yaml",
+    )
+    .unwrap();
+    let tree = QueueTree::build(vec![QueueSpec::new("q")]).unwrap();
+    let nodes = nodes(1);
+    let input = SimInput {
+        nodes: &nodes,
+        queues: &tree,
+        jobs: &jobs,
+        faults: &[],
+    };
+    let sim = SimOptions {
+        cycle_period_ms: 1000,
+        ..SimOptions::default()
+    };
+    let e = evaluate(input, &Config::default(), &sim, &EvalOptions::default(), &mut |_| {});
+    let o: Vec<(&str, Option<i64>, Option<i64>, Option<i64>)> = e
+        .observations
+        .iter()
+        .map(|o| {
+            (
+                o.job.as_str(),
+                o.started.map(|s| s.0),
+                o.at_arrival.as_ref().and_then(|t| t.p50).map(|s| s.0),
+                o.later.as_ref().and_then(|t| t.p50).map(|s| s.0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        o,
+        [
+            ("sim/a", Some(0), Some(0), None),
+            ("sim/b", Some(H), Some(H), None),
+            ("sim/c", Some(H + 30 * MIN), Some(H + 30 * MIN), Some(H + 30 * MIN)),
+        ]
+    );
+    // Taken at the first cycle from an hour after its arrival on: nothing
+    // changed from b's start until b ends, when c starts.
+    assert_eq!(e.observations[2].later.as_ref().unwrap().at, Timestamp(H + 30 * MIN));
+    let rows = errors(&e.observations);
+    let all = rows
+        .iter()
+        .find(|r| r.when == When::AtArrival && r.class == "all")
+        .unwrap();
+    assert_eq!((all.jobs, all.median_abs_s, all.p90_abs_s), (3, 0.0, 0.0));
+    assert_eq!(all.in_range, 1.0);
+    let later = rows
+        .iter()
+        .find(|r| r.when == When::Later && r.class == "all")
+        .unwrap();
+    assert_eq!(later.jobs, 1);
+}

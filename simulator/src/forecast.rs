@@ -44,6 +44,7 @@ use crate::spec::MAX_DURATION_MS;
 
 pub mod eval;
 mod plan;
+pub mod render;
 #[cfg(test)]
 mod tests;
 

@@ -566,7 +566,7 @@ impl<'a> Engine<'a> {
             }
             self.dirty |= needs_cycle;
             if needs_cycle {
-                let period = self.opts.cycle_period_ms as i64;
+                let period = self.period_at(t);
                 let at = if period > 0 {
                     (t + period - 1) / period * period
                 } else {

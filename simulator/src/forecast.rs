@@ -67,6 +67,14 @@ pub struct ForecastOptions {
     /// Cycles run at multiples of this period (ms) after the first, as in
     /// `trainyard simulate --period`; 0 runs one at every change.
     pub cycle_period_ms: u64,
+    /// Far ahead, cycles are further apart: at a lead of `L` after `now`
+    /// they run at multiples of about `L / stretch` (never closer than the
+    /// period), so a start `L` ahead is known to about `L / stretch`, and
+    /// a run costs about `stretch` cycles per factor of e of look-ahead
+    /// beyond `stretch` periods. 0: every change within the period gets
+    /// its cycle, as in `trainyard simulate` (exact, and costly on large
+    /// clusters).
+    pub stretch: u32,
     /// Grace period of pods evicted in the run (ms).
     pub grace_ms: u64,
     /// The jobs to forecast (ids); `None`: every pending job. Runs stop
@@ -82,6 +90,7 @@ impl Default for ForecastOptions {
             samples: 8,
             seed: 42,
             cycle_period_ms: 10_000,
+            stretch: 20,
             grace_ms: 30_000,
             jobs: None,
         }
@@ -365,6 +374,8 @@ fn run_once(
                 targets: targets.to_vec(),
                 max_cycles: opts.max_cycles.max(1),
                 capped: false,
+                stretch: opts.stretch,
+                from: now.0,
             },
         },
         &mut scheduler,

@@ -40,7 +40,11 @@
 //!     node's 8 GPUs and 8 NICs published as DRA ResourceSlices and the
 //!     GPUs serving `nvidia.com/gpu` (KEP-5004), against the same cluster
 //!     and pods with device-plugin GPUs; runs alternate.
+//! 11. `--forecast`: one job's start-time forecast on the `--reservations`
+//!     input (`--large` defaults to 20 there; give 8 for the documented
+//!     run), with walltimes and with estimated ends.
 
+mod forecast;
 mod load;
 mod store;
 mod suites;
@@ -73,7 +77,7 @@ use trainyard_sched::{Config, fairshare, schedule};
 ///   trainyard-bench --topology --pods 128    # a 1,024-GPU gang on rails
 #[derive(Parser, Debug)]
 #[command(name = "trainyard-bench", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations", "dra"])))]
+#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations", "dra", "forecast"])))]
 struct Args {
     /// Nodes in the cluster (each 192 cores, 2 TiB, 8 GPUs). Default per
     /// suite: allocate 5,000, topology 4,096, reclaim 1,000, load 20,000.
@@ -132,7 +136,10 @@ struct Args {
     /// ResourceSlices, against the same cluster with device-plugin GPUs.
     #[arg(long)]
     dra: bool,
-    /// Starving 64-GPU gangs of `--reservations` (and reservations made).
+    /// One job's start-time forecast (trainyard_sim::forecast).
+    #[arg(long)]
+    forecast: bool,
+    /// Starving 64-GPU gangs of `--reservations` and `--forecast`.
     #[arg(long, value_name = "N", default_value_t = 20)]
     large: usize,
 }
@@ -166,6 +173,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.reservations {
         return suites::reservations_bench(args.runs, args.nodes.unwrap_or(5000), args.large);
+    }
+    if args.forecast {
+        return forecast::forecast_bench(args.runs, args.nodes.unwrap_or(5000), args.large);
     }
     if args.snapshot {
         return suites::snapshot_bench(args.runs);

@@ -17,6 +17,14 @@ pub(crate) struct Stop {
     pub max_cycles: u64,
     /// The run stopped because it reached `max_cycles`.
     pub capped: bool,
+    /// Cycles further ahead are further apart: at time `t` they align to
+    /// multiples of the period stretched to at least `(t − now) /
+    /// stretch` (rounded down to a multiple of the period), so a run costs
+    /// about `stretch` cycles per factor of e of look-ahead. 0: the
+    /// period throughout.
+    pub stretch: u32,
+    /// The run's start (ms).
+    pub from: i64,
 }
 
 /// What a resumed run starts from.
@@ -161,6 +169,19 @@ impl Engine<'_> {
         self.next_cycle = Some(now.0);
         self.push(now.0, Event::Cycle);
         self.stop = Some(stop);
+    }
+
+    /// The period (ms) cycles align to at `t`: the run's, stretched far
+    /// ahead in a resumed run ([`Stop::stretch`]).
+    pub(super) fn period_at(&self, t: i64) -> i64 {
+        let base = self.opts.cycle_period_ms as i64;
+        match &self.stop {
+            Some(s) if s.stretch > 0 && base > 0 => {
+                let lead = (t - s.from).max(0) / i64::from(s.stretch);
+                (lead / base).max(1) * base
+            }
+            _ => base,
+        }
     }
 
     /// Whether a resumed run has what it was run for, or ran its cycles.

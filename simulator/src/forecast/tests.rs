@@ -57,9 +57,11 @@ fn with_runtimes(mut s: Snapshot, ms: Vec<i64>) -> Snapshot {
     s
 }
 
+/// Exact: a cycle at every change.
 fn opts() -> ForecastOptions {
     ForecastOptions {
         cycle_period_ms: 1000,
+        stretch: 0,
         ..ForecastOptions::default()
     }
 }
@@ -99,6 +101,30 @@ fn a_gang_starts_when_the_running_jobs_walltimes_end() {
     assert_eq!(r.start, Timestamp(2 * H));
     assert_eq!(g.expected, Some(r.start));
     assert!(g.pending_now.is_some());
+}
+
+#[test]
+fn stretched_cycles_cost_less_and_are_late_by_at_most_a_stretched_period() {
+    // Forty 1-GPU jobs ending a minute apart, then a gang needing them all.
+    let mut jobs: Vec<Job> = (0..40)
+        .map(|i| running(&format!("r{i:02}"), &[i / 8], 1, 0, Some(600 + 60 * i as u64)))
+        .collect();
+    jobs.push(pending("gang", 5, 8, 0, Some(60)));
+    let s = snapshot(5, jobs);
+    let now = Timestamp(MIN);
+    let exact = forecast(&s, &Config::default(), now, &opts());
+    let o = ForecastOptions {
+        stretch: 4,
+        ..opts()
+    };
+    let stretched = forecast(&s, &Config::default(), now, &o);
+    let (e, st) = (
+        of(&exact, "gang").expected.unwrap().0,
+        of(&stretched, "gang").expected.unwrap().0,
+    );
+    assert_eq!(e, 600_000 + 60_000 * 39);
+    assert!(st >= e && st - e <= (st - now.0) / 4, "{e} {st}");
+    assert!(stretched.cycles < exact.cycles / 2, "{} {}", stretched.cycles, exact.cycles);
 }
 
 #[test]
@@ -353,7 +379,9 @@ fn the_evaluation_compares_forecasts_with_real_starts() {
         cycle_period_ms: 1000,
         ..SimOptions::default()
     };
-    let e = evaluate(input, &Config::default(), &sim, &EvalOptions::default(), &mut |_| {});
+    let mut eval = EvalOptions::default();
+    eval.forecast.stretch = 0;
+    let e = evaluate(input, &Config::default(), &sim, &eval, &mut |_| {});
     let o: Vec<(&str, Option<i64>, Option<i64>, Option<i64>)> = e
         .observations
         .iter()

@@ -18,6 +18,7 @@ pub fn options(args: &SimulateArgs) -> Result<EvalOptions> {
         forecast: ForecastOptions {
             samples: args.forecast_samples,
             horizon_seconds: horizon / 1000,
+            stretch: args.forecast_stretch,
             ..ForecastOptions::default()
         },
         later_ms: later,

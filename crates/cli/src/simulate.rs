@@ -126,6 +126,11 @@ pub struct SimulateArgs {
     /// the horizon's end.
     #[arg(long, default_value = "7d", value_name = "DURATION", requires = "forecast_eval")]
     pub(crate) forecast_horizon: String,
+    /// Cycles of a forecast grow apart with the look-ahead: at a lead L,
+    /// about L / X apart (never closer than --period); 0: a cycle at every
+    /// change, exact and slow.
+    #[arg(long, default_value_t = 20, value_name = "X", requires = "forecast_eval")]
+    pub(crate) forecast_stretch: u32,
     /// When the second forecast of a job that still waits is taken.
     #[arg(long, default_value = "1h", value_name = "DURATION", requires = "forecast_eval")]
     pub(crate) forecast_later: String,

@@ -254,7 +254,12 @@ struct RunResult {
 }
 
 /// The central run and the sampled runs, and their answer.
-fn run_all(p: &plan::Prepared, config: &Config, now: Timestamp, opts: &ForecastOptions) -> Forecasts {
+fn run_all(
+    p: &plan::Prepared,
+    config: &Config,
+    now: Timestamp,
+    opts: &ForecastOptions,
+) -> Forecasts {
     let until = Timestamp(
         now.0
             .saturating_add((opts.horizon_seconds.min(MAX_DURATION_MS / 1000) * 1000) as i64),
@@ -395,7 +400,10 @@ fn run_once(
             .iter()
             .map(|&j| {
                 let r = &rec[j];
-                r.start.is_none().then(|| r.pending_reason.clone()).flatten()
+                r.start
+                    .is_none()
+                    .then(|| r.pending_reason.clone())
+                    .flatten()
             })
             .collect(),
         cycles: resumed.cycles,
@@ -467,7 +475,8 @@ fn answer(
             });
         }
     }
-    f.waits_for.sort_by(|a, b| a.ends.cmp(&b.ends).then(a.job.cmp(&b.job)));
+    f.waits_for
+        .sort_by(|a, b| a.ends.cmp(&b.ends).then(a.job.cmp(&b.job)));
     f
 }
 

@@ -1,11 +1,11 @@
 //! The `--forecast` benchmark: one job's start-time forecast
 //! (`trainyard_sim::forecast`) on the `--reservations` input: `--nodes`
 //! (5,000) nodes, 98% full of running jobs, the allocate suite's pending
-//! gangs and `--large` 64-GPU gangs that do not fit. Forecasts the last
-//! large gang (it reserves) and the last small pending job, with the
-//! running jobs' walltimes and then with their ends estimated from 100
-//! observed runtimes per queue (so sampled runs are made too). The
-//! target: under 2 s for one job.
+//! gangs and `--large` 64-GPU gangs that do not fit. Forecasts the job
+//! the live cycle reserves first, with the running jobs' walltimes (a cap
+//! of 20 cycles, then the default 2,000) and then with their ends
+//! estimated from 100 observed runtimes per queue (8 sampled runs too; 20
+//! cycles each). The target: under 2 s for one job.
 
 use std::time::{Duration, Instant};
 
@@ -17,33 +17,52 @@ use trainyard_sim::forecast::{ForecastOptions, forecast};
 pub fn forecast_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Result<()> {
     let (snap, now) = workloads::reservation_cluster(13, nodes, large.max(1));
     let est = workloads::estimated_ends(&snap, 13);
-    let config = Config::default();
+    // As in `--reservations`: no reclaim or preemption, so the starving
+    // gangs reserve.
+    let mut config = Config::default();
+    config.preemption.reclaim = false;
+    config.preemption.preempt = false;
     let pods: usize = snap.jobs.iter().map(|j| j.tasks.len()).sum();
     let running = snap
         .jobs
         .iter()
         .filter(|j| j.tasks.iter().any(|t| !t.is_pending()))
         .count();
-    let big = format!("big/llm-{:03}", large.max(1) - 1);
-    let small = snap
-        .jobs
-        .iter()
-        .rev()
-        .find(|j| !j.id.starts_with("big/") && j.tasks.iter().all(|t| t.is_pending()))
-        .map(|j| j.id.clone())
-        .ok_or_else(|| anyhow::anyhow!("no small pending job"))?;
     println!(
-        "input: {} nodes × 8 GPUs, {pods} pods in {} jobs ({running} running), default config\n",
+        "input: {} nodes × 8 GPUs, {pods} pods in {} jobs ({running} running), reclaim and preemption off\n",
         snap.nodes.len(),
         snap.jobs.len()
     );
-    println!("| forecast of one job | ends of running jobs | median time | runs, cycles | start (central; p10–p90) | core's reservation |");
-    println!("|---|---|---|---|---|---|");
-    for (input, ends) in [(&snap, "walltimes"), (&est, "estimated, 8 sampled runs")] {
-        for id in [&big, &small] {
-            one(input, &config, now, id, ends, runs)?;
-        }
+    // The live cycle: its first reservation is the job forecast.
+    let t = Instant::now();
+    let d = trainyard_sched::schedule(&snap, &config, now);
+    let cycle = t.elapsed();
+    let id = d
+        .reservations
+        .first()
+        .map(|r| r.job.0.clone())
+        .unwrap_or_else(|| format!("big/llm-{:03}", large.max(1) - 1));
+    println!(
+        "one cycle: {:.0} ms, {} reservations; forecast job {id}\n",
+        cycle.as_secs_f64() * 1e3,
+        d.reservations.len()
+    );
+    println!(
+        "| forecast of one job | ends of running jobs | max cycles | median time | runs, cycles (capped) | per cycle | start (central; p10–p90) | core's reservation |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
+    for cap in [20u64, 2000] {
+        one(&snap, &config, now, &id, "walltimes", runs, cap)?;
     }
+    one(
+        &est,
+        &config,
+        now,
+        &id,
+        "estimated, 8 sampled runs",
+        runs,
+        20,
+    )?;
     Ok(())
 }
 
@@ -54,9 +73,11 @@ fn one(
     id: &str,
     ends: &str,
     runs: usize,
+    max_cycles: u64,
 ) -> anyhow::Result<()> {
     let opts = ForecastOptions {
         jobs: Some(vec![id.to_string()]),
+        max_cycles,
         ..ForecastOptions::default()
     };
     let mut times: Vec<Duration> = Vec::new();
@@ -75,11 +96,14 @@ fn one(
     let rel = |t: Option<trainyard_model::Timestamp>| {
         t.map_or("-".to_string(), |t| format!("+{}s", (t.0 - now.0) / 1000))
     };
+    let median = times[times.len() / 2].as_secs_f64();
     println!(
-        "| {id} | {ends} | {:.0} ms | {}, {} | {} ({}–{}) | {} |",
-        times[times.len() / 2].as_secs_f64() * 1e3,
+        "| {id} | {ends} | {max_cycles} | {:.0} ms | {}, {}{} | {:.0} ms | {} ({}–{}) | {} |",
+        median * 1e3,
         f.runs,
         f.cycles,
+        if f.capped { " (capped)" } else { "" },
+        median * 1e3 / f.cycles.max(1) as f64,
         rel(j.expected),
         rel(j.p10),
         rel(j.p90),

@@ -10,12 +10,12 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use trainyard_ingest::{LoadOptions, Source};
 use trainyard_model::{QueueSpec, QueueTree, Timestamp};
 use trainyard_sched::Config;
+use trainyard_sim::forecast::eval::{Evaluation, evaluate};
 use trainyard_sim::openb::{
     ImportOptions, QueueRule, default_priority_by_qos, parse_priority_by_qos,
 };
 use trainyard_sim::preemption::{EvictionModel, LostWork, PreemptionSettings};
 use trainyard_sim::spec::{Fault, Slowdown, parse_duration_ms};
-use trainyard_sim::forecast::eval::{Evaluation, evaluate};
 use trainyard_sim::{SimInput, SimJob, SimOptions, SimOutput, Summary, output, report};
 
 use crate::progress;
@@ -120,19 +120,39 @@ pub struct SimulateArgs {
     pub(crate) forecast_eval: bool,
     /// Sampled runs per forecast, for its p10–p90 range (only where some
     /// runtime is estimated from observed runtimes; walltimes are exact).
-    #[arg(long, default_value_t = 4, value_name = "N", requires = "forecast_eval")]
+    #[arg(
+        long,
+        default_value_t = 4,
+        value_name = "N",
+        requires = "forecast_eval"
+    )]
     pub(crate) forecast_samples: u32,
     /// How far a forecast looks ahead; later starts count as starting at
     /// the horizon's end.
-    #[arg(long, default_value = "7d", value_name = "DURATION", requires = "forecast_eval")]
+    #[arg(
+        long,
+        default_value = "7d",
+        value_name = "DURATION",
+        requires = "forecast_eval"
+    )]
     pub(crate) forecast_horizon: String,
     /// Cycles of a forecast grow apart with the look-ahead: at a lead L,
     /// about L / X apart (never closer than --period); 0: a cycle at every
     /// change, exact and slow.
-    #[arg(long, default_value_t = 20, value_name = "X", requires = "forecast_eval")]
+    #[arg(
+        long,
+        default_value_t = 20,
+        value_name = "X",
+        requires = "forecast_eval"
+    )]
     pub(crate) forecast_stretch: u32,
     /// When the second forecast of a job that still waits is taken.
-    #[arg(long, default_value = "1h", value_name = "DURATION", requires = "forecast_eval")]
+    #[arg(
+        long,
+        default_value = "1h",
+        value_name = "DURATION",
+        requires = "forecast_eval"
+    )]
     pub(crate) forecast_later: String,
     /// Write jobs.csv, queues.csv, summary.json, timing.json and report.html here
     /// (one sub-directory per policy when several, plus comparison files).

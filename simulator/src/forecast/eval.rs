@@ -232,7 +232,11 @@ pub fn errors(obs: &[Observation]) -> Vec<ErrorRow> {
                 .collect(),
         ));
         for (class, list) in classes {
-            rows.push(row(when, class, list.into_iter().filter_map(|o| Some((o, of(o)?)))));
+            rows.push(row(
+                when,
+                class,
+                list.into_iter().filter_map(|o| Some((o, of(o)?))),
+            ));
         }
     }
     rows

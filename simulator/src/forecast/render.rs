@@ -47,7 +47,8 @@ pub fn observations_csv(obs: &[Observation]) -> String {
     let mut s = String::from(
         "job,gpus,pods,submit_s,started_s,arrival_at_s,arrival_expected_s,arrival_p10_s,arrival_p50_s,arrival_p90_s,later_at_s,later_expected_s,later_p10_s,later_p50_s,later_p90_s\n",
     );
-    let t = |x: Option<trainyard_model::Timestamp>| x.map(|t| millis_as_secs(t.0)).unwrap_or_default();
+    let t =
+        |x: Option<trainyard_model::Timestamp>| x.map(|t| millis_as_secs(t.0)).unwrap_or_default();
     let taken = |x: &Option<Taken>| match x {
         Some(k) => format!(
             "{},{},{},{},{}",

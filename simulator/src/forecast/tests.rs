@@ -53,7 +53,10 @@ fn snapshot(n: usize, mut jobs: Vec<Job>) -> Snapshot {
 }
 
 fn with_runtimes(mut s: Snapshot, ms: Vec<i64>) -> Snapshot {
-    s.runtimes = Arc::new(BTreeMap::from([("q".to_string(), RuntimeSamples::from(ms))]));
+    s.runtimes = Arc::new(BTreeMap::from([(
+        "q".to_string(),
+        RuntimeSamples::from(ms),
+    )]));
     s
 }
 
@@ -94,7 +97,11 @@ fn a_gang_starts_when_the_running_jobs_walltimes_end() {
     assert_eq!(g.expected, t(2 * H));
     assert_eq!((g.p10, g.p50, g.p90), (t(2 * H), t(2 * H), t(2 * H)));
     assert_eq!(g.nodes, ["n0", "n1"]);
-    let waits: Vec<(&str, Timestamp)> = g.waits_for.iter().map(|w| (w.job.as_str(), w.ends)).collect();
+    let waits: Vec<(&str, Timestamp)> = g
+        .waits_for
+        .iter()
+        .map(|w| (w.job.as_str(), w.ends))
+        .collect();
     assert_eq!(waits, [("a", Timestamp(H)), ("b", Timestamp(2 * H))]);
     // The core's reservation is the first answer, and the forecast keeps it.
     let r = g.reservation.as_ref().expect("the starving gang reserves");
@@ -107,7 +114,15 @@ fn a_gang_starts_when_the_running_jobs_walltimes_end() {
 fn stretched_cycles_cost_less_and_are_late_by_at_most_a_stretched_period() {
     // Forty 1-GPU jobs ending a minute apart, then a gang needing them all.
     let mut jobs: Vec<Job> = (0..40)
-        .map(|i| running(&format!("r{i:02}"), &[i / 8], 1, 0, Some(600 + 60 * i as u64)))
+        .map(|i| {
+            running(
+                &format!("r{i:02}"),
+                &[i / 8],
+                1,
+                0,
+                Some(600 + 60 * i as u64),
+            )
+        })
         .collect();
     jobs.push(pending("gang", 5, 8, 0, Some(60)));
     let s = snapshot(5, jobs);
@@ -124,7 +139,12 @@ fn stretched_cycles_cost_less_and_are_late_by_at_most_a_stretched_period() {
     );
     assert_eq!(e, 600_000 + 60_000 * 39);
     assert!(st >= e && st - e <= (st - now.0) / 4, "{e} {st}");
-    assert!(stretched.cycles < exact.cycles / 2, "{} {}", stretched.cycles, exact.cycles);
+    assert!(
+        stretched.cycles < exact.cycles / 2,
+        "{} {}",
+        stretched.cycles,
+        exact.cycles
+    );
 }
 
 #[test]
@@ -382,7 +402,9 @@ fn the_evaluation_compares_forecasts_with_real_starts() {
     let mut eval = EvalOptions::default();
     eval.forecast.stretch = 0;
     let e = evaluate(input, &Config::default(), &sim, &eval, &mut |_| {});
-    let o: Vec<(&str, Option<i64>, Option<i64>, Option<i64>)> = e
+    // Job, real start, forecasts at arrival and an hour later (ms).
+    type Row<'a> = (&'a str, Option<i64>, Option<i64>, Option<i64>);
+    let o: Vec<Row> = e
         .observations
         .iter()
         .map(|o| {
@@ -399,12 +421,20 @@ fn the_evaluation_compares_forecasts_with_real_starts() {
         [
             ("sim/a", Some(0), Some(0), None),
             ("sim/b", Some(H), Some(H), None),
-            ("sim/c", Some(H + 30 * MIN), Some(H + 30 * MIN), Some(H + 30 * MIN)),
+            (
+                "sim/c",
+                Some(H + 30 * MIN),
+                Some(H + 30 * MIN),
+                Some(H + 30 * MIN)
+            ),
         ]
     );
     // Taken at the first cycle from an hour after its arrival on: nothing
     // changed from b's start until b ends, when c starts.
-    assert_eq!(e.observations[2].later.as_ref().unwrap().at, Timestamp(H + 30 * MIN));
+    assert_eq!(
+        e.observations[2].later.as_ref().unwrap().at,
+        Timestamp(H + 30 * MIN)
+    );
     let rows = errors(&e.observations);
     let all = rows
         .iter()

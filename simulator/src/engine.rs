@@ -67,6 +67,7 @@ use crate::spec::{Fault, MAX_DURATION_MS, Slowdown};
 mod cycle;
 mod leaf_free;
 mod life;
+pub(crate) mod resume;
 mod samples;
 
 use leaf_free::LeafFree;
@@ -265,6 +266,8 @@ struct Engine<'a> {
     min_runtime_ms: Vec<Option<i64>>,
     /// Time of the last cycle and how many ran at that time.
     cycles_now: (i64, u32),
+    /// When a run resumed from a snapshot stops early (forecasts).
+    stop: Option<resume::Stop>,
 }
 
 /// Most cycles run at one moment of virtual time; later ones are deferred
@@ -360,6 +363,7 @@ impl<'a> Engine<'a> {
                 })
                 .collect(),
             cycles_now: (i64::MIN, 0),
+            stop: None,
             nodes,
             dra_claims: 0,
         };
@@ -482,6 +486,9 @@ impl<'a> Engine<'a> {
             if self.finished >= total && self.opts.until.is_none() {
                 break;
             }
+            if self.stop_now() {
+                break;
+            }
             if self.opts.until.is_some_and(|u| t > u.0) {
                 now = self.opts.until.unwrap_or(now);
                 break;
@@ -559,7 +566,7 @@ impl<'a> Engine<'a> {
             }
             self.dirty |= needs_cycle;
             if needs_cycle {
-                let period = self.opts.cycle_period_ms as i64;
+                let period = self.period_at(t);
                 let at = if period > 0 {
                     (t + period - 1) / period * period
                 } else {
@@ -575,7 +582,7 @@ impl<'a> Engine<'a> {
             }
         }
         // One closing cycle, so the queue samples see the last finishes.
-        if self.dirty && self.opts.until.is_none() {
+        if self.dirty && self.opts.until.is_none() && self.stop.is_none() {
             self.cycle(scheduler, now);
             self.sample_cluster(now);
         }

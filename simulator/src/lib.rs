@@ -11,6 +11,7 @@ pub mod dra;
 pub mod engine;
 pub mod fgd;
 pub mod fgd_report;
+pub mod forecast;
 pub mod job;
 pub mod openb;
 pub mod output;

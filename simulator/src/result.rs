@@ -266,7 +266,7 @@ pub struct SizeClassWait {
 
 /// The size classes of `Summary::wait_by_size`: name and largest GPU
 /// count (milli-GPU) in it.
-const SIZE_CLASSES: [(&str, u64); 4] = [
+pub(crate) const SIZE_CLASSES: [(&str, u64); 4] = [
     ("≤1", 1000),
     ("2-8", 8000),
     ("9-64", 64_000),

@@ -44,8 +44,12 @@
 //!     WhatIf, GetSnapshot) on the latest cycle of `--nodes` (5,000)
 //!     nodes with about 50,000 pods, and the cycle's time with a reader
 //!     asking beside it.
+//! 12. `--forecast`: one job's start-time forecast on the `--reservations`
+//!     input (`--large` defaults to 20 there; give 8 for the documented
+//!     run), with walltimes and with estimated ends.
 
 mod api;
+mod forecast;
 mod load;
 mod store;
 mod suites;
@@ -78,7 +82,7 @@ use trainyard_sched::{Config, fairshare, schedule};
 ///   trainyard-bench --topology --pods 128    # a 1,024-GPU gang on rails
 #[derive(Parser, Debug)]
 #[command(name = "trainyard-bench", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations", "dra", "api"])))]
+#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations", "dra", "api", "forecast"])))]
 struct Args {
     /// Nodes in the cluster (each 192 cores, 2 TiB, 8 GPUs). Default per
     /// suite: allocate 5,000, topology 4,096, reclaim 1,000, load 20,000.
@@ -141,7 +145,10 @@ struct Args {
     /// cycle with a reader beside it.
     #[arg(long)]
     api: bool,
-    /// Starving 64-GPU gangs of `--reservations` (and reservations made).
+    /// One job's start-time forecast (trainyard_sim::forecast).
+    #[arg(long)]
+    forecast: bool,
+    /// Starving 64-GPU gangs of `--reservations` and `--forecast`.
     #[arg(long, value_name = "N", default_value_t = 20)]
     large: usize,
 }
@@ -175,6 +182,9 @@ fn main() -> anyhow::Result<()> {
     }
     if args.reservations {
         return suites::reservations_bench(args.runs, args.nodes.unwrap_or(5000), args.large);
+    }
+    if args.forecast {
+        return forecast::forecast_bench(args.runs, args.nodes.unwrap_or(5000), args.large);
     }
     if args.snapshot {
         return suites::snapshot_bench(args.runs);

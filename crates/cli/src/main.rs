@@ -2,6 +2,7 @@
 
 mod about;
 mod fgd;
+mod forecast_eval;
 mod progress;
 mod remote;
 mod render;

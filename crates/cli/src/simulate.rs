@@ -10,6 +10,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use trainyard_ingest::{LoadOptions, Source};
 use trainyard_model::{QueueSpec, QueueTree, Timestamp};
 use trainyard_sched::Config;
+use trainyard_sim::forecast::eval::{Evaluation, evaluate};
 use trainyard_sim::openb::{
     ImportOptions, QueueRule, default_priority_by_qos, parse_priority_by_qos,
 };
@@ -107,23 +108,73 @@ pub struct SimulateArgs {
     /// Reservations and backfill need walltimes (docs/scheduling.md).
     #[arg(long, value_name = "X")]
     walltime_factor: Option<f64>,
+    /// Also measure start-time forecasts (docs/forecasts.md): at the first
+    /// cycle that sees each job, and again at the first cycle an hour
+    /// (--forecast-later) after its arrival if it still waits, forecast its
+    /// start by running the engine forward from that cycle's snapshot (no
+    /// later arrivals), then compare with when it really started. Prints
+    /// the error table by size class; with --out also writes forecasts.csv
+    /// (one row per job) and forecast-errors.md. Slower: each forecast is a
+    /// simulation of its own.
+    #[arg(long)]
+    pub(crate) forecast_eval: bool,
+    /// Sampled runs per forecast, for its p10–p90 range (only where some
+    /// runtime is estimated from observed runtimes; walltimes are exact).
+    #[arg(
+        long,
+        default_value_t = 4,
+        value_name = "N",
+        requires = "forecast_eval"
+    )]
+    pub(crate) forecast_samples: u32,
+    /// How far a forecast looks ahead; later starts count as starting at
+    /// the horizon's end.
+    #[arg(
+        long,
+        default_value = "7d",
+        value_name = "DURATION",
+        requires = "forecast_eval"
+    )]
+    pub(crate) forecast_horizon: String,
+    /// Cycles of a forecast grow apart with the look-ahead: at a lead L,
+    /// about L / X apart (never closer than --period); 0: a cycle at every
+    /// change, exact and slow.
+    #[arg(
+        long,
+        default_value_t = 20,
+        value_name = "X",
+        requires = "forecast_eval"
+    )]
+    pub(crate) forecast_stretch: u32,
+    /// When the second forecast of a job that still waits is taken.
+    #[arg(
+        long,
+        default_value = "1h",
+        value_name = "DURATION",
+        requires = "forecast_eval"
+    )]
+    pub(crate) forecast_later: String,
     /// Write jobs.csv, queues.csv, summary.json, timing.json and report.html here
     /// (one sub-directory per policy when several, plus comparison files).
     #[arg(long, value_name = "DIR")]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Output format on stdout.
     #[arg(long, short, value_enum, default_value_t = SimFormat::Table)]
-    output: SimFormat,
+    pub(crate) output: SimFormat,
 }
 
 fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("{}: cannot read", path.display()))
 }
 
-fn duration(s: &str, flag: &str) -> Result<u64> {
+pub(crate) fn duration(s: &str, flag: &str) -> Result<u64> {
     parse_duration_ms(&serde_json::Value::String(s.to_string()))
         .map_err(|e| anyhow::anyhow!("{flag} {s:?}: {e}"))
 }
+
+/// One policy's run: its output, wall seconds, and the forecasts'
+/// evaluation when asked for.
+type Run = (SimOutput, f64, Option<Evaluation>);
 
 struct Policy {
     name: String,
@@ -340,7 +391,11 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         .map(|s| s.progress_chars("=> "))
         .unwrap_or_else(|_| ProgressStyle::default_bar());
     let total_jobs = jobs.len() as u64;
-    let results: Vec<(SimOutput, f64)> = std::thread::scope(|scope| {
+    let eval = args
+        .forecast_eval
+        .then(|| crate::forecast_eval::options(&args))
+        .transpose()?;
+    let results: Vec<Run> = std::thread::scope(|scope| {
         let (multi_ref, done_ref) = (&multi, &done);
         scope.spawn(move || {
             let start = Instant::now();
@@ -371,9 +426,11 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                 let config = &p.config;
                 let lines = progress::Lines::for_stderr();
                 let name = p.name.clone();
+                let eval = eval.clone();
                 scope.spawn(move || {
                     let t = Instant::now();
-                    let out = trainyard_sim::simulate(input, config, &opts, &mut |pr| {
+                    let mut evaluation = None;
+                    let mut progress = |pr: &trainyard_sim::Progress| {
                         let day = pr.now.0 as f64 / 86_400_000.0;
                         bar.set_position(pr.jobs_finished);
                         bar.set_message(format!("day {day:.1}, {} events", pr.events));
@@ -386,20 +443,33 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                                 t.elapsed().as_secs_f64()
                             )
                         });
-                    });
+                    };
+                    let out = match &eval {
+                        Some(e) => {
+                            let r = evaluate(input, config, &opts, e, &mut progress);
+                            let out = r.sim.clone();
+                            evaluation = Some(r);
+                            out
+                        }
+                        None => trainyard_sim::simulate(input, config, &opts, &mut progress),
+                    };
                     bar.finish_and_clear();
-                    (out, t.elapsed().as_secs_f64())
+                    (out, t.elapsed().as_secs_f64(), evaluation)
                 })
             })
             .collect();
         // A panic in a simulation thread is a bug: re-raise it here.
-        let results: Vec<(SimOutput, f64)> = handles
+        let results: Vec<Run> = handles
             .into_iter()
             .map(|h| h.join().expect("simulation thread panicked"))
             .collect();
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         results
     });
+    let (results, evaluations): (Vec<(SimOutput, f64)>, Vec<Option<Evaluation>>) = results
+        .into_iter()
+        .map(|(o, secs, e)| ((o, secs), e))
+        .unzip();
     let summaries: Vec<Summary> = results.iter().map(|(o, _)| o.summary()).collect();
 
     if let Some(dir) = &args.out {
@@ -424,6 +494,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         }
         SimFormat::Json => println!("{}", output::comparison_json(&summaries)),
     }
+    crate::forecast_eval::report(&results, &evaluations, &args)?;
     tracing::info!("total wall time {:.2} s", wall.elapsed().as_secs_f64());
     Ok(())
 }

@@ -202,8 +202,8 @@ impl Engine<'_> {
                 .map(|j| j.submit_time.0 + s as i64 * 1000)
                 .filter(|w| *w > now.0)
                 .min();
-            let period = self.opts.cycle_period_ms as i64;
             let wake = wake.map(|w| {
+                let period = self.period_at(w);
                 if period > 0 {
                     (w + period - 1) / period * period
                 } else {
@@ -230,7 +230,7 @@ impl Engine<'_> {
     /// Schedules a cycle at `at` (rounded up to the period) unless one is
     /// due no later.
     pub(super) fn wake_at(&mut self, at: i64) {
-        let period = self.opts.cycle_period_ms as i64;
+        let period = self.period_at(at);
         let at = if period > 0 {
             (at + period - 1) / period * period
         } else {

@@ -74,6 +74,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "trainyard-api",
         &[
             "trainyard-serve",
+            "trainyard-sim",
             "trainyard-ingest",
             "trainyard-sched",
             "trainyard-model",

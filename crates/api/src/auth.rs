@@ -266,6 +266,16 @@ pub fn redact_what_if(r: &mut pb::WhatIfResponse, v: &Visible) {
     }
 }
 
+/// Hides the names of the jobs a forecast waits for that `v` does not
+/// show (when they end and the nodes they free stay).
+pub fn redact_forecast(r: &mut pb::ForecastStartResponse, v: &Visible) {
+    for w in &mut r.waits_for {
+        if !v.shows_job(&w.job) {
+            w.job = HIDDEN.into();
+        }
+    }
+}
+
 /// The namespaces of the jobs a what-if answer names.
 pub fn what_if_namespaces(r: &pb::WhatIfResponse) -> BTreeSet<&str> {
     r.evictions

@@ -10,6 +10,7 @@
 //! - [`explain`]: a pending reason grouped by cause, its breakdown over
 //!   nodes, what would have to change;
 //! - [`whatif`]: the core on a copy of the snapshot;
+//! - [`forecast`]: the simulator's forecast of one job's start;
 //! - [`snapshot`]: the watched objects in the format `trainyard schedule`
 //!   reads;
 //! - [`service`]: the RPCs; [`server`]: the server (health, reflection,
@@ -21,6 +22,7 @@
 pub mod auth;
 pub mod convert;
 pub mod explain;
+pub mod forecast;
 pub mod server;
 pub mod service;
 pub mod snapshot;

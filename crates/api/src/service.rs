@@ -13,7 +13,7 @@ use trainyard_serve::view::{CycleView, LiveView};
 
 use crate::auth::{self, Caller, Permission, Visible};
 use crate::pb::scheduler_server::Scheduler;
-use crate::{ApiError, convert, explain, pb, snapshot, whatif};
+use crate::{ApiError, convert, explain, forecast, pb, snapshot, whatif};
 
 /// The API's state: the view it reads.
 #[derive(Clone, Debug)]
@@ -313,6 +313,44 @@ impl Scheduler for Api {
         Ok(Response::new(answer))
     }
 
+    async fn forecast_start(
+        &self,
+        r: Request<pb::ForecastStartRequest>,
+    ) -> Result<Response<pb::ForecastStartResponse>, Status> {
+        let caller = Caller::of(&r)?;
+        let r = r.into_inner();
+        let namespaces = match &r.job {
+            Some(pb::forecast_start_request::Job::Existing(e)) => vec![e.namespace.clone()],
+            Some(pb::forecast_start_request::Job::Objects(text)) => {
+                object_namespaces(text, &self.view.scheduler_name)?
+            }
+            None => Vec::new(),
+        };
+        for ns in &namespaces {
+            let what = format!("forecast the start of a job in namespace {ns}");
+            caller.require(&Permission::get_pods(ns), &what).await?;
+        }
+        let c = self.latest()?;
+        let view = self.view.clone();
+        // The engine runs cycles forward: off the async threads.
+        let mut answer = tokio::task::spawn_blocking(move || forecast_start(&view, &c, r))
+            .await
+            .map_err(|e| Status::internal(format!("the forecast failed: {e}")))??;
+        let v = match caller {
+            Caller::Trusted => Visible::All,
+            _ => {
+                let named: std::collections::BTreeSet<&str> = answer
+                    .waits_for
+                    .iter()
+                    .map(|w| auth::namespace_of(&w.job))
+                    .collect();
+                caller.visible(named.iter().copied()).await?
+            }
+        };
+        auth::redact_forecast(&mut answer, &v);
+        Ok(Response::new(answer))
+    }
+
     async fn get_snapshot(
         &self,
         r: Request<pb::GetSnapshotRequest>,
@@ -351,6 +389,48 @@ impl Scheduler for Api {
             last: BTreeMap::new(),
             caller,
         })))
+    }
+}
+
+/// A start-time forecast on the view's latest cycle `c`: of a job it
+/// knows, or of the job `objects` make, as if submitted now.
+pub fn forecast_start(
+    view: &LiveView,
+    c: &CycleView,
+    r: pb::ForecastStartRequest,
+) -> Result<pb::ForecastStartResponse, ApiError> {
+    match r.job {
+        Some(pb::forecast_start_request::Job::Existing(e)) => {
+            let id = format!("{}/{}", e.namespace, e.name);
+            forecast::forecast(c, &c.snapshot, &id, r.horizon_seconds)
+        }
+        Some(pb::forecast_start_request::Job::Objects(text)) => {
+            let docs = whatif::documents(&text, &view.scheduler_name)?;
+            let mut opts = trainyard_ingest::LoadOptions {
+                scheduler_name: view.scheduler_name.clone(),
+                ..trainyard_ingest::LoadOptions::default()
+            };
+            if !view.default_queue.is_empty() {
+                opts.default_queue = view.default_queue.clone();
+            }
+            let (mut copy, ids) = whatif::with_objects(&c.snapshot, view.objects(), docs, &opts)?;
+            let [id] = ids.as_slice() else {
+                return Err(ApiError::Invalid(format!(
+                    "a forecast is of one job; the objects make {} ({})",
+                    ids.len(),
+                    ids.join(", ")
+                )));
+            };
+            // Submitted now, behind the jobs that wait already.
+            for j in copy.jobs.iter_mut().filter(|j| j.id == *id) {
+                std::sync::Arc::make_mut(j).submit_time = c.now;
+            }
+            forecast::forecast(c, &copy, id, r.horizon_seconds)
+        }
+        None => Err(ApiError::Invalid(
+            "a forecast needs a job: `existing` (namespace and name) or `objects` (a PodGroup with its pods)"
+                .into(),
+        )),
     }
 }
 

@@ -37,7 +37,9 @@ pub fn forecast(
         return Err(ApiError::job_not_found(snapshot, ns, name));
     };
     let placed_now = c.decisions.binds.iter().any(|b| b.job.as_str() == id);
-    if !job.tasks.iter().any(|t| t.is_pending()) || (placed_now && !c.decisions.pending.iter().any(|p| p.job.as_str() == id)) {
+    if !job.tasks.iter().any(|t| t.is_pending())
+        || (placed_now && !c.decisions.pending.iter().any(|p| p.job.as_str() == id))
+    {
         return Ok(pb::ForecastStartResponse {
             cycle: Some(convert::cycle(c)),
             job: id.to_string(),
@@ -118,7 +120,11 @@ mod tests {
         assert_eq!(r.expected_ms, ends, "starts as run ends, 08:30");
         assert_eq!((r.p10_ms, r.p50_ms, r.p90_ms), (ends, ends, ends));
         assert_eq!(r.nodes, ["n1"]);
-        let waits: Vec<(&str, i64)> = r.waits_for.iter().map(|w| (w.job.as_str(), w.ends_ms)).collect();
+        let waits: Vec<(&str, i64)> = r
+            .waits_for
+            .iter()
+            .map(|w| (w.job.as_str(), w.ends_ms))
+            .collect();
         assert_eq!(waits, [("ml/run", ends)]);
         assert_eq!(r.horizon_ms, c.now.0 + 7 * 24 * 3600 * 1000);
         let run = forecast(&c, &c.snapshot, "ml/run", 0).expect("a running job");

@@ -77,17 +77,19 @@ fn scalar(v: &Value, out: &mut String) {
     match v {
         Value::Object(_) => out.push_str("{}"),
         Value::Array(_) => out.push_str("[]"),
+        Value::String(s) => key(s, out),
         // JSON's forms of these are YAML's.
         _ => out.push_str(&v.to_string()),
     }
 }
 
-/// A key plain when it cannot be read as anything but that string.
+/// A string (key or value), plain when no YAML reader can take it for
+/// anything else (a letter first, then letters, digits and `_-./`; not a
+/// word YAML 1.1 reads as a boolean or null), else double-quoted.
 fn key(k: &str, out: &mut String) {
-    let plain = !k.is_empty()
+    let plain = k.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
         && k.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"_-./".contains(&b))
-        && k.as_bytes()[0].is_ascii_alphabetic()
         && !matches!(
             k.to_ascii_lowercase().as_str(),
             "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null"
@@ -134,20 +136,20 @@ mod tests {
         let back: Value = serde_saphyr::from_str(&text).unwrap();
         assert_eq!(back, v, "{text}");
         expect_test::expect![[r##"
-            apiVersion: "v1"
+            apiVersion: v1
             items:
-            - kind: "Pod"
+            - kind: Pod
               metadata:
                 annotations:
                   e: ""
                   k: "line1\nline2 \"q\" \\ tab\t é ✓"
                   "n": "null"
                 labels:
-                  "": "x"
+                  "": x
                   a/b: "yes"
                   "on": "8"
                   "x: y": "- z"
-                name: "p"
+                name: p
               spec:
                 big: 18446744073709551615
                 containers:
@@ -156,7 +158,7 @@ mod tests {
                   - "#b"
                   - " lead"
                   - "trail "
-                  name: "c"
+                  name: c
                   resources: {}
                 empty: []
                 f: -1.5
@@ -171,9 +173,9 @@ mod tests {
                 t: true
             - {}
             - []
-            - "s"
+            - s
             - 0
-            kind: "List"
+            kind: List
         "##]]
         .assert_eq(&text);
     }

@@ -49,6 +49,15 @@ why = call("trainyard.v1alpha1.Scheduler", "ExplainJob", {"namespace": namespace
 print("explain:", why.get("reason"), "|", why.get("message"))
 assert why.get("pending"), why
 
+when = call(
+    "trainyard.v1alpha1.Scheduler",
+    "ForecastStart",
+    {"existing": {"namespace": namespace, "name": job}, "horizonSeconds": "3600"},
+)
+print("forecast:", when.get("job"), "starts" if when.get("starts") else "not within an hour")
+assert when.get("job") == f"{namespace}/{job}", when
+assert int(when.get("horizonMs", "0")) > 0, when
+
 snap = call("trainyard.v1alpha1.Scheduler", "GetSnapshot", {})
 assert "kind: List" in snap["objectsYaml"], snap
 print("snapshot: ok")

@@ -98,6 +98,7 @@ async fn each_verb_answers_as_the_api_does() {
     queues(&running, &mut rpc).await;
     jobs(&running, &mut rpc).await;
     explain(&running, &mut rpc).await;
+    forecast(&running, &mut rpc).await;
     whatif_and_watch(&running).await;
     snapshot_and_usage(&running).await;
 
@@ -251,6 +252,70 @@ async fn jobs(running: &Running, rpc: &mut Rpc) {
 }
 
 /// explain: readable, and the API's answer as JSON.
+/// `trainyard forecast`: the API's answer, as a table and as JSON; a
+/// running job needs none; a bad horizon is refused before any call.
+async fn forecast(running: &Running, rpc: &mut Rpc) {
+    let socket = running.socket.as_path();
+    let api = rpc
+        .forecast_start(pb::ForecastStartRequest {
+            job: Some(pb::forecast_start_request::Job::Existing(
+                pb::ExplainJobRequest {
+                    namespace: "ml".into(),
+                    name: "wait".into(),
+                },
+            )),
+            horizon_seconds: 3600,
+        })
+        .await
+        .expect("forecast")
+        .into_inner();
+    assert_eq!(api.job, "ml/wait");
+    assert!(!api.running);
+    let said = ok(
+        socket,
+        &["forecast", "ml/wait", "--horizon", "1h", "-o", "json"],
+    )
+    .await;
+    let json: serde_json::Value = serde_json::from_str(&said.stdout).expect("JSON");
+    assert_eq!(json["job"], "ml/wait");
+    assert_eq!(json["starts"], api.starts);
+    assert_eq!(json["horizonMs"], api.horizon_ms.to_string());
+    assert_eq!(json["p50Ms"], api.p50_ms.to_string());
+    let said = ok(socket, &["forecast", "wait", "-n", "ml", "--horizon", "1h"]).await;
+    assert!(said.stdout.starts_with("Job:"), "{}", said.stdout);
+    assert!(said.stdout.contains("ml/wait"), "{}", said.stdout);
+    let starts = if api.starts {
+        "(in "
+    } else {
+        "not within the look-ahead"
+    };
+    let line = said.stdout.lines().find(|l| l.starts_with("Starts:"));
+    assert!(line.is_some_and(|l| l.contains(starts)), "{}", said.stdout);
+    let said = ok(socket, &["forecast", "ml/run"]).await;
+    assert!(
+        said.stdout.contains("running already: nothing to forecast"),
+        "{}",
+        said.stdout
+    );
+    let said = run_program(
+        bin(),
+        [
+            "forecast",
+            "ml/wait",
+            "--horizon",
+            "soon",
+            "--server",
+            &format!("unix://{}", socket.display()),
+        ]
+        .map(String::from)
+        .to_vec(),
+        vec![],
+    )
+    .await;
+    assert!(!said.ok);
+    assert!(said.stderr.contains("--horizon"), "{}", said.stderr);
+}
+
 async fn explain(running: &Running, rpc: &mut Rpc) {
     let socket = running.socket.as_path();
     // explain: readable, and the API's answer as JSON.

@@ -269,6 +269,63 @@ fn reservation(r: &pb::Reservation) -> String {
     s
 }
 
+/// `trainyard forecast`: when and where, the range, whom it waits for,
+/// the core's reason now.
+pub fn forecast(f: &pb::ForecastStartResponse) -> String {
+    let at = |ms: i64| trainyard_serve::report::rfc3339(trainyard_model::Timestamp(ms));
+    let now = f.cycle.as_ref().map_or(0, |c| c.time_ms);
+    let inn = |ms: i64| age(u64::try_from((ms - now) / 1000).unwrap_or(0));
+    let mut rows = vec![("Job", f.job.clone())];
+    if f.running {
+        rows.push(("Starts", "running already: nothing to forecast".into()));
+        rows.push(("Cycle", cycle(&f.cycle)));
+        return fields(&rows);
+    }
+    if f.starts {
+        rows.push((
+            "Starts",
+            format!("{} (in {})", at(f.expected_ms), inn(f.expected_ms)),
+        ));
+        if (f.p10_ms, f.p90_ms) != (f.expected_ms, f.expected_ms) {
+            rows.push((
+                "Range",
+                format!(
+                    "{} .. {} (10th-90th percentile; median {})",
+                    at(f.p10_ms),
+                    at(f.p90_ms),
+                    at(f.p50_ms)
+                ),
+            ));
+        }
+        rows.push(("Nodes", f.nodes.join(",")));
+    } else {
+        let mut why = format!("not within the look-ahead (until {})", at(f.horizon_ms));
+        if f.capped {
+            why.push_str("; the forecast stopped at its cycle cap, it may start later");
+        }
+        rows.push(("Starts", why));
+        if !f.reason_at_horizon.is_empty() {
+            rows.push(("Then", f.reason_at_horizon.clone()));
+        }
+    }
+    if !f.reason.is_empty() {
+        rows.push(("Now", format!("{}: {}", f.reason, f.message)));
+    }
+    if let Some(r) = &f.reservation {
+        rows.push(("Reservation", reservation(r)));
+    }
+    rows.push(("Cycle", cycle(&f.cycle)));
+    let mut out = fields(&rows);
+    if !f.waits_for.is_empty() {
+        let mut t = table(&["WAITS FOR", "ENDS", "NODES"]);
+        for w in &f.waits_for {
+            t.add_row([w.job.clone(), at(w.ends_ms), w.nodes.join(",")]);
+        }
+        out.push_str(&format!("\n{t}\n"));
+    }
+    out
+}
+
 /// `trainyard explain`: the job, why it waits (reason, cause, message),
 /// the nodes by reason, what would have to change, its reservation.
 pub fn explain(e: &pb::ExplainJobResponse) -> String {

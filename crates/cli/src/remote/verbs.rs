@@ -88,6 +88,26 @@ pub enum RemoteCommand {
     ///   trainyard whatif ml/llm-70b --pods 8 --min-member 8
     #[command(verbatim_doc_comment)]
     Whatif(WhatifArgs),
+    /// Forecast when a job starts, and where.
+    ///
+    /// The scheduler runs its own core forward in time from its latest
+    /// cycle (the simulator's engine): running jobs end at their walltimes
+    /// (activeDeadlineSeconds, the PodGroup's walltime) or, without one, at
+    /// their queue's observed runtimes, and nothing new arrives. Prints the
+    /// expected start, a range (10th-90th percentile over the estimated
+    /// runtimes), the nodes, the running jobs that must end first, and the
+    /// core's reason now. A job submitted later with a higher rank can
+    /// still start first: a forecast is not a promise (docs/forecasts.md).
+    /// Either a job the scheduler knows, or a new one from a file (as
+    /// `whatif -f` takes it, as if submitted now).
+    ///
+    /// Examples:
+    ///
+    ///   trainyard forecast ml/llm-70b
+    ///
+    ///   trainyard forecast -f job.yaml --horizon 48h -o json
+    #[command(verbatim_doc_comment)]
+    Forecast(ForecastArgs),
     /// Save what the running scheduler sees, for `trainyard schedule`.
     ///
     /// Writes the objects the scheduler watches (nodes, pods, queues,
@@ -213,6 +233,33 @@ pub struct WhatifArgs {
 }
 
 #[derive(clap::Args, Debug)]
+pub struct ForecastArgs {
+    /// A new job: YAML or JSON with a PodGroup and its pods (or pods); `-` reads stdin.
+    #[arg(
+        long,
+        short = 'f',
+        value_name = "FILE",
+        conflicts_with = "job",
+        required_unless_present = "job"
+    )]
+    filename: Option<PathBuf>,
+    /// A job the scheduler knows, NAMESPACE/NAME (or NAME with -n).
+    #[arg(value_name = "NS/NAME")]
+    job: Option<String>,
+    /// The job's namespace when NS/NAME has none.
+    #[arg(long, short = 'n', value_name = "NS")]
+    namespace: Option<String>,
+    /// How far ahead to look: `90m`, `48h`, `7d` (default 7d).
+    #[arg(long, value_name = "DURATION")]
+    horizon: Option<String>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Format::Table)]
+    output: Format,
+    #[command(flatten)]
+    connect: ConnectArgs,
+}
+
+#[derive(clap::Args, Debug)]
 pub struct SnapshotArgs {
     /// Where to write the objects; `-` (the default) is stdout.
     #[arg(long, short = 'o', value_name = "FILE", default_value = "-")]
@@ -247,6 +294,7 @@ pub fn run(cmd: RemoteCommand) -> Result<()> {
             RemoteCommand::Jobs(a) => jobs(a).await,
             RemoteCommand::Explain(a) => explain(a).await,
             RemoteCommand::Whatif(a) => whatif(a).await,
+            RemoteCommand::Forecast(a) => forecast(a).await,
             RemoteCommand::Snapshot(a) => snapshot(a).await,
             RemoteCommand::Watch(a) => watch(a).await,
         }
@@ -369,26 +417,59 @@ async fn explain(a: ExplainArgs) -> Result<()> {
     emit(a.output, &resp, "ExplainJobResponse", show::explain)
 }
 
+/// The objects of `-f FILE` (`-` is stdin).
+fn objects_file(f: &std::path::Path) -> Result<String> {
+    let text = if f.as_os_str() == "-" {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin(), &mut t).context("reading stdin")?;
+        t
+    } else {
+        std::fs::read_to_string(f).with_context(|| format!("{}: cannot read", f.display()))?
+    };
+    if crate::is_blank_yaml(&text) {
+        bail!(
+            "{}: is empty; expected a PodGroup with its pods, or pods",
+            f.display()
+        );
+    }
+    Ok(text)
+}
+
+async fn forecast(a: ForecastArgs) -> Result<()> {
+    let job = match (&a.filename, &a.job) {
+        (Some(f), _) => pb::forecast_start_request::Job::Objects(objects_file(f)?),
+        (None, Some(j)) => {
+            let (namespace, name) = job_name(j, a.namespace.as_deref(), &a.connect).await?;
+            pb::forecast_start_request::Job::Existing(pb::ExplainJobRequest { namespace, name })
+        }
+        (None, None) => bail!("forecast needs NS/NAME or -f FILE"),
+    };
+    let horizon_seconds = match &a.horizon {
+        None => 0,
+        Some(h) => {
+            let ms = crate::simulate::duration(h, "--horizon")?;
+            if ms < 1000 {
+                bail!("--horizon {h}: expected at least one second, such as 90m, 48h or 7d");
+            }
+            ms / 1000
+        }
+    };
+    let mut s = Session::open(&a.connect).await?;
+    let resp = s
+        .client
+        .forecast_start(pb::ForecastStartRequest {
+            job: Some(job),
+            horizon_seconds,
+        })
+        .await
+        .map_err(|e| s.refused(&e))?
+        .into_inner();
+    emit(a.output, &resp, "ForecastStartResponse", show::forecast)
+}
+
 async fn whatif(a: WhatifArgs) -> Result<()> {
     let job = match (&a.filename, &a.job) {
-        (Some(f), _) => {
-            let text = if f.as_os_str() == "-" {
-                let mut t = String::new();
-                std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
-                    .context("reading stdin")?;
-                t
-            } else {
-                std::fs::read_to_string(f)
-                    .with_context(|| format!("{}: cannot read", f.display()))?
-            };
-            if crate::is_blank_yaml(&text) {
-                bail!(
-                    "{}: is empty; expected a PodGroup with its pods, or pods",
-                    f.display()
-                );
-            }
-            pb::what_if_request::Job::Objects(text)
-        }
+        (Some(f), _) => pb::what_if_request::Job::Objects(objects_file(f)?),
         (None, Some(j)) => {
             let (namespace, name) = job_name(j, a.namespace.as_deref(), &a.connect).await?;
             if a.pods.is_none() && a.min_member.is_none() && a.gpus.is_none() {

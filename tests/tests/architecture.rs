@@ -106,6 +106,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "trainyard-bench",
         &[
             "trainyard-runtime",
+            "trainyard-api",
+            "trainyard-serve",
             "trainyard-store",
             "trainyard-sim",
             "trainyard-cluster",

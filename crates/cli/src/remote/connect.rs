@@ -158,11 +158,18 @@ pub async fn connect(args: &ConnectArgs) -> Result<Connected> {
             let (host, port) = (host.clone(), *port);
             // `http` here: the connector below does TLS itself (tonic's
             // own would need its TLS features).
-            endpoint(&format!("http://{}", authority(&host, port)))?
+            let channel = endpoint(&format!("http://{}", authority(&host, port)))?
                 .connect_with_connector(tower::service_fn(move |_| {
                     tls::connect(config.clone(), host.clone(), port)
                 }))
-                .await
+                .await;
+            // A certificate refused is not "cannot reach".
+            if let Err(e) = &channel
+                && let Some(r) = tls::rustls_error(e)
+            {
+                return Err(tls::handshake_failed(r, &address, args));
+            }
+            channel
         }
         // Only `port_forward` makes this address.
         Address::PortForward { .. } => return port_forward(args).await,

@@ -50,7 +50,12 @@ async fn exposed_api_authenticates_and_authorizes_every_call() {
         .connect()
         .await
         .expect("connects over TLS");
-    tonic_calls(SchedulerClient::new(channel), &cluster.alice, &cluster.auditor).await;
+    tonic_calls(
+        SchedulerClient::new(channel),
+        &cluster.alice,
+        &cluster.auditor,
+    )
+    .await;
     python_client(port, &certificates.ca, &cluster.alice, &cluster.auditor).await;
 
     tokio::time::timeout(Duration::from_secs(20), running.stop())
@@ -93,9 +98,14 @@ fn test_certificates() {
         return;
     }
     KeyPair::from_pem(TLS_KEY).expect("tls.key is a PEM key");
-    for (name, pem) in [("ca.pem", CA_PEM), ("other-ca.pem", OTHER_CA_PEM), ("tls.crt", TLS_CRT)] {
+    for (name, pem) in [
+        ("ca.pem", CA_PEM),
+        ("other-ca.pem", OTHER_CA_PEM),
+        ("tls.crt", TLS_CRT),
+    ] {
         assert!(
-            pem.starts_with("-----BEGIN CERTIFICATE-----") && pem.trim_end().ends_with("-----END CERTIFICATE-----"),
+            pem.starts_with("-----BEGIN CERTIFICATE-----")
+                && pem.trim_end().ends_with("-----END CERTIFICATE-----"),
             "{name} is not a PEM certificate"
         );
     }

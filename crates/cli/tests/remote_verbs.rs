@@ -497,7 +497,14 @@ async fn verbs_over_tls_with_tokens() {
 
     // jobs -A for alice: only namespace a's (b's are omitted).
     let said = run(
-        &["jobs", "-A", "--certificate-authority", &ca, "--token", &cluster.alice],
+        &[
+            "jobs",
+            "-A",
+            "--certificate-authority",
+            &ca,
+            "--token",
+            &cluster.alice,
+        ],
         vec![],
     )
     .await;
@@ -525,11 +532,22 @@ async fn verbs_over_tls_with_tokens() {
     // explain b/wait for alice: not authorized, naming the namespace and
     // the permission.
     let said = run(
-        &["explain", "b/wait", "--certificate-authority", &ca, "--token", &cluster.alice],
+        &[
+            "explain",
+            "b/wait",
+            "--certificate-authority",
+            &ca,
+            "--token",
+            &cluster.alice,
+        ],
         vec![],
     )
     .await;
-    assert!(!said.ok && said.code.is_some_and(|c| c != 0), "{:?}", said.code);
+    assert!(
+        !said.ok && said.code.is_some_and(|c| c != 0),
+        "{:?}",
+        said.code
+    );
     clean(&said);
     expect![[r#"
         error: not authorized: user "alice" may not explain job b/wait: it needs `get pods` in namespace "b" (check with `kubectl auth can-i get pods -n b --as alice`)
@@ -537,7 +555,15 @@ async fn verbs_over_tls_with_tokens() {
     .assert_eq(&said.stderr);
     // The same for `jobs -n b`.
     let said = run(
-        &["jobs", "-n", "b", "--certificate-authority", &ca, "--token", &cluster.alice],
+        &[
+            "jobs",
+            "-n",
+            "b",
+            "--certificate-authority",
+            &ca,
+            "--token",
+            &cluster.alice,
+        ],
         vec![],
     )
     .await;
@@ -564,7 +590,13 @@ async fn verbs_over_tls_with_tokens() {
     );
     // A token the API server does not know: not authenticated.
     let said = run(
-        &["queues", "--certificate-authority", &ca, "--token", "not-a-token"],
+        &[
+            "queues",
+            "--certificate-authority",
+            &ca,
+            "--token",
+            "not-a-token",
+        ],
         vec![],
     )
     .await;
@@ -579,7 +611,14 @@ async fn verbs_over_tls_with_tokens() {
     // A CA that did not sign the scheduler's certificate: a TLS error
     // that says so and what to do.
     let said = run(
-        &["jobs", "-A", "--certificate-authority", &other_ca, "--token", &cluster.alice],
+        &[
+            "jobs",
+            "-A",
+            "--certificate-authority",
+            &other_ca,
+            "--token",
+            &cluster.alice,
+        ],
         vec![],
     )
     .await;
@@ -588,12 +627,18 @@ async fn verbs_over_tls_with_tokens() {
     assert_eq!(
         said.stderr,
         format!(
-            "error: the scheduler's certificate at {server} is not trusted: it is not signed by a CA in --certificate-authority {other_ca} (pass the CA that signed it, or --insecure-skip-tls-verify for a test)\n"
+            "error: the scheduler's certificate at {server} is not trusted: it is not signed by a CA in --certificate-authority {other_ca} (pass --certificate-authority FILE with the CA that signed it, or --insecure-skip-tls-verify for a test)\n"
         )
     );
     // Not checked at all: answers.
     let said = run(
-        &["jobs", "-A", "--insecure-skip-tls-verify", "--token", &cluster.alice],
+        &[
+            "jobs",
+            "-A",
+            "--insecure-skip-tls-verify",
+            "--token",
+            &cluster.alice,
+        ],
         vec![],
     )
     .await;
@@ -603,12 +648,15 @@ async fn verbs_over_tls_with_tokens() {
     // The token of the kubeconfig's user (its context's namespace, a, is
     // the default of `jobs`).
     let kubeconfig = secure.running.dir.path().join("kubeconfig");
+    let token_file = secure.running.dir.path().join("token");
+    std::fs::write(&token_file, format!("{}\n", cluster.alice)).expect("written");
     std::fs::write(
         &kubeconfig,
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\ncontexts:\n- name: alice\n  context:\n    cluster: c\n    user: alice\n    namespace: a\n- name: nobody\n  context:\n    cluster: c\n    user: nobody\n    namespace: b\ncurrent-context: alice\nusers:\n- name: alice\n  user:\n    token: {}\n- name: nobody\n  user: {{}}\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\ncontexts:\n- name: alice\n  context:\n    cluster: c\n    user: alice\n    namespace: a\n- name: nobody\n  context:\n    cluster: c\n    user: nobody\n    namespace: b\n- name: file\n  context:\n    cluster: c\n    user: file\ncurrent-context: alice\nusers:\n- name: alice\n  user:\n    token: {}\n- name: nobody\n  user: {{}}\n- name: file\n  user:\n    tokenFile: {}\n",
             cluster.server.url(),
-            cluster.alice
+            cluster.alice,
+            token_file.display()
         ),
     )
     .expect("written");
@@ -625,12 +673,63 @@ async fn verbs_over_tls_with_tokens() {
     "#]]
     .assert_eq(&stable(&said.stdout));
     let said = run(
-        &["explain", "a/train", "--kubeconfig", &kc, "--certificate-authority", &ca],
+        &[
+            "explain",
+            "a/train",
+            "--kubeconfig",
+            &kc,
+            "--certificate-authority",
+            &ca,
+        ],
         vec![],
     )
     .await;
     assert!(said.ok, "{}", said.stderr);
-    assert!(said.stdout.starts_with("Job:     a/train\n"), "{}", said.stdout);
+    assert!(
+        said.stdout.starts_with("Job:     a/train\n"),
+        "{}",
+        said.stdout
+    );
+    // A user's tokenFile.
+    let said = run(
+        &[
+            "jobs",
+            "-n",
+            "a",
+            "--kubeconfig",
+            &kc,
+            "--context",
+            "file",
+            "--certificate-authority",
+            &ca,
+        ],
+        vec![],
+    )
+    .await;
+    assert!(said.ok, "{}", said.stderr);
+    assert!(said.stdout.contains("train"), "{}", said.stdout);
+    // A kubeconfig named that cannot be read: said, not taken for none.
+    let missing = secure.running.dir.path().join("no-such-kubeconfig");
+    let said = run(
+        &[
+            "queues",
+            "--kubeconfig",
+            &missing.display().to_string(),
+            "--certificate-authority",
+            &ca,
+        ],
+        vec![],
+    )
+    .await;
+    assert!(!said.ok);
+    clean(&said);
+    assert!(
+        said.stderr.starts_with(&format!(
+            "error: the token for {server} from the kubeconfig: "
+        )) && said.stderr.contains("no-such-kubeconfig"),
+        "{}",
+        said.stderr
+    );
     // A context whose user has no token: not authenticated.
     let said = run(
         &[

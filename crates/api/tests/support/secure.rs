@@ -177,14 +177,18 @@ pub async fn start_secure_service(cluster: &SecureCluster) -> SecureRunning {
 
 /// A cycle with `a/train` and `b/secret` bound and `b/wait` waiting.
 pub async fn settled(running: &Running) -> Arc<CycleView> {
-    cycle_until(&running.view, "a/train and b/secret bound, b/wait waiting", |c| {
-        let bound = |id: &str| {
-            c.snapshot
-                .jobs
-                .iter()
-                .any(|j| j.id == id && j.tasks.iter().all(|t| !t.is_pending()))
-        };
-        bound("a/train") && bound("b/secret") && c.decisions.pending.len() == 1
-    })
+    cycle_until(
+        &running.view,
+        "a/train and b/secret bound, b/wait waiting",
+        |c| {
+            let bound = |id: &str| {
+                c.snapshot
+                    .jobs
+                    .iter()
+                    .any(|j| j.id == id && j.tasks.iter().all(|t| !t.is_pending()))
+            };
+            bound("a/train") && bound("b/secret") && c.decisions.pending.len() == 1
+        },
+    )
     .await
 }

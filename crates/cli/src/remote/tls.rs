@@ -186,9 +186,9 @@ pub fn handshake_failed(
                     "it cannot be parsed"
                 }
             ),
-            other => format!(
-                "the scheduler's certificate at {address} is not accepted: {other} ({fix})"
-            ),
+            other => {
+                format!("the scheduler's certificate at {address} is not accepted: {other} ({fix})")
+            }
         },
         rustls::Error::NoApplicationProtocol => format!(
             "TLS with the scheduler at {address} failed: it does not speak HTTP/2 (ALPN h2); is it the scheduler's gRPC API?"

@@ -4,6 +4,7 @@ message learnt from the server's reflection (no generated code).
 Usage: grpc_client.py ADDRESS NAMESPACE JOB
 Prints one line per check; exits non-zero on the first failure.
 """
+import re
 import sys
 
 import grpc
@@ -59,7 +60,7 @@ assert when.get("job") == f"{namespace}/{job}", when
 assert int(when.get("horizonMs", "0")) > 0, when
 
 snap = call("trainyard.v1alpha1.Scheduler", "GetSnapshot", {})
-assert "kind: List" in snap["objectsYaml"], snap
+assert re.search(r'^kind: "?List"?$', snap["objectsYaml"], re.M), snap
 print("snapshot: ok")
 
 try:

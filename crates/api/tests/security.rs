@@ -6,100 +6,19 @@
 //! client and with Python `grpcio` (skipped with the reason when it cannot
 //! be imported, a failure under `TRAINYARD_REQUIRE_TOOLS`).
 //!
-//! Users: `alice` may get and list pods in namespace `a` only; `auditor`
-//! may list pods cluster-wide.
+//! The cluster, the users and the secured service are `support::secure`'s
+//! (shared with the verbs' TLS test): `alice` may get and list pods in
+//! namespace `a` only; `auditor` may list pods cluster-wide.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+mod support;
+
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use serde_json::{Value, json};
-use tokio::sync::watch;
+use support::secure::{SecureRunning, secure_cluster, start_secure_service};
 use tonic::transport::{Certificate, Channel, ClientTlsConfig, Endpoint};
 use tonic::{Code, Request};
-use trainyard_api::auth::kubernetes::{CacheTtl, KubeAuthorizer};
 use trainyard_api::pb;
 use trainyard_api::pb::scheduler_client::SchedulerClient;
-use trainyard_api::server::{Listen, Security};
-use trainyard_api::tls::TlsFiles;
-use trainyard_serve::view::LiveView;
-use trainyard_testapi::{ADMIN_TOKEN, Config, TestApiServer, UserInfo};
-
-fn client(server: &TestApiServer, token: &str) -> kube::Client {
-    let mut kc = kube::Config::new(server.url().parse().expect("url"));
-    kc.default_retry = false;
-    kc.auth_info.token = Some(token.to_string().into());
-    kube::Client::try_from(kc).expect("client")
-}
-
-/// Creates `v` through the in-process handle (as admin).
-fn create(server: &TestApiServer, v: Value) {
-    server.create(v).expect("created");
-}
-
-async fn node(client: &kube::Client, name: &str, gpus: u32) {
-    let api: Api<Node> = Api::all(client.clone());
-    let n: Node = serde_json::from_value(json!({"metadata": {"name": name}})).expect("node");
-    api.create(&PostParams::default(), &n)
-        .await
-        .expect("node created");
-    let g = gpus.to_string();
-    let r = json!({"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": g});
-    let status = json!({"status": {"allocatable": r, "capacity": r,
-        "conditions": [{"type": "Ready", "status": "True"}]}});
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(status))
-        .await
-        .expect("node status");
-}
-
-async fn pod(client: &kube::Client, ns: &str, name: &str, gpus: u32) {
-    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-    let g = gpus.to_string();
-    let p: Pod = serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"schedulerName": "trainyard", "containers": [{"name": "c", "image": "train:1",
-                 "resources": {"requests": {"nvidia.com/gpu": g}, "limits": {"nvidia.com/gpu": g}}}]}
-    }))
-    .expect("pod");
-    api.create(&PostParams::default(), &p)
-        .await
-        .expect("pod created");
-}
-
-/// A CA and a certificate for `localhost` and 127.0.0.1 it signed,
-/// written to `dir`: (ca.pem, the listener's files).
-fn certificates(dir: &std::path::Path) -> (PathBuf, TlsFiles) {
-    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-    let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "trainyard test CA");
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("CA key")).expect("CA");
-    let key = KeyPair::generate().expect("key");
-    let cert = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-        .expect("params")
-        .signed_by(&key, &ca)
-        .expect("certificate");
-    let write = |name: &str, text: String| {
-        let p = dir.join(name);
-        std::fs::write(&p, text).expect("written");
-        p
-    };
-    let files = TlsFiles {
-        cert: write("tls.crt", cert.pem()),
-        key: write("tls.key", key.serialize_pem()),
-    };
-    (write("ca.crt", ca.pem()), files)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// `m` with `authorization: Bearer token` metadata.
 fn as_user<T>(m: T, token: &str) -> Request<T> {
@@ -109,137 +28,20 @@ fn as_user<T>(m: T, token: &str) -> Request<T> {
     r
 }
 
-/// Sets up the cluster: namespaces, the scheduler's ServiceAccount
-/// bound to `system:auth-delegator`, alice's Role in `a`, the auditor's
-/// ClusterRole, a node and pods in `a` and `b`.
-async fn cluster(server: &TestApiServer, admin: &kube::Client) {
-    for ns in ["a", "b", "trainyard-system"] {
-        create(
-            server,
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-        );
-    }
-    let rbac = "rbac.authorization.k8s.io/v1";
-    let role_ref = |kind: &str, name: &str| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name});
-    create(
-        server,
-        json!({"apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {"name": "trainyard-scheduler", "namespace": "trainyard-system"}}),
-    );
-    create(
-        server,
-        json!({"apiVersion": rbac, "kind": "ClusterRoleBinding",
-        "metadata": {"name": "trainyard-api-auth-delegator"},
-        "roleRef": role_ref("ClusterRole", "system:auth-delegator"),
-        "subjects": [{"kind": "ServiceAccount", "name": "trainyard-scheduler", "namespace": "trainyard-system"}]}),
-    );
-    create(
-        server,
-        json!({"apiVersion": rbac, "kind": "Role",
-        "metadata": {"name": "pod-reader", "namespace": "a"},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}]}),
-    );
-    create(
-        server,
-        json!({"apiVersion": rbac, "kind": "RoleBinding",
-        "metadata": {"name": "alice-reads-pods", "namespace": "a"},
-        "roleRef": role_ref("Role", "pod-reader"),
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}]}),
-    );
-    create(
-        server,
-        json!({"apiVersion": rbac, "kind": "ClusterRole",
-        "metadata": {"name": "pod-lister"},
-        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]}),
-    );
-    create(
-        server,
-        json!({"apiVersion": rbac, "kind": "ClusterRoleBinding",
-        "metadata": {"name": "auditor-lists-pods"},
-        "roleRef": role_ref("ClusterRole", "pod-lister"),
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "auditor"}]}),
-    );
-    node(admin, "n1", 8).await;
-    pod(admin, "a", "train", 2).await;
-    pod(admin, "b", "secret", 2).await;
-    pod(admin, "b", "wait", 6).await;
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exposed_api_authenticates_and_authorizes_every_call() {
-    let server = TestApiServer::start(Config {
-        manual_clock: true,
-        rbac: true,
-        ..Config::default()
-    })
-    .await
-    .expect("server starts");
-    let admin = client(&server, ADMIN_TOKEN);
-    cluster(&server, &admin).await;
-    let alice = server.user_token(UserInfo::new("alice", &["team-a"]));
-    let auditor = server.user_token(UserInfo::new("auditor", &[]));
-    let scheduler_sa = server
-        .service_account_token("trainyard-system", "trainyard-scheduler")
-        .expect("a ServiceAccount token");
-
-    let mut settings = trainyard_serve::Settings::default();
-    settings.service.cycle_period_millis = 50;
-    settings.service.debounce_millis = 10;
-    settings.service.http_address = String::new();
-    settings.service.leader_election.enabled = false;
-    let view = Arc::new(LiveView::new("trainyard", "default"));
-    let dir = tempfile::tempdir().expect("a scratch dir");
-    let (ca, files) = certificates(dir.path());
-    let port = free_port();
-    let (stop, shutdown) = watch::channel(false);
-    let (progress, _p) = watch::channel(trainyard_serve::Progress::default());
-    let authorizer = KubeAuthorizer::new(client(&server, &scheduler_sa), CacheTtl::default());
-    let listen = Listen {
-        socket: None,
-        tcp: Some(format!("127.0.0.1:{port}").parse().expect("address")),
-        security: Security {
-            tls: Some(files),
-            insecure: false,
-            require_auth: true,
-            authorizer: Some(Arc::new(authorizer)),
-        },
-    };
-    let api = trainyard_api::server::serve(view.clone(), &listen, shutdown.clone())
-        .await
-        .expect("the API starts");
-    let service = tokio::spawn(trainyard_serve::run_with(
-        admin.clone(),
-        settings,
-        trainyard_serve::Options {
-            shutdown,
-            progress,
-            reload: None,
-            metrics: Arc::new(trainyard_serve::metrics::Metrics::new()),
-            drain: Duration::from_secs(2),
-            own: Default::default(),
-            view: Some(view.clone()),
-        },
-    ));
-    // A cycle with a/train and b/secret bound and b/wait waiting.
-    let mut latest = view.latest();
-    let settled = latest.wait_for(|c| {
-        c.as_ref().is_some_and(|c| {
-            let bound = |id: &str| {
-                c.snapshot
-                    .jobs
-                    .iter()
-                    .any(|j| j.id == id && j.tasks.iter().all(|t| !t.is_pending()))
-            };
-            bound("a/train") && bound("b/secret") && c.decisions.pending.len() == 1
-        })
-    });
-    tokio::time::timeout(Duration::from_secs(30), settled)
-        .await
-        .expect("a settled cycle within 30 s")
-        .expect("the view goes on");
+    let cluster = secure_cluster().await;
+    let SecureRunning {
+        running,
+        certificates,
+        certificates_dir: _certificates_dir,
+    } = start_secure_service(&cluster).await;
+    let port = running.port;
 
     let tls = ClientTlsConfig::new()
-        .ca_certificate(Certificate::from_pem(std::fs::read(&ca).expect("CA")))
+        .ca_certificate(Certificate::from_pem(
+            std::fs::read(&certificates.ca).expect("CA"),
+        ))
         .domain_name("localhost");
     let channel: Channel = Endpoint::from_shared(format!("https://127.0.0.1:{port}"))
         .expect("endpoint")
@@ -248,12 +50,66 @@ async fn exposed_api_authenticates_and_authorizes_every_call() {
         .connect()
         .await
         .expect("connects over TLS");
-    tonic_calls(SchedulerClient::new(channel), &alice, &auditor).await;
-    python_client(port, &ca, &alice, &auditor).await;
+    tonic_calls(
+        SchedulerClient::new(channel),
+        &cluster.alice,
+        &cluster.auditor,
+    )
+    .await;
+    python_client(port, &certificates.ca, &cluster.alice, &cluster.auditor).await;
 
-    stop.send_replace(true);
-    let _ = tokio::time::timeout(Duration::from_secs(10), service).await;
-    let _ = tokio::time::timeout(Duration::from_secs(5), api).await;
+    tokio::time::timeout(Duration::from_secs(20), running.stop())
+        .await
+        .expect("stops");
+}
+
+/// The test certificates of `support/tls/` are fixed files (the verbs'
+/// test, in `crates/cli`, has no rcgen to make them): made here with
+/// rcgen, valid until 4096 (its default). With
+/// `TRAINYARD_WRITE_TEST_CERTS=1` this writes new ones; otherwise it
+/// checks that the key is one and the others are PEM certificates.
+#[test]
+fn test_certificates() {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+    use support::secure::{CA_PEM, OTHER_CA_PEM, TLS_CRT, TLS_KEY};
+    let ca_named = |name: &str| {
+        let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name.push(DnType::CommonName, name);
+        CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("CA key")).expect("CA")
+    };
+    if std::env::var_os("TRAINYARD_WRITE_TEST_CERTS").is_some() {
+        let ca = ca_named("trainyard test CA");
+        let other = ca_named("trainyard other test CA");
+        let key = KeyPair::generate().expect("key");
+        let cert = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .expect("params")
+            .signed_by(&key, &ca)
+            .expect("certificate");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/tls");
+        for (name, text) in [
+            ("ca.pem", ca.pem()),
+            ("other-ca.pem", other.pem()),
+            ("tls.crt", cert.pem()),
+            ("tls.key", key.serialize_pem()),
+        ] {
+            std::fs::write(dir.join(name), text).expect("written");
+        }
+        return;
+    }
+    KeyPair::from_pem(TLS_KEY).expect("tls.key is a PEM key");
+    for (name, pem) in [
+        ("ca.pem", CA_PEM),
+        ("other-ca.pem", OTHER_CA_PEM),
+        ("tls.crt", TLS_CRT),
+    ] {
+        assert!(
+            pem.starts_with("-----BEGIN CERTIFICATE-----")
+                && pem.trim_end().ends_with("-----END CERTIFICATE-----"),
+            "{name} is not a PEM certificate"
+        );
+    }
+    assert_ne!(CA_PEM, OTHER_CA_PEM);
 }
 
 /// Every security case with our tonic client.

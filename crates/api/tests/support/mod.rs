@@ -2,8 +2,12 @@
 //! the `trainyard` verbs' (`crates/cli/tests/remote_verbs.rs`, which
 //! includes this file by path): the test API server with a namespace,
 //! nodes and pods, and `trainyard serve`'s service run in-process over
-//! it with the gRPC API on a Unix socket and a loopback port.
+//! it with the gRPC API on a Unix socket and a loopback port. [`secure`]:
+//! the same with security on (TLS, tokens, RBAC), shared by
+//! `crates/api/tests/security.rs` and the verbs' TLS test.
 #![allow(dead_code)]
+
+pub mod secure;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,9 +67,14 @@ pub async fn node(client: &kube::Client, name: &str, gpus: u32) {
 
 /// A pod of Trainyard's in `ml` asking `gpus` GPUs.
 pub async fn pod(client: &kube::Client, name: &str, gpus: u32) {
-    let api: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    pod_in(client, "ml", name, gpus).await
+}
+
+/// A pod of Trainyard's in `ns` asking `gpus` GPUs.
+pub async fn pod_in(client: &kube::Client, ns: &str, name: &str, gpus: u32) {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     let p: Pod = serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": "ml"},
+        "metadata": {"name": name, "namespace": ns},
         "spec": {"schedulerName": "trainyard", "containers": [{"name": "c", "image": "train:1",
                  "resources": {"requests": {"nvidia.com/gpu": gpus.to_string()},
                                "limits": {"nvidia.com/gpu": gpus.to_string()}}}]}
@@ -79,7 +88,8 @@ pub async fn pod(client: &kube::Client, name: &str, gpus: u32) {
 /// The service and its API, running until [`Running::stop`].
 pub struct Running {
     pub view: Arc<LiveView>,
-    /// The API's Unix socket and loopback port.
+    /// The API's Unix socket (none with [`start_service_with`]`(.., false, ..)`:
+    /// the path is never made) and loopback port.
     pub socket: PathBuf,
     pub port: u16,
     pub dir: tempfile::TempDir,
@@ -92,6 +102,16 @@ pub struct Running {
 /// election, no HTTP), with the gRPC API on a socket in a scratch
 /// directory and on a free loopback port.
 pub async fn start_service(client: &kube::Client) -> Running {
+    start_service_with(client, true, Default::default()).await
+}
+
+/// As [`start_service`], the socket only when `socket`, the loopback
+/// port secured by `security`.
+pub async fn start_service_with(
+    client: &kube::Client,
+    socket: bool,
+    security: trainyard_api::server::Security,
+) -> Running {
     let mut settings = trainyard_serve::Settings::default();
     settings.service.cycle_period_millis = 50;
     settings.service.debounce_millis = 10;
@@ -99,14 +119,14 @@ pub async fn start_service(client: &kube::Client) -> Running {
     settings.service.leader_election.enabled = false;
     let view = Arc::new(LiveView::new("trainyard", "default"));
     let dir = tempfile::tempdir().expect("a scratch dir");
-    let socket = dir.path().join("api.sock");
+    let socket_path = dir.path().join("api.sock");
     let port = free_port();
     let (stop, shutdown) = watch::channel(false);
     let (progress, _p) = watch::channel(trainyard_serve::Progress::default());
     let listen = trainyard_api::server::Listen {
-        socket: Some(socket.clone()),
+        socket: socket.then(|| socket_path.clone()),
         tcp: Some(format!("127.0.0.1:{port}").parse().expect("address")),
-        ..Default::default()
+        security,
     };
     let api = trainyard_api::server::serve(view.clone(), &listen, shutdown.clone())
         .await
@@ -126,7 +146,7 @@ pub async fn start_service(client: &kube::Client) -> Running {
     ));
     Running {
         view,
-        socket,
+        socket: socket_path,
         port,
         dir,
         stop,

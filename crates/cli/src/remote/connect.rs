@@ -158,11 +158,18 @@ pub async fn connect(args: &ConnectArgs) -> Result<Connected> {
             let (host, port) = (host.clone(), *port);
             // `http` here: the connector below does TLS itself (tonic's
             // own would need its TLS features).
-            endpoint(&format!("http://{}", authority(&host, port)))?
+            let channel = endpoint(&format!("http://{}", authority(&host, port)))?
                 .connect_with_connector(tower::service_fn(move |_| {
                     tls::connect(config.clone(), host.clone(), port)
                 }))
-                .await
+                .await;
+            // A certificate refused is not "cannot reach".
+            if let Err(e) = &channel
+                && let Some(r) = tls::rustls_error(e)
+            {
+                return Err(tls::handshake_failed(r, &address, args));
+            }
+            channel
         }
         // Only `port_forward` makes this address.
         Address::PortForward { .. } => return port_forward(args).await,
@@ -212,27 +219,33 @@ async fn token(args: &ConnectArgs, address: &Address) -> Result<Option<String>> 
     if !matches!(address, Address::Https { .. }) {
         return Ok(None);
     }
-    // No kubeconfig is not an error here: the server says whether it
-    // wants a token.
-    let Ok(config) = trainyard_serve::connect::kube_config(&args.cluster()).await else {
-        return Ok(None);
+    // No kubeconfig is not an error here (the server says whether it
+    // wants a token), unless one was named: then its token was meant.
+    let config = match trainyard_serve::connect::kube_config(&args.cluster()).await {
+        Ok(c) => c,
+        Err(e) if args.kubeconfig.is_some() || args.context.is_some() => {
+            bail!("the token for {address} from the kubeconfig: {e}")
+        }
+        Err(_) => return Ok(None),
     };
-    Ok(kubeconfig_token(&config))
+    kubeconfig_token(&config)
 }
 
-fn kubeconfig_token(config: &kube::Config) -> Option<String> {
+fn kubeconfig_token(config: &kube::Config) -> Result<Option<String>> {
     use kube::config::AuthInfo;
     let AuthInfo {
         token, token_file, ..
     } = &config.auth_info;
     if let Some(t) = token {
         use secrecy::ExposeSecret;
-        return Some(t.expose_secret().to_string());
+        return Ok(Some(t.expose_secret().to_string()));
     }
-    token_file
-        .as_ref()
-        .and_then(|f| std::fs::read_to_string(f).ok())
-        .map(|t| t.trim().to_string())
+    let Some(f) = token_file else {
+        return Ok(None);
+    };
+    let t = std::fs::read_to_string(f)
+        .with_context(|| format!("the kubeconfig user's tokenFile {f}"))?;
+    Ok(Some(t.trim().to_string()))
 }
 
 /// A port-forward to the scheduler's pod (the leader when the Lease

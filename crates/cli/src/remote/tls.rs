@@ -129,3 +129,73 @@ impl ServerCertVerifier for NoVerify {
         self.0.signature_verification_algorithms.supported_schemes()
     }
 }
+
+/// The TLS error somewhere in `e`'s chain (tokio-rustls gives it inside an
+/// `io::Error`, whose `source()` skips it).
+pub fn rustls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut next = Some(e);
+    while let Some(e) = next {
+        if let Some(r) = e.downcast_ref::<rustls::Error>() {
+            return Some(r);
+        }
+        if let Some(r) = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            return Some(r);
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// A TLS handshake with the scheduler at `address` that failed with `e`,
+/// said for people: what was wrong with its certificate and what to do
+/// (rustls' own words for some are its enum's names, as `UnknownIssuer`).
+pub fn handshake_failed(
+    e: &rustls::Error,
+    address: &impl std::fmt::Display,
+    args: &ConnectArgs,
+) -> anyhow::Error {
+    use rustls::CertificateError as C;
+    let trusted = match &args.certificate_authority {
+        Some(f) => format!("--certificate-authority {}", f.display()),
+        None => "the system's CA certificates".to_string(),
+    };
+    let fix = "pass --certificate-authority FILE with the CA that signed it, or --insecure-skip-tls-verify for a test";
+    let text = match e {
+        rustls::Error::InvalidCertificate(c) => match c {
+            C::UnknownIssuer => format!(
+                "the scheduler's certificate at {address} is not trusted: it is not signed by a CA in {trusted} ({fix})"
+            ),
+            C::NotValidForName | C::NotValidForNameContext { .. } => format!(
+                "the scheduler's certificate at {address} is not for that name: {c} (connect by a name or address the certificate has)"
+            ),
+            C::Expired | C::ExpiredContext { .. } => {
+                format!("the scheduler's certificate at {address} has expired: {c}")
+            }
+            C::NotValidYet | C::NotValidYetContext { .. } => format!(
+                "the scheduler's certificate at {address} is not valid yet: {c} (is this machine's clock right?)"
+            ),
+            C::BadSignature | C::BadEncoding => format!(
+                "the scheduler's certificate at {address} is not accepted: {}",
+                if matches!(c, C::BadSignature) {
+                    "its signature does not verify"
+                } else {
+                    "it cannot be parsed"
+                }
+            ),
+            other => {
+                format!("the scheduler's certificate at {address} is not accepted: {other} ({fix})")
+            }
+        },
+        rustls::Error::NoApplicationProtocol => format!(
+            "TLS with the scheduler at {address} failed: it does not speak HTTP/2 (ALPN h2); is it the scheduler's gRPC API?"
+        ),
+        other => format!(
+            "TLS with the scheduler at {address} failed: {other} (does it serve TLS there? an API without --api-tls-cert is http://)"
+        ),
+    };
+    anyhow::anyhow!(text)
+}

@@ -167,13 +167,27 @@ pub struct ByJob<'a> {
 
 impl<'a> ByJob<'a> {
     pub fn new(d: &'a trainyard_sched::Decisions) -> ByJob<'a> {
+        Self::of(d, |_| true)
+    }
+
+    /// Job `id`'s only (one job's answer).
+    pub fn for_job(d: &'a trainyard_sched::Decisions, id: &str) -> ByJob<'a> {
+        Self::of(d, |job| job == id)
+    }
+
+    fn of(d: &'a trainyard_sched::Decisions, keep: impl Fn(&str) -> bool) -> ByJob<'a> {
         let mut binds: BTreeMap<&str, Vec<&Bind>> = BTreeMap::new();
-        for b in &d.binds {
+        for b in d.binds.iter().filter(|b| keep(b.job.as_str())) {
             binds.entry(b.job.as_str()).or_default().push(b);
         }
         ByJob {
             binds,
-            evicted: d.evictions.iter().map(|e| e.job.as_str()).collect(),
+            evicted: d
+                .evictions
+                .iter()
+                .map(|e| e.job.as_str())
+                .filter(|j| keep(j))
+                .collect(),
         }
     }
 }

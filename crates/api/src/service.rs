@@ -123,7 +123,7 @@ pub fn explain_job(
     out.cycle = Some(convert::cycle(c));
     out.job = Some(convert::job(
         c,
-        &convert::ByJob::new(&c.decisions),
+        &convert::ByJob::for_job(&c.decisions, &id),
         job,
         pending,
     ));

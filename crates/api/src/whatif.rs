@@ -105,13 +105,14 @@ pub fn documents(text: &str, scheduler_name: &str) -> Result<Vec<Value>, ApiErro
 /// their ids.
 pub fn with_objects(
     snapshot: &Snapshot,
-    context: Vec<Value>,
+    context: Vec<Arc<Value>>,
     objects: Vec<Value>,
     opts: &trainyard_ingest::LoadOptions,
 ) -> Result<(Snapshot, Vec<String>), ApiError> {
     let context: Vec<Value> = context
-        .into_iter()
+        .iter()
         .filter(|o| o["kind"] != "Pod" && o["kind"] != "PodGroup")
+        .map(|o| (**o).clone())
         .collect();
     let list = |items: Vec<Value>| json!({"apiVersion": "v1", "kind": "List", "items": items});
     let sources = [
@@ -242,7 +243,13 @@ mod tests {
         )
         .expect("documents");
         let opts = trainyard_ingest::LoadOptions::default();
-        let (copy, ids) = with_objects(&c.snapshot, context, docs, &opts).expect("read");
+        let (copy, ids) = with_objects(
+            &c.snapshot,
+            context.into_iter().map(Arc::new).collect(),
+            docs,
+            &opts,
+        )
+        .expect("read");
         expect![[
             r#"ml/try fits=true binds=["ml/try -> n1 [0, 1, 2, 3]"] evictions=0 displaced=[] : "#
         ]]

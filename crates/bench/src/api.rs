@@ -208,7 +208,7 @@ fn row(call: &str, times: &[Duration], cycle: Duration) {
 }
 
 /// The snapshot's nodes and pods as the watches would show them.
-fn objects(snap: &Snapshot) -> Vec<Value> {
+fn objects(snap: &Snapshot) -> Vec<Arc<Value>> {
     let mut out: Vec<Value> = snap
         .nodes
         .iter()
@@ -228,7 +228,7 @@ fn objects(snap: &Snapshot) -> Vec<Value> {
             ));
         }
     }
-    out
+    out.into_iter().map(Arc::new).collect()
 }
 
 /// A training pod of job `job`.

@@ -116,7 +116,7 @@ impl LiveView {
     /// The objects as watched, by kind, namespace and name, without the
     /// kinds `trainyard schedule` does not read (Namespaces,
     /// PodDisruptionBudgets).
-    pub fn objects(&self) -> Vec<Value> {
+    pub fn objects(&self) -> Vec<Arc<Value>> {
         let o = match self.objects.lock() {
             Ok(o) => o,
             Err(poisoned) => poisoned.into_inner(),
@@ -124,7 +124,7 @@ impl LiveView {
         o.by_key
             .iter()
             .filter(|((_, (kind, _, _)), _)| kind != "Namespace" && kind != "PodDisruptionBudget")
-            .map(|(_, v)| v.clone())
+            .map(|(_, v)| Arc::clone(v))
             .collect()
     }
 }
@@ -135,7 +135,8 @@ type Key = (usize, crate::world::Key);
 /// The watched objects, relists healed as in [`crate::world::World`].
 #[derive(Debug, Default)]
 struct Objects {
-    by_key: BTreeMap<Key, Value>,
+    /// Shared: a reader takes them without copying 50,000 pods.
+    by_key: BTreeMap<Key, Arc<Value>>,
     listing: BTreeMap<usize, std::collections::BTreeSet<Key>>,
 }
 
@@ -154,7 +155,7 @@ impl Objects {
                 if let Some(l) = self.listing.get_mut(stream) {
                     l.insert(key.clone());
                 }
-                self.by_key.insert(key, object);
+                self.by_key.insert(key, Arc::new(object));
             }
             WorldEvent::Deleted { stream, object } => {
                 self.by_key.remove(&(*stream, crate::world::key_of(object)));

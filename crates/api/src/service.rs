@@ -292,23 +292,14 @@ impl Scheduler for Api {
             }
             None => Vec::new(),
         };
-        for ns in &namespaces {
-            let what = format!("run a what-if of a job in namespace {ns}");
-            caller.require(&Permission::get_pods(ns), &what).await?;
-        }
+        require_in(&caller, &namespaces, "run a what-if of a job").await?;
         let c = self.latest()?;
         let view = self.view.clone();
         // A cycle's worth of work: off the async threads.
         let mut answer = tokio::task::spawn_blocking(move || what_if(&view, &c, r))
             .await
             .map_err(|e| Status::internal(format!("the what-if failed: {e}")))??;
-        let v = match caller {
-            Caller::Trusted => Visible::All,
-            _ => {
-                let named = auth::what_if_namespaces(&answer);
-                caller.visible(named.iter().copied()).await?
-            }
-        };
+        let v = visible(&caller, auth::what_if_namespaces(&answer)).await?;
         auth::redact_what_if(&mut answer, &v);
         Ok(Response::new(answer))
     }
@@ -326,27 +317,19 @@ impl Scheduler for Api {
             }
             None => Vec::new(),
         };
-        for ns in &namespaces {
-            let what = format!("forecast the start of a job in namespace {ns}");
-            caller.require(&Permission::get_pods(ns), &what).await?;
-        }
+        require_in(&caller, &namespaces, "forecast the start of a job").await?;
         let c = self.latest()?;
         let view = self.view.clone();
         // The engine runs cycles forward: off the async threads.
         let mut answer = tokio::task::spawn_blocking(move || forecast_start(&view, &c, r))
             .await
             .map_err(|e| Status::internal(format!("the forecast failed: {e}")))??;
-        let v = match caller {
-            Caller::Trusted => Visible::All,
-            _ => {
-                let named: std::collections::BTreeSet<&str> = answer
-                    .waits_for
-                    .iter()
-                    .map(|w| auth::namespace_of(&w.job))
-                    .collect();
-                caller.visible(named.iter().copied()).await?
-            }
-        };
+        let named = answer
+            .waits_for
+            .iter()
+            .map(|w| auth::namespace_of(&w.job))
+            .collect();
+        let v = visible(&caller, named).await?;
         auth::redact_forecast(&mut answer, &v);
         Ok(Response::new(answer))
     }
@@ -392,6 +375,47 @@ impl Scheduler for Api {
     }
 }
 
+/// The latest cycle's snapshot with the jobs `text`'s objects make (read
+/// as the service reads pods), and their ids.
+fn with_objects(
+    view: &LiveView,
+    c: &CycleView,
+    text: &str,
+) -> Result<(trainyard_model::Snapshot, Vec<String>), ApiError> {
+    let docs = whatif::documents(text, &view.scheduler_name)?;
+    let mut opts = trainyard_ingest::LoadOptions {
+        scheduler_name: view.scheduler_name.clone(),
+        ..trainyard_ingest::LoadOptions::default()
+    };
+    // `defaultQueue: ""` infers no groups; pods still go to the loader's
+    // default (as the service's world reads them).
+    if !view.default_queue.is_empty() {
+        opts.default_queue = view.default_queue.clone();
+    }
+    whatif::with_objects(&c.snapshot, view.objects(), docs, &opts)
+}
+
+/// Refuses unless the caller may `get pods` in every one of `namespaces`
+/// (`what`: the action, for the message).
+async fn require_in(caller: &Caller, namespaces: &[String], what: &str) -> Result<(), Status> {
+    for ns in namespaces {
+        let what = format!("{what} in namespace {ns}");
+        caller.require(&Permission::get_pods(ns), &what).await?;
+    }
+    Ok(())
+}
+
+/// Which of the `named` namespaces the caller may see jobs of.
+async fn visible(
+    caller: &Caller,
+    named: std::collections::BTreeSet<&str>,
+) -> Result<Visible, Status> {
+    match caller {
+        Caller::Trusted => Ok(Visible::All),
+        _ => caller.visible(named.iter().copied()).await,
+    }
+}
+
 /// A start-time forecast on the view's latest cycle `c`: of a job it
 /// knows, or of the job `objects` make, as if submitted now.
 pub fn forecast_start(
@@ -405,15 +429,7 @@ pub fn forecast_start(
             forecast::forecast(c, &c.snapshot, &id, r.horizon_seconds)
         }
         Some(pb::forecast_start_request::Job::Objects(text)) => {
-            let docs = whatif::documents(&text, &view.scheduler_name)?;
-            let mut opts = trainyard_ingest::LoadOptions {
-                scheduler_name: view.scheduler_name.clone(),
-                ..trainyard_ingest::LoadOptions::default()
-            };
-            if !view.default_queue.is_empty() {
-                opts.default_queue = view.default_queue.clone();
-            }
-            let (mut copy, ids) = whatif::with_objects(&c.snapshot, view.objects(), docs, &opts)?;
+            let (mut copy, ids) = with_objects(view, c, &text)?;
             let [id] = ids.as_slice() else {
                 return Err(ApiError::Invalid(format!(
                     "a forecast is of one job; the objects make {} ({})",
@@ -445,19 +461,7 @@ pub fn what_if(
             let (copy, id) = whatif::resized(&c.snapshot, &z)?;
             (copy, vec![id])
         }
-        Some(pb::what_if_request::Job::Objects(text)) => {
-            let docs = whatif::documents(&text, &view.scheduler_name)?;
-            let mut opts = trainyard_ingest::LoadOptions {
-                scheduler_name: view.scheduler_name.clone(),
-                ..trainyard_ingest::LoadOptions::default()
-            };
-            // `defaultQueue: ""` infers no groups; pods still go to the
-            // loader's default (as the service's world reads them).
-            if !view.default_queue.is_empty() {
-                opts.default_queue = view.default_queue.clone();
-            }
-            whatif::with_objects(&c.snapshot, view.objects(), docs, &opts)?
-        }
+        Some(pb::what_if_request::Job::Objects(text)) => with_objects(view, c, &text)?,
         None => {
             return Err(ApiError::Invalid(
                 "a what-if needs a job: `objects` (a PodGroup with its pods) or `resize`".into(),

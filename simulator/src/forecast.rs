@@ -265,15 +265,19 @@ fn run_all(
             .saturating_add((opts.horizon_seconds.min(MAX_DURATION_MS / 1000) * 1000) as i64),
     );
     let targets = p.targets(opts.jobs.as_deref());
-    let mut first: Option<Decisions> = None;
-    let central = run_once(p, config, now, until, opts, &targets, None, &mut first);
-    let sampled = if opts.samples > 0 && p.has_spread(config, now) {
-        (1..=opts.samples)
-            .map(|s| run_once(p, config, now, until, opts, &targets, Some(s), &mut None))
-            .collect()
+    let samples = if opts.samples > 0 && p.has_spread(config, now) {
+        opts.samples
     } else {
-        Vec::new()
+        0
     };
+    let mut results = run_parallel(samples + 1, |run| {
+        let sample = (run > 0).then_some(run);
+        let mut first: Option<Decisions> = None;
+        let r = run_once(p, config, now, until, opts, &targets, sample, &mut first);
+        (r, first.filter(|_| run == 0))
+    });
+    let (central, first) = results.remove(0);
+    let sampled: Vec<RunResult> = results.into_iter().map(|(r, _)| r).collect();
     let first = first.unwrap_or_default();
     let runs = 1 + sampled.len() as u32;
     let cycles = central.cycles + sampled.iter().map(|r| r.cycles).sum::<u64>();
@@ -291,6 +295,47 @@ fn run_all(
         capped,
         jobs,
     }
+}
+
+/// `f(0..runs)`, in that order, computed on up to as many threads as the
+/// machine has cores: the runs are independent and each is determined by
+/// its number, so the answer does not depend on the threads. Run 0 (the
+/// central run, often the longest) starts first.
+fn run_parallel<T: Send>(runs: u32, f: impl Fn(u32) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(runs as usize);
+    if threads <= 1 {
+        return (0..runs).map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicU32::new(0);
+    let mut out: Vec<(u32, T)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let run = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        if run >= runs {
+                            return mine;
+                        }
+                        mine.push((run, f(run)));
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| match w.join() {
+                Ok(mine) => mine,
+                // A run that panicked is a bug in the engine or the core:
+                // carry it to the caller as the sequential code would.
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    out.sort_by_key(|(run, _)| *run);
+    out.into_iter().map(|(_, t)| t).collect()
 }
 
 /// One forward run: the central one (`sample` `None`) or a sampled one.

@@ -54,15 +54,17 @@ pub fn forecast_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Result
     for cap in [20u64, 2000] {
         one(&snap, &config, now, &id, "walltimes", runs, cap)?;
     }
-    one(
-        &est,
-        &config,
-        now,
-        &id,
-        "estimated, 8 sampled runs",
-        runs,
-        20,
-    )?;
+    for cap in [20u64, 2000] {
+        one(
+            &est,
+            &config,
+            now,
+            &id,
+            "estimated, 8 sampled runs",
+            runs,
+            cap,
+        )?;
+    }
     Ok(())
 }
 

@@ -251,6 +251,35 @@ struct RunResult {
     last_reason: Vec<Option<String>>,
     cycles: u64,
     capped: bool,
+    /// The first cycle's (the live cycle's) answer for the targets.
+    at_now: AtNow,
+}
+
+/// By target: the core's reservation and reason in a run's first cycle.
+#[derive(Default)]
+struct AtNow {
+    reservation: Vec<Option<Reservation>>,
+    pending: Vec<Option<PendingJob>>,
+}
+
+impl AtNow {
+    fn of(d: &Decisions, targets: usize, ids: &BTreeMap<&str, usize>) -> Self {
+        let mut a = AtNow {
+            reservation: vec![None; targets],
+            pending: vec![None; targets],
+        };
+        for r in &d.reservations {
+            if let Some(&k) = ids.get(r.job.0.as_str()) {
+                a.reservation[k] = Some(r.clone());
+            }
+        }
+        for p in &d.pending {
+            if let Some(&k) = ids.get(p.job.0.as_str()) {
+                a.pending[k] = Some(p.clone());
+            }
+        }
+        a
+    }
 }
 
 /// The central run and the sampled runs, and their answer.
@@ -272,20 +301,17 @@ fn run_all(
     };
     let mut results = run_parallel(samples + 1, |run| {
         let sample = (run > 0).then_some(run);
-        let mut first: Option<Decisions> = None;
-        let r = run_once(p, config, now, until, opts, &targets, sample, &mut first);
-        (r, first.filter(|_| run == 0))
+        run_once(p, config, now, until, opts, &targets, sample)
     });
-    let (central, first) = results.remove(0);
-    let sampled: Vec<RunResult> = results.into_iter().map(|(r, _)| r).collect();
-    let first = first.unwrap_or_default();
+    let central = results.remove(0);
+    let sampled = results;
     let runs = 1 + sampled.len() as u32;
     let cycles = central.cycles + sampled.iter().map(|r| r.cycles).sum::<u64>();
     let capped = central.capped || sampled.iter().any(|r| r.capped);
     let jobs = targets
         .iter()
         .enumerate()
-        .map(|(k, &j)| answer(p, &first, &central, &sampled, k, j))
+        .map(|(k, &j)| answer(p, &central, &sampled, k, j))
         .collect();
     Forecasts {
         now,
@@ -339,8 +365,6 @@ fn run_parallel<T: Send>(runs: u32, f: impl Fn(u32) -> T + Sync) -> Vec<T> {
 }
 
 /// One forward run: the central one (`sample` `None`) or a sampled one.
-/// The first cycle's decisions go into `first` when it is empty.
-#[allow(clippy::too_many_arguments)]
 fn run_once(
     p: &plan::Prepared,
     config: &Config,
@@ -349,7 +373,6 @@ fn run_once(
     opts: &ForecastOptions,
     targets: &[usize],
     sample: Option<u32>,
-    first: &mut Option<Decisions>,
 ) -> RunResult {
     let durations = p.durations(config, now, sample.map(|s| (opts.seed, s)));
     let jobs: Vec<SimJob> = p
@@ -385,6 +408,7 @@ fn run_once(
         .map(|(k, &j)| (p.jobs[j].id.as_str(), k))
         .collect();
     let mut bound: Vec<Option<Vec<String>>> = vec![None; targets.len()];
+    let mut at_now: Option<AtNow> = None;
     let frozen = p.frozen_usage(config);
     let mut scheduler = |snap: &Snapshot, cfg: &Config, at: Timestamp| -> Decisions {
         let d = match &frozen {
@@ -407,8 +431,8 @@ fn run_once(
         for (k, nodes) in this {
             bound[k] = Some(nodes.into_iter().collect());
         }
-        if first.is_none() {
-            *first = Some(d.clone());
+        if at_now.is_none() {
+            at_now = Some(AtNow::of(&d, targets.len(), &target_ids));
         }
         d
     };
@@ -453,6 +477,7 @@ fn run_once(
             .collect(),
         cycles: resumed.cycles,
         capped: resumed.capped,
+        at_now: at_now.unwrap_or_default(),
     }
 }
 
@@ -469,7 +494,6 @@ fn quantile(starts: &[Option<i64>], pct: usize) -> (Option<i64>, usize) {
 /// The forecast of target `k` (job index `j`).
 fn answer(
     p: &plan::Prepared,
-    first: &Decisions,
     central: &RunResult,
     sampled: &[RunResult],
     k: usize,
@@ -477,8 +501,8 @@ fn answer(
 ) -> JobForecast {
     let id = &p.jobs[j].id;
     let mut f = JobForecast::empty(id.clone(), p.jobs[j].queue.clone());
-    f.reservation = first.reservations.iter().find(|r| r.job.0 == *id).cloned();
-    f.pending_now = first.pending.iter().find(|r| r.job.0 == *id).cloned();
+    f.reservation = central.at_now.reservation.get(k).cloned().flatten();
+    f.pending_now = central.at_now.pending.get(k).cloned().flatten();
     f.expected = central.starts[k].as_ref().map(|s| Timestamp(s.0));
     f.reason_at_end = central.last_reason[k].clone();
     let (runs, median): (&[RunResult], usize) = if sampled.is_empty() {

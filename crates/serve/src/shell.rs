@@ -166,7 +166,7 @@ impl Shell {
             number: machine.progress().cycles,
             now: o.now,
             snapshot: o.snapshot.clone(),
-            decisions: Arc::new(o.decisions.clone()),
+            decisions: Arc::clone(&o.decisions),
             config: Arc::new(machine.config().clone()),
             writes_in_flight: self.writer.in_flight(),
         });

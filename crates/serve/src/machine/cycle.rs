@@ -120,7 +120,7 @@ impl Service {
         }
         out.push(Command::Observe(Box::new(Observed {
             snapshot,
-            decisions,
+            decisions: std::sync::Arc::new(decisions),
             now,
             phases,
             invalid_queues: self.invalid_queues.clone(),

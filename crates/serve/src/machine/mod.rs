@@ -185,7 +185,8 @@ pub enum Input {
 #[derive(Clone, Debug)]
 pub struct Observed {
     pub snapshot: std::sync::Arc<trainyard_model::Snapshot>,
-    pub decisions: trainyard_sched::Decisions,
+    /// Shared with the API's view (`crate::view`) without a copy.
+    pub decisions: std::sync::Arc<trainyard_sched::Decisions>,
     pub now: Timestamp,
     /// Phases of the cycle and their durations by the machine's
     /// stopwatch, in nanoseconds.

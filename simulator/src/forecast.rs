@@ -80,6 +80,11 @@ pub struct ForecastOptions {
     /// The jobs to forecast (ids); `None`: every pending job. Runs stop
     /// once these have started, so asking for one job is cheaper.
     pub jobs: Option<Vec<String>>,
+    /// Most threads the runs take (0: one per core). The answer is the
+    /// same whatever the number; the live service leaves a core to the
+    /// scheduling cycle.
+    #[serde(default)]
+    pub threads: u32,
 }
 
 impl Default for ForecastOptions {
@@ -93,6 +98,7 @@ impl Default for ForecastOptions {
             stretch: 20,
             grace_ms: 30_000,
             jobs: None,
+            threads: 0,
         }
     }
 }
@@ -299,7 +305,7 @@ fn run_all(
     } else {
         0
     };
-    let mut results = run_parallel(samples + 1, |run| {
+    let mut results = run_parallel(samples + 1, opts.threads, |run| {
         let sample = (run > 0).then_some(run);
         run_once(p, config, now, until, opts, &targets, sample)
     });
@@ -323,14 +329,17 @@ fn run_all(
     }
 }
 
-/// `f(0..runs)`, in that order, computed on up to as many threads as the
-/// machine has cores: the runs are independent and each is determined by
-/// its number, so the answer does not depend on the threads. Run 0 (the
-/// central run, often the longest) starts first.
-fn run_parallel<T: Send>(runs: u32, f: impl Fn(u32) -> T + Sync) -> Vec<T> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(runs as usize);
+/// `f(0..runs)`, in that order, computed on up to `threads` threads (0:
+/// as many as the machine has cores): the runs are independent and each
+/// is determined by its number, so the answer does not depend on the
+/// threads. Run 0 (the central run, often the longest) starts first.
+fn run_parallel<T: Send>(runs: u32, threads: u32, f: impl Fn(u32) -> T + Sync) -> Vec<T> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = match threads {
+        0 => cores,
+        n => n as usize,
+    }
+    .min(runs as usize);
     if threads <= 1 {
         return (0..runs).map(f).collect();
     }

@@ -20,8 +20,16 @@ pub fn options(job: &str, horizon_seconds: u64) -> ForecastOptions {
             horizon_seconds
         },
         jobs: Some(vec![job.to_string()]),
+        threads: forecast_threads(),
         ..ForecastOptions::default()
     }
+}
+
+/// Threads one forecast may take: every core but one, which is left to
+/// the scheduling cycle (at least one).
+fn forecast_threads() -> u32 {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_sub(1).max(1) as u32
 }
 
 /// The forecast of job `id` of `snapshot` (the latest cycle's, or a copy

@@ -19,11 +19,34 @@ use crate::{ApiError, convert, explain, forecast, pb, snapshot, whatif};
 #[derive(Clone, Debug)]
 pub struct Api {
     view: Arc<LiveView>,
+    /// One heavy call (WhatIf, ForecastStart, GetSnapshot) runs at a time;
+    /// the others wait their turn, so that callers never take more cores
+    /// from the scheduling cycle than one call does.
+    heavy: Arc<tokio::sync::Semaphore>,
 }
 
 impl Api {
     pub fn new(view: Arc<LiveView>) -> Api {
-        Api { view }
+        Api {
+            view,
+            heavy: Arc::new(tokio::sync::Semaphore::new(1)),
+        }
+    }
+
+    /// `f` off the async threads, after the heavy calls before it.
+    async fn heavy<T: Send + 'static>(
+        &self,
+        what: &str,
+        f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, Status> {
+        let _turn = self
+            .heavy
+            .acquire()
+            .await
+            .map_err(|_| Status::unavailable("the API is shutting down"))?;
+        Ok(tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| Status::internal(format!("{what} failed: {e}")))??)
     }
 
     /// The latest cycle, or UNAVAILABLE before the first.
@@ -295,10 +318,10 @@ impl Scheduler for Api {
         require_in(&caller, &namespaces, "run a what-if of a job").await?;
         let c = self.latest()?;
         let view = self.view.clone();
-        // A cycle's worth of work: off the async threads.
-        let mut answer = tokio::task::spawn_blocking(move || what_if(&view, &c, r))
-            .await
-            .map_err(|e| Status::internal(format!("the what-if failed: {e}")))??;
+        // A cycle's worth of work.
+        let mut answer = self
+            .heavy("the what-if", move || what_if(&view, &c, r))
+            .await?;
         let v = visible(&caller, auth::what_if_namespaces(&answer)).await?;
         auth::redact_what_if(&mut answer, &v);
         Ok(Response::new(answer))
@@ -320,10 +343,10 @@ impl Scheduler for Api {
         require_in(&caller, &namespaces, "forecast the start of a job").await?;
         let c = self.latest()?;
         let view = self.view.clone();
-        // The engine runs cycles forward: off the async threads.
-        let mut answer = tokio::task::spawn_blocking(move || forecast_start(&view, &c, r))
-            .await
-            .map_err(|e| Status::internal(format!("the forecast failed: {e}")))??;
+        // The engine runs cycles forward.
+        let mut answer = self
+            .heavy("the forecast", move || forecast_start(&view, &c, r))
+            .await?;
         let named = answer
             .waits_for
             .iter()
@@ -347,9 +370,11 @@ impl Scheduler for Api {
             .await?;
         let c = self.latest()?;
         let view = self.view.clone();
-        let answer = tokio::task::spawn_blocking(move || snapshot::response(&c, view.objects()))
-            .await
-            .map_err(|e| Status::internal(format!("the snapshot failed: {e}")))??;
+        let answer = self
+            .heavy("the snapshot", move || {
+                snapshot::response(&c, view.objects())
+            })
+            .await?;
         Ok(Response::new(answer))
     }
 

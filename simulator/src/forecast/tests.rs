@@ -246,6 +246,38 @@ fn the_same_seed_gives_the_same_forecast() {
     );
 }
 
+/// The runs are spread over threads; the answer is the same on one, on
+/// three and on as many as there are cores.
+#[test]
+fn the_threads_do_not_change_the_forecast() {
+    let wide: Vec<i64> = (0..20).map(|i| 10 * MIN + i * 15 * MIN).collect();
+    let s = with_runtimes(
+        snapshot(
+            2,
+            vec![
+                running("r1", &[0], 8, 0, None),
+                running("r2", &[1], 4, 0, None),
+                pending("p", 1, 8, 0, Some(60)),
+                pending("q", 2, 6, 0, None),
+            ],
+        ),
+        wide,
+    );
+    let with = |threads| {
+        let o = ForecastOptions {
+            samples: 7,
+            threads,
+            ..opts()
+        };
+        forecast(&s, &Config::default(), Timestamp(MIN), &o)
+    };
+    let one = with(1);
+    assert_eq!(one.runs, 8);
+    assert!(one.jobs.iter().any(|j| j.p10 != j.p90), "{one:?}");
+    assert_eq!(with(3), one);
+    assert_eq!(with(0), one);
+}
+
 #[test]
 fn a_what_if_job_is_forecast_as_if_submitted_now() {
     let s = snapshot(

@@ -68,6 +68,7 @@ pub mod jsonpath;
 pub mod kinds;
 pub mod kubelet;
 pub mod patch;
+pub mod portforward;
 pub mod protobuf;
 pub mod quantity;
 pub mod rbac;

@@ -182,7 +182,6 @@ fn check(
             "pod {name} does not have a host assigned"
         )));
     }
-    let ports = ports(r)?;
     if !is_websocket(headers) {
         let why = match headers
             .get(hyper::header::UPGRADE)
@@ -195,6 +194,9 @@ fn check(
         };
         return Err(ApiError::bad_request(why));
     }
+    // Only a WebSocket request carries its ports in the query (SPDY names
+    // them per stream), so only it is checked for them, as the kubelet does.
+    let ports = ports(r)?;
     if r.method != Method::GET {
         return Err(ApiError::bad_request(format!(
             "unable to upgrade: a WebSocket upgrade is a GET, not a {}",

@@ -52,18 +52,16 @@ async fn phase(pods: &Api<Pod>, name: &str, phase: &str, ip: &str) {
     .expect("pod status");
 }
 
-fn serve(kubeconfig: &Path) -> tokio::process::Child {
+/// `trainyard serve`, its API on `POD_IP:50051` and on a socket of its
+/// own in `dir` (not the default one; `--api-socket ""` is refused by
+/// the argument parser).
+fn serve(kubeconfig: &Path, dir: &Path) -> tokio::process::Child {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_trainyard"))
         .args(["serve", "--leader-elect=false", "--kubeconfig"])
         .arg(kubeconfig)
-        .args([
-            "--http-address",
-            "",
-            "--api-socket",
-            "",
-            "--api-listen",
-            &format!("{POD_IP}:50051"),
-        ])
+        .arg("--api-socket")
+        .arg(dir.join("api.sock"))
+        .args(["--http-address", "", "--api-listen", &format!("{POD_IP}:50051")])
         .env_remove("TRAINYARD_LOG")
         .env_remove("RUST_LOG")
         .stdout(std::process::Stdio::null())
@@ -132,7 +130,7 @@ async fn verbs_reach_the_scheduler_by_port_forward_through_the_kubeconfig() {
         .await
         .expect("lease");
 
-    let mut child = serve(&kubeconfig);
+    let mut child = serve(&kubeconfig, dir.path());
     let pods = gpu_node_and_pod(&client, 2).await;
     let bound = |p: Option<&Pod>| {
         p.and_then(|p| p.spec.as_ref())

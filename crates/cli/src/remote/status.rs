@@ -17,7 +17,18 @@ pub fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
 /// `status`, from the scheduler at `address`, said for people.
 pub fn explain(status: &tonic::Status, address: &Address) -> anyhow::Error {
     let msg = status.message();
+    // A connection that failed under the call (tonic's "transport error",
+    // as when a port-forward ends): its cause, as for one that never
+    // connected.
+    let transport = status.code() == Code::Unknown && msg == "transport error";
     let text = match status.code() {
+        _ if transport => format!(
+            "cannot reach the scheduler at {address}: {} (is `trainyard serve` running? pass --server or set TRAINYARD_SERVER)",
+            status
+                .source()
+                .map(innermost)
+                .unwrap_or_else(|| msg.to_string())
+        ),
         Code::Unavailable => {
             let why = if msg.is_empty() {
                 status

@@ -61,7 +61,12 @@ fn serve(kubeconfig: &Path, dir: &Path) -> tokio::process::Child {
         .arg(kubeconfig)
         .arg("--api-socket")
         .arg(dir.join("api.sock"))
-        .args(["--http-address", "", "--api-listen", &format!("{POD_IP}:50051")])
+        .args([
+            "--http-address",
+            "",
+            "--api-listen",
+            &format!("{POD_IP}:50051"),
+        ])
         .env_remove("TRAINYARD_LOG")
         .env_remove("RUST_LOG")
         .stdout(std::process::Stdio::null())
@@ -159,7 +164,11 @@ async fn verbs_reach_the_scheduler_by_port_forward_through_the_kubeconfig() {
     let said = through_cluster(&kubeconfig, &["queues"]).await;
     assert!(said.ok, "{}{}", said.stdout, said.stderr);
     assert_eq!(stable(&said.stdout), stable(&want));
-    assert!(said.stdout.starts_with("QUEUE    WEIGHT"), "{}", said.stdout);
+    assert!(
+        said.stdout.starts_with("QUEUE    WEIGHT"),
+        "{}",
+        said.stdout
+    );
 
     // Another verb: the job, as the API says it.
     let said = through_cluster(&kubeconfig, &["jobs", "-A"]).await;

@@ -55,7 +55,7 @@ use tokio_tungstenite::tungstenite::protocol::Role;
 
 use crate::Shared;
 use crate::error::ApiError;
-use crate::http::{ResBody, Req};
+use crate::http::{Req, ResBody};
 
 /// The binary channel protocol (the kubelet's `v4BinaryWebsocketProtocol`).
 pub const V4_CHANNEL: &str = "v4.channel.k8s.io";
@@ -83,7 +83,10 @@ pub fn is_websocket(headers: &HeaderMap) -> bool {
         .get_all(hyper::header::UPGRADE)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(|v| v.split(',').any(|p| p.trim().eq_ignore_ascii_case("websocket")))
+        .any(|v| {
+            v.split(',')
+                .any(|p| p.trim().eq_ignore_ascii_case("websocket"))
+        })
 }
 
 /// The subprotocols the client offers, in its order (one header of
@@ -207,11 +210,17 @@ fn check(
         let phase = if phase.is_empty() { "Pending" } else { &phase };
         return Err(ApiError::bad_request(format!(
             "pod {name} is not running (status.phase {phase}{}); the test API server forwards only to a Running pod with a status.podIP",
-            if ip.is_empty() { ", no status.podIP" } else { "" }
+            if ip.is_empty() {
+                ", no status.podIP"
+            } else {
+                ""
+            }
         )));
     }
     let ip: IpAddr = ip.parse().map_err(|_| {
-        ApiError::internal(format!("pod {name}: status.podIP {ip} is not an IP address"))
+        ApiError::internal(format!(
+            "pod {name}: status.podIP {ip} is not an IP address"
+        ))
     })?;
     let key = headers
         .get(hyper::header::SEC_WEBSOCKET_KEY)

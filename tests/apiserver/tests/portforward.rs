@@ -34,8 +34,8 @@ async fn pod(pods: &Api<Pod>, name: &str, node: Option<&str>, phase: &str, ip: O
     if let Some(n) = node {
         spec["nodeName"] = json!(n);
     }
-    let p: Pod = serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec}))
-        .expect("pod");
+    let p: Pod =
+        serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).expect("pod");
     pods.create(&PostParams::default(), &p).await.expect("pod");
     let mut status = json!({"phase": phase});
     if let Some(ip) = ip {
@@ -53,7 +53,9 @@ async fn pod(pods: &Api<Pod>, name: &str, node: Option<&str>, phase: &str, ip: O
 
 /// An echo server on the pod IP (what it reads it writes back, until EOF).
 async fn echo() -> u16 {
-    let l = TcpListener::bind((POD_IP, 0)).await.expect("bind the pod IP");
+    let l = TcpListener::bind((POD_IP, 0))
+        .await
+        .expect("bind the pod IP");
     let port = l.local_addr().expect("addr").port();
     tokio::spawn(async move {
         while let Ok((mut s, _)) = l.accept().await {
@@ -68,7 +70,9 @@ async fn echo() -> u16 {
 
 /// A server on the pod IP that says `hello` and closes.
 async fn greeter() -> u16 {
-    let l = TcpListener::bind((POD_IP, 0)).await.expect("bind the pod IP");
+    let l = TcpListener::bind((POD_IP, 0))
+        .await
+        .expect("bind the pod IP");
     let port = l.local_addr().expect("addr").port();
     tokio::spawn(async move {
         while let Ok((mut s, _)) = l.accept().await {
@@ -98,7 +102,10 @@ async fn kube_rs_forwards_two_ports_to_the_pod_ip() {
     pod(&pods, "echo", Some("node-a"), "Running", Some(POD_IP)).await;
     let (a, b) = (echo().await, greeter().await);
 
-    let mut pf = pods.portforward("echo", &[a, b]).await.expect("port-forward");
+    let mut pf = pods
+        .portforward("echo", &[a, b])
+        .await
+        .expect("port-forward");
     let mut sa = pf.take_stream(a).expect("stream a");
     let mut sb = pf.take_stream(b).expect("stream b");
     sa.write_all(b"ping through the API server")
@@ -159,10 +166,7 @@ async fn kube_rs_port_forward_errors() {
     // on the port's error channel as text (as from a kubelet).
     pod(&pods, "quiet", Some("node-a"), "Running", Some(POD_IP)).await;
     let port = closed_port();
-    let mut pf = pods
-        .portforward("quiet", &[port])
-        .await
-        .expect("upgraded");
+    let mut pf = pods.portforward("quiet", &[port]).await.expect("upgraded");
     let err = pf
         .take_error(port)
         .expect("the error future")
@@ -217,7 +221,13 @@ async fn port_forward_needs_get_and_create_on_pods_portforward() {
 
     let theirs: Api<Pod> = Api::namespaced(client(&server, Some("forwarder")), "default");
     // `get` alone: the WebSocket upgrade needs `create` too (kube-apiserver 1.35).
-    let (code, msg) = api_error(theirs.portforward("echo", &[port]).await.err().expect("403"));
+    let (code, msg) = api_error(
+        theirs
+            .portforward("echo", &[port])
+            .await
+            .err()
+            .expect("403"),
+    );
     assert_eq!(code, 403);
     assert!(
         msg.starts_with("pods \"echo\" is forbidden: User \"forwarder\" cannot create resource \"pods/portforward\" in API group \"\" in the namespace \"default\""),

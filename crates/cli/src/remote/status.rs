@@ -117,5 +117,18 @@ mod tests {
             say(tonic::Status::internal("boom")),
             "the scheduler at unix:///tmp/x.sock answered INTERNAL: boom"
         );
+        // A connection that ended under the call: its cause.
+        let mut ended = tonic::Status::unknown("transport error");
+        ended.set_source(std::sync::Arc::new(std::io::Error::other(
+            "stream closed because of a broken pipe",
+        )));
+        assert_eq!(
+            say(ended),
+            "cannot reach the scheduler at unix:///tmp/x.sock: stream closed because of a broken pipe (is `trainyard serve` running? pass --server or set TRAINYARD_SERVER)"
+        );
+        assert_eq!(
+            say(tonic::Status::unknown("odd")),
+            "the scheduler at unix:///tmp/x.sock answered UNKNOWN: odd"
+        );
     }
 }

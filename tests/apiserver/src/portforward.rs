@@ -269,6 +269,12 @@ fn ports(r: &Req) -> Result<Vec<u16>, ApiError> {
             "query parameter \"port\" cannot be empty",
         ));
     }
+    // Two channels per port, numbered in a byte (the kubelet's too).
+    if s.split(',').count() > 127 {
+        return Err(ApiError::bad_request(
+            "at most 127 ports can be forwarded at once (their channels are numbered in a byte)",
+        ));
+    }
     s.split(',')
         .map(|p| match p.trim().parse::<u16>() {
             Ok(0) => Err(ApiError::bad_request(format!("port \"{s}\" must be > 0"))),
@@ -294,9 +300,8 @@ where
 {
     let (mut sink, mut stream) = ws.split();
     let pod = format!("{}/{}", f.ns, f.name);
-    // More than 127 ports would overflow the channel byte; the kubelet
-    // has the same limit (its channels are a byte too).
-    let ports: Vec<u16> = f.ports.iter().copied().take(127).collect();
+    // At most 127 ports (see `ports`): every channel fits its byte.
+    let ports = f.ports.clone();
     for (i, port) in ports.iter().enumerate() {
         let ch = (2 * i) as u8;
         for c in [ch, ch + 1] {

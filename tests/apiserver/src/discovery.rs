@@ -34,6 +34,10 @@ fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
             let mut r = json!({"name": format!("{}/{sub}", d.plural), "singularName": "", "namespaced": d.namespaced, "verbs": ["create"]});
             match *sub {
                 "binding" => r["kind"] = json!("Binding"),
+                "portforward" => {
+                    r["kind"] = json!("PodPortForwardOptions");
+                    r["verbs"] = json!(["create", "get"]);
+                }
                 "token" => {
                     r["kind"] = json!("TokenRequest");
                     r["group"] = json!("authentication.k8s.io");

@@ -207,6 +207,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                     Ok(s) => {
                         hyper::server::conn::http1::Builder::new()
                             .serve_connection(hyper_util::rt::TokioIo::new(s), svc)
+                            .with_upgrades()
                             .await
                     }
                     Err(e) => {
@@ -217,6 +218,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 _ => {
                     hyper::server::conn::http1::Builder::new()
                         .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                        .with_upgrades()
                         .await
                 }
             };
@@ -227,7 +229,11 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ResBody> {
+async fn handle(shared: Arc<Shared>, mut req: Request<Incoming>) -> Response<ResBody> {
+    // A WebSocket upgrade (`pods/portforward`) is taken before the request
+    // is split; only the port-forward handler uses it.
+    let upgrade =
+        crate::portforward::is_websocket(req.headers()).then(|| hyper::upgrade::on(&mut req));
     let (parts, body) = req.into_parts();
     let body = match http_body_collect(body).await {
         Ok(b) => b,
@@ -276,6 +282,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<ResBody
         Ok(user) => r.user = user,
         Err(e) => return respond(Reply::from(e)),
     }
+    if crate::portforward::target(&r).is_some() {
+        return crate::portforward::handle(&shared, &r, &parts.headers, upgrade)
+            .unwrap_or_else(|e| respond(Reply::from(e)));
+    }
     respond(crate::routes::route(shared, r).await)
 }
 
@@ -310,12 +320,33 @@ fn authenticate_and_authorize(
         ));
     }
     let d = crate::rbac::authorize(&st, &user, &attrs);
-    if d.allowed {
-        Ok(Some(user))
-    } else {
+    if !d.allowed {
         tracing::debug!(user = %user.name, ?attrs, reason = %d.reason, "forbidden");
-        Err(crate::rbac::forbidden(&user, &attrs, &d.reason))
+        return Err(crate::rbac::forbidden(&user, &attrs, &d.reason));
     }
+    // kube-apiserver ≥ 1.35 (`AuthorizePodWebsocketUpgradeCreatePermission`,
+    // on by default): a WebSocket upgrade of pods/exec, attach or
+    // portforward is a GET (verb `get`) and needs `create` as well, the
+    // verb of the same request over SPDY (a POST).
+    if attrs.resource == "pods"
+        && matches!(
+            attrs.subresource.as_str(),
+            "exec" | "attach" | "portforward"
+        )
+        && attrs.verb == "get"
+        && crate::portforward::is_websocket(headers)
+    {
+        let create = crate::auth::Attributes {
+            verb: "create".into(),
+            ..attrs
+        };
+        let d = crate::rbac::authorize(&st, &user, &create);
+        if !d.allowed {
+            tracing::debug!(user = %user.name, attrs = ?create, reason = %d.reason, "forbidden");
+            return Err(crate::rbac::forbidden(&user, &create, &d.reason));
+        }
+    }
+    Ok(Some(user))
 }
 
 async fn http_body_collect(mut body: Incoming) -> Result<Bytes, hyper::Error> {

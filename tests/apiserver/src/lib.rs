@@ -22,6 +22,8 @@
 //! * optimistic concurrency (409 on stale `resourceVersion`), graceful pod deletion,
 //!   finalizers, merge / strategic-merge / JSON patches, status subresources;
 //! * `pods/binding`, `pods/eviction` checked against PodDisruptionBudgets (429);
+//! * `pods/portforward` over WebSocket (`v4.channel.k8s.io`, what kube-rs
+//!   speaks; not kubectl's SPDY) to the pod's `status.podIP` (see [`portforward`]);
 //! * CRD `openAPIV3Schema` validation with defaulting and pruning (422 naming the
 //!   field), CEL `x-kubernetes-validations` (via `kube-cel`), printer columns and
 //!   `meta.k8s.io/v1` Table output for `kubectl get`;
@@ -68,6 +70,7 @@ pub mod jsonpath;
 pub mod kinds;
 pub mod kubelet;
 pub mod patch;
+pub mod portforward;
 pub mod protobuf;
 pub mod quantity;
 pub mod rbac;

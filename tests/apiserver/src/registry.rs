@@ -212,7 +212,7 @@ impl ResourceDef {
     /// Subresources besides `status`.
     pub fn extra_subresources(&self) -> &'static [&'static str] {
         match self.builtin {
-            Builtin::Pod => &["binding", "eviction"],
+            Builtin::Pod => &["binding", "eviction", "portforward"],
             Builtin::ServiceAccount => &["token"],
             _ => &[],
         }

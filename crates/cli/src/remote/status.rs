@@ -17,7 +17,18 @@ pub fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
 /// `status`, from the scheduler at `address`, said for people.
 pub fn explain(status: &tonic::Status, address: &Address) -> anyhow::Error {
     let msg = status.message();
+    // A connection that failed under the call (tonic's "transport error",
+    // as when a port-forward ends): its cause, as for one that never
+    // connected.
+    let transport = status.code() == Code::Unknown && msg == "transport error";
     let text = match status.code() {
+        _ if transport => format!(
+            "cannot reach the scheduler at {address}: {} (is `trainyard serve` running? pass --server or set TRAINYARD_SERVER)",
+            status
+                .source()
+                .map(innermost)
+                .unwrap_or_else(|| msg.to_string())
+        ),
         Code::Unavailable => {
             let why = if msg.is_empty() {
                 status
@@ -105,6 +116,19 @@ mod tests {
         assert_eq!(
             say(tonic::Status::internal("boom")),
             "the scheduler at unix:///tmp/x.sock answered INTERNAL: boom"
+        );
+        // A connection that ended under the call: its cause.
+        let mut ended = tonic::Status::unknown("transport error");
+        ended.set_source(std::sync::Arc::new(std::io::Error::other(
+            "stream closed because of a broken pipe",
+        )));
+        assert_eq!(
+            say(ended),
+            "cannot reach the scheduler at unix:///tmp/x.sock: stream closed because of a broken pipe (is `trainyard serve` running? pass --server or set TRAINYARD_SERVER)"
+        );
+        assert_eq!(
+            say(tonic::Status::unknown("odd")),
+            "the scheduler at unix:///tmp/x.sock answered UNKNOWN: odd"
         );
     }
 }

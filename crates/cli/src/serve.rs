@@ -42,7 +42,7 @@ pub struct ServeArgs {
     /// The gRPC API (trainyard.v1alpha1.Scheduler, health, reflection; docs/grpc.md) on this
     /// Unix socket (mode 0600); "" for none. Default /tmp/trainyard-api.sock, skipped with a
     /// warning when another scheduler serves there.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = any_path)]
     pub api_socket: Option<PathBuf>,
     /// The gRPC API on this TCP address, host:port; "" for none. Default 127.0.0.1:50051
     /// (this machine only, skipped with a warning when taken). On an address that is not
@@ -149,6 +149,11 @@ async fn start_api(
 }
 
 /// `--http-address`: host:port, or empty for none.
+/// A path, or "" (clap's own path parser refuses an empty value).
+fn any_path(s: &str) -> Result<PathBuf, String> {
+    Ok(PathBuf::from(s))
+}
+
 fn http_address(s: &str) -> Result<String, String> {
     if s.is_empty() || s.parse::<std::net::SocketAddr>().is_ok() {
         Ok(s.to_string())

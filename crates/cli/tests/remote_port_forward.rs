@@ -52,15 +52,13 @@ async fn phase(pods: &Api<Pod>, name: &str, phase: &str, ip: &str) {
     .expect("pod status");
 }
 
-/// `trainyard serve`, its API on `POD_IP:50051` and on a socket of its
-/// own in `dir` (not the default one; `--api-socket ""` is refused by
-/// the argument parser).
-fn serve(kubeconfig: &Path, dir: &Path) -> tokio::process::Child {
+/// `trainyard serve`, its API on `POD_IP:50051` only (`--api-socket ""`:
+/// no Unix socket, so nothing but the port-forward reaches it).
+fn serve(kubeconfig: &Path) -> tokio::process::Child {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_trainyard"))
         .args(["serve", "--leader-elect=false", "--kubeconfig"])
         .arg(kubeconfig)
-        .arg("--api-socket")
-        .arg(dir.join("api.sock"))
+        .args(["--api-socket", ""])
         .args([
             "--http-address",
             "",
@@ -135,7 +133,7 @@ async fn verbs_reach_the_scheduler_by_port_forward_through_the_kubeconfig() {
         .await
         .expect("lease");
 
-    let mut child = serve(&kubeconfig, dir.path());
+    let mut child = serve(&kubeconfig);
     let pods = gpu_node_and_pod(&client, 2).await;
     let bound = |p: Option<&Pod>| {
         p.and_then(|p| p.spec.as_ref())

@@ -154,12 +154,12 @@ pub fn api_bench(runs: usize, nodes: usize) -> anyhow::Result<()> {
         Ok(())
     })?;
     println!(
-        "\n| cycle ({} pairs, alternating) | median | change (median of the pairs' ratios) |\n|---|---|---|\n| alone | {:.1} ms | |\n| with a reader calling ExplainJob, ListJobs and GetSnapshot without pause ({calls} calls) | {:.1} ms | {:+.1}% |\n| the shell publishing the cycle to the view (per cycle) | {:.3} ms | {:+.2}% of the cycle |",
+        "\n| cycle ({} pairs, alternating) | median | change (median of the pairs' ratios) |\n|---|---|---|\n| alone | {:.1} ms | |\n| with a reader calling ExplainJob, ListJobs and GetSnapshot without pause ({calls} calls) | {:.1} ms | {:+.1}% |\n| the shell publishing the cycle to the view (per cycle) | {:.1} µs | {:+.3}% of the cycle |",
         ratios.len(),
         ms(cycle),
         ms(beside),
         (median_f64(ratios) - 1.0) * 100.0,
-        ms(median(publish.clone())),
+        ms(median(publish.clone())) * 1e3,
         ms(median(publish)) / ms(cycle) * 100.0,
     );
     Ok(())

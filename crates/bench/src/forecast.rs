@@ -5,7 +5,8 @@
 //! the live cycle reserves first, with the running jobs' walltimes (a cap
 //! of 20 cycles, then the default 2,000) and then with their ends
 //! estimated from 100 observed runtimes per queue (8 sampled runs too; 20
-//! cycles each). The target: under 2 s for one job.
+//! cycles each, then uncapped), on every core and on one thread. The
+//! target: under 2 s for one job.
 
 use std::time::{Duration, Instant};
 
@@ -48,13 +49,15 @@ pub fn forecast_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Result
         d.reservations.len()
     );
     println!(
-        "| forecast of one job | ends of running jobs | max cycles | median time | runs, cycles (capped) | per cycle | start (central; p10–p90) | core's reservation |"
+        "| forecast of one job | ends of running jobs | max cycles | threads | median time | runs, cycles (capped) | per cycle | start (central; p10–p90) | core's reservation |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for cap in [20u64, 2000] {
-        one(&snap, &config, now, &id, "walltimes", runs, cap)?;
+        one(&snap, &config, now, &id, "walltimes", runs, cap, 0)?;
     }
-    for cap in [20u64, 2000] {
+    // Every core, then one thread (what the live service gives a forecast
+    // on a 2-core machine: every core but one).
+    for (cap, threads) in [(20u64, 0), (2000, 0), (2000, 1)] {
         one(
             &est,
             &config,
@@ -63,11 +66,13 @@ pub fn forecast_bench(runs: usize, nodes: usize, large: usize) -> anyhow::Result
             "estimated, 8 sampled runs",
             runs,
             cap,
+            threads,
         )?;
     }
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 fn one(
     snap: &Snapshot,
     config: &Config,
@@ -76,10 +81,12 @@ fn one(
     ends: &str,
     runs: usize,
     max_cycles: u64,
+    threads: u32,
 ) -> anyhow::Result<()> {
     let opts = ForecastOptions {
         jobs: Some(vec![id.to_string()]),
         max_cycles,
+        threads,
         ..ForecastOptions::default()
     };
     let mut times: Vec<Duration> = Vec::new();
@@ -100,7 +107,12 @@ fn one(
     };
     let median = times[times.len() / 2].as_secs_f64();
     println!(
-        "| {id} | {ends} | {max_cycles} | {:.0} ms | {}, {}{} | {:.0} ms | {} ({}–{}) | {} |",
+        "| {id} | {ends} | {max_cycles} | {} | {:.0} ms | {}, {}{} | {:.0} ms | {} ({}–{}) | {} |",
+        if threads == 0 {
+            format!("all ({})", std::thread::available_parallelism().map_or(1, |n| n.get()))
+        } else {
+            threads.to_string()
+        },
         median * 1e3,
         f.runs,
         f.cycles,

@@ -109,7 +109,10 @@ fn one(
     println!(
         "| {id} | {ends} | {max_cycles} | {} | {:.0} ms | {}, {}{} | {:.0} ms | {} ({}–{}) | {} |",
         if threads == 0 {
-            format!("all ({})", std::thread::available_parallelism().map_or(1, |n| n.get()))
+            format!(
+                "all ({})",
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            )
         } else {
             threads.to_string()
         },

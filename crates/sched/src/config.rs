@@ -206,8 +206,9 @@ pub struct ConsolidationConfig {
     pub max_gangs: u32,
     /// A job moved is not moved again for this long (seconds).
     pub no_move_seconds: u64,
-    /// Candidate victim sets tried per gang at most (each is one
-    /// placement of the gang and of every job it moves).
+    /// Candidate node sets tried per cycle at most, over every gang (each
+    /// is one placement of the gang and of every job it would move);
+    /// gangs of a shape that found no plan are not tried again.
     pub max_attempts: u32,
 }
 
@@ -218,7 +219,7 @@ impl Default for ConsolidationConfig {
             max_moved_jobs: 4,
             max_gangs: 1,
             no_move_seconds: 3_600,
-            max_attempts: 16,
+            max_attempts: 32,
         }
     }
 }

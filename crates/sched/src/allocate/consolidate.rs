@@ -29,7 +29,7 @@
 //! A gang that fits in total but gets no plan keeps its reason, and its
 //! message says why consolidation did not help.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use trainyard_model::{JobId, NodeName, Resources};
 
@@ -71,6 +71,65 @@ impl Stuck {
     }
 }
 
+/// Every job with bound pods, movable or not (and why), and the jobs on
+/// each node.
+struct Census {
+    /// By job index (`None`: no bound pods).
+    jobs: Vec<Option<Result<Movable, Stuck>>>,
+    on: Vec<Vec<usize>>,
+    /// Per node: its movable jobs and the work they did.
+    nodes: Vec<NodeCensus>,
+    /// Per constraint set (static filter): its candidate nodes and why
+    /// the jobs on its nodes may not move, made when first asked.
+    by_key: std::cell::RefCell<HashMap<u32, KeyCensus>>,
+}
+
+/// What the nodes of one static filter offer.
+struct KeyCensus {
+    /// (work, node, movable jobs) of the nodes with any, cheapest first.
+    cands: Vec<(u64, usize, usize)>,
+    /// Jobs on those nodes that may not move, by reason (each once).
+    stuck: BTreeMap<Stuck, u32>,
+}
+
+impl Census {
+    fn of_nodes(&self, feasible: &[u32]) -> KeyCensus {
+        let mut cands: Vec<(u64, usize, usize)> = feasible
+            .iter()
+            .map(|&n| n as usize)
+            .filter(|&n| !self.nodes[n].movable.is_empty())
+            .map(|n| (self.nodes[n].work, n, self.nodes[n].movable.len()))
+            .collect();
+        cands.sort_unstable();
+        let mut seen: std::collections::HashSet<usize> = std::collections::HashSet::new();
+        let mut stuck: BTreeMap<Stuck, u32> = BTreeMap::new();
+        for &n in feasible {
+            for &v in &self.on[n as usize] {
+                if let Some(Some(Err(s))) = self.jobs.get(v)
+                    && seen.insert(v)
+                {
+                    *stuck.entry(*s).or_default() += 1;
+                }
+            }
+        }
+        KeyCensus { cands, stuck }
+    }
+}
+
+#[derive(Default)]
+struct NodeCensus {
+    movable: Vec<usize>,
+    work: u64,
+}
+
+/// What is left of a cycle's consolidation.
+struct Budget {
+    /// Jobs that may still move.
+    moves: u32,
+    /// Candidate node sets that may still be tried.
+    attempts: u32,
+}
+
 /// A plan for one gang: the jobs moved and where everything goes.
 struct MovePlan {
     /// The jobs that leave their nodes for the search (those placed back
@@ -94,17 +153,40 @@ impl Cycle<'_> {
         if waiting.is_empty() {
             return;
         }
+        let mut census = self.census();
+        // Nothing may move anywhere, and nothing runs that a user could
+        // make movable (only this cycle's binds): no gang can be helped,
+        // and there is nothing to tell.
+        if census.nodes.iter().all(|c| c.movable.is_empty())
+            && census
+                .jobs
+                .iter()
+                .flatten()
+                .all(|e| matches!(e, Err(Stuck::BoundThisCycle)))
+        {
+            return;
+        }
         let mut walk = self.ledger.build_walk(
             &self.world,
             |jw| waiting.contains(&jw.index),
             super::minimum_ask,
         );
-        let (mut moves_left, mut gangs_left) = (cfg.max_moved_jobs, cfg.max_gangs);
+        let mut budget = Budget {
+            moves: cfg.max_moved_jobs,
+            attempts: cfg.max_attempts.max(1),
+        };
+        let mut gangs_left = cfg.max_gangs;
+        // Gangs of one shape (constraint set, pod request, pods) that found
+        // no plan speak for the others of that shape.
+        let mut failed: HashMap<(u32, Resources, usize), String> = HashMap::new();
+        // Free capacity per constraint set, summed once (until a plan
+        // changes it): most gangs share a few sets.
+        let mut free_by_key: HashMap<u32, Resources> = HashMap::new();
         while let Some(leaf) = self.ledger.pick_leaf(&self.world, &mut walk) {
             let Some(j) = self.world.pop_job(leaf, &mut walk) else {
                 break;
             };
-            if moves_left == 0 || gangs_left == 0 {
+            if budget.moves == 0 || budget.attempts == 0 || gangs_left == 0 {
                 break;
             }
             // A nominated gang waits for its own victims.
@@ -114,17 +196,30 @@ impl Cycle<'_> {
             let Some(min) = self.minimum_of(j) else {
                 continue;
             };
-            let Some(free) = self.fits_in_total(j, &min) else {
+            let Some(free) = self.fits_in_total(j, &min, &mut free_by_key) else {
                 continue;
             };
-            let lifted = self.ledger.state.begin();
-            let holding = self.ledger.has_hold(j);
-            self.ledger.release_holds(&self.world, j);
-            self.ledger.holds_lifted = holding;
-            let found = self.plan_moves(j, &min, moves_left);
-            self.ledger.holds_lifted = false;
+            let shape = {
+                let head = &self.ledger.jobs[j].job.tasks[min.0[0]];
+                let key = self.world.constraint_id(&head.constraints);
+                (key, head.requests.clone(), min.0.len())
+            };
+            let found = if let Some(why) = failed.get(&shape) {
+                Err(why.clone())
+            } else {
+                let lifted = self.ledger.state.begin();
+                let holding = self.ledger.has_hold(j);
+                self.ledger.release_holds(&self.world, j);
+                self.ledger.holds_lifted = holding;
+                let found = self.plan_moves(j, &min, &census, &mut budget);
+                self.ledger.holds_lifted = false;
+                if found.is_err() {
+                    self.ledger.state.rollback(lifted);
+                }
+                found.map(|p| (p, lifted))
+            };
             match found {
-                Ok(plan) => {
+                Ok((plan, lifted)) => {
                     let moves = plan.moved.len() as u32;
                     if !self.apply_moves(j, &min, plan) {
                         // The search proved it; a different result means
@@ -132,15 +227,18 @@ impl Cycle<'_> {
                         self.ledger.state.rollback(lifted);
                         continue;
                     }
-                    moves_left = moves_left.saturating_sub(moves);
+                    budget.moves = budget.moves.saturating_sub(moves);
                     gangs_left -= 1;
+                    free_by_key.clear();
+                    failed.clear();
+                    census = self.census();
                     self.ledger.holds.retain(|h| h.job != j);
                     walk.changed();
                     self.memo.room_seen.clear();
                     self.memo.copies_seen.clear();
                 }
                 Err(why) => {
-                    self.ledger.state.rollback(lifted);
+                    failed.insert(shape, why.clone());
                     let gpus = |m: u64| trainyard_model::ResourceName::Gpu.format_amount(m);
                     let note = if min.1.gpu > 0 {
                         format!(
@@ -158,32 +256,44 @@ impl Cycle<'_> {
 
     /// The free capacity of the nodes gang `j` may use, when its minimum
     /// fits it in total (`None`: it does not, and no move would help).
-    fn fits_in_total(&mut self, j: usize, min: &Minimum) -> Option<Resources> {
+    fn fits_in_total(
+        &mut self,
+        j: usize,
+        min: &Minimum,
+        cache: &mut HashMap<u32, Resources>,
+    ) -> Option<Resources> {
         let job = self.ledger.jobs[j].job;
         let head = &job.tasks[*min.0.first()?];
         let key = self.memo.static_filter(&self.world, &head.constraints);
-        let feasible = &self.memo.filters.get(&key)?.feasible;
-        let mut free = Resources::zero();
-        for &n in feasible {
-            free.add(&self.ledger.state.nodes()[n as usize].free);
+        if !cache.contains_key(&key) {
+            let feasible = &self.memo.filters.get(&key)?.feasible;
+            let mut free = Resources::zero();
+            for &n in feasible {
+                free.add(&self.ledger.state.nodes()[n as usize].free);
+            }
+            cache.insert(key, free);
         }
-        min.1.fits_in(&free).then_some(free)
+        let free = cache.get(&key)?;
+        min.1.fits_in(free).then(|| free.clone())
     }
 
-    /// Running jobs that may move, by job index, and why each other job
-    /// with pods on `nodes` may not.
-    fn movable(
-        &self,
-        j: usize,
-        nodes: &BTreeSet<usize>,
-    ) -> (BTreeMap<usize, Movable>, BTreeMap<Stuck, u32>) {
+    /// Every job with bound pods: whether it may move (and what moving it
+    /// costs) or why not; and the jobs on each node. Made once per pass,
+    /// again after a plan applies.
+    fn census(&self) -> Census {
         let w = &self.world;
         let period_ms = (w.config.consolidation.no_move_seconds as i64).saturating_mul(1000);
-        let mut ok = BTreeMap::new();
-        let mut stuck: BTreeMap<Stuck, u32> = BTreeMap::new();
+        let mut jobs: Vec<Option<Result<Movable, Stuck>>> = Vec::new();
+        jobs.resize_with(self.ledger.bound_at.len(), || None);
+        let mut on: Vec<Vec<usize>> = vec![Vec::new(); w.nodes.len()];
         for (v, placed) in self.ledger.bound_at.iter().enumerate() {
-            if v == j || placed.is_empty() || !placed.iter().any(|(_, n, _)| nodes.contains(n)) {
+            if placed.is_empty() {
                 continue;
+            }
+            for (_, n, _) in placed {
+                if on[*n].last() != Some(&v) {
+                    on[*n].push(v);
+                }
             }
             let vw = &self.ledger.jobs[v];
             let vj = vw.job;
@@ -221,74 +331,152 @@ impl Cycle<'_> {
                     _ => None,
                 }
             };
-            if let Some(s) = why {
-                *stuck.entry(s).or_default() += 1;
-                continue;
-            }
-            let work = placed
-                .iter()
-                .filter_map(|(t, _, _)| vj.tasks[*t].started)
-                .map(|s| (w.now.0.saturating_sub(s.0).max(0) / 1000) as u64)
-                .sum();
-            ok.insert(
-                v,
-                Movable {
+            let entry = match why {
+                Some(s) => Err(s),
+                None => Ok(Movable {
                     job: v,
                     pods: placed.clone(),
-                    work,
-                },
-            );
+                    work: placed
+                        .iter()
+                        .filter_map(|(t, _, _)| vj.tasks[*t].started)
+                        .map(|s| (w.now.0.saturating_sub(s.0).max(0) / 1000) as u64)
+                        .sum(),
+                }),
+            };
+            jobs[v] = Some(entry);
         }
-        (ok, stuck)
+        let nodes = on
+            .iter()
+            .map(|vs| {
+                let mut c = NodeCensus::default();
+                for v in vs {
+                    match &jobs[*v] {
+                        Some(Ok(m)) => {
+                            c.movable.push(*v);
+                            c.work += m.work;
+                        }
+                        _ => {}
+                    }
+                }
+                c
+            })
+            .collect();
+        Census {
+            jobs,
+            on,
+            nodes,
+            by_key: Default::default(),
+        }
     }
 
     /// The cheapest plan of moves for gang `j`, or why there is none.
-    fn plan_moves(&mut self, j: usize, min: &Minimum, budget: u32) -> Result<MovePlan, String> {
+    fn plan_moves(
+        &mut self,
+        j: usize,
+        min: &Minimum,
+        census: &Census,
+        budget: &mut Budget,
+    ) -> Result<MovePlan, String> {
         let job = self.ledger.jobs[j].job;
         let head = &job.tasks[min.0[0]];
         let key = self.memo.static_filter(&self.world, &head.constraints);
-        let feasible: BTreeSet<usize> = match self.memo.filters.get(&key) {
-            Some(f) => f.feasible.iter().map(|&n| n as usize).collect(),
-            None => BTreeSet::new(),
-        };
-        let (movable, stuck) = self.movable(j, &feasible);
-        if movable.is_empty() {
-            return Err(refusal(&stuck));
+        if !census.by_key.borrow().contains_key(&key) {
+            let Some(filter) = self.memo.filters.get(&key) else {
+                return Err("no node may hold its pods".into());
+            };
+            let k = census.of_nodes(&filter.feasible);
+            census.by_key.borrow_mut().insert(key, k);
         }
-        // Per candidate node: the movable jobs on it and the work they did.
+        let by_key = census.by_key.borrow();
+        let Some(mine) = by_key.get(&key) else {
+            return Err("no node may hold its pods".into());
+        };
+        // The feasible nodes with something movable, within the budget;
+        // only the cheapest few can matter (a plan moves few jobs).
+        let limit = budget.moves as usize;
+        let mut cands: Vec<(u64, usize)> = mine
+            .cands
+            .iter()
+            .filter(|(_, _, count)| *count <= limit)
+            .map(|(w, n, _)| (*w, *n))
+            .collect();
+        if cands.is_empty() {
+            return Err(if mine.cands.is_empty() {
+                refusal(&mine.stuck)
+            } else {
+                format!(
+                    "it would move more than the {} job(s) left this cycle (consolidation.maxMovedJobs)",
+                    budget.moves
+                )
+            });
+        }
+        let keep = (4 * limit + 8).min(cands.len());
+        if keep < cands.len() {
+            cands.select_nth_unstable(keep - 1);
+            cands.truncate(keep);
+        }
+        cands.sort_unstable();
+        let mut movable: BTreeMap<usize, &Movable> = BTreeMap::new();
         let mut per_node: BTreeMap<usize, (u64, BTreeSet<usize>)> = BTreeMap::new();
-        for m in movable.values() {
-            for (_, n, _) in &m.pods {
-                if feasible.contains(n) {
-                    let e = per_node.entry(*n).or_default();
-                    if e.1.insert(m.job) {
-                        e.0 += m.work;
-                    }
+        for &(work, n) in &cands {
+            let ids: BTreeSet<usize> = census.nodes[n].movable.iter().copied().collect();
+            for v in &ids {
+                if let Some(Some(Ok(m))) = census.jobs.get(*v) {
+                    movable.insert(*v, m);
+                }
+            }
+            per_node.insert(n, (work, ids));
+        }
+        let feasible: BTreeSet<usize> = cands.iter().map(|(_, n)| *n).collect();
+        let mut order: Vec<(u64, usize)> = per_node.iter().map(|(n, (w, _))| (*w, *n)).collect();
+        order.sort_unstable();
+
+        // Candidate sets: each node alone (only for a gang that one node
+        // could hold), then growing prefixes of the order, as far as the
+        // jobs they move stay within the cycle's budget.
+        let one_node = self
+            .world
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| feasible.contains(n))
+            .any(|(_, node)| min.1.fits_in(&node.allocatable));
+        let mut sets: Vec<BTreeSet<usize>> = Vec::new();
+        if one_node {
+            for (_, n) in &order {
+                if per_node[n].1.len() <= budget.moves as usize {
+                    sets.push(per_node[n].1.clone());
                 }
             }
         }
-        let mut order: Vec<(u64, usize)> = per_node.iter().map(|(n, (w, _))| (*w, *n)).collect();
-        order.sort_unstable();
-        let attempts = self.world.config.consolidation.max_attempts.max(1) as usize;
-        // Singletons first (a gang that fits one node), then prefixes.
-        let mut sets: Vec<Vec<usize>> = order.iter().map(|(_, n)| vec![*n]).collect();
-        for k in 2..=order.len() {
-            sets.push(order[..k].iter().map(|(_, n)| *n).collect());
+        let mut union: BTreeSet<usize> = BTreeSet::new();
+        for (k, (_, n)) in order.iter().enumerate() {
+            union.extend(per_node[n].1.iter().copied());
+            if union.len() > budget.moves as usize {
+                break;
+            }
+            if k > 0 || !one_node {
+                sets.push(union.clone());
+            }
         }
         let mut best: Option<MovePlan> = None;
-        let mut last_err = String::from("no set of moves made room for it");
-        for nodes in sets.into_iter().take(attempts) {
-            let jobs: BTreeSet<usize> = nodes
-                .iter()
-                .flat_map(|n| per_node[n].1.iter().copied())
-                .collect();
-            if jobs.len() > budget as usize {
-                last_err = format!(
-                    "it would move more than the {budget} job(s) left this cycle (consolidation.maxMovedJobs)"
-                );
-                continue;
+        let mut last_err = if sets.is_empty() {
+            format!(
+                "it would move more than the {} job(s) left this cycle (consolidation.maxMovedJobs)",
+                budget.moves
+            )
+        } else {
+            String::from("no set of moves made room for it")
+        };
+        for jobs in sets {
+            if budget.attempts == 0 {
+                if best.is_none() {
+                    last_err = "this cycle's search is spent (consolidation.maxAttempts); the next cycle tries again".into();
+                }
+                break;
             }
-            let chosen: Vec<&Movable> = jobs.iter().map(|v| &movable[v]).collect();
+            budget.attempts -= 1;
+            let chosen: Vec<&Movable> = jobs.iter().map(|v| movable[v]).collect();
             match self.try_moves(j, min, &chosen) {
                 Ok(plan) => {
                     if best.as_ref().is_none_or(|b| plan.cost < b.cost) {

@@ -95,6 +95,12 @@ pub struct EvictionSample {
     pub reclaim_jobs: u32,
     /// Distinct jobs with a pod evicted by preemption.
     pub preempt_jobs: u32,
+    /// Pods moved by consolidation (evicted; their job restarts).
+    #[serde(default)]
+    pub move_pods: u32,
+    /// Distinct jobs moved by consolidation.
+    #[serde(default)]
+    pub move_jobs: u32,
 }
 
 /// Where a gang sat on the fabric when it (last) started: the pods placed

@@ -20,6 +20,8 @@
 //!   - {pod: ns/name, message: "exact text"}    # or `contains:`; node optional
 //!   nominations:                    # exactly these pods are nominated (optional)
 //!   - {pod: ns/name, node: n1, gpus: [0]}
+//!   moves:                          # exactly these jobs are moved by consolidation (optional)
+//!   - {job: ns/name, for: ns/gang, to: [n2], message: "exact text"}   # to, message optional
 //!   reservations:                   # exactly these reservations (optional)
 //!   - {job: ns/name, start: 2026-11-22T11:00:00Z, nodes: [n1, n2], domain: leaf l0, backfilled: 1}
 //!   loadError: "text"               # instead of the above: loading must fail with this text
@@ -66,6 +68,10 @@ pub struct Expect {
     pub nominations: Option<Vec<ExpectBind>>,
     #[serde(default)]
     pub reservations: Option<Vec<ExpectReservation>>,
+    /// Jobs moved by consolidation (`Decisions::moves`): when given,
+    /// exactly these.
+    #[serde(default)]
+    pub moves: Option<Vec<ExpectMove>>,
     /// DRA claims the binds need (`Decisions::claims`): when given, exactly
     /// these, each checked in the fields it sets.
     #[serde(default)]
@@ -162,6 +168,56 @@ pub struct ExpectReservation {
     pub domain: Option<String>,
     #[serde(default)]
     pub backfilled: Option<u32>,
+}
+
+/// A job moved by consolidation: for which gang, to which nodes (sorted,
+/// distinct), with which message.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectMove {
+    pub job: String,
+    #[serde(rename = "for")]
+    pub for_job: String,
+    #[serde(default)]
+    pub to: Option<Vec<String>>,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+fn check_moves(d: &Decisions, want: &[ExpectMove], errors: &mut Vec<String>) {
+    let mut got: BTreeMap<&str, &trainyard_sched::Move> =
+        d.moves.iter().map(|m| (m.job.as_str(), m)).collect();
+    for w in want {
+        let Some(m) = got.remove(w.job.as_str()) else {
+            errors.push(format!("expected {} to be moved; it was not", w.job));
+            continue;
+        };
+        if m.for_job.as_str() != w.for_job {
+            errors.push(format!(
+                "{} moved for {}, expected for {}",
+                w.job, m.for_job, w.for_job
+            ));
+        }
+        if let Some(to) = &w.to {
+            let mut nodes: Vec<&str> = m.pods.iter().map(|p| p.to.as_str()).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            if nodes != to.iter().map(String::as_str).collect::<Vec<_>>() {
+                errors.push(format!("{} moved to {nodes:?}, expected {to:?}", w.job));
+            }
+        }
+        if let Some(msg) = &w.message
+            && *msg != m.message
+        {
+            errors.push(format!(
+                "{} move message:\n  got:      {}\n  expected: {msg}",
+                w.job, m.message
+            ));
+        }
+    }
+    for (job, m) in got {
+        errors.push(format!("unexpected move of {job}: {}", m.message));
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -401,6 +457,9 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
     }
     if let Some(want) = &sc.expect.claims {
         check_claims(&d, want, &mut errors);
+    }
+    if let Some(want) = &sc.expect.moves {
+        check_moves(&d, want, &mut errors);
     }
     if let Some(want) = &sc.expect.reservations {
         let mut got: BTreeMap<&str, &trainyard_sched::Reservation> =

@@ -258,6 +258,7 @@ pub fn victim(e: &Eviction) -> pb::Victim {
         kind: match e.kind {
             EvictionKind::Reclaim => "reclaim",
             EvictionKind::Preempt => "preempt",
+            EvictionKind::Consolidate => "consolidate",
         }
         .to_string(),
         message: e.message.clone(),

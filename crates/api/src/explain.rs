@@ -25,7 +25,7 @@ pub fn cause(reason: &PendingReason) -> pb::Cause {
         R::TopologyUnfit { .. } | R::TooManyLeaves { .. } => pb::Cause::Topology,
         R::NotEnoughPods { .. } => pb::Cause::Gang,
         R::Reserved { .. } => pb::Cause::Reservation,
-        R::WaitingForVictims { .. } => pb::Cause::Preemption,
+        R::WaitingForVictims { .. } | R::Consolidating { .. } => pb::Cause::Preemption,
         R::ExceedsMaxWalltime { .. }
         | R::NeverFits { .. }
         | R::Unsupported { .. }
@@ -195,6 +195,10 @@ pub fn to_fit(reason: &PendingReason) -> Vec<String> {
         )],
         R::WaitingForVictims { victims, .. } => vec![format!(
             "nothing: it starts when its {victims} evicted pods are gone"
+        )],
+        R::Consolidating { moves, .. } => vec![format!(
+            "nothing: it starts when the {} moved job(s) have left its nodes",
+            moves.len()
         )],
         R::Reserved { .. } => vec![
             "nothing: room is held for it from the reservation's start; a smaller request may fit sooner".to_string(),

@@ -47,8 +47,12 @@
 //! 12. `--forecast`: one job's start-time forecast on the `--reservations`
 //!     input (`--large` defaults to 20 there; give 8 for the documented
 //!     run), with walltimes and with estimated ends.
+//! 13. `--consolidation`: the cycle with consolidation on against off, on
+//!     the allocate cluster and on the `--reservations` one with movable
+//!     running jobs.
 
 mod api;
+mod consolidation;
 mod forecast;
 mod load;
 mod store;
@@ -82,7 +86,7 @@ use trainyard_sched::{Config, fairshare, schedule};
 ///   trainyard-bench --topology --pods 128    # a 1,024-GPU gang on rails
 #[derive(Parser, Debug)]
 #[command(name = "trainyard-bench", version, verbatim_doc_comment)]
-#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations", "dra", "api", "forecast"])))]
+#[command(group(ArgGroup::new("suite").args(["topology", "reclaim", "snapshot", "pod_rules", "sim", "load", "store", "reservations", "dra", "api", "forecast", "consolidation"])))]
 struct Args {
     /// Nodes in the cluster (each 192 cores, 2 TiB, 8 GPUs). Default per
     /// suite: allocate 5,000, topology 4,096, reclaim 1,000, load 20,000.
@@ -148,6 +152,9 @@ struct Args {
     /// One job's start-time forecast (trainyard_sim::forecast).
     #[arg(long)]
     forecast: bool,
+    /// The cycle with consolidation on against off.
+    #[arg(long)]
+    consolidation: bool,
     /// Starving 64-GPU gangs of `--reservations` and `--forecast`.
     #[arg(long, value_name = "N", default_value_t = 20)]
     large: usize,
@@ -182,6 +189,13 @@ fn main() -> anyhow::Result<()> {
     }
     if args.reservations {
         return suites::reservations_bench(args.runs, args.nodes.unwrap_or(5000), args.large);
+    }
+    if args.consolidation {
+        return consolidation::consolidation_bench(
+            args.runs,
+            args.nodes.unwrap_or(5000),
+            args.large,
+        );
     }
     if args.forecast {
         return forecast::forecast_bench(args.runs, args.nodes.unwrap_or(5000), args.large);

@@ -75,6 +75,7 @@ impl Sim {
                         let reason = match e.kind {
                             trainyard_sched::decisions::EvictionKind::Reclaim => "Reclaimed",
                             trainyard_sched::decisions::EvictionKind::Preempt => "Preempted",
+                            trainyard_sched::decisions::EvictionKind::Consolidate => "Consolidated",
                         };
                         self.checks.on_evict(
                             &name,

@@ -253,6 +253,10 @@ pub struct Job {
     /// Set when the job can never be scheduled as submitted (e.g. its queue
     /// does not exist): the core reports it and places nothing.
     pub rejected: Option<String>,
+    /// When consolidation last moved it (`None`: never, or long enough
+    /// ago): a job moved is not moved again within the configured period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_at: Option<Timestamp>,
 }
 
 impl Job {
@@ -318,6 +322,7 @@ impl Job {
             })
             .collect();
         Job {
+            moved_at: None,
             min_member: tasks.len() as u32,
             id,
             queue: queue.into(),

@@ -43,6 +43,7 @@ pub fn schedule(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Decisio
     let mut cycle = Cycle::new(snapshot, config, now);
     cycle.run_minimums();
     cycle.run_elastic();
+    cycle.run_consolidation();
     // A job that evicts starts once its victims are gone: on held nodes it
     // must end by the hold's start from then, or it would start the
     // reservation late. (Judged so even where it binds at once, into room
@@ -219,6 +220,9 @@ struct Ledger<'s> {
     reclaimed: Vec<(usize, Slots)>,
     /// Jobs the running victim search has already counted as gone.
     set_aside: std::collections::BTreeSet<usize>,
+    /// Jobs consolidation moved this cycle: `bound_at` says where their
+    /// replacements go; nothing moves or evicts them again this cycle.
+    moved: std::collections::BTreeSet<usize>,
     /// While set, the victim search takes binds of this cycle only (a
     /// nominated preemptor's second turn, `run_evictions`).
     fresh_only: bool,
@@ -273,6 +277,11 @@ struct Outcome {
     yielded: Vec<usize>,
     /// Leaves where the current eviction round bound or took back pods.
     changed_leaves: std::collections::BTreeSet<QueueId>,
+    /// Jobs moved by consolidation.
+    moves: Vec<crate::decisions::Move>,
+    /// Gangs consolidation could not help although they fit the free
+    /// capacity in total: why, added to their message.
+    consolidation_notes: BTreeMap<usize, String>,
 }
 
 /// Caches of the cycle: interned constraint sets and their static
@@ -749,6 +758,7 @@ pub(super) fn run_end(job: &Job, tasks: &[usize], start: usize) -> usize {
 }
 
 mod accounts;
+mod consolidate;
 mod diagnosis;
 mod ends;
 mod evict;

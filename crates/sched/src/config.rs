@@ -186,6 +186,42 @@ pub struct Config {
     pub preemption: PreemptionConfig,
     /// How past usage weighs in the fair share.
     pub fair_share: FairShareConfig,
+    /// Moving running jobs so that a gang fits scattered free room.
+    pub consolidation: ConsolidationConfig,
+}
+
+/// `consolidation:` in the scheduler config (docs/consolidation.md).
+///
+/// A gang that fits the free capacity in total but not on the nodes may
+/// have running jobs moved out of its way: each moved job is evicted and
+/// placed whole elsewhere in the same cycle (its replacement pods are
+/// held that room), so no queue's allocation drops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct ConsolidationConfig {
+    pub enabled: bool,
+    /// Jobs moved per cycle at most, over every gang helped.
+    pub max_moved_jobs: u32,
+    /// Gangs helped per cycle at most.
+    pub max_gangs: u32,
+    /// A job moved is not moved again for this long (seconds).
+    pub no_move_seconds: u64,
+    /// Candidate node sets tried per cycle at most, over every gang (each
+    /// is one placement of the gang and of every job it would move);
+    /// gangs of a shape that found no plan are not tried again.
+    pub max_attempts: u32,
+}
+
+impl Default for ConsolidationConfig {
+    fn default() -> Self {
+        ConsolidationConfig {
+            enabled: false,
+            max_moved_jobs: 4,
+            max_gangs: 1,
+            no_move_seconds: 3_600,
+            max_attempts: 32,
+        }
+    }
 }
 
 /// `reservations:` in the scheduler config (docs/scheduling.md, section 2).

@@ -25,6 +25,9 @@ pub enum EvictionKind {
     Reclaim,
     /// Inside a leaf queue: the victim has lower priority.
     Preempt,
+    /// Moved (consolidation): its job is placed whole elsewhere in the
+    /// same cycle (`Decisions::moves`) so that a waiting gang fits.
+    Consolidate,
 }
 
 /// One pod to evict.
@@ -40,6 +43,32 @@ pub struct Eviction {
     /// For people, e.g. `reclaimed for team-b/llm-70b: team-a above fair
     /// share (nvidia.com/gpu 48/32)`.
     pub message: String,
+}
+
+/// A running job moved by consolidation: its pods are evicted and its
+/// replacement pods (new pods from the same owner, in the same job) go to
+/// the room planned for them, held until they come.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Move {
+    pub job: JobId,
+    /// The gang the room is made for.
+    pub for_job: JobId,
+    /// Each evicted pod and where its replacement goes.
+    pub pods: Vec<MovedPod>,
+    /// For people: `team-b/eval-3 (4 GPUs) from gpu-17 to gpu-22`.
+    pub message: String,
+}
+
+/// One pod of a moved job: where it was, where its replacement goes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MovedPod {
+    pub task: TaskKey,
+    pub from: NodeName,
+    pub to: NodeName,
+    /// GPU device indices held on `to`.
+    pub gpus: Vec<u32>,
 }
 
 /// A preemptor's pod and the node (and devices) reserved for it.
@@ -171,6 +200,10 @@ pub struct Decisions {
     /// capacity is reserved for them (`status.nominatedNodeName`).
     #[serde(default)]
     pub nominations: Vec<NominationDecision>,
+    /// Running jobs moved by consolidation (their pods are in `evictions`,
+    /// kind `consolidate`), in the order they were planned.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub moves: Vec<Move>,
     /// Nominations of pending pods the cycle does not keep, in job order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub withdrawals: Vec<Withdrawal>,

@@ -21,12 +21,12 @@ pub mod state;
 
 pub use allocate::schedule;
 pub use config::{
-    Config, ConfigError, GpuScorerConfig, GpuStrategy, ReservationConfig, ScorerConfig,
-    ScoringConfig, Strategy, TopologyConfig, TopologyPlacement, TypicalPodConfig,
+    Config, ConfigError, ConsolidationConfig, GpuScorerConfig, GpuStrategy, ReservationConfig,
+    ScorerConfig, ScoringConfig, Strategy, TopologyConfig, TopologyPlacement, TypicalPodConfig,
     TypicalPodsConfig,
 };
 pub use decisions::{
     Bind, ClaimDecision, CycleStats, Decisions, Eviction, EvictionKind, FilterReason,
-    GangPlacement, NominationDecision, PendingJob, PendingReason, QueueReport, Reservation,
-    Withdrawal,
+    GangPlacement, Move, MovedPod, NominationDecision, PendingJob, PendingReason, QueueReport,
+    Reservation, Withdrawal,
 };

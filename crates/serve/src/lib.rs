@@ -713,6 +713,7 @@ fn observe_outcome(metrics: &metrics::Metrics, world: &World, o: &write::Outcome
             let kind = match e.kind {
                 trainyard_sched::decisions::EvictionKind::Reclaim => "reclaim",
                 trainyard_sched::decisions::EvictionKind::Preempt => "preempt",
+                trainyard_sched::decisions::EvictionKind::Consolidate => "consolidate",
             };
             let reason = reason.unwrap_or_else(|| "evicted".into());
             metrics

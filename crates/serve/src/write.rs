@@ -133,6 +133,7 @@ async fn evict(conn: &Conn, events: &EventSink, e: &Eviction, at: &str) -> Resul
     let reason = match e.kind {
         EvictionKind::Reclaim => "Reclaimed",
         EvictionKind::Preempt => "Preempted",
+        EvictionKind::Consolidate => "Consolidated",
     };
     events.record(Record {
         task: e.task.clone(),

@@ -324,6 +324,7 @@ impl Engine<'_> {
             match e.kind {
                 EvictionKind::Reclaim => sample.reclaim_pods += 1,
                 EvictionKind::Preempt => sample.preempt_pods += 1,
+                EvictionKind::Consolidate => sample.move_pods += 1,
             }
             jobs.insert((e.kind, j));
         }
@@ -334,6 +335,7 @@ impl Engine<'_> {
             match kind {
                 EvictionKind::Reclaim => sample.reclaim_jobs += 1,
                 EvictionKind::Preempt => sample.preempt_jobs += 1,
+                EvictionKind::Consolidate => sample.move_jobs += 1,
             }
         }
         self.evictions.push(sample);

@@ -17,6 +17,7 @@ impl Engine<'_> {
         let sj = &self.input.jobs[j];
         let tasks = sj.pending_tasks(self.grace_seconds());
         let job = Job {
+            moved_at: None,
             id: sj.id.clone(),
             queue: sj.queue.clone(),
             priority: sj.priority,

@@ -155,6 +155,7 @@ fn one_svg_per_plot() {
         preempt_pods: 1,
         reclaim_jobs: 2,
         preempt_jobs: 1,
+        ..Default::default()
     });
     let three = render(&[evicting, synthetic("fifo", 3, 30)], "three");
     assert_clean(&three);

@@ -250,6 +250,7 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
     tasks.sort_by(|a, b| a.name.cmp(&b.name));
 
     Job {
+        moved_at: None,
         id,
         queue,
         priority,

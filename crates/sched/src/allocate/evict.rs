@@ -110,7 +110,7 @@ pub(super) struct Plan {
 impl<'s> Cycle<'s> {
     /// Jobs that can be scheduled at all and are pending for a reason
     /// `which` accepts.
-    fn pending_where(&self, which: impl Fn(&PendingReason) -> bool) -> BTreeSet<usize> {
+    pub(super) fn pending_where(&self, which: impl Fn(&PendingReason) -> bool) -> BTreeSet<usize> {
         self.outcome
             .pending
             .iter()
@@ -232,7 +232,11 @@ impl<'s> Cycle<'s> {
         // Candidate victims: jobs with bound pods (bound before this cycle,
         // or by it).
         self.ledger.running = (0..self.ledger.jobs.len())
-            .filter(|&v| !self.ledger.bound_at[v].is_empty() && self.ledger.jobs[v].job.preemptible)
+            .filter(|&v| {
+                !self.ledger.bound_at[v].is_empty()
+                    && self.ledger.jobs[v].job.preemptible
+                    && !self.ledger.moved.contains(&v)
+            })
             .collect();
         let mut walk = self.ledger.build_walk(
             &self.world,

@@ -222,17 +222,31 @@ impl Cycle<'_> {
             .filter(|(i, _)| !self.outcome.dropped_binds.contains(i))
             .map(|(_, b)| b)
             .collect();
+        let notes = std::mem::take(&mut self.outcome.consolidation_notes);
         let pending = self
             .outcome
             .pending
             .into_iter()
             .map(|(j, reason)| {
                 let jw = &self.ledger.jobs[j];
+                let message = match notes.get(&j) {
+                    // Unless reclaim or preemption made room after all.
+                    Some(note)
+                        if !matches!(
+                            reason,
+                            PendingReason::WaitingForVictims { .. }
+                                | PendingReason::Consolidating { .. }
+                        ) =>
+                    {
+                        format!("{reason}; {note}")
+                    }
+                    _ => reason.to_string(),
+                };
                 PendingJob {
                     job: JobId(jw.job.id.clone()),
                     queue: self.world.queue_label(jw),
                     queue_id: (jw.leaf != QueueTree::ROOT).then_some(jw.leaf),
-                    message: reason.to_string(),
+                    message,
                     reason,
                 }
             })
@@ -275,6 +289,7 @@ impl Cycle<'_> {
             placements: self.outcome.placements,
             evictions: self.outcome.evictions,
             nominations: self.outcome.nominations,
+            moves: self.outcome.moves,
             withdrawals,
             reservations,
             pending,

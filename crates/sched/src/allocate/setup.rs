@@ -482,6 +482,7 @@ impl<'s> Cycle<'s> {
                 releasing: Vec::new(),
                 reclaimed: Vec::new(),
                 set_aside: std::collections::BTreeSet::new(),
+                moved: std::collections::BTreeSet::new(),
                 fresh_only: false,
                 victim_need: Vec::new(),
                 running: Vec::new(),
@@ -506,6 +507,8 @@ impl<'s> Cycle<'s> {
                 dropped_binds: std::collections::HashSet::new(),
                 yielded: Vec::new(),
                 changed_leaves: std::collections::BTreeSet::new(),
+                moves: Vec::new(),
+                consolidation_notes: BTreeMap::new(),
             },
             memo: Memo {
                 filters: HashMap::new(),

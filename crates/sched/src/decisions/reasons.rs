@@ -311,6 +311,16 @@ pub enum PendingReason {
     /// terminate, with capacity reserved on the nominated nodes.
     #[serde(rename_all = "camelCase")]
     WaitingForVictims { victims: u32, nodes: Vec<String> },
+    /// Running jobs are being moved out of its way (consolidation): it is
+    /// nominated onto the room they leave.
+    #[serde(rename_all = "camelCase")]
+    Consolidating {
+        /// Each move, for people: `team-b/eval-3 (4 GPUs) from gpu-17 to
+        /// gpu-22`.
+        moves: Vec<String>,
+        /// The nodes the moves free that the gang takes.
+        frees: Vec<String>,
+    },
     /// The gang's queues are within quota with it, yet it has no room, and
     /// reclaim could not make any: capacity may be free but split across
     /// nodes. GPU amounts in milli-GPU.
@@ -390,6 +400,7 @@ impl PendingReason {
             PendingReason::TooManyLeaves { .. } => "TooManyLeaves",
             PendingReason::NonPreemptibleOverQuota { .. } => "NonPreemptibleOverQuota",
             PendingReason::WaitingForVictims { .. } => "WaitingForVictims",
+            PendingReason::Consolidating { .. } => "Consolidating",
             PendingReason::InQuotaNoRoom { .. } => "InQuotaNoRoom",
             PendingReason::Yielded { .. } => "Yielded",
             PendingReason::ElasticPending { .. } => "ElasticPending",
@@ -621,6 +632,12 @@ impl fmt::Display for PendingReason {
                 f,
                 "waiting for {victims} evicted pod(s) to terminate; room reserved on {}",
                 nodes.join(", ")
+            ),
+            PendingReason::Consolidating { moves, frees } => write!(
+                f,
+                "consolidating: moving {} frees {} for this gang",
+                moves.join(", "),
+                frees.join(", ")
             ),
             PendingReason::InQuotaNoRoom {
                 needs,

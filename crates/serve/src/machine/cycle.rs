@@ -313,6 +313,7 @@ impl Service {
             let reason = match e.kind {
                 trainyard_sched::EvictionKind::Reclaim => "Reclaimed",
                 trainyard_sched::EvictionKind::Preempt => "Preempted",
+                trainyard_sched::EvictionKind::Consolidate => "Consolidated",
             };
             self.evicted
                 .insert(e.job.to_string(), note(reason, &e.message));

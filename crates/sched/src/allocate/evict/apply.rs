@@ -122,6 +122,8 @@ impl Cycle<'_> {
                     vj.priority,
                     self.world.tree.path(vleaf)
                 ),
+                // Consolidation applies its own plans (`consolidate.rs`).
+                EvictionKind::Consolidate => format!("moved to make room for {}", me.id),
             };
             messages.push(if u.elastic {
                 format!("{message}; elastic pod above minMember {}", vj.min_member)

@@ -265,13 +265,13 @@ impl Cycle<'_> {
         let job = self.ledger.jobs[j].job;
         let head = &job.tasks[*min.0.first()?];
         let key = self.memo.static_filter(&self.world, &head.constraints);
-        if !cache.contains_key(&key) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = cache.entry(key) {
             let feasible = &self.memo.filters.get(&key)?.feasible;
             let mut free = Resources::zero();
             for &n in feasible {
                 free.add(&self.ledger.state.nodes()[n as usize].free);
             }
-            cache.insert(key, free);
+            slot.insert(free);
         }
         let free = cache.get(&key)?;
         min.1.fits_in(free).then(|| free.clone())
@@ -350,12 +350,9 @@ impl Cycle<'_> {
             .map(|vs| {
                 let mut c = NodeCensus::default();
                 for v in vs {
-                    match &jobs[*v] {
-                        Some(Ok(m)) => {
-                            c.movable.push(*v);
-                            c.work += m.work;
-                        }
-                        _ => {}
+                    if let Some(Ok(m)) = &jobs[*v] {
+                        c.movable.push(*v);
+                        c.work += m.work;
                     }
                 }
                 c

@@ -64,10 +64,26 @@ impl Service {
         }
         let (snapshot, protected) = self.pdbs.protect(self.world.state.snapshot());
         self.done.protected = protected.len() as u64;
+        // Consolidation's moves: the planned room held for the moved jobs'
+        // replacements (`crate::moved`).
+        let scheduler = &self.settings.scheduler;
+        let (snapshot, held) = self.moves.hold(
+            snapshot,
+            now,
+            scheduler.preemption.nomination_timeout_seconds,
+            scheduler.consolidation.no_move_seconds,
+        );
+        for job in &held.expired {
+            tracing::warn!(
+                job = %job,
+                "consolidation: the moved job's replacement pods did not come in time; the room held for them is released"
+            );
+        }
         phases.push(("snapshot", (self.stopwatch)().saturating_sub(t)));
         let t = (self.stopwatch)();
         let decisions = trainyard_sched::schedule(&snapshot, &self.settings.scheduler, now);
         phases.push(("schedule", (self.stopwatch)().saturating_sub(t)));
+        self.moves.record(&snapshot, &decisions, now);
         let t = (self.stopwatch)();
         self.world.state.assume(&decisions, now);
         let reasons = self.reporter.changes(&snapshot, &decisions);

@@ -289,6 +289,8 @@ pub struct Service {
     default_queue_asked: bool,
     gated: admission::GatedPods,
     pdbs: pdb::Pdbs,
+    /// Consolidation's moves still waiting for their replacement pods.
+    moves: crate::moved::Moves,
     stopwatch: Stopwatch,
     done: Progress,
 }
@@ -367,6 +369,7 @@ impl Service {
             default_queue_asked: false,
             gated: admission::GatedPods::default(),
             pdbs: pdb::Pdbs::default(),
+            moves: crate::moved::Moves::default(),
             stopwatch,
             done: Progress {
                 leader: !elected,

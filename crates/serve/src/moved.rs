@@ -1,0 +1,364 @@
+//! Consolidation's moves, kept between cycles (docs/consolidation.md).
+//!
+//! When the core moves a job (`Decisions::moves`), its pods are evicted
+//! and their controller creates replacements, which are new pods: other
+//! names, often another job id (a Deployment's pods are jobs of one pod
+//! each). The room the core planned for them must stay theirs meanwhile.
+//! Each cycle, before the core sees the snapshot, every plan still open
+//! is applied to it:
+//!
+//! - pods of the same controller and namespace that are not the moved
+//!   ones claim the plan's slots: a bound one the slot on its node, a
+//!   pending one the next free slot, which becomes its nomination (so the
+//!   core keeps that room for it, and binds it there);
+//! - a slot no replacement claims yet is held by a placeholder pod (an
+//!   external pod named `consolidation-hold/...`), so nothing else takes it;
+//! - the jobs of that controller are marked moved (`Job::moved_at`), and
+//!   stay so for `consolidation.noMoveSeconds`.
+//!
+//! A plan ends when every slot is claimed by a bound replacement, or when
+//! the nomination timeout (`preemption.nominationTimeoutSeconds`) passes
+//! first: then the hold is released and the replacements are scheduled as
+//! any pod.
+//!
+//! Pure: tested on plain values.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use trainyard_model::{ExternalPod, Nomination, Resources, Snapshot, TaskState, Timestamp};
+use trainyard_sched::Decisions;
+
+/// One moved pod's planned room.
+#[derive(Clone, Debug, PartialEq)]
+struct Slot {
+    node: String,
+    gpus: Vec<u32>,
+    requests: Resources,
+}
+
+/// One moved job's plan: its pods' controller, the pods that left, where
+/// the replacements go.
+#[derive(Clone, Debug, PartialEq)]
+struct Plan {
+    namespace: String,
+    controller: String,
+    /// The moved pods (`namespace/name`): they are not replacements.
+    old: Vec<String>,
+    slots: Vec<Slot>,
+    since: Timestamp,
+}
+
+/// The open plans, by moved job id, and when each controller's pods were
+/// last moved.
+#[derive(Debug, Default)]
+pub struct Moves {
+    plans: BTreeMap<String, Plan>,
+    moved: BTreeMap<(String, String), Timestamp>,
+}
+
+/// What applying the plans did, for the log and the metrics.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Slots held by a placeholder (no replacement yet).
+    pub placeholders: usize,
+    /// Replacement pods nominated onto their slot.
+    pub nominated: usize,
+    /// Plans dropped this cycle because their replacements did not come
+    /// in time.
+    pub expired: Vec<String>,
+}
+
+impl Moves {
+    /// After a cycle: the moves it decided, with the requests of the
+    /// moved pods as `snapshot` has them.
+    pub fn record(&mut self, snapshot: &Snapshot, d: &Decisions, now: Timestamp) {
+        for m in &d.moves {
+            let Some(job) = snapshot.jobs.iter().find(|j| j.id == m.job.as_str()) else {
+                continue;
+            };
+            let mut controller = None;
+            let mut slots = Vec::with_capacity(m.pods.len());
+            for p in &m.pods {
+                let Some(t) = job.tasks.iter().find(|t| t.key == p.task) else {
+                    continue;
+                };
+                controller = controller.or(t.controller.clone());
+                slots.push(Slot {
+                    node: p.to.to_string(),
+                    gpus: p.gpus.clone(),
+                    requests: t.requests.clone(),
+                });
+            }
+            // The core moves only pods with a controller.
+            let Some(controller) = controller else {
+                continue;
+            };
+            let namespace = m
+                .pods
+                .first()
+                .map(|p| p.task.namespace.clone())
+                .unwrap_or_default();
+            self.moved
+                .insert((namespace.clone(), controller.clone()), now);
+            self.plans.insert(
+                m.job.to_string(),
+                Plan {
+                    namespace,
+                    controller,
+                    old: m.pods.iter().map(|p| p.task.to_string()).collect(),
+                    slots,
+                    since: now,
+                },
+            );
+        }
+    }
+
+    /// Before a cycle: `snapshot` with the open plans applied (see the
+    /// module docs). `timeout_s` ends a plan whose replacements did not
+    /// come; `no_move_s` is how long moved jobs stay marked.
+    pub fn hold(
+        &mut self,
+        snapshot: Arc<Snapshot>,
+        now: Timestamp,
+        timeout_s: u64,
+        no_move_s: u64,
+    ) -> (Arc<Snapshot>, Held) {
+        let mut held = Held::default();
+        let timeout_ms = (timeout_s as i64).saturating_mul(1000);
+        let expired: Vec<String> = self
+            .plans
+            .iter()
+            .filter(|(_, p)| now.0.saturating_sub(p.since.0) >= timeout_ms)
+            .map(|(j, _)| j.clone())
+            .collect();
+        for j in &expired {
+            self.plans.remove(j);
+        }
+        held.expired = expired;
+        let period_ms = (no_move_s as i64).saturating_mul(1000);
+        self.moved
+            .retain(|_, at| now.0.saturating_sub(at.0) < period_ms);
+        if self.plans.is_empty() && self.moved.is_empty() {
+            return (snapshot, held);
+        }
+        let mut s = (*snapshot).clone();
+        let mut done: Vec<String> = Vec::new();
+        for (id, plan) in &self.plans {
+            let mut free: Vec<Option<&Slot>> = plan.slots.iter().map(Some).collect();
+            let mut bound_claims = 0;
+            // Bound replacements first: each takes the slot on its node.
+            let mut pending: Vec<(usize, usize)> = Vec::new();
+            for (ji, job) in s.jobs.iter().enumerate() {
+                for (ti, t) in job.tasks.iter().enumerate() {
+                    if t.key.namespace != plan.namespace
+                        || t.controller.as_deref() != Some(plan.controller.as_str())
+                        || plan.old.contains(&t.key.to_string())
+                    {
+                        continue;
+                    }
+                    match &t.state {
+                        TaskState::Bound { node, .. } => {
+                            if let Some(k) = free
+                                .iter()
+                                .position(|f| f.is_some_and(|sl| sl.node == *node))
+                            {
+                                free[k] = None;
+                                bound_claims += 1;
+                            }
+                        }
+                        TaskState::Pending => pending.push((ji, ti)),
+                    }
+                }
+            }
+            if bound_claims == plan.slots.len() {
+                done.push(id.clone());
+                continue;
+            }
+            // Pending replacements: the next free slots, as nominations.
+            for (ji, ti) in pending {
+                let Some(k) = free.iter().position(Option::is_some) else {
+                    break;
+                };
+                let Some(slot) = free[k].take() else {
+                    continue;
+                };
+                let job = Arc::make_mut(&mut s.jobs[ji]);
+                job.tasks[ti].nomination = Some(Nomination {
+                    node: slot.node.clone(),
+                    since: plan.since,
+                    gpus: Some(slot.gpus.clone()),
+                });
+                held.nominated += 1;
+            }
+            // The rest: placeholders.
+            for (k, slot) in free.into_iter().enumerate() {
+                let Some(slot) = slot else { continue };
+                s.external.push(Arc::new(ExternalPod {
+                    name: format!("consolidation-hold/{id}/{k}"),
+                    node: slot.node.clone(),
+                    requests: slot.requests.clone(),
+                    gpus: Some(slot.gpus.clone()),
+                    namespace: plan.namespace.clone(),
+                    labels: BTreeMap::new(),
+                    pod_rules: Default::default(),
+                }));
+                held.placeholders += 1;
+            }
+        }
+        for id in done {
+            self.plans.remove(&id);
+        }
+        for job in &mut s.jobs {
+            let since = job.tasks.iter().find_map(|t| {
+                let c = t.controller.as_ref()?;
+                self.moved
+                    .get(&(t.key.namespace.clone(), c.clone()))
+                    .copied()
+            });
+            if let Some(at) = since
+                && job.moved_at.is_none_or(|m| m < at)
+            {
+                Arc::make_mut(job).moved_at = Some(at);
+            }
+        }
+        (Arc::new(s), held)
+    }
+
+    /// Plans still open.
+    pub fn open(&self) -> usize {
+        self.plans.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trainyard_model::{Job, JobId, Node, NodeName, QueueSpec, QueueTree, TaskKey};
+    use trainyard_sched::{Move, MovedPod};
+
+    const GI: u64 = 1 << 30;
+
+    fn gpus(k: u64) -> Resources {
+        Resources::new(1000, GI, 0).with_gpus(k)
+    }
+
+    /// A pod of ReplicaSet `rs` in namespace ml, bound to `node` or pending.
+    fn pod(name: &str, rs: &str, node: Option<(&str, Vec<u32>)>) -> Job {
+        let mut j = Job::gang(format!("ml/{name}"), "team", vec![gpus(2)]);
+        let t = &mut j.tasks[0];
+        t.key = TaskKey {
+            namespace: "ml".into(),
+            name: name.into(),
+            uid: String::new(),
+        };
+        t.controller = Some(format!("ReplicaSet/{rs}"));
+        if let Some((n, g)) = node {
+            t.state = TaskState::Bound {
+                node: n.into(),
+                gpus: Some(g),
+            };
+            t.started = Some(Timestamp(0));
+        }
+        j
+    }
+
+    fn snapshot(jobs: Vec<Job>) -> Arc<Snapshot> {
+        let nodes = vec![
+            Node::new("n1", 96_000, 1024 * GI, 8),
+            Node::new("n2", 96_000, 1024 * GI, 8),
+        ];
+        let tree = QueueTree::build(vec![QueueSpec::new("team")]).expect("a queue");
+        Arc::new(Snapshot::new(nodes, tree, jobs))
+    }
+
+    fn moved() -> Decisions {
+        Decisions {
+            moves: vec![Move {
+                job: JobId("ml/eval-0".into()),
+                for_job: JobId("ml/train".into()),
+                pods: vec![MovedPod {
+                    task: TaskKey {
+                        namespace: "ml".into(),
+                        name: "eval-0".into(),
+                        uid: String::new(),
+                    },
+                    from: NodeName("n1".into()),
+                    to: NodeName("n2".into()),
+                    gpus: vec![2, 3],
+                }],
+                message: String::new(),
+            }],
+            ..Decisions::default()
+        }
+    }
+
+    /// Before the replacement comes its room is held by a placeholder; a
+    /// pending replacement is nominated onto it; once bound there the plan
+    /// ends; the controller's jobs stay marked moved for the period.
+    #[test]
+    fn the_planned_room_is_held_until_the_replacement_is_bound_there() {
+        let mut m = Moves::default();
+        let before = snapshot(vec![pod("eval-0", "eval", Some(("n1", vec![0, 1])))]);
+        m.record(&before, &moved(), Timestamp(1_000));
+        assert_eq!(m.open(), 1);
+
+        // The old pod is terminating; no replacement yet.
+        let (s, held) = m.hold(before.clone(), Timestamp(5_000), 300, 3_600);
+        assert_eq!((held.placeholders, held.nominated), (1, 0));
+        let hold = &s.external[0];
+        assert_eq!(
+            (hold.node.as_str(), hold.gpus.clone(), hold.requests.gpu),
+            ("n2", Some(vec![2, 3]), 2000)
+        );
+        assert_eq!(s.jobs[0].moved_at, Some(Timestamp(1_000)));
+
+        // The replacement is pending: nominated onto the slot.
+        let (s, held) = m.hold(
+            snapshot(vec![pod("eval-x7k", "eval", None)]),
+            Timestamp(9_000),
+            300,
+            3_600,
+        );
+        assert_eq!((held.placeholders, held.nominated), (0, 1));
+        let nom = s.jobs[0].tasks[0].nomination.clone().expect("nominated");
+        assert_eq!((nom.node.as_str(), nom.gpus), ("n2", Some(vec![2, 3])));
+        assert!(s.external.is_empty());
+
+        // Bound there: the plan ends, the job stays marked moved.
+        let (s, held) = m.hold(
+            snapshot(vec![pod("eval-x7k", "eval", Some(("n2", vec![2, 3])))]),
+            Timestamp(12_000),
+            300,
+            3_600,
+        );
+        assert_eq!(held, Held::default());
+        assert_eq!(m.open(), 0);
+        assert_eq!(s.jobs[0].moved_at, Some(Timestamp(1_000)));
+        // After the period, not any more.
+        let (s, _) = m.hold(
+            snapshot(vec![pod("eval-x7k", "eval", Some(("n2", vec![2, 3])))]),
+            Timestamp(1_000 + 3_600_000),
+            300,
+            3_600,
+        );
+        assert_eq!(s.jobs[0].moved_at, None);
+    }
+
+    /// A replacement that does not come within the timeout loses the hold;
+    /// another controller's pods are not taken for it.
+    #[test]
+    fn a_hold_ends_after_the_timeout_and_claims_only_its_controller() {
+        let mut m = Moves::default();
+        let before = snapshot(vec![pod("eval-0", "eval", Some(("n1", vec![0, 1])))]);
+        m.record(&before, &moved(), Timestamp(1_000));
+        let other = snapshot(vec![pod("web-1", "web", None)]);
+        let (s, held) = m.hold(other.clone(), Timestamp(2_000), 300, 3_600);
+        assert_eq!((held.placeholders, held.nominated), (1, 0));
+        assert!(s.jobs[0].tasks[0].nomination.is_none());
+        let (s, held) = m.hold(other, Timestamp(301_000), 300, 3_600);
+        assert_eq!(held.expired, vec!["ml/eval-0".to_string()]);
+        assert!(s.external.is_empty());
+        assert_eq!(m.open(), 0);
+    }
+}

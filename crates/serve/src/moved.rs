@@ -345,6 +345,99 @@ mod tests {
         assert_eq!(s.jobs[0].moved_at, None);
     }
 
+    /// Through the core: scenario 83's move (eval-a-0 from n1 to n2 for
+    /// train), then the cycles after it. While eval-a-0 terminates and
+    /// before its replacement exists, a 6-GPU pod that would fit n2 only
+    /// on the planned devices does not get them; the replacement, when it
+    /// comes, is bound on them; then the hold ends.
+    #[test]
+    fn through_the_core_the_replacement_gets_the_planned_devices() {
+        let nodes = "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: team}\nspec: {}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '96', memory: 1Ti, pods: '110', nvidia.com/gpu: '8'}}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n2}\nstatus: {allocatable: {cpu: '96', memory: 1Ti, pods: '110', nvidia.com/gpu: '8'}}\n";
+        let running = |name: &str, rs: &str, node: &str, gpus: &str, extra: &str| {
+            format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml, labels: {{trainyard.io/queue: team}}, annotations: {{trainyard.io/gpu-indices: '{gpus}'}}, ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {rs}, uid: u-{rs}, controller: true}}]{extra}}}\nspec: {{schedulerName: trainyard, nodeName: {node}, containers: [{{name: c, resources: {{requests: {{cpu: '4', nvidia.com/gpu: '2'}}}}}}]}}\nstatus: {{phase: Running, startTime: '2027-01-15T07:00:00Z'}}\n")
+        };
+        let pending = |name: &str, rs: Option<&str>, gpus: u32| {
+            let owner = rs.map_or(String::new(), |rs| format!(", ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {rs}, uid: u-{rs}, controller: true}}]"));
+            format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml, labels: {{trainyard.io/queue: team}}, creationTimestamp: '2027-01-15T07:50:00Z'{owner}}}\nspec: {{schedulerName: trainyard, containers: [{{name: c, resources: {{requests: {{cpu: '4', nvidia.com/gpu: '{gpus}'}}}}}}]}}\n")
+        };
+        let load = |text: &str| {
+            trainyard_ingest::load(
+                &[trainyard_ingest::Source::new("t.yaml", text)],
+                &trainyard_ingest::LoadOptions::default(),
+            )
+            .expect("loads")
+            .snapshot
+        };
+        let mut cfg = trainyard_sched::Config::default();
+        cfg.consolidation.enabled = true;
+        let t0 = Timestamp::from_secs(1_800_000_000);
+        let later = |s: i64| Timestamp(t0.0 + s * 1000);
+        let mut m = Moves::default();
+
+        // The move: eval-a (younger) from n1 to n2, for train.
+        let first = load(&format!(
+            "{nodes}{}{}{}",
+            running("eval-a-0", "eval-a", "n1", "0,1", ""),
+            running("eval-b-0", "eval-b", "n2", "0,1", ""),
+            pending("train", None, 8)
+        ));
+        let first = Arc::new(first);
+        let (s, _) = m.hold(first.clone(), t0, 300, 3_600);
+        let d = trainyard_sched::schedule(&s, &cfg, t0);
+        assert_eq!(d.moves.len(), 1, "{:?}", d.pending);
+        let planned = d.moves[0].pods[0].gpus.clone();
+        assert_eq!(d.moves[0].pods[0].to.as_str(), "n2");
+        m.record(&s, &d, t0);
+
+        // eval-a-0 is gone, no replacement yet; a 6-GPU pod asks. n2 has
+        // 6 free GPUs, but 2 of them are held: it does not fit there.
+        let gap = load(&format!(
+            "{nodes}{}{}",
+            running("eval-b-0", "eval-b", "n2", "0,1", ""),
+            pending("greedy", None, 6)
+        ));
+        let (s, held) = m.hold(Arc::new(gap), later(40), 300, 3_600);
+        assert_eq!(held.placeholders, 1);
+        let d = trainyard_sched::schedule(&s, &cfg, later(40));
+        let on_n2: Vec<&trainyard_sched::Bind> =
+            d.binds.iter().filter(|b| b.node.as_str() == "n2").collect();
+        assert!(on_n2.is_empty(), "nothing takes n2's held GPUs: {on_n2:?}");
+
+        // The replacement comes: bound on the planned devices.
+        let back = load(&format!(
+            "{nodes}{}{}",
+            running("eval-b-0", "eval-b", "n2", "0,1", ""),
+            pending("eval-a-x7k", Some("eval-a"), 2)
+        ));
+        let (s, held) = m.hold(Arc::new(back), later(50), 300, 3_600);
+        assert_eq!((held.placeholders, held.nominated), (0, 1));
+        let d = trainyard_sched::schedule(&s, &cfg, later(50));
+        let b = d
+            .binds
+            .iter()
+            .find(|b| b.task.name == "eval-a-x7k")
+            .expect("the replacement is bound");
+        assert_eq!((b.node.as_str(), b.gpus.clone()), ("n2", planned.clone()));
+
+        // Bound there: the plan ends, and the job is not moved again.
+        let idx = planned.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let after = load(&format!(
+            "{nodes}{}{}{}",
+            running("eval-b-0", "eval-b", "n2", "0,1", ""),
+            running("eval-a-x7k", "eval-a", "n2", &idx, ""),
+            pending("train2", None, 8)
+        ));
+        let (s, held) = m.hold(Arc::new(after), later(60), 300, 3_600);
+        assert_eq!(held, Held::default());
+        assert_eq!(m.open(), 0);
+        let moved_at = s
+            .jobs
+            .iter()
+            .find(|j| j.id.contains("eval-a-x7k"))
+            .and_then(|j| j.moved_at);
+        assert_eq!(moved_at, Some(t0));
+    }
+
     /// A replacement that does not come within the timeout loses the hold;
     /// another controller's pods are not taken for it.
     #[test]

@@ -354,11 +354,15 @@ mod tests {
     fn through_the_core_the_replacement_gets_the_planned_devices() {
         let nodes = "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: team}\nspec: {}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '96', memory: 1Ti, pods: '110', nvidia.com/gpu: '8'}}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n2}\nstatus: {allocatable: {cpu: '96', memory: 1Ti, pods: '110', nvidia.com/gpu: '8'}}\n";
         let running = |name: &str, rs: &str, node: &str, gpus: &str, extra: &str| {
-            format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml, labels: {{trainyard.io/queue: team}}, annotations: {{trainyard.io/gpu-indices: '{gpus}'}}, ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {rs}, uid: u-{rs}, controller: true}}]{extra}}}\nspec: {{schedulerName: trainyard, nodeName: {node}, containers: [{{name: c, resources: {{requests: {{cpu: '4', nvidia.com/gpu: '2'}}}}}}]}}\nstatus: {{phase: Running, startTime: '2027-01-15T07:00:00Z'}}\n")
+            format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml, labels: {{trainyard.io/queue: team}}, annotations: {{trainyard.io/gpu-indices: '{gpus}'}}, ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {rs}, uid: u-{rs}, controller: true}}]{extra}}}\nspec: {{schedulerName: trainyard, nodeName: {node}, containers: [{{name: c, resources: {{requests: {{cpu: '4', nvidia.com/gpu: '2'}}}}}}]}}\nstatus: {{phase: Running, startTime: '2027-01-15T07:00:00Z'}}\n"
+            )
         };
         let pending = |name: &str, rs: Option<&str>, gpus: u32| {
             let owner = rs.map_or(String::new(), |rs| format!(", ownerReferences: [{{apiVersion: apps/v1, kind: ReplicaSet, name: {rs}, uid: u-{rs}, controller: true}}]"));
-            format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml, labels: {{trainyard.io/queue: team}}, creationTimestamp: '2027-01-15T07:50:00Z'{owner}}}\nspec: {{schedulerName: trainyard, containers: [{{name: c, resources: {{requests: {{cpu: '4', nvidia.com/gpu: '{gpus}'}}}}}}]}}\n")
+            format!(
+                "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: ml, labels: {{trainyard.io/queue: team}}, creationTimestamp: '2027-01-15T07:50:00Z'{owner}}}\nspec: {{schedulerName: trainyard, containers: [{{name: c, resources: {{requests: {{cpu: '4', nvidia.com/gpu: '{gpus}'}}}}}}]}}\n"
+            )
         };
         let load = |text: &str| {
             trainyard_ingest::load(
@@ -420,7 +424,11 @@ mod tests {
         assert_eq!((b.node.as_str(), b.gpus.clone()), ("n2", planned.clone()));
 
         // Bound there: the plan ends, and the job is not moved again.
-        let idx = planned.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        let idx = planned
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         let after = load(&format!(
             "{nodes}{}{}{}",
             running("eval-b-0", "eval-b", "n2", "0,1", ""),

@@ -537,7 +537,7 @@ mod tests {
         let e = parse_config("reservation: 5\n", "cfg.yaml").unwrap_err();
         assert_eq!(
             format!("{e:#}"),
-            "cfg.yaml: document 1: reservation: unknown field `reservation`, expected one of `scoring`, `reservations`, `gangStarvationSeconds`, `topology`, `preemption`, `fairShare`"
+            "cfg.yaml: document 1: reservation: unknown field `reservation`, expected one of `scoring`, `reservations`, `gangStarvationSeconds`, `topology`, `preemption`, `fairShare`, `consolidation`"
         );
         // The replaced key says what to write instead.
         let e = parse_config("gangStarvationSeconds: 600\n", "cfg.yaml").unwrap_err();

@@ -54,7 +54,9 @@ struct Plan {
 #[derive(Debug, Default)]
 pub struct Moves {
     plans: BTreeMap<String, Plan>,
-    moved: BTreeMap<(String, String), Timestamp>,
+    /// By namespace, then controller: looked up for every pod while any
+    /// move is recent, so by `&str`, without building a key.
+    moved: BTreeMap<String, BTreeMap<String, Timestamp>>,
 }
 
 /// What applying the plans did, for the log and the metrics.
@@ -100,7 +102,9 @@ impl Moves {
                 .map(|p| p.task.namespace.clone())
                 .unwrap_or_default();
             self.moved
-                .insert((namespace.clone(), controller.clone()), now);
+                .entry(namespace.clone())
+                .or_default()
+                .insert(controller.clone(), now);
             self.plans.insert(
                 m.job.to_string(),
                 Plan {
@@ -137,8 +141,10 @@ impl Moves {
         }
         held.expired = expired;
         let period_ms = (no_move_s as i64).saturating_mul(1000);
-        self.moved
-            .retain(|_, at| now.0.saturating_sub(at.0) < period_ms);
+        for by in self.moved.values_mut() {
+            by.retain(|_, at| now.0.saturating_sub(at.0) < period_ms);
+        }
+        self.moved.retain(|_, by| !by.is_empty());
         if self.plans.is_empty() && self.moved.is_empty() {
             return (snapshot, held);
         }
@@ -211,10 +217,8 @@ impl Moves {
         }
         for job in &mut s.jobs {
             let since = job.tasks.iter().find_map(|t| {
-                let c = t.controller.as_ref()?;
-                self.moved
-                    .get(&(t.key.namespace.clone(), c.clone()))
-                    .copied()
+                let c = t.controller.as_deref()?;
+                self.moved.get(t.key.namespace.as_str())?.get(c).copied()
             });
             if let Some(at) = since
                 && job.moved_at.is_none_or(|m| m < at)

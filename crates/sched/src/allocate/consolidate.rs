@@ -81,7 +81,7 @@ struct Census {
     nodes: Vec<NodeCensus>,
     /// Per constraint set (static filter): its candidate nodes and why
     /// the jobs on its nodes may not move, made when first asked.
-    by_key: std::cell::RefCell<HashMap<u32, KeyCensus>>,
+    by_key: HashMap<u32, KeyCensus>,
 }
 
 /// What the nodes of one static filter offer.
@@ -211,7 +211,7 @@ impl Cycle<'_> {
                 let holding = self.ledger.has_hold(j);
                 self.ledger.release_holds(&self.world, j);
                 self.ledger.holds_lifted = holding;
-                let found = self.plan_moves(j, &min, &census, &mut budget);
+                let found = self.plan_moves(j, &min, &mut census, &mut budget);
                 self.ledger.holds_lifted = false;
                 if found.is_err() {
                     self.ledger.state.rollback(lifted);
@@ -371,21 +371,21 @@ impl Cycle<'_> {
         &mut self,
         j: usize,
         min: &Minimum,
-        census: &Census,
+        census: &mut Census,
         budget: &mut Budget,
     ) -> Result<MovePlan, String> {
         let job = self.ledger.jobs[j].job;
         let head = &job.tasks[min.0[0]];
         let key = self.memo.static_filter(&self.world, &head.constraints);
-        if !census.by_key.borrow().contains_key(&key) {
+        if !census.by_key.contains_key(&key) {
             let Some(filter) = self.memo.filters.get(&key) else {
                 return Err("no node may hold its pods".into());
             };
             let k = census.of_nodes(&filter.feasible);
-            census.by_key.borrow_mut().insert(key, k);
+            census.by_key.insert(key, k);
         }
-        let by_key = census.by_key.borrow();
-        let Some(mine) = by_key.get(&key) else {
+        let census = &*census;
+        let Some(mine) = census.by_key.get(&key) else {
             return Err("no node may hold its pods".into());
         };
         // The feasible nodes with something movable, within the budget;

@@ -199,8 +199,9 @@ pub struct ExplainArgs {
     connect: ConnectArgs,
 }
 
+/// The job a what-if or a forecast is of: new (a file) or known (a name).
 #[derive(clap::Args, Debug)]
-pub struct WhatifArgs {
+pub struct JobOrFile {
     /// A new job: YAML or JSON with a PodGroup and its pods (or pods); `-` reads stdin.
     #[arg(
         long,
@@ -210,12 +211,39 @@ pub struct WhatifArgs {
         required_unless_present = "job"
     )]
     filename: Option<PathBuf>,
-    /// An existing job, NAMESPACE/NAME (or NAME with -n), resized by --pods, --min-member, --gpus.
+    /// A job the scheduler knows, NAMESPACE/NAME (or NAME with -n); `whatif`
+    /// resizes it by --pods, --min-member, --gpus.
     #[arg(value_name = "NS/NAME")]
     job: Option<String>,
     /// The job's namespace when NS/NAME has none.
     #[arg(long, short = 'n', value_name = "NS")]
     namespace: Option<String>,
+}
+
+/// A [`JobOrFile`] read: the file's objects, or the job's namespace and
+/// name.
+enum Chosen {
+    Objects(String),
+    Existing { namespace: String, name: String },
+}
+
+impl JobOrFile {
+    async fn read(&self, verb: &str, connect: &ConnectArgs) -> Result<Chosen> {
+        match (&self.filename, &self.job) {
+            (Some(f), _) => Ok(Chosen::Objects(objects_file(f)?)),
+            (None, Some(j)) => {
+                let (namespace, name) = job_name(j, self.namespace.as_deref(), connect).await?;
+                Ok(Chosen::Existing { namespace, name })
+            }
+            (None, None) => bail!("{verb} needs NS/NAME or -f FILE"),
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct WhatifArgs {
+    #[command(flatten)]
+    target: JobOrFile,
     /// Pods in all (copies of its last pod are added, or the last ones dropped).
     #[arg(long, value_name = "N", requires = "job")]
     pods: Option<u32>,
@@ -234,21 +262,8 @@ pub struct WhatifArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct ForecastArgs {
-    /// A new job: YAML or JSON with a PodGroup and its pods (or pods); `-` reads stdin.
-    #[arg(
-        long,
-        short = 'f',
-        value_name = "FILE",
-        conflicts_with = "job",
-        required_unless_present = "job"
-    )]
-    filename: Option<PathBuf>,
-    /// A job the scheduler knows, NAMESPACE/NAME (or NAME with -n).
-    #[arg(value_name = "NS/NAME")]
-    job: Option<String>,
-    /// The job's namespace when NS/NAME has none.
-    #[arg(long, short = 'n', value_name = "NS")]
-    namespace: Option<String>,
+    #[command(flatten)]
+    target: JobOrFile,
     /// How far ahead to look: `90m`, `48h`, `7d` (default 7d).
     #[arg(long, value_name = "DURATION")]
     horizon: Option<String>,
@@ -436,13 +451,11 @@ fn objects_file(f: &std::path::Path) -> Result<String> {
 }
 
 async fn forecast(a: ForecastArgs) -> Result<()> {
-    let job = match (&a.filename, &a.job) {
-        (Some(f), _) => pb::forecast_start_request::Job::Objects(objects_file(f)?),
-        (None, Some(j)) => {
-            let (namespace, name) = job_name(j, a.namespace.as_deref(), &a.connect).await?;
+    let job = match a.target.read("forecast", &a.connect).await? {
+        Chosen::Objects(text) => pb::forecast_start_request::Job::Objects(text),
+        Chosen::Existing { namespace, name } => {
             pb::forecast_start_request::Job::Existing(pb::ExplainJobRequest { namespace, name })
         }
-        (None, None) => bail!("forecast needs NS/NAME or -f FILE"),
     };
     let horizon_seconds = match &a.horizon {
         None => 0,
@@ -468,12 +481,13 @@ async fn forecast(a: ForecastArgs) -> Result<()> {
 }
 
 async fn whatif(a: WhatifArgs) -> Result<()> {
-    let job = match (&a.filename, &a.job) {
-        (Some(f), _) => pb::what_if_request::Job::Objects(objects_file(f)?),
-        (None, Some(j)) => {
-            let (namespace, name) = job_name(j, a.namespace.as_deref(), &a.connect).await?;
+    let job = match a.target.read("whatif", &a.connect).await? {
+        Chosen::Objects(text) => pb::what_if_request::Job::Objects(text),
+        Chosen::Existing { namespace, name } => {
             if a.pods.is_none() && a.min_member.is_none() && a.gpus.is_none() {
-                bail!("whatif {j}: say what changes: --pods N, --min-member N and/or --gpus N");
+                bail!(
+                    "whatif {namespace}/{name}: say what changes: --pods N, --min-member N and/or --gpus N"
+                );
             }
             let nonzero = |flag: &str, v: Option<u32>| match v {
                 Some(0) => bail!("{flag} 0: expected at least 1"),
@@ -487,7 +501,6 @@ async fn whatif(a: WhatifArgs) -> Result<()> {
                 gpus_per_pod: nonzero("--gpus", a.gpus)?,
             })
         }
-        (None, None) => bail!("whatif needs -f FILE or NS/NAME"),
     };
     let mut s = Session::open(&a.connect).await?;
     let resp = s

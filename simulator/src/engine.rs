@@ -28,8 +28,14 @@
 //!   goes back to pending alone (an elastic pod), else the whole job
 //!   restarts as after a node failure. Nominations from the core are kept
 //!   on the preemptor's pending tasks until they bind or time out.
-//! - Time alone changes decisions when a nomination expires or a running
-//!   job passes its queue's minimum runtime: the engine wakes up then.
+//! - A job the core moves (consolidation) is evicted like any victim and
+//!   restarts whole after the grace period, losing work by the same
+//!   model (counted apart, as lost to moves); meanwhile its planned room
+//!   is held for it and its restarted pods are nominated there, as the
+//!   live service does ([`trainyard_cluster::Moves`]).
+//! - Time alone changes decisions when a nomination expires, a running
+//!   job passes its queue's minimum runtime, a move's hold times out or
+//!   a moved job's no-move period ends: the engine wakes up then.
 //! - A job keeps the last reason the core gave while it waited, so
 //!   `jobs.csv` says why each job waited, even after it ran.
 //! - A job the core rejects for good (unknown queue, above a queue limit,
@@ -48,7 +54,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use trainyard_cluster::{Applied, Change, ClusterState};
+use trainyard_cluster::{Applied, Change, ClusterState, Moves};
 use trainyard_model::dra::Dra;
 use trainyard_model::topology::Topology;
 use trainyard_model::{
@@ -204,6 +210,9 @@ struct Rt {
     timed_out: bool,
     /// When the current start began (ms): the walltime counts from it.
     run_start_ms: i64,
+    /// Its pods are being evicted to move it (consolidation): the work
+    /// they lose counts as lost to moves.
+    moving: bool,
 }
 
 /// Why a job restarts as a whole.
@@ -211,6 +220,8 @@ struct Rt {
 enum Kill {
     NodeFault,
     Eviction,
+    /// An eviction that moves the job (consolidation).
+    Move,
 }
 
 struct Engine<'a> {
@@ -268,6 +279,12 @@ struct Engine<'a> {
     cycles_now: (i64, u32),
     /// When a run resumed from a snapshot stops early (forecasts).
     stop: Option<resume::Stop>,
+    /// After the last cycle, a job waited for room although its
+    /// minimum's GPUs were free in total ([`ClusterSample::scattered`]).
+    scattered: bool,
+    /// Consolidation's open moves: the room planned for moved jobs, held
+    /// until they are bound there again (the live service keeps the same).
+    moves: Moves,
 }
 
 /// Most cycles run at one moment of virtual time; later ones are deferred
@@ -364,6 +381,8 @@ impl<'a> Engine<'a> {
                 .collect(),
             cycles_now: (i64::MIN, 0),
             stop: None,
+            moves: Moves::default(),
+            scattered: false,
             nodes,
             dra_claims: 0,
         };
@@ -437,6 +456,7 @@ impl<'a> Engine<'a> {
                     .map(|s| s.saturating_mul(1000)),
                 timed_out: false,
                 run_start_ms: 0,
+                moving: false,
             });
         }
         for i in order {

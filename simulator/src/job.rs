@@ -85,7 +85,9 @@ impl SimJob {
                     nomination: None,
                     rank: Some(tasks.len() as u32),
                     labels: Default::default(),
-                    controller: None,
+                    // Every simulated job has a controller that
+                    // recreates its pods (consolidation may move it).
+                    controller: Some(format!("SimJob/{}", self.id)),
                 });
             }
         }

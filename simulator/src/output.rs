@@ -256,6 +256,9 @@ pub fn summary_table(runs: &[Summary]) -> String {
     row("JCT mean", &|r| stat(&r.jct_seconds, r.jct_seconds.mean));
     row("JCT p95", &|r| stat(&r.jct_seconds, r.jct_seconds.p95));
     row("GPU allocation", &|r| fmt_percent(r.gpu_allocation_ratio));
+    if runs.iter().any(|r| r.scattered_share > 0.0) {
+        row("time GPUs scattered", &|r| fmt_percent(r.scattered_share));
+    }
     row("Jain's fairness", &|r| fmt_fixed(r.jain_fairness, 3));
     row("reclaims (jobs)", &|r| r.preemption.reclaims.to_string());
     row("preemptions (jobs)", &|r| {
@@ -265,6 +268,13 @@ pub fn summary_table(runs: &[Summary]) -> String {
     row("lost GPU-hours", &|r| {
         fmt_fixed(r.preemption.lost_gpu_hours, 1)
     });
+    if runs.iter().any(|r| r.preemption.moves > 0) {
+        row("moved jobs", &|r| r.preemption.moves.to_string());
+        row("moved pods", &|r| r.preemption.moved_pods.to_string());
+        row("GPU-hours lost to moves", &|r| {
+            fmt_fixed(r.preemption.move_lost_gpu_hours, 1)
+        });
+    }
     row("starved episodes", &|r| {
         r.preemption.starved_episodes.to_string()
     });
@@ -579,6 +589,7 @@ mod tests {
                     lost: LostGpu {
                         evictions: 7_200_000_000,
                         node_faults: 900_000_000,
+                        moves: 0,
                     },
                     topology: None,
                     reserved_start: None,
@@ -618,6 +629,7 @@ mod tests {
                 running_jobs: 1,
                 pending_jobs: 1,
                 largest_free_leaf_gpus: None,
+                scattered: false,
             }],
             cycles: 7,
             events: 12,

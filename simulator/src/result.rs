@@ -72,11 +72,16 @@ pub struct LostGpu {
     pub evictions: u64,
     /// Jobs killed by a node failure.
     pub node_faults: u64,
+    /// Pods evicted to move their job (consolidation).
+    #[serde(default)]
+    pub moves: u64,
 }
 
 impl LostGpu {
     pub fn total(&self) -> u64 {
-        self.evictions.saturating_add(self.node_faults)
+        self.evictions
+            .saturating_add(self.node_faults)
+            .saturating_add(self.moves)
     }
 }
 
@@ -178,6 +183,11 @@ pub struct ClusterSample {
     /// domains of the wholly free GPUs on their nodes that are up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub largest_free_leaf_gpus: Option<u32>,
+    /// Free GPUs scattered: after the last cycle a job waited for room
+    /// (no node arrangement fits it) although its minimum's GPUs were free
+    /// in total.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub scattered: bool,
 }
 
 /// The topology a run used, for outputs.
@@ -223,6 +233,14 @@ pub struct SimOutput {
 
 pub(crate) fn is_zero(v: &u64) -> bool {
     *v == 0
+}
+
+pub(crate) fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 mod summary;

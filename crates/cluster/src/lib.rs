@@ -29,6 +29,7 @@ mod assume;
 mod decode;
 mod index;
 mod live;
+pub mod moves;
 mod objects;
 pub mod runtimes;
 pub mod usage;
@@ -41,6 +42,7 @@ use trainyard_model::{ExternalPod, Job, Node, QueueTree, Resources, Snapshot, Ta
 
 pub use assume::{Applied, Assumption, ClaimAssumption, ClaimWrite, Effect, Write};
 pub use decode::Decoded;
+pub use moves::{Held, Moves};
 pub use objects::{ObjectChange, Problems};
 use trainyard_ingest::LoadOptions;
 

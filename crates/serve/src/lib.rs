@@ -53,7 +53,6 @@ pub mod journal;
 pub mod leader;
 pub mod machine;
 pub mod metrics;
-pub mod moved;
 pub mod pdb;
 pub mod persist;
 pub mod queue_status;

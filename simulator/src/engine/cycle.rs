@@ -13,8 +13,18 @@ impl Engine<'_> {
         // Usage held since the last cycle, and the decayed totals the
         // snapshot carries (with `fairShare.usageHalfLifeSeconds`).
         self.world.sample_usage(now);
-        let snapshot = self.world.snapshot();
+        let mut snapshot = self.world.snapshot();
+        if self.config.consolidation.enabled {
+            // The room planned for moved jobs, held until they are back.
+            snapshot = self
+                .moves
+                .hold(snapshot, now, self.hold_seconds(), self.no_move_seconds())
+                .0;
+        }
         let d = scheduler(&snapshot, self.config, now);
+        if !d.moves.is_empty() {
+            self.moves.record(&snapshot, &d, now);
+        }
         // Released before the world changes, so no job is copied on write.
         drop(snapshot);
         self.cycles += 1;
@@ -135,10 +145,25 @@ impl Engine<'_> {
                 self.rt[j].record.reserved_start.get_or_insert(r.start);
             }
         }
+        let free_gpu = self.gpu_capacity().saturating_sub(self.gpu_allocated);
+        self.scattered = false;
         for p in &d.pending {
             let Some(&j) = self.by_id.get(p.job.as_str()) else {
                 continue;
             };
+            if !self.scattered && self.rt[j].record.start.is_none() {
+                let min = self.rt[j].record.min_gpu_milli;
+                self.scattered = min > 0
+                    && min <= free_gpu
+                    && matches!(
+                        p.reason,
+                        PendingReason::Unschedulable { .. }
+                            | PendingReason::TopologyUnfit { .. }
+                            | PendingReason::TooManyLeaves { .. }
+                            | PendingReason::InQuotaNoRoom { .. }
+                            | PendingReason::Consolidating { .. }
+                    );
+            }
             let rt = &mut self.rt[j];
             if rt.record.start.is_some() {
                 continue; // elastic remainder of a running job
@@ -227,6 +252,17 @@ impl Engine<'_> {
         }
     }
 
+    /// How long a move's room is held for its replacements: the
+    /// nomination timeout, as in the live service.
+    pub(super) fn hold_seconds(&self) -> u64 {
+        self.config.preemption.nomination_timeout_seconds
+    }
+
+    /// How long a moved job stays unmovable.
+    pub(super) fn no_move_seconds(&self) -> u64 {
+        self.config.consolidation.no_move_seconds
+    }
+
     /// Schedules a cycle at `at` (rounded up to the period) unless one is
     /// due no later.
     pub(super) fn wake_at(&mut self, at: i64) {
@@ -256,9 +292,17 @@ impl Engine<'_> {
         let timeout = (cfg.nomination_timeout_seconds.min(MAX_DURATION_MS / 1000) * 1000) as i64;
         let victims =
             (cfg.reclaim || cfg.preempt) && self.min_runtime_ms.iter().any(Option::is_some);
+        if self.moves.open() > 0 || self.config.consolidation.enabled {
+            if let Some(w) =
+                self.moves
+                    .next_change(now, self.hold_seconds(), self.no_move_seconds())
+            {
+                take(w.0);
+            }
+        }
         let nominations = self.world.any_nominations();
         if !nominations && !victims {
-            return None;
+            return next;
         }
         for (job, rt) in self.live_jobs() {
             if nominations {
@@ -321,6 +365,9 @@ impl Engine<'_> {
                 .or_default()
                 .push((ti, task.started.map_or(i64::MIN, |s| s.0)));
             self.rt[j].record.evicted_pods += 1;
+            if e.kind == EvictionKind::Consolidate {
+                self.rt[j].moving = true;
+            }
             match e.kind {
                 EvictionKind::Reclaim => sample.reclaim_pods += 1,
                 EvictionKind::Preempt => sample.preempt_pods += 1,

@@ -187,7 +187,14 @@ impl Engine<'_> {
         // A cut-short run is no observed runtime.
         self.world.mark_evicted(&id);
         let rt = &mut self.rt[j];
+        let why = if why == Kill::Eviction && rt.moving {
+            Kill::Move
+        } else {
+            why
+        };
+        rt.moving = false;
         match why {
+            Kill::Move => rt.record.lost.moves = rt.record.lost.moves.saturating_add(lost),
             Kill::NodeFault => {
                 rt.record.lost.node_faults = rt.record.lost.node_faults.saturating_add(lost)
             }
@@ -305,7 +312,11 @@ impl Engine<'_> {
                 lf.change(&self.nodes, &self.node_up, node, g, false);
             }
             let rt = &mut self.rt[j];
-            rt.record.lost.evictions = rt.record.lost.evictions.saturating_add(lost);
+            if rt.moving {
+                rt.record.lost.moves = rt.record.lost.moves.saturating_add(lost);
+            } else {
+                rt.record.lost.evictions = rt.record.lost.evictions.saturating_add(lost);
+            }
             if let Some(ti) = ti {
                 if winding {
                     rt.saved.remove(&ti);
@@ -324,6 +335,7 @@ impl Engine<'_> {
             self.gpu_allocated = self.gpu_allocated.saturating_sub(req.gpu);
         }
         self.world.apply(Change::Job(job));
+        self.rt[j].moving = false;
         if winding && self.rt[j].bound == 0 {
             self.complete(j, now);
         }

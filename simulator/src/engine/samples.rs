@@ -44,14 +44,18 @@ impl Engine<'_> {
         alloc
     }
 
-    pub(super) fn sample_cluster(&mut self, now: Timestamp) {
-        let capacity: u64 = self
-            .nodes
+    /// Milli-GPU on nodes that are up.
+    pub(super) fn gpu_capacity(&self) -> u64 {
+        self.nodes
             .iter()
             .zip(&self.node_up)
             .filter(|(_, up)| **up)
             .map(|(n, _)| n.allocatable.gpu)
-            .sum();
+            .sum()
+    }
+
+    pub(super) fn sample_cluster(&mut self, now: Timestamp) {
+        let capacity = self.gpu_capacity();
         let s = ClusterSample {
             time: now,
             gpu_capacity: capacity,
@@ -59,6 +63,7 @@ impl Engine<'_> {
             running_jobs: self.running,
             pending_jobs: self.pending,
             largest_free_leaf_gpus: self.leaf_free.as_ref().map(LeafFree::largest),
+            scattered: self.scattered,
         };
         match self.cluster.last_mut() {
             Some(last) if last.time == now => *last = s,
@@ -69,12 +74,14 @@ impl Engine<'_> {
                     last.running_jobs,
                     last.pending_jobs,
                     last.largest_free_leaf_gpus,
+                    last.scattered,
                 ) == (
                     s.gpu_capacity,
                     s.gpu_allocated,
                     s.running_jobs,
                     s.pending_jobs,
                     s.largest_free_leaf_gpus,
+                    s.scattered,
                 ) => {}
             _ => self.cluster.push(s),
         }

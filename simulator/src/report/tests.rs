@@ -104,6 +104,7 @@ fn synthetic(policy: &str, skew: u64, hours: i64) -> SimOutput {
             running_jobs: 10,
             pending_jobs: ((phase * 9.0).sin().abs() * 20.0) as u32 + skew as u32,
             largest_free_leaf_gpus: None,
+            scattered: false,
         });
     }
     SimOutput {
@@ -215,6 +216,7 @@ fn empty_inputs() {
         running_jobs: 0,
         pending_jobs: 0,
         largest_free_leaf_gpus: None,
+        scattered: false,
     });
     let html = render(&[one_point, empty], "single sample");
     assert_clean(&html);
@@ -249,6 +251,7 @@ fn long_series_are_downsampled() {
             running_jobs: 0,
             pending_jobs: 0,
             largest_free_leaf_gpus: None,
+            scattered: false,
         });
     }
     let html = render(&[o], "long");

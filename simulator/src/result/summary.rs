@@ -128,6 +128,16 @@ pub struct PreemptionSummary {
     pub lost_gpu_hours: f64,
     /// The same for jobs killed by node failures.
     pub node_fault_lost_gpu_hours: f64,
+    /// Jobs moved by consolidation: each cycle counts the distinct jobs
+    /// it moved (absent when none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub moves: u64,
+    /// Pods evicted to move their jobs.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub moved_pods: u64,
+    /// GPUs × lost time of moved pods, in GPU-hours.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub move_lost_gpu_hours: f64,
     /// Starved episodes over all leaf queues.
     pub starved_episodes: u64,
     /// Time to fair share over all leaf queues' episodes that ended.
@@ -162,6 +172,11 @@ pub struct Summary {
     pub jct_seconds: Stats,
     /// ∫ allocated GPUs dt / ∫ GPU capacity dt over the run.
     pub gpu_allocation_ratio: f64,
+    /// Share of the run's time with free GPUs scattered: a job waiting
+    /// for room whose minimum's GPUs were free in total
+    /// ([`ClusterSample::scattered`]).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub scattered_share: f64,
     /// Time-weighted mean of Jain's index of allocated / fair share (GPU)
     /// across leaf queues with GPU demand.
     pub jain_fairness: f64,
@@ -270,16 +285,23 @@ impl SimOutput {
         // Time-weighted integrals between consecutive samples.
         let mut alloc_int = 0f64;
         let mut cap_int = 0f64;
+        let mut scattered_ms = 0i64;
         for w in self.cluster.windows(2) {
             let dt = (w[1].time.0 - w[0].time.0) as f64;
             alloc_int += w[0].gpu_allocated as f64 * dt;
             cap_int += w[0].gpu_capacity as f64 * dt;
+            if w[0].scattered {
+                scattered_ms += w[1].time.0 - w[0].time.0;
+            }
         }
         if let Some(last) = self.cluster.last() {
             // The last state holds until the end of the run.
             let dt = (end.0 - last.time.0).max(0) as f64;
             alloc_int += last.gpu_allocated as f64 * dt;
             cap_int += last.gpu_capacity as f64 * dt;
+            if last.scattered {
+                scattered_ms += (end.0 - last.time.0).max(0);
+            }
         }
 
         // Jain's index and share ratios, weighted by time.
@@ -373,6 +395,14 @@ impl SimOutput {
                 .filter(|j| j.reserved_start.is_some())
                 .count() as u64,
             jct_seconds: Stats::of(self.jobs.iter().filter_map(|j| j.jct_ms()).collect()),
+            scattered_share: {
+                let span = (end.0 - self.start_time.0).max(0);
+                if span > 0 {
+                    round3(scattered_ms as f64 / span as f64)
+                } else {
+                    0.0
+                }
+            },
             gpu_allocation_ratio: if cap_int > 0.0 {
                 round3(alloc_int / cap_int)
             } else {
@@ -470,10 +500,12 @@ impl SimOutput {
         let hours = |milli_ms: u128| round3(milli_ms as f64 / MILLI_GPU_MS_PER_GPU_HOUR as f64);
         let mut lost_evicted = 0u128;
         let mut lost_faults = 0u128;
+        let mut lost_moves = 0u128;
         let mut by_queue: BTreeMap<&str, (u64, u128)> = BTreeMap::new();
         for j in &self.jobs {
             lost_evicted += j.lost.evictions as u128;
             lost_faults += j.lost.node_faults as u128;
+            lost_moves += j.lost.moves as u128;
             let e = by_queue.entry(&j.queue).or_default();
             e.0 += j.evicted_pods as u64;
             e.1 += j.lost.evictions as u128;
@@ -516,6 +548,9 @@ impl SimOutput {
             evicted_pods: sum(|e| e.reclaim_pods) + sum(|e| e.preempt_pods),
             lost_gpu_hours: hours(lost_evicted),
             node_fault_lost_gpu_hours: hours(lost_faults),
+            moves: sum(|e| e.move_jobs),
+            moved_pods: sum(|e| e.move_pods),
+            move_lost_gpu_hours: hours(lost_moves),
             starved_episodes: episodes,
             time_to_fair_share_seconds: Stats::of(all),
             starved_at_end: at_end,

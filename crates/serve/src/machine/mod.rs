@@ -290,7 +290,7 @@ pub struct Service {
     gated: admission::GatedPods,
     pdbs: pdb::Pdbs,
     /// Consolidation's moves still waiting for their replacement pods.
-    moves: crate::moved::Moves,
+    moves: trainyard_cluster::Moves,
     stopwatch: Stopwatch,
     done: Progress,
 }
@@ -369,7 +369,7 @@ impl Service {
             default_queue_asked: false,
             gated: admission::GatedPods::default(),
             pdbs: pdb::Pdbs::default(),
-            moves: crate::moved::Moves::default(),
+            moves: trainyard_cluster::Moves::default(),
             stopwatch,
             done: Progress {
                 leader: !elected,

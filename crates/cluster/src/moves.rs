@@ -1,16 +1,20 @@
 //! Consolidation's moves, kept between cycles (docs/consolidation.md).
 //!
 //! When the core moves a job (`Decisions::moves`), its pods are evicted
-//! and their controller creates replacements, which are new pods: other
-//! names, often another job id (a Deployment's pods are jobs of one pod
-//! each). The room the core planned for them must stay theirs meanwhile.
-//! Each cycle, before the core sees the snapshot, every plan still open
-//! is applied to it:
+//! and their controller creates replacements: new pods, often with other
+//! names and another job id (a Deployment's pods are jobs of one pod
+//! each), sometimes with the same names (a StatefulSet's, the
+//! simulator's restarted tasks). The room the core planned for them must
+//! stay theirs meanwhile. The live service and the simulator both keep
+//! one [`Moves`]; each cycle, before the core sees the snapshot, every
+//! plan still open is applied to it:
 //!
 //! - pods of the same controller and namespace that are not the moved
-//!   ones claim the plan's slots: a bound one the slot on its node, a
-//!   pending one the next free slot, which becomes its nomination (so the
-//!   core keeps that room for it, and binds it there);
+//!   ones (a moved pod is one of the plan's names that is terminating or
+//!   started before the move) claim the plan's slots: a bound one the
+//!   slot on its node, a pending one the next free slot, which becomes
+//!   its nomination (so the core keeps that room for it, and binds it
+//!   there);
 //! - a slot no replacement claims yet is held by a placeholder pod (an
 //!   external pod named `consolidation-hold/...`), so nothing else takes it;
 //! - the jobs of that controller are marked moved (`Job::moved_at`), and
@@ -26,7 +30,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use trainyard_model::{ExternalPod, Nomination, Resources, Snapshot, TaskState, Timestamp};
+use trainyard_model::{ExternalPod, Nomination, Resources, Snapshot, Task, TaskState, Timestamp};
 use trainyard_sched::Decisions;
 
 /// One moved pod's planned room.
@@ -47,6 +51,22 @@ struct Plan {
     old: Vec<String>,
     slots: Vec<Slot>,
     since: Timestamp,
+}
+
+impl Plan {
+    /// One of the moved pods, not a replacement: a name of the plan that
+    /// is terminating, or bound since before the move (a replacement
+    /// with the same name is pending or started after it).
+    fn is_old(&self, t: &Task) -> bool {
+        if t.terminating {
+            return true;
+        }
+        let started_before = match &t.state {
+            TaskState::Pending => false,
+            TaskState::Bound { .. } => t.started.is_none_or(|s| s < self.since),
+        };
+        started_before && self.old.iter().any(|o| *o == t.key.to_string())
+    }
 }
 
 /// The open plans, by moved job id, and when each controller's pods were
@@ -159,7 +179,7 @@ impl Moves {
                 for (ti, t) in job.tasks.iter().enumerate() {
                     if t.key.namespace != plan.namespace
                         || t.controller.as_deref() != Some(plan.controller.as_str())
-                        || plan.old.contains(&t.key.to_string())
+                        || plan.is_old(t)
                     {
                         continue;
                     }
@@ -232,6 +252,29 @@ impl Moves {
     /// Plans still open.
     pub fn open(&self) -> usize {
         self.plans.len()
+    }
+
+    /// The first moment after `now` when time alone changes what
+    /// [`Moves::hold`] does: a plan times out, or a moved controller's
+    /// no-move period ends. A driver that sleeps between changes (the
+    /// simulator) wakes up then.
+    pub fn next_change(&self, now: Timestamp, timeout_s: u64, no_move_s: u64) -> Option<Timestamp> {
+        let timeout_ms = (timeout_s as i64).saturating_mul(1000);
+        let period_ms = (no_move_s as i64).saturating_mul(1000);
+        let plans = self
+            .plans
+            .values()
+            .map(|p| p.since.0.saturating_add(timeout_ms));
+        let moved = self
+            .moved
+            .values()
+            .flat_map(|by| by.values())
+            .map(|at| at.0.saturating_add(period_ms));
+        plans
+            .chain(moved)
+            .filter(|t| *t > now.0)
+            .min()
+            .map(Timestamp)
     }
 }
 
@@ -464,6 +507,34 @@ mod tests {
         let (s, held) = m.hold(other, Timestamp(301_000), 300, 3_600);
         assert_eq!(held.expired, vec!["ml/eval-0".to_string()]);
         assert!(s.external.is_empty());
+        assert_eq!(m.open(), 0);
+    }
+
+    /// A replacement with the moved pod's own name (a StatefulSet's, the
+    /// simulator's restarted task) claims the slot once it is pending or
+    /// bound after the move; the moved pod itself never does.
+    #[test]
+    fn a_replacement_with_the_same_name_claims_the_slot() {
+        let mut m = Moves::default();
+        let before = snapshot(vec![pod("eval-0", "eval", Some(("n1", vec![0, 1])))]);
+        m.record(&before, &moved(), Timestamp(1_000));
+        // Still running where it was (the eviction not done yet): held.
+        let (_, held) = m.hold(before.clone(), Timestamp(2_000), 300, 3_600);
+        assert_eq!((held.placeholders, held.nominated), (1, 0));
+        // Gone and back, pending, with the same name: nominated.
+        let (s, held) = m.hold(
+            snapshot(vec![pod("eval-0", "eval", None)]),
+            Timestamp(3_000),
+            300,
+            3_600,
+        );
+        assert_eq!((held.placeholders, held.nominated), (0, 1));
+        assert!(s.jobs[0].tasks[0].nomination.is_some());
+        // Bound on the slot since after the move: the plan ends.
+        let mut back = pod("eval-0", "eval", Some(("n2", vec![2, 3])));
+        back.tasks[0].started = Some(Timestamp(4_000));
+        let (_, held) = m.hold(snapshot(vec![back]), Timestamp(5_000), 300, 3_600);
+        assert_eq!(held, Held::default());
         assert_eq!(m.open(), 0);
     }
 }

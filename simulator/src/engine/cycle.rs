@@ -292,13 +292,12 @@ impl Engine<'_> {
         let timeout = (cfg.nomination_timeout_seconds.min(MAX_DURATION_MS / 1000) * 1000) as i64;
         let victims =
             (cfg.reclaim || cfg.preempt) && self.min_runtime_ms.iter().any(Option::is_some);
-        if self.moves.open() > 0 || self.config.consolidation.enabled {
-            if let Some(w) =
+        if (self.moves.open() > 0 || self.config.consolidation.enabled)
+            && let Some(w) =
                 self.moves
                     .next_change(now, self.hold_seconds(), self.no_move_seconds())
-            {
-                take(w.0);
-            }
+        {
+            take(w.0);
         }
         let nominations = self.world.any_nominations();
         if !nominations && !victims {

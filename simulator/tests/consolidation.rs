@@ -34,9 +34,12 @@ const JOBS: &str = "  - {name: f1, queue: a, submit: 0, duration: 100, tasks: [{
   - {name: thief, queue: a, submit: 110, duration: 300, tasks: [{count: 1, requests: {nvidia.com/gpu: 6}}]}
 ";
 
+/// (job, node) of the e-jobs' bound pods.
+type Placed = Vec<(String, String)>;
+
 /// Runs [`JOBS`] with consolidation on or off; returns the output and,
 /// at each cycle, where the e-jobs' pods were bound.
-fn run(enabled: bool) -> (SimOutput, Vec<(i64, Vec<(String, String)>)>) {
+fn run(enabled: bool) -> (SimOutput, Vec<(i64, Placed)>) {
     let nodes = [
         Node::new("n1", 64_000, 512 * GI, 8),
         Node::new("n2", 64_000, 512 * GI, 8),

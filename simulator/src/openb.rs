@@ -57,7 +57,10 @@
 //!    [`SKIP_MULTI_FRACTIONAL`]: GPU requests the trace's rules exclude;
 //! 4. [`SKIP_NO_TIME_COLUMNS`]: the file has no time columns (the
 //!    `multigpu*` files): every otherwise well-formed row lands here, so
-//!    such a file imports no jobs but still gets a full report;
+//!    such a file imports no jobs but still gets a full report, unless
+//!    [`parse_pods_in_time`] is given a [`TraceTimes`] to borrow them
+//!    from ([`times`] module; then [`SKIP_NO_TIME_SOURCE`] and the time
+//!    source's own reasons apply);
 //! 5. [`SKIP_NO_CREATION`], [`SKIP_NOT_SCHEDULED`] (the pod never ran: the
 //!    `Pending` rows, 897 in `default`), [`SKIP_NO_DELETION`];
 //! 6. [`SKIP_NEGATIVE_DURATION`], [`SKIP_ZERO_DURATION`].
@@ -556,9 +559,11 @@ pub fn parse_nodes(text: &str, source: &str) -> Result<Vec<Node>, OpenbError> {
 
 mod pods;
 mod queue_rule;
+pub mod times;
 
 pub use pods::*;
 pub use queue_rule::*;
+pub use times::{SKIP_NO_TIME_SOURCE, TraceTimes};
 
 #[cfg(test)]
 mod tests;

@@ -76,6 +76,18 @@ pub struct SimulateArgs {
     /// Only the first N rows of the trace.
     #[arg(long, value_name = "N")]
     trace_rows: Option<usize>,
+    /// For a trace without time columns (the openb `multigpu*` lists):
+    /// take `gpu_spec`, `qos`, arrival and run time from this full list
+    /// of the same trace (`openb_pod_list_default.csv`): by name for the
+    /// pods it has, from hashed rows of the same GPU request for the
+    /// others (docs/simulator.md, "Replaying openb in time").
+    #[arg(long, value_name = "CSV")]
+    trace_times: Option<PathBuf>,
+    /// Divide every trace arrival time by X (a whole number; run times
+    /// stay as recorded): the published trace fills its cluster to about
+    /// 2%, so contention needs denser arrivals.
+    #[arg(long, value_name = "X", default_value_t = 1)]
+    trace_speedup: u32,
     /// Scheduler config(s) to compare; repeat to run the same workload under
     /// each (on all cores) and get one comparison table and report.
     /// Without it, the default config runs.
@@ -305,8 +317,23 @@ pub fn run(args: SimulateArgs) -> Result<()> {
                 priority_by_qos,
                 limit_rows: args.trace_rows,
             };
-            let import =
-                trainyard_sim::openb::parse_pods(&read(t)?, &t.display().to_string(), &opts)?;
+            let times = match &args.trace_times {
+                Some(p) => Some(trainyard_sim::openb::TraceTimes::parse(
+                    &read(p)?,
+                    &p.display().to_string(),
+                )?),
+                None => None,
+            };
+            let in_time = trainyard_sim::openb::InTime {
+                times,
+                arrival_speedup: args.trace_speedup,
+            };
+            let import = trainyard_sim::openb::parse_pods_in_time(
+                &read(t)?,
+                &t.display().to_string(),
+                &opts,
+                &in_time,
+            )?;
             eprintln!("{}: {}", t.display(), import.report);
             import.jobs
         }

@@ -3,14 +3,14 @@
 use super::*;
 
 /// A pod row that passed every check.
-struct PodRow<'r> {
-    name: &'r str,
-    requests: Resources,
+pub(super) struct PodRow<'r> {
+    pub(super) name: &'r str,
+    pub(super) requests: Resources,
     /// Allowed GPU models, sorted and deduplicated; empty = any.
-    models: Vec<String>,
-    qos: &'r str,
-    submit: Timestamp,
-    duration_ms: u64,
+    pub(super) models: Vec<String>,
+    pub(super) qos: std::borrow::Cow<'r, str>,
+    pub(super) submit: Timestamp,
+    pub(super) duration_ms: u64,
 }
 
 fn malformed(detail: impl fmt::Display) -> String {
@@ -38,10 +38,11 @@ fn parse_time(f: &csv::StringRecord, column: usize) -> Result<Option<i64>, Strin
 }
 
 /// Checks one pod row; `Err` holds the skip reason.
-fn check_pod_row<'r>(
+pub(super) fn check_pod_row<'r>(
     f: &'r csv::StringRecord,
     has_times: bool,
     seen: &mut BTreeSet<String>,
+    times: Option<&TraceTimes>,
 ) -> Result<PodRow<'r>, String> {
     let columns = if has_times {
         POD_COLUMNS.len()
@@ -111,7 +112,18 @@ fn check_pod_row<'r>(
     };
     // 4. Times.
     if !has_times {
-        return Err(SKIP_NO_TIME_COLUMNS.to_string());
+        let Some(times) = times else {
+            return Err(SKIP_NO_TIME_COLUMNS.to_string());
+        };
+        let (models, qos, submit, duration_ms) = times.lend(name, gpu)?;
+        return Ok(PodRow {
+            name,
+            requests: Resources::new(cpu, memory, gpu),
+            models,
+            qos: qos.into(),
+            submit,
+            duration_ms,
+        });
     }
     let creation = creation.ok_or_else(|| SKIP_NO_CREATION.to_string())?;
     let scheduled = scheduled.ok_or_else(|| SKIP_NOT_SCHEDULED.to_string())?;
@@ -132,7 +144,7 @@ fn check_pod_row<'r>(
         name,
         requests: Resources::new(cpu, memory, gpu),
         models,
-        qos,
+        qos: qos.into(),
         submit: Timestamp(submit_ms),
         duration_ms,
     })
@@ -147,6 +159,42 @@ fn check_pod_row<'r>(
 /// header, CSV syntax, and a usable row whose `qos` the options map to no
 /// queue or no priority.
 pub fn parse_pods(text: &str, source: &str, opts: &ImportOptions) -> Result<Import, OpenbError> {
+    parse_pods_in_time(text, source, opts, &InTime::default())
+}
+
+/// How a pod list is laid out in time beyond its own columns
+/// ([`times`](self::times) module).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InTime {
+    /// Columns for a list without times (the `multigpu*` files).
+    pub times: Option<TraceTimes>,
+    /// Every arrival time divided by this (1: as recorded).
+    pub arrival_speedup: u32,
+}
+
+impl Default for InTime {
+    fn default() -> Self {
+        InTime {
+            times: None,
+            arrival_speedup: 1,
+        }
+    }
+}
+
+/// [`parse_pods`], with time columns borrowed for a list without them and
+/// arrivals sped up ([`InTime`]).
+pub fn parse_pods_in_time(
+    text: &str,
+    source: &str,
+    opts: &ImportOptions,
+    in_time: &InTime,
+) -> Result<Import, OpenbError> {
+    if in_time.arrival_speedup == 0 {
+        return Err(OpenbError::Options {
+            input: source.to_string(),
+            problem: "the arrival speed-up must be 1 or more".to_string(),
+        });
+    }
     if let QueueRule::Hash { queues } = &opts.queue_rule
         && queues.is_empty()
     {
@@ -184,7 +232,7 @@ pub fn parse_pods(text: &str, source: &str, opts: &ImportOptions) -> Result<Impo
         }
         let row = row?;
         report.rows += 1;
-        let pod = match check_pod_row(&row.fields, has_times, &mut seen) {
+        let pod = match check_pod_row(&row.fields, has_times, &mut seen, in_time.times.as_ref()) {
             Ok(pod) => pod,
             Err(reason) => {
                 report.skip(reason, row.line);
@@ -200,11 +248,11 @@ pub fn parse_pods(text: &str, source: &str, opts: &ImportOptions) -> Result<Impo
         };
         let queue = opts
             .queue_rule
-            .queue_for(pod.name, pod.qos)
+            .queue_for(pod.name, &pod.qos)
             .ok_or_else(|| unmapped("queue", opts.queue_rule.to_string()))?;
         let priority = *opts
             .priority_by_qos
-            .get(pod.qos)
+            .get(pod.qos.as_ref())
             .or_else(|| opts.priority_by_qos.get(QOS_DEFAULT_KEY))
             .ok_or_else(|| unmapped("priority", format_priority_by_qos(&opts.priority_by_qos)))?;
         let constraints = if pod.models.is_empty() {
@@ -228,7 +276,7 @@ pub fn parse_pods(text: &str, source: &str, opts: &ImportOptions) -> Result<Impo
             id: pod.name.to_string(),
             queue: queue.to_string(),
             priority,
-            submit: pod.submit,
+            submit: Timestamp(pod.submit.0 / i64::from(in_time.arrival_speedup)),
             duration_ms: pod.duration_ms,
             min_member: 1,
             subgroups: Vec::new(),

@@ -235,6 +235,82 @@ fn multigpu_files_count_every_row_as_missing_times() {
     );
 }
 
+/// A time-less list replayed with the sample's times: a pod the sample
+/// has takes its row; one it has but never ran is skipped so; an extra
+/// pod borrows a same-sized row's spec, qos and run time and some row's
+/// arrival, the same on every run; arrivals sped up divide.
+#[test]
+fn a_multigpu_list_borrows_the_times_of_a_full_list() {
+    let times = TraceTimes::parse(SAMPLE, "openb-sample.csv").unwrap();
+    let rows = data_rows(SAMPLE);
+    let never = rows
+        .iter()
+        .find(|r| r[10].is_empty())
+        .expect("a pending row")[0];
+    let text = format!(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\n\
+         openb-pod-0017,88000,327680,8,1000\n\
+         {never},1000,1024,1,1000\n\
+         extra-8,88000,327680,8,1000\n\
+         extra-3,1000,1024,3,1000\n"
+    );
+    let in_time = InTime {
+        times: Some(times.clone()),
+        arrival_speedup: 1,
+    };
+    let import = parse_pods_in_time(&text, "mg.csv", &ImportOptions::default(), &in_time).unwrap();
+    assert_eq!(import.report.imported, 2);
+    assert_eq!(
+        import.report.skipped,
+        BTreeMap::from([
+            (SKIP_NOT_SCHEDULED.to_string(), 1),
+            (SKIP_NO_TIME_SOURCE.to_string(), 1),
+        ])
+    );
+    // By name: the sample's own row (Burstable, 9437497 s, ran 1332357 s).
+    let own = job(&import, "openb-pod-0017");
+    assert_eq!(own.submit, Timestamp(9_437_497_000));
+    assert_eq!(own.duration_ms, 1_332_357_000);
+    assert_eq!(own.priority, 500);
+    // The extra 8-GPU pod: run time of an 8-GPU row of the sample, arrival
+    // of some row of it.
+    let extra = job(&import, "extra-8");
+    let eight: Vec<u64> = rows
+        .iter()
+        .filter(|r| r[3] == "8" && !r[10].is_empty())
+        .map(|r| (r[9].parse::<u64>().unwrap() - r[10].parse::<u64>().unwrap()) * 1000)
+        .collect();
+    assert!(eight.contains(&extra.duration_ms), "{}", extra.duration_ms);
+    assert!(
+        rows.iter()
+            .any(|r| r[8].parse::<i64>().ok() == Some(extra.submit.0 / 1000))
+    );
+    // The same again, and sped up 10×.
+    let again = parse_pods_in_time(&text, "mg.csv", &ImportOptions::default(), &in_time).unwrap();
+    assert_eq!(again, import);
+    let fast = InTime {
+        times: Some(times),
+        arrival_speedup: 10,
+    };
+    let sped = parse_pods_in_time(&text, "mg.csv", &ImportOptions::default(), &fast).unwrap();
+    let f = job(&sped, "openb-pod-0017");
+    assert_eq!(
+        (f.submit, f.duration_ms),
+        (Timestamp(943_749_700), own.duration_ms)
+    );
+    // A time source must have times; a speed-up of 0 is refused.
+    let err = TraceTimes::parse(&text, "mg.csv").unwrap_err().to_string();
+    assert!(err.contains("mg.csv") && err.contains("default"), "{err}");
+    let zero = InTime {
+        times: None,
+        arrival_speedup: 0,
+    };
+    let err = parse_pods_in_time(SAMPLE, "s.csv", &ImportOptions::default(), &zero)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("speed-up must be 1 or more"), "{err}");
+}
+
 #[test]
 fn limit_blank_lines_crlf_and_bom() {
     let opts = ImportOptions {

@@ -7,7 +7,10 @@
 //!   that do not fit there do not fit the free room in total either);
 //! - the `--reservations` cluster, 98% full of running jobs, every running
 //!   pod given a controller so that it may move, with `--large` 64-GPU
-//!   gangs pending whose room is scattered.
+//!   gangs pending whose room is scattered;
+//! - a cluster whose free GPUs are all scattered (every node half full
+//!   with one movable 4-GPU job, `--large` 8-GPU pods pending): a move
+//!   frees a node each cycle (`consolidation.maxGangs` 1).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +44,13 @@ pub fn consolidation_bench(runs: usize, nodes: usize, large: usize) -> anyhow::R
     pairs(
         "reservations cluster, 98% full, movable running jobs",
         &full,
+        now,
+        runs,
+    )?;
+    let (scattered, now) = workloads::scattered_cluster(nodes, large.max(1));
+    pairs(
+        "every node half full of movable 4-GPU jobs, 8-GPU pods pending",
+        &scattered,
         now,
         runs,
     )?;

@@ -545,3 +545,40 @@ pub fn dra_cluster(seed: u64, nodes: usize, gangs: usize) -> Snapshot {
     snap.dra = Arc::new(published.dra);
     snap
 }
+
+/// A cluster whose free GPUs are all scattered: `nodes` nodes × 8 GPUs,
+/// each running one movable 4-GPU job (a pod with a controller, started
+/// 10 hours ago, priority 0), and `gangs` pending 8-GPU pods that fit the
+/// free GPUs in total many times but no node. One queue without quota.
+/// Returns the snapshot and the time to schedule at.
+pub fn scattered_cluster(nodes: usize, gangs: usize) -> (Snapshot, Timestamp) {
+    let now = Timestamp(36_000_000);
+    let ns = gpu_nodes("gpu-", nodes);
+    let mut jobs = Vec::with_capacity(nodes + gangs);
+    for (i, n) in ns.iter().enumerate() {
+        let mut j = Job::gang(
+            format!("run/r{i:06}"),
+            "team",
+            vec![Resources::new(16_000, 128 * GI, 0).with_gpus(4)],
+        );
+        let t = &mut j.tasks[0];
+        t.state = TaskState::Bound {
+            node: n.name.clone(),
+            gpus: Some(vec![0, 1, 2, 3]),
+        };
+        t.started = Some(Timestamp(0));
+        t.controller = Some(format!("ReplicaSet/r{i:06}"));
+        jobs.push(j);
+    }
+    for i in 0..gangs {
+        let mut j = Job::gang(
+            format!("big/g{i:04}"),
+            "team",
+            vec![Resources::new(32_000, 256 * GI, 0).with_gpus(8)],
+        );
+        j.submit_time = Timestamp(now.0 - 1000 - i as i64);
+        jobs.push(j);
+    }
+    let tree = QueueTree::build(vec![QueueSpec::new("team")]).expect("one queue is a valid tree");
+    (Snapshot::new(ns, tree, jobs), now)
+}

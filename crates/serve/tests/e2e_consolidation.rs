@@ -23,6 +23,11 @@ use kube::runtime::wait::{await_condition, conditions};
 use serde_json::json;
 use trainyard_serve::GPU_DEVICES_ANNOTATION;
 
+/// Why the tests skip on a real cluster: their pods name ReplicaSets that
+/// do not exist (a real garbage collector deletes such pods), and they
+/// step the kubelet by hand.
+const SKIP: &str = "owner references to absent ReplicaSets and the manual kubelet";
+
 /// GPUs of the competing pod: n2's free GPUs, 6 with the moved pod's
 /// planned 2 of them, 4 without. It fits only on the held room.
 const COMPETITOR_GPUS: u32 = 6;
@@ -275,11 +280,12 @@ async fn moved_and_train_bound(
 
 /// The service moves one ReplicaSet pod out of the way of an 8-GPU pod;
 /// the room planned for its replacement is held (a competing pod that
-/// would fit only there stays pending) until the replacement, created as
-/// its ReplicaSet would, comes and is bound there.
+/// would fit only there stays pending, one that fits beside it is bound)
+/// until the replacement, created as its ReplicaSet would, comes and is
+/// bound there: on the held devices, the only free ones left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_moved_pods_replacement_gets_the_room_held_for_it() {
-    if skip_on_cluster("the consolidation test", "the manual kubelet clock") {
+    if skip_on_cluster("the consolidation test", SKIP) {
         return;
     }
     let (server, client) = server().await;
@@ -304,6 +310,16 @@ async fn a_moved_pods_replacement_gets_the_room_held_for_it() {
     let greedy = pods.get("greedy").await.expect("greedy");
     assert_eq!(node_of(&greedy), None, "greedy bound on the held room");
 
+    // A 4-GPU pod takes the rest of the destination: all but the held
+    // room. (Bound, it shows the hold is the planned 2 GPUs, not the
+    // node.) From now on the replacement fits only on the held devices,
+    // which it gets only as the hold's nominee.
+    pod(&client, "filler", "team-b", 4, None, None).await;
+    let filler = pod_until(&client, "filler", "filler bound", |p| node_of(p).is_some()).await;
+    assert_eq!(node_of(&filler).as_deref(), Some(m.to.as_str()));
+    let greedy = pods.get("greedy").await.expect("greedy");
+    assert_eq!(node_of(&greedy), None, "greedy bound on the held room");
+
     // The ReplicaSet controller: a replacement, new name, same owner.
     let rs = replica_set(&m.pod).to_string();
     let replacement = format!("{rs}-x7k");
@@ -320,13 +336,13 @@ async fn a_moved_pods_replacement_gets_the_room_held_for_it() {
     assert_eq!(devices_of(&r).len(), 2, "{:?}", r.metadata.annotations);
     let placed = placements(&client).await;
     devices_distinct(&placed);
-    // Nothing else moved, nothing was bound twice, greedy still waits
-    // (4 GPUs free on the destination now).
+    // Nothing else moved, nothing was bound twice (train, filler, the
+    // replacement), greedy still waits (the destination is full).
     let later = progress.borrow().cycles + 2;
     let end = until(&mut progress, "two more cycles", |p| p.cycles >= later).await;
     assert_eq!(
         (end.written.evictions, end.written.binds, end.written.failed),
-        (1, 2, 0),
+        (1, 3, 0),
         "{end:?}"
     );
     let greedy = pods.get("greedy").await.expect("greedy");
@@ -348,7 +364,7 @@ async fn a_moved_pods_replacement_gets_the_room_held_for_it() {
 /// bound on it, not before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hold_whose_replacement_never_comes_is_released_after_the_timeout() {
-    if skip_on_cluster("the consolidation test", "the manual kubelet clock") {
+    if skip_on_cluster("the consolidation test", SKIP) {
         return;
     }
     const TIMEOUT_S: i64 = 5;

@@ -65,7 +65,7 @@ impl Service {
         let (snapshot, protected) = self.pdbs.protect(self.world.state.snapshot());
         self.done.protected = protected.len() as u64;
         // Consolidation's moves: the planned room held for the moved jobs'
-        // replacements (`crate::moved`).
+        // replacements (`trainyard_cluster::Moves`).
         let scheduler = &self.settings.scheduler;
         let (snapshot, held) = self.moves.hold(
             snapshot,

@@ -207,6 +207,14 @@ proptest! {
             let noms = d.nominations.iter().filter(|n| n.job == m.for_job).count();
             prop_assert!(noms >= 1, "{} nominated", m.for_job);
         }
+        // No moved pod lands on a node a moved job leaves: that room is
+        // not free until the moved pods are gone.
+        let left: BTreeSet<&str> = d.moves.iter().flat_map(|m| m.pods.iter().map(|p| p.from.as_str())).collect();
+        for m in &d.moves {
+            for p in &m.pods {
+                prop_assert!(!left.contains(p.to.as_str()), "{} moved onto {}, which a moved job leaves", m.job, p.to);
+            }
+        }
         // No queue loses allocation.
         let before = per_queue(&s, None);
         let later = per_queue(&s, Some(&d));

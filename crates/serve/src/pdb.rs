@@ -202,4 +202,53 @@ mod tests {
         pdbs.applied(&other);
         assert!(pdbs.protect(snap).1.is_empty());
     }
+
+    /// Consolidation honours budgets: scenario 83's 6 + 6 case, eval-b a
+    /// bare pod (never moved), so only moving eval-a would make room for
+    /// train. A budget with no disruption left over eval-a's pod protects
+    /// it: nothing moves, and train's message says why; with one
+    /// disruption allowed, eval-a moves.
+    #[test]
+    fn consolidation_moves_no_job_a_budget_protects() {
+        let text = "apiVersion: trainyard.io/v1alpha1\nkind: Queue\nmetadata: {name: team}\nspec: {}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '96', memory: 1Ti, pods: '110', nvidia.com/gpu: '8'}}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: n2}\nstatus: {allocatable: {cpu: '96', memory: 1Ti, pods: '110', nvidia.com/gpu: '8'}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: eval-a-0, namespace: ml, labels: {trainyard.io/queue: team, app: eval}, ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: eval-a, uid: u1, controller: true}]}\nspec: {schedulerName: trainyard, nodeName: n1, containers: [{name: c, resources: {requests: {cpu: '4', nvidia.com/gpu: '2'}}}]}\nstatus: {phase: Running, startTime: '2026-11-22T09:50:00Z'}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: eval-b-0, namespace: ml, labels: {trainyard.io/queue: team}}\nspec: {schedulerName: trainyard, nodeName: n2, containers: [{name: c, resources: {requests: {cpu: '4', nvidia.com/gpu: '2'}}}]}\nstatus: {phase: Running, startTime: '2026-11-22T08:00:00Z'}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: train, namespace: ml, labels: {trainyard.io/queue: team}, creationTimestamp: '2026-11-22T09:55:00Z'}\nspec: {schedulerName: trainyard, containers: [{name: c, resources: {requests: {cpu: '16', nvidia.com/gpu: '8'}}}]}\n";
+        let loaded =
+            trainyard_ingest::load(&[Source::new("t.yaml", text)], &LoadOptions::default())
+                .expect("loads");
+        let snap = Arc::new(loaded.snapshot);
+        let mut cfg = trainyard_sched::Config::default();
+        cfg.consolidation.enabled = true;
+        let now = trainyard_model::Timestamp::from_secs(1_795_860_000);
+        let budget = |allowed: i64| {
+            json!({"metadata": {"name": "eval", "namespace": "ml"},
+                   "spec": {"selector": {"matchLabels": {"app": "eval"}}},
+                   "status": {"disruptionsAllowed": allowed}})
+        };
+        let mut pdbs = Pdbs::default();
+        pdbs.applied(&budget(0));
+        let (s, ids) = pdbs.protect(snap.clone());
+        assert_eq!(ids, ["ml/eval-a-0"]);
+        let d = trainyard_sched::schedule(&s, &cfg, now);
+        assert!(
+            d.moves.is_empty() && d.evictions.is_empty(),
+            "{:?}",
+            d.moves
+        );
+        let train = d
+            .pending
+            .iter()
+            .find(|p| p.job.as_str() == "ml/train")
+            .expect("train waits");
+        assert!(
+            train.message.contains(
+                "consolidation refused: the jobs on the nodes it could use are not movable: 1 job(s) not preemptible (or protected by a PodDisruptionBudget), 1 job(s) bare pods"
+            ),
+            "{}",
+            train.message
+        );
+        pdbs.applied(&budget(1));
+        let (s, _) = pdbs.protect(snap);
+        let d = trainyard_sched::schedule(&s, &cfg, now);
+        let moved: Vec<&str> = d.moves.iter().map(|m| m.job.as_str()).collect();
+        assert_eq!(moved, ["ml/eval-a-0"]);
+    }
 }

@@ -535,7 +535,37 @@ impl Cycle<'_> {
             gang,
             cost: (0, 0),
         };
-        for m in order {
+        // The free devices of the nodes being emptied are fenced off while
+        // the moved jobs are placed: their room there is not free until
+        // the moved pods are gone, and a replacement must not wait for
+        // another move (nor for its own job's old pods). The fence goes
+        // before returning, so a committed plan keeps none of it.
+        let fence: Vec<(usize, Vec<usize>)> = left
+            .iter()
+            .map(|&n| {
+                let node = &self.world.nodes[n];
+                let slots: Vec<usize> = (0..node.gpus.len()).collect();
+                (n, self.ledger.state.withhold(n, node, &slots))
+            })
+            .collect();
+        let placed = self.place_movers(&order, &left, &mut plan);
+        for (n, slots) in fence {
+            if !slots.is_empty() {
+                self.ledger.state.release(n, &self.world.nodes[n], &slots);
+            }
+        }
+        placed.map(|()| plan)
+    }
+
+    /// Places each moved job whole (see [`Cycle::place_all`]), adding the
+    /// moves to `plan`.
+    fn place_movers(
+        &mut self,
+        order: &[&&Movable],
+        left: &BTreeSet<usize>,
+        plan: &mut MovePlan,
+    ) -> Result<(), String> {
+        for m in order.iter().copied() {
             let vj = self.ledger.jobs[m.job].job;
             let tasks: Vec<usize> = m.pods.iter().map(|(t, _, _)| *t).collect();
             let mut needs = Resources::zero();
@@ -571,7 +601,7 @@ impl Cycle<'_> {
         if plan.moved.is_empty() {
             return Err("no job needed to move".into());
         }
-        Ok(plan)
+        Ok(())
     }
 
     /// Job `m`'s pods as an eviction unit.

@@ -551,7 +551,7 @@ impl Cycle<'_> {
         let placed = self.place_movers(&order, &left, &mut plan);
         for (n, slots) in fence {
             if !slots.is_empty() {
-                self.ledger.state.release(n, &self.world.nodes[n], &slots);
+                self.ledger.state.release(n, self.world.nodes[n], &slots);
             }
         }
         placed.map(|()| plan)

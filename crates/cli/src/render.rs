@@ -152,6 +152,28 @@ pub fn render(d: &Decisions, width: Option<u16>) -> String {
         out.push_str(&fit(&mut t, width));
         out.push('\n');
     }
+    if !d.moves.is_empty() {
+        let pods: usize = d.moves.iter().map(|m| m.pods.len()).sum();
+        out.push_str(&format!(
+            "\nMOVES (consolidation; the replacements' room is held): {pods} pod(s) of {} job(s)\n",
+            d.moves.len()
+        ));
+        let mut t = table(&["JOB", "POD", "FROM", "TO", "GPUS", "FOR"]);
+        for m in &d.moves {
+            for p in &m.pods {
+                t.add_row(vec![
+                    Cell::new(&m.job),
+                    Cell::new(&p.task),
+                    Cell::new(&p.from),
+                    Cell::new(&p.to),
+                    Cell::new(gpu_list(&p.gpus)),
+                    Cell::new(&m.for_job),
+                ]);
+            }
+        }
+        out.push_str(&fit(&mut t, width));
+        out.push('\n');
+    }
     if !d.nominations.is_empty() {
         out.push_str(&format!(
             "\nNOMINATED (room reserved while victims terminate): {} pod(s)\n",

@@ -142,3 +142,45 @@ fn schedule_json_says_its_units_and_keeps_its_fields() {
         assert!(v.get(field).is_some(), "{field} missing");
     }
 }
+
+/// `trainyard schedule` shows consolidation's moves: scenario 89's
+/// snapshot (a gang moved whole) with consolidation on, into a pipe.
+#[test]
+fn schedule_shows_the_moves_consolidation_makes() {
+    let scenario = std::fs::read_to_string(
+        repo().join("tests/scenarios/89-consolidation-moves-a-gang-whole.yaml"),
+    )
+    .expect("scenario 89");
+    let snapshot: String = scenario
+        .split("snapshot: |\n")
+        .nth(1)
+        .and_then(|s| s.split("\nexpect:").next())
+        .expect("a snapshot block")
+        .lines()
+        .map(|l| format!("{}\n", l.strip_prefix("  ").unwrap_or(l)))
+        .collect();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let snap = dir.path().join("snapshot.yaml");
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&snap, snapshot).expect("written");
+    std::fs::write(&config, "consolidation: {enabled: true}\n").expect("written");
+    let out = Command::new(env!("CARGO_BIN_EXE_trainyard"))
+        .args(["schedule", "--now", "2026-11-22T10:00:00Z", "--config"])
+        .arg(&config)
+        .arg(&snap)
+        .env_remove("COLUMNS")
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    expect_test::expect![[r#"
+        MOVES (consolidation; the replacements' room is held): 2 pod(s) of 1 job(s)
+         JOB      POD        FROM  TO  GPUS  FOR
+         ml/eval  ml/eval-0  n1    n3  6,7   ml/train
+         ml/eval  ml/eval-1  n2    n4  0,1   ml/train"#]]
+    .assert_eq(section(&text, "MOVES"));
+}

@@ -30,11 +30,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use serde::{Deserialize, Serialize};
+
 use trainyard_model::{ExternalPod, Nomination, Resources, Snapshot, Task, TaskState, Timestamp};
 use trainyard_sched::Decisions;
 
 /// One moved pod's planned room.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Slot {
     node: String,
     gpus: Vec<u32>,
@@ -43,7 +45,7 @@ struct Slot {
 
 /// One moved job's plan: its pods' controller, the pods that left, where
 /// the replacements go.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Plan {
     namespace: String,
     controller: String,
@@ -71,7 +73,10 @@ impl Plan {
 
 /// The open plans, by moved job id, and when each controller's pods were
 /// last moved.
-#[derive(Debug, Default)]
+///
+/// Serializable, so that the live service's checkpoint carries the open
+/// plans to a restarted or new leader ([`Moves::merge`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Moves {
     plans: BTreeMap<String, Plan>,
     /// By namespace, then controller: looked up for every pod while any
@@ -252,6 +257,28 @@ impl Moves {
     /// Plans still open.
     pub fn open(&self) -> usize {
         self.plans.len()
+    }
+
+    /// Nothing open and no job marked moved.
+    pub fn is_empty(&self) -> bool {
+        self.plans.is_empty() && self.moved.is_empty()
+    }
+
+    /// Adds what `other` knows and this does not (a checkpoint read by a
+    /// restarted or new leader): its plans for jobs without one here, and
+    /// its moved controllers, the later time kept. Plans older than the
+    /// timeout end at the next [`Moves::hold`], as any.
+    pub fn merge(&mut self, other: Moves) {
+        for (job, plan) in other.plans {
+            self.plans.entry(job).or_insert(plan);
+        }
+        for (ns, by) in other.moved {
+            let mine = self.moved.entry(ns).or_default();
+            for (controller, at) in by {
+                let t = mine.entry(controller).or_insert(at);
+                *t = (*t).max(at);
+            }
+        }
     }
 
     /// The first moment after `now` when time alone changes what

@@ -20,7 +20,11 @@
 //! intents join the replica's own open intents ([`crate::journal`]). Its
 //! observed runtimes are restored whether or not it is newer (a replica
 //! that starts to lead keeps none of its own), so a restarted or new
-//! leader estimates running jobs' ends from its first cycle.
+//! leader estimates running jobs' ends from its first cycle. So are
+//! consolidation's open moves (the room held for moved jobs'
+//! replacements, the controllers moved recently): merged into the
+//! replica's own, and written at once after a cycle that moved jobs
+//! rather than at the next interval.
 //!
 //! The format is this module's own (versioned JSON), never the store's
 //! records.
@@ -31,6 +35,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde::{Deserialize, Serialize};
+use trainyard_cluster::Moves;
 use trainyard_cluster::usage::{ClosedBucket, UsageHistory};
 use trainyard_model::Timestamp;
 use trainyard_store::{JournalBind, JournalRecord, JournalState, UsageRecord};
@@ -90,6 +95,11 @@ pub struct Checkpoint {
     /// (`reservations.runtimeEstimate`); absent in older checkpoints.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub runtimes: BTreeMap<String, Vec<i64>>,
+    /// Consolidation's open plans and recently moved controllers
+    /// (docs/consolidation.md); absent when none, and in older
+    /// checkpoints.
+    #[serde(default, skip_serializing_if = "Moves::is_empty")]
+    pub moves: Moves,
 }
 
 impl Checkpoint {
@@ -138,6 +148,7 @@ impl Checkpoint {
                 })
                 .collect(),
             runtimes,
+            moves: Moves::default(),
         }
     }
 

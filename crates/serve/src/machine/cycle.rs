@@ -84,6 +84,8 @@ impl Service {
         let decisions = trainyard_sched::schedule(&snapshot, &self.settings.scheduler, now);
         phases.push(("schedule", (self.stopwatch)().saturating_sub(t)));
         self.moves.record(&snapshot, &decisions, now);
+        // A plan a restart would forget goes into the checkpoint at once.
+        self.moves_unsaved |= !decisions.moves.is_empty();
         let t = (self.stopwatch)();
         self.world.state.assume(&decisions, now);
         let reasons = self.reporter.changes(&snapshot, &decisions);
@@ -376,7 +378,7 @@ impl Service {
         let every_ms = ms(self.live.store.checkpoint_seconds.saturating_mul(1000));
         let due = every_ms > 0
             && !self.checkpoint_busy
-            && self.last_checkpoint.is_none_or(|t| now.0 - t.0 >= every_ms);
+            && (self.moves_unsaved || self.last_checkpoint.is_none_or(|t| now.0 - t.0 >= every_ms));
         if !due {
             return;
         }
@@ -391,7 +393,9 @@ impl Service {
         });
         let intents = self.open_intents();
         if let Some(h) = self.world.state.usage_history() {
-            let ck = crate::checkpoint::Checkpoint::take(h, now, &intents, runtimes);
+            let mut ck = crate::checkpoint::Checkpoint::take(h, now, &intents, runtimes);
+            ck.moves = self.moves.clone();
+            self.moves_unsaved = false;
             out.push(Command::WriteCheckpoint(Box::new(ck)));
             self.checkpoint_busy = true;
             self.last_checkpoint = Some(now);

@@ -15,6 +15,8 @@
 mod cycle;
 #[cfg(test)]
 mod dra_tests;
+#[cfg(test)]
+mod moves_tests;
 mod recover;
 pub mod room;
 #[cfg(test)]
@@ -273,6 +275,8 @@ pub struct Service {
     next_cycle: Timestamp,
     last_checkpoint: Option<Timestamp>,
     checkpoint_busy: bool,
+    /// Moves decided since the last checkpoint was written.
+    moves_unsaved: bool,
     reporter: report::Reporter,
     decision_log: decision_log::DecisionLog,
     queue_statuses: queue_status::StatusCache,
@@ -357,6 +361,7 @@ impl Service {
             next_cycle: Timestamp(now.0.saturating_add(period_ms(service))),
             last_checkpoint: None,
             checkpoint_busy: false,
+            moves_unsaved: false,
             reporter: report::Reporter::default(),
             decision_log: decision_log::DecisionLog::default(),
             queue_statuses: queue_status::StatusCache::default(),
@@ -671,6 +676,13 @@ impl Service {
             .reservations
             .estimate()
             .map(|e| e.samples);
+        if !ck.moves.is_empty() {
+            tracing::info!(
+                plans = ck.moves.open(),
+                "consolidation's open moves restored from the checkpoint"
+            );
+            self.moves.merge(ck.moves.clone());
+        }
         let taken =
             crate::checkpoint::apply(&ck, &mut self.world, self.history_known_at_start, window);
         self.done.resumed = taken;

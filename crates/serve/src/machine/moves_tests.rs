@@ -3,7 +3,6 @@
 //! reads it.
 
 use serde_json::{Value, json};
-use trainyard_cluster::usage::UsageHistory;
 use trainyard_model::Timestamp;
 
 use super::*;
@@ -14,15 +13,7 @@ fn machine() -> Service {
     settings.service.leader_election.enabled = false;
     settings.service.store.checkpoint_seconds = 3600;
     settings.scheduler.consolidation.enabled = true;
-    Service::new(Start {
-        settings,
-        streams: Streams::of([("", "Node"), ("", "Pod")]),
-        infer: false,
-        history: UsageHistory::new(3600),
-        journal: None,
-        stopwatch: Box::new(|| 0),
-        now: Timestamp(0),
-    })
+    super::tests::machine_with(settings)
 }
 
 fn node(name: &str) -> Value {

@@ -11,6 +11,11 @@ fn machine(elected: bool) -> Service {
     let mut settings = Settings::default();
     settings.service.leader_election.enabled = elected;
     settings.service.store.checkpoint_seconds = 0;
+    machine_with(settings)
+}
+
+/// A machine with `settings` over the streams Node (0) and Pod (1).
+pub(super) fn machine_with(settings: Settings) -> Service {
     Service::new(Start {
         settings,
         streams: Streams::of([("", "Node"), ("", "Pod")]),

@@ -145,7 +145,9 @@ impl Engine<'_> {
                 self.rt[j].record.reserved_start.get_or_insert(r.start);
             }
         }
-        let free_gpu = self.gpu_capacity().saturating_sub(self.gpu_allocated);
+        // Free GPUs on nodes that are up, summed only when a job waits for
+        // room (most cycles place what they can).
+        let mut free_gpu: Option<u64> = None;
         self.scattered = false;
         for p in &d.pending {
             let Some(&j) = self.by_id.get(p.job.as_str()) else {
@@ -154,7 +156,6 @@ impl Engine<'_> {
             if !self.scattered && self.rt[j].record.start.is_none() {
                 let min = self.rt[j].record.min_gpu_milli;
                 self.scattered = min > 0
-                    && min <= free_gpu
                     && matches!(
                         p.reason,
                         PendingReason::Unschedulable { .. }
@@ -162,7 +163,11 @@ impl Engine<'_> {
                             | PendingReason::TooManyLeaves { .. }
                             | PendingReason::InQuotaNoRoom { .. }
                             | PendingReason::Consolidating { .. }
-                    );
+                    )
+                    && min
+                        <= *free_gpu.get_or_insert_with(|| {
+                            self.gpu_capacity().saturating_sub(self.gpu_allocated)
+                        });
             }
             let rt = &mut self.rt[j];
             if rt.record.start.is_some() {

@@ -8,11 +8,12 @@
 const SECONDS: i64 = 300;
 
 /// Replays `seed` in the world it was found in: its own fault mix, with
-/// the dimensions added since (`Faults::draw_later`) off, so the run is
-/// the one that failed before its fix.
+/// the dimensions added since (`Faults::draw_later`, consolidation) off,
+/// so the run is the one that failed before its fix.
 fn holds(seed: u64) {
     let mut faults = trainyard_dst::faults_of(seed);
     faults.policy_churn = false;
+    faults.consolidation = None;
     let r = trainyard_dst::run(seed, SECONDS, Some(faults));
     assert!(
         r.violations.is_empty(),
@@ -81,7 +82,10 @@ fn seed_1014_a_bind_whose_answer_was_lost_keeps_its_room() {
 /// `ClusterState::reconcile`'s layered judgement reverted.
 #[test]
 fn seed_17_an_eviction_over_a_bind_on_its_way_is_not_decided_again() {
-    let r = trainyard_dst::run(17, SECONDS, None);
+    // Consolidation came after: off, the world the seed was found in.
+    let mut faults = trainyard_dst::faults_of(17);
+    faults.consolidation = None;
+    let r = trainyard_dst::run(17, SECONDS, Some(faults));
     assert!(r.faults.policy_churn, "seed 17 draws the policy dimension");
     assert!(
         r.violations.is_empty(),

@@ -103,3 +103,30 @@ fn a_seed_replays_byte_for_byte() {
     assert_eq!(a.trace, b.trace);
     assert_eq!(a.steps, b.steps);
 }
+
+/// Consolidation (its dimension, on for about half the seeds): seed 26
+/// moves jobs (ReplicaSet pods evicted for whole-node pods and gangs),
+/// its controller replaces them, and every invariant holds, the
+/// consolidation ones included (the gang was pending at the revision the
+/// move was decided from; only preemptible pods with a controller move;
+/// no controller moved twice by one process within `noMoveSeconds`).
+#[test]
+fn seed_26_consolidation_moves_jobs_and_every_invariant_holds() {
+    let r = trainyard_dst::run(26, SECONDS, None);
+    assert!(
+        r.faults.consolidation.is_some(),
+        "seed 26 draws consolidation"
+    );
+    assert!(
+        r.violations.is_empty(),
+        "seed 26 ({}):\n{}\nlast events:\n{}",
+        r.faults.summary(),
+        r.violations.join("\n"),
+        r.trace[r.trace.len().saturating_sub(30)..].join("\n")
+    );
+    assert!(
+        r.moves.moved_pods > 0 && r.moves.replacements > 0,
+        "seed 26 moved nothing: {:?}",
+        r.moves
+    );
+}

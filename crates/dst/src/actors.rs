@@ -91,6 +91,17 @@ impl Sim {
         if next < self.quiet_from {
             self.at(next, Ev::Actor);
         }
+        if let Some(c) = &self.faults.consolidation
+            && self.moving_rng.random_range(0..1000) < c.workload_permille
+        {
+            self.consolidation_workload();
+            return;
+        }
+        // With consolidation, the other users act less: a cluster
+        // flooded with small pending pods has no scattered free room.
+        if self.faults.consolidation.is_some() && self.moving_rng.random_bool(0.6) {
+            return;
+        }
         let roll = self.rng.random_range(0..100);
         match roll {
             0..=29 => self.new_gang(),
@@ -193,6 +204,11 @@ impl Sim {
         let pods = self.api.list("/pods");
         for g in self.api.list("trainyard.io/podgroups") {
             let name = g["metadata"]["name"].as_str().unwrap_or("");
+            // A controller's gang (consolidation runs) lives while its
+            // controller does: its pods may all be moved at once.
+            if name.starts_with("cg") {
+                continue;
+            }
             if !pods
                 .iter()
                 .any(|p| p["metadata"]["labels"]["trainyard.io/pod-group"].as_str() == Some(name))

@@ -56,6 +56,11 @@ pub struct Checks {
     pub watch_lag_ms: i64,
     /// The leading process (replica, epoch) the timers count for.
     leader: Option<(usize, u64)>,
+    /// The consolidation dimension, when on.
+    pub consolidation: Option<crate::consolidation::Consolidation>,
+    /// What consolidation did.
+    pub tally: crate::consolidation::Tally,
+    pub(crate) moving: crate::consolidation::Tracking,
 }
 
 /// Whether `pod` holds room on its node: bound, and not finished.
@@ -98,7 +103,7 @@ fn name(o: &Value) -> String {
 }
 
 impl Checks {
-    fn violate(&mut self, trace: &mut Vec<String>, what: String) {
+    pub(crate) fn violate(&mut self, trace: &mut Vec<String>, what: String) {
         trace.push(format!("VIOLATION: {what}"));
         self.violations.push(what);
     }
@@ -279,6 +284,7 @@ impl Checks {
         }
         let dt = if leading { now - self.last_step } else { 0 };
         self.last_step = now;
+        self.track_pending(api.rv(), &pods);
         self.gangs(api, &pods, replicas, dt, trace);
     }
 

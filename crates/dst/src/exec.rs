@@ -34,7 +34,7 @@ impl Sim {
             );
             return;
         }
-        let result = self.carry_out(r, &sent);
+        let result = self.carry_out(r, epoch, &sent);
         if !quiet && self.rng.random_range(0..1000) < self.faults.lost_permille {
             self.note(format!(
                 "replica {r}: answer lost for {}",
@@ -50,7 +50,7 @@ impl Sim {
         self.at(self.now + back, Ev::Answer(r, epoch, sent, result));
     }
 
-    fn carry_out(&mut self, r: usize, sent: &Sent) -> Result<(), String> {
+    fn carry_out(&mut self, r: usize, epoch: u64, sent: &Sent) -> Result<(), String> {
         let (ns, name, uid) = sent.request.pod();
         let result = match &sent.request {
             Request::Write { write, .. } => match write {
@@ -66,10 +66,14 @@ impl Sim {
                     if result.is_ok() {
                         self.checks
                             .on_bind(r, sent, &node, &self.api, &mut self.trace);
+                        if let Some(pod) = self.api.get("/pods", &ns, &name) {
+                            self.checks.on_replacement_bound(&pod, &node, self.now);
+                        }
                     }
                     result
                 }
                 Write::Evict(e) => {
+                    let before = self.api.get("/pods", &ns, &name);
                     let result = self.api.evict(&ns, &name, &uid);
                     if result.is_ok() {
                         let reason = match e.kind {
@@ -84,6 +88,16 @@ impl Sim {
                             &mut self.trace,
                         );
                         self.api.event(&ns, &name, reason, &e.message);
+                        if e.kind == trainyard_sched::decisions::EvictionKind::Consolidate {
+                            self.checks.on_consolidate(
+                                (r, epoch),
+                                sent,
+                                e,
+                                before.as_ref(),
+                                self.now,
+                                &mut self.trace,
+                            );
+                        }
                     }
                     result
                 }
@@ -237,7 +251,13 @@ pub fn describe(r: &Request) -> String {
     match r {
         Request::Write { write, .. } => match write {
             Write::Bind(b) => format!("bind {} to {} GPUs {:?}", b.task.name, b.node, b.gpus),
-            Write::Evict(e) => format!("evict {} for {}", e.task.name, e.preemptor),
+            Write::Evict(e) => {
+                let kind = match e.kind {
+                    trainyard_sched::decisions::EvictionKind::Consolidate => " (consolidation)",
+                    _ => "",
+                };
+                format!("evict {} for {}{kind}", e.task.name, e.preemptor)
+            }
             Write::Nominate(n) => format!("nominate {} on {}", n.task.name, n.node),
             Write::Withdraw(w) => format!("withdraw {}", w.task.name),
             Write::Claim(c) => format!("allocate claim {}", c.claim),

@@ -48,6 +48,11 @@ pub struct Faults {
     pub quiet_seconds: i64,
     /// `bindConcurrency`.
     pub bind_concurrency: usize,
+    /// Consolidation on (a later dimension, its own stream): the
+    /// scheduler moves running jobs, the workload makes fragments, and a
+    /// ReplicaSet-like controller replaces the pods moved
+    /// ([`Consolidation`]).
+    pub consolidation: Option<crate::consolidation::Consolidation>,
 }
 
 impl Faults {
@@ -99,6 +104,7 @@ impl Faults {
             } else {
                 rng.random_range(2..17)
             },
+            consolidation: None,
         }
     }
 
@@ -122,7 +128,7 @@ impl Faults {
     pub fn summary(&self) -> String {
         let opt = |o: Option<i64>| o.map_or("never".to_string(), |v| format!("~{} s", v / 1000));
         format!(
-            "latency {}-{} ms, errors {}‰, lost answers {}‰, watch lag {} ms, watch drops {}, 410 window {}, crashes {}, store {}, replicas {}, clock jumps {}, other scheduler {}, node churn {}, policy churn {}, {} nodes × {} GPUs, bindConcurrency {}",
+            "latency {}-{} ms, errors {}‰, lost answers {}‰, watch lag {} ms, watch drops {}, 410 window {}, crashes {}, store {}, replicas {}, clock jumps {}, other scheduler {}, node churn {}, policy churn {}, {} nodes × {} GPUs, bindConcurrency {}, consolidation {}",
             self.latency_ms.0,
             self.latency_ms.1,
             self.error_permille,
@@ -140,6 +146,10 @@ impl Faults {
             self.nodes,
             self.gpus_per_node,
             self.bind_concurrency,
+            self.consolidation.as_ref().map_or("off".to_string(), |c| format!(
+                "on (noMoveSeconds {}, nominationTimeoutSeconds {}, replacements never {}‰, late {}‰)",
+                c.no_move_seconds, c.nomination_timeout_seconds, c.never_permille, c.late_permille
+            )),
         )
     }
 }

@@ -16,6 +16,7 @@
 pub mod actors;
 pub mod api;
 pub mod check;
+pub mod consolidation;
 pub mod exec;
 pub mod faults;
 pub mod policy;
@@ -48,6 +49,8 @@ pub struct Report {
     pub seconds: i64,
     /// Time spent in the service's state machine (ns, wall clock).
     pub machine_ns: u128,
+    /// Consolidation (runs with the dimension on): what moved.
+    pub moves: consolidation::Tally,
 }
 
 /// The service's settings for replica `i` of a run: the defaults, as the
@@ -66,6 +69,12 @@ pub fn settings(i: usize, faults: &Faults) -> Settings {
     // The default queue as an object is a later dimension's (a run
     // named before it keeps its world: the implicit default queue).
     svc.create_default_queue = faults.policy_churn;
+    if let Some(c) = &faults.consolidation {
+        let sched = &mut s.scheduler;
+        sched.consolidation.enabled = true;
+        sched.consolidation.no_move_seconds = c.no_move_seconds;
+        sched.preemption.nomination_timeout_seconds = c.nomination_timeout_seconds;
+    }
     s
 }
 
@@ -74,7 +83,14 @@ pub fn faults_of(seed: u64) -> Faults {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x005e_ed0f_fa17);
     let mut faults = Faults::draw(&mut rng);
     faults.draw_later(&mut later_stream(seed));
+    faults.consolidation = consolidation::Consolidation::draw(&mut consolidation_stream(seed));
     faults
+}
+
+/// The stream the consolidation dimension and its actors draw from (its
+/// own: a run with it off is the run it was before it existed).
+pub(crate) fn consolidation_stream(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ 0xc0_501d_a7e0)
 }
 
 /// The stream the later dimensions and their actors draw from.
@@ -90,11 +106,15 @@ pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
     // Drawn whether or not a mix is given, so that a given mix changes
     // only what it changes and the rest of the run stays the seed's.
     let mut later = later_stream(seed);
+    let mut moving = consolidation_stream(seed);
     let mut drawn = Faults::draw(&mut rng);
     drawn.draw_later(&mut later);
+    drawn.consolidation = consolidation::Consolidation::draw(&mut moving);
     let faults = faults.unwrap_or(drawn);
     let mut sim = Sim::new(seed, seconds, faults.clone());
     sim.later_rng = later;
+    sim.moving_rng = moving;
+    sim.checks.consolidation = faults.consolidation.clone();
     sim.checks.watch_lag_ms = faults.watch_lag_ms;
     sim.populate();
     for i in 0..faults.replicas {
@@ -150,5 +170,6 @@ pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
         refused: sim.checks.refused,
         seconds: (sim.now - START_MS) / 1000,
         machine_ns: sim.machine_ns,
+        moves: std::mem::take(&mut sim.checks.tally),
     }
 }

@@ -52,6 +52,8 @@ pub struct Sent {
     pub request: Request,
     /// The revision its watch had delivered when the machine decided it.
     pub decided_rv: u64,
+    /// The replica's clock when the machine decided it (ms).
+    pub decided_ms: i64,
 }
 
 /// The elector's state (leader election on).

@@ -67,12 +67,20 @@ pub enum Ev {
     ClockJump(usize),
     /// A replica's watch connection drops.
     DropWatch(usize),
+    /// The ReplicaSet controller creates a replacement pod
+    /// (consolidation runs).
+    Replace(Box<serde_json::Value>),
 }
 
 pub struct Sim {
     pub rng: ChaCha8Rng,
     /// The later dimensions' own stream (`Faults::draw_later`).
     pub later_rng: ChaCha8Rng,
+    /// The consolidation dimension's own stream.
+    pub moving_rng: ChaCha8Rng,
+    /// Pods the ReplicaSet controller owns and watches, by name: the
+    /// template of their replacement.
+    pub owned: BTreeMap<String, serde_json::Value>,
     pub now: i64,
     pub end: i64,
     /// From then on: no faults, no actors, every replica up (liveness).
@@ -98,6 +106,8 @@ impl Sim {
         Sim {
             rng,
             later_rng: ChaCha8Rng::seed_from_u64(!seed),
+            moving_rng: ChaCha8Rng::seed_from_u64(seed.rotate_left(17)),
+            owned: BTreeMap::new(),
             now: START_MS,
             end,
             quiet_from: end - faults.quiet_seconds * 1000,
@@ -178,6 +188,7 @@ impl Sim {
                 if !settling {
                     self.api.kubelet();
                     self.pod_gc();
+                    self.replicaset_controller();
                 }
                 self.at(self.now + 1000, Ev::Kubelet);
             }
@@ -198,6 +209,7 @@ impl Sim {
                 }
             }
             Ev::Restart(r) => self.restart(r),
+            Ev::Replace(pod) => self.replace(*pod),
             Ev::ClockJump(r) => {
                 if !self.quiet() {
                     let jump = self.rng.random_range(-60_000..=120_000);
@@ -425,6 +437,7 @@ impl Sim {
             id: self.next_request,
             request,
             decided_rv,
+            decided_ms: self.replicas[r].clock(self.now).0,
         };
         self.replicas[r].queue.push_back(sent);
     }

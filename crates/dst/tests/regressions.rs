@@ -8,11 +8,12 @@
 const SECONDS: i64 = 300;
 
 /// Replays `seed` in the world it was found in: its own fault mix, with
-/// the dimensions added since (`Faults::draw_later`) off, so the run is
-/// the one that failed before its fix.
+/// the dimensions added since (`Faults::draw_later`, consolidation) off,
+/// so the run is the one that failed before its fix.
 fn holds(seed: u64) {
     let mut faults = trainyard_dst::faults_of(seed);
     faults.policy_churn = false;
+    faults.consolidation = None;
     let r = trainyard_dst::run(seed, SECONDS, Some(faults));
     assert!(
         r.violations.is_empty(),
@@ -81,7 +82,10 @@ fn seed_1014_a_bind_whose_answer_was_lost_keeps_its_room() {
 /// `ClusterState::reconcile`'s layered judgement reverted.
 #[test]
 fn seed_17_an_eviction_over_a_bind_on_its_way_is_not_decided_again() {
-    let r = trainyard_dst::run(17, SECONDS, None);
+    // Consolidation came after: off, the world the seed was found in.
+    let mut faults = trainyard_dst::faults_of(17);
+    faults.consolidation = None;
+    let r = trainyard_dst::run(17, SECONDS, Some(faults));
     assert!(r.faults.policy_churn, "seed 17 draws the policy dimension");
     assert!(
         r.violations.is_empty(),
@@ -98,4 +102,31 @@ fn a_seed_replays_byte_for_byte() {
     let b = trainyard_dst::run(7, 120, None);
     assert_eq!(a.trace, b.trace);
     assert_eq!(a.steps, b.steps);
+}
+
+/// Consolidation (its dimension, on for about half the seeds): seed 26
+/// moves jobs (ReplicaSet pods evicted for whole-node pods and gangs),
+/// its controller replaces them, and every invariant holds, the
+/// consolidation ones included (the gang was pending at the revision the
+/// move was decided from; only preemptible pods with a controller move;
+/// no controller moved twice by one process within `noMoveSeconds`).
+#[test]
+fn seed_26_consolidation_moves_jobs_and_every_invariant_holds() {
+    let r = trainyard_dst::run(26, SECONDS, None);
+    assert!(
+        r.faults.consolidation.is_some(),
+        "seed 26 draws consolidation"
+    );
+    assert!(
+        r.violations.is_empty(),
+        "seed 26 ({}):\n{}\nlast events:\n{}",
+        r.faults.summary(),
+        r.violations.join("\n"),
+        r.trace[r.trace.len().saturating_sub(30)..].join("\n")
+    );
+    assert!(
+        r.moves.moved_pods > 0 && r.moves.replacements > 0,
+        "seed 26 moved nothing: {:?}",
+        r.moves
+    );
 }

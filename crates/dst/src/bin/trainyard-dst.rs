@@ -54,6 +54,25 @@ struct Args {
     /// before that dimension existed, in the world it was found in.
     #[arg(long, value_name = "BOOL")]
     policy_churn: Option<bool>,
+    /// With --seed: consolidation off (`false`), whatever the seed draws
+    /// (`true`: the seed's draw of its settings, on).
+    #[arg(long, value_name = "BOOL")]
+    consolidation: Option<bool>,
+}
+
+/// A run's consolidation, for people.
+fn moves(t: &trainyard_dst::consolidation::Tally) -> String {
+    format!(
+        "{} pods of {} jobs moved for {} gangs; {} replacements ({} bound on the planned node, {} elsewhere while held), {} evicted pods never replaced; {} moved again within noMoveSeconds by another process",
+        t.moved_pods,
+        t.moved_jobs,
+        t.gangs,
+        t.replacements,
+        t.on_plan,
+        t.elsewhere,
+        t.never_replaced,
+        t.forgotten
+    )
 }
 
 fn print_failure(r: &trainyard_dst::Report, tail: usize) {
@@ -78,9 +97,18 @@ fn print_failure(r: &trainyard_dst::Report, tail: usize) {
 fn main() -> Result<()> {
     let args = Args::parse();
     if let Some(seed) = args.seed {
-        let faults = args.policy_churn.map(|on| {
+        let faults = (args.policy_churn.is_some() || args.consolidation.is_some()).then(|| {
             let mut f = trainyard_dst::faults_of(seed);
-            f.policy_churn = on;
+            if let Some(on) = args.policy_churn {
+                f.policy_churn = on;
+            }
+            match args.consolidation {
+                Some(false) => f.consolidation = None,
+                Some(true) if f.consolidation.is_none() => {
+                    f.consolidation = trainyard_dst::consolidation::Consolidation::forced(seed);
+                }
+                _ => {}
+            }
             f
         });
         let r = trainyard_dst::run(seed, args.seconds, faults);
@@ -100,6 +128,9 @@ fn main() -> Result<()> {
                 r.refused,
                 r.faults.summary()
             );
+            if r.faults.consolidation.is_some() {
+                println!("  consolidation: {}", moves(&r.moves));
+            }
             return Ok(());
         }
         print_failure(&r, args.tail);
@@ -116,11 +147,22 @@ fn main() -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let failed = Arc::new(Mutex::new(Vec::new()));
     let totals = Arc::new(Mutex::new((0u64, 0u64, 0u64, 0u64, 0u128, 0u64)));
+    // Consolidation: seeds with it on, seeds with moves, the sum.
+    let moving = Arc::new(Mutex::new((
+        0u64,
+        0u64,
+        trainyard_dst::consolidation::Tally::default(),
+    )));
     let started = Instant::now();
     let threads: Vec<_> = (0..jobs)
         .map(|_| {
-            let (next, stop, failed, totals) =
-                (next.clone(), stop.clone(), failed.clone(), totals.clone());
+            let (next, stop, failed, totals, moving) = (
+                next.clone(),
+                stop.clone(),
+                failed.clone(),
+                totals.clone(),
+                moving.clone(),
+            );
             let (seconds, tail, journal_only) = (args.seconds, args.tail, args.journal_only);
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
@@ -146,6 +188,12 @@ fn main() -> Result<()> {
                         t.3 += r.steps;
                         t.4 += r.machine_ns;
                         t.5 += r.cycles;
+                    }
+                    if r.faults.consolidation.is_some() {
+                        let mut m = moving.lock().unwrap_or_else(|e| e.into_inner());
+                        m.0 += 1;
+                        m.1 += u64::from(r.moves.moved_pods > 0);
+                        m.2.add(&r.moves);
                     }
                     if !r.violations.is_empty() {
                         print_failure(&r, tail);
@@ -174,6 +222,11 @@ fn main() -> Result<()> {
         } else {
             format!(": {failed:?}")
         }
+    );
+    let (on, with_moves, tally) = moving.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    println!(
+        "consolidation on in {on} seeds, moves in {with_moves}: {}",
+        moves(&tally)
     );
     if !failed.is_empty() {
         bail!("{} seeds violated an invariant", failed.len());

@@ -393,15 +393,30 @@ impl Checks {
                 // A pod in a queue that does not exist waits, with a reason.
                 && p["metadata"]["labels"]["trainyard.io/queue"] != "no-such-queue"
         }) {
-            let (job, min) = match group_of(p) {
+            let (job, min, queue) = match group_of(p) {
                 Some(g) => {
                     let Some(group) = api.get("trainyard.io/podgroups", "ml", &g) else {
                         continue;
                     };
-                    (g, group["spec"]["minMember"].as_i64().unwrap_or(1))
+                    let queue = group["spec"]["queue"].as_str().map(str::to_string);
+                    (g, group["spec"]["minMember"].as_i64().unwrap_or(1), queue)
                 }
-                None => (name(p), 1),
+                None => (
+                    name(p),
+                    1,
+                    p["metadata"]["labels"]["trainyard.io/queue"]
+                        .as_str()
+                        .map(str::to_string),
+                ),
             };
+            // A job whose Queue a user deleted (policy churn) and did not
+            // create again waits, with a reason, as one naming a queue that
+            // never existed.
+            if let Some(q) = queue.filter(|q| q != "default")
+                && api.get("trainyard.io/queues", "", &q).is_none()
+            {
+                continue;
+            }
             let low = p["spec"]["priorityClassName"] == "low";
             let e = waiting.entry(job).or_insert((0, gpus_of(p), min, low));
             e.0 += 1;

@@ -396,16 +396,8 @@ impl Sim {
                     2
                 };
                 let name = format!("big{id}");
-                if size > 1 {
-                    let group = json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
-                        "metadata": {"name": name, "namespace": "ml"}, "spec": {"queue": queue, "minMember": size}});
-                    if self
-                        .api
-                        .create("trainyard.io/podgroups", Some("ml"), group)
-                        .is_err()
-                    {
-                        return;
-                    }
+                if size > 1 && !self.create_group(&name, queue, size) {
+                    return;
                 }
                 for i in 0..size {
                     let pod_name = if size > 1 {
@@ -438,13 +430,7 @@ impl Sim {
                 let name = format!("cg{id}");
                 let size = self.moving_rng.random_range(2..=3);
                 let gpus = self.moving_rng.random_range(1..=(gpn / 4).max(1));
-                let group = json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
-                    "metadata": {"name": name, "namespace": "ml"}, "spec": {"queue": queue, "minMember": size}});
-                if self
-                    .api
-                    .create("trainyard.io/podgroups", Some("ml"), group)
-                    .is_err()
-                {
+                if !self.create_group(&name, queue, size) {
                     return;
                 }
                 for i in 0..size {
@@ -463,6 +449,17 @@ impl Sim {
                 ));
             }
         }
+    }
+
+    /// A PodGroup `name` of `size` members in `queue`; whether the API
+    /// took it.
+    fn create_group(&mut self, name: &str, queue: &str, size: impl Into<i64>) -> bool {
+        let group = json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"queue": queue, "minMember": size.into()}});
+        self.api
+            .create("trainyard.io/podgroups", Some("ml"), group)
+            .is_ok()
     }
 
     /// A pod owned by ReplicaSet `rs`, running long.

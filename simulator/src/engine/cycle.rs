@@ -297,7 +297,7 @@ impl Engine<'_> {
         let timeout = (cfg.nomination_timeout_seconds.min(MAX_DURATION_MS / 1000) * 1000) as i64;
         let victims =
             (cfg.reclaim || cfg.preempt) && self.min_runtime_ms.iter().any(Option::is_some);
-        if (self.moves.open() > 0 || self.config.consolidation.enabled)
+        if self.config.consolidation.enabled
             && let Some(w) =
                 self.moves
                     .next_change(now, self.hold_seconds(), self.no_move_seconds())

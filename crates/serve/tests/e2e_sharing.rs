@@ -73,8 +73,11 @@ async fn budget_allows(client: &Client, name: &str, (healthy, desired, allowed):
     let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), "ml");
     let cond = move |p: Option<&PodDisruptionBudget>| {
         p.and_then(|p| p.status.as_ref()).is_some_and(|s| {
-            (s.current_healthy, s.desired_healthy, s.disruptions_allowed)
-                == (healthy, desired, allowed)
+            (
+                s.current_healthy.unwrap_or(0),
+                s.desired_healthy.unwrap_or(0),
+                s.disruptions_allowed.unwrap_or(0),
+            ) == (healthy, desired, allowed)
         })
     };
     tokio::time::timeout(

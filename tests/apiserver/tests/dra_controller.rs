@@ -87,8 +87,8 @@ async fn template_claims_are_generated_reserved_started_and_cleaned_up() {
     assert_eq!(gc.labels()["team"], "ml");
     assert_eq!(
         gc.spec
-            .devices
             .as_ref()
+            .and_then(|s| s.devices.as_ref())
             .and_then(|d| d.requests.as_ref())
             .map(Vec::len),
         Some(1)

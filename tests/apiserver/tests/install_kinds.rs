@@ -116,7 +116,7 @@ async fn deployments_services_secrets_and_rbac_objects_are_validated_and_served(
         )
         .await
         .expect("valid deployment");
-    let spec = d.spec.clone().expect("spec");
+    let spec = d.spec.clone();
     assert_eq!(spec.replicas, Some(1));
     assert_eq!(
         spec.strategy.and_then(|s| s.type_).as_deref(),
@@ -161,7 +161,7 @@ async fn deployments_services_secrets_and_rbac_objects_are_validated_and_served(
         )
         .await
         .expect("scale by patch");
-    assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(3));
+    assert_eq!(scaled.spec.replicas, Some(3));
     assert_eq!(scaled.status.and_then(|s| s.replicas), Some(1));
 
     // Services: a cluster IP is allocated and kept; defaults; validation.

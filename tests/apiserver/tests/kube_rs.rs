@@ -527,7 +527,7 @@ async fn binding_kubelet_and_eviction_with_pdb() {
             st.desired_healthy,
             st.disruptions_allowed
         ),
-        (1, 1, 0)
+        (Some(1), Some(1), Some(0))
     );
 
     // Run-to-completion through the annotation.

@@ -376,7 +376,7 @@ async fn service_account_tokens_are_authorized_by_stored_rbac() {
         .create_token_request("trainyard-scheduler", &PostParams::default(), &tr)
         .await
         .expect("token request");
-    let minted = tr.status.expect("status").token;
+    let minted = tr.status.expect("status").token.expect("token");
     Api::<Pod>::all(client(&server, Some(&minted)))
         .list(&ListParams::default())
         .await

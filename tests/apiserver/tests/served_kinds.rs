@@ -303,7 +303,7 @@ async fn replica_sets_stateful_sets_and_replication_controllers_are_served() {
         )
         .await
         .expect("statefulset");
-    let spec = sts.spec.expect("spec");
+    let spec = sts.spec;
     assert_eq!(spec.replicas, Some(1));
     assert_eq!(spec.pod_management_policy.as_deref(), Some("OrderedReady"));
     assert_eq!(

@@ -139,7 +139,7 @@ impl Authorizer for KubeAuthorizer {
         }
         let review = TokenReview {
             spec: TokenReviewSpec {
-                token: Some(token.to_string()),
+                token: token.to_string(),
                 ..TokenReviewSpec::default()
             },
             ..TokenReview::default()

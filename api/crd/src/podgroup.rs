@@ -27,6 +27,8 @@
 
 use std::collections::BTreeSet;
 
+pub mod upstream;
+
 use kube_derive::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -62,6 +64,10 @@ pub struct PodGroup {
     /// object's other problems (the group is read as if it said 1).
     #[serde(skip)]
     pub min_member_problem: Option<String>,
+    /// What a Kubernetes `scheduling.k8s.io` PodGroup says beyond our
+    /// document ([`upstream`]); `None` for every other kind.
+    #[serde(skip)]
+    pub upstream: Option<upstream::Upstream>,
 }
 
 /// `spec` of a [`PodGroup`]; also the spec of [`PodGroupResource`], the
@@ -303,8 +309,13 @@ impl PodGroup {
                 VOLCANO_API_VERSION,
                 KAI_API_VERSION,
                 COSCHEDULING_API_VERSION,
+                upstream::V1BETA1,
+                upstream::V1ALPHA2,
             ],
         )?;
+        if upstream::is_upstream(&version) {
+            return upstream::read(value, &object, &version);
+        }
         // minMember is checked here, not by serde, so that one message
         // covers every bad value and the other fields are still read.
         let mut value = std::borrow::Cow::Borrowed(value);
@@ -369,6 +380,7 @@ impl PodGroup {
             status: None,
             topology_name,
             min_member_problem,
+            upstream: None,
         })
     }
 
@@ -376,6 +388,9 @@ impl PodGroup {
     /// `spec.topology.required`, `spec.subGroups[1].topology.maxLeaves`, or
     /// for a KAI group `spec.topologyConstraint.requiredTopologyLevel`.
     pub fn topology_field(&self, sub_group: Option<usize>, field: ConstraintField) -> String {
+        if self.upstream.is_some() {
+            return "spec.schedulingConstraints.topology[0].key".to_string();
+        }
         if self.api_version == KAI_API_VERSION {
             let name = match field {
                 ConstraintField::Required => "requiredTopologyLevel",
@@ -410,6 +425,9 @@ impl PodGroup {
         let mut errors = Vec::new();
         if let Some(p) = dns1123_subdomain_problem(&self.metadata.name) {
             errors.push(ApiError::new(&object, "metadata.name", p));
+        }
+        for (field, message) in self.upstream.iter().flat_map(|u| &u.problems) {
+            errors.push(ApiError::new(&object, field.clone(), message.clone()));
         }
         if let Some(problem) = &self.min_member_problem {
             errors.push(ApiError::new(&object, "spec.minMember", problem.clone()));

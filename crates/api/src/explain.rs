@@ -31,7 +31,9 @@ pub fn cause(reason: &PendingReason) -> pb::Cause {
         | R::Unsupported { .. }
         | R::Waiting { .. }
         | R::InvalidRequest { .. }
-        | R::Rejected { .. } => pb::Cause::Request,
+        | R::Rejected { .. }
+        | R::SchedulerError { .. }
+        | R::WaitingForPodGroup { .. } => pb::Cause::Request,
     }
 }
 
@@ -226,6 +228,10 @@ pub fn to_fit(reason: &PendingReason) -> Vec<String> {
         R::Waiting { what, .. } => what.iter().map(|w| format!("{w} created")).collect(),
         R::InvalidRequest { pod, message } => vec![format!("pod {pod} fixed: {message}")],
         R::Rejected { message } => vec![format!("the job fixed: {message}")],
+        R::SchedulerError { .. } => vec![
+            "every pod of the PodGroup with the same schedulerName and priority".to_string(),
+        ],
+        R::WaitingForPodGroup { group } => vec![format!("PodGroup {group} created")],
     }
 }
 

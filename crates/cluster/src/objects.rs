@@ -90,6 +90,12 @@ pub(crate) struct Objects {
     groups: BTreeMap<PodName, (Loc, PodGroup)>,
     /// The job each member pod joins.
     job_of: BTreeMap<PodName, JobKey>,
+    /// Pods of other schedulers naming a Kubernetes PodGroup by
+    /// `spec.schedulingGroup.podGroupName`: the group's job is refused
+    /// while any does (`SchedulerError`). By group, then pod, with its
+    /// schedulerName; and each such pod's group.
+    strangers: BTreeMap<PodName, BTreeMap<PodName, String>>,
+    stranger_of: BTreeMap<PodName, PodName>,
     members: BTreeMap<JobKey, BTreeSet<PodName>>,
     /// Interpreted jobs before the queue check, by key.
     interpreted: BTreeMap<JobKey, Arc<Job>>,
@@ -178,6 +184,18 @@ impl Objects {
                 self.dra_dirty |= had_claims || !pod.dra.is_empty();
                 let was_external = self.leave(&name);
                 let role = pod_role(&pod, &self.opts);
+                if !matches!(role, PodRole::Member(_))
+                    && !pod.terminal
+                    && let Some(g) = &pod.scheduling_group
+                {
+                    let group = (pod.namespace.clone(), g.clone());
+                    self.strangers
+                        .entry(group.clone())
+                        .or_default()
+                        .insert(name.clone(), pod.scheduler.clone());
+                    self.dirty.insert(group_job(&group));
+                    self.stranger_of.insert(name.clone(), group);
+                }
                 let out = match role {
                     PodRole::Member(key) => {
                         self.members
@@ -305,6 +323,15 @@ impl Objects {
     /// Takes pod `name` out of its job (marking the job dirty); returns
     /// whether it was an external pod.
     fn leave(&mut self, name: &PodName) -> bool {
+        if let Some(group) = self.stranger_of.remove(name) {
+            if let Some(s) = self.strangers.get_mut(&group) {
+                s.remove(name);
+                if s.is_empty() {
+                    self.strangers.remove(&group);
+                }
+            }
+            self.dirty.insert(group_job(&group));
+        }
         if let Some(key) = self.job_of.remove(name) {
             if let Some(m) = self.members.get_mut(&key) {
                 m.remove(name);
@@ -390,7 +417,17 @@ impl Objects {
                 .group
                 .then(|| self.groups.get(&(key.namespace.clone(), key.name.clone())))
                 .flatten();
-            let mut done = interp.job(key, &pods, group);
+            let strangers: Vec<(String, String)> = if key.group {
+                self.strangers
+                    .get(&(key.namespace.clone(), key.name.clone()))
+                    .into_iter()
+                    .flatten()
+                    .map(|((ns, pod), scheduler)| (format!("{ns}/{pod}"), scheduler.clone()))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let mut done = interp.job(key, &pods, group, &strangers);
             if let Some(first) = done.errors.first() {
                 done.job.rejected = Some(if done.errors.len() == 1 {
                     first.to_string()

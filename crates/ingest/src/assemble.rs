@@ -11,8 +11,8 @@ use trainyard_crd::names::dns1123_subdomain_problem;
 use trainyard_crd::preemption::{PreemptibleMark, default_preemptible, preemptible_marks};
 use trainyard_crd::{ConstraintField, PodGroup, Queue, TopologyConstraintSpec};
 use trainyard_model::{
-    Job, Node, Nomination, PlacementConstraints, QueueError, QueueSpec, QueueTree, Snapshot,
-    SubGroup, Task, TaskKey, TaskState, Timestamp, TopologyConstraint,
+    GroupProblem, Job, Node, Nomination, PlacementConstraints, QueueError, QueueSpec, QueueTree,
+    Snapshot, SubGroup, Task, TaskKey, TaskState, Timestamp, TopologyConstraint,
 };
 
 use crate::dra::PodClaims;
@@ -31,6 +31,8 @@ const BUILTIN_PRIORITY_CLASSES: &[(&str, i32)] = &[
 
 pub(crate) struct Member {
     loc: Loc,
+    /// Its group was named by `spec.schedulingGroup.podGroupName`.
+    upstream_group: bool,
     pod: PodInfo,
     /// Queue named on the pod: (key, value).
     queue: Option<(&'static str, String)>,
@@ -48,6 +50,9 @@ pub(crate) struct JobDraft {
     /// `None` for a pod without a group (gang of one).
     pub(crate) group: Option<String>,
     pub(crate) members: Vec<Member>,
+    /// Pods of other schedulers naming the same Kubernetes PodGroup by
+    /// `spec.schedulingGroup.podGroupName`: (pod, schedulerName).
+    pub(crate) strangers: Vec<(String, String)>,
 }
 
 pub(crate) struct Ctx {
@@ -142,6 +147,7 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
         never_classes,
         queues,
         pod_groups,
+        workloads,
         topology: topology_doc,
         dra,
         mut errors,
@@ -185,11 +191,18 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     let mut external = Vec::new();
     let mut foreign_pending = Vec::new();
     let mut drafts: BTreeMap<JobKey, JobDraft> = BTreeMap::new();
+    let mut strangers: BTreeMap<(String, String), Vec<(String, String)>> = BTreeMap::new();
     for (loc, pod) in pods {
         if pod.terminal {
             continue;
         }
         if pod.scheduler != opts.scheduler_name {
+            if let Some(g) = &pod.scheduling_group {
+                strangers
+                    .entry((pod.namespace.clone(), g.clone()))
+                    .or_default()
+                    .push((pod.key(), pod.scheduler.clone()));
+            }
             match &pod.node_name {
                 Some(node) => external.push(pod.external(node)),
                 None => foreign_pending.push(pod.key()),
@@ -203,9 +216,17 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
                 namespace: key.namespace.clone(),
                 group: key.group.then(|| key.name.clone()),
                 members: Vec::new(),
+                strangers: Vec::new(),
             })
             .members
             .push(member);
+    }
+    for (key, draft) in drafts.iter_mut() {
+        if key.group
+            && let Some(s) = strangers.remove(&(key.namespace.clone(), key.name.clone()))
+        {
+            draft.strangers = s;
+        }
     }
     if !foreign_pending.is_empty() {
         foreign_pending.sort();
@@ -263,6 +284,8 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
             )
         })
         .collect();
+
+    workload_refs(&groups_by_key, &workloads, &mut cx.warnings);
 
     let mut jobs = Vec::new();
     let mut default_used = false;
@@ -349,3 +372,37 @@ pub use member::JobKey;
 pub(crate) use member::{GpuMemory, member};
 pub use queues::UsableTree;
 pub(crate) use queues::{reject_if_bad_queue, usable_queue_tree};
+
+/// Warns of a Kubernetes PodGroup naming a template its Workload (when
+/// loaded) does not have. The PodGroup carries what Trainyard reads, so
+/// it is still used.
+fn workload_refs(
+    groups: &BTreeMap<(String, String), (Loc, PodGroup)>,
+    workloads: &[(Loc, trainyard_crd::podgroup::upstream::Workload)],
+    warnings: &mut Vec<String>,
+) {
+    for (loc, pg) in groups.values() {
+        let Some((workload, template)) = pg.upstream.as_ref().and_then(|u| u.workload.as_ref())
+        else {
+            continue;
+        };
+        let found = workloads.iter().find(|(_, w)| {
+            w.metadata.name == *workload && w.metadata.namespace_or_default() == pg.namespace()
+        });
+        if let Some((_, w)) = found
+            && !w.templates.contains(template)
+        {
+            warnings.push(format!(
+                "{}: {}: names template {template:?} of {}, which has only {}",
+                loc.at(),
+                pg.object(),
+                w.object(),
+                w.templates
+                    .iter()
+                    .map(|t| format!("{t:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+}

@@ -29,6 +29,9 @@ pub struct Objects {
     pub never_classes: BTreeSet<String>,
     pub queues: Vec<(Loc, Queue)>,
     pub pod_groups: Vec<(Loc, PodGroup)>,
+    /// Kubernetes' `scheduling.k8s.io` Workloads (checked; their
+    /// PodGroups carry what Trainyard reads of them).
+    pub workloads: Vec<(Loc, trainyard_crd::podgroup::upstream::Workload)>,
     pub topology: Option<(Loc, TopologyDocument)>,
     /// DRA objects (`resource.k8s.io`).
     pub dra: DraObjects,
@@ -137,6 +140,7 @@ impl Interpreter {
         key: &JobKey,
         pods: &[(Loc, PodInfo)],
         group: Option<&(Loc, PodGroup)>,
+        strangers: &[(String, String)],
     ) -> Interpreted {
         let mut pods: Vec<(Loc, PodInfo)> = pods.to_vec();
         let opts = self.cx.opts.clone();
@@ -146,6 +150,7 @@ impl Interpreter {
             namespace: key.namespace.clone(),
             group: key.group.then(|| key.name.clone()),
             members: Vec::with_capacity(pods.len()),
+            strangers: strangers.to_vec(),
         };
         for (loc, pod) in pods {
             let (_, m) = member(&mut self.cx, loc, pod);

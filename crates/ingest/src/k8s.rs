@@ -161,6 +161,9 @@ pub(crate) struct K8sPod {
 struct PodSpec {
     #[serde(default)]
     scheduler_name: Option<String>,
+    /// Kubernetes 1.36+: the `scheduling.k8s.io` PodGroup the pod joins.
+    #[serde(default)]
+    scheduling_group: Option<SchedulingGroup>,
     #[serde(default)]
     node_name: Option<String>,
     #[serde(default)]
@@ -201,6 +204,14 @@ struct PodSpec {
     /// Seconds an evicted pod may take to stop.
     #[serde(default)]
     termination_grace_period_seconds: Option<i64>,
+}
+
+/// `spec.schedulingGroup`.
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SchedulingGroup {
+    #[serde(default)]
+    pod_group_name: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -507,6 +518,9 @@ pub struct PodInfo {
     pub meta: ObjectMeta,
     pub created: Option<Timestamp>,
     pub scheduler: String,
+    /// `spec.schedulingGroup.podGroupName` (Kubernetes 1.36+): the
+    /// `scheduling.k8s.io` PodGroup it joins, in its namespace.
+    pub scheduling_group: Option<String>,
     pub node_name: Option<String>,
     pub priority: Option<i32>,
     pub priority_class: Option<String>,

@@ -58,6 +58,8 @@ pub(crate) enum Outcome {
     },
     Queue(Queue),
     PodGroup(PodGroup),
+    /// A `scheduling.k8s.io` Workload.
+    Workload(trainyard_crd::podgroup::upstream::Workload),
     Topology(TopologyDocument),
     /// A DRA object (`resource.k8s.io`).
     Dra(Box<crate::dra::DraObject>),
@@ -376,6 +378,11 @@ impl Reader {
             Outcome::PodGroup(pg) => {
                 if self.claim(&pg.object(), loc) {
                     self.objects.pod_groups.push((loc.clone(), pg));
+                }
+            }
+            Outcome::Workload(w) => {
+                if self.claim(&w.object(), loc) {
+                    self.objects.workloads.push((loc.clone(), w));
                 }
             }
             Outcome::Topology(t) => {

@@ -253,10 +253,33 @@ pub struct Job {
     /// Set when the job can never be scheduled as submitted (e.g. its queue
     /// does not exist): the core reports it and places nothing.
     pub rejected: Option<String>,
+    /// Set when the job's Kubernetes PodGroup (`scheduling.k8s.io`)
+    /// keeps it from being placed: the group does not exist yet, or the
+    /// pods contradict it. The core reports it and places nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_problem: Option<GroupProblem>,
+    /// Evicted whole or not at all (a Kubernetes PodGroup's
+    /// `disruptionMode` `all`, v1alpha2's `PodGroup`): reclaim and
+    /// preemption never take only its pods above the minimum. Otherwise
+    /// those pods may go one by one, and the gang's minimum goes whole.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub evict_whole: bool,
     /// When consolidation last moved it (`None`: never, or long enough
     /// ago): a job moved is not moved again within the configured period.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moved_at: Option<Timestamp>,
+}
+
+/// Why a Kubernetes PodGroup keeps its job from being placed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum GroupProblem {
+    /// Pods name a PodGroup (`spec.schedulingGroup.podGroupName`) that
+    /// does not exist yet: they wait for it, as with kube-scheduler.
+    Missing { group: String },
+    /// The pods name different schedulers or priorities: kube-scheduler
+    /// refuses such a group (`SchedulerError`).
+    Mismatch { message: String },
 }
 
 impl Job {
@@ -336,6 +359,8 @@ impl Job {
             preemption_delay_seconds: None,
             walltime_seconds: None,
             rejected: None,
+            group_problem: None,
+            evict_whole: false,
         }
     }
 
@@ -358,6 +383,10 @@ pub const NON_PREEMPTIBLE_PRIORITY: i32 = 100;
 /// [`NON_PREEMPTIBLE_PRIORITY`] it is preemptible.
 pub fn default_preemptible(priority: i32) -> bool {
     priority < NON_PREEMPTIBLE_PRIORITY
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 fn yes() -> bool {

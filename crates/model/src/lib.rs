@@ -21,8 +21,8 @@ pub mod usage;
 
 pub use ids::{JobId, NodeName, TaskKey};
 pub use job::{
-    DEFAULT_GRACE_SECONDS, Job, Nomination, PlacementConstraints, SubGroup, Task, TaskState,
-    TopologyConstraint,
+    DEFAULT_GRACE_SECONDS, GroupProblem, Job, Nomination, PlacementConstraints, SubGroup, Task,
+    TaskState, TopologyConstraint,
 };
 pub use node::{
     GpuDevice, LabelSelectorOperator, Node, NodeSelectorRequirement, NodeSelectorTerm, Taint,

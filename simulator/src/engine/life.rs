@@ -32,6 +32,8 @@ impl Engine<'_> {
             preemption_delay_seconds: None,
             walltime_seconds: sj.walltime_seconds,
             rejected: None,
+            group_problem: None,
+            evict_whole: false,
         };
         self.rt[j].live = true;
         self.live.insert(job.id.clone(), j);

@@ -8,6 +8,7 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
         namespace,
         group,
         members,
+        strangers,
     } = draft;
     // Invariant: a draft is created together with its first member, so
     // `members[0]` exists.
@@ -105,9 +106,17 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
         ));
     }
 
+    // Kubernetes' own PodGroup: named by the pods' spec, or the group
+    // object is one.
+    let upstream = pg.and_then(|(_, g)| g.upstream.as_ref());
+    let named_upstream = members.iter().any(|m| m.upstream_group);
+    let missing_upstream = named_upstream && pg.is_none();
+
     // Gang size.
     let min_member = match (pg, &group) {
         (Some((_, g)), _) => g.spec.min_member,
+        // It waits for its group (below); all its pods meanwhile.
+        (None, Some(_)) if missing_upstream => u32::try_from(members.len()).unwrap_or(u32::MAX),
         (None, Some(_)) => {
             let n = u32::try_from(members.len()).unwrap_or(u32::MAX);
             let pods: Vec<String> = members.iter().map(|m| m.pod.key()).collect();
@@ -130,6 +139,9 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
     {
         priority = cx.resolve(class, loc, group_object.clone());
     }
+    let mismatch = (upstream.is_some() || named_upstream)
+        .then(|| group_mismatch(cx, &id, &members, &strangers))
+        .flatten();
     let priority = match priority {
         Some(p) => p,
         None => {
@@ -154,6 +166,7 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
     // and not others).
     let never_class = |c: &Option<String>| c.as_ref().is_some_and(|c| cx.never_classes.contains(c));
     let preempts = !(pg.is_some_and(|(_, g)| never_class(&g.spec.priority_class_name))
+        || upstream.is_some_and(|u| u.never_preempts)
         || members
             .iter()
             .any(|m| m.pod.never_preempts || never_class(&m.pod.priority_class)));
@@ -249,6 +262,11 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
         .collect();
     tasks.sort_by(|a, b| a.name.cmp(&b.name));
 
+    let group_problem = match (missing_upstream, mismatch) {
+        (_, Some(message)) => Some(GroupProblem::Mismatch { message }),
+        (true, None) => Some(GroupProblem::Missing { group: id.clone() }),
+        (false, None) => None,
+    };
     Job {
         moved_at: None,
         id,
@@ -266,7 +284,58 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
             .and_then(|d| d.seconds().ok()),
         walltime_seconds,
         rejected: None,
+        group_problem,
+        evict_whole: upstream.is_some_and(|u| u.evict_whole),
     }
+}
+
+/// Why the pods of a Kubernetes PodGroup cannot be scheduled together, as
+/// kube-scheduler refuses them (`SchedulerError`): pods of other
+/// schedulers name the group, or its pods have different priorities.
+fn group_mismatch(
+    cx: &mut Ctx,
+    id: &str,
+    members: &[Member],
+    strangers: &[(String, String)],
+) -> Option<String> {
+    if !strangers.is_empty() {
+        let mut by: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        by.entry(cx.opts.scheduler_name.as_str())
+            .or_default()
+            .extend(members.iter().map(|m| m.pod.key()));
+        for (pod, scheduler) in strangers {
+            by.entry(scheduler.as_str()).or_default().push(pod.clone());
+        }
+        let parts: Vec<String> = by
+            .iter()
+            .map(|(s, pods)| format!("{s} ({})", list_names(pods)))
+            .collect();
+        return Some(format!(
+            "pods of PodGroup {id} name different schedulers: {}; a PodGroup's pods must share one schedulerName",
+            parts.join(", ")
+        ));
+    }
+    let mut by: BTreeMap<i32, Vec<String>> = BTreeMap::new();
+    for m in members {
+        let p = match (m.pod.priority, &m.pod.priority_class) {
+            (Some(p), _) => Some(p),
+            (None, Some(class)) => cx.priority_classes.get(class).copied(),
+            (None, None) => None,
+        }
+        .unwrap_or(0);
+        by.entry(p).or_default().push(m.pod.key());
+    }
+    (by.len() > 1).then(|| {
+        let parts: Vec<String> = by
+            .iter()
+            .rev()
+            .map(|(p, pods)| format!("{p} ({})", list_names(pods)))
+            .collect();
+        format!(
+            "pods of PodGroup {id} have different priorities: {}; a PodGroup's pods must share one priority",
+            parts.join(", ")
+        )
+    })
 }
 
 /// The job's declared walltime: the shortest of its PodGroup's

@@ -14,14 +14,14 @@ pub struct JobKey {
 }
 
 impl JobKey {
-    /// The job a pod of ours joins: its group's (the first group key it
-    /// carries), else its own.
+    /// The job a pod of ours joins: its group's ([`group_name`]), else
+    /// its own.
     pub fn of(pod: &PodInfo) -> JobKey {
-        match first_of(&pod.meta, keys::POD_GROUP_KEYS) {
-            Some((_, _, v, _)) => JobKey {
+        match group_name(pod) {
+            Some(g) => JobKey {
                 namespace: pod.namespace.clone(),
                 group: true,
-                name: v.to_string(),
+                name: g.name.to_string(),
             },
             None => JobKey {
                 namespace: pod.namespace.clone(),
@@ -35,6 +35,46 @@ impl JobKey {
     pub fn id(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }
+}
+
+/// Where a pod's group name was read: `spec.schedulingGroup.podGroupName`
+/// (Kubernetes' own PodGroup), or a label or annotation.
+pub(crate) const SCHEDULING_GROUP_FIELD: &str = "spec.schedulingGroup.podGroupName";
+
+/// A pod's group, as [`group_name`] reads it.
+pub(crate) struct GroupName<'p> {
+    pub(crate) name: &'p str,
+    /// Named by `spec.schedulingGroup.podGroupName`.
+    pub(crate) upstream: bool,
+    /// Where it was read: the key, or [`SCHEDULING_GROUP_FIELD`].
+    pub(crate) from: &'static str,
+    /// Other places naming another group: (where, name).
+    pub(crate) others: Vec<(&'static str, &'p str)>,
+}
+
+/// The group a pod joins, in precedence order: Trainyard's key
+/// (`trainyard.io/pod-group`), then Kubernetes' own
+/// `spec.schedulingGroup.podGroupName`, then the peers' keys (Volcano,
+/// coscheduling, KAI). docs/snapshot.md gives the order.
+pub(crate) fn group_name(pod: &PodInfo) -> Option<GroupName<'_>> {
+    let mut found: Vec<(&'static str, &str)> = Vec::new();
+    for (i, (k, place)) in keys::POD_GROUP_KEYS.iter().enumerate() {
+        if let Some(v) = pod.meta.lookup(k, *place) {
+            found.push((k, v));
+        }
+        if i == 0
+            && let Some(g) = &pod.scheduling_group
+        {
+            found.push((SCHEDULING_GROUP_FIELD, g.as_str()));
+        }
+    }
+    let (&(from, name), rest) = found.split_first()?;
+    Some(GroupName {
+        name,
+        upstream: from == SCHEDULING_GROUP_FIELD,
+        from,
+        others: rest.iter().copied().filter(|(_, v)| *v != name).collect(),
+    })
 }
 
 /// Interprets one pod of ours (its scheduler is Trainyard's, it is not
@@ -60,9 +100,12 @@ pub(crate) fn member(cx: &mut Ctx, loc: Loc, pod: PodInfo) -> (JobKey, Member) {
         cx.warnings
             .push(format!("{}: {object}: {conflict}", loc.at()));
     }
-    let group = first_of(&pod.meta, keys::POD_GROUP_KEYS).map(|(k, _, v, others)| {
-        if !others.is_empty() {
-            let o: Vec<String> = others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    let named = group_name(&pod);
+    let upstream_group = named.as_ref().is_some_and(|g| g.upstream);
+    let group = named.map(|g| {
+        let (k, v) = (g.from, g.name);
+        if !g.others.is_empty() {
+            let o: Vec<String> = g.others.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
             cx.warnings.push(format!(
                 "{}: {object}: group names disagree ({k}={v:?}, {}); using {v:?}",
                 loc.at(),
@@ -135,6 +178,7 @@ pub(crate) fn member(cx: &mut Ctx, loc: Loc, pod: PodInfo) -> (JobKey, Member) {
         key,
         Member {
             loc,
+            upstream_group,
             pod,
             queue,
             subgroup,

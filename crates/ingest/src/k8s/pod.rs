@@ -351,10 +351,23 @@ impl K8sPod {
                 None
             }
         };
+        let scheduling_group = spec
+            .scheduling_group
+            .and_then(|g| g.pod_group_name)
+            .filter(|n| !n.is_empty());
+        if let Some(name) = &scheduling_group
+            && let Some(problem) = trainyard_crd::names::dns1123_subdomain_problem(name)
+        {
+            errors.push((
+                "spec.schedulingGroup.podGroupName".into(),
+                format!("invalid PodGroup name: {problem}"),
+            ));
+        }
         if !errors.is_empty() {
             return Err(errors);
         }
         Ok(PodInfo {
+            scheduling_group,
             namespace: meta.namespace_or_default().to_string(),
             name: meta.name.clone(),
             created,

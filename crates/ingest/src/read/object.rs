@@ -281,7 +281,9 @@ pub(crate) fn interpret(
     let expected_api = match kind {
         "Node" | "Pod" | "List" => "\"v1\"",
         "PriorityClass" => "\"scheduling.k8s.io/v1\"",
-        "Queue" | "PodGroup" | "Topology" => "\"trainyard.io/v1alpha1\"",
+        "Queue" | "Topology" => "\"trainyard.io/v1alpha1\"",
+        "PodGroup" => "\"trainyard.io/v1alpha1\" or \"scheduling.k8s.io/v1beta1\"",
+        "Workload" => "\"scheduling.k8s.io/v1beta1\" or \"scheduling.k8s.io/v1alpha2\"",
         "DeviceTaintRule" => "\"resource.k8s.io/v1alpha3\"",
         k if DraKind::parse(k).is_some() => "\"resource.k8s.io/v1\"",
         _ => "the object's apiVersion",
@@ -437,6 +439,17 @@ pub(crate) fn interpret(
             }
             Err(errs) => out.api_errors(errs),
         },
+        "Workload" if !api.starts_with("scheduling.k8s.io/") => {
+            out.push(Outcome::Skip(format!("Workload ({api})")));
+        }
+        "Workload" => {
+            match trainyard_crd::podgroup::upstream::Workload::from_value(&filled_value(
+                t, i, inherited,
+            )) {
+                Ok(w) => out.push(Outcome::Workload(w)),
+                Err(errs) => out.api_errors(errs),
+            }
+        }
         "Topology" if !TOPOLOGY_API_VERSIONS.contains(&api) => {
             // Someone else's Topology kind: not ours.
             out.push(Outcome::Skip(format!("Topology ({api})")));

@@ -3,7 +3,7 @@
 //! a job can never be placed as submitted.
 
 use super::*;
-use trainyard_model::ResourceName;
+use trainyard_model::{GroupProblem, ResourceName};
 
 impl<'s> Cycle<'s> {
     pub(super) fn new(snapshot: &'s Snapshot, config: &'s Config, now: Timestamp) -> Self {
@@ -536,6 +536,19 @@ impl<'s> Cycle<'s> {
         bound: (&BTreeMap<&str, u32>, u32),
         largest: &Resources,
     ) -> Option<PendingReason> {
+        match &job.group_problem {
+            Some(GroupProblem::Missing { group }) => {
+                return Some(PendingReason::WaitingForPodGroup {
+                    group: group.clone(),
+                });
+            }
+            Some(GroupProblem::Mismatch { message }) => {
+                return Some(PendingReason::SchedulerError {
+                    message: message.clone(),
+                });
+            }
+            None => {}
+        }
         if let Some(msg) = &job.rejected {
             return Some(PendingReason::Rejected {
                 message: msg.clone(),

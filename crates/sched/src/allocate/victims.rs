@@ -493,7 +493,8 @@ impl<'s> Ledger<'s> {
             let mut per_sub: BTreeMap<&str, u32> = BTreeMap::new();
             // Without pods above the minimum every pod is the gang's (the
             // common case, and the cheap one).
-            let elastic_pods = left > vj.min_member;
+            // A job evicted whole (`Job::evict_whole`) has no such pods.
+            let elastic_pods = left > vj.min_member && !vj.evict_whole;
             if elastic_pods {
                 for (t, _, _) in &bound {
                     *per_sub

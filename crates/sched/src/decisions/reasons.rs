@@ -253,6 +253,12 @@ pub enum PendingReason {
     InvalidRequest { pod: String, message: String },
     /// The job was rejected before scheduling (e.g. unknown queue).
     Rejected { message: String },
+    /// The job's pods contradict their Kubernetes PodGroup (they name
+    /// different schedulers or priorities): refused as kube-scheduler
+    /// refuses such a group, with its code.
+    SchedulerError { message: String },
+    /// Its pods name a Kubernetes PodGroup that does not exist yet.
+    WaitingForPodGroup { group: String },
     /// A starving gang that does not fit now holds a reservation: the
     /// earliest time its minimum could start as running jobs end at their
     /// walltimes, and the nodes it would take then (held for it: only jobs
@@ -395,6 +401,8 @@ impl PendingReason {
             PendingReason::Waiting { .. } => "WaitingForResourceClaim",
             PendingReason::InvalidRequest { .. } => "InvalidRequest",
             PendingReason::Rejected { .. } => "Rejected",
+            PendingReason::SchedulerError { .. } => "SchedulerError",
+            PendingReason::WaitingForPodGroup { .. } => "WaitingForPodGroup",
             PendingReason::Reserved { .. } => "Reserved",
             PendingReason::TopologyUnfit { .. } => "TopologyUnfit",
             PendingReason::TooManyLeaves { .. } => "TooManyLeaves",
@@ -558,6 +566,11 @@ impl fmt::Display for PendingReason {
                 write!(f, "pod {pod}: invalid request: {message}")
             }
             PendingReason::Rejected { message } => write!(f, "rejected: {message}"),
+            PendingReason::SchedulerError { message } => write!(f, "{message}"),
+            PendingReason::WaitingForPodGroup { group } => write!(
+                f,
+                "waiting for PodGroup {group} to be created (its pods name it by spec.schedulingGroup.podGroupName)"
+            ),
             PendingReason::Reserved {
                 start,
                 starts_in_seconds,

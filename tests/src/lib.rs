@@ -46,6 +46,27 @@ pub struct Scenario {
     pub config: Option<serde_json::Value>,
     pub snapshot: String,
     pub expect: Expect,
+    /// Later cycles: objects changed after the first, each cycle with its
+    /// own expectations. A scenario with steps runs object by object
+    /// through the world state, as the live service does.
+    #[serde(default)]
+    pub then: Vec<Step>,
+}
+
+/// One later cycle of a scenario.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// What changed, in words.
+    pub description: String,
+    /// Objects created or replaced (YAML documents).
+    #[serde(default)]
+    pub apply: String,
+    /// Objects deleted, as `Kind namespace/name` (`Kind name` when
+    /// cluster-scoped).
+    #[serde(default)]
+    pub delete: Vec<String>,
+    pub expect: Expect,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -348,7 +369,21 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
     let mut world = trainyard_cluster::ClusterState::from_snapshot(loaded.snapshot);
     let d = trainyard_sched::schedule(&world.snapshot(), &config, now);
 
-    if let Some(binds) = &sc.expect.binds {
+    if !sc.then.is_empty() {
+        return run_steps(name, &sc, &config, now);
+    }
+    errors.extend(check(&sc.expect, &d));
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Every mismatch between `expect` and the decisions `d`.
+fn check(expect: &Expect, d: &Decisions) -> Vec<String> {
+    let mut errors = Vec::new();
+    if let Some(binds) = &expect.binds {
         let mut got: BTreeMap<String, &trainyard_sched::Bind> =
             d.binds.iter().map(|b| (b.task.to_string(), b)).collect();
         for want in binds {
@@ -375,7 +410,7 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
             errors.push(format!("unexpected bind {pod} -> {} {:?}", b.node, b.gpus));
         }
     }
-    if let Some(pending) = &sc.expect.pending {
+    if let Some(pending) = &expect.pending {
         let mut got: BTreeMap<&str, &trainyard_sched::PendingJob> =
             d.pending.iter().map(|p| (p.job.as_str(), p)).collect();
         for want in pending {
@@ -420,7 +455,7 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
             .iter()
             .map(|e| (e.task.to_string(), e))
             .collect();
-        for want in &sc.expect.evictions {
+        for want in &expect.evictions {
             match got.remove(want.pod.as_str()) {
                 None => errors.push(format!("expected {} to be evicted; it was not", want.pod)),
                 Some(e) => {
@@ -455,13 +490,13 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
             ));
         }
     }
-    if let Some(want) = &sc.expect.claims {
-        check_claims(&d, want, &mut errors);
+    if let Some(want) = &expect.claims {
+        check_claims(d, want, &mut errors);
     }
-    if let Some(want) = &sc.expect.moves {
-        check_moves(&d, want, &mut errors);
+    if let Some(want) = &expect.moves {
+        check_moves(d, want, &mut errors);
     }
-    if let Some(want) = &sc.expect.reservations {
+    if let Some(want) = &expect.reservations {
         let mut got: BTreeMap<&str, &trainyard_sched::Reservation> =
             d.reservations.iter().map(|r| (r.job.as_str(), r)).collect();
         for w in want {
@@ -509,7 +544,7 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
             ));
         }
     }
-    if let Some(noms) = &sc.expect.nominations {
+    if let Some(noms) = &expect.nominations {
         let mut got: BTreeMap<String, &trainyard_sched::NominationDecision> = d
             .nominations
             .iter()
@@ -544,24 +579,90 @@ pub fn run_scenario(name: &str, text: &str) -> Result<(), Vec<String>> {
     }
     check_resources(
         "fairShare",
-        &d,
-        &sc.expect.fair_share,
+        d,
+        &expect.fair_share,
         |q| &q.fair_share,
         &mut errors,
     );
     check_resources(
         "allocated",
-        &d,
-        &sc.expect.allocated,
+        d,
+        &expect.allocated,
         |q| &q.allocated,
         &mut errors,
     );
-    if sc.expect.binds.is_none()
-        && sc.expect.pending.is_none()
-        && sc.expect.fair_share.is_empty()
-        && sc.expect.allocated.is_empty()
+    if expect.binds.is_none()
+        && expect.pending.is_none()
+        && expect.fair_share.is_empty()
+        && expect.allocated.is_empty()
     {
         errors.push("scenario expects nothing".into());
+    }
+    errors
+}
+
+/// A scenario with later steps, object by object through the world state.
+fn run_steps(
+    name: &str,
+    sc: &Scenario,
+    config: &Config,
+    now: Timestamp,
+) -> Result<(), Vec<String>> {
+    use trainyard_cluster::{Change, ClusterState, Decoded, ObjectChange};
+    let mut world = ClusterState::for_objects(LoadOptions::default());
+    let apply = |world: &mut ClusterState, what: &str, text: &str| -> Vec<String> {
+        let decoded = Decoded::of(trainyard_ingest::read(&[Source::new(
+            what,
+            text.to_string(),
+        )]));
+        let mut errors: Vec<String> = decoded
+            .errors
+            .iter()
+            .map(|e| format!("{what}: {e}"))
+            .collect();
+        for c in decoded.changes {
+            world.apply(Change::Object(c));
+        }
+        errors.extend(
+            world
+                .problems()
+                .errors
+                .iter()
+                .map(|e| format!("{what}: {e}")),
+        );
+        errors
+    };
+    let mut errors = apply(&mut world, &format!("{name}#snapshot"), &sc.snapshot);
+    let d = trainyard_sched::schedule(&world.snapshot(), config, now);
+    errors.extend(
+        check(&sc.expect, &d)
+            .into_iter()
+            .map(|e| format!("first cycle: {e}")),
+    );
+    for (i, step) in sc.then.iter().enumerate() {
+        let what = format!("{name}#then[{i}]");
+        for object in &step.delete {
+            let (kind, rest) = object.split_once(' ').unwrap_or((object.as_str(), ""));
+            let (ns, n) = match rest.split_once('/') {
+                Some((ns, n)) => (Some(ns), n),
+                None => (None, rest),
+            };
+            match ObjectChange::gone(kind, ns, n) {
+                Some(c) => {
+                    world.apply(Change::Object(c));
+                }
+                None => errors.push(format!("{what}: cannot delete {object:?}")),
+            }
+        }
+        if !step.apply.is_empty() {
+            errors.extend(apply(&mut world, &what, &step.apply));
+        }
+        let d = trainyard_sched::schedule(&world.snapshot(), config, now);
+        errors.extend(
+            check(&step.expect, &d)
+                .into_iter()
+                .map(|e| format!("then[{i}] ({}): {e}", step.description)),
+        );
     }
     if errors.is_empty() {
         Ok(())

@@ -142,7 +142,10 @@ fn policy(p: Option<&Policy>, at: &str, problems: &mut Vec<(String, String)>) ->
     let field = format!("{at}schedulingPolicy");
     match p {
         None => {
-            problems.push((field, "missing; expected exactly one of basic or gang".into()));
+            problems.push((
+                field,
+                "missing; expected exactly one of basic or gang".into(),
+            ));
             (1, false)
         }
         Some(Policy {
@@ -170,7 +173,9 @@ fn policy(p: Option<&Policy>, at: &str, problems: &mut Vec<(String, String)>) ->
             gang: Some(Gang { min_count }),
             ..
         }) => match min_count {
-            Some(n) if (1..=MAX_COUNT).contains(n) => (u32::try_from(*n).unwrap_or(u32::MAX), false),
+            Some(n) if (1..=MAX_COUNT).contains(n) => {
+                (u32::try_from(*n).unwrap_or(u32::MAX), false)
+            }
             Some(n) => {
                 problems.push((
                     format!("{field}.gang.minCount"),
@@ -199,10 +204,7 @@ fn topology_key(
     if list.len() > 1 {
         problems.push((
             format!("{at}schedulingConstraints.topology"),
-            format!(
-                "has {} entries; Kubernetes allows at most one",
-                list.len()
-            ),
+            format!("has {} entries; Kubernetes allows at most one", list.len()),
         ));
     }
     let key = &list.first()?.key;
@@ -230,7 +232,10 @@ fn evict_whole(
             "PodGroup" => true,
             "Pod" => false,
             other => {
-                problems.push((field, format!("expected \"Pod\" or \"PodGroup\", found {other:?}")));
+                problems.push((
+                    field,
+                    format!("expected \"Pod\" or \"PodGroup\", found {other:?}"),
+                ));
                 false
             }
         },
@@ -238,10 +243,7 @@ fn evict_whole(
             let all = m.get("all").is_some_and(|v| !v.is_null());
             let single = m.get("single").is_some_and(|v| !v.is_null());
             if all == single {
-                problems.push((
-                    field,
-                    "expected exactly one of single or all".into(),
-                ));
+                problems.push((field, "expected exactly one of single or all".into()));
             }
             all && !single
         }
@@ -275,13 +277,22 @@ fn never_preempts(policy: Option<&str>, at: &str, problems: &mut Vec<(String, St
 }
 
 /// Reads an upstream PodGroup of `version` (already checked).
-pub(crate) fn read(value: &serde_json::Value, object: &str, version: &str) -> Result<PodGroup, ApiErrors> {
+pub(crate) fn read(
+    value: &serde_json::Value,
+    object: &str,
+    version: &str,
+) -> Result<PodGroup, ApiErrors> {
     let doc: Doc = from_value(value, object)?;
     let spec = doc.spec;
     let mut problems = Vec::new();
     let (min_member, basic) = policy(spec.scheduling_policy.as_ref(), "spec.", &mut problems);
     let required = topology_key(spec.scheduling_constraints.as_ref(), "spec.", &mut problems);
-    let evict_whole = evict_whole(spec.disruption_mode.as_ref(), version, "spec.", &mut problems);
+    let evict_whole = evict_whole(
+        spec.disruption_mode.as_ref(),
+        version,
+        "spec.",
+        &mut problems,
+    );
     let never_preempts = version == V1BETA1
         && never_preempts(spec.preemption_policy.as_deref(), "spec.", &mut problems);
     let workload = match (spec.workload_ref, spec.pod_group_template_ref) {
@@ -386,7 +397,10 @@ impl Workload {
             } else if names.contains(&t.name) {
                 problems.push((
                     format!("{at}name"),
-                    format!("template {:?} is defined more than once; expected unique names", t.name),
+                    format!(
+                        "template {:?} is defined more than once; expected unique names",
+                        t.name
+                    ),
                 ));
             }
             names.push(t.name.clone());

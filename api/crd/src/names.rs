@@ -39,12 +39,15 @@ pub fn dns1123_subdomain_problem(name: &str) -> Option<String> {
 /// Why `name` is not a valid DNS-1123 label (a subdomain without dots, at
 /// most 63 characters), or `None` when it is.
 pub fn dns1123_label_problem(name: &str) -> Option<String> {
-    if name.contains('.') || name.len() > 63 {
+    if name.is_empty() {
+        return Some("must not be empty; expected a DNS-1123 label".to_string());
+    }
+    if name.contains('.') || name.len() > 63 || dns1123_subdomain_problem(name).is_some() {
         return Some(format!(
             "{name:?} is not a valid DNS-1123 label; expected at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"
         ));
     }
-    dns1123_subdomain_problem(name)
+    None
 }
 
 /// Why `value` is not a valid non-empty Kubernetes label value (at most 63

@@ -317,3 +317,184 @@ fn bad_preemptible_values_name_the_field() {
          PodGroup ml/g: metadata.annotations.volcano.sh/preemptable: invalid value \"True\"; expected \"true\" or \"false\""
     );
 }
+
+mod upstream_groups {
+    use k8s_openapi::api::scheduling::v1beta1 as k8s;
+    use serde_json::json;
+
+    use super::super::upstream::{Upstream, Workload};
+    use super::*;
+
+    /// A v1beta1 PodGroup as the Kubernetes types write it, read back by
+    /// Trainyard: what it says survives the trip.
+    #[test]
+    fn v1beta1_typed_object_round_trips_into_the_gang() {
+        let typed = k8s::PodGroup {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("train".into()),
+                namespace: Some("ml".into()),
+                ..Default::default()
+            },
+            spec: k8s::PodGroupSpec {
+                scheduling_policy: k8s::PodGroupSchedulingPolicy {
+                    gang: Some(k8s::GangSchedulingPolicy { min_count: 4 }),
+                    basic: None,
+                },
+                scheduling_constraints: Some(k8s::PodGroupSchedulingConstraints {
+                    topology: Some(vec![k8s::TopologyConstraint {
+                        key: "example.com/rack".into(),
+                    }]),
+                }),
+                priority_class_name: Some("high".into()),
+                priority: Some(1000),
+                disruption_mode: Some(k8s::DisruptionMode {
+                    all: Some(k8s::AllDisruptionMode(json!({}))),
+                    single: None,
+                }),
+                preemption_policy: Some("Never".into()),
+                workload_ref: Some(k8s::WorkloadReference {
+                    workload_name: "train".into(),
+                    template_name: "workers".into(),
+                }),
+                ..Default::default()
+            },
+            status: None,
+        };
+        let mut v = serde_json::to_value(&typed).unwrap();
+        v["apiVersion"] = json!("scheduling.k8s.io/v1beta1");
+        v["kind"] = json!("PodGroup");
+        let pg = parse(v).unwrap();
+        assert_eq!(pg.object(), "PodGroup ml/train");
+        assert_eq!(pg.spec.min_member, 4);
+        assert_eq!(
+            pg.spec.topology.required.as_deref(),
+            Some("example.com/rack")
+        );
+        assert_eq!(pg.spec.priority_class_name.as_deref(), Some("high"));
+        assert_eq!(pg.spec.priority, Some(1000));
+        assert_eq!(pg.spec.queue, None);
+        assert_eq!(
+            pg.upstream,
+            Some(Upstream {
+                basic: false,
+                evict_whole: true,
+                never_preempts: true,
+                workload: Some(("train".into(), "workers".into())),
+                problems: Vec::new(),
+            })
+        );
+        assert_eq!(
+            pg.topology_field(None, ConstraintField::Required),
+            "spec.schedulingConstraints.topology[0].key"
+        );
+    }
+
+    /// A v1alpha2 PodGroup (Kubernetes 1.36; its types are not built in):
+    /// `disruptionMode` is a string, the template reference has another
+    /// shape, and `preemptionPolicy` does not exist.
+    #[test]
+    fn v1alpha2_object_as_kubernetes_1_36_serves_it() {
+        let pg = parse(json!({
+            "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+            "metadata": {"name": "train", "namespace": "ml", "generation": 1},
+            "spec": {
+                "schedulingPolicy": {"basic": {}},
+                "disruptionMode": "PodGroup",
+                "podGroupTemplateRef": {"workload": {"workloadName": "w", "podGroupTemplateName": "t"}},
+                "resourceClaims": [{"name": "shared", "resourceClaimName": "c"}]
+            },
+            "status": {"conditions": []}
+        }))
+        .unwrap();
+        assert_eq!(pg.spec.min_member, 1);
+        let u = pg.upstream.unwrap();
+        assert!(u.basic && u.evict_whole && !u.never_preempts);
+        assert_eq!(u.workload, Some(("w".into(), "t".into())));
+        // The same object serialized again reads the same.
+    }
+
+    #[test]
+    fn bad_upstream_values_name_their_fields() {
+        let err = parse(json!({
+            "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"},
+            "spec": {
+                "schedulingPolicy": {"gang": {"minCount": 0}},
+                "schedulingConstraints": {"topology": [{"key": ""}]},
+                "disruptionMode": "PodGroup",
+                "preemptionPolicy": "Sometimes"
+            }
+        }))
+        .unwrap_err();
+        expect_test::expect![[r#"
+            PodGroup ml/g: spec.schedulingPolicy.gang.minCount: expected a whole number from 1 to 2147483647, found 0
+            PodGroup ml/g: spec.schedulingConstraints.topology[0].key: must not be empty; expected a node label key
+            PodGroup ml/g: spec.disruptionMode: expected an object with one of single or all, such as {all: {}}
+            PodGroup ml/g: spec.preemptionPolicy: expected "Never" or "PreemptLowerPriority", found "Sometimes""#]]
+        .assert_eq(&err.to_string());
+        let err = parse(json!({
+            "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"basic": {}, "gang": {"minCount": 2}}, "disruptionMode": "All"}
+        }))
+        .unwrap_err();
+        expect_test::expect![[r#"
+            PodGroup ml/g: spec.schedulingPolicy: sets both basic and gang; expected exactly one
+            PodGroup ml/g: spec.disruptionMode: expected "Pod" or "PodGroup", found "All""#]]
+        .assert_eq(&err.to_string());
+        let err = parse(json!({
+            "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+            "metadata": {"name": "g", "namespace": "ml"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": "two"}}}
+        }))
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("spec.schedulingPolicy.gang.minCount"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn workloads_of_both_versions_are_read_and_checked() {
+        let typed = k8s::Workload {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("job-1".into()),
+                namespace: Some("ml".into()),
+                ..Default::default()
+            },
+            spec: k8s::WorkloadSpec {
+                pod_group_templates: Some(vec![k8s::PodGroupTemplate {
+                    name: "workers".into(),
+                    scheduling_policy: k8s::PodGroupSchedulingPolicy {
+                        gang: Some(k8s::GangSchedulingPolicy { min_count: 8 }),
+                        basic: None,
+                    },
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            },
+        };
+        let mut v = serde_json::to_value(&typed).unwrap();
+        v["apiVersion"] = json!("scheduling.k8s.io/v1beta1");
+        v["kind"] = json!("Workload");
+        let w = Workload::from_value(&v).unwrap();
+        assert_eq!(w.object(), "Workload ml/job-1");
+        assert_eq!(w.templates, vec!["workers".to_string()]);
+        let err = Workload::from_value(&json!({
+            "apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "Workload",
+            "metadata": {"name": "w", "namespace": "ml"},
+            "spec": {"podGroupTemplates": [
+                {"name": "a", "schedulingPolicy": {"gang": {"minCount": 2}}},
+                {"name": "a", "schedulingPolicy": {}},
+                {"name": "B_", "schedulingPolicy": {"basic": {}}}
+            ]}
+        }))
+        .unwrap_err();
+        expect_test::expect![[r#"
+            Workload ml/w: spec.podGroupTemplates[1].name: template "a" is defined more than once; expected unique names
+            Workload ml/w: spec.podGroupTemplates[1].schedulingPolicy: sets neither basic nor gang; expected exactly one
+            Workload ml/w: spec.podGroupTemplates[2].name: "B_" is not a valid DNS-1123 label; expected at most 63 lowercase letters, digits and '-', starting and ending with a letter or digit"#]]
+        .assert_eq(&err.to_string());
+    }
+}

@@ -700,7 +700,7 @@ impl Registry {
         }
         for (g, vs) in out.iter_mut() {
             if !custom.contains(g) {
-                vs.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
+                vs.sort_by_key(|v| std::cmp::Reverse(crate::discovery::version_priority(v)));
             }
         }
         out
@@ -730,29 +730,6 @@ impl Registry {
         {
             self.defs.remove(key);
         }
-    }
-}
-
-/// kube's version priority: GA above beta above alpha, a higher number
-/// first within each (`v2` > `v1` > `v1beta2` > `v1beta1` > `v1alpha2`).
-fn version_priority(v: &str) -> (u8, u64, u64) {
-    let Some(rest) = v.strip_prefix('v') else {
-        return (0, 0, 0);
-    };
-    let digits = rest.chars().take_while(char::is_ascii_digit).count();
-    let (major, tail) = rest.split_at(digits);
-    let Ok(major) = major.parse::<u64>() else {
-        return (0, 0, 0);
-    };
-    let (level, minor) = match tail {
-        "" => (3, "0"),
-        t if t.starts_with("beta") => (2, &t[4..]),
-        t if t.starts_with("alpha") => (1, &t[5..]),
-        _ => return (0, 0, 0),
-    };
-    match minor.parse::<u64>() {
-        Ok(m) => (level, major, m),
-        Err(_) => (0, 0, 0),
     }
 }
 

@@ -708,6 +708,13 @@ mod tests {
     }
 
     #[test]
+    fn group_versions_sort_as_kube_orders_them() {
+        use crate::discovery::version_priority as p;
+        assert!(p("v1") > p("v1beta1") && p("v1beta1") > p("v1alpha3"));
+        assert!(p("v1alpha3") > p("v1alpha2") && p("v2") > p("v1"));
+    }
+
+    #[test]
     fn versions_parse() {
         assert_eq!("none".parse(), Ok(WorkloadApis::NONE));
         assert_eq!("v1beta1".parse(), Ok(WorkloadApis::V1BETA1));

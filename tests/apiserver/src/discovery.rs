@@ -7,6 +7,29 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::Req;
 use crate::registry::Registry;
 
+/// kube's version priority: GA above beta above alpha, a higher number
+/// first within each (`v2` > `v1` > `v1beta2` > `v1beta1` > `v1alpha2`).
+pub fn version_priority(v: &str) -> (u8, u64, u64) {
+    let Some(rest) = v.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    let (major, tail) = rest.split_at(digits);
+    let Ok(major) = major.parse::<u64>() else {
+        return (0, 0, 0);
+    };
+    let (level, minor) = match tail {
+        "" => (3, "0"),
+        t if t.starts_with("beta") => (2, &t[4..]),
+        t if t.starts_with("alpha") => (1, &t[5..]),
+        _ => return (0, 0, 0),
+    };
+    match minor.parse::<u64>() {
+        Ok(m) => (level, major, m),
+        Err(_) => (0, 0, 0),
+    }
+}
+
 /// `/version`.
 pub fn version() -> Value {
     json!({"major": "1", "minor": "35", "gitVersion": "v1.35.0-trainyard-testapi", "gitCommit": "0000000000000000000000000000000000000000",

@@ -302,6 +302,10 @@ pub fn causes(def: &ResourceDef, obj: &Value, old: Option<&Value>) -> Vec<Cause>
         | Builtin::ResourceClaim
         | Builtin::ResourceClaimTemplate
         | Builtin::DeviceTaintRule => crate::dra::causes(def.builtin, obj, old),
+        Builtin::Workload
+        | Builtin::PodGroup
+        | Builtin::WorkloadV1alpha2
+        | Builtin::PodGroupV1alpha2 => crate::scheduling::causes(def.builtin, obj, old),
         _ => Vec::new(),
     }
 }

@@ -36,6 +36,11 @@
 //!   real one, admits only the pods that fit their node (`Failed` with
 //!   `OutOf<resource>` otherwise), and fault injection (see [`faults`]).
 //!
+//! * `scheduling.k8s.io` Workloads and PodGroups at `v1alpha2` and `v1beta1`
+//!   (which of them: [`Config::workload_apis`]), with their validation and the
+//!   PodGroup `status` subresource, and pods' `spec.schedulingGroup`; see
+//!   [`scheduling`].
+//!
 //! * Dynamic Resource Allocation (`resource.k8s.io/v1`, `v1alpha3` DeviceTaintRules)
 //!   with the claim status rules, the `resourceclaims/binding` authorization and a
 //!   stand-in for kube-controller-manager's resource claim controller; see [`dra`].
@@ -76,6 +81,7 @@ pub mod quantity;
 pub mod rbac;
 pub mod registry;
 pub mod routes;
+pub mod scheduling;
 pub mod selector;
 pub mod state;
 pub mod storage;
@@ -99,6 +105,7 @@ pub use auth::{ADMIN_TOKEN, UserInfo};
 pub use error::ApiError;
 pub use faults::Faults;
 pub use kubelet::KubeletConfig;
+pub use scheduling::WorkloadApis;
 
 /// Errors starting or driving the server.
 #[derive(Debug, thiserror::Error)]
@@ -140,6 +147,10 @@ pub struct Config {
     pub rbac: bool,
     /// Static bearer tokens and the users they authenticate (with `rbac`).
     pub tokens: Vec<(String, UserInfo)>,
+    /// Which `scheduling.k8s.io` Workload/PodGroup versions are served
+    /// (`v1alpha2`, `v1beta1`, both — the default — or neither); PriorityClasses
+    /// (`scheduling.k8s.io/v1`) are served in every case. See [`scheduling`].
+    pub workload_apis: WorkloadApis,
 }
 
 impl Default for Config {
@@ -154,6 +165,7 @@ impl Default for Config {
             seed: 1,
             rbac: false,
             tokens: Vec::new(),
+            workload_apis: WorkloadApis::default(),
         }
     }
 }
@@ -220,6 +232,7 @@ impl TestApiServer {
         };
         let mut st = state::State::new(config.window, clock, config.kubelet.clone(), config.seed);
         st.auth = auth::AuthState::new(config.rbac, &config.tokens);
+        st.registry.serve_workload_apis(config.workload_apis);
         if config.rbac {
             rbac::seed_default_policy(&mut st);
         }

@@ -1,4 +1,4 @@
-//! `trainyard-testapi --port N [--kubeconfig FILE] [--rbac]`: serves the test API server.
+//! `trainyard-testapi --port N [--kubeconfig FILE] [--rbac] [--workload-apis v1alpha2,v1beta1|none]`: serves the test API server.
 
 use std::path::PathBuf;
 
@@ -29,6 +29,10 @@ struct Args {
     /// POST /testapi/tokens?serviceaccount=NS/NAME.
     #[arg(long)]
     rbac: bool,
+    /// The scheduling.k8s.io Workload/PodGroup versions served: `none`, or a
+    /// comma-separated list of `v1alpha2` and `v1beta1`.
+    #[arg(long, default_value = "v1alpha2,v1beta1")]
+    workload_apis: trainyard_testapi::WorkloadApis,
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -45,6 +49,7 @@ async fn main() -> anyhow::Result<()> {
         window: args.window,
         manual_clock: args.manual_clock,
         rbac: args.rbac,
+        workload_apis: args.workload_apis,
         ..Default::default()
     };
     config.kubelet.start_delay = args.start_delay;

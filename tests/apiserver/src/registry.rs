@@ -1,7 +1,7 @@
 //! The resource registry: built-in kinds and the custom resources that CRD objects
 //! declare. Discovery, routing, tables and validation all read it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -83,6 +83,14 @@ pub enum Builtin {
     ResourceClaimTemplate,
     /// resource.k8s.io/v1alpha3 DeviceTaintRule (cluster-scoped).
     DeviceTaintRule,
+    /// scheduling.k8s.io/v1beta1 Workload (see [`crate::scheduling`]).
+    Workload,
+    /// scheduling.k8s.io/v1beta1 PodGroup (status subresource).
+    PodGroup,
+    /// scheduling.k8s.io/v1alpha2 Workload (stored apart from v1beta1's).
+    WorkloadV1alpha2,
+    /// scheduling.k8s.io/v1alpha2 PodGroup (stored apart from v1beta1's).
+    PodGroupV1alpha2,
     /// A custom resource served from a CRD.
     Custom,
 }
@@ -165,8 +173,13 @@ impl ResourceDef {
         self.registry_key()
     }
 
-    /// Registry key: `group/plural` (what [`Registry::by_key`] looks up).
+    /// Registry key: `group/plural` (what [`Registry::by_key`] looks up);
+    /// `group/plural@v1alpha2` for the v1alpha2 Workloads and PodGroups,
+    /// which have a storage of their own beside v1beta1's.
     pub fn registry_key(&self) -> String {
+        if crate::scheduling::is_v1alpha2(self.builtin) {
+            return format!("{}/{}@v1alpha2", self.group, self.plural);
+        }
         format!("{}/{}", self.group, self.plural)
     }
 
@@ -632,6 +645,7 @@ impl Registry {
         .into_iter()
         .chain(workload_and_storage_kinds())
         .chain(crate::dra::defs())
+        .chain(crate::scheduling::defs())
         {
             r.defs.insert(d.registry_key(), d);
         }
@@ -643,11 +657,22 @@ impl Registry {
         self.defs.values()
     }
 
+    /// Keeps only the Workload/PodGroup versions `apis` chooses.
+    pub fn serve_workload_apis(&mut self, apis: crate::scheduling::WorkloadApis) {
+        self.defs
+            .retain(|_, d| crate::scheduling::served(d.builtin, apis));
+    }
+
     /// Finds the resource served at `group/version/plural`.
     pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceDef> {
         self.defs
             .get(&format!("{group}/{plural}"))
             .filter(|d| d.version(version).is_some())
+            .or_else(|| {
+                self.defs.values().find(|d| {
+                    d.group == group && d.plural == plural && d.version(version).is_some()
+                })
+            })
     }
 
     /// Finds a resource by storage key.
@@ -655,15 +680,27 @@ impl Registry {
         self.defs.get(key)
     }
 
-    /// Groups in order (core first is handled by callers), each with its versions.
+    /// Groups in order (core first is handled by callers), each with its
+    /// versions, preferred first: a group of built-in kinds in kube's version
+    /// priority (`v1`, `v1beta1`, `v1alpha2`, as kube-apiserver lists them),
+    /// a custom group in its CRDs' order (storage version first).
     pub fn groups(&self) -> BTreeMap<String, Vec<String>> {
         let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut custom: BTreeSet<String> = BTreeSet::new();
         for d in self.defs.values() {
+            if d.builtin == Builtin::Custom {
+                custom.insert(d.group.clone());
+            }
             let e = out.entry(d.group.clone()).or_default();
             for v in &d.versions {
                 if !e.contains(&v.name) {
                     e.push(v.name.clone());
                 }
+            }
+        }
+        for (g, vs) in out.iter_mut() {
+            if !custom.contains(g) {
+                vs.sort_by_key(|v| std::cmp::Reverse(crate::discovery::version_priority(v)));
             }
         }
         out

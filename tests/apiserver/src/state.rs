@@ -405,6 +405,10 @@ impl State {
             | Builtin::ResourceClaim
             | Builtin::ResourceClaimTemplate
             | Builtin::DeviceTaintRule => crate::dra::prepare_create(def.builtin, obj),
+            Builtin::Workload
+            | Builtin::PodGroup
+            | Builtin::WorkloadV1alpha2
+            | Builtin::PodGroupV1alpha2 => crate::scheduling::prepare_create(def.builtin, obj),
             Builtin::Node
             | Builtin::Event
             | Builtin::ConfigMap

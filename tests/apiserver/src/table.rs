@@ -172,6 +172,10 @@ fn columns(def: &ResourceDef, version: &str) -> (Vec<Value>, Cells) {
         | Builtin::ResourceClaim
         | Builtin::ResourceClaimTemplate
         | Builtin::DeviceTaintRule => crate::dra::columns(def.builtin),
+        Builtin::Workload
+        | Builtin::PodGroup
+        | Builtin::WorkloadV1alpha2
+        | Builtin::PodGroupV1alpha2 => crate::scheduling::columns(),
         Builtin::EventsV1 => {
             // One printer for both APIs, over the stored (core) shape.
             let core = ResourceDef {

@@ -394,6 +394,20 @@ pub fn pod_causes(pod: &Value) -> Vec<Cause> {
             field: "spec.containers".into(),
         }),
     }
+    // `spec.schedulingGroup` (Kubernetes 1.36): the PodGroup a pod belongs
+    // to, which need not exist yet; immutable like the rest of the spec.
+    let group = &pod["spec"]["schedulingGroup"];
+    if !group.is_null() {
+        let at = "spec.schedulingGroup.podGroupName";
+        match group["podGroupName"].as_str() {
+            None | Some("") => c.push(Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: at.into(),
+            }),
+            Some(n) => c.extend(crate::scheduling::dns_subdomain(at, n)),
+        }
+    }
     c
 }
 

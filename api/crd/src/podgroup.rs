@@ -419,15 +419,27 @@ impl PodGroup {
         format!("PodGroup {}/{}", self.namespace(), self.metadata.name)
     }
 
-    /// Checks names and counts; reports every problem found.
+    /// Problems of the values of a Kubernetes PodGroup (its policy,
+    /// constraints, modes). They belong to the job, not the object: a
+    /// file with one does not load, and in the live service the group's
+    /// job pends with them, where an unreadable object would leave its
+    /// pods waiting for a group that seems not to exist.
+    pub fn upstream_problems(&self) -> Vec<ApiError> {
+        let object = self.object();
+        self.upstream
+            .iter()
+            .flat_map(|u| &u.problems)
+            .map(|(field, message)| ApiError::new(&object, field.clone(), message.clone()))
+            .collect()
+    }
+
+    /// Checks names and counts; reports every problem found (for a
+    /// Kubernetes PodGroup, see also [`PodGroup::upstream_problems`]).
     pub fn validate(&self) -> Result<(), ApiErrors> {
         let object = self.object();
         let mut errors = Vec::new();
         if let Some(p) = dns1123_subdomain_problem(&self.metadata.name) {
             errors.push(ApiError::new(&object, "metadata.name", p));
-        }
-        for (field, message) in self.upstream.iter().flat_map(|u| &u.problems) {
-            errors.push(ApiError::new(&object, field.clone(), message.clone()));
         }
         if let Some(problem) = &self.min_member_problem {
             errors.push(ApiError::new(&object, "spec.minMember", problem.clone()));

@@ -194,3 +194,61 @@ fn one_bad_object_names_itself_and_changes_nothing() {
     "#]]
     .assert_debug_eq(&messages);
 }
+
+/// A Kubernetes PodGroup with a bad value is no unreadable object: its
+/// job pends naming the field (not "waiting for the group to be
+/// created"); fixed, the gang is placed. A pod of another scheduler naming
+/// the group refuses it until the pod goes.
+#[test]
+fn kubernetes_podgroup_problems_and_strangers_follow_the_objects() {
+    let base = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '64', memory: 64Gi, pods: '110', nvidia.com/gpu: '8'}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: ml}\nspec: {schedulerName: trainyard, schedulingGroup: {podGroupName: g}, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '1'}}}]}\n";
+    let group = |min: i64| {
+        format!(
+            "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {{name: g, namespace: ml}}\nspec: {{schedulingPolicy: {{gang: {{minCount: {min}}}}}}}\n"
+        )
+    };
+    let mut s = ClusterState::for_objects(LoadOptions::default());
+    let apply = |s: &mut ClusterState, text: &str| {
+        for c in changes("t.yaml", text) {
+            s.apply(Change::Object(c));
+        }
+    };
+    let reason = |s: &mut ClusterState| {
+        let d = trainyard_sched::schedule(
+            &s.snapshot(),
+            &trainyard_sched::Config::default(),
+            trainyard_model::Timestamp(0),
+        );
+        d.pending
+            .iter()
+            .map(|p| format!("{} {}", p.reason.code(), p.message))
+            .collect::<Vec<_>>()
+            .join("; ")
+            + &format!(" | binds {}", d.binds.len())
+    };
+    apply(&mut s, base);
+    assert_eq!(
+        reason(&mut s),
+        "WaitingForPodGroup waiting for PodGroup ml/g to be created (its pods name it by spec.schedulingGroup.podGroupName) | binds 0"
+    );
+    apply(&mut s, &group(0));
+    let r = reason(&mut s);
+    assert!(
+        r.starts_with("Rejected ")
+            && r.contains("spec.schedulingPolicy.gang.minCount")
+            && r.ends_with("binds 0"),
+        "{r}"
+    );
+    apply(&mut s, &group(1));
+    assert_eq!(reason(&mut s), " | binds 1");
+    let stranger = "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: ml}\nspec: {schedulingGroup: {podGroupName: g}, containers: [{name: c}]}\n";
+    apply(&mut s, stranger);
+    assert_eq!(
+        reason(&mut s),
+        "SchedulerError pods of PodGroup ml/g name different schedulers: default-scheduler (ml/b), trainyard (ml/a); a PodGroup's pods must share one schedulerName | binds 0"
+    );
+    s.apply(Change::Object(
+        ObjectChange::gone("Pod", Some("ml"), "b").expect("pods can go"),
+    ));
+    assert_eq!(reason(&mut s), " | binds 1");
+}

@@ -308,6 +308,10 @@ pub(crate) fn assemble(reader: Reader, opts: &LoadOptions) -> Result<Loaded, Loa
     // PodGroups no pod joins: checked when read (levels here), otherwise unused.
     for (key, (loc, pg)) in &groups_by_key {
         if !groups_used.contains(key) {
+            for e in pg.upstream_problems() {
+                cx.errors
+                    .push(loc.error(Some(&e.object), &e.field, e.message));
+            }
             group_constraint(&mut cx, loc, pg, None, &pg.spec.topology);
             for (i, sg) in pg.spec.sub_groups.iter().enumerate() {
                 group_constraint(&mut cx, loc, pg, Some(i), &sg.topology);

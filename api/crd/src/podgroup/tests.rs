@@ -5,6 +5,10 @@ use serde_json::json;
 fn parse(v: serde_json::Value) -> Result<PodGroup, ApiErrors> {
     let pg = PodGroup::from_value(&v)?;
     pg.validate()?;
+    let problems = pg.upstream_problems();
+    if !problems.is_empty() {
+        return Err(ApiErrors(problems));
+    }
     Ok(pg)
 }
 

@@ -109,6 +109,12 @@ pub(crate) fn build_job(cx: &mut Ctx, draft: JobDraft, pg: Option<&(Loc, PodGrou
     // Kubernetes' own PodGroup: named by the pods' spec, or the group
     // object is one.
     let upstream = pg.and_then(|(_, g)| g.upstream.as_ref());
+    if let Some((loc, g)) = pg {
+        for e in g.upstream_problems() {
+            cx.errors
+                .push(loc.error(Some(&e.object), &e.field, e.message));
+        }
+    }
     let named_upstream = members.iter().any(|m| m.upstream_group);
     let missing_upstream = named_upstream && pg.is_none();
 

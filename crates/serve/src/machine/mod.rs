@@ -23,6 +23,8 @@ pub mod room;
 mod tests;
 pub mod units;
 mod upstream;
+#[cfg(test)]
+mod upstream_tests;
 
 use std::collections::BTreeMap;
 

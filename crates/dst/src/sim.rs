@@ -348,6 +348,10 @@ impl Sim {
                     let resource = match kind {
                         trainyard_serve::machine::StatusKind::Queue => "trainyard.io/queues",
                         trainyard_serve::machine::StatusKind::PodGroup => "trainyard.io/podgroups",
+                        // Not served in the simulation: never asked.
+                        trainyard_serve::machine::StatusKind::UpstreamPodGroup => {
+                            "scheduling.k8s.io/podgroups"
+                        }
                     };
                     crate::status::write(&mut self.api, resource, &changes);
                 }

@@ -63,6 +63,7 @@ pub mod settings;
 mod shell;
 #[cfg(test)]
 mod testkit;
+pub mod upstream_status;
 pub mod view;
 pub mod walltime;
 pub mod watch;
@@ -99,6 +100,9 @@ pub struct Progress {
     pub reports: u64,
     /// PodGroup statuses written (only when changed), summed over cycles.
     pub group_statuses: u64,
+    /// Upstream `scheduling.k8s.io` PodGroup statuses written (only when
+    /// changed), summed over cycles ([`upstream_status`]).
+    pub upstream_statuses: u64,
     /// Pods whose admission gate was removed ([`admission`]).
     pub admitted: u64,
     /// Bound members of incomplete gangs evicted ([`repair`]).
@@ -482,7 +486,11 @@ fn assemble(
         service.nominate_before_bind,
         journal.clone(),
     );
-    let streams = machine::Streams::of(kinds.iter().map(|k| (k.group.as_str(), k.kind.as_str())));
+    let streams = machine::Streams::of_versioned(
+        kinds
+            .iter()
+            .map(|k| (k.group.as_str(), k.version.as_str(), k.kind.as_str())),
+    );
     let clock = std::time::Instant::now();
     let machine = machine::Service::new(machine::Start {
         streams,

@@ -83,6 +83,7 @@ impl Shell {
                 let stream = match kind {
                     StatusKind::Queue => self.streams.queue,
                     StatusKind::PodGroup => self.streams.group,
+                    StatusKind::UpstreamPodGroup => self.streams.upstream_group,
                 }?;
                 let ar = &self.kinds[stream];
                 let keys = write::statuses(&self.conn, ar, changes, self.concurrency).await;

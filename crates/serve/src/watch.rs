@@ -15,6 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::upstream_status::{self, UpstreamVersion};
 use crate::world::WorldEvent;
 
 /// The kinds the scheduler reads: Kubernetes', Trainyard's, and the
@@ -45,17 +46,54 @@ pub const KINDS: &[(&str, &str, &str)] = &[
     ("resource.k8s.io", "v1alpha3", "DeviceTaintRule"),
 ];
 
-/// The served kinds among [`KINDS`], found by discovery.
+/// The upstream gang kinds (`scheduling.k8s.io`, Kubernetes 1.36
+/// `v1alpha2`, 1.37 `v1beta1`), read into gangs as Trainyard's PodGroups
+/// are; watched in one version, chosen by [`upstream_version`].
+pub const UPSTREAM_KINDS: &[&str] = &["PodGroup", "Workload"];
+
+/// The served kinds among [`KINDS`], found by discovery, then the
+/// upstream PodGroup and Workload in the version [`upstream_version`]
+/// picks (none, logged once, when the server serves neither).
 pub async fn served_kinds(client: &Client) -> Result<Vec<ApiResource>, kube::Error> {
     let discovery = Discovery::new(client.clone()).run().await?;
-    Ok(KINDS
+    let resolve = |g: &str, v: &str, k: &str| {
+        discovery
+            .resolve_gvk(&GroupVersionKind::gvk(g, v, k))
+            .map(|(ar, _)| ar)
+    };
+    let mut kinds: Vec<ApiResource> = KINDS
         .iter()
-        .filter_map(|(g, v, k)| {
-            discovery
-                .resolve_gvk(&GroupVersionKind::gvk(g, v, k))
-                .map(|(ar, _)| ar)
-        })
-        .collect())
+        .filter_map(|(g, v, k)| resolve(g, v, k))
+        .collect();
+    let served: Vec<&str> = UpstreamVersion::ALL
+        .iter()
+        .map(|v| v.as_str())
+        .filter(|v| resolve(upstream_status::GROUP, v, "PodGroup").is_some())
+        .collect();
+    match upstream_version(&served) {
+        Some(v) => {
+            tracing::info!(
+                version = v.as_str(),
+                "upstream gangs on: watching scheduling.k8s.io/{} PodGroups and Workloads",
+                v.as_str()
+            );
+            kinds.extend(
+                UPSTREAM_KINDS
+                    .iter()
+                    .filter_map(|k| resolve(upstream_status::GROUP, v.as_str(), k)),
+            );
+        }
+        None => tracing::info!(
+            "upstream gangs off: the API server serves no scheduling.k8s.io PodGroup in v1beta1 or v1alpha2 (Kubernetes before 1.36, or the GenericWorkload feature gate off)"
+        ),
+    }
+    Ok(kinds)
+}
+
+/// The version of the upstream PodGroup to watch, given the versions the
+/// server serves it in: v1beta1, else v1alpha2, else none.
+pub fn upstream_version(served: &[&str]) -> Option<UpstreamVersion> {
+    UpstreamVersion::pick(served.iter().copied())
 }
 
 /// The JSON of `o`, with the `apiVersion` and `kind` of `ar` (list items
@@ -99,5 +137,34 @@ pub async fn run(client: Client, ar: ApiResource, stream: usize, tx: mpsc::Sende
         if tx.send(event).await.is_err() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_upstream_version_is_v1beta1_else_v1alpha2_else_none() {
+        let cases: [(&[&str], Option<UpstreamVersion>); 5] = [
+            (&["v1alpha2"], Some(UpstreamVersion::V1Alpha2)),
+            (&["v1beta1"], Some(UpstreamVersion::V1Beta1)),
+            (&["v1alpha2", "v1beta1"], Some(UpstreamVersion::V1Beta1)),
+            (&[], None),
+            // Versions Trainyard does not read.
+            (&["v1alpha1", "v1"], None),
+        ];
+        for (served, want) in cases {
+            assert_eq!(upstream_version(served), want, "{}", served.join(","));
+        }
+    }
+
+    #[test]
+    fn the_upstream_kinds_are_not_among_the_fixed_ones() {
+        assert!(
+            KINDS
+                .iter()
+                .all(|(g, _, k)| *g != upstream_status::GROUP || !UPSTREAM_KINDS.contains(k))
+        );
     }
 }

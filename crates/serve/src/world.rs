@@ -132,6 +132,9 @@ impl World {
                 Some("Succeeded" | "Failed")
             )
             && crate::infer::workload_owner(object).is_some()
+            // Grouped already by its upstream PodGroup
+            // (`spec.schedulingGroup.podGroupName`).
+            && crate::upstream_status::group_of(object).is_none()
     }
 
     /// Whether each of `streams` finished its first list (before that, a

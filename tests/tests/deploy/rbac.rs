@@ -157,6 +157,11 @@ fn rbac_covers_what_the_service_calls() {
         ("trainyard.io", "podgroups", &["create"]),
         ("trainyard.io", "podgroups/status", &["patch"]),
         ("trainyard.io", "queues/status", &["patch"]),
+        // Upstream gangs (watch.rs UPSTREAM_KINDS, in the version served;
+        // upstream_status.rs writes the status of Trainyard's).
+        ("scheduling.k8s.io", "workloads", &["list", "watch"]),
+        ("scheduling.k8s.io", "podgroups", &["list", "watch"]),
+        ("scheduling.k8s.io", "podgroups/status", &["patch"]),
         // DRA claims (claims.rs): the finalizer, then the allocation and
         // reservations, authorized on the synthetic binding subresource
         // too from Kubernetes 1.36; the claim of a pod's DRA-backed

@@ -119,6 +119,7 @@ impl Service {
         }
         self.default_queue(out);
         self.statuses(&snapshot, &decisions, now, out);
+        self.upstream_statuses(&snapshot, &decisions, now, out);
         self.admit(&snapshot, &decisions, out);
         phases.push(("write", (self.stopwatch)().saturating_sub(t)));
         phases.push(("total", (self.stopwatch)().saturating_sub(total)));

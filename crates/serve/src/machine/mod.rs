@@ -22,6 +22,9 @@ pub mod room;
 #[cfg(test)]
 mod tests;
 pub mod units;
+mod upstream;
+#[cfg(test)]
+mod upstream_tests;
 
 use std::collections::BTreeMap;
 
@@ -34,6 +37,7 @@ use crate::admission::Gated;
 use crate::leader::Role;
 use crate::repair::RepairEviction;
 use crate::settings::{ServiceSettings, Settings};
+use crate::upstream_status::UpstreamVersion;
 use crate::world::{World, WorldEvent};
 use crate::{
     Progress, admission, decision_log, group_status, pdb, queue_status, repair, report, walltime,
@@ -51,19 +55,41 @@ pub struct Streams {
     pub queue: Option<usize>,
     pub group: Option<usize>,
     pub pdb: Option<usize>,
+    /// The upstream `scheduling.k8s.io` PodGroup and Workload, and the
+    /// version they are watched in ([`crate::watch::upstream_version`]).
+    pub upstream_group: Option<usize>,
+    pub upstream_workload: Option<usize>,
+    pub upstream: Option<UpstreamVersion>,
 }
 
 impl Streams {
-    /// The streams of `kinds`, each `(group, kind)` in stream order.
+    /// The streams of `kinds`, each `(group, kind)` in stream order (no
+    /// upstream kinds: their version is unknown).
     pub fn of<'a>(kinds: impl IntoIterator<Item = (&'a str, &'a str)>) -> Streams {
+        Streams::of_versioned(kinds.into_iter().map(|(g, k)| (g, "", k)))
+    }
+
+    /// The streams of `kinds`, each `(group, version, kind)` in stream
+    /// order.
+    pub fn of_versioned<'a>(
+        kinds: impl IntoIterator<Item = (&'a str, &'a str, &'a str)>,
+    ) -> Streams {
         let mut s = Streams::default();
-        for (i, (group, kind)) in kinds.into_iter().enumerate() {
+        for (i, (group, version, kind)) in kinds.into_iter().enumerate() {
             s.count = i + 1;
+            let upstream = (group == crate::upstream_status::GROUP)
+                .then(|| UpstreamVersion::parse(version))
+                .flatten();
             match (group, kind) {
                 ("", "Pod") => s.pod = Some(i),
                 ("trainyard.io", "Queue") => s.queue = Some(i),
                 ("trainyard.io", "PodGroup") => s.group = Some(i),
                 ("policy", "PodDisruptionBudget") => s.pdb = Some(i),
+                (_, "PodGroup") if upstream.is_some() => {
+                    s.upstream_group = Some(i);
+                    s.upstream = upstream;
+                }
+                (_, "Workload") if upstream.is_some() => s.upstream_workload = Some(i),
                 _ => {}
             }
         }
@@ -98,6 +124,8 @@ impl Rule {
 pub enum StatusKind {
     Queue,
     PodGroup,
+    /// The upstream `scheduling.k8s.io` PodGroup ([`crate::upstream_status`]).
+    UpstreamPodGroup,
 }
 
 /// A change to the bind journal in the store.
@@ -287,6 +315,9 @@ pub struct Service {
     /// Trainyard's last eviction of each group's pods (what its status
     /// says took them once they are gone).
     evicted: BTreeMap<String, group_status::Evicted>,
+    /// The upstream PodGroups, their pods, the conditions written and
+    /// Trainyard's evictions of them ([`crate::upstream_status`]).
+    upstream: crate::upstream_status::Upstream,
     /// Queues left out of the tree, with the reason (as last logged).
     invalid_queues: BTreeMap<String, String>,
     /// Whether this term as leader has asked for the default queue.
@@ -370,6 +401,7 @@ impl Service {
             expiry: walltime::Expiry::default(),
             group_pods: group_status::GroupPods::default(),
             evicted: BTreeMap::new(),
+            upstream: crate::upstream_status::Upstream::default(),
             invalid_queues: BTreeMap::new(),
             default_queue_asked: false,
             gated: admission::GatedPods::default(),
@@ -445,12 +477,12 @@ impl Service {
             } => self.rule_evicted(rule, &job, intent, ok, &mut out),
             Input::Reported { failed } => self.done.written.failed += failed,
             Input::StatusFailed { kind, keys } => {
-                let cache = match kind {
-                    StatusKind::Queue => &mut self.queue_statuses,
-                    StatusKind::PodGroup => &mut self.group_statuses,
-                };
                 for k in &keys {
-                    cache.forget(k);
+                    match kind {
+                        StatusKind::Queue => self.queue_statuses.forget(k),
+                        StatusKind::PodGroup => self.group_statuses.forget(k),
+                        StatusKind::UpstreamPodGroup => self.upstream.cache.forget(k),
+                    }
                 }
                 self.done.written.failed += keys.len() as u64;
             }
@@ -515,6 +547,7 @@ impl Service {
                 _ => {}
             }
         }
+        self.watch_upstream(&e);
         if self.world.handle(e) {
             self.soon(now);
         }
@@ -624,6 +657,7 @@ impl Service {
             self.reporter = report::Reporter::default();
             self.queue_statuses = queue_status::StatusCache::default();
             self.group_statuses = queue_status::StatusCache::default();
+            self.upstream.cache = crate::upstream_status::UpstreamCache::default();
             self.default_queue_asked = false;
             self.repair = repair::Repair::default();
             self.expiry = walltime::Expiry::default();

@@ -32,14 +32,16 @@ async fn queues(client: &Client) {
     namespace(client, "ml").await;
     node(client, "n1", 8).await;
     node(client, "n2", 8).await;
-    for name in ["a", "b"] {
+    // Queue a has no quota: what it runs is borrowed, and a gang of it can
+    // be reclaimed whole (a queue is never taken below its quota).
+    for (name, quota) in [("a", 0), ("b", 8)] {
         create(
             client,
             &trainyard("Queue", "queues"),
             None,
             json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "Queue",
                    "metadata": {"name": name},
-                   "spec": {"quota": {"nvidia.com/gpu": 8}, "overQuotaWeight": 1}}),
+                   "spec": {"quota": {"nvidia.com/gpu": quota}, "overQuotaWeight": 1}}),
         )
         .await;
     }

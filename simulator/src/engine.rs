@@ -418,7 +418,10 @@ impl<'a> Engine<'a> {
                 topology: None,
                 reserved_start: None,
             };
-            if let Some(reason) = too_large(j, &e.nodes, &total) {
+            if let Some(reason) = &j.rejected {
+                record.state = JobState::Rejected;
+                record.pending_reason = Some(reason.clone());
+            } else if let Some(reason) = too_large(j, &e.nodes, &total) {
                 record.state = JobState::Rejected;
                 record.pending_reason = Some(reason);
             }

@@ -43,7 +43,7 @@ use crate::job::{SimJob, SimTask};
 use crate::spec::MAX_DURATION_MS;
 
 pub mod eval;
-mod plan;
+pub(crate) mod plan;
 pub mod render;
 #[cfg(test)]
 mod tests;

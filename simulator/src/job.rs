@@ -53,6 +53,12 @@ pub struct SimJob {
     /// run past it is ended there: the job is `timed_out`.
     #[serde(default)]
     pub walltime_seconds: Option<u64>,
+    /// Why the job can never run as submitted, when its input says so
+    /// (e.g. a Kubernetes object dump whose PodGroup is missing or whose
+    /// pods disagree): the engine records it rejected with this reason
+    /// and never submits it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
 }
 
 fn yes() -> bool {

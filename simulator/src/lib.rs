@@ -13,6 +13,7 @@ pub mod fgd;
 pub mod fgd_report;
 pub mod forecast;
 pub mod job;
+pub mod objects;
 pub mod openb;
 pub mod output;
 pub mod preemption;

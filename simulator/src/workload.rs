@@ -508,6 +508,7 @@ fn job_list(spec: JobListSpec, source: &str) -> Result<Vec<SimJob>, SpecError> {
             preemptible: j.preemptible.unwrap_or(default_preemptible(j.priority)),
             lost_work: lost,
             walltime_seconds,
+            rejected: None,
         });
     }
     Ok(out)
@@ -737,6 +738,7 @@ fn generate(spec: GeneratorSpec, source: &str) -> Result<Vec<SimJob>, SpecError>
                 lost_work: lost,
                 walltime_seconds: walltime
                     .or_else(|| t.walltime_factor.map(|x| walltime_of(duration_ms, x))),
+                rejected: None,
             });
         }
     }

@@ -45,7 +45,9 @@ pub struct SimulateArgs {
     /// Without it, every queue a job names is created at the top level with no quota.
     #[arg(long, value_name = "FILE")]
     queues: Option<PathBuf>,
-    /// Workload: a `Workload` job list or a `WorkloadGenerator` (YAML or JSON).
+    /// Workload: a `Workload` job list, a `WorkloadGenerator`, or a Kubernetes
+    /// object dump (`kubectl get pods,podgroups -A -o yaml`: Pods and their
+    /// PodGroups, whose pending jobs are replayed) (YAML or JSON).
     #[arg(
         long,
         value_name = "FILE",
@@ -53,6 +55,10 @@ pub struct SimulateArgs {
         required_unless_present = "trace"
     )]
     workload: Option<PathBuf>,
+    /// Run time of the jobs of a Kubernetes object dump that have no
+    /// `trainyard.io/duration` annotation on their PodGroup or pods (e.g. 2h).
+    #[arg(long, value_name = "DURATION", requires = "workload")]
+    default_duration: Option<String>,
     /// An Alibaba openb pod list CSV (cluster-trace-gpu-v2023) to replay.
     #[arg(long, value_name = "CSV")]
     trace: Option<PathBuf>,
@@ -292,10 +298,29 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let mut settings = PreemptionSettings::default();
     let mut jobs: Vec<SimJob> = match (&args.workload, &args.trace) {
         (Some(w), _) => {
-            let spec =
-                trainyard_sim::workload::parse_workload_spec(&read(w)?, &w.display().to_string())?;
-            settings = spec.preemption;
-            spec.jobs
+            let text = read(w)?;
+            let name = w.display().to_string();
+            if trainyard_sim::objects::is_object_dump(&text, &name) {
+                let default = args
+                    .default_duration
+                    .as_deref()
+                    .map(|d| duration(d, "--default-duration"))
+                    .transpose()?;
+                let dump = trainyard_sim::objects::parse_objects(&text, &name, default)?;
+                for w in group_warnings(&dump.warnings) {
+                    eprintln!("warning: {w}");
+                }
+                dump.jobs
+            } else {
+                if args.default_duration.is_some() {
+                    bail!(
+                        "--default-duration: {name} is a Workload or WorkloadGenerator, whose jobs give their own durations; the option is for Kubernetes object dumps"
+                    );
+                }
+                let spec = trainyard_sim::workload::parse_workload_spec(&text, &name)?;
+                settings = spec.preemption;
+                spec.jobs
+            }
         }
         (None, Some(t)) => {
             let rule: QueueRule = args

@@ -79,7 +79,7 @@ pub(super) fn prepare(snapshot: &Snapshot, now: Timestamp) -> Prepared {
 
 /// Job `job` as the engine's workload unit: one task group per task, in
 /// rank order.
-fn sim_job(job: &Job) -> SimJob {
+pub(crate) fn sim_job(job: &Job) -> SimJob {
     let mut tasks: Vec<(u32, SimTask)> = job
         .tasks
         .iter()
@@ -109,6 +109,7 @@ fn sim_job(job: &Job) -> SimJob {
         preemptible: job.preemptible,
         lost_work: None,
         walltime_seconds: job.walltime_seconds,
+        rejected: None,
     }
 }
 

@@ -293,6 +293,7 @@ pub fn parse_pods_in_time(
             preemptible: true,
             lost_work: None,
             walltime_seconds: None,
+            rejected: None,
         });
         report.imported += 1;
     }

@@ -104,8 +104,7 @@ fn rbac_grants_nothing_with_a_wildcard() {
             let claim_delete = v == "delete" && g == "resource.k8s.io" && r == "resourceclaims";
             // Kubernetes' PodGroup status: the verbs kube-scheduler's own
             // role has (the service patches; update is granted as there).
-            let group_status =
-                v == "update" && g == "scheduling.k8s.io" && r == "podgroups/status";
+            let group_status = v == "update" && g == "scheduling.k8s.io" && r == "podgroups/status";
             assert!(
                 allowed.contains(v.as_str()) || claim_delete || group_status,
                 "ClusterRole grants {v} on {}/{r}",
@@ -165,7 +164,11 @@ fn rbac_covers_what_the_service_calls() {
         // upstream_status.rs writes the status of Trainyard's).
         ("scheduling.k8s.io", "workloads", &["get", "list", "watch"]),
         ("scheduling.k8s.io", "podgroups", &["get", "list", "watch"]),
-        ("scheduling.k8s.io", "podgroups/status", &["update", "patch"]),
+        (
+            "scheduling.k8s.io",
+            "podgroups/status",
+            &["update", "patch"],
+        ),
         // DRA claims (claims.rs): the finalizer, then the allocation and
         // reservations, authorized on the synthetic binding subresource
         // too from Kubernetes 1.36; the claim of a pod's DRA-backed

@@ -184,3 +184,29 @@ fn schedule_shows_the_moves_consolidation_makes() {
          ml/eval  ml/eval-1  n2    n4  0,1   ml/train"#]]
     .assert_eq(section(&text, "MOVES"));
 }
+
+/// A Kubernetes 1.37 dump (`kubectl get ... -o yaml`) is read as it is:
+/// the Job's upstream PodGroup is one gang, bound whole; pods whose
+/// PodGroup is not created yet wait for it, saying so.
+#[test]
+fn schedule_reads_a_kubernetes_1_37_dump_as_it_is() {
+    let out = Command::new(env!("CARGO_BIN_EXE_trainyard"))
+        .args([
+            "schedule",
+            "examples/kubernetes-1.37-dump.yaml",
+            "--now",
+            "2026-11-22T10:00:00Z",
+        ])
+        .current_dir(repo())
+        .env_remove("COLUMNS")
+        .output()
+        .expect("binary runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    expect_test::expect![[r#""#]].assert_eq(section(&text, "BINDS"));
+    expect_test::expect![[r#""#]].assert_eq(section(&text, "PENDING"));
+}

@@ -55,18 +55,25 @@ pub struct Counts {
     pub failed: u32,
 }
 
-/// `namespace/name` of the pod's group (the first group key it carries,
-/// as the reader takes it), from the pod's JSON.
+/// `namespace/name` of the pod's group, as the reader takes it:
+/// Trainyard's key, then Kubernetes' `spec.schedulingGroup.podGroupName`,
+/// then the peers' keys (docs/snapshot.md), from the pod's JSON.
 pub fn group_of(pod: &Value) -> Option<String> {
     let meta = &pod["metadata"];
     let ns = meta["namespace"].as_str().unwrap_or("default");
     let get = |place: &str, key: &str| meta[place][key].as_str().filter(|v| !v.is_empty());
-    POD_GROUP_KEYS.iter().find_map(|(key, place)| {
+    let spec = || {
+        pod["spec"]["schedulingGroup"]["podGroupName"]
+            .as_str()
+            .filter(|v| !v.is_empty())
+    };
+    POD_GROUP_KEYS.iter().enumerate().find_map(|(i, (key, place))| {
         let v = match place {
             KeyPlace::Label => get("labels", key),
             KeyPlace::Annotation => get("annotations", key),
             KeyPlace::LabelOrAnnotation => get("labels", key).or_else(|| get("annotations", key)),
-        }?;
+        };
+        let v = if i == 0 { v.or_else(spec) } else { v }?;
         Some(format!("{ns}/{v}"))
     })
 }
@@ -426,6 +433,18 @@ mod tests {
         assert_eq!(s["ml/pre"]["conditions"][1]["type"], "Evicted");
         assert_eq!(line("ml/del"), "Deleted 0/0 Deleted");
         assert_eq!(line("ml/was"), "Reclaimed 0/0 Reclaimed");
+    }
+
+    #[test]
+    fn kubernetes_scheduling_group_comes_after_trainyards_key() {
+        let pod = json!({"metadata": {"name": "a", "namespace": "ml",
+                          "annotations": {"scheduling.k8s.io/group-name": "volcano"}},
+                         "spec": {"schedulingGroup": {"podGroupName": "upstream"}}});
+        assert_eq!(group_of(&pod).as_deref(), Some("ml/upstream"));
+        let pod = json!({"metadata": {"name": "a", "namespace": "ml",
+                          "labels": {"trainyard.io/pod-group": "ours"}},
+                         "spec": {"schedulingGroup": {"podGroupName": "upstream"}}});
+        assert_eq!(group_of(&pod).as_deref(), Some("ml/ours"));
     }
 
     #[test]

@@ -104,8 +104,15 @@ impl Env {
 /// The test API server, or with `TRAINYARD_E2E_KUBECONFIG` the real
 /// cluster cleaned of earlier tests' objects; Trainyard's CRDs installed.
 pub async fn env() -> (Env, Client) {
+    env_serving(trainyard_testapi::WorkloadApis::default()).await
+}
+
+/// [`env`], the test API server serving these versions of Kubernetes'
+/// `scheduling.k8s.io` Workload and PodGroup (a real cluster serves what
+/// it serves).
+pub async fn env_serving(apis: trainyard_testapi::WorkloadApis) -> (Env, Client) {
     let Some(path) = cluster_kubeconfig() else {
-        let (server, client) = server().await;
+        let (server, client) = server_serving(apis).await;
         let env = Env {
             test: Some(server),
             client: client.clone(),
@@ -184,8 +191,14 @@ async fn install_crds(client: &Client) {
 
 /// The test API server (with a manual clock), with Trainyard's CRDs.
 pub async fn server() -> (TestApiServer, Client) {
+    server_serving(trainyard_testapi::WorkloadApis::default()).await
+}
+
+/// [`server`], serving these versions of Kubernetes' gang API.
+pub async fn server_serving(apis: trainyard_testapi::WorkloadApis) -> (TestApiServer, Client) {
     let server = TestApiServer::start(Config {
         manual_clock: true,
+        workload_apis: apis,
         ..Config::default()
     })
     .await
@@ -202,15 +215,23 @@ pub fn trainyard(kind: &str, plural: &str) -> ApiResource {
     )
 }
 
-pub async fn create(client: &Client, ar: &ApiResource, namespace: Option<&str>, object: Value) {
+/// Creates `object`; the object as the server made it.
+pub async fn create(
+    client: &Client,
+    ar: &ApiResource,
+    namespace: Option<&str>,
+    object: Value,
+) -> Value {
     let api: Api<DynamicObject> = match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, ar),
         None => Api::all_with(client.clone(), ar),
     };
     let o: DynamicObject = serde_json::from_value(object).expect("object");
-    api.create(&PostParams::default(), &o)
+    let made = api
+        .create(&PostParams::default(), &o)
         .await
         .expect("created");
+    serde_json::to_value(made).expect("an object is JSON")
 }
 
 pub async fn node(client: &Client, name: &str, gpus: u32) {
@@ -552,4 +573,24 @@ pub async fn pod_ends_on_its_own(
         .unwrap_or_else(|e| panic!("{pod} not deleted: {e}"));
     server.tick();
     until(progress, "its runtime observed", |p| p.runtimes == runtimes).await;
+}
+
+/// kubectl on PATH or where `scripts/install-test-tools.sh` puts it
+/// (`~/.local/bin`); `None` lets a test print its skip, unless
+/// `TRAINYARD_REQUIRE_TOOLS=1`, which makes a missing kubectl a failure.
+pub fn find_kubectl() -> Option<std::path::PathBuf> {
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(std::path::PathBuf::from(home).join(".local/bin"));
+    }
+    let found = dirs
+        .into_iter()
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file());
+    if found.is_none() && std::env::var("TRAINYARD_REQUIRE_TOOLS").as_deref() == Ok("1") {
+        panic!("kubectl not found and TRAINYARD_REQUIRE_TOOLS=1 (run scripts/install-test-tools.sh)");
+    }
+    found
 }

@@ -207,6 +207,14 @@ fn schedule_reads_a_kubernetes_1_37_dump_as_it_is() {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).expect("utf-8");
-    expect_test::expect![[r#""#]].assert_eq(section(&text, "BINDS"));
-    expect_test::expect![[r#""#]].assert_eq(section(&text, "PENDING"));
+    expect_test::expect![[r#"
+        BINDS: 2 pod(s) of 1 job(s) on 2 node(s) considered
+         JOB                              POD                  NODE   GPUS
+         ml/pretrain-5d8f7-workers-6c4b9  ml/pretrain-0-x7k2p  gpu-a  0,1,2,3,4,5,6,7
+         ml/pretrain-5d8f7-workers-6c4b9  ml/pretrain-1-m4q9z  gpu-b  0,1,2,3,4,5,6,7"#]]
+    .assert_eq(section(&text, "BINDS"));
+    expect_test::expect![[r#"
+        PENDING: 1 job(s)
+         JOB                          QUEUE    REASON
+         ml/eval-1a2b3-workers-4c5d6  default  waiting for PodGroup ml/eval-1a2b3-workers-4c5d6 to be created (its pods name it by spec.schedulingGroup.podGroupName)"#]].assert_eq(section(&text, "PENDING"));
 }

@@ -67,15 +67,20 @@ pub fn group_of(pod: &Value) -> Option<String> {
             .as_str()
             .filter(|v| !v.is_empty())
     };
-    POD_GROUP_KEYS.iter().enumerate().find_map(|(i, (key, place))| {
-        let v = match place {
-            KeyPlace::Label => get("labels", key),
-            KeyPlace::Annotation => get("annotations", key),
-            KeyPlace::LabelOrAnnotation => get("labels", key).or_else(|| get("annotations", key)),
-        };
-        let v = if i == 0 { v.or_else(spec) } else { v }?;
-        Some(format!("{ns}/{v}"))
-    })
+    POD_GROUP_KEYS
+        .iter()
+        .enumerate()
+        .find_map(|(i, (key, place))| {
+            let v = match place {
+                KeyPlace::Label => get("labels", key),
+                KeyPlace::Annotation => get("annotations", key),
+                KeyPlace::LabelOrAnnotation => {
+                    get("labels", key).or_else(|| get("annotations", key))
+                }
+            };
+            let v = if i == 0 { v.or_else(spec) } else { v }?;
+            Some(format!("{ns}/{v}"))
+        })
 }
 
 /// The pods of every group, by place, kept from the pod watch's events

@@ -145,8 +145,10 @@ async fn indexed_job(client: &Client, v: Version, name: &str, queue: &str, n: u3
     .await;
     let mut group_owners = owner.clone();
     if let Some(list) = group_owners.as_array_mut() {
-        list.push(json!({"apiVersion": v.api_version(), "kind": "Workload", "name": WORKLOAD,
-                         "uid": workload["metadata"]["uid"]}));
+        list.push(
+            json!({"apiVersion": v.api_version(), "kind": "Workload", "name": WORKLOAD,
+                         "uid": workload["metadata"]["uid"]}),
+        );
     }
     let group = create(
         client,
@@ -159,8 +161,10 @@ async fn indexed_job(client: &Client, v: Version, name: &str, queue: &str, n: u3
     .await;
     let mut pod_owners = owner.clone();
     if let Some(list) = pod_owners.as_array_mut() {
-        list.push(json!({"apiVersion": v.api_version(), "kind": "PodGroup", "name": GROUP,
-                         "uid": group["metadata"]["uid"]}));
+        list.push(
+            json!({"apiVersion": v.api_version(), "kind": "PodGroup", "name": GROUP,
+                         "uid": group["metadata"]["uid"]}),
+        );
     }
     let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
     for i in 0..n {
@@ -326,7 +330,9 @@ fn kubectl_reads_condition(env: &Env, v: Version, want: &str) {
     let dir = std::env::temp_dir().join(format!("trainyard-e2e-upstream-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("scratch dir");
     let config = dir.join(format!("kubeconfig-{}", v.version));
-    server.write_kubeconfig(&config).expect("kubeconfig written");
+    server
+        .write_kubeconfig(&config)
+        .expect("kubeconfig written");
     let path = format!(
         "jsonpath={{.status.conditions[?(@.type==\"{}\")].status}}",
         v.scheduled

@@ -590,7 +590,9 @@ pub fn find_kubectl() -> Option<std::path::PathBuf> {
         .map(|d| d.join("kubectl"))
         .find(|p| p.is_file());
     if found.is_none() && std::env::var("TRAINYARD_REQUIRE_TOOLS").as_deref() == Ok("1") {
-        panic!("kubectl not found and TRAINYARD_REQUIRE_TOOLS=1 (run scripts/install-test-tools.sh)");
+        panic!(
+            "kubectl not found and TRAINYARD_REQUIRE_TOOLS=1 (run scripts/install-test-tools.sh)"
+        );
     }
     found
 }

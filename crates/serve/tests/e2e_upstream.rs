@@ -395,3 +395,140 @@ async fn without_the_gang_api_the_service_schedules_its_own_gangs() {
     assert_eq!(done.upstream_statuses, 0, "{done:?}");
     stop.send_replace(true);
 }
+
+/// The status of PodGroup `name` (v1beta1).
+async fn status_of(client: &Client, name: &str) -> Value {
+    let groups: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "ml",
+        &V1BETA1.resource("PodGroup", "podgroups"),
+    );
+    groups.get(name).await.expect("group").data["status"].clone()
+}
+
+/// Reads PodGroup `name`'s status after each cycle until `done` holds.
+async fn until_group(
+    progress: &mut watch::Receiver<Progress>,
+    client: &Client,
+    name: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    for _ in 0..200 {
+        let s = status_of(client, name).await;
+        if done(&s) {
+            return s;
+        }
+        let c = progress.borrow().cycles;
+        until(progress, what, |p| p.cycles > c).await;
+    }
+    panic!(
+        "{what}: never held; last read: {}",
+        status_of(client, name).await
+    );
+}
+
+/// A pending pod of `group` for `scheduler`, 4 GPUs, in queue b.
+async fn member(client: &Client, name: &str, group: &str, scheduler: &str) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
+    let p: Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "ml", "labels": {"trainyard.io/queue": "b"}},
+        "spec": {"schedulerName": scheduler, "schedulingGroup": {"podGroupName": group},
+                 "containers": [{"name": "c", "image": "train:1",
+                     "resources": {"requests": {"nvidia.com/gpu": "4"},
+                                   "limits": {"nvidia.com/gpu": "4"}}}]}
+    }))
+    .expect("pod");
+    pods.create(&PostParams::default(), &p)
+        .await
+        .expect("pod created");
+}
+
+/// Live, on 1.37's v1beta1: pods whose PodGroup does not exist yet wait
+/// for it; the group then waits with `Unschedulable` and the core's
+/// reason while its minCount is above its pods; a lowered minCount binds
+/// it from the next cycles; a group whose pods name two schedulers gets
+/// `SchedulerError` and nothing of it is bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_group_waits_for_its_object_follows_min_count_and_refuses_mixed_schedulers() {
+    if skip_on_cluster(
+        "the live upstream group test",
+        "the test server's served versions",
+    ) {
+        return;
+    }
+    let (_env, client) = env_serving(WorkloadApis::V1BETA1).await;
+    queues(&client).await;
+    member(&client, "late-0", "late", "trainyard").await;
+    member(&client, "late-1", "late", "trainyard").await;
+    member(&client, "mixed-0", "mixed", "trainyard").await;
+    member(&client, "mixed-1", "mixed", "default-scheduler").await;
+    let (mut progress, stop) = start(client.clone());
+    // Cycles run, nothing is bound: the pods wait for their group.
+    let c = progress.borrow().cycles;
+    until(&mut progress, "a few cycles", |p| p.cycles > c + 5).await;
+    assert_eq!(
+        progress.borrow().written.binds,
+        0,
+        "{:?}",
+        *progress.borrow()
+    );
+    let ar = V1BETA1.resource("PodGroup", "podgroups");
+    for (name, min) in [("late", 3), ("mixed", 2)] {
+        create(
+            &client,
+            &ar,
+            Some("ml"),
+            json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                   "metadata": {"name": name, "namespace": "ml"},
+                   "spec": {"schedulingPolicy": {"gang": {"minCount": min}}}}),
+        )
+        .await;
+    }
+    let s = until_group(&mut progress, &client, "late", "late waits", |s| {
+        condition(s, "PodGroupInitiallyScheduled")["reason"] == "Unschedulable"
+    })
+    .await;
+    let c = condition(&s, "PodGroupInitiallyScheduled");
+    assert_eq!(c["status"], "False", "{s}");
+    assert!(
+        c["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("minMember 3")),
+        "the core's reason: {s}"
+    );
+    let s = until_group(&mut progress, &client, "mixed", "mixed refused", |s| {
+        condition(s, "PodGroupInitiallyScheduled")["reason"] == "SchedulerError"
+    })
+    .await;
+    let m = condition(&s, "PodGroupInitiallyScheduled")["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(m.contains("default-scheduler (ml/mixed-1)"), "{m}");
+    assert_eq!(
+        progress.borrow().written.binds,
+        0,
+        "{:?}",
+        *progress.borrow()
+    );
+    // The controller lowers minCount (mutable in v1beta1): bound.
+    let groups: Api<DynamicObject> = Api::namespaced_with(client.clone(), "ml", &ar);
+    groups
+        .patch(
+            "late",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(
+                json!({"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}),
+            ),
+        )
+        .await
+        .expect("minCount lowered");
+    let done = until(&mut progress, "late's binds", |p| p.written.binds == 2).await;
+    assert_eq!(done.written.binds, 2, "{done:?}");
+    until_group(&mut progress, &client, "late", "late scheduled", |s| {
+        condition(s, "PodGroupInitiallyScheduled")["status"] == "True"
+    })
+    .await;
+    stop.send_replace(true);
+}

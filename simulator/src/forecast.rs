@@ -11,7 +11,10 @@
 //! its walltime, else its queue's estimate, else forever. That run is the
 //! **central** one: its first cycle is the live cycle, so its reservations
 //! are the core's, and a reserved job starts in it no later than its
-//! reservation (rounded up to the cycle period).
+//! reservation (rounded up to the cycle period) unless the core re-plans
+//! later cycles otherwise: a gang ranked ahead that had no reservation
+//! gets one, or an estimated end the core revises as the job runs lets it
+//! backfill past the old reservation (docs/forecasts.md).
 //!
 //! The range comes from `samples` more runs, each drawing the runtime of
 //! every job without a walltime (running ones: among the observed
@@ -145,7 +148,8 @@ pub struct JobForecast {
     /// then id.
     pub waits_for: Vec<WaitsFor>,
     /// The core's reservation for it at `now`, if it has one: the first
-    /// answer, which the central run keeps (it starts no later).
+    /// answer, which the central run keeps (it starts no later) unless
+    /// the core re-plans it later (docs/forecasts.md).
     pub reservation: Option<Reservation>,
     /// The core's reason at `now` (`None` when the first cycle binds it).
     pub pending_now: Option<PendingJob>,

@@ -401,7 +401,39 @@ proptest! {
             // plans ends in whole seconds: a job it waits for that ends
             // 1 ms past a second is planned at that second, and the run
             // then starts at the next period.
-            if let Some(r) = &j.reservation {
+            //
+            // Only when every job ranked ahead of it (one queue, one
+            // priority: submitted earlier) either started in the live
+            // cycle or was reserved there too. The core re-plans its
+            // reservations every cycle, and a reservation's nodes count as
+            // held for good from its start: a gang ahead that cannot fit
+            // beside such a hold gets no reservation in the live cycle,
+            // and a gang behind it is planned into the room it would
+            // have taken. Once the held job starts, its end is known, the
+            // gang ahead is planned first and holds that room, and the
+            // gang behind is pushed back; the central run, the core run
+            // forward, shows that. (A CI case: j05 reserved n2, n3 from
+            // 00:20:02; j06, 3 × 8 GPUs, ahead, fit nowhere beside that
+            // hold; j07, 1 × 4 GPUs, was reserved n1 from 03:44 when j04
+            // ends there. At 00:20:02 j05 started, j06 reserved n0, n1,
+            // n2 from 04:00:02 and j07 moved to n3 from 04:00:02, where
+            // it started.)
+            //
+            // And only when no runtime is estimated (`f.runs == 1`): the
+            // core estimates a running job without a walltime anew every
+            // cycle, as the percentile of the runtimes longer than it has
+            // run, which grows as it runs, while the central run ends it
+            // at the live cycle's estimate. (A CI case: j00, started at 0,
+            // estimated at now to end at 03:40 (220 min), so j02 reserved
+            // n2, n3 from 03:40; at 02:22:59, 143 min in, the core's
+            // estimate was 240 min, so j05 (walltime 5643 s) was
+            // backfilled on n2, n3 to 03:57:02; j00 ended at 03:40 in the
+            // run and j02 started at 03:57:02, when j05 ended.)
+            let ahead_unplanned = f.jobs.iter().any(|a| {
+                a.job < j.job && a.reservation.is_none() && a.expected != Some(now)
+            });
+            let kept = f.runs == 1 && !ahead_unplanned;
+            if let Some(r) = j.reservation.as_ref().filter(|_| kept) {
                 let due = (r.start.0 + 1000 + 999) / 1000 * 1000;
                 prop_assert!(le(j.expected, Some(Timestamp(due))), "{:?}", j);
             }

@@ -182,10 +182,10 @@ async fn indexed_job(client: &Client, v: Version, name: &str, queue: &str, n: u3
     }
 }
 
-async fn group_status(client: &Client, v: Version) -> Value {
+async fn group_status(client: &Client, v: Version, name: &str) -> Value {
     let groups: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), "ml", &v.resource("PodGroup", "podgroups"));
-    groups.get(GROUP).await.expect("group").data["status"].clone()
+    groups.get(name).await.expect("group").data["status"].clone()
 }
 
 fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
@@ -201,13 +201,13 @@ fn condition<'a>(status: &'a Value, kind: &str) -> &'a Value {
 async fn until_status(
     progress: &mut watch::Receiver<Progress>,
     client: &Client,
-    v: Version,
+    (v, name): (Version, &str),
     what: &str,
     was_true: &mut bool,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
     for _ in 0..200 {
-        let s = group_status(client, v).await;
+        let s = group_status(client, v, name).await;
         let scheduled = &condition(&s, v.scheduled)["status"];
         assert!(
             !(v.sticky && *was_true && scheduled == "False"),
@@ -223,7 +223,7 @@ async fn until_status(
     }
     panic!(
         "{what}: never held; last read: {}",
-        group_status(client, v).await
+        group_status(client, v, name).await
     );
 }
 
@@ -253,7 +253,7 @@ async fn gang_binds_is_scheduled_and_marked_when_reclaimed(v: Version) {
     let s = until_status(
         &mut progress,
         &client,
-        v,
+        (v, GROUP),
         "the group scheduled",
         &mut was_true,
         |s| condition(s, v.scheduled)["status"] == "True",
@@ -283,7 +283,7 @@ async fn gang_binds_is_scheduled_and_marked_when_reclaimed(v: Version) {
     let s = until_status(
         &mut progress,
         &client,
-        v,
+        (v, GROUP),
         "DisruptionTarget",
         &mut was_true,
         |s| condition(s, "DisruptionTarget")["status"] == "True",
@@ -303,7 +303,7 @@ async fn gang_binds_is_scheduled_and_marked_when_reclaimed(v: Version) {
     for _ in 0..3 {
         let c = progress.borrow().cycles;
         until(&mut progress, "a cycle", |p| p.cycles > c).await;
-        let s = group_status(&client, v).await;
+        let s = group_status(&client, v, GROUP).await;
         if v.sticky {
             assert_eq!(condition(&s, v.scheduled)["status"], "True", "{s}");
         }
@@ -396,38 +396,6 @@ async fn without_the_gang_api_the_service_schedules_its_own_gangs() {
     stop.send_replace(true);
 }
 
-/// The status of PodGroup `name` (v1beta1).
-async fn status_of(client: &Client, name: &str) -> Value {
-    let groups: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "ml",
-        &V1BETA1.resource("PodGroup", "podgroups"),
-    );
-    groups.get(name).await.expect("group").data["status"].clone()
-}
-
-/// Reads PodGroup `name`'s status after each cycle until `done` holds.
-async fn until_group(
-    progress: &mut watch::Receiver<Progress>,
-    client: &Client,
-    name: &str,
-    what: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    for _ in 0..200 {
-        let s = status_of(client, name).await;
-        if done(&s) {
-            return s;
-        }
-        let c = progress.borrow().cycles;
-        until(progress, what, |p| p.cycles > c).await;
-    }
-    panic!(
-        "{what}: never held; last read: {}",
-        status_of(client, name).await
-    );
-}
-
 /// A pending pod of `group` for `scheduler`, 4 GPUs, in queue b.
 async fn member(client: &Client, name: &str, group: &str, scheduler: &str) {
     let pods: Api<Pod> = Api::namespaced(client.clone(), "ml");
@@ -485,9 +453,16 @@ async fn a_live_group_waits_for_its_object_follows_min_count_and_refuses_mixed_s
         )
         .await;
     }
-    let s = until_group(&mut progress, &client, "late", "late waits", |s| {
-        condition(s, "PodGroupInitiallyScheduled")["reason"] == "Unschedulable"
-    })
+    let (mut late_true, mut mixed_true) = (false, false);
+    let late = (V1BETA1, "late");
+    let s = until_status(
+        &mut progress,
+        &client,
+        late,
+        "late waits",
+        &mut late_true,
+        |s| condition(s, "PodGroupInitiallyScheduled")["reason"] == "Unschedulable",
+    )
     .await;
     let c = condition(&s, "PodGroupInitiallyScheduled");
     assert_eq!(c["status"], "False", "{s}");
@@ -497,9 +472,15 @@ async fn a_live_group_waits_for_its_object_follows_min_count_and_refuses_mixed_s
             .is_some_and(|m| m.contains("minMember 3")),
         "the core's reason: {s}"
     );
-    let s = until_group(&mut progress, &client, "mixed", "mixed refused", |s| {
-        condition(s, "PodGroupInitiallyScheduled")["reason"] == "SchedulerError"
-    })
+    let mixed = (V1BETA1, "mixed");
+    let s = until_status(
+        &mut progress,
+        &client,
+        mixed,
+        "mixed refused",
+        &mut mixed_true,
+        |s| condition(s, "PodGroupInitiallyScheduled")["reason"] == "SchedulerError",
+    )
     .await;
     let m = condition(&s, "PodGroupInitiallyScheduled")["message"]
         .as_str()
@@ -526,9 +507,14 @@ async fn a_live_group_waits_for_its_object_follows_min_count_and_refuses_mixed_s
         .expect("minCount lowered");
     let done = until(&mut progress, "late's binds", |p| p.written.binds == 2).await;
     assert_eq!(done.written.binds, 2, "{done:?}");
-    until_group(&mut progress, &client, "late", "late scheduled", |s| {
-        condition(s, "PodGroupInitiallyScheduled")["status"] == "True"
-    })
+    until_status(
+        &mut progress,
+        &client,
+        late,
+        "late scheduled",
+        &mut late_true,
+        |s| condition(s, "PodGroupInitiallyScheduled")["status"] == "True",
+    )
     .await;
     stop.send_replace(true);
 }

@@ -57,16 +57,32 @@ impl Checks {
         let mut bound: BTreeMap<String, u64> = BTreeMap::new();
         let mut unsettled: Vec<String> = Vec::new();
         for p in &pods {
-            let group = p["metadata"]["labels"]["trainyard.io/pod-group"].as_str();
-            let queue = match group {
-                Some(g) => match groups.get(g) {
+            // The gang as the reader finds it (`upstream::gang_of`): an
+            // upstream gang's queue is its pods' label, and its status is
+            // not a Trainyard PodGroup's.
+            let gang = crate::upstream::gang_of(p);
+            let group = match &gang {
+                Some(crate::upstream::Gang::Trainyard(g)) => Some(g.as_str()),
+                _ => None,
+            };
+            let by_label = || {
+                p["metadata"]["labels"]["trainyard.io/queue"]
+                    .as_str()
+                    .unwrap_or("default")
+            };
+            let queue = match &gang {
+                Some(crate::upstream::Gang::Trainyard(g)) => match groups.get(g) {
                     Some(obj) => obj["spec"]["queue"].as_str().unwrap_or("default"),
                     // A pod whose group does not exist is no member.
                     None => continue,
                 },
-                None => p["metadata"]["labels"]["trainyard.io/queue"]
-                    .as_str()
-                    .unwrap_or("default"),
+                Some(crate::upstream::Gang::Upstream(g)) => {
+                    if api.get(crate::upstream::KEY, "ml", g).is_none() {
+                        continue;
+                    }
+                    by_label()
+                }
+                None => by_label(),
             };
             if !p["metadata"]["deletionTimestamp"].is_null() {
                 unsettled.push(queue.to_string());

@@ -365,8 +365,29 @@ impl Sim {
                         StatusKind::PodGroup => "trainyard.io/podgroups",
                         StatusKind::UpstreamPodGroup => crate::upstream::KEY,
                     };
-                    crate::status::write(&mut self.api, resource, &changes);
+                    for e in crate::status::write(&mut self.api, resource, &changes) {
+                        self.note(format!("replica {r}: status of {resource} {e}"));
+                    }
                     if upstream {
+                        for (key, patch) in &changes {
+                            let conds: Vec<String> = patch["conditions"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|c| {
+                                    format!(
+                                        "{}={}/{}",
+                                        c["type"].as_str().unwrap_or(""),
+                                        c["status"].as_str().unwrap_or(""),
+                                        c["reason"].as_str().unwrap_or("")
+                                    )
+                                })
+                                .collect();
+                            self.note(format!(
+                                "replica {r}: upstream PodGroup {key} status: {}",
+                                conds.join(", ")
+                            ));
+                        }
                         self.checks
                             .on_upstream_statuses(&self.api, &changes, &mut self.trace);
                     }

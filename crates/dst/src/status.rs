@@ -19,15 +19,20 @@ pub const SETTLE_MS: i64 = 5_000;
 /// Writes `status` patches onto the objects of `key` (`name` or
 /// `namespace/name`), as `PATCH .../status` does; a gone object is
 /// skipped (a 404).
-pub fn write(api: &mut Api, resource: &str, changes: &[(String, Value)]) {
+/// Returns the writes the API refused (`key: error`).
+pub fn write(api: &mut Api, resource: &str, changes: &[(String, Value)]) -> Vec<String> {
+    let mut refused = Vec::new();
     for (key, patch) in changes {
         let (ns, name) = key.split_once('/').unwrap_or(("", key.as_str()));
         let Some(mut obj) = api.get(resource, ns, name) else {
             continue;
         };
         trainyard_serve::queue_status::apply_merge_patch(&mut obj["status"], patch);
-        let _ = api.update(resource, obj, true);
+        if let Err(e) = api.update(resource, obj, true) {
+            refused.push(format!("{key}: {e}"));
+        }
     }
+    refused
 }
 
 fn bound_live(p: &Value) -> bool {

@@ -238,12 +238,20 @@ impl Checks {
         let Some(Gang::Upstream(g)) = gang_of(pod) else {
             return;
         };
+        let group = api.get(KEY, "ml", &g);
         if !self.upstream.disrupted.contains_key(&g) {
-            self.upstream.disrupted.insert(g.clone(), false);
+            // The service writes the condition with the cycle's decisions,
+            // before their evictions land: it may be shown already.
+            let shown = group
+                .as_ref()
+                .and_then(|o| condition(o, DISRUPTION))
+                .is_some_and(|c| c["status"] == "True");
+            self.upstream.disrupted.insert(g.clone(), shown);
             self.upstream.tally.disrupted += 1;
+            self.upstream.tally.disruption_shown += u64::from(shown);
         }
-        let all = api
-            .get(KEY, "ml", &g)
+        let all = group
+            .as_ref()
             .is_some_and(|o| o["spec"]["disruptionMode"]["all"].is_object());
         if all && !self.upstream.all_seen.contains(&g) {
             self.upstream.all_seen.insert(g.clone());

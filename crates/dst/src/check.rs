@@ -291,7 +291,7 @@ impl Checks {
         }
         let dt = if leading { now - self.last_step } else { 0 };
         self.last_step = now;
-        self.upstream_step(&pods, now);
+        self.upstream_step(&pods, now, trace);
         self.track_pending(api.rv(), &pods);
         self.gangs(api, &pods, replicas, dt, trace);
     }

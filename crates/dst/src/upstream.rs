@@ -101,8 +101,8 @@ pub struct Tally {
     pub disrupted: u64,
     pub disruption_shown: u64,
     /// `disruptionMode: {all: {}}` groups 10 s after the service's first
-    /// eviction of one of their pods: with no pod left bound and
-    /// running, or with some.
+    /// eviction of one of their pods: of the pods bound when it landed,
+    /// none left bound and running, or some.
     pub all_whole: u64,
     pub all_partial: u64,
 }
@@ -198,8 +198,9 @@ pub struct Tracking {
     /// Groups (name) the service evicted pods of, and whether their
     /// `DisruptionTarget` turned True since.
     disrupted: BTreeMap<String, bool>,
-    /// `disruptionMode: all` groups to look at (name → when).
-    all_due: BTreeMap<String, i64>,
+    /// `disruptionMode: all` groups to look at: name → when, and the
+    /// pods (uid) bound when the first eviction landed.
+    all_due: BTreeMap<String, (i64, BTreeSet<String>)>,
     all_seen: BTreeSet<String>,
     pub tally: Tally,
 }
@@ -255,7 +256,20 @@ impl Checks {
             .is_some_and(|o| o["spec"]["disruptionMode"]["all"].is_object());
         if all && !self.upstream.all_seen.contains(&g) {
             self.upstream.all_seen.insert(g.clone());
-            self.upstream.all_due.insert(g, now + 10_000);
+            let gang = Some(Gang::Upstream(g.clone()));
+            let bound: BTreeSet<String> = api
+                .state
+                .store
+                .iter("/pods")
+                .filter(|p| {
+                    gang_of(p) == gang
+                        && p["spec"]["nodeName"]
+                            .as_str()
+                            .is_some_and(|n| !n.is_empty())
+                })
+                .filter_map(|p| p["metadata"]["uid"].as_str().map(str::to_string))
+                .collect();
+            self.upstream.all_due.insert(g, (now + 10_000, bound));
         }
     }
 
@@ -312,7 +326,7 @@ impl Checks {
     }
 
     /// After a step: the `disruptionMode: all` groups due a look.
-    pub fn upstream_step(&mut self, pods: &[&Value], now: i64) {
+    pub fn upstream_step(&mut self, pods: &[&Value], now: i64, trace: &mut Vec<String>) {
         if self.upstream.all_due.first_key_value().is_none() {
             return;
         }
@@ -320,20 +334,34 @@ impl Checks {
             .upstream
             .all_due
             .iter()
-            .filter(|(_, t)| **t <= now)
+            .filter(|(_, (t, _))| *t <= now)
             .map(|(g, _)| g.clone())
             .collect();
         for g in due {
-            self.upstream.all_due.remove(&g);
-            let left = pods.iter().any(|p| {
-                gang_of(p) == Some(Gang::Upstream(g.clone()))
-                    && p["spec"]["nodeName"]
+            let Some((_, then)) = self.upstream.all_due.remove(&g) else {
+                continue;
+            };
+            // Only the pods bound when the eviction landed: members bound
+            // since (the gang's pending pods) are no part of what it took.
+            let left: Vec<&str> = pods
+                .iter()
+                .filter(|p| {
+                    p["metadata"]["uid"]
                         .as_str()
-                        .is_some_and(|n| !n.is_empty())
-                    && p["metadata"]["deletionTimestamp"].is_null()
-                    && !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed"))
-            });
-            if left {
+                        .is_some_and(|u| then.contains(u))
+                        && p["spec"]["nodeName"]
+                            .as_str()
+                            .is_some_and(|n| !n.is_empty())
+                        && p["metadata"]["deletionTimestamp"].is_null()
+                        && !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed"))
+                })
+                .filter_map(|p| p["metadata"]["name"].as_str())
+                .collect();
+            if !left.is_empty() {
+                trace.push(format!(
+                    "tally: upstream PodGroup {g} (disruptionMode all) has pods bound then still running 10 s after the service's first eviction of one: {}",
+                    left.join(", ")
+                ));
                 self.upstream.tally.all_partial += 1;
             } else {
                 self.upstream.tally.all_whole += 1;

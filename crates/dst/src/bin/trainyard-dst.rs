@@ -58,6 +58,10 @@ struct Args {
     /// (`true`: the seed's draw of its settings, on).
     #[arg(long, value_name = "BOOL")]
     consolidation: Option<bool>,
+    /// With --seed: upstream gangs off (`false`), whatever the seed draws
+    /// (`true`: the seed's draw of their settings, on).
+    #[arg(long, value_name = "BOOL")]
+    upstream_gangs: Option<bool>,
 }
 
 /// A run's consolidation, for people.
@@ -97,7 +101,10 @@ fn print_failure(r: &trainyard_dst::Report, tail: usize) {
 fn main() -> Result<()> {
     let args = Args::parse();
     if let Some(seed) = args.seed {
-        let faults = (args.policy_churn.is_some() || args.consolidation.is_some()).then(|| {
+        let given = args.policy_churn.is_some()
+            || args.consolidation.is_some()
+            || args.upstream_gangs.is_some();
+        let faults = given.then(|| {
             let mut f = trainyard_dst::faults_of(seed);
             if let Some(on) = args.policy_churn {
                 f.policy_churn = on;
@@ -106,6 +113,13 @@ fn main() -> Result<()> {
                 Some(false) => f.consolidation = None,
                 Some(true) if f.consolidation.is_none() => {
                     f.consolidation = trainyard_dst::consolidation::Consolidation::forced(seed);
+                }
+                _ => {}
+            }
+            match args.upstream_gangs {
+                Some(false) => f.upstream = None,
+                Some(true) if f.upstream.is_none() => {
+                    f.upstream = trainyard_dst::upstream::UpstreamGangs::forced(seed);
                 }
                 _ => {}
             }

@@ -10,6 +10,7 @@ use trainyard_testapi::kubelet::RUN_SECONDS;
 
 use crate::check::{gpus_of, node_gpus};
 use crate::sim::{Ev, Sim};
+use crate::upstream::{Gang, gang_of};
 
 impl Sim {
     /// Creates the cluster: nodes, PriorityClasses, two team Queues.
@@ -53,7 +54,7 @@ impl Sim {
         }
     }
 
-    fn pod(
+    pub(crate) fn pod(
         &mut self,
         name: &str,
         gpus: i64,
@@ -131,6 +132,12 @@ impl Sim {
             .choose(&mut self.rng)
             .copied()
             .unwrap_or("default");
+        if let Some(u) = &self.faults.upstream
+            && self.upstream_rng.random_range(0..1000) < u.share_permille
+        {
+            self.new_upstream_gang(&format!("u{name}"), per, size, min, queue);
+            return;
+        }
         let group = json!({"apiVersion": "trainyard.io/v1alpha1", "kind": "PodGroup",
             "metadata": {"name": name, "namespace": "ml"}, "spec": {"queue": queue, "minMember": min}});
         if let Err(e) = self.api.create("trainyard.io/podgroups", Some("ml"), group) {
@@ -174,23 +181,38 @@ impl Sim {
     }
 
     fn delete_some_gang(&mut self) {
-        let groups = self.api.list("trainyard.io/podgroups");
+        // The upstream groups (none but with their dimension) after
+        // Trainyard's.
+        let mut groups = self.api.list("trainyard.io/podgroups");
+        groups.extend(self.api.list(crate::upstream::KEY));
         let Some(g) = groups.choose(&mut self.rng) else {
             return;
         };
         let name = g["metadata"]["name"].as_str().unwrap_or("").to_string();
-        self.delete_gang(&name);
+        let gang = if g["apiVersion"]
+            .as_str()
+            .is_some_and(|v| v.starts_with("scheduling.k8s.io"))
+        {
+            Gang::Upstream(name.clone())
+        } else {
+            Gang::Trainyard(name.clone())
+        };
+        self.delete_gang(&gang);
         self.note(format!("user: delete gang {name}"));
     }
 
-    fn delete_gang(&mut self, name: &str) {
+    fn delete_gang(&mut self, gang: &Gang) {
         for p in self.api.list("/pods") {
-            if p["metadata"]["labels"]["trainyard.io/pod-group"].as_str() == Some(name) {
+            if gang_of(&p).as_ref() == Some(gang) {
                 let pod = p["metadata"]["name"].as_str().unwrap_or("").to_string();
                 let _ = self.api.delete("/pods", "ml", &pod, Some(1));
             }
         }
-        let _ = self.api.delete("trainyard.io/podgroups", "ml", name, None);
+        let key = match gang {
+            Gang::Trainyard(_) => "trainyard.io/podgroups",
+            Gang::Upstream(_) => crate::upstream::KEY,
+        };
+        let _ = self.api.delete(key, "ml", gang.name(), None);
     }
 
     /// Deletes finished pods, and groups whose pods all finished.
@@ -214,6 +236,14 @@ impl Sim {
                 .any(|p| p["metadata"]["labels"]["trainyard.io/pod-group"].as_str() == Some(name))
             {
                 let _ = self.api.delete("trainyard.io/podgroups", "ml", name, None);
+            }
+        }
+        for g in self.api.list(crate::upstream::KEY) {
+            let gang = Gang::Upstream(g["metadata"]["name"].as_str().unwrap_or("").to_string());
+            if !pods.iter().any(|p| gang_of(p).as_ref() == Some(&gang)) {
+                let _ = self
+                    .api
+                    .delete(crate::upstream::KEY, "ml", gang.name(), None);
             }
         }
     }

@@ -41,11 +41,54 @@ pub const STREAMS: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
+/// [`STREAMS`] and the upstream `scheduling.k8s.io/v1beta1` PodGroup
+/// (the upstream gangs dimension: discovery finds it served).
+pub const STREAMS_UPSTREAM: &[(&str, &str, &str, &str)] = &[
+    ("/nodes", "v1", "", "Node"),
+    ("/pods", "v1", "", "Pod"),
+    ("/namespaces", "v1", "", "Namespace"),
+    (
+        "scheduling.k8s.io/priorityclasses",
+        "v1",
+        "scheduling.k8s.io",
+        "PriorityClass",
+    ),
+    (
+        "policy/poddisruptionbudgets",
+        "v1",
+        "policy",
+        "PodDisruptionBudget",
+    ),
+    ("trainyard.io/queues", "v1alpha1", "trainyard.io", "Queue"),
+    (
+        "trainyard.io/podgroups",
+        "v1alpha1",
+        "trainyard.io",
+        "PodGroup",
+    ),
+    (
+        "scheduling.k8s.io/podgroups",
+        "v1beta1",
+        "scheduling.k8s.io",
+        "PodGroup",
+    ),
+];
+
+/// The streams the service watches: with the upstream PodGroup or not.
+pub fn streams(
+    upstream: bool,
+) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
+    if upstream { STREAMS_UPSTREAM } else { STREAMS }
+}
+
 /// The API server model.
 pub struct Api {
     pub state: State,
     /// `(time in ms, revision)` after each step: which revision stood when.
     revisions: Vec<(i64, u64)>,
+    /// Whether the service watches the upstream PodGroups (see
+    /// [`streams`]).
+    upstream: bool,
 }
 
 /// What a request came to.
@@ -68,6 +111,7 @@ impl Api {
         let mut api = Api {
             state: State::new(window, clock, kubelet, seed),
             revisions: vec![(start_ms, 0)],
+            upstream: false,
         };
         for crd in trainyard_crd::resources::crds() {
             let v = serde_json::to_value(crd).unwrap_or(Value::Null);
@@ -75,6 +119,11 @@ impl Api {
         }
         let _ = api.create("/namespaces", None, json!({"metadata": {"name": "ml"}}));
         api
+    }
+
+    /// Serves (to the service's watches) the upstream PodGroups or not.
+    pub fn serve_upstream(&mut self, on: bool) {
+        self.upstream = on;
     }
 
     pub fn def(&self, key: &str) -> Option<ResourceDef> {
@@ -225,7 +274,10 @@ impl Api {
         let history = self.state.store.events_after(after).ok()?;
         let mut out = Vec::new();
         for e in history.iter().filter(|e| e.rv <= upto) {
-            let Some(stream) = STREAMS.iter().position(|s| s.0 == e.resource) else {
+            let Some(stream) = streams(self.upstream)
+                .iter()
+                .position(|s| s.0 == e.resource)
+            else {
                 continue;
             };
             let object = self.present(stream, e.object.clone());
@@ -242,7 +294,7 @@ impl Api {
     /// A full list of every stream, as a watcher's (re)list delivers it.
     pub fn relist(&self) -> Vec<WorldEvent> {
         let mut out = Vec::new();
-        for (stream, (key, ..)) in STREAMS.iter().enumerate() {
+        for (stream, (key, ..)) in streams(self.upstream).iter().enumerate() {
             out.push(WorldEvent::ListStart { stream });
             for o in self.list(key) {
                 out.push(WorldEvent::Applied {
@@ -256,7 +308,7 @@ impl Api {
     }
 
     fn present(&self, stream: usize, o: Value) -> Value {
-        let (key, version, ..) = STREAMS[stream];
+        let (key, version, ..) = streams(self.upstream)[stream];
         match self.state.registry.by_key(key) {
             Some(def) => State::present(def, version, o),
             None => o,

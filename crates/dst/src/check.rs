@@ -22,6 +22,7 @@ use trainyard_serve::leader::Role;
 use crate::api::Api;
 use crate::faults::Faults;
 use crate::replica::{Replica, Request, Sent};
+use crate::upstream::{Gang, gang_of};
 
 #[derive(Default)]
 pub struct Checks {
@@ -61,6 +62,8 @@ pub struct Checks {
     /// What consolidation did.
     pub tally: crate::consolidation::Tally,
     pub(crate) moving: crate::consolidation::Tracking,
+    /// The upstream gangs dimension's state and tally.
+    pub upstream: crate::upstream::Tracking,
 }
 
 /// Whether `pod` holds room on its node: bound, and not finished.
@@ -177,6 +180,10 @@ impl Checks {
         if let Request::Write { write, .. } = &sent.request {
             self.evicting.insert(write.target().0.to_string());
         }
+        let (ns, _, _) = sent.request.pod();
+        if let Some(pod) = api.get("/pods", &ns, &pod_name) {
+            self.on_upstream_bind(&pod, sent.decided_rv, trace);
+        }
         let Some(n) = api.get("/nodes", "", node) else {
             return;
         };
@@ -284,6 +291,7 @@ impl Checks {
         }
         let dt = if leading { now - self.last_step } else { 0 };
         self.last_step = now;
+        self.upstream_step(&pods, now, trace);
         self.track_pending(api.rv(), &pods);
         self.gangs(api, &pods, replicas, dt, trace);
     }
@@ -308,16 +316,27 @@ impl Checks {
             + 5000
             + 3 * s.cycle_period_millis as i64;
         let mut partial_now = BTreeSet::new();
-        for g in api.list("trainyard.io/podgroups") {
-            let min = g["spec"]["minMember"].as_i64().unwrap_or(1);
-            let gname = name(&g);
+        // Trainyard's PodGroups and the upstream ones (their minimum
+        // `minCount`, 1 for `basic`); members found as the reader finds
+        // them (`upstream::gang_of`).
+        let groups = api
+            .list("trainyard.io/podgroups")
+            .into_iter()
+            .map(|g| {
+                let min = g["spec"]["minMember"].as_i64().unwrap_or(1);
+                (Gang::Trainyard(name(&g)), min)
+            })
+            .chain(
+                api.list(crate::upstream::KEY)
+                    .into_iter()
+                    .map(|g| (Gang::Upstream(name(&g)), crate::upstream::min_count(&g))),
+            );
+        for (gang, min) in groups {
+            let gname = gang.name().to_string();
             let members: Vec<&Value> = pods
                 .iter()
                 .copied()
-                .filter(|p| {
-                    p["metadata"]["labels"]["trainyard.io/pod-group"].as_str()
-                        == Some(gname.as_str())
-                })
+                .filter(|p| gang_of(p).as_ref() == Some(&gang))
                 .collect();
             let finished = members
                 .iter()
@@ -381,11 +400,7 @@ impl Checks {
         // preemptible).
         let mut waiting: BTreeMap<String, (i64, i64, i64, bool)> = BTreeMap::new();
         let live = |p: &&Value| p["metadata"]["deletionTimestamp"].is_null();
-        let group_of = |p: &Value| {
-            p["metadata"]["labels"]["trainyard.io/pod-group"]
-                .as_str()
-                .map(str::to_string)
-        };
+        let group_of = |p: &Value| gang_of(p).map(|g| g.name().to_string());
         for p in pods.iter().filter(live).filter(|p| {
             p["spec"]["schedulerName"] == "trainyard"
                 && p["spec"]["nodeName"].as_str().is_none_or(str::is_empty)
@@ -393,13 +408,24 @@ impl Checks {
                 // A pod in a queue that does not exist waits, with a reason.
                 && p["metadata"]["labels"]["trainyard.io/queue"] != "no-such-queue"
         }) {
-            let (job, min, queue) = match group_of(p) {
-                Some(g) => {
+            let (job, min, queue) = match gang_of(p) {
+                Some(Gang::Trainyard(g)) => {
                     let Some(group) = api.get("trainyard.io/podgroups", "ml", &g) else {
                         continue;
                     };
                     let queue = group["spec"]["queue"].as_str().map(str::to_string);
                     (g, group["spec"]["minMember"].as_i64().unwrap_or(1), queue)
+                }
+                // An upstream gang's queue is its pods' label; a gang whose
+                // group does not exist (yet) waits for it.
+                Some(Gang::Upstream(g)) => {
+                    let Some(group) = api.get(crate::upstream::KEY, "ml", &g) else {
+                        continue;
+                    };
+                    let queue = p["metadata"]["labels"]["trainyard.io/queue"]
+                        .as_str()
+                        .map(str::to_string);
+                    (g, crate::upstream::min_count(&group), queue)
                 }
                 None => (
                     name(p),

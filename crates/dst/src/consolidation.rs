@@ -149,11 +149,15 @@ fn finished(pod: &Value) -> bool {
     )
 }
 
-/// The job a pod of ours belongs to, as the service names it.
+/// The job a pod of ours belongs to, as the service names it: its gang
+/// as the reader finds it (`upstream::gang_of`: Trainyard's label, then
+/// `spec.schedulingGroup.podGroupName`), else the pod.
 fn job_of(pod: &Value) -> String {
     let ns = pod["metadata"]["namespace"].as_str().unwrap_or("default");
-    let name = pod["metadata"]["labels"]["trainyard.io/pod-group"]
-        .as_str()
+    let gang = crate::upstream::gang_of(pod);
+    let name = gang
+        .as_ref()
+        .map(crate::upstream::Gang::name)
         .or(pod["metadata"]["name"].as_str())
         .unwrap_or("");
     format!("{ns}/{name}")

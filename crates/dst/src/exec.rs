@@ -88,6 +88,9 @@ impl Sim {
                             &mut self.trace,
                         );
                         self.api.event(&ns, &name, reason, &e.message);
+                        if let Some(pod) = &before {
+                            self.checks.on_upstream_evict(&self.api, pod, self.now);
+                        }
                         if e.kind == trainyard_sched::decisions::EvictionKind::Consolidate {
                             self.checks.on_consolidate(
                                 (r, epoch),

@@ -53,6 +53,10 @@ pub struct Faults {
     /// ReplicaSet-like controller replaces the pods moved
     /// ([`Consolidation`]).
     pub consolidation: Option<crate::consolidation::Consolidation>,
+    /// Upstream gangs on (a later dimension, its own stream): the API
+    /// serves `scheduling.k8s.io/v1beta1` PodGroups and some gangs are
+    /// made with them ([`crate::upstream::UpstreamGangs`]).
+    pub upstream: Option<crate::upstream::UpstreamGangs>,
 }
 
 impl Faults {
@@ -105,6 +109,7 @@ impl Faults {
                 rng.random_range(2..17)
             },
             consolidation: None,
+            upstream: None,
         }
     }
 
@@ -128,7 +133,7 @@ impl Faults {
     pub fn summary(&self) -> String {
         let opt = |o: Option<i64>| o.map_or("never".to_string(), |v| format!("~{} s", v / 1000));
         format!(
-            "latency {}-{} ms, errors {}‰, lost answers {}‰, watch lag {} ms, watch drops {}, 410 window {}, crashes {}, store {}, replicas {}, clock jumps {}, other scheduler {}, node churn {}, policy churn {}, {} nodes × {} GPUs, bindConcurrency {}, consolidation {}",
+            "latency {}-{} ms, errors {}‰, lost answers {}‰, watch lag {} ms, watch drops {}, 410 window {}, crashes {}, store {}, replicas {}, clock jumps {}, other scheduler {}, node churn {}, policy churn {}, {} nodes × {} GPUs, bindConcurrency {}, consolidation {}, upstream gangs {}",
             self.latency_ms.0,
             self.latency_ms.1,
             self.error_permille,
@@ -150,6 +155,9 @@ impl Faults {
                 "on (noMoveSeconds {}, nominationTimeoutSeconds {}, replacements never {}‰, late {}‰)",
                 c.no_move_seconds, c.nomination_timeout_seconds, c.never_permille, c.late_permille
             )),
+            self.upstream
+                .as_ref()
+                .map_or("off".to_string(), |u| u.summary()),
         )
     }
 }

@@ -23,6 +23,7 @@ pub mod policy;
 pub mod replica;
 pub mod sim;
 pub mod status;
+pub mod upstream;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -51,6 +52,9 @@ pub struct Report {
     pub machine_ns: u128,
     /// Consolidation (runs with the dimension on): what moved.
     pub moves: consolidation::Tally,
+    /// Upstream gangs (runs with the dimension on): what was made and
+    /// written.
+    pub upstream: upstream::Tally,
 }
 
 /// The service's settings for replica `i` of a run: the defaults, as the
@@ -84,7 +88,14 @@ pub fn faults_of(seed: u64) -> Faults {
     let mut faults = Faults::draw(&mut rng);
     faults.draw_later(&mut later_stream(seed));
     faults.consolidation = consolidation::Consolidation::draw(&mut consolidation_stream(seed));
+    faults.upstream = upstream::UpstreamGangs::draw(&mut upstream_stream(seed));
     faults
+}
+
+/// The stream the upstream-gangs dimension and its actors draw from (its
+/// own: a run with it off is the run it was before it existed).
+pub(crate) fn upstream_stream(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ 0x0005_c4ed_9a9e)
 }
 
 /// The stream the consolidation dimension and its actors draw from (its
@@ -110,20 +121,22 @@ pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
     let mut drawn = Faults::draw(&mut rng);
     drawn.draw_later(&mut later);
     drawn.consolidation = consolidation::Consolidation::draw(&mut moving);
+    let mut gangs = upstream_stream(seed);
+    drawn.upstream = upstream::UpstreamGangs::draw(&mut gangs);
     let faults = faults.unwrap_or(drawn);
     let mut sim = Sim::new(seed, seconds, faults.clone());
     sim.later_rng = later;
     sim.moving_rng = moving;
+    sim.upstream_rng = gangs;
+    sim.api.serve_upstream(faults.upstream.is_some());
     sim.checks.consolidation = faults.consolidation.clone();
     sim.checks.watch_lag_ms = faults.watch_lag_ms;
     sim.populate();
     for i in 0..faults.replicas {
         let store = faults.store;
-        sim.replicas.push(replica::Replica::new(
-            format!("trainyard-{i}"),
-            settings(i, &faults),
-            store,
-        ));
+        let mut rep = replica::Replica::new(format!("trainyard-{i}"), settings(i, &faults), store);
+        rep.upstream = faults.upstream.is_some();
+        sim.replicas.push(rep);
     }
     for r in 0..faults.replicas {
         sim.restart(r);
@@ -171,5 +184,6 @@ pub fn run(seed: u64, seconds: i64, faults: Option<Faults>) -> Report {
         seconds: (sim.now - START_MS) / 1000,
         machine_ns: sim.machine_ns,
         moves: std::mem::take(&mut sim.checks.tally),
+        upstream: std::mem::take(&mut sim.checks.upstream.tally),
     }
 }

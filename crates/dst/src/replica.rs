@@ -14,8 +14,6 @@ use trainyard_serve::machine::{Rule, Service, Start, Streams};
 use trainyard_serve::repair::RepairEviction;
 use trainyard_store::JournalRecord;
 
-use crate::api::STREAMS;
-
 /// A request the shell sends.
 #[derive(Clone, Debug)]
 pub enum Request {
@@ -91,6 +89,10 @@ pub struct Replica {
     pub acked: BTreeSet<String>,
     /// The tick it waits for (simulation time, ms).
     pub tick_at: Option<i64>,
+    /// The API serves `scheduling.k8s.io/v1beta1` PodGroups (the upstream
+    /// gangs dimension): the process watches them, as its discovery
+    /// would pick v1beta1.
+    pub upstream: bool,
 }
 
 impl Replica {
@@ -118,6 +120,7 @@ impl Replica {
             elector,
             acked: BTreeSet::new(),
             tick_at: None,
+            upstream: false,
         }
     }
 
@@ -128,7 +131,16 @@ impl Replica {
 
     /// Starts the process: a fresh machine over what the store kept.
     pub fn start(&mut self, now: i64) {
-        let streams = Streams::of(STREAMS.iter().map(|s| (s.2, s.3)));
+        // Discovery (the shell's `watch::served_kinds`): the served kinds,
+        // then the upstream PodGroup in the version
+        // `watch::upstream_version` picks.
+        let served: &[&str] = if self.upstream { &["v1beta1"] } else { &[] };
+        let upstream = trainyard_serve::watch::upstream_version(served);
+        let streams = Streams::of_versioned(
+            crate::api::streams(upstream.is_some())
+                .iter()
+                .map(|s| (s.2, s.1, s.3)),
+        );
         let hl = self
             .settings
             .scheduler

@@ -70,6 +70,11 @@ pub enum Ev {
     /// The ReplicaSet controller creates a replacement pod
     /// (consolidation runs).
     Replace(Box<serde_json::Value>),
+    /// A controller creates an upstream PodGroup whose pods came first
+    /// (upstream gangs runs).
+    UpstreamGroup(Box<serde_json::Value>),
+    /// A controller lowers a waiting upstream PodGroup's `minCount`.
+    LowerMin(String),
 }
 
 pub struct Sim {
@@ -78,6 +83,8 @@ pub struct Sim {
     pub later_rng: ChaCha8Rng,
     /// The consolidation dimension's own stream.
     pub moving_rng: ChaCha8Rng,
+    /// The upstream gangs dimension's own stream.
+    pub upstream_rng: ChaCha8Rng,
     /// Pods the ReplicaSet controller owns and watches, by name: the
     /// template of their replacement.
     pub owned: BTreeMap<String, serde_json::Value>,
@@ -107,6 +114,7 @@ impl Sim {
             rng,
             later_rng: ChaCha8Rng::seed_from_u64(!seed),
             moving_rng: ChaCha8Rng::seed_from_u64(seed.rotate_left(17)),
+            upstream_rng: ChaCha8Rng::seed_from_u64(seed.rotate_left(29)),
             owned: BTreeMap::new(),
             now: START_MS,
             end,
@@ -210,6 +218,8 @@ impl Sim {
             }
             Ev::Restart(r) => self.restart(r),
             Ev::Replace(pod) => self.replace(*pod),
+            Ev::UpstreamGroup(group) => self.upstream_group_arrives(*group),
+            Ev::LowerMin(name) => self.lower_min(&name),
             Ev::ClockJump(r) => {
                 if !self.quiet() {
                     let jump = self.rng.random_range(-60_000..=120_000);
@@ -344,16 +354,43 @@ impl Sim {
             // Statuses land on the objects with the later dimensions on
             // (a run named before them keeps its world).
             Command::Statuses { kind, changes } => {
-                if self.faults.policy_churn && self.replicas[r].fence_open(self.now) {
+                use trainyard_serve::machine::StatusKind;
+                let upstream = kind == StatusKind::UpstreamPodGroup;
+                // The upstream groups' statuses land whenever the kind is
+                // served (the upstream gangs dimension).
+                let lands = self.faults.policy_churn || upstream;
+                if lands && self.replicas[r].fence_open(self.now) {
                     let resource = match kind {
-                        trainyard_serve::machine::StatusKind::Queue => "trainyard.io/queues",
-                        trainyard_serve::machine::StatusKind::PodGroup => "trainyard.io/podgroups",
-                        // Not served in the simulation: never asked.
-                        trainyard_serve::machine::StatusKind::UpstreamPodGroup => {
-                            "scheduling.k8s.io/podgroups"
-                        }
+                        StatusKind::Queue => "trainyard.io/queues",
+                        StatusKind::PodGroup => "trainyard.io/podgroups",
+                        StatusKind::UpstreamPodGroup => crate::upstream::KEY,
                     };
-                    crate::status::write(&mut self.api, resource, &changes);
+                    for e in crate::status::write(&mut self.api, resource, &changes) {
+                        self.note(format!("replica {r}: status of {resource} {e}"));
+                    }
+                    if upstream {
+                        for (key, patch) in &changes {
+                            let conds: Vec<String> = patch["conditions"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(|c| {
+                                    format!(
+                                        "{}={}/{}",
+                                        c["type"].as_str().unwrap_or(""),
+                                        c["status"].as_str().unwrap_or(""),
+                                        c["reason"].as_str().unwrap_or("")
+                                    )
+                                })
+                                .collect();
+                            self.note(format!(
+                                "replica {r}: upstream PodGroup {key} status: {}",
+                                conds.join(", ")
+                            ));
+                        }
+                        self.checks
+                            .on_upstream_statuses(&self.api, &changes, &mut self.trace);
+                    }
                 }
             }
             Command::Usage { .. } | Command::Leading(_) => {}

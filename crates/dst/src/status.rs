@@ -19,15 +19,20 @@ pub const SETTLE_MS: i64 = 5_000;
 /// Writes `status` patches onto the objects of `key` (`name` or
 /// `namespace/name`), as `PATCH .../status` does; a gone object is
 /// skipped (a 404).
-pub fn write(api: &mut Api, resource: &str, changes: &[(String, Value)]) {
+/// Returns the writes the API refused (`key: error`).
+pub fn write(api: &mut Api, resource: &str, changes: &[(String, Value)]) -> Vec<String> {
+    let mut refused = Vec::new();
     for (key, patch) in changes {
         let (ns, name) = key.split_once('/').unwrap_or(("", key.as_str()));
         let Some(mut obj) = api.get(resource, ns, name) else {
             continue;
         };
         trainyard_serve::queue_status::apply_merge_patch(&mut obj["status"], patch);
-        let _ = api.update(resource, obj, true);
+        if let Err(e) = api.update(resource, obj, true) {
+            refused.push(format!("{key}: {e}"));
+        }
     }
+    refused
 }
 
 fn bound_live(p: &Value) -> bool {
@@ -57,16 +62,32 @@ impl Checks {
         let mut bound: BTreeMap<String, u64> = BTreeMap::new();
         let mut unsettled: Vec<String> = Vec::new();
         for p in &pods {
-            let group = p["metadata"]["labels"]["trainyard.io/pod-group"].as_str();
-            let queue = match group {
-                Some(g) => match groups.get(g) {
+            // The gang as the reader finds it (`upstream::gang_of`): an
+            // upstream gang's queue is its pods' label, and its status is
+            // not a Trainyard PodGroup's.
+            let gang = crate::upstream::gang_of(p);
+            let group = match &gang {
+                Some(crate::upstream::Gang::Trainyard(g)) => Some(g.as_str()),
+                _ => None,
+            };
+            let by_label = || {
+                p["metadata"]["labels"]["trainyard.io/queue"]
+                    .as_str()
+                    .unwrap_or("default")
+            };
+            let queue = match &gang {
+                Some(crate::upstream::Gang::Trainyard(g)) => match groups.get(g) {
                     Some(obj) => obj["spec"]["queue"].as_str().unwrap_or("default"),
                     // A pod whose group does not exist is no member.
                     None => continue,
                 },
-                None => p["metadata"]["labels"]["trainyard.io/queue"]
-                    .as_str()
-                    .unwrap_or("default"),
+                Some(crate::upstream::Gang::Upstream(g)) => {
+                    if api.get(crate::upstream::KEY, "ml", g).is_none() {
+                        continue;
+                    }
+                    by_label()
+                }
+                None => by_label(),
             };
             if !p["metadata"]["deletionTimestamp"].is_null() {
                 unsettled.push(queue.to_string());

@@ -8,12 +8,14 @@
 const SECONDS: i64 = 300;
 
 /// Replays `seed` in the world it was found in: its own fault mix, with
-/// the dimensions added since (`Faults::draw_later`, consolidation) off,
+/// the dimensions added since (`Faults::draw_later`, consolidation,
+/// upstream gangs) off,
 /// so the run is the one that failed before its fix.
 fn holds(seed: u64) {
     let mut faults = trainyard_dst::faults_of(seed);
     faults.policy_churn = false;
     faults.consolidation = None;
+    faults.upstream = None;
     let r = trainyard_dst::run(seed, SECONDS, Some(faults));
     assert!(
         r.violations.is_empty(),
@@ -82,9 +84,11 @@ fn seed_1014_a_bind_whose_answer_was_lost_keeps_its_room() {
 /// `ClusterState::reconcile`'s layered judgement reverted.
 #[test]
 fn seed_17_an_eviction_over_a_bind_on_its_way_is_not_decided_again() {
-    // Consolidation came after: off, the world the seed was found in.
+    // Consolidation and upstream gangs came after: off, the world the
+    // seed was found in.
     let mut faults = trainyard_dst::faults_of(17);
     faults.consolidation = None;
+    faults.upstream = None;
     let r = trainyard_dst::run(17, SECONDS, Some(faults));
     assert!(r.faults.policy_churn, "seed 17 draws the policy dimension");
     assert!(
@@ -112,7 +116,10 @@ fn a_seed_replays_byte_for_byte() {
 /// no controller moved twice by one process within `noMoveSeconds`).
 #[test]
 fn seed_26_consolidation_moves_jobs_and_every_invariant_holds() {
-    let r = trainyard_dst::run(26, SECONDS, None);
+    // Upstream gangs came after: off, the run the seed was named for.
+    let mut faults = trainyard_dst::faults_of(26);
+    faults.upstream = None;
+    let r = trainyard_dst::run(26, SECONDS, Some(faults));
     assert!(
         r.faults.consolidation.is_some(),
         "seed 26 draws consolidation"
@@ -128,5 +135,37 @@ fn seed_26_consolidation_moves_jobs_and_every_invariant_holds() {
         r.moves.moved_pods > 0 && r.moves.replacements > 0,
         "seed 26 moved nothing: {:?}",
         r.moves
+    );
+}
+
+/// Upstream gangs (their dimension, on for about half the seeds): seed 0
+/// makes gangs as Kubernetes does (`scheduling.k8s.io/v1beta1` PodGroups,
+/// pods naming them by `spec.schedulingGroup.podGroupName`, some pods
+/// before their group, some `minCount` lowered), the service binds them
+/// and writes their status, and every invariant holds, the upstream ones
+/// included (no member bound by a decision made before its group existed;
+/// `PodGroupInitiallyScheduled` True first only with `minCount` members
+/// bound, and never False after).
+#[test]
+fn seed_0_upstream_gangs_are_scheduled_and_their_status_written() {
+    let r = trainyard_dst::run(0, SECONDS, None);
+    assert!(r.faults.upstream.is_some(), "seed 0 draws upstream gangs");
+    assert!(
+        r.violations.is_empty(),
+        "seed 0 ({}):\n{}\nlast events:\n{}",
+        r.faults.summary(),
+        r.violations.join("\n"),
+        r.trace[r.trace.len().saturating_sub(30)..].join("\n")
+    );
+    let u = &r.upstream;
+    assert!(
+        u.groups > 0 && u.pods_first > 0 && u.lowered > 0,
+        "seed 0 made no upstream gangs of every shape: {}",
+        u.summary()
+    );
+    assert!(
+        u.bound > 0 && u.statuses > 0 && u.scheduled > 0,
+        "seed 0 bound or wrote nothing of its upstream gangs: {}",
+        u.summary()
     );
 }

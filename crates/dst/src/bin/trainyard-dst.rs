@@ -58,6 +58,10 @@ struct Args {
     /// (`true`: the seed's draw of its settings, on).
     #[arg(long, value_name = "BOOL")]
     consolidation: Option<bool>,
+    /// With --seed: upstream gangs off (`false`), whatever the seed draws
+    /// (`true`: the seed's draw of their settings, on).
+    #[arg(long, value_name = "BOOL")]
+    upstream_gangs: Option<bool>,
 }
 
 /// A run's consolidation, for people.
@@ -97,7 +101,10 @@ fn print_failure(r: &trainyard_dst::Report, tail: usize) {
 fn main() -> Result<()> {
     let args = Args::parse();
     if let Some(seed) = args.seed {
-        let faults = (args.policy_churn.is_some() || args.consolidation.is_some()).then(|| {
+        let given = args.policy_churn.is_some()
+            || args.consolidation.is_some()
+            || args.upstream_gangs.is_some();
+        let faults = given.then(|| {
             let mut f = trainyard_dst::faults_of(seed);
             if let Some(on) = args.policy_churn {
                 f.policy_churn = on;
@@ -106,6 +113,13 @@ fn main() -> Result<()> {
                 Some(false) => f.consolidation = None,
                 Some(true) if f.consolidation.is_none() => {
                     f.consolidation = trainyard_dst::consolidation::Consolidation::forced(seed);
+                }
+                _ => {}
+            }
+            match args.upstream_gangs {
+                Some(false) => f.upstream = None,
+                Some(true) if f.upstream.is_none() => {
+                    f.upstream = trainyard_dst::upstream::UpstreamGangs::forced(seed);
                 }
                 _ => {}
             }
@@ -131,6 +145,9 @@ fn main() -> Result<()> {
             if r.faults.consolidation.is_some() {
                 println!("  consolidation: {}", moves(&r.moves));
             }
+            if r.faults.upstream.is_some() {
+                println!("  upstream gangs: {}", r.upstream.summary());
+            }
             return Ok(());
         }
         print_failure(&r, args.tail);
@@ -153,15 +170,21 @@ fn main() -> Result<()> {
         0u64,
         trainyard_dst::consolidation::Tally::default(),
     )));
+    // Upstream gangs: seeds with it on, the sum.
+    let gangs = Arc::new(Mutex::new((
+        0u64,
+        trainyard_dst::upstream::Tally::default(),
+    )));
     let started = Instant::now();
     let threads: Vec<_> = (0..jobs)
         .map(|_| {
-            let (next, stop, failed, totals, moving) = (
+            let (next, stop, failed, totals, moving, gangs) = (
                 next.clone(),
                 stop.clone(),
                 failed.clone(),
                 totals.clone(),
                 moving.clone(),
+                gangs.clone(),
             );
             let (seconds, tail, journal_only) = (args.seconds, args.tail, args.journal_only);
             std::thread::spawn(move || {
@@ -194,6 +217,11 @@ fn main() -> Result<()> {
                         m.0 += 1;
                         m.1 += u64::from(r.moves.moved_pods > 0);
                         m.2.add(&r.moves);
+                    }
+                    if r.faults.upstream.is_some() {
+                        let mut g = gangs.lock().unwrap_or_else(|e| e.into_inner());
+                        g.0 += 1;
+                        g.1.add(&r.upstream);
                     }
                     if !r.violations.is_empty() {
                         print_failure(&r, tail);
@@ -228,6 +256,8 @@ fn main() -> Result<()> {
         "consolidation on in {on} seeds, moves in {with_moves}: {}",
         moves(&tally)
     );
+    let (on, tally) = gangs.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    println!("upstream gangs on in {on} seeds: {}", tally.summary());
     if !failed.is_empty() {
         bail!("{} seeds violated an invariant", failed.len());
     }

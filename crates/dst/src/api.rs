@@ -15,34 +15,9 @@ use trainyard_testapi::{ApiError, eviction, kubelet};
 
 /// The kinds the service watches, in the order of its streams
 /// (`trainyard_serve::watch::KINDS`, those the model serves): storage key
-/// and version.
-pub const STREAMS: &[(&str, &str, &str, &str)] = &[
-    ("/nodes", "v1", "", "Node"),
-    ("/pods", "v1", "", "Pod"),
-    ("/namespaces", "v1", "", "Namespace"),
-    (
-        "scheduling.k8s.io/priorityclasses",
-        "v1",
-        "scheduling.k8s.io",
-        "PriorityClass",
-    ),
-    (
-        "policy/poddisruptionbudgets",
-        "v1",
-        "policy",
-        "PodDisruptionBudget",
-    ),
-    ("trainyard.io/queues", "v1alpha1", "trainyard.io", "Queue"),
-    (
-        "trainyard.io/podgroups",
-        "v1alpha1",
-        "trainyard.io",
-        "PodGroup",
-    ),
-];
-
-/// [`STREAMS`] and the upstream `scheduling.k8s.io/v1beta1` PodGroup
-/// (the upstream gangs dimension: discovery finds it served).
+/// and version; the last, the upstream `scheduling.k8s.io/v1beta1`
+/// PodGroup, only in the upstream gangs dimension (discovery finds it
+/// served).
 pub const STREAMS_UPSTREAM: &[(&str, &str, &str, &str)] = &[
     ("/nodes", "v1", "", "Node"),
     ("/pods", "v1", "", "Pod"),
@@ -73,6 +48,10 @@ pub const STREAMS_UPSTREAM: &[(&str, &str, &str, &str)] = &[
         "PodGroup",
     ),
 ];
+
+/// [`STREAMS_UPSTREAM`] without the upstream PodGroup.
+pub const STREAMS: &[(&str, &str, &str, &str)] =
+    STREAMS_UPSTREAM.split_at(STREAMS_UPSTREAM.len() - 1).0;
 
 /// The streams the service watches: with the upstream PodGroup or not.
 pub fn streams(

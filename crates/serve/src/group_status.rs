@@ -36,6 +36,7 @@ use trainyard_model::Snapshot;
 use trainyard_sched::Decisions;
 
 use crate::queue_status::condition;
+use crate::relist::{Listing, object_key};
 
 /// Where one pod of a group is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,33 +89,21 @@ pub fn group_of(pod: &Value) -> Option<String> {
 #[derive(Debug, Default)]
 pub struct GroupPods {
     pods: BTreeMap<(String, String), (String, PodPlace)>,
-    listing: Option<BTreeSet<(String, String)>>,
-}
-
-fn pod_key(pod: &Value) -> (String, String) {
-    let m = &pod["metadata"];
-    (
-        m["namespace"].as_str().unwrap_or("default").to_string(),
-        m["name"].as_str().unwrap_or("").to_string(),
-    )
+    listing: Listing<(String, String)>,
 }
 
 impl GroupPods {
     pub fn list_start(&mut self) {
-        self.listing = Some(BTreeSet::new());
+        self.listing.start();
     }
 
     pub fn list_done(&mut self) {
-        if let Some(seen) = self.listing.take() {
-            self.pods.retain(|k, _| seen.contains(k));
-        }
+        self.listing.done(&mut self.pods);
     }
 
     pub fn applied(&mut self, pod: &Value) {
-        let key = pod_key(pod);
-        if let Some(seen) = &mut self.listing {
-            seen.insert(key.clone());
-        }
+        let key = object_key(pod);
+        self.listing.saw(&key);
         let Some(group) = group_of(pod) else {
             self.pods.remove(&key);
             return;
@@ -132,7 +121,7 @@ impl GroupPods {
     }
 
     pub fn deleted(&mut self, pod: &Value) {
-        self.pods.remove(&pod_key(pod));
+        self.pods.remove(&object_key(pod));
     }
 
     /// Counts per group (`namespace/name`).

@@ -56,6 +56,7 @@ pub mod metrics;
 pub mod pdb;
 pub mod persist;
 pub mod queue_status;
+pub mod relist;
 pub mod reload;
 pub mod repair;
 pub mod report;

@@ -113,13 +113,7 @@ pub fn group_of(pod: &Value) -> Option<String> {
 
 type PodKey = (String, String);
 
-fn pod_key(o: &Value) -> PodKey {
-    let m = &o["metadata"];
-    (
-        m["namespace"].as_str().unwrap_or("default").to_string(),
-        m["name"].as_str().unwrap_or("").to_string(),
-    )
-}
+use crate::relist::{Listing, object_key as pod_key};
 
 /// Where one pod of an upstream group is, and whose it is.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -150,27 +144,23 @@ pub struct Members {
 #[derive(Debug, Default)]
 pub struct UpstreamPods {
     pods: BTreeMap<PodKey, (String, Place)>,
-    listing: Option<BTreeSet<PodKey>>,
+    listing: Listing<PodKey>,
 }
 
 impl UpstreamPods {
     pub fn list_start(&mut self) {
-        self.listing = Some(BTreeSet::new());
+        self.listing.start();
     }
 
     pub fn list_done(&mut self) {
-        if let Some(seen) = self.listing.take() {
-            self.pods.retain(|k, _| seen.contains(k));
-        }
+        self.listing.done(&mut self.pods);
     }
 
     /// A pod as listed or changed; `scheduler` is Trainyard's
     /// `schedulerName`.
     pub fn applied(&mut self, pod: &Value, scheduler: &str) {
         let key = pod_key(pod);
-        if let Some(seen) = &mut self.listing {
-            seen.insert(key.clone());
-        }
+        self.listing.saw(&key);
         let Some(group) = group_of(pod) else {
             self.pods.remove(&key);
             return;
@@ -252,7 +242,7 @@ impl GroupSeen {
 #[derive(Debug, Default)]
 pub struct UpstreamGroups {
     pub groups: BTreeMap<String, GroupSeen>,
-    listing: Option<BTreeSet<String>>,
+    listing: Listing<String>,
 }
 
 fn group_key(o: &Value) -> String {
@@ -262,20 +252,16 @@ fn group_key(o: &Value) -> String {
 
 impl UpstreamGroups {
     pub fn list_start(&mut self) {
-        self.listing = Some(BTreeSet::new());
+        self.listing.start();
     }
 
     pub fn list_done(&mut self) {
-        if let Some(seen) = self.listing.take() {
-            self.groups.retain(|k, _| seen.contains(k));
-        }
+        self.listing.done(&mut self.groups);
     }
 
     pub fn applied(&mut self, object: &Value) {
         let key = group_key(object);
-        if let Some(seen) = &mut self.listing {
-            seen.insert(key.clone());
-        }
+        self.listing.saw(&key);
         self.groups.insert(key, GroupSeen::of(object));
     }
 

@@ -235,8 +235,18 @@ async fn forecast(running: &Running, rpc: &mut Rpc) {
     let json: serde_json::Value = serde_json::from_str(&said.stdout).expect("JSON");
     assert_eq!(json["job"], "ml/wait");
     assert_eq!(json["starts"], api.starts);
-    assert_eq!(json["horizonMs"], api.horizon_ms.to_string());
-    assert_eq!(json["p50Ms"], api.p50_ms.to_string());
+    // Times are absolute, from the cycle each answer was made on; a cycle
+    // may run between the two calls, so compare them to their cycle.
+    let api_now = api.cycle.as_ref().map_or(0, |c| c.time_ms);
+    let num = |v: &serde_json::Value| v.as_str().and_then(|s| s.parse::<i64>().ok());
+    let cli_now = num(&json["cycle"]["timeMs"]).expect("cycle time");
+    assert_eq!(api.horizon_ms - api_now, 3_600_000);
+    assert_eq!(num(&json["horizonMs"]).map(|h| h - cli_now), Some(3_600_000));
+    if json["cycle"]["number"] == api.cycle.as_ref().map_or(0, |c| c.number).to_string() {
+        assert_eq!(json["p50Ms"], api.p50_ms.to_string());
+    } else if api.starts {
+        assert!(num(&json["p50Ms"]).is_some_and(|p| p >= cli_now), "{json}");
+    }
     let said = ok(socket, &["forecast", "wait", "-n", "ml", "--horizon", "1h"]).await;
     assert!(said.stdout.starts_with("Job:"), "{}", said.stdout);
     assert!(said.stdout.contains("ml/wait"), "{}", said.stdout);

@@ -241,7 +241,10 @@ async fn forecast(running: &Running, rpc: &mut Rpc) {
     let num = |v: &serde_json::Value| v.as_str().and_then(|s| s.parse::<i64>().ok());
     let cli_now = num(&json["cycle"]["timeMs"]).expect("cycle time");
     assert_eq!(api.horizon_ms - api_now, 3_600_000);
-    assert_eq!(num(&json["horizonMs"]).map(|h| h - cli_now), Some(3_600_000));
+    assert_eq!(
+        num(&json["horizonMs"]).map(|h| h - cli_now),
+        Some(3_600_000)
+    );
     if json["cycle"]["number"] == api.cycle.as_ref().map_or(0, |c| c.number).to_string() {
         assert_eq!(json["p50Ms"], api.p50_ms.to_string());
     } else if api.starts {

@@ -17,16 +17,20 @@
 //!   the Unix socket and loopback listeners), built in one function;
 //! - [`auth`]: who calls and what they may see (bearer tokens through
 //!   TokenReview, permissions through SubjectAccessReview) when the API
-//!   is exposed; [`tls`]: its TLS (rustls).
+//!   is exposed; [`tls`]: its TLS (rustls);
+//! - [`ui`]: the dashboard at `/ui` on the TCP listener, its JSON from
+//!   the same handlers; [`json`]: messages as proto3 JSON.
 
 pub mod auth;
 pub mod convert;
 pub mod explain;
 pub mod forecast;
+pub mod json;
 pub mod server;
 pub mod service;
 pub mod snapshot;
 pub mod tls;
+pub mod ui;
 pub mod whatif;
 
 /// The generated messages, server and client.

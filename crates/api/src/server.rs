@@ -81,6 +81,8 @@ pub enum ServeError {
     NoAuthorizer { address: SocketAddr },
     #[error(transparent)]
     Tls(#[from] TlsError),
+    #[error("the dashboard (/ui): {0}")]
+    Ui(#[from] crate::json::JsonError),
 }
 
 /// What the TCP listener on `address` needs under `security`: off
@@ -194,8 +196,18 @@ pub async fn serve(
                 })?;
         let local = listener.local_addr().map_or(addr, |a| a);
         tracing::info!(address = %local, tls = mode.tls, tokens = mode.tokens, "serving the gRPC API");
+        // The dashboard beside the services, behind the same guard; a
+        // browser speaks HTTP/1.1 (gRPC clients still HTTP/2).
+        let ui = crate::ui::router(view.clone(), guard.clone())?;
         let routes = routes(view.clone(), guard, &health)?;
-        let server = tonic::transport::Server::builder().add_routes(routes);
+        let routes = Routes::from(routes.into_axum_router().merge(ui));
+        let server = tonic::transport::Server::builder()
+            .accept_http1(true)
+            .add_routes(routes);
+        tracing::info!(
+            "the dashboard: {}://{local}/ui",
+            if mode.tls { "https" } else { "http" }
+        );
         let s = shutdown.clone();
         tasks.push(tokio::spawn(async move {
             let done = match acceptor {

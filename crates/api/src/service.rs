@@ -34,7 +34,7 @@ impl Api {
     }
 
     /// `f` off the async threads, after the heavy calls before it.
-    async fn heavy<T: Send + 'static>(
+    pub(crate) async fn heavy<T: Send + 'static>(
         &self,
         what: &str,
         f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,

@@ -762,6 +762,7 @@ mod consolidate;
 mod diagnosis;
 mod ends;
 mod evict;
+pub mod holdings;
 mod minimum;
 mod output;
 mod place;

@@ -19,6 +19,7 @@ pub mod policy;
 pub mod scoring;
 pub mod state;
 
+pub use allocate::holdings::{DeviceHolders, NodeHoldings, free_devices_for, holdings};
 pub use allocate::schedule;
 pub use config::{
     Config, ConfigError, ConsolidationConfig, GpuScorerConfig, GpuStrategy, ReservationConfig,

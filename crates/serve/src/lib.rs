@@ -304,6 +304,9 @@ pub async fn run_with(
         (history, persist, open_intents),
         &metrics,
     );
+    if let Some(v) = &view {
+        v.set_usage_source(usage_source.clone());
+    }
     shell.view = view.clone();
     let (conn, events, streams) = (shell.conn.clone(), shell.events.clone(), shell.streams);
     let publish = |machine: &machine::Service, events: &events::EventSink| {

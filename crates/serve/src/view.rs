@@ -49,6 +49,8 @@ pub struct LiveView {
     cycles: broadcast::Sender<Arc<CycleView>>,
     readiness: watch::Sender<Readiness>,
     objects: Mutex<Objects>,
+    /// Where usage history is asked (`/usage`, the dashboard).
+    usage: Mutex<crate::http::UsageSource>,
     /// `spec.schedulerName` of the pods Trainyard schedules, and the
     /// queue of those that name none (`service.schedulerName`,
     /// `service.defaultQueue`).
@@ -67,6 +69,7 @@ impl LiveView {
             cycles: broadcast::Sender::new(CYCLE_BACKLOG),
             readiness: watch::Sender::new(Readiness::default()),
             objects: Mutex::new(Objects::default()),
+            usage: Mutex::new(None),
             scheduler_name: scheduler_name.to_string(),
             default_queue: default_queue.to_string(),
         }
@@ -92,6 +95,23 @@ impl LiveView {
         self.latest.send_replace(Some(cycle.clone()));
         // No reader: nothing to do.
         let _ = self.cycles.send(cycle);
+    }
+
+    /// Usage history is asked of `source` from now on.
+    pub fn set_usage_source(&self, source: crate::http::UsageSource) {
+        match self.usage.lock() {
+            Ok(mut u) => *u = source,
+            Err(poisoned) => *poisoned.into_inner() = source,
+        }
+    }
+
+    /// Where usage history is asked; `None` when the service keeps no
+    /// store.
+    pub fn usage_source(&self) -> crate::http::UsageSource {
+        match self.usage.lock() {
+            Ok(u) => u.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     pub fn set_readiness(&self, now: Readiness) {

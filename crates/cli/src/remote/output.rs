@@ -6,22 +6,11 @@
 //! always there.
 
 use anyhow::{Context, Result};
-use prost_reflect::{DescriptorPool, DynamicMessage, SerializeOptions};
 
-/// `message` (of proto type `name`, e.g. `ListJobsResponse`) as a JSON value.
+/// `message` (of proto type `name`, e.g. `ListJobsResponse`) as a JSON
+/// value, by the API's printer (`trainyard_api::json`).
 pub fn to_json<M: prost::Message>(message: &M, name: &str) -> Result<serde_json::Value> {
-    let pool = DescriptorPool::decode(trainyard_api::FILE_DESCRIPTOR_SET)
-        .context("the API's descriptors")?;
-    let full = format!("trainyard.v1alpha1.{name}");
-    let desc = pool
-        .get_message_by_name(&full)
-        .with_context(|| format!("no message {full} in the API's descriptors"))?;
-    let dynamic = DynamicMessage::decode(desc, message.encode_to_vec().as_slice())
-        .with_context(|| format!("reading {full}"))?;
-    let options = SerializeOptions::new().skip_default_fields(false);
-    dynamic
-        .serialize_with_options(serde_json::value::Serializer, &options)
-        .with_context(|| format!("{full} as JSON"))
+    Ok(trainyard_api::json::Printer::new(true)?.value(message, name)?)
 }
 
 /// `message` as pretty JSON, one trailing newline.

@@ -1,0 +1,196 @@
+//! The dashboard (`/ui`): one page (HTML, script, stylesheet compiled
+//! in) and its JSON under `/ui/api/`, served on the API's TCP listener
+//! beside the gRPC services, behind the same [`Guard`]. Read-only.
+//!
+//! The JSON answers come from the same RPC handlers as the API ([`Api`],
+//! called with the caller the guard found, so what a caller may see is
+//! decided once), printed as proto3 JSON ([`crate::json`]); what no RPC
+//! has is here: the queues' history, recent evictions and each job's
+//! events ([`record`], kept from the published cycles), the GPU map
+//! ([`gpus`]), and a server-sent stream of cycles. docs/ui.md lists
+//! every endpoint.
+
+pub mod gpus;
+pub mod record;
+mod views;
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tonic::{Code, Request, Status};
+use trainyard_serve::view::LiveView;
+
+use crate::auth::Caller;
+use crate::auth::guard::Guard;
+use crate::json::Printer;
+use crate::service::Api;
+
+/// The page's files (`crates/api/ui/`), compiled in by the build script:
+/// path under `/ui/`, content type, content.
+const FILES: &[(&str, &str, &str)] = include!(concat!(env!("OUT_DIR"), "/ui_files.rs"));
+
+/// What the dashboard's handlers share.
+pub struct Ui {
+    api: Api,
+    view: Arc<LiveView>,
+    guard: Guard,
+    printer: Printer,
+    record: Arc<Mutex<record::Record>>,
+    /// The GPU holdings of the last cycle asked for (they take a cycle's
+    /// set-up to compute): cycle number and holdings.
+    holdings: Mutex<Option<(u64, Arc<Vec<trainyard_sched::NodeHoldings>>)>>,
+    /// Every pending job's forecast, made at most every
+    /// [`views::FORECAST_EVERY_MS`]: (cycle time it was made on, answer).
+    forecasts: tokio::sync::Mutex<Option<(i64, Arc<views::AllForecasts>)>>,
+    /// The store's usage per hour, asked at most every few minutes:
+    /// (cycle time it was asked at, answer).
+    usage_cache: tokio::sync::Mutex<Option<(i64, serde_json::Value)>>,
+}
+
+impl std::fmt::Debug for Ui {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ui").finish_non_exhaustive()
+    }
+}
+
+/// The dashboard's routes over `view`, behind `guard`. Starts the task
+/// that keeps the record of cycles (it ends with the view's senders).
+pub fn router(view: Arc<LiveView>, guard: Guard) -> Result<Router, crate::json::JsonError> {
+    let record = Arc::new(Mutex::new(record::Record::default()));
+    tokio::spawn(keep_record(view.cycles(), record.clone()));
+    let ui = Arc::new(Ui {
+        api: Api::new(view.clone()),
+        view,
+        guard,
+        printer: Printer::new(false)?,
+        record,
+        holdings: Mutex::new(None),
+        forecasts: tokio::sync::Mutex::new(None),
+        usage_cache: tokio::sync::Mutex::new(None),
+    });
+    let mut r = Router::new();
+    for (path, kind, body) in FILES {
+        let serve = get(move || async move { file(kind, body) });
+        if *path == "index.html" {
+            r = r.route("/ui", serve.clone()).route("/ui/", serve);
+        } else {
+            r = r.route(&format!("/ui/{path}"), serve);
+        }
+    }
+    Ok(r.route("/ui/api/whoami", get(views::whoami))
+        .route("/ui/api/queues", get(views::queues))
+        .route("/ui/api/jobs", get(views::jobs))
+        .route("/ui/api/forecasts", get(views::forecasts))
+        .route("/ui/api/job", get(views::job))
+        .route("/ui/api/forecast", get(views::forecast))
+        .route("/ui/api/whatif", get(views::what_if))
+        .route("/ui/api/gpus", get(views::gpus))
+        .route("/ui/api/evictions", get(views::evictions))
+        .route("/ui/api/stream", get(views::stream))
+        .route("/ui/api/{*rest}", get(not_found))
+        .with_state(ui))
+}
+
+/// Follows the published cycles into `record` until the view is gone.
+async fn keep_record(
+    mut cycles: tokio::sync::broadcast::Receiver<Arc<trainyard_serve::view::CycleView>>,
+    record: Arc<Mutex<record::Record>>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match cycles.recv().await {
+            Ok(c) => match record.lock() {
+                Ok(mut r) => r.observe(&c),
+                Err(poisoned) => poisoned.into_inner().observe(&c),
+            },
+            Err(RecvError::Lagged(n)) => {
+                tracing::debug!("the dashboard's record missed {n} cycles");
+            }
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+fn file(kind: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(kind)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(
+                    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'",
+                ),
+            ),
+            (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn not_found(axum::extract::Path(rest): axum::extract::Path<String>) -> Response {
+    error(Status::not_found(format!(
+        "/ui/api/{rest}: no such endpoint; see docs/ui.md for the list"
+    )))
+}
+
+/// A refusal or failure as the dashboard reads it: `{"error", "code"}`
+/// with the HTTP status of the gRPC code.
+pub fn error(s: Status) -> Response {
+    let (http, code) = match s.code() {
+        Code::Unauthenticated => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
+        Code::PermissionDenied => (StatusCode::FORBIDDEN, "PERMISSION_DENIED"),
+        Code::NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+        Code::InvalidArgument => (StatusCode::BAD_REQUEST, "INVALID_ARGUMENT"),
+        Code::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "UNAVAILABLE"),
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
+    };
+    let body = serde_json::json!({"error": s.message(), "code": code});
+    let mut r = (http, json_body(&body)).into_response();
+    if http == StatusCode::UNAUTHORIZED {
+        r.headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    r
+}
+
+/// `v` as a JSON response.
+pub fn json(v: &serde_json::Value) -> Response {
+    (StatusCode::OK, json_body(v)).into_response()
+}
+
+fn json_body(v: &serde_json::Value) -> ([(header::HeaderName, HeaderValue); 2], String) {
+    (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        v.to_string(),
+    )
+}
+
+impl Ui {
+    /// The caller of a request with `headers`, as the gRPC listener's
+    /// guard lets it in.
+    async fn caller(&self, headers: &HeaderMap) -> Result<Caller, Status> {
+        self.guard.caller(headers).await
+    }
+
+    /// `m` as a request of `caller`, for the RPC handlers.
+    fn request<T>(caller: &Caller, m: T) -> Request<T> {
+        let mut r = Request::new(m);
+        r.extensions_mut().insert(caller.clone());
+        r
+    }
+}
+
+/// The state handlers receive.
+type UiState = State<Arc<Ui>>;

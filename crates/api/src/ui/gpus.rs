@@ -1,0 +1,253 @@
+//! The GPU map: every node grouped by its topology domains (widest level
+//! first), every device with the jobs holding it as the core accounts
+//! them (`trainyard_sched::holdings`), the cycle's reservations and
+//! nominations, and the free devices a pending job could use. Pure: a
+//! cycle in, JSON out (docs/ui.md, `/ui/api/gpus`).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use trainyard_model::Snapshot;
+use trainyard_serve::view::CycleView;
+
+use crate::auth::Visible;
+use crate::convert;
+
+/// Every job holding a device of cycle `c`, by id (to ask what the
+/// caller sees of them).
+pub fn holders(h: &[trainyard_sched::NodeHoldings]) -> Vec<&str> {
+    let mut out: Vec<&str> = h
+        .iter()
+        .flat_map(|n| n.devices.iter())
+        .flat_map(|d| d.holders.iter().map(|(j, _, _)| j.as_str()))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// The map of cycle `c` with its device holders `h`, jobs `v` hides
+/// named "" (their devices still show held), and `fit` (job id, node ->
+/// device positions) when a pending job is selected.
+pub fn map(
+    c: &CycleView,
+    h: &[trainyard_sched::NodeHoldings],
+    v: &Visible,
+    fit: Option<(&str, &[(String, Vec<u32>)])>,
+) -> Value {
+    let jobs = holders(h);
+    let index: BTreeMap<&str, usize> = jobs.iter().enumerate().map(|(i, j)| (*j, i)).collect();
+    let node_pos: BTreeMap<&str, usize> = h
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.node.as_str(), i))
+        .collect();
+    let by_name: BTreeMap<&str, &trainyard_model::Node> = c
+        .snapshot
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), &**n))
+        .collect();
+    let (levels, domains, tightest) = domains(&c.snapshot, &node_pos);
+    let nodes: Vec<Value> = h
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let devices: Vec<Value> = n
+                .devices
+                .iter()
+                .map(|d| {
+                    let mut cells: Vec<Value> = d
+                        .holders
+                        .iter()
+                        .map(|(job, _, milli)| json!([index[job.as_str()], milli]))
+                        .collect();
+                    if d.outside > 0 {
+                        cells.push(json!([-1, d.outside]));
+                    }
+                    Value::Array(cells)
+                })
+                .collect();
+            json!({
+                "name": n.node,
+                "domain": tightest.get(i).cloned().unwrap_or_default(),
+                "cordoned": by_name.get(n.node.as_str()).is_some_and(|n| n.unschedulable),
+                "devices": devices,
+            })
+        })
+        .collect();
+    let shown = |id: &str| {
+        if v.shows_job(id) {
+            id.to_string()
+        } else {
+            String::new()
+        }
+    };
+    let reservations: Vec<Value> = c
+        .decisions
+        .reservations
+        .iter()
+        .filter(|r| v.shows_job(r.job.as_str()))
+        .map(|r| {
+            json!({
+                "job": r.job.to_string(),
+                "nodes": r.nodes.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+                "startMs": r.start.0,
+            })
+        })
+        .collect();
+    let nominations: Vec<Value> = c
+        .decisions
+        .nominations
+        .iter()
+        .filter(|n| v.shows_job(n.job.as_str()))
+        .map(|n| {
+            json!({
+                "job": n.job.to_string(),
+                "pod": n.task.to_string(),
+                "node": n.node.to_string(),
+                "gpus": positions(h, &node_pos, n.node.as_str(), &n.gpus),
+            })
+        })
+        .collect();
+    let fit = fit.map(|(job, nodes)| {
+        let at: BTreeMap<&str, Vec<u32>> = nodes
+            .iter()
+            .map(|(n, idx)| (n.as_str(), positions(h, &node_pos, n, idx)))
+            .collect();
+        let devices: usize = at.values().map(Vec::len).sum();
+        json!({
+            "job": job,
+            "nodes": at,
+            "message": format!(
+                "{devices} free device(s) on {} node(s) where its pods pass their filters and fit",
+                at.len()
+            ),
+        })
+    });
+    json!({
+        "cycle": convert_cycle(c),
+        "levels": levels,
+        "domains": domains,
+        "nodes": nodes,
+        "jobs": jobs.iter().map(|j| shown(j)).collect::<Vec<_>>(),
+        "reservations": reservations,
+        "nominations": nominations,
+        "fit": fit,
+    })
+}
+
+fn convert_cycle(c: &CycleView) -> Value {
+    let cy = convert::cycle(c);
+    json!({"number": cy.number, "timeMs": cy.time_ms})
+}
+
+/// Device indices on `node` as positions in its device list.
+fn positions(
+    h: &[trainyard_sched::NodeHoldings],
+    node_pos: &BTreeMap<&str, usize>,
+    node: &str,
+    indices: &[u32],
+) -> Vec<u32> {
+    let Some(&n) = node_pos.get(node) else {
+        return Vec::new();
+    };
+    indices
+        .iter()
+        .filter_map(|i| h[n].devices.iter().position(|d| d.index == *i))
+        .map(|p| p as u32)
+        .collect()
+}
+
+/// The topology's levels (widest first), its domains nested widest
+/// first with each node in its tightest domain, and each node's tightest
+/// domain name (by position in `node_pos`). Without a topology, one
+/// domain holds every node.
+fn domains(
+    snapshot: &Snapshot,
+    node_pos: &BTreeMap<&str, usize>,
+) -> (Vec<String>, Vec<Value>, Vec<String>) {
+    let all = || (0..node_pos.len()).collect::<Vec<usize>>();
+    let Some(topo) = &snapshot.topology else {
+        let d = json!({"level": "", "name": "all nodes", "domains": [], "nodes": all()});
+        return (Vec::new(), vec![d], Vec::new());
+    };
+    let levels = topo.levels();
+    // Per level, per domain: child domains (of the next tighter level)
+    // and member nodes (those whose tightest domain it is).
+    let mut children: Vec<Vec<Vec<u32>>> = levels
+        .iter()
+        .map(|l| vec![Vec::new(); l.domains.len()])
+        .collect();
+    let mut members: Vec<Vec<Vec<usize>>> = levels
+        .iter()
+        .map(|l| vec![Vec::new(); l.domains.len()])
+        .collect();
+    for (li, l) in levels.iter().enumerate().skip(1) {
+        let tighter = &levels[li - 1];
+        for (di, d) in tighter.domains.iter().enumerate() {
+            if let Some(p) = d.parent
+                && (p as usize) < l.domains.len()
+            {
+                children[li][p as usize].push(di as u32);
+            }
+        }
+    }
+    let mut tightest = vec![String::new(); node_pos.len()];
+    let mut loose = Vec::new();
+    for (name, &pos) in node_pos {
+        let found = topo.node_id(name).and_then(|id| {
+            levels.iter().enumerate().find_map(|(li, l)| {
+                l.of_node
+                    .get(id as usize)
+                    .copied()
+                    .flatten()
+                    .map(|d| (li, d))
+            })
+        });
+        match found {
+            Some((li, d)) => {
+                members[li][d as usize].push(pos);
+                tightest[pos] = levels[li].domains[d as usize].name.clone();
+            }
+            None => loose.push(pos),
+        }
+    }
+    fn build(
+        levels: &[trainyard_model::topology::Level],
+        children: &[Vec<Vec<u32>>],
+        members: &[Vec<Vec<usize>>],
+        li: usize,
+        di: usize,
+    ) -> Value {
+        let kids: Vec<Value> = if li == 0 {
+            Vec::new()
+        } else {
+            children[li][di]
+                .iter()
+                .map(|&c| build(levels, children, members, li - 1, c as usize))
+                .collect()
+        };
+        json!({
+            "level": levels[li].name,
+            "name": levels[li].domains[di].name,
+            "domains": kids,
+            "nodes": members[li][di],
+        })
+    }
+    // Top: every domain with no parent, widest level first.
+    let mut top = Vec::new();
+    for li in (0..levels.len()).rev() {
+        for (di, d) in levels[li].domains.iter().enumerate() {
+            let has_parent = li + 1 < levels.len() && d.parent.is_some();
+            if !has_parent {
+                top.push(build(levels, &children, &members, li, di));
+            }
+        }
+    }
+    if !loose.is_empty() {
+        top.push(json!({"level": "", "name": "no domain", "domains": [], "nodes": loose}));
+    }
+    let level_names = levels.iter().rev().map(|l| l.name.clone()).collect();
+    (level_names, top, tightest)
+}

@@ -1,0 +1,344 @@
+//! What the dashboard shows that no cycle holds alone: the queues'
+//! allocation over the last hours, the recent evictions (who took what
+//! from whom), and each job's events. Kept in memory from the cycles the
+//! service publishes, bounded; [`Record::observe`] is pure (a cycle in,
+//! the record updated), so it is tested on plain cycles.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::Serialize;
+use trainyard_serve::view::CycleView;
+
+/// One history sample per this many milliseconds.
+pub const STEP_MS: i64 = 60_000;
+/// Samples kept: six hours.
+pub const SAMPLES: usize = 360;
+/// Evictions kept.
+pub const EVICTIONS: usize = 1_000;
+/// Events kept per job.
+pub const EVENTS_PER_JOB: usize = 100;
+/// Jobs whose events are kept; the oldest-touched are forgotten first.
+pub const JOBS_TRACKED: usize = 100_000;
+
+/// A queue's amounts of one resource at one sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Amounts {
+    pub allocated: u64,
+    pub fair_share: u64,
+    pub pending_demand: u64,
+}
+
+/// The queues at one step: queue -> resource -> amounts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sample {
+    /// The step's start (ms).
+    pub step_ms: i64,
+    /// The time of the cycle it was taken from (ms).
+    pub time_ms: i64,
+    pub queues: BTreeMap<String, BTreeMap<String, (String, Amounts)>>,
+}
+
+/// One eviction the scheduler decided.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvictionRecord {
+    pub time_ms: i64,
+    pub cycle: u64,
+    pub job: String,
+    pub queue: String,
+    pub pod: String,
+    pub node: String,
+    pub kind: String,
+    pub preemptor: String,
+    pub preemptor_queue: String,
+    pub message: String,
+}
+
+/// Something that happened to a job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    pub time_ms: i64,
+    pub cycle: u64,
+    /// `Pending`, `Bound`, `Evicted`, `Evicting`, `Nominated`, `Reserved`,
+    /// `Gone`.
+    pub kind: &'static str,
+    pub message: String,
+}
+
+/// The dashboard's memory.
+#[derive(Debug, Default)]
+pub struct Record {
+    pub samples: VecDeque<Sample>,
+    /// Newest last.
+    pub evictions: VecDeque<EvictionRecord>,
+    events: HashMap<String, (u64, VecDeque<Event>)>,
+    /// Each pending job's last message, to tell a change.
+    reasons: HashMap<String, String>,
+    /// Reservations last seen, by job (their nodes and start).
+    reserved: HashMap<String, (Vec<String>, i64)>,
+    /// Time (ms) of the last sample taken.
+    sampled_at: Option<i64>,
+    /// Cycles observed.
+    pub cycles: u64,
+}
+
+/// The cycle's time of a sample is refreshed at most this often (a queue
+/// list is a walk over every job).
+const SAMPLE_EVERY_MS: i64 = 5_000;
+
+impl Record {
+    /// Takes in cycle `c`.
+    pub fn observe(&mut self, c: &CycleView) {
+        self.cycles += 1;
+        let now = c.now.0;
+        if self
+            .sampled_at
+            .is_none_or(|t| now - t >= SAMPLE_EVERY_MS || now < t)
+        {
+            self.sample(c);
+            self.sampled_at = Some(now);
+        }
+        self.decisions(c);
+        if self.cycles.is_multiple_of(600) {
+            self.forget_gone(c);
+        }
+    }
+
+    fn sample(&mut self, c: &CycleView) {
+        let now = c.now.0;
+        let list = crate::service::list_queues(c);
+        let queues = list
+            .queues
+            .iter()
+            .map(|q| {
+                let r = q
+                    .resources
+                    .iter()
+                    .map(|r| {
+                        let a = Amounts {
+                            allocated: r.allocated,
+                            fair_share: r.fair_share,
+                            pending_demand: r.pending_demand,
+                        };
+                        (r.resource.clone(), (r.unit.clone(), a))
+                    })
+                    .collect();
+                (q.name.clone(), r)
+            })
+            .collect();
+        let sample = Sample {
+            step_ms: now.div_euclid(STEP_MS) * STEP_MS,
+            time_ms: now,
+            queues,
+        };
+        match self.samples.back_mut() {
+            Some(last) if last.step_ms == sample.step_ms => *last = sample,
+            _ => {
+                self.samples.push_back(sample);
+                while self.samples.len() > SAMPLES {
+                    self.samples.pop_front();
+                }
+            }
+        }
+    }
+
+    fn event(&mut self, job: &str, e: Event) {
+        let n = self.cycles;
+        let entry = self
+            .events
+            .entry(job.to_string())
+            .or_insert_with(|| (n, VecDeque::new()));
+        entry.0 = n;
+        entry.1.push_back(e);
+        while entry.1.len() > EVENTS_PER_JOB {
+            entry.1.pop_front();
+        }
+    }
+
+    fn decisions(&mut self, c: &CycleView) {
+        let d = &c.decisions;
+        let (t, n) = (c.now.0, c.number);
+        let ev = |kind: &'static str, message: String| Event {
+            time_ms: t,
+            cycle: n,
+            kind,
+            message,
+        };
+        // Binds, one event per job.
+        let mut bound: BTreeMap<&str, (u32, Vec<&str>)> = BTreeMap::new();
+        for b in &d.binds {
+            let e = bound.entry(b.job.as_str()).or_default();
+            e.0 += 1;
+            if !e.1.contains(&b.node.as_str()) {
+                e.1.push(b.node.as_str());
+            }
+        }
+        for (job, (pods, nodes)) in bound {
+            let m = format!("{pods} pod(s) bound on {}", nodes.join(", "));
+            self.event(job, ev("Bound", m));
+            self.reasons.remove(job);
+        }
+        // Evictions: the victim's and the preemptor's side.
+        if !d.evictions.is_empty() {
+            let queue_of: HashMap<&str, &str> = c
+                .snapshot
+                .jobs
+                .iter()
+                .map(|j| (j.id.as_str(), j.queue.as_str()))
+                .collect();
+            let mut by_preemptor: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+            for e in &d.evictions {
+                let kind = crate::convert::victim(e).kind;
+                let record = EvictionRecord {
+                    time_ms: t,
+                    cycle: n,
+                    job: e.job.to_string(),
+                    queue: queue_of.get(e.job.as_str()).unwrap_or(&"").to_string(),
+                    pod: e.task.to_string(),
+                    node: e.node.to_string(),
+                    kind: kind.clone(),
+                    preemptor: e.preemptor.to_string(),
+                    preemptor_queue: queue_of
+                        .get(e.preemptor.as_str())
+                        .unwrap_or(&"")
+                        .to_string(),
+                    message: e.message.clone(),
+                };
+                let m = format!(
+                    "pod {} evicted from {} ({kind}): {}",
+                    e.task, e.node, e.message
+                );
+                self.event(e.job.as_str(), ev("Evicted", m));
+                by_preemptor
+                    .entry(e.preemptor.as_str())
+                    .or_default()
+                    .push(e.job.as_str());
+                self.evictions.push_back(record);
+            }
+            while self.evictions.len() > EVICTIONS {
+                self.evictions.pop_front();
+            }
+            for (p, mut victims) in by_preemptor {
+                let pods = victims.len();
+                victims.dedup();
+                let m = format!(
+                    "evicting {pods} pod(s) of {} to make room for it",
+                    victims.join(", ")
+                );
+                self.event(p, ev("Evicting", m));
+            }
+        }
+        // Nominations, one event per job.
+        let mut nominated: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for nd in &d.nominations {
+            let e = nominated.entry(nd.job.as_str()).or_default();
+            if !e.contains(&nd.node.as_str()) {
+                e.push(nd.node.as_str());
+            }
+        }
+        for (job, nodes) in nominated {
+            let m = format!("nominated to {} while its victims leave", nodes.join(", "));
+            self.event(job, ev("Nominated", m));
+        }
+        // Reservations made or moved.
+        let mut seen = HashMap::new();
+        for r in &d.reservations {
+            let nodes: Vec<String> = r.nodes.iter().map(|n| n.to_string()).collect();
+            let key = (nodes.clone(), r.start.0);
+            if self.reserved.get(r.job.as_str()) != Some(&key) {
+                let m = format!(
+                    "capacity reserved on {} from {}",
+                    nodes.join(", "),
+                    trainyard_serve::report::rfc3339(r.start)
+                );
+                self.event(r.job.as_str(), ev("Reserved", m));
+            }
+            seen.insert(r.job.to_string(), key);
+        }
+        self.reserved = seen;
+        // Pending reasons that changed.
+        for p in &d.pending {
+            let id = p.job.as_str();
+            if self.reasons.get(id) != Some(&p.message) {
+                let m = format!("{}: {}", p.reason.code(), p.message);
+                self.event(id, ev("Pending", m));
+                self.reasons.insert(id.to_string(), p.message.clone());
+            }
+        }
+    }
+
+    /// Drops what is kept of jobs no longer in the snapshot beyond
+    /// [`JOBS_TRACKED`] (the oldest-touched first), and the reasons of
+    /// jobs gone.
+    fn forget_gone(&mut self, c: &CycleView) {
+        let live: std::collections::HashSet<&str> =
+            c.snapshot.jobs.iter().map(|j| j.id.as_str()).collect();
+        self.reasons.retain(|id, _| live.contains(id.as_str()));
+        if self.events.len() > JOBS_TRACKED {
+            let mut gone: Vec<(u64, String)> = self
+                .events
+                .iter()
+                .filter(|(id, _)| !live.contains(id.as_str()))
+                .map(|(id, (n, _))| (*n, id.clone()))
+                .collect();
+            gone.sort();
+            let excess = self.events.len() - JOBS_TRACKED;
+            for (_, id) in gone.into_iter().take(excess) {
+                self.events.remove(&id);
+            }
+        }
+    }
+
+    /// Job `id`'s events, oldest first.
+    pub fn events_of(&self, id: &str) -> Vec<Event> {
+        self.events
+            .get(id)
+            .map(|(_, e)| e.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The evictions of job `id`'s pods and those made for it, newest first.
+    pub fn evictions_of(&self, id: &str) -> Vec<EvictionRecord> {
+        self.evictions
+            .iter()
+            .rev()
+            .filter(|e| e.job == id || e.preemptor == id)
+            .cloned()
+            .collect()
+    }
+
+    /// The history as the dashboard reads it (docs/ui.md).
+    pub fn history(&self) -> serde_json::Value {
+        let times: Vec<i64> = self.samples.iter().map(|s| s.step_ms).collect();
+        let mut queues: BTreeMap<&str, BTreeMap<&str, serde_json::Value>> = BTreeMap::new();
+        let names: std::collections::BTreeSet<(&str, &str, &str)> = self
+            .samples
+            .iter()
+            .flat_map(|s| {
+                s.queues.iter().flat_map(|(q, rs)| {
+                    rs.iter()
+                        .map(move |(r, (unit, _))| (q.as_str(), r.as_str(), unit.as_str()))
+                })
+            })
+            .collect();
+        for (q, r, unit) in names {
+            let series = |f: fn(&Amounts) -> u64| -> Vec<Option<u64>> {
+                self.samples
+                    .iter()
+                    .map(|s| s.queues.get(q).and_then(|rs| rs.get(r)).map(|(_, a)| f(a)))
+                    .collect()
+            };
+            queues.entry(q).or_default().insert(
+                r,
+                serde_json::json!({
+                    "unit": unit,
+                    "allocated": series(|a| a.allocated),
+                    "fairShare": series(|a| a.fair_share),
+                    "pendingDemand": series(|a| a.pending_demand),
+                }),
+            );
+        }
+        serde_json::json!({"stepMs": STEP_MS, "times": times, "queues": queues})
+    }
+}

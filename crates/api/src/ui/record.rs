@@ -342,3 +342,102 @@ impl Record {
         serde_json::json!({"stepMs": STEP_MS, "times": times, "queues": queues})
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::convert::tests::three_pods;
+    use trainyard_model::{TaskKey, Timestamp};
+    use trainyard_sched::{Eviction, EvictionKind};
+
+    /// `c` at `secs` past its time, as cycle `number`.
+    fn later(c: &CycleView, number: u64, secs: i64) -> CycleView {
+        CycleView {
+            number,
+            now: Timestamp(c.now.0 + secs * 1000),
+            snapshot: c.snapshot.clone(),
+            decisions: c.decisions.clone(),
+            config: c.config.clone(),
+            writes_in_flight: 0,
+        }
+    }
+
+    #[test]
+    fn binds_reasons_and_evictions_become_events_and_history() {
+        let first = three_pods();
+        let mut r = Record::default();
+        r.observe(&first);
+        // `small` bound; the others pending, each with its reason once.
+        let small = r.events_of("ml/small");
+        assert_eq!(small.len(), 1);
+        assert_eq!(small[0].kind, "Bound");
+        assert_eq!(small[0].message, "1 pod(s) bound on n1");
+        assert_eq!(r.events_of("ml/big")[0].kind, "Pending");
+        // The same reasons again: no new event.
+        r.observe(&later(&first, 8, 1));
+        assert_eq!(r.events_of("ml/big").len(), 1);
+        // An eviction of small's pod for wide: both sides told, and kept.
+        let mut third = later(&first, 9, 2);
+        let mut d = (*third.decisions).clone();
+        d.binds.clear();
+        d.evictions.push(Eviction {
+            job: "ml/small".into(),
+            task: TaskKey::named("ml/small"),
+            node: "n1".into(),
+            kind: EvictionKind::Preempt,
+            preemptor: "ml/wide".into(),
+            message: "preempted for ml/wide (priority 10 over 0)".into(),
+        });
+        third.decisions = Arc::new(d);
+        r.observe(&third);
+        let e = r.evictions_of("ml/wide");
+        assert_eq!(e.len(), 1);
+        assert_eq!(
+            (e[0].job.as_str(), e[0].queue.as_str(), e[0].kind.as_str()),
+            ("ml/small", "team", "preempt")
+        );
+        assert_eq!(e[0].preemptor_queue, "team");
+        assert_eq!(r.evictions_of("ml/small"), e);
+        let small = r.events_of("ml/small");
+        assert_eq!(small.last().map(|e| e.kind), Some("Evicted"));
+        assert_eq!(
+            r.events_of("ml/wide").last().map(|e| e.message.as_str()),
+            Some("evicting 1 pod(s) of ml/small to make room for it")
+        );
+        // History: one sample per minute, the last refreshed.
+        assert_eq!(r.samples.len(), 1);
+        r.observe(&later(&first, 10, 61));
+        assert_eq!(r.samples.len(), 2);
+        let h = r.history();
+        assert_eq!(h["queues"]["team"]["nvidia.com/gpu"]["allocated"][1], 4000);
+        assert_eq!(h["queues"]["team"]["nvidia.com/gpu"]["pendingDemand"][1], 6000);
+    }
+
+    #[test]
+    fn what_is_kept_is_bounded() {
+        let first = three_pods();
+        let mut r = Record::default();
+        for i in 0..(SAMPLES as i64 + 10) {
+            r.observe(&later(&first, i as u64 + 1, i * 60));
+        }
+        assert_eq!(r.samples.len(), SAMPLES);
+        let mut c = later(&first, 1_000, 0);
+        let mut d = (*c.decisions).clone();
+        d.evictions = (0..EVICTIONS + 5)
+            .map(|i| Eviction {
+                job: "ml/small".into(),
+                task: TaskKey::named(format!("ml/small-{i}")),
+                node: "n1".into(),
+                kind: EvictionKind::Reclaim,
+                preemptor: "ml/wide".into(),
+                message: String::new(),
+            })
+            .collect();
+        c.decisions = Arc::new(d);
+        r.observe(&c);
+        assert_eq!(r.evictions.len(), EVICTIONS);
+        assert!(r.events_of("ml/small").len() <= EVENTS_PER_JOB);
+    }
+}

@@ -251,3 +251,93 @@ fn domains(
     let level_names = levels.iter().rev().map(|l| l.name.clone()).collect();
     (level_names, top, tightest)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::tests::cycle_of;
+
+    fn node(name: &str, block: &str, rack: &str) -> String {
+        format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{example.com/block: {block}, example.com/rack: {rack}}}}}\nstatus: {{allocatable: {{cpu: '64', memory: 512Gi, pods: '110', nvidia.com/gpu: '4'}}}}\n"
+        )
+    }
+
+    /// Blocks b0 (racks r1: a0; r2: b0) and b1 (rack r3: c0, with a pod
+    /// outside Trainyard on devices 0 and 2); `ml/run` bound on a0's
+    /// devices 1 and 3; `ml/wait` pending, for block b1 only.
+    fn cluster() -> CycleView {
+        let mut text = String::new();
+        text += &node("a0", "b0", "r1");
+        text += &node("b0", "b0", "r2");
+        text += &node("c0", "b1", "r3");
+        text += "---
+apiVersion: trainyard.io/v1alpha1
+kind: Topology
+metadata: {name: racks}
+spec:
+  levels:
+  - {name: block, nodeLabel: example.com/block}
+  - {name: rack, nodeLabel: example.com/rack}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: other, namespace: x, annotations: {trainyard.io/gpu-indices: '0,2'}}
+spec: {nodeName: c0, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '2'}}}]}
+status: {phase: Running}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: run, namespace: ml, annotations: {trainyard.io/gpu-indices: '1,3'}}
+spec: {schedulerName: trainyard, nodeName: a0, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '2'}}}]}
+status: {phase: Running}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: wait, namespace: ml}
+spec: {schedulerName: trainyard, nodeSelector: {example.com/block: b1}, containers: [{name: c, resources: {requests: {nvidia.com/gpu: '1'}}}]}
+";
+        cycle_of(&text)
+    }
+
+    #[test]
+    fn nodes_nest_in_their_domains_and_devices_name_their_holders() {
+        let c = cluster();
+        let h = trainyard_sched::holdings(&c.snapshot, &c.config, c.now);
+        let fit = trainyard_sched::free_devices_for(&c.snapshot, &c.config, c.now, "ml/wait")
+            .expect("wait is pending");
+        let m = map(&c, &h, &Visible::All, Some(("ml/wait", &fit)));
+        assert_eq!(m["levels"], json!(["block", "rack"]));
+        let tree: Vec<String> = m["domains"]
+            .as_array()
+            .expect("domains")
+            .iter()
+            .map(|b| {
+                let racks: Vec<String> = b["domains"]
+                    .as_array()
+                    .expect("racks")
+                    .iter()
+                    .map(|r| format!("{}:{}", r["name"].as_str().unwrap_or(""), r["nodes"]))
+                    .collect();
+                format!("{} [{}]", b["name"].as_str().unwrap_or(""), racks.join(" "))
+            })
+            .collect();
+        // Domain names are qualified by their parent, as the topology names them.
+        assert_eq!(tree, ["b0 [b0/r1:[0] b0/r2:[1]]", "b1 [b1/r3:[2]]"]);
+        assert_eq!(m["jobs"], json!(["ml/run"]));
+        assert_eq!(
+            m["nodes"][0]["devices"],
+            json!([[], [[0, 1000]], [], [[0, 1000]]])
+        );
+        assert_eq!(
+            m["nodes"][2]["devices"],
+            json!([[[-1, 1000]], [], [[-1, 1000]], []])
+        );
+        // wait's selector allows c0 only, where devices 1 and 3 are free.
+        assert_eq!(m["fit"]["nodes"], json!({"c0": [1, 3]}));
+        // A caller who may not see ml: run's devices held, its name not.
+        let hidden = map(&c, &h, &Visible::Only(Default::default()), None);
+        assert_eq!(hidden["jobs"], json!([""]));
+        assert_eq!(hidden["fit"], Value::Null);
+    }
+}

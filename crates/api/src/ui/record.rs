@@ -412,7 +412,10 @@ mod tests {
         assert_eq!(r.samples.len(), 2);
         let h = r.history();
         assert_eq!(h["queues"]["team"]["nvidia.com/gpu"]["allocated"][1], 4000);
-        assert_eq!(h["queues"]["team"]["nvidia.com/gpu"]["pendingDemand"][1], 6000);
+        assert_eq!(
+            h["queues"]["team"]["nvidia.com/gpu"]["pendingDemand"][1],
+            6000
+        );
     }
 
     #[test]

@@ -29,8 +29,9 @@ export function mount(root, route, app) {
         <span id="job-sub" class="muted"></span>
       </div>
       <div class="job-grid">
-        <section class="card" aria-labelledby="h-fields"><h2 id="h-fields">Job</h2><dl id="job-fields" class="fields"></dl></section>
-        <section class="card" aria-labelledby="h-explain"><h2 id="h-explain">Why it waits</h2><div id="job-explain"></div></section>
+        <section class="card fields-card" aria-labelledby="h-fields"><h2 id="h-fields">Job</h2><dl id="job-fields" class="fields"></dl></section>
+        <section class="card explain-card" aria-labelledby="h-explain"><h2 id="h-explain">Why it waits</h2><div id="job-explain"></div></section>
+        <div class="side">
         <section class="card" aria-labelledby="h-forecast"><h2 id="h-forecast">Start forecast
             <button type="button" id="forecast-run" class="small-btn">Forecast</button></h2>
           <div id="job-forecast" aria-live="polite"><p class="muted">Not asked yet.</p></div></section>
@@ -42,12 +43,13 @@ export function mount(root, route, app) {
             <button type="submit" id="whatif-run" class="primary">Try</button>
           </form>
           <div id="whatif-result" aria-live="polite"></div></section>
-        <section class="card wide" aria-labelledby="h-pods"><h2 id="h-pods">Pods</h2>
+        </div>
+        <section class="card pods-card" aria-labelledby="h-pods"><h2 id="h-pods">Pods</h2>
           <table id="job-pods" class="grid compact"><thead><tr>
             <th scope="col">Pod</th><th scope="col">State</th><th scope="col">Node</th><th scope="col">GPUs</th><th scope="col">Started</th><th scope="col">Nominated</th>
           </tr></thead><tbody></tbody></table></section>
-        <section class="card" aria-labelledby="h-events"><h2 id="h-events">Events</h2><ol id="job-events" class="timeline"></ol></section>
-        <section class="card" aria-labelledby="h-evictions"><h2 id="h-evictions">Evictions</h2>
+        <section class="card events-card" aria-labelledby="h-events"><h2 id="h-events">Events</h2><ol id="job-events" class="timeline"></ol></section>
+        <section class="card evictions-card" aria-labelledby="h-evictions"><h2 id="h-evictions">Evictions</h2>
           <table id="job-evictions" class="grid compact"><thead><tr>
             <th scope="col">Time</th><th scope="col">Kind</th><th scope="col">Pod</th><th scope="col">Node</th><th scope="col">Victim / for</th><th scope="col">Message</th>
           </tr></thead><tbody></tbody></table></section>

@@ -218,7 +218,7 @@ export function mount(root, route, app) {
       <td class="c-gpus num" title="held ${gpus(j.gpuMilliBound)} of ${gpus(j.gpuMilli)} GPUs">${gpus(j.gpuMilli)}</td>
       <td class="c-reason" data-field="reason" title="${esc(j.reason ? j.reason + ': ' + j.message : '')}">${j.reason ? `<b>${esc(j.reason)}</b> ${esc(j.message)}` : ''}</td>
       ${fc}
-      <td class="c-age num" data-field="age" data-seconds="${j.ageSeconds}"title="submitted ${esc(dur(j.ageSeconds))} ago${esc(started)}">${durShort(j.ageSeconds)}</td>
+      <td class="c-age num" data-field="age" data-seconds="${j.ageSeconds}" title="submitted ${esc(dur(j.ageSeconds))} ago${esc(started)}">${durShort(j.ageSeconds)}</td>
       <td class="c-wall">${wall}</td>
       <td class="c-place" data-field="placement" data-nodes="${esc(nodes.join(','))}" title="${esc(nodes.join(', '))}">${nodes.length ? `${esc(nodes.join(', '))}` : ''}</td>
     </tr>`;

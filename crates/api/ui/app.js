@@ -112,14 +112,14 @@ async function run(ctl, update) {
     if (current.ctl !== ctl) return;
     showError(root, e, update);
     frames.stop();
-    root.removeAttribute('aria-busy');
+    if (!again) root.removeAttribute('aria-busy');
     return;
   }
   await afterPaint();
   const ms = performance.now() - t0;
   const longest = await frames.stop();
   if (current.ctl !== ctl) return;
-  root.removeAttribute('aria-busy');
+  if (!again) root.removeAttribute('aria-busy'); // else the next refresh clears it
   if (cycle === undefined || cycle === null) cycle = lastCycle;
   root.dataset.cycle = String(cycle);
   const live = $('#live');
@@ -401,6 +401,8 @@ function setupKeys() {
 /** What views see of the app. */
 const app = {
   refresh: () => refresh(true),
+  /** Mark the view busy until its next refresh completes (a filter changed). */
+  busy() { if (current.root) current.root.setAttribute('aria-busy', 'true'); },
   setParams,
   get lastCycle() { return lastCycle; },
   announce,

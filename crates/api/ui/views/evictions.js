@@ -3,7 +3,6 @@
 
 import { api, esc, clock, rel, fullTime, jobLink, num } from '/ui/util.js';
 
-const KIND_ICONS = { reclaim: '↩', preempt: '⇢', consolidate: '⇄' };
 
 export function mount(root, route, app) {
   const kind = route.params.get('kind') || '';
@@ -20,8 +19,8 @@ export function mount(root, route, app) {
     <table id="evictions" class="grid">
       <caption class="sr-only">Evictions, newest first</caption>
       <thead><tr>
-        <th scope="col">Time</th><th scope="col">Kind</th><th scope="col">Victim</th><th scope="col">Pod</th>
-        <th scope="col">Node</th><th scope="col">For (preemptor)</th><th scope="col">Why</th>
+        <th scope="col">Time</th><th scope="col">Kind</th><th scope="col">Victim job</th><th scope="col">Its queue</th><th scope="col">Pod</th>
+        <th scope="col">Node</th><th scope="col">Taken for</th><th scope="col">Its queue</th><th scope="col">Why</th>
       </tr></thead>
       <tbody></tbody>
     </table></div>`;
@@ -37,14 +36,16 @@ export function mount(root, route, app) {
     for (const e of list) counts[e.kind] = (counts[e.kind] || 0) + 1;
     root.querySelector('#evictions-summary').textContent = `${list.length} recent` +
       (list.length ? ' · ' + Object.entries(counts).map(([k2, n]) => `${num(n, 0)} ${k2}`).join(' · ') : '');
-    if (!shown.length) { tbody.innerHTML = '<tr><td colspan="7" class="empty">No evictions.</td></tr>'; return; }
+    if (!shown.length) { tbody.innerHTML = '<tr><td colspan="9" class="empty">No evictions.</td></tr>'; return; }
     tbody.innerHTML = shown.map((e) => `<tr data-eviction="${esc(e.cycle + ':' + e.pod)}">
       <td class="nowrap" title="${esc(fullTime(e.timeMs))} · cycle ${esc(e.cycle)}">${esc(clock(e.timeMs))} <span class="muted">${esc(rel(e.timeMs))}</span></td>
-      <td data-field="kind" data-kind="${esc(e.kind)}"><span class="kind k-${esc(e.kind)}"><span aria-hidden="true">${KIND_ICONS[e.kind] || '•'}</span> ${esc(e.kind)}</span></td>
-      <td data-field="job">${jobLink(e.job)} <span class="muted small">${esc(e.queue)}</span></td>
-      <td class="small">${esc(e.pod)}</td>
+      <td data-field="kind" data-kind="${esc(e.kind)}"><span class="kind k-${esc(e.kind)}">${esc(e.kind)}</span></td>
+      <td data-field="job">${jobLink(e.job)}</td>
+      <td data-field="queue" class="muted">${esc(e.queue)}</td>
+      <td data-field="pod" class="small">${esc(e.pod)}</td>
       <td data-field="node"><a href="#/gpus?node=${encodeURIComponent(e.node)}">${esc(e.node)}</a></td>
-      <td data-field="preemptor">${e.preemptor ? `${jobLink(e.preemptor)} <span class="muted small">${esc(e.preemptorQueue)}</span>` : '<span class="muted">–</span>'}</td>
+      <td data-field="preemptor"${e.preemptor ? '' : ' class="none"'}>${e.preemptor ? jobLink(e.preemptor) : ''}</td>
+      <td data-field="preemptor-queue" class="muted">${esc(e.preemptorQueue)}</td>
       <td data-field="message" class="msg">${esc(e.message)}</td></tr>`).join('');
   }
 

@@ -40,23 +40,27 @@ export function mount(root, route, app) {
   let nodeHtml = [];  // node index → its last HTML
   let shape = '';     // the domain structure rendered, to know when to rebuild
   let destroyed = false;
-  let jobsLoaded = false;
+  let pendingAt = 0;    // when the select's pending jobs were last asked for
+  let pendingCount = 0; // how many there were
 
   // ---- picking a job: ?job=ns/name in the hash, then refetch
   sel.addEventListener('change', () => {
     const p = { job: sel.value };
     app.setParams(p);
     current = sel.value;
+    app.busy();
     app.refresh();
   });
   let current = selected;
 
   /** The pending jobs for the select (once, after the map is on screen). */
   async function loadPending() {
-    jobsLoaded = true;
+    pendingAt = Date.now();
+    if (document.activeElement === sel) return; // do not rebuild an open select
     try {
       const d = await api('jobs', { state: 'pending' });
       if (destroyed) return;
+      pendingCount = (d.jobs || []).length;
       const byQueue = new Map();
       for (const j of d.jobs || []) {
         const id = j.namespace + '/' + j.name;
@@ -166,6 +170,12 @@ export function mount(root, route, app) {
   // ---- rendering
 
   async function refresh() {
+    // The select's pending jobs, fetched beside the map: on the first load
+    // and on every update while the list is small (so it matches the
+    // map's cycle), else at most every 30 s in the background.
+    let pendingP = null;
+    if (!pendingAt || pendingCount < 2000) pendingP = loadPending();
+    else if (Date.now() - pendingAt > 30000) setTimeout(loadPending, 100);
     const d = await api('gpus', current ? { job: current } : undefined);
     if (destroyed) return;
     setNow(d.cycle && d.cycle.timeMs);
@@ -182,7 +192,7 @@ export function mount(root, route, app) {
       const rest = [];
       for (let i = 0; i < nodes.length; i++) if (!used.has(i)) rest.push(i);
       if (rest.length) {
-        html += `<section class="domain top" data-level="" data-domain="" role="listitem" aria-label="${d.domains && d.domains.length ? 'Nodes outside the topology' : 'All nodes'}">
+        html += `<section class="domain-rest" role="listitem" aria-label="${d.domains && d.domains.length ? 'Nodes outside the topology' : 'All nodes'}">
           <h2 class="dom-h">${d.domains && d.domains.length ? 'outside the topology' : 'all nodes'} <span class="muted">· ${rest.length} nodes</span></h2>
           <div class="nodes" role="list">${rest.map((i) => htmls[i]).join('')}</div></section>`;
       }
@@ -218,7 +228,7 @@ export function mount(root, route, app) {
     }
     nodeHtml = htmls;
     summary(d, ctx);
-    if (!jobsLoaded) setTimeout(loadPending, 100);
+    if (pendingP) await pendingP;
     return d.cycle && d.cycle.number;
   }
 

@@ -100,6 +100,7 @@ export function mount(root, route, app) {
     writeHash();
     clearTimeout(debounce);
     if (ev.target === inputs.q) { applyRows(); return; } // local: no fetch
+    app.busy();
     debounce = setTimeout(() => app.refresh(), ev.type === 'change' ? 0 : 350);
   }
   for (const el of Object.values(inputs)) {
@@ -109,6 +110,7 @@ export function mount(root, route, app) {
   root.querySelector('#filter-clear').addEventListener('click', () => {
     for (const el of Object.values(inputs)) el.value = '';
     writeHash();
+    app.busy();
     app.refresh();
   });
   if (sessionStorage.getItem('trainyard-focus-filter')) {

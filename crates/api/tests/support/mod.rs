@@ -237,3 +237,7 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("a free port")
 }
+
+/// The dashboard in headless Chromium (`tests/ui/driver.py`), for the
+/// browser tests and the browser benchmark.
+pub mod browser;

@@ -117,6 +117,7 @@ pub fn api_bench(runs: usize, nodes: usize) -> anyhow::Result<()> {
         &snapshot,
         cycle,
     );
+    dashboard_rows(&c, runs, cycle)?;
     // The cycle alone and with a reader beside it asking without pause,
     // in pairs, alternating which goes first, so that neither runs on a
     // colder heap or a quieter machine than the other.
@@ -161,6 +162,50 @@ pub fn api_bench(runs: usize, nodes: usize) -> anyhow::Result<()> {
         (median_f64(ratios) - 1.0) * 100.0,
         ms(median(publish.clone())) * 1e3,
         ms(median(publish)) / ms(cycle) * 100.0,
+    );
+    Ok(())
+}
+
+/// The dashboard's server side (`trainyard_api::ui`): the job list
+/// printed as the page reads it, the GPU map (the core's accounting of
+/// devices, then the JSON), and the record's work per cycle.
+fn dashboard_rows(c: &CycleView, runs: usize, cycle: Duration) -> anyhow::Result<()> {
+    use trainyard_api::ui::{gpus, record};
+    let printer = trainyard_api::json::Printer::new(false)?;
+    let all = service::list_jobs(c, &pb::ListJobsRequest::default());
+    let once = vec![(); runs.max(1)];
+    let print = time_each(&once, |_| {
+        let v = printer
+            .value(&all, "ListJobsResponse")
+            .map_err(|e| trainyard_api::ApiError::Unavailable(e.to_string()))?;
+        std::hint::black_box(v.to_string());
+        Ok(())
+    })?;
+    row(
+        &format!(
+            "/ui/api/jobs: ListJobs printed as JSON ({} jobs)",
+            all.jobs.len()
+        ),
+        &print,
+        cycle,
+    );
+    let map = time_each(&once, |_| {
+        let h = trainyard_sched::holdings(&c.snapshot, &c.config, c.now);
+        let m = gpus::map(c, &h, &trainyard_api::auth::Visible::All, None);
+        std::hint::black_box(m.to_string());
+        Ok(())
+    })?;
+    row("/ui/api/gpus: the GPU map (holdings and JSON)", &map, cycle);
+    let observe = time_each(&once, |_| {
+        let mut r = record::Record::default();
+        r.observe(c);
+        std::hint::black_box(r.history());
+        Ok(())
+    })?;
+    row(
+        "the dashboard's record of one cycle (first)",
+        &observe,
+        cycle,
     );
     Ok(())
 }

@@ -285,6 +285,13 @@ async function stream() {
 }
 
 function onEvent(event, data) {
+  if (event === 'error') {
+    // The server's stream failed (it ends next; we reconnect).
+    let msg = data;
+    try { msg = JSON.parse(data).error || data; } catch { /* plain text */ }
+    $('#live').title = 'stream error: ' + msg;
+    return;
+  }
   if (event !== 'cycle') return;
   let msg;
   try { msg = JSON.parse(data); } catch { return; }

@@ -4,7 +4,7 @@
 // changed; one set of delegated listeners (hover/focus tooltip, click,
 // arrow keys) serves all cells.
 
-import { api, esc, gpus, colorIndex, clock, rel, jobHref, setNow } from '/ui/util.js';
+import { api, jobIdsInWorker, esc, gpus, colorIndex, clock, rel, jobHref, setNow } from '/ui/util.js';
 
 export function mount(root, route, app) {
   const selected = route.params.get('job') || '';
@@ -14,6 +14,7 @@ export function mount(root, route, app) {
       <h1>GPUs</h1>
       <span id="gpu-summary" class="muted"></span>
       <div class="spacer"></div>
+      <input id="gpu-job-search" type="search" placeholder="find a pending job…" aria-label="Find a pending job for the select" size="18" hidden>
       <label>Where could <select id="gpu-job" aria-label="A pending job whose possible devices to outline">
         <option value="">— pick a pending job —</option>
         ${selected ? `<option value="${esc(selected)}" selected>${esc(selected)}</option>` : ''}
@@ -53,31 +54,46 @@ export function mount(root, route, app) {
   });
   let current = selected;
 
-  /** The pending jobs for the select (once, after the map is on screen). */
+  /**
+   * The pending jobs for the select. A select of tens of thousands of
+   * options takes seconds to build: past MAX_OPTIONS it holds the ones
+   * matching the search box beside it (the picked job always).
+   */
+  const MAX_OPTIONS = 500;
+  let pendingJobs = []; // [{id, queue}]
+  const search = root.querySelector('#gpu-job-search');
+  search.addEventListener('input', fillSelect);
+
   async function loadPending() {
     pendingAt = Date.now();
     if (document.activeElement === sel) return; // do not rebuild an open select
     try {
-      const d = await api('jobs', { state: 'pending' });
+      const ids = await jobIdsInWorker({ state: 'pending' });
       if (destroyed) return;
-      pendingCount = (d.jobs || []).length;
-      const byQueue = new Map();
-      for (const j of d.jobs || []) {
-        const id = j.namespace + '/' + j.name;
-        if (!byQueue.has(j.queue)) byQueue.set(j.queue, []);
-        byQueue.get(j.queue).push(id);
-      }
-      let html = '<option value="">— pick a pending job —</option>';
-      let found = false;
-      for (const [q, ids] of [...byQueue].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-        html += `<optgroup label="${esc(q)}">` + ids.map((id) => {
-          if (id === current) found = true;
-          return `<option value="${esc(id)}"${id === current ? ' selected' : ''}>${esc(id)}</option>`;
-        }).join('') + '</optgroup>';
-      }
-      if (current && !found) html += `<option value="${esc(current)}" selected>${esc(current)} (not pending)</option>`;
-      sel.innerHTML = html;
+      pendingCount = ids.length;
+      pendingJobs = ids.map(([id, queue]) => ({ id, queue }));
+      pendingJobs.sort((a, b) => (a.queue < b.queue ? -1 : a.queue > b.queue ? 1 : a.id < b.id ? -1 : 1));
+      search.hidden = pendingJobs.length <= MAX_OPTIONS;
+      fillSelect();
     } catch { /* the select keeps what it has */ }
+  }
+
+  function fillSelect() {
+    const q = search.hidden ? '' : search.value.trim().toLowerCase();
+    let html = '<option value="">— pick a pending job —</option>';
+    let found = false, shown = 0, group = null;
+    for (const j of pendingJobs) {
+      if (q && !j.id.toLowerCase().includes(q) && j.id !== current) continue;
+      if (shown >= MAX_OPTIONS && j.id !== current) continue;
+      if (j.queue !== group) { html += (group === null ? '' : '</optgroup>') + `<optgroup label="${esc(j.queue)}">`; group = j.queue; }
+      if (j.id === current) found = true;
+      html += `<option value="${esc(j.id)}"${j.id === current ? ' selected' : ''}>${esc(j.id)}</option>`;
+      shown++;
+    }
+    if (group !== null) html += '</optgroup>';
+    if (current && !found) html += `<option value="${esc(current)}" selected>${esc(current)} (not pending)</option>`;
+    sel.innerHTML = html;
+    search.title = `${shown} of ${pendingJobs.length} pending jobs listed`;
   }
 
   // ---- tooltip, click, keys: delegated
@@ -170,12 +186,13 @@ export function mount(root, route, app) {
   // ---- rendering
 
   async function refresh() {
-    // The select's pending jobs, fetched beside the map: on the first load
-    // and on every update while the list is small (so it matches the
-    // map's cycle), else at most every 30 s in the background.
+    // The select's pending jobs: after the first map, then beside the map
+    // on every update while the list is small (so it matches the map's
+    // cycle), else at most every 2 min in the background.
     let pendingP = null;
-    if (!pendingAt || pendingCount < 2000) pendingP = loadPending();
-    else if (Date.now() - pendingAt > 30000) setTimeout(loadPending, 100);
+    const first = !pendingAt;
+    if (!first && pendingCount < 2000) pendingP = loadPending();
+    else if (Date.now() - pendingAt > 120000) setTimeout(loadPending, 100);
     const d = await api('gpus', current ? { job: current } : undefined);
     if (destroyed) return;
     setNow(d.cycle && d.cycle.timeMs);
@@ -200,8 +217,8 @@ export function mount(root, route, app) {
       map.innerHTML = html;
       nodeEls = new Array(nodes.length);
       for (const el of map.querySelectorAll('.node')) nodeEls[Number(el.dataset.i)] = el;
-      const first = map.querySelector('.dev');
-      if (first) first.tabIndex = 0;
+      const firstDev = map.querySelector('.dev');
+      if (firstDev) firstDev.tabIndex = 0;
       if (focusNode) {
         const el = map.querySelector(`.node[data-node="${CSS.escape(focusNode)}"]`);
         if (el) { el.classList.add('flash'); el.scrollIntoView({ block: 'center' }); }
@@ -228,7 +245,10 @@ export function mount(root, route, app) {
     }
     nodeHtml = htmls;
     summary(d, ctx);
+    // Wait for the select when its list is known small; the first time
+    // (size unknown) it loads after the map, so a big list never holds it up.
     if (pendingP) await pendingP;
+    else if (first) setTimeout(loadPending, 0);
     return d.cycle && d.cycle.number;
   }
 

@@ -255,7 +255,7 @@ export function mount(root, route, app) {
   function summary(d, ctx) {
     let devs = 0, free = 0, outside = 0, notReady = 0;
     for (const n of d.nodes || []) {
-      if (!n.ready || n.cordoned) notReady++;
+      if (n.ready === false || n.cordoned) notReady++;
       for (const h of n.devices || []) {
         devs++;
         if (!h.length) free++;
@@ -355,9 +355,9 @@ function nodeHTML(n, i, d, ctx) {
     if (fitSet && fitSet.has(k)) cls += ' fit';
     cells += `<i class="${cls}" data-device="${k}" data-holders="${esc(holders)}"${extra}${style} tabindex="-1"></i>`;
   }
-  const flags = (!n.ready ? ' notready' : '') + (n.cordoned ? ' cordoned' : '') + (res ? ' reserved' : '') + (fit ? ' fitnode' : '');
-  const label = `${n.name}: ${devs.length} GPUs, ${free} free${!n.ready ? ', not ready' : ''}${n.cordoned ? ', cordoned' : ''}${res ? ', reserved for ' + res.job : ''}`;
-  const badge = (!n.ready ? '<span class="nb nb-bad" title="not ready">✕</span>' : '') + (n.cordoned ? '<span class="nb nb-bad" title="cordoned">⊘</span>' : '') +
+  const flags = (n.ready === false ? ' notready' : '') + (n.cordoned ? ' cordoned' : '') + (res ? ' reserved' : '') + (fit ? ' fitnode' : '');
+  const label = `${n.name}: ${devs.length} GPUs, ${free} free${n.ready === false ? ', not ready' : ''}${n.cordoned ? ', cordoned' : ''}${res ? ', reserved for ' + res.job : ''}`;
+  const badge = (n.ready === false ? '<span class="nb nb-bad" title="not ready">✕</span>' : '') + (n.cordoned ? '<span class="nb nb-bad" title="cordoned">⊘</span>' : '') +
     (res ? `<span class="nb nb-res" title="reserved for ${esc(res.job)} from ${esc(clock(res.startMs))} (${esc(rel(res.startMs))})">R</span>` : '');
   return `<div class="node${flags}" data-node="${esc(n.name)}" data-i="${i}"${res ? ` data-reserved-for="${esc(res.job)}"` : ''} role="listitem" aria-label="${esc(label)}">` +
     `<div class="nname" title="${esc(label)}">${badge}${esc(n.name)}</div><div class="devs">${cells}</div></div>`;

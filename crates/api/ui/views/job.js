@@ -194,7 +194,7 @@ function podsHTML(pods) {
     <td>${p.nominated ? esc(p.nominated) : ''}</td></tr>`).join('');
 }
 
-const EVENT_ICONS = { Pending: '○', Bound: '●', Evicted: '✕', 'Preempted-for': '⇢', Nominated: '◇', Reserved: '⏲' };
+const EVENT_ICONS = { Pending: '○', Bound: '●', Evicted: '✕', 'Preempted-for': '⇢', Evicting: '⇢', Nominated: '◇', Reserved: '⏲' };
 
 function eventsHTML(events) {
   if (!events.length) return '<li class="muted">No events.</li>';

@@ -13,6 +13,10 @@ use trainyard_serve::view::CycleView;
 use crate::auth::Visible;
 use crate::convert;
 
+/// A pending job's usable free devices: its id, and per node (by name)
+/// the device indices (`trainyard_sched::free_devices_for`).
+pub type Fit<'a> = (&'a str, &'a [(String, Vec<u32>)]);
+
 /// Every job holding a device of cycle `c`, by id (to ask what the
 /// caller sees of them).
 pub fn holders(h: &[trainyard_sched::NodeHoldings]) -> Vec<&str> {
@@ -33,7 +37,7 @@ pub fn map(
     c: &CycleView,
     h: &[trainyard_sched::NodeHoldings],
     v: &Visible,
-    fit: Option<(&str, &[(String, Vec<u32>)])>,
+    fit: Option<Fit<'_>>,
 ) -> Value {
     let jobs = holders(h);
     let index: BTreeMap<&str, usize> = jobs.iter().enumerate().map(|(i, j)| (*j, i)).collect();

@@ -72,25 +72,21 @@ export async function api(path, params) {
  * `[[namespace/name, queue], ...]`: parsing tens of megabytes of JSON
  * there keeps the page's frames short. Throws ApiError like `api`.
  */
-export function jobIdsInWorker(params) {
-  const src = `onmessage = async (ev) => {
-    const { url, headers } = ev.data;
-    try {
-      const res = await fetch(url, { headers, cache: 'no-store' });
-      const body = await res.json().catch(() => null);
-      if (!res.ok) { postMessage({ status: res.status, code: body && body.code, error: (body && body.error) || res.statusText }); return; }
-      postMessage({ ids: (body.jobs || []).map((j) => [j.namespace + '/' + j.name, j.queue]) });
-    } catch (e) { postMessage({ status: 0, code: 'UNAVAILABLE', error: String(e) }); }
-  };`;
+export async function jobIdsInWorker(params) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params || {})) if (v) q.set(k, v);
   const url = new URL('/ui/api/jobs?' + q, location.href).href;
+  let w;
+  try {
+    w = new Worker('/ui/worker.js');
+  } catch {
+    // No workers: parse here.
+    const d = await api('jobs', params);
+    return (d.jobs || []).map((j) => [j.namespace + '/' + j.name, j.queue]);
+  }
   return new Promise((resolve, reject) => {
-    const blob = URL.createObjectURL(new Blob([src], { type: 'text/javascript' }));
-    const w = new Worker(blob);
     w.onmessage = (ev) => {
       w.terminate();
-      URL.revokeObjectURL(blob);
       const m = ev.data;
       if (m.ids) resolve(m.ids);
       else {
@@ -99,7 +95,11 @@ export function jobIdsInWorker(params) {
         reject(err);
       }
     };
-    w.onerror = (e) => { w.terminate(); URL.revokeObjectURL(blob); reject(new ApiError(0, 'INTERNAL', e.message)); };
+    w.onerror = () => {
+      // The worker could not start (blocked, failed to load): parse here.
+      w.terminate();
+      api('jobs', params).then((d) => resolve((d.jobs || []).map((j) => [j.namespace + '/' + j.name, j.queue])), reject);
+    };
     w.postMessage({ url, headers: authHeaders() });
   });
 }

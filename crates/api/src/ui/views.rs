@@ -691,7 +691,12 @@ pub async fn evictions(ui: UiState, headers: HeaderMap, Query(q): Params) -> Res
                     serde_json::to_value(e).unwrap_or(Value::Null)
                 })
                 .collect();
-            Ok(json!({"evictions": shown}))
+            let cycle = ui.latest().map(|c| crate::convert::cycle(&c));
+            let cycle = cycle.map_or(
+                Value::Null,
+                |c| json!({"number": c.number, "timeMs": c.time_ms}),
+            );
+            Ok(json!({"cycle": cycle, "evictions": shown}))
         }
         .await,
     )

@@ -12,6 +12,8 @@
 #                           tests/tests/observability.rs); only the binary is
 #                           unpacked from the .deb into the user bin dir, the
 #                           package is not installed
+#   chromium, playwright   the dashboard's browser tests
+#                           (crates/api/tests/ui_browser.rs): scripts/install-browser.sh
 #   gungraun-runner (crates.io)  runs the instruction-count benchmarks under
 #                           valgrind (scripts/check-instructions.sh); the version
 #                           of the gungraun library in Cargo.lock, installed
@@ -119,6 +121,14 @@ elif cargo install gungraun-runner --version "$gungraun_version" --locked --debu
     echo "gungraun-runner: installed $gungraun_version into $cargo_bin"
 else
     echo "gungraun-runner: cargo install gungraun-runner --version $gungraun_version failed" >&2
+    status=1
+fi
+
+# Chromium (Debian's, unpacked) and Playwright (PyPI) for the dashboard's
+# browser tests (crates/api/tests/ui_browser.rs): scripts/install-browser.sh
+# says what it found, installed or could not have.
+if ! bash "$(dirname "$0")/install-browser.sh"; then
+    echo "chromium, playwright: cannot be had (scripts/install-browser.sh failed)" >&2
     status=1
 fi
 

@@ -192,8 +192,9 @@ class Driver:
                  if (dlg && !dlg.hidden) return true;
                  if (!v || (view && v.dataset.view !== view)) return false;
                  if (v.querySelector(':scope > .error')) return true;
-                 return !v.hasAttribute('aria-busy') && v.dataset.cycle !== undefined
-                        && Number(v.dataset.cycle) >= min;
+                 // data-cycle is set when a refresh has drawn its data
+                 // (aria-busy may stay while updates follow each other).
+                 return v.dataset.cycle !== undefined && Number(v.dataset.cycle) >= min;
                }""",
             arg=[view, min_cycle],
             timeout=timeout,

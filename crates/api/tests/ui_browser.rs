@@ -106,7 +106,7 @@ fn quiet(c: &CycleView, bound: &[&str], pending: &[&str]) -> bool {
         c.snapshot
             .jobs
             .iter()
-            .find(|j| j.id.to_string() == id)
+            .find(|j| j.id == id)
             .map(|j| j.tasks.iter().all(|t| !t.is_pending()))
     };
     bound.iter().all(|id| state(id) == Some(true))

@@ -193,9 +193,7 @@ pub async fn browser_or_skip(base: &str, insecure_tls: bool, test: &str) -> Opti
                 std::env::var("TRAINYARD_REQUIRE_TOOLS").as_deref() != Ok("1"),
                 "TRAINYARD_REQUIRE_TOOLS=1 but the browser cannot be had: {reason}"
             );
-            eprintln!(
-                "SKIPPED: {test}: {reason} (scripts/install-browser.sh installs Chromium and Playwright)"
-            );
+            eprintln!("SKIPPED: {test}: {reason}");
             None
         }
     }

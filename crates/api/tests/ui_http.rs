@@ -62,7 +62,11 @@ async fn get(port: u16, path: &str) -> Answer {
     let chunked = headers
         .iter()
         .any(|(n, v)| n == "transfer-encoding" && v == "chunked");
-    let body = if chunked { unchunk(body) } else { body.to_string() };
+    let body = if chunked {
+        unchunk(body)
+    } else {
+        body.to_string()
+    };
     Answer {
         status,
         headers,
@@ -105,7 +109,10 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
         "no external resource: {}",
         page.body
     );
-    assert!(page.header("content-security-policy").contains("default-src 'self'"));
+    assert!(
+        page.header("content-security-policy")
+            .contains("default-src 'self'")
+    );
     let script = get(port, "/ui/app.js").await;
     assert_eq!(script.status, 200);
     assert!(script.header("content-type").starts_with("text/javascript"));
@@ -133,7 +140,11 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
     assert_eq!(r["allocated"], 4000);
     assert_eq!(r["pendingDemand"], a.pending_demand);
     assert_eq!(r["fairShare"], a.fair_share);
-    assert!(ui["history"]["times"].as_array().is_some_and(|t| !t.is_empty()));
+    assert!(
+        ui["history"]["times"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty())
+    );
     assert_eq!(
         ui["history"]["queues"]["default"]["nvidia.com/gpu"]["allocated"]
             .as_array()
@@ -214,9 +225,12 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
         .await
         .expect("what-if")
         .into_inner();
-    let ui = get(port, "/ui/api/whatif?namespace=ml&name=wait&pods=1&gpusPerPod=4")
-        .await
-        .json();
+    let ui = get(
+        port,
+        "/ui/api/whatif?namespace=ml&name=wait&pods=1&gpusPerPod=4",
+    )
+    .await
+    .json();
     assert_eq!(ui["fits"], api.fits);
     assert!(api.fits, "4 GPUs fit beside run's 4");
     assert_eq!(ui["binds"][0]["node"], "n1");
@@ -255,9 +269,11 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .expect("connect");
-    s.write_all(b"GET /ui/api/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
-        .await
-        .expect("write");
+    s.write_all(
+        b"GET /ui/api/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
+    )
+    .await
+    .expect("write");
     let mut lines = BufReader::new(s).lines();
     let mut event = None;
     let read = async {

@@ -151,7 +151,7 @@ pub fn error(s: Status) -> Response {
         _ => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL"),
     };
     let body = serde_json::json!({"error": s.message(), "code": code});
-    let mut r = (http, json_body(&body)).into_response();
+    let mut r = (http, json_body(body.to_string())).into_response();
     if http == StatusCode::UNAUTHORIZED {
         r.headers_mut()
             .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
@@ -161,10 +161,15 @@ pub fn error(s: Status) -> Response {
 
 /// `v` as a JSON response.
 pub fn json(v: &serde_json::Value) -> Response {
-    (StatusCode::OK, json_body(v)).into_response()
+    json_text(v.to_string())
 }
 
-fn json_body(v: &serde_json::Value) -> ([(header::HeaderName, HeaderValue); 2], String) {
+/// JSON `text` as a response.
+pub fn json_text(text: String) -> Response {
+    (StatusCode::OK, json_body(text)).into_response()
+}
+
+fn json_body(text: String) -> ([(header::HeaderName, HeaderValue); 2], String) {
     (
         [
             (
@@ -173,7 +178,7 @@ fn json_body(v: &serde_json::Value) -> ([(header::HeaderName, HeaderValue); 2], 
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
         ],
-        v.to_string(),
+        text,
     )
 }
 

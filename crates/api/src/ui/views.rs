@@ -49,6 +49,13 @@ fn params<'a>(
     Ok(move |k: &str| q.get(k).map_or("", String::as_str))
 }
 
+fn answer_text(r: Result<String, Status>) -> Response {
+    match r {
+        Ok(t) => super::json_text(t),
+        Err(s) => error(s),
+    }
+}
+
 fn answer(r: Result<Value, Status>) -> Response {
     match r {
         Ok(v) => json(&v),
@@ -262,7 +269,7 @@ fn add_extras(c: &CycleView, jobs: &mut [Value]) {
 }
 
 pub async fn jobs(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response {
-    answer(
+    answer_text(
         async {
             let p = params(&q, "/ui/api/jobs", &["queue", "namespace", "user", "state"])?;
             let caller = ui.caller(&headers).await?;
@@ -277,11 +284,20 @@ pub async fn jobs(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response
                 .list_jobs(Ui::request(&caller, req))
                 .await?
                 .into_inner();
-            let mut v = ui.print(&r, "ListJobsResponse")?;
-            if let (Some(c), Some(jobs)) = (ui.latest(), v["jobs"].as_array_mut()) {
-                add_extras(&c, jobs);
-            }
-            Ok(v)
+            // Tens of thousands of jobs take a while to print: off the
+            // async threads, which the service's shell shares.
+            let (printer, latest) = (ui.printer.clone(), ui.latest());
+            tokio::task::spawn_blocking(move || {
+                let mut v = printer
+                    .value(&r, "ListJobsResponse")
+                    .map_err(|e| Status::internal(e.to_string()))?;
+                if let (Some(c), Some(jobs)) = (latest, v["jobs"].as_array_mut()) {
+                    add_extras(&c, jobs);
+                }
+                Ok(v.to_string())
+            })
+            .await
+            .map_err(|e| Status::internal(format!("printing the jobs failed: {e}")))?
         }
         .await,
     )
@@ -538,7 +554,7 @@ pub async fn what_if(ui: UiState, headers: HeaderMap, Query(q): Params) -> Respo
 }
 
 pub async fn gpus(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response {
-    answer(
+    answer_text(
         async {
             let p = params(&q, "/ui/api/gpus", &["job"])?;
             let caller = ui.caller(&headers).await?;
@@ -603,12 +619,13 @@ pub async fn gpus(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response
                     }
                 }
             };
-            Ok(super::gpus::map(
-                &c,
-                &holdings,
-                &v,
-                fit.as_ref().map(|f| (job.as_str(), f.as_slice())),
-            ))
+            // 40,000 devices at 5,000 nodes: off the async threads.
+            tokio::task::spawn_blocking(move || {
+                let fit = fit.as_ref().map(|f| (job.as_str(), f.as_slice()));
+                super::gpus::map(&c, &holdings, &v, fit).to_string()
+            })
+            .await
+            .map_err(|e| Status::internal(format!("drawing the GPU map failed: {e}")))
         }
         .await,
     )

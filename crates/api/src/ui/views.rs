@@ -240,30 +240,40 @@ fn extras(job: &Job, binds: &[&trainyard_sched::Bind]) -> Value {
     })
 }
 
-/// Adds [`extras`] to each printed job of `jobs` (from cycle `c`).
-fn add_extras(c: &CycleView, jobs: &mut [Value]) {
+/// [`extras`] of each of `jobs` (by position; none without a cycle or
+/// for a job not in it).
+fn extras_of<'a>(
+    c: Option<&'a CycleView>,
+    jobs: &'a [pb::Job],
+) -> impl FnMut(usize) -> serde_json::Map<String, Value> + 'a {
     let by_id: HashMap<&str, &Job> = c
-        .snapshot
-        .jobs
-        .iter()
-        .map(|j| (j.id.as_str(), &**j))
-        .collect();
+        .map(|c| {
+            c.snapshot
+                .jobs
+                .iter()
+                .map(|j| (j.id.as_str(), &**j))
+                .collect()
+        })
+        .unwrap_or_default();
     let mut binds: HashMap<&str, Vec<&trainyard_sched::Bind>> = HashMap::new();
-    for b in &c.decisions.binds {
+    for b in c.iter().flat_map(|c| &c.decisions.binds) {
         binds.entry(b.job.as_str()).or_default().push(b);
     }
-    for j in jobs {
-        let id = format!(
-            "{}/{}",
-            j["namespace"].as_str().unwrap_or_default(),
-            j["name"].as_str().unwrap_or_default()
-        );
-        let Some(job) = by_id.get(id.as_str()) else {
-            continue;
+    let mut id = String::new();
+    move |i| {
+        let Some(j) = jobs.get(i) else {
+            return serde_json::Map::new();
         };
-        let e = extras(job, binds.get(id.as_str()).map_or(&[], Vec::as_slice));
-        if let (Some(o), Value::Object(add)) = (j.as_object_mut(), e) {
-            o.extend(add);
+        id.clear();
+        id.push_str(&j.namespace);
+        id.push('/');
+        id.push_str(&j.name);
+        let Some(job) = by_id.get(id.as_str()) else {
+            return serde_json::Map::new();
+        };
+        match extras(job, binds.get(id.as_str()).map_or(&[], Vec::as_slice)) {
+            Value::Object(add) => add,
+            _ => serde_json::Map::new(),
         }
     }
 }
@@ -288,13 +298,10 @@ pub async fn jobs(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response
             // async threads, which the service's shell shares.
             let (printer, latest) = (ui.printer.clone(), ui.latest());
             tokio::task::spawn_blocking(move || {
-                let mut v = printer
-                    .value(&r, "ListJobsResponse")
-                    .map_err(|e| Status::internal(e.to_string()))?;
-                if let (Some(c), Some(jobs)) = (latest, v["jobs"].as_array_mut()) {
-                    add_extras(&c, jobs);
-                }
-                Ok(v.to_string())
+                let mut extra = extras_of(latest.as_deref(), &r.jobs);
+                printer
+                    .text_with_extras(&r, "ListJobsResponse", "jobs", |i| extra(i))
+                    .map_err(|e| Status::internal(e.to_string()))
             })
             .await
             .map_err(|e| Status::internal(format!("printing the jobs failed: {e}")))?

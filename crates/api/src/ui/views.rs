@@ -298,9 +298,9 @@ pub async fn jobs(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response
             // async threads, which the service's shell shares.
             let (printer, latest) = (ui.printer.clone(), ui.latest());
             tokio::task::spawn_blocking(move || {
-                let mut extra = extras_of(latest.as_deref(), &r.jobs);
+                let extra = extras_of(latest.as_deref(), &r.jobs);
                 printer
-                    .text_with_extras(&r, "ListJobsResponse", "jobs", |i| extra(i))
+                    .text_with_extras(&r, "ListJobsResponse", "jobs", extra)
                     .map_err(|e| Status::internal(e.to_string()))
             })
             .await

@@ -303,3 +303,46 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
         .expect("gRPC on the dashboard's port");
     running.stop().await;
 }
+
+/// With a store, the queues' usage per hour comes from its accounting
+/// (`/usage`'s): the running job's GPU time is in the last hour.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queues_usage_history_comes_from_the_store() {
+    let (_server, client) = start_cluster().await;
+    node(&client, "n1", 8).await;
+    pod(&client, "run", 4).await;
+    pod(&client, "wait", 6).await;
+    let store = tempfile::tempdir().expect("a scratch dir");
+    let path = store.path().join("trainyard.redb").display().to_string();
+    let running = support::start_service_tuned(&client, |s| s.service.store.path = path).await;
+    quiet_after_run(&running.view).await;
+    // Accounting counts whole seconds: two of them run first (cycles, not
+    // a sleep, tell the time).
+    support::cycle_until(&running.view, "run started 2 s ago", |c| {
+        c.snapshot
+            .jobs
+            .iter()
+            .find(|j| j.id == "ml/run")
+            .and_then(|j| j.tasks[0].started)
+            .is_some_and(|t| c.now.0 - t.0 >= 2_000)
+    })
+    .await;
+    let ui = get(running.port, "/ui/api/queues").await.json();
+    let hours = ui["usage"]["hours"].as_array().expect("hours");
+    assert_eq!(hours.len(), 6, "{}", ui["usage"]);
+    for pair in hours.windows(2) {
+        assert_eq!(pair[0]["toS"], pair[1]["fromS"]);
+        assert_eq!(
+            pair[1]["toS"]
+                .as_i64()
+                .zip(pair[1]["fromS"].as_i64())
+                .map(|(t, f)| t - f),
+            Some(3600)
+        );
+    }
+    let last = hours[5]["queues"]["default"]["gpuHours"]
+        .as_f64()
+        .expect("the default queue's GPU-hours");
+    assert!(last > 0.0, "run's 4 GPUs held for a while: {}", ui["usage"]);
+    running.stop().await;
+}

@@ -28,7 +28,7 @@ pub const FORECAST_EVERY_MS: i64 = 30_000;
 /// Its look-ahead: a day.
 const FORECAST_HORIZON_SECONDS: u64 = 24 * 3600;
 /// The store's usage is asked again at most this often.
-const USAGE_EVERY_MS: i64 = 300_000;
+const USAGE_EVERY_MS: i64 = 60_000;
 /// Hours of usage shown.
 const USAGE_HOURS: i64 = 6;
 

@@ -112,11 +112,22 @@ pub async fn start_service_with(
     socket: bool,
     security: trainyard_api::server::Security,
 ) -> Running {
+    start_service_full(client, socket, security, |_| {}).await
+}
+
+/// As [`start_service_with`], the settings changed by `tune` first.
+pub async fn start_service_full(
+    client: &kube::Client,
+    socket: bool,
+    security: trainyard_api::server::Security,
+    tune: impl FnOnce(&mut trainyard_serve::Settings),
+) -> Running {
     let mut settings = trainyard_serve::Settings::default();
     settings.service.cycle_period_millis = 50;
     settings.service.debounce_millis = 10;
     settings.service.http_address = String::new();
     settings.service.leader_election.enabled = false;
+    tune(&mut settings);
     let view = Arc::new(LiveView::new("trainyard", "default"));
     let dir = tempfile::tempdir().expect("a scratch dir");
     let socket_path = dir.path().join("api.sock");
@@ -243,51 +254,10 @@ pub fn free_port() -> u16 {
 pub mod browser;
 
 /// As [`start_service`], with the service's settings changed by `tune`
-/// first (the browser benchmark: the default 1 s cycle period).
+/// first (the browser benchmark: the default 1 s cycle period; a store).
 pub async fn start_service_tuned(
     client: &kube::Client,
     tune: impl FnOnce(&mut trainyard_serve::Settings),
 ) -> Running {
-    let mut settings = trainyard_serve::Settings::default();
-    settings.service.cycle_period_millis = 50;
-    settings.service.debounce_millis = 10;
-    settings.service.http_address = String::new();
-    settings.service.leader_election.enabled = false;
-    tune(&mut settings);
-    let view = Arc::new(LiveView::new("trainyard", "default"));
-    let dir = tempfile::tempdir().expect("a scratch dir");
-    let socket_path = dir.path().join("api.sock");
-    let port = free_port();
-    let (stop, shutdown) = watch::channel(false);
-    let (progress, _p) = watch::channel(trainyard_serve::Progress::default());
-    let listen = trainyard_api::server::Listen {
-        socket: Some(socket_path.clone()),
-        tcp: Some(format!("127.0.0.1:{port}").parse().expect("address")),
-        security: Default::default(),
-    };
-    let api = trainyard_api::server::serve(view.clone(), &listen, shutdown.clone())
-        .await
-        .expect("the API starts");
-    let service = tokio::spawn(trainyard_serve::run_with(
-        client.clone(),
-        settings,
-        trainyard_serve::Options {
-            shutdown,
-            progress,
-            reload: None,
-            metrics: Arc::new(trainyard_serve::metrics::Metrics::new()),
-            drain: Duration::from_secs(2),
-            own: Default::default(),
-            view: Some(view.clone()),
-        },
-    ));
-    Running {
-        view,
-        socket: socket_path,
-        port,
-        dir,
-        stop,
-        service,
-        api,
-    }
+    start_service_full(client, true, Default::default(), tune).await
 }

@@ -224,7 +224,7 @@ function forecastHTML(f) {
   const waits = f.waitsFor || [];
   if (!f.starts) {
     return `<p class="fc-none"><span aria-hidden="true">∅</span> Not expected to start within the look-ahead${f.horizonMs ? ` (until ${esc(clock(f.horizonMs))})` : ''}${f.capped ? ', the run stopped at its cycle cap' : ''}.</p>
-      ${f.reasonAtHorizon || f.reason ? `<p class="muted">Then: <b>${esc(f.reasonAtHorizon || f.reason)}</b> ${esc(f.message)}</p>` : ''}`;
+      ${f.reasonAtHorizon ? `<p class="muted">At the end of the look-ahead it still waits: ${esc(f.reasonAtHorizon)}</p>` : ''}`;
   }
   return `<p class="fc-start">Expected to start at <b>${esc(clock(f.expectedMs))}</b> <span class="muted">(${esc(rel(f.expectedMs))})</span>
       <span class="range">p50 ${esc(clock(f.p50Ms))} · p90 ${esc(clock(f.p90Ms))}</span></p>

@@ -44,7 +44,7 @@ pub struct Ui {
     /// set-up to compute): cycle number and holdings.
     holdings: Mutex<Option<(u64, Arc<Vec<trainyard_sched::NodeHoldings>>)>>,
     /// Every pending job's forecast, made at most every
-    /// [`views::FORECAST_EVERY_MS`]: (cycle time it was made on, answer).
+    /// [`views::FORECAST_EVERY_MS`] of cycle time: (cycle time it was made on, answer).
     forecasts: tokio::sync::Mutex<Option<(i64, Arc<views::AllForecasts>)>>,
     /// The store's usage per hour, asked at most every few minutes:
     /// (cycle time it was asked at, answer).

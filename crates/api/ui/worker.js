@@ -87,6 +87,8 @@ export class JobStore {
   async handle(m) {
     switch (m.type) {
       case 'load': {
+        // The view as asked now: a `view` message while the list loads changes it.
+        this.takeView(m);
         const r = await getJSON(m.url, m.headers);
         if (r.error) return { error: r.error };
         const d = r.body || {};
@@ -99,7 +101,7 @@ export class JobStore {
         }
         this.all = list;
         this.nowMs = (d.cycle && d.cycle.timeMs) || Date.now();
-        this.setView(m, true);
+        this.apply();
         return { cycle: d.cycle || null, ...this.window(m.from, m.to) };
       }
       case 'forecasts': {
@@ -112,7 +114,7 @@ export class JobStore {
         return { forecast: { cycle: d.cycle ? d.cycle.number : 0, horizonMs: d.horizonMs || 0 }, ...this.window(m.from, m.to) };
       }
       case 'view':
-        this.setView(m, false);
+        if (this.takeView(m)) this.apply();
         return this.window(m.from, m.to);
       case 'window':
         return this.window(m.from, m.to);
@@ -121,16 +123,16 @@ export class JobStore {
     }
   }
 
-  /** Take the name filter and sort of `m`; filter and sort again when they changed (or `force`). */
-  setView(m, force) {
+  /** Take the name filter and sort of `m`; true when they changed. */
+  takeView(m) {
     const q = String(m.q || '').trim().toLowerCase();
     const sortKey = SORT[m.sortKey] ? m.sortKey : '';
     const sortDir = m.sortDir < 0 ? -1 : 1;
-    if (!force && q === this.q && sortKey === this.sortKey && sortDir === this.sortDir) return;
+    if (q === this.q && sortKey === this.sortKey && sortDir === this.sortDir) return false;
     this.q = q;
     this.sortKey = sortKey;
     this.sortDir = sortDir;
-    this.apply();
+    return true;
   }
 
   /** The name filter, then the sort (ties by id). */

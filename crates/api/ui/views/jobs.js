@@ -207,8 +207,8 @@ export function mount(root, route, app) {
 
   /** Name filter + sort (in the store), then redraw. */
   function applyView() {
-    if (!loaded) return; // the first list applies them
-    store.post({ type: 'view', ...viewState(), ...wanted() }).then((a) => { if (!destroyed) take(a); });
+    // Before the first list: the store keeps them for it (nothing to draw yet).
+    store.post({ type: 'view', ...viewState(), ...wanted() }).then((a) => { if (!destroyed && loaded) take(a); });
   }
 
   /** An answer of the store: its rows, counts, and a redraw. */

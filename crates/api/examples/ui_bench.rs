@@ -128,13 +128,7 @@ async fn main() {
     // ---- the cluster, created in-process
     let t = Instant::now();
     let (server, client) = start_cluster().await;
-    for f in ["queues", "podgroups", "topologies"] {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("../../deploy/crds/{f}.trainyard.io.yaml"));
-        let text = std::fs::read_to_string(&p).expect("a committed CRD");
-        let crd: Value = serde_saphyr::from_str(&text).expect("a CRD");
-        server.create(crd).expect("CRD created");
-    }
+    support::install_crds(&server);
     for n in 0..NAMESPACES {
         server
             .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n:02}")}}))

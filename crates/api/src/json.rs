@@ -5,7 +5,7 @@
 //! integers as strings, as the mapping says) and the dashboard's JSON
 //! (as numbers: milliseconds and milli-GPUs stay far below 2^53).
 
-use prost_reflect::{DescriptorPool, DynamicMessage, SerializeOptions};
+use prost_reflect::{DescriptorPool, DynamicMessage, ReflectMessage, SerializeOptions};
 
 /// A message could not be printed (a bug: the descriptors are the
 /// messages' own).
@@ -45,20 +45,31 @@ impl Printer {
         message: &M,
         name: &str,
     ) -> Result<serde_json::Value, JsonError> {
+        let (dynamic, fail) = self.dynamic(message, name)?;
+        dynamic
+            .serialize_with_options(serde_json::value::Serializer, &self.options)
+            .map_err(|e| fail(e.to_string()))
+    }
+
+    /// `message` read through its descriptor (type `name`), and how to
+    /// say what went wrong printing it.
+    fn dynamic<M: prost::Message>(
+        &self,
+        message: &M,
+        name: &str,
+    ) -> Result<(DynamicMessage, impl Fn(String) -> JsonError + use<M>), JsonError> {
         let full = format!("trainyard.v1alpha1.{name}");
-        let fail = |error: String| JsonError {
+        let fail = move |error: String| JsonError {
             message: full.clone(),
             error,
         };
         let desc = self
             .pool
-            .get_message_by_name(&full)
+            .get_message_by_name(&format!("trainyard.v1alpha1.{name}"))
             .ok_or_else(|| fail("no such message in the API's descriptors".into()))?;
         let dynamic = DynamicMessage::decode(desc, message.encode_to_vec().as_slice())
             .map_err(|e| fail(e.to_string()))?;
-        dynamic
-            .serialize_with_options(serde_json::value::Serializer, &self.options)
-            .map_err(|e| fail(e.to_string()))
+        Ok((dynamic, fail))
     }
 }
 
@@ -74,21 +85,12 @@ impl Printer {
         list: &str,
         mut extra: impl FnMut(usize) -> serde_json::Map<String, serde_json::Value>,
     ) -> Result<String, JsonError> {
-        let full = format!("trainyard.v1alpha1.{name}");
-        let fail = |error: String| JsonError {
-            message: full.clone(),
-            error,
-        };
-        let desc = self
-            .pool
-            .get_message_by_name(&full)
-            .ok_or_else(|| fail("no such message in the API's descriptors".into()))?;
-        let field = desc
+        let (mut dynamic, fail) = self.dynamic(message, name)?;
+        let field = dynamic
+            .descriptor()
             .fields()
             .find(|f| f.json_name() == list)
             .ok_or_else(|| fail(format!("no field {list}")))?;
-        let mut dynamic = DynamicMessage::decode(desc, message.encode_to_vec().as_slice())
-            .map_err(|e| fail(e.to_string()))?;
         let items = match dynamic.take_field(&field) {
             Some(prost_reflect::Value::List(items)) => items,
             _ => Vec::new(),

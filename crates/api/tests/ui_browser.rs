@@ -29,7 +29,7 @@ use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
 use support::browser::{Browser, browser_or_skip};
-use support::{Running, cycle_until, start_cluster, start_service, unix_channel};
+use support::{Running, cycle_until, install_crds, start_cluster, start_service, unix_channel};
 use tonic::transport::Channel;
 use trainyard_api::pb;
 use trainyard_api::pb::scheduler_client::SchedulerClient;
@@ -40,17 +40,6 @@ const GPU: &str = "nvidia.com/gpu";
 const GPU_INDICES: &str = "trainyard.io/gpu-indices";
 
 // ------------------------------------------------------------------ the cluster
-
-/// Trainyard's CRDs (deploy/crds), as the chart installs them.
-fn install_crds(server: &TestApiServer) {
-    for f in ["queues", "podgroups", "topologies"] {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(format!("../../deploy/crds/{f}.trainyard.io.yaml"));
-        let text = std::fs::read_to_string(&p).expect("a committed CRD");
-        let crd: Value = serde_saphyr::from_str(&text).expect("a CRD");
-        server.create(crd).expect("CRD created");
-    }
-}
 
 /// A ready node with `gpus` GPUs under leaf switch `leaf` of spine block
 /// `b0` (topology labels: the GPU map groups nodes by them).

@@ -261,3 +261,15 @@ pub async fn start_service_tuned(
 ) -> Running {
     start_service_full(client, true, Default::default(), tune).await
 }
+
+/// Trainyard's CRDs (deploy/crds), as the chart installs them, created
+/// on `server` directly.
+pub fn install_crds(server: &TestApiServer) {
+    for f in ["queues", "podgroups", "topologies"] {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../../deploy/crds/{f}.trainyard.io.yaml"));
+        let text = std::fs::read_to_string(&p).expect("a committed CRD");
+        let crd: serde_json::Value = serde_saphyr::from_str(&text).expect("a CRD");
+        server.create(crd).expect("CRD created");
+    }
+}

@@ -14,6 +14,8 @@ pub mod gpus;
 pub mod record;
 mod views;
 
+pub use views::print_jobs;
+
 use std::sync::{Arc, Mutex};
 
 use axum::Router;

@@ -175,15 +175,14 @@ fn dashboard_rows(c: &CycleView, runs: usize, cycle: Duration) -> anyhow::Result
     let all = service::list_jobs(c, &pb::ListJobsRequest::default());
     let once = vec![(); runs.max(1)];
     let print = time_each(&once, |_| {
-        let v = printer
-            .value(&all, "ListJobsResponse")
-            .map_err(|e| trainyard_api::ApiError::Unavailable(e.to_string()))?;
-        std::hint::black_box(v.to_string());
+        let text = trainyard_api::ui::print_jobs(&printer, Some(c), &all)
+            .map_err(|e| trainyard_api::ApiError::Unavailable(e.message().to_string()))?;
+        std::hint::black_box(text);
         Ok(())
     })?;
     row(
         &format!(
-            "/ui/api/jobs: ListJobs printed as JSON ({} jobs)",
+            "/ui/api/jobs: ListJobs printed as JSON with each job's placement ({} jobs)",
             all.jobs.len()
         ),
         &print,

@@ -23,7 +23,7 @@ use crate::pb;
 use crate::pb::scheduler_server::Scheduler;
 
 mod jobs;
-pub use jobs::{AllForecasts, forecast, forecasts, job, jobs, what_if};
+pub use jobs::{AllForecasts, forecast, forecasts, job, jobs, print_jobs, what_if};
 
 /// The forecast of every pending job is made again at most this often
 /// (it runs the engine forward).

@@ -115,17 +115,25 @@ pub async fn jobs(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response
             // Tens of thousands of jobs take a while to print: off the
             // async threads, which the service's shell shares.
             let (printer, latest) = (ui.printer.clone(), ui.latest());
-            tokio::task::spawn_blocking(move || {
-                let extra = extras_of(latest.as_deref(), &r.jobs);
-                printer
-                    .text_with_extras(&r, "ListJobsResponse", "jobs", extra)
-                    .map_err(|e| Status::internal(e.to_string()))
-            })
-            .await
-            .map_err(|e| Status::internal(format!("printing the jobs failed: {e}")))?
+            tokio::task::spawn_blocking(move || print_jobs(&printer, latest.as_deref(), &r))
+                .await
+                .map_err(|e| Status::internal(format!("printing the jobs failed: {e}")))?
         }
         .await,
     )
+}
+
+/// ListJobs' answer `r` as `/ui/api/jobs` prints it: each job with its
+/// [`extras`] from cycle `latest`.
+pub fn print_jobs(
+    printer: &crate::json::Printer,
+    latest: Option<&CycleView>,
+    r: &pb::ListJobsResponse,
+) -> Result<String, Status> {
+    let extra = extras_of(latest, &r.jobs);
+    printer
+        .text_with_extras(r, "ListJobsResponse", "jobs", extra)
+        .map_err(|e| Status::internal(e.to_string()))
 }
 
 /// Every pending job's forecast, as `/ui/api/forecasts` prints it.

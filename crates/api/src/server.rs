@@ -106,14 +106,10 @@ pub fn tcp_policy(address: SocketAddr, security: &Security) -> Result<TcpMode, S
 /// The service name health checks ask about for the Scheduler.
 pub const SCHEDULER_SERVICE: &str = <SchedulerServer<Api> as NamedService>::NAME;
 
-/// Every service of the API over `view`, the Scheduler and reflection
-/// behind `guard`, health answering from `health` (which
-/// [`follow_readiness`] keeps up; one reporter serves every listener).
-pub fn routes(
-    view: Arc<LiveView>,
-    guard: Guard,
-    health: &HealthReporter,
-) -> Result<Routes, ServeError> {
+/// Every service of the API, the Scheduler (`api`) and reflection behind
+/// `guard`, health answering from `health` (which [`follow_readiness`]
+/// keeps up; one reporter serves every listener).
+pub fn routes(api: Api, guard: Guard, health: &HealthReporter) -> Result<Routes, ServeError> {
     let health_service = tonic_health::pb::health_server::HealthServer::new(
         tonic_health::server::HealthService::from_health_reporter(health.clone()),
     );
@@ -127,13 +123,12 @@ pub fn routes(
     let v1alpha = reflection(tonic_reflection::server::Builder::configure())
         .build_v1alpha()
         .map_err(|e| ServeError::Reflection(e.to_string()))?;
-    Ok(Routes::new(Guarded::new(
-        SchedulerServer::new(Api::new(view)),
-        guard.clone(),
-    ))
-    .add_service(health_service)
-    .add_service(Guarded::new(v1, guard.clone()))
-    .add_service(Guarded::new(v1alpha, guard)))
+    Ok(
+        Routes::new(Guarded::new(SchedulerServer::new(api), guard.clone()))
+            .add_service(health_service)
+            .add_service(Guarded::new(v1, guard.clone()))
+            .add_service(Guarded::new(v1alpha, guard)),
+    )
 }
 
 /// Health follows the view: the whole server (`""`) serves once every
@@ -172,6 +167,9 @@ pub async fn serve(
     shutdown: watch::Receiver<bool>,
 ) -> Result<tokio::task::JoinHandle<()>, ServeError> {
     let (health, _) = tonic_health::server::health_reporter();
+    // One API for every listener and the dashboard: one heavy call at a
+    // time over all of them.
+    let api = Api::new(view.clone());
     let mut tasks = Vec::new();
     let stop = |mut s: watch::Receiver<bool>| async move {
         let _ = s.wait_for(|stop| *stop).await;
@@ -198,8 +196,8 @@ pub async fn serve(
         tracing::info!(address = %local, tls = mode.tls, tokens = mode.tokens, "serving the gRPC API");
         // The dashboard beside the services, behind the same guard; a
         // browser speaks HTTP/1.1 (gRPC clients still HTTP/2).
-        let ui = crate::ui::router(view.clone(), guard.clone())?;
-        let routes = routes(view.clone(), guard, &health)?;
+        let ui = crate::ui::router(api.clone(), view.clone(), guard.clone(), shutdown.clone())?;
+        let routes = routes(api.clone(), guard, &health)?;
         let routes = Routes::from(routes.into_axum_router().merge(ui));
         let server = tonic::transport::Server::builder()
             .accept_http1(true)
@@ -232,7 +230,7 @@ pub async fn serve(
         })?;
         tracing::info!(socket = %path.display(), "serving the gRPC API");
         let incoming = tokio_stream::wrappers::UnixListenerStream::new(listener);
-        let routes = routes(view.clone(), Guard::Trusted, &health)?;
+        let routes = routes(api.clone(), Guard::Trusted, &health)?;
         let server = tonic::transport::Server::builder().add_routes(routes);
         let s = shutdown.clone();
         tasks.push(tokio::spawn(async move {
@@ -246,14 +244,16 @@ pub async fn serve(
     Ok(tokio::spawn(async move {
         stop(shutdown).await;
         health.abort();
-        // Calls in progress get a moment to finish (a WatchDecisions
-        // stream ends with the service's view).
-        for t in tasks {
-            if tokio::time::timeout(std::time::Duration::from_secs(2), t)
+        // Calls in progress get a moment to finish (the dashboard's
+        // event streams end at `shutdown`; a WatchDecisions stream ends
+        // with the service's view), then are cut.
+        for mut t in tasks {
+            if tokio::time::timeout(std::time::Duration::from_secs(2), &mut t)
                 .await
                 .is_err()
             {
                 tracing::warn!("stopping: gRPC calls still open after 2 s are cut");
+                t.abort();
             }
         }
         if let Some(p) = socket {

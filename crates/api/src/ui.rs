@@ -51,6 +51,8 @@ pub struct Ui {
     /// The store's usage per hour, asked at most every few minutes:
     /// (cycle time it was asked at, answer).
     usage_cache: tokio::sync::Mutex<Option<(i64, serde_json::Value)>>,
+    /// Turns true when the server stops: event streams end.
+    stop: tokio::sync::watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for Ui {
@@ -59,13 +61,20 @@ impl std::fmt::Debug for Ui {
     }
 }
 
-/// The dashboard's routes over `view`, behind `guard`. Starts the task
-/// that keeps the record of cycles (it ends with the view's senders).
-pub fn router(view: Arc<LiveView>, guard: Guard) -> Result<Router, crate::json::JsonError> {
+/// The dashboard's routes over `api` (the API's own handlers, sharing
+/// their one-heavy-call-at-a-time limit) and `view`, behind `guard`.
+/// Starts the task that keeps the record of cycles; it, and every event
+/// stream, ends when `stop` turns true.
+pub fn router(
+    api: Api,
+    view: Arc<LiveView>,
+    guard: Guard,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<Router, crate::json::JsonError> {
     let record = Arc::new(Mutex::new(record::Record::default()));
-    tokio::spawn(keep_record(view.cycles(), record.clone()));
+    tokio::spawn(keep_record(view.cycles(), record.clone(), stop.clone()));
     let ui = Arc::new(Ui {
-        api: Api::new(view.clone()),
+        api,
         view,
         guard,
         printer: Printer::new(false)?,
@@ -73,6 +82,7 @@ pub fn router(view: Arc<LiveView>, guard: Guard) -> Result<Router, crate::json::
         holdings: Mutex::new(None),
         forecasts: tokio::sync::Mutex::new(None),
         usage_cache: tokio::sync::Mutex::new(None),
+        stop,
     });
     let mut r = Router::new();
     for (path, kind, body) in FILES {
@@ -97,18 +107,32 @@ pub fn router(view: Arc<LiveView>, guard: Guard) -> Result<Router, crate::json::
         .with_state(ui))
 }
 
-/// Follows the published cycles into `record` until the view is gone.
+/// Follows the published cycles into `record` until the view is gone or
+/// `stop` turns true. A cycle's queue sample (a walk over every job) is
+/// made outside the lock that the handlers read under.
 async fn keep_record(
     mut cycles: tokio::sync::broadcast::Receiver<Arc<trainyard_serve::view::CycleView>>,
     record: Arc<Mutex<record::Record>>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     use tokio::sync::broadcast::error::RecvError;
+    let lock = || match record.lock() {
+        Ok(r) => r,
+        // A panic while holding it left the record whole: every change
+        // is made in one call.
+        Err(poisoned) => poisoned.into_inner(),
+    };
     loop {
-        match cycles.recv().await {
-            Ok(c) => match record.lock() {
-                Ok(mut r) => r.observe(&c),
-                Err(poisoned) => poisoned.into_inner().observe(&c),
-            },
+        let next = tokio::select! {
+            next = cycles.recv() => next,
+            _ = stop.wait_for(|s| *s) => return,
+        };
+        match next {
+            Ok(c) => {
+                let due = lock().sample_due(&c);
+                let sample = due.then(|| record::sample_of(&c));
+                lock().take(&c, sample);
+            }
             Err(RecvError::Lagged(n)) => {
                 tracing::debug!("the dashboard's record missed {n} cycles");
             }
@@ -186,9 +210,16 @@ fn json_body(text: String) -> ([(header::HeaderName, HeaderValue); 2], String) {
 
 impl Ui {
     /// The caller of a request with `headers`, as the gRPC listener's
-    /// guard lets it in.
+    /// guard lets it in. A trusted listener (loopback without tokens)
+    /// answers only requests addressed to a loopback name, and none a
+    /// browser marks cross-site: a page elsewhere whose name was made to
+    /// point at 127.0.0.1 (DNS rebinding) reads nothing.
     async fn caller(&self, headers: &HeaderMap) -> Result<Caller, Status> {
-        self.guard.caller(headers).await
+        let caller = self.guard.caller(headers).await?;
+        if let Caller::Trusted = caller {
+            local_only(headers)?;
+        }
+        Ok(caller)
     }
 
     /// `m` as a request of `caller`, for the RPC handlers.
@@ -197,6 +228,40 @@ impl Ui {
         r.extensions_mut().insert(caller.clone());
         r
     }
+}
+
+/// Refuses a request to a trusted listener that names a host other than
+/// a loopback one (`localhost`, `127.x.x.x`, `[::1]`, any port), or that a
+/// browser says comes from another site.
+fn local_only(headers: &HeaderMap) -> Result<(), Status> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or(""),
+        None => host.split(':').next().unwrap_or(""),
+    };
+    let loopback = name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    // HTTP/2 clients send `:authority`, which hyper gives as the URI's,
+    // not a Host header: those are not browsers on plain HTTP.
+    if !loopback && !host.is_empty() {
+        return Err(Status::permission_denied(format!(
+            "this listener trusts local callers only; it answers requests for localhost or 127.0.0.1, not for {host} (open the dashboard at http://127.0.0.1:PORT/ui, or expose the API with tokens: docs/grpc.md)"
+        )));
+    }
+    if headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"cross-site"))
+    {
+        return Err(Status::permission_denied(
+            "this listener trusts local callers only, and this request came from another site",
+        ));
+    }
+    Ok(())
 }
 
 /// The state handlers receive.

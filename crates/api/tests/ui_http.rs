@@ -37,11 +37,23 @@ impl Answer {
 
 /// `GET path` on 127.0.0.1:`port` over HTTP/1.1, read to the end.
 async fn get(port: u16, path: &str) -> Answer {
+    send(
+        port,
+        &format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"),
+        b"",
+    )
+    .await
+}
+
+/// `head` (a request line and headers) and `body` sent to
+/// 127.0.0.1:`port`, the answer read to the end.
+async fn send(port: u16, head: &str, body: &[u8]) -> Answer {
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .expect("connect");
-    let req = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    let req = format!("{head}Connection: close\r\n\r\n");
     s.write_all(req.as_bytes()).await.expect("write");
+    s.write_all(body).await.expect("write");
     let mut raw = Vec::new();
     tokio::time::timeout(Duration::from_secs(30), s.read_to_end(&mut raw))
         .await
@@ -175,7 +187,7 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
     }
     let run = jobs.iter().find(|j| j["name"] == "run").expect("run");
     assert_eq!(run["placement"]["nodes"][0], "n1");
-    assert_eq!(run["placement"]["gpus"], 4);
+    assert_eq!(run["placement"]["gpuMilli"], 4000);
     let pending = get(port, "/ui/api/jobs?state=pending").await.json();
     assert_eq!(pending["jobs"].as_array().map(Vec::len), Some(1));
     assert_eq!(pending["jobs"][0]["name"], "wait");
@@ -265,6 +277,47 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
     );
     assert_eq!(get(port, "/ui/api/nope").await.status, 404);
 
+    // A job with nothing pending: the map, without a fit.
+    let ui = get(port, "/ui/api/gpus?job=ml/run").await;
+    assert_eq!(ui.status, 200);
+    assert_eq!(ui.json()["fit"], Value::Null);
+
+    // The trusted loopback listener answers loopback names only, and no
+    // page of another site (DNS rebinding, cross-site reads).
+    let rebound = send(
+        port,
+        "GET /ui/api/jobs HTTP/1.1\r\nHost: attacker.example:50051\r\n",
+        b"",
+    )
+    .await;
+    assert_eq!(rebound.status, 403, "{}", rebound.body);
+    assert!(rebound.body.contains("not for attacker.example:50051"));
+    let cross = send(
+        port,
+        "GET /ui/api/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nSec-Fetch-Site: cross-site\r\n",
+        b"",
+    )
+    .await;
+    assert_eq!(cross.status, 403, "{}", cross.body);
+    assert_eq!(
+        send(
+            port,
+            "GET /ui/api/whoami HTTP/1.1\r\nHost: localhost:1\r\n",
+            b""
+        )
+        .await
+        .status,
+        200
+    );
+    // gRPC is HTTP/2 only: over HTTP/1.1 an RPC is refused.
+    let rpc_over_http1 = send(
+        port,
+        "POST /trainyard.v1alpha1.Scheduler/ListQueues HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/grpc\r\nContent-Length: 5\r\n",
+        &[0; 5],
+    )
+    .await;
+    assert_eq!(rpc_over_http1.header("grpc-status"), "12", "UNIMPLEMENTED");
+
     // The stream: a cycle event with the latest cycle, as a browser reads it.
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
@@ -291,6 +344,9 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
     assert!(event["cycle"]["number"].as_u64().is_some_and(|n| n > 0));
     assert_eq!(event["pending"], 1);
 
+    // The stream ends when the server stops (below).
+    let reading = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
     // The gRPC API still answers on the same port (HTTP/2).
     let tcp = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
         .expect("endpoint")
@@ -302,6 +358,10 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
         .await
         .expect("gRPC on the dashboard's port");
     running.stop().await;
+    tokio::time::timeout(Duration::from_secs(10), reading)
+        .await
+        .expect("the event stream ends when the server stops")
+        .expect("read");
 }
 
 /// With a store, the queues' usage per hour comes from its accounting

@@ -93,6 +93,14 @@ where
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let guard = self.guard.clone();
         Box::pin(async move {
+            // gRPC is HTTP/2; the listener takes HTTP/1.1 for the
+            // dashboard only (a browser page could otherwise call RPCs).
+            if req.version() < http::Version::HTTP_2 {
+                return Ok(Status::unimplemented(
+                    "gRPC needs HTTP/2; over HTTP/1.1 this listener serves the dashboard (/ui) only",
+                )
+                .into_http());
+            }
             match guard.caller(req.headers()).await {
                 Ok(caller) => {
                     req.extensions_mut().insert(caller);

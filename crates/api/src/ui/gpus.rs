@@ -39,8 +39,23 @@ pub fn map(
     v: &Visible,
     fit: Option<Fit<'_>>,
 ) -> Value {
-    let jobs = holders(h);
-    let index: BTreeMap<&str, usize> = jobs.iter().enumerate().map(|(i, j)| (*j, i)).collect();
+    // Jobs by index; every job `v` hides shares one index, named "", so
+    // a caller learns neither their names nor how many there are.
+    let mut jobs: Vec<&str> = Vec::new();
+    let mut hidden: Option<usize> = None;
+    let mut index: BTreeMap<&str, usize> = BTreeMap::new();
+    for id in holders(h) {
+        let i = if v.shows_job(id) {
+            jobs.push(id);
+            jobs.len() - 1
+        } else {
+            *hidden.get_or_insert_with(|| {
+                jobs.push("");
+                jobs.len() - 1
+            })
+        };
+        index.insert(id, i);
+    }
     let node_pos: BTreeMap<&str, usize> = h
         .iter()
         .enumerate()
@@ -64,6 +79,7 @@ pub fn map(
                     let mut cells: Vec<Value> = d
                         .holders
                         .iter()
+                        // Every holder is in `index`: it was built from them.
                         .map(|(job, _, milli)| json!([index[job.as_str()], milli]))
                         .collect();
                     if d.outside > 0 {
@@ -80,13 +96,42 @@ pub fn map(
             })
         })
         .collect();
-    let shown = |id: &str| {
-        if v.shows_job(id) {
-            id.to_string()
-        } else {
-            String::new()
-        }
-    };
+    let (reservations, nominations) = plans(c, h, &node_pos, v);
+    let fit = fit.map(|(job, nodes)| {
+        let at: BTreeMap<&str, Vec<u32>> = nodes
+            .iter()
+            .map(|(n, idx)| (n.as_str(), positions(h, &node_pos, n, idx)))
+            .collect();
+        let devices: usize = at.values().map(Vec::len).sum();
+        json!({
+            "job": job,
+            "nodes": at,
+            "message": format!(
+                "{devices} free device(s) on {} node(s) where its pods pass their filters and fit",
+                at.len()
+            ),
+        })
+    });
+    json!({
+        "cycle": convert_cycle(c),
+        "levels": levels,
+        "domains": domains,
+        "nodes": nodes,
+        "jobs": jobs,
+        "reservations": reservations,
+        "nominations": nominations,
+        "fit": fit,
+    })
+}
+
+/// The cycle's reservations and nominations of the jobs `v` shows
+/// (nominated devices as positions).
+fn plans(
+    c: &CycleView,
+    h: &[trainyard_sched::NodeHoldings],
+    node_pos: &BTreeMap<&str, usize>,
+    v: &Visible,
+) -> (Vec<Value>, Vec<Value>) {
     let reservations: Vec<Value> = c
         .decisions
         .reservations
@@ -110,35 +155,11 @@ pub fn map(
                 "job": n.job.to_string(),
                 "pod": n.task.to_string(),
                 "node": n.node.to_string(),
-                "gpus": positions(h, &node_pos, n.node.as_str(), &n.gpus),
+                "gpus": positions(h, node_pos, n.node.as_str(), &n.gpus),
             })
         })
         .collect();
-    let fit = fit.map(|(job, nodes)| {
-        let at: BTreeMap<&str, Vec<u32>> = nodes
-            .iter()
-            .map(|(n, idx)| (n.as_str(), positions(h, &node_pos, n, idx)))
-            .collect();
-        let devices: usize = at.values().map(Vec::len).sum();
-        json!({
-            "job": job,
-            "nodes": at,
-            "message": format!(
-                "{devices} free device(s) on {} node(s) where its pods pass their filters and fit",
-                at.len()
-            ),
-        })
-    });
-    json!({
-        "cycle": convert_cycle(c),
-        "levels": levels,
-        "domains": domains,
-        "nodes": nodes,
-        "jobs": jobs.iter().map(|j| shown(j)).collect::<Vec<_>>(),
-        "reservations": reservations,
-        "nominations": nominations,
-        "fit": fit,
-    })
+    (reservations, nominations)
 }
 
 fn convert_cycle(c: &CycleView) -> Value {
@@ -156,6 +177,7 @@ fn positions(
     let Some(&n) = node_pos.get(node) else {
         return Vec::new();
     };
+    // `node_pos` holds the positions of `h`.
     indices
         .iter()
         .filter_map(|i| h[n].devices.iter().position(|d| d.index == *i))

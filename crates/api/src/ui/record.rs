@@ -60,10 +60,44 @@ pub struct EvictionRecord {
 pub struct Event {
     pub time_ms: i64,
     pub cycle: u64,
-    /// `Pending`, `Bound`, `Evicted`, `Evicting`, `Nominated`, `Reserved`,
-    /// `Gone`.
+    /// `Pending`, `Bound`, `Evicted`, `Evicting`, `Nominated`, `Reserved`.
     pub kind: &'static str,
     pub message: String,
+    /// Other jobs the message names (a preemptor, victims).
+    #[serde(skip)]
+    pub names: Vec<String>,
+    /// The message without them, for a caller who may not see one.
+    #[serde(skip)]
+    pub redacted: String,
+}
+
+impl Event {
+    /// The event as a caller seeing `v` may read it.
+    pub fn shown(mut self, v: &crate::auth::Visible) -> Event {
+        if self.names.iter().any(|j| !v.shows_job(j)) {
+            self.message = std::mem::take(&mut self.redacted);
+        }
+        self.names.clear();
+        self
+    }
+}
+
+impl EvictionRecord {
+    /// The eviction as a caller seeing `v` may read it: a side it may not
+    /// see is named by its queue only (and the message, which names both,
+    /// is left out).
+    pub fn shown(mut self, v: &crate::auth::Visible) -> EvictionRecord {
+        if !v.shows_job(&self.job) {
+            self.job.clear();
+            self.pod.clear();
+            self.message.clear();
+        }
+        if !v.shows_job(&self.preemptor) {
+            self.preemptor.clear();
+            self.message.clear();
+        }
+        self
+    }
 }
 
 /// The dashboard's memory.
@@ -72,7 +106,10 @@ pub struct Record {
     pub samples: VecDeque<Sample>,
     /// Newest last.
     pub evictions: VecDeque<EvictionRecord>,
+    /// Per job: the cycle count it was last touched at, its events.
     events: HashMap<String, (u64, VecDeque<Event>)>,
+    /// Events kept over every job.
+    events_kept: usize,
     /// Each pending job's last message, to tell a change.
     reasons: HashMap<String, String>,
     /// Reservations last seen, by job (their nodes and start).
@@ -83,63 +120,52 @@ pub struct Record {
     pub cycles: u64,
 }
 
+/// Events kept over every job, at most.
+pub const EVENTS: usize = 200_000;
+
 /// The cycle's time of a sample is refreshed at most this often (a queue
 /// list is a walk over every job).
 const SAMPLE_EVERY_MS: i64 = 5_000;
 
 impl Record {
-    /// Takes in cycle `c`.
+    /// Takes in cycle `c` (its queue sample made here when one is due).
     pub fn observe(&mut self, c: &CycleView) {
-        self.cycles += 1;
+        let sample = self.sample_due(c).then(|| sample_of(c));
+        self.take(c, sample);
+    }
+
+    /// Whether cycle `c` should give a queue sample.
+    pub fn sample_due(&self, c: &CycleView) -> bool {
         let now = c.now.0;
-        if self
-            .sampled_at
+        self.sampled_at
             .is_none_or(|t| now - t >= SAMPLE_EVERY_MS || now < t)
-        {
-            self.sample(c);
-            self.sampled_at = Some(now);
+    }
+
+    /// Takes in cycle `c` with its queue sample, if one was made
+    /// ([`sample_of`], which walks every job: made outside any lock).
+    pub fn take(&mut self, c: &CycleView, sample: Option<Sample>) {
+        self.cycles += 1;
+        if let Some(sample) = sample {
+            self.sampled_at = Some(sample.time_ms);
+            match self.samples.back_mut() {
+                Some(last) if last.step_ms == sample.step_ms => *last = sample,
+                _ => {
+                    self.samples.push_back(sample);
+                    while self.samples.len() > SAMPLES {
+                        self.samples.pop_front();
+                    }
+                }
+            }
         }
-        self.decisions(c);
+        self.binds(c);
+        self.evictions(c);
+        self.plans(c);
+        self.reasons(c);
         if self.cycles.is_multiple_of(600) {
             self.forget_gone(c);
         }
-    }
-
-    fn sample(&mut self, c: &CycleView) {
-        let now = c.now.0;
-        let list = crate::service::list_queues(c);
-        let queues = list
-            .queues
-            .iter()
-            .map(|q| {
-                let r = q
-                    .resources
-                    .iter()
-                    .map(|r| {
-                        let a = Amounts {
-                            allocated: r.allocated,
-                            fair_share: r.fair_share,
-                            pending_demand: r.pending_demand,
-                        };
-                        (r.resource.clone(), (r.unit.clone(), a))
-                    })
-                    .collect();
-                (q.name.clone(), r)
-            })
-            .collect();
-        let sample = Sample {
-            step_ms: now.div_euclid(STEP_MS) * STEP_MS,
-            time_ms: now,
-            queues,
-        };
-        match self.samples.back_mut() {
-            Some(last) if last.step_ms == sample.step_ms => *last = sample,
-            _ => {
-                self.samples.push_back(sample);
-                while self.samples.len() > SAMPLES {
-                    self.samples.pop_front();
-                }
-            }
+        if self.events_kept > EVENTS || self.events.len() > JOBS_TRACKED {
+            self.prune();
         }
     }
 
@@ -151,23 +177,29 @@ impl Record {
             .or_insert_with(|| (n, VecDeque::new()));
         entry.0 = n;
         entry.1.push_back(e);
+        self.events_kept += 1;
         while entry.1.len() > EVENTS_PER_JOB {
             entry.1.pop_front();
+            self.events_kept -= 1;
         }
     }
 
-    fn decisions(&mut self, c: &CycleView) {
-        let d = &c.decisions;
-        let (t, n) = (c.now.0, c.number);
-        let ev = |kind: &'static str, message: String| Event {
-            time_ms: t,
-            cycle: n,
+    /// An event of cycle `c` naming `names` besides its own job.
+    fn at(c: &CycleView, kind: &'static str, message: String) -> Event {
+        Event {
+            time_ms: c.now.0,
+            cycle: c.number,
             kind,
+            redacted: message.clone(),
             message,
-        };
-        // Binds, one event per job.
+            names: Vec::new(),
+        }
+    }
+
+    /// Binds, one event per job.
+    fn binds(&mut self, c: &CycleView) {
         let mut bound: BTreeMap<&str, (u32, Vec<&str>)> = BTreeMap::new();
-        for b in &d.binds {
+        for b in &c.decisions.binds {
             let e = bound.entry(b.job.as_str()).or_default();
             e.0 += 1;
             if !e.1.contains(&b.node.as_str()) {
@@ -176,60 +208,77 @@ impl Record {
         }
         for (job, (pods, nodes)) in bound {
             let m = format!("{pods} pod(s) bound on {}", nodes.join(", "));
-            self.event(job, ev("Bound", m));
+            self.event(job, Self::at(c, "Bound", m));
             self.reasons.remove(job);
         }
-        // Evictions: the victim's and the preemptor's side.
-        if !d.evictions.is_empty() {
-            let queue_of: HashMap<&str, &str> = c
-                .snapshot
-                .jobs
-                .iter()
-                .map(|j| (j.id.as_str(), j.queue.as_str()))
-                .collect();
-            let mut by_preemptor: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-            for e in &d.evictions {
-                let kind = crate::convert::victim(e).kind;
-                let record = EvictionRecord {
-                    time_ms: t,
-                    cycle: n,
-                    job: e.job.to_string(),
-                    queue: queue_of.get(e.job.as_str()).unwrap_or(&"").to_string(),
-                    pod: e.task.to_string(),
-                    node: e.node.to_string(),
-                    kind: kind.clone(),
-                    preemptor: e.preemptor.to_string(),
-                    preemptor_queue: queue_of
-                        .get(e.preemptor.as_str())
-                        .unwrap_or(&"")
-                        .to_string(),
-                    message: e.message.clone(),
-                };
-                let m = format!(
-                    "pod {} evicted from {} ({kind}): {}",
-                    e.task, e.node, e.message
-                );
-                self.event(e.job.as_str(), ev("Evicted", m));
-                by_preemptor
-                    .entry(e.preemptor.as_str())
-                    .or_default()
-                    .push(e.job.as_str());
-                self.evictions.push_back(record);
-            }
-            while self.evictions.len() > EVICTIONS {
-                self.evictions.pop_front();
-            }
-            for (p, mut victims) in by_preemptor {
-                let pods = victims.len();
-                victims.dedup();
-                let m = format!(
-                    "evicting {pods} pod(s) of {} to make room for it",
-                    victims.join(", ")
-                );
-                self.event(p, ev("Evicting", m));
-            }
+    }
+
+    /// Evictions: kept, and an event on the victim's and the preemptor's
+    /// side, each naming the other.
+    fn evictions(&mut self, c: &CycleView) {
+        let d = &c.decisions;
+        if d.evictions.is_empty() {
+            return;
         }
-        // Nominations, one event per job.
+        let queue_of: HashMap<&str, &str> = c
+            .snapshot
+            .jobs
+            .iter()
+            .map(|j| (j.id.as_str(), j.queue.as_str()))
+            .collect();
+        let queue = |id: &str| queue_of.get(id).unwrap_or(&"").to_string();
+        let mut by_preemptor: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for e in &d.evictions {
+            let kind = crate::convert::victim(e).kind;
+            let m = format!(
+                "pod {} evicted from {} ({kind}): {}",
+                e.task, e.node, e.message
+            );
+            let mut event = Self::at(c, "Evicted", m);
+            let whom = match queue(e.preemptor.as_str()) {
+                q if q.is_empty() => "for another job".to_string(),
+                q => format!("for a job of queue {q}"),
+            };
+            event.redacted = format!("pod {} evicted from {} ({kind}) {whom}", e.task, e.node);
+            event.names = vec![e.preemptor.to_string()];
+            self.event(e.job.as_str(), event);
+            by_preemptor
+                .entry(e.preemptor.as_str())
+                .or_default()
+                .push(e.job.as_str());
+            self.evictions.push_back(EvictionRecord {
+                time_ms: c.now.0,
+                cycle: c.number,
+                job: e.job.to_string(),
+                queue: queue(e.job.as_str()),
+                pod: e.task.to_string(),
+                node: e.node.to_string(),
+                kind,
+                preemptor: e.preemptor.to_string(),
+                preemptor_queue: queue(e.preemptor.as_str()),
+                message: e.message.clone(),
+            });
+        }
+        while self.evictions.len() > EVICTIONS {
+            self.evictions.pop_front();
+        }
+        for (p, mut victims) in by_preemptor {
+            let pods = victims.len();
+            victims.dedup();
+            let m = format!(
+                "evicting {pods} pod(s) of {} to make room for it",
+                victims.join(", ")
+            );
+            let mut event = Self::at(c, "Evicting", m);
+            event.redacted = format!("evicting {pods} pod(s) of other jobs to make room for it");
+            event.names = victims.iter().map(|v| v.to_string()).collect();
+            self.event(p, event);
+        }
+    }
+
+    /// Nominations (one event per job) and reservations made or moved.
+    fn plans(&mut self, c: &CycleView) {
+        let d = &c.decisions;
         let mut nominated: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for nd in &d.nominations {
             let e = nominated.entry(nd.job.as_str()).or_default();
@@ -239,9 +288,8 @@ impl Record {
         }
         for (job, nodes) in nominated {
             let m = format!("nominated to {} while its victims leave", nodes.join(", "));
-            self.event(job, ev("Nominated", m));
+            self.event(job, Self::at(c, "Nominated", m));
         }
-        // Reservations made or moved.
         let mut seen = HashMap::new();
         for r in &d.reservations {
             let nodes: Vec<String> = r.nodes.iter().map(|n| n.to_string()).collect();
@@ -252,40 +300,64 @@ impl Record {
                     nodes.join(", "),
                     trainyard_serve::report::rfc3339(r.start)
                 );
-                self.event(r.job.as_str(), ev("Reserved", m));
+                self.event(r.job.as_str(), Self::at(c, "Reserved", m));
             }
             seen.insert(r.job.to_string(), key);
         }
         self.reserved = seen;
-        // Pending reasons that changed.
-        for p in &d.pending {
+    }
+
+    /// Pending reasons that changed. A message that changed under the
+    /// same reason (its counts, say) replaces the job's last event when
+    /// that is its reason's, so a long wait is one event, kept current.
+    fn reasons(&mut self, c: &CycleView) {
+        for p in &c.decisions.pending {
             let id = p.job.as_str();
-            if self.reasons.get(id) != Some(&p.message) {
-                let m = format!("{}: {}", p.reason.code(), p.message);
-                self.event(id, ev("Pending", m));
-                self.reasons.insert(id.to_string(), p.message.clone());
+            let last = self.reasons.get(id);
+            if last == Some(&p.message) {
+                continue;
             }
+            let code = p.reason.code();
+            let m = format!("{code}: {}", p.message);
+            let same_reason = last.is_some()
+                && self
+                    .events
+                    .get(id)
+                    .and_then(|(_, e)| e.back())
+                    .is_some_and(|e| {
+                        e.kind == "Pending" && e.message.split(':').next() == Some(code)
+                    });
+            let event = Self::at(c, "Pending", m);
+            match self.events.get_mut(id).and_then(|(_, e)| e.back_mut()) {
+                Some(back) if same_reason => *back = event,
+                _ => self.event(id, event),
+            }
+            self.reasons.insert(id.to_string(), p.message.clone());
         }
     }
 
-    /// Drops what is kept of jobs no longer in the snapshot beyond
-    /// [`JOBS_TRACKED`] (the oldest-touched first), and the reasons of
-    /// jobs gone.
+    /// Forgets the reasons of jobs no longer in the snapshot.
     fn forget_gone(&mut self, c: &CycleView) {
         let live: std::collections::HashSet<&str> =
             c.snapshot.jobs.iter().map(|j| j.id.as_str()).collect();
         self.reasons.retain(|id, _| live.contains(id.as_str()));
-        if self.events.len() > JOBS_TRACKED {
-            let mut gone: Vec<(u64, String)> = self
-                .events
-                .iter()
-                .filter(|(id, _)| !live.contains(id.as_str()))
-                .map(|(id, (n, _))| (*n, id.clone()))
-                .collect();
-            gone.sort();
-            let excess = self.events.len() - JOBS_TRACKED;
-            for (_, id) in gone.into_iter().take(excess) {
-                self.events.remove(&id);
+    }
+
+    /// Forgets the events of the jobs touched longest ago until at most
+    /// 90% of [`EVENTS`] and of [`JOBS_TRACKED`] are kept.
+    fn prune(&mut self) {
+        let mut order: Vec<(u64, String)> = self
+            .events
+            .iter()
+            .map(|(id, (n, _))| (*n, id.clone()))
+            .collect();
+        order.sort();
+        for (_, id) in order {
+            if self.events_kept <= EVENTS / 10 * 9 && self.events.len() <= JOBS_TRACKED / 10 * 9 {
+                break;
+            }
+            if let Some((_, e)) = self.events.remove(&id) {
+                self.events_kept -= e.len();
             }
         }
     }
@@ -340,6 +412,36 @@ impl Record {
             );
         }
         serde_json::json!({"stepMs": STEP_MS, "times": times, "queues": queues})
+    }
+}
+
+/// Every queue's amounts in cycle `c`, as ListQueues gives them (a walk
+/// over every job).
+pub fn sample_of(c: &CycleView) -> Sample {
+    let now = c.now.0;
+    let queues = crate::service::list_queues(c)
+        .queues
+        .iter()
+        .map(|q| {
+            let r = q
+                .resources
+                .iter()
+                .map(|r| {
+                    let a = Amounts {
+                        allocated: r.allocated,
+                        fair_share: r.fair_share,
+                        pending_demand: r.pending_demand,
+                    };
+                    (r.resource.clone(), (r.unit.clone(), a))
+                })
+                .collect();
+            (q.name.clone(), r)
+        })
+        .collect();
+    Sample {
+        step_ms: now.div_euclid(STEP_MS) * STEP_MS,
+        time_ms: now,
+        queues,
     }
 }
 
@@ -419,6 +521,70 @@ mod tests {
     }
 
     #[test]
+    fn other_jobs_named_in_events_and_evictions_are_hidden_from_who_may_not_see_them() {
+        let first = three_pods();
+        let mut r = Record::default();
+        let mut c = later(&first, 8, 1);
+        let mut d = (*c.decisions).clone();
+        d.evictions.push(Eviction {
+            job: "ml/small".into(),
+            task: TaskKey::named("ml/small"),
+            node: "n1".into(),
+            kind: EvictionKind::Reclaim,
+            preemptor: "other/big".into(),
+            message: "reclaimed for other/big (team-b): team above fair share".into(),
+        });
+        c.decisions = Arc::new(d);
+        r.observe(&c);
+        let only_ml = crate::auth::Visible::Only(["ml".to_string()].into());
+        let evicted = r.events_of("ml/small").pop().expect("an event");
+        assert_eq!(
+            evicted.clone().shown(&crate::auth::Visible::All).message,
+            "pod ml/small evicted from n1 (reclaim): reclaimed for other/big (team-b): team above fair share"
+        );
+        assert_eq!(
+            evicted.shown(&only_ml).message,
+            "pod ml/small evicted from n1 (reclaim) for another job"
+        );
+        let only_other = crate::auth::Visible::Only(["other".to_string()].into());
+        let evicting = r.events_of("other/big").pop().expect("an event");
+        assert_eq!(
+            evicting.shown(&only_other).message,
+            "evicting 1 pod(s) of other jobs to make room for it"
+        );
+        let e = r.evictions_of("ml/small").pop().expect("kept");
+        let shown = e.shown(&only_ml);
+        assert_eq!(
+            (
+                shown.job.as_str(),
+                shown.preemptor.as_str(),
+                shown.message.as_str()
+            ),
+            ("ml/small", "", "")
+        );
+        assert_eq!(shown.preemptor_queue, "");
+    }
+
+    #[test]
+    fn a_message_that_changes_under_one_reason_is_one_event() {
+        let first = three_pods();
+        let mut r = Record::default();
+        r.observe(&first);
+        let before = r.events_of("ml/big");
+        let mut c = later(&first, 8, 1);
+        let mut d = (*c.decisions).clone();
+        for p in d.pending.iter_mut().filter(|p| p.job == "ml/big") {
+            p.message.push_str(" (again)");
+        }
+        c.decisions = Arc::new(d);
+        r.observe(&c);
+        let after = r.events_of("ml/big");
+        assert_eq!(after.len(), before.len());
+        assert!(after[after.len() - 1].message.ends_with("(again)"));
+        assert_eq!(after[after.len() - 1].cycle, 8);
+    }
+
+    #[test]
     fn what_is_kept_is_bounded() {
         let first = three_pods();
         let mut r = Record::default();
@@ -442,5 +608,14 @@ mod tests {
         r.observe(&c);
         assert_eq!(r.evictions.len(), EVICTIONS);
         assert!(r.events_of("ml/small").len() <= EVENTS_PER_JOB);
+        // Over the budget of events, the jobs touched longest ago go.
+        let kept: usize = r.events.values().map(|(_, e)| e.len()).sum();
+        assert_eq!(kept, r.events_kept);
+        r.events_kept = EVENTS + 1;
+        r.prune();
+        assert!(
+            r.events.is_empty(),
+            "every job's events counted over the budget"
+        );
     }
 }

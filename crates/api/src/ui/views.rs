@@ -66,6 +66,21 @@ fn answer(r: Result<Value, Status>) -> Response {
     }
 }
 
+/// What `caller` sees of the jobs `ids` (by their namespaces).
+async fn visible_of<'a>(
+    caller: &Caller,
+    ids: impl Iterator<Item = &'a str>,
+) -> Result<Visible, Status> {
+    match caller {
+        Caller::Trusted => Ok(Visible::All),
+        _ => {
+            let names: std::collections::BTreeSet<&str> =
+                ids.map(crate::auth::namespace_of).collect();
+            caller.visible(names).await
+        }
+    }
+}
+
 impl Ui {
     fn print<M: prost::Message>(&self, m: &M, name: &str) -> Result<Value, Status> {
         self.printer
@@ -245,14 +260,9 @@ pub async fn gpus(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response
                         ))
                     })
                     .await?;
-                match found {
-                    Some(f) => Some(f),
-                    None => {
-                        return Err(Status::not_found(format!(
-                            "job {job} has no pending pod in the scheduler's latest cycle"
-                        )));
-                    }
-                }
+                // None once it has no pending pod (it started, say): the
+                // map is drawn without a fit.
+                found
             };
             // 40,000 devices at 5,000 nodes: off the async threads.
             tokio::task::spawn_blocking(move || {
@@ -314,34 +324,15 @@ pub async fn evictions(ui: UiState, headers: HeaderMap, Query(q): Params) -> Res
                 Ok(r) => r.evictions.iter().rev().cloned().collect(),
                 Err(p) => p.into_inner().evictions.iter().rev().cloned().collect(),
             };
-            let v = match &caller {
-                Caller::Trusted => Visible::All,
-                _ => {
-                    let names: std::collections::BTreeSet<&str> = all
-                        .iter()
-                        .flat_map(|e| [e.job.as_str(), e.preemptor.as_str()])
-                        .map(crate::auth::namespace_of)
-                        .collect();
-                    caller.visible(names).await?
-                }
-            };
+            let named = all
+                .iter()
+                .flat_map(|e| [e.job.as_str(), e.preemptor.as_str()]);
+            let v = visible_of(&caller, named).await?;
             let shown: Vec<Value> = all
                 .into_iter()
                 .filter(|e| v.shows_job(&e.job) || v.shows_job(&e.preemptor))
                 .take(limit)
-                .map(|mut e| {
-                    // One side may be hidden: named by its queue only.
-                    if !v.shows_job(&e.job) {
-                        e.job = String::new();
-                        e.pod = String::new();
-                        e.message = String::new();
-                    }
-                    if !v.shows_job(&e.preemptor) {
-                        e.preemptor = String::new();
-                        e.message = String::new();
-                    }
-                    serde_json::to_value(e).unwrap_or(Value::Null)
-                })
+                .map(|e| serde_json::to_value(e.shown(&v)).unwrap_or(Value::Null))
                 .collect();
             let cycle = ui.latest().map(|c| crate::convert::cycle(&c));
             let cycle = cycle.map_or(
@@ -365,7 +356,12 @@ pub async fn stream(ui: UiState, headers: HeaderMap) -> Response {
         Err(s) => return error(s),
     };
     use axum::response::IntoResponse;
-    Sse::new(cycles(decisions))
+    use futures::StreamExt;
+    let mut stop = ui.stop.clone();
+    let stopping = async move {
+        let _ = stop.wait_for(|s| *s).await;
+    };
+    Sse::new(cycles(decisions).take_until(stopping))
         .keep_alive(
             KeepAlive::new()
                 .interval(Duration::from_secs(15))

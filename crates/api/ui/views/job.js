@@ -177,7 +177,7 @@ function fieldsHTML(j) {
     ['Submitted', `${timeHTML(j.submitTimeMs)} · age ${dur(j.ageSeconds)}`],
     ['Started', j.startMs ? timeHTML(j.startMs) : '<span class="muted">not started</span>'],
     ['Walltime', j.walltimeSeconds ? `${dur(j.walltimeSeconds)}${left === null ? '' : left >= 0 ? ` · ${dur(left)} left` : ' · overdue'}` : '<span class="muted">none set</span>'],
-    ['Placement', nodes.length ? `${esc(nodes.join(', '))} <span class="muted">(${gpus((j.placement.gpus || 0) * 1000)} GPUs)</span>` : '<span class="muted">–</span>'],
+    ['Placement', nodes.length ? `${esc(nodes.join(', '))} <span class="muted">(${gpus(j.placement.gpuMilli || 0)} GPUs)</span>` : '<span class="muted">–</span>'],
     ['Reason', j.reason ? `<b>${esc(j.reason)}</b> ${esc(j.message)}` : '<span class="muted">–</span>'],
   ];
   return rows.map(([k, v]) => `<dt>${k}</dt><dd>${v}</dd>`).join('');

@@ -42,6 +42,7 @@ pub fn holdings(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Vec<Nod
                 .enumerate()
                 .map(|(j, d)| DeviceHolders {
                     index: d.index,
+                    // One state per node of the cycle, in its order.
                     free: cycle.ledger.state.nodes()[n].device_free(j),
                     ..DeviceHolders::default()
                 })
@@ -58,6 +59,7 @@ pub fn holdings(snapshot: &Snapshot, config: &Config, now: Timestamp) -> Vec<Nod
                     continue;
                 };
                 let milli = ask.milli_on(dev).unwrap_or(1000);
+                // `out` has every node of the cycle and each its devices.
                 out[*n].devices[s]
                     .holders
                     .push((job.id.clone(), task.name.clone(), milli));

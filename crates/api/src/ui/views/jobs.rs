@@ -48,7 +48,7 @@ fn extras(job: &Job, binds: &[&trainyard_sched::Bind]) -> Value {
     let placement = if nodes.is_empty() {
         Value::Null
     } else {
-        json!({"nodes": nodes, "gpus": gpus / 1000})
+        json!({"nodes": nodes, "gpuMilli": gpus})
     };
     json!({
         "placement": placement,
@@ -262,6 +262,18 @@ pub async fn job(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response 
                     (r.events_of(&id), r.evictions_of(&id))
                 }
             };
+            // Other jobs they name are shown as far as the caller may see.
+            let named = events
+                .iter()
+                .flat_map(|e| e.names.iter().map(String::as_str))
+                .chain(
+                    evictions
+                        .iter()
+                        .flat_map(|e| [e.job.as_str(), e.preemptor.as_str()]),
+                );
+            let v = visible_of(&caller, named).await?;
+            let events: Vec<_> = events.into_iter().map(|e| e.shown(&v)).collect();
+            let evictions: Vec<_> = evictions.into_iter().map(|e| e.shown(&v)).collect();
             Ok(json!({
                 "cycle": explained["cycle"],
                 "job": job,

@@ -286,7 +286,7 @@ async function stream() {
 
 function onEvent(event, data) {
   if (event === 'error') {
-    // The server's stream failed (it ends next; we reconnect).
+    // A cycle the server could not send (it goes on with the next).
     let msg = data;
     try { msg = JSON.parse(data).error || data; } catch { /* plain text */ }
     $('#live').title = 'stream error: ' + msg;

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use support::browser::Browser;
 use support::{start_cluster, start_service_tuned};
+use trainyard_testapi::TestApiServer;
 
 const GPU: &str = "nvidia.com/gpu";
 const QUEUES: usize = 8;
@@ -109,26 +110,11 @@ fn max(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::NAN, f64::max)
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() {
-    let a = args();
-    let gpus = a.nodes * 8;
-    let bound = a.pods.min(gpus);
-    println!(
-        "ui_bench: {} nodes ({} GPUs), {} pods ({} bound, {} pending), {} update rounds; {} CPUs",
-        a.nodes,
-        gpus,
-        a.pods,
-        bound,
-        a.pods - bound,
-        a.rounds,
-        std::thread::available_parallelism().map_or(0, |n| n.get())
-    );
-
-    // ---- the cluster, created in-process
-    let t = Instant::now();
-    let (server, client) = start_cluster().await;
-    support::install_crds(&server);
+/// Namespaces, queues whose quotas add up to the cluster, `a.nodes`
+/// nodes with topology labels, and `a.pods` one-GPU pods, the first
+/// `bound` of them bound, created on `server` directly.
+fn fill_cluster(server: &TestApiServer, a: &Args, gpus: usize, bound: usize) {
+    support::install_crds(server);
     for n in 0..NAMESPACES {
         server
             .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("ns-{n:02}")}}))
@@ -162,6 +148,27 @@ async fn main() {
         let on = (k < bound).then_some((k / 8, k % 8));
         server.create(pod_json(k, on)).expect("pod");
     }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let a = args();
+    let gpus = a.nodes * 8;
+    let bound = a.pods.min(gpus);
+    println!(
+        "ui_bench: {} nodes ({} GPUs), {} pods ({} bound, {} pending), {} update rounds; {} CPUs",
+        a.nodes,
+        gpus,
+        a.pods,
+        bound,
+        a.pods - bound,
+        a.rounds,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+
+    let t = Instant::now();
+    let (server, client) = start_cluster().await;
+    fill_cluster(&server, &a, gpus, bound);
     println!(
         "created {} nodes and {} pods in {:.1} s",
         a.nodes,
@@ -200,12 +207,29 @@ async fn main() {
     browser.timeout = Duration::from_secs(180);
     println!("chromium {}", browser.chromium);
 
-    // ---- first render of each view
     let pending_job = {
         let k = bound; // the first pending pod
         let (_, ns) = home(k);
         format!("{ns}/job-{k:05}")
     };
+    let shown = first_renders(&mut browser, first.number, &pending_job).await;
+    let endpoints = endpoint_times(&mut browser, &pending_job).await;
+    let (rounds_done, updates) = update_rounds(&mut browser, &running, &server, a.rounds).await;
+    print_tables(&shown, &updates, &endpoints, rounds_done);
+    browser.quit().await;
+    running.stop().await;
+}
+
+/// What the first renders gave: per view the driver's wall clock, the
+/// GPU map with `pending_job` picked, and the page's own render times.
+struct Shown {
+    wall: Vec<(String, f64)>,
+    gpus_job_ms: f64,
+    render: Value,
+}
+
+/// Each view opened once, then the GPU map with `pending_job` picked.
+async fn first_renders(browser: &mut Browser, first: u64, pending_job: &str) -> Shown {
     let views = [
         ("queues", "#/queues".to_string()),
         ("jobs", "#/jobs".to_string()),
@@ -217,7 +241,7 @@ async fn main() {
     for (view, hash) in &views {
         let t = Instant::now();
         let page = browser
-            .cmd(json!({"goto": hash, "min_cycle": first.number, "timeout": 170_000}))
+            .cmd(json!({"goto": hash, "min_cycle": first, "timeout": 170_000}))
             .await;
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         assert!(page["error"].is_null(), "{view}: {page}");
@@ -238,7 +262,15 @@ async fn main() {
     let timing = browser.cmd(json!({"timing": true})).await;
     let render = timing["render"].clone();
 
-    // ---- each endpoint: its size, fetch and JSON.parse times in the page
+    Shown {
+        wall,
+        gpus_job_ms,
+        render,
+    }
+}
+
+/// Each endpoint fetched from the page: its size, fetch and parse times.
+async fn endpoint_times(browser: &mut Browser, pending_job: &str) -> Vec<(String, Value)> {
     let mut endpoints = Vec::new();
     for ep in [
         "queues".to_string(),
@@ -260,12 +292,22 @@ async fn main() {
         endpoints.push((ep, r));
     }
 
-    // ---- updates: a node's pods end, 8 pending pods bind
+    endpoints
+}
+
+/// `rounds` rounds per view (jobs, GPUs, queues) of a node's 8 pods
+/// ending and 8 pending pods binding there; the updates the page timed.
+async fn update_rounds(
+    browser: &mut Browser,
+    running: &support::Running,
+    server: &TestApiServer,
+    rounds: usize,
+) -> (usize, Vec<Value>) {
     let mut rounds_done = 0;
     let mut victim_node = 0;
     for view in ["jobs", "gpus", "queues"] {
         browser.goto(&format!("#/{view}"), 0).await;
-        for _ in 0..a.rounds {
+        for _ in 0..rounds {
             let before = running
                 .view
                 .latest()
@@ -294,13 +336,22 @@ async fn main() {
     let timing = browser.cmd(json!({"timing": true})).await;
     let updates = timing["updates"].as_array().cloned().unwrap_or_default();
 
-    // ---- the table
+    (rounds_done, updates)
+}
+
+/// The tables docs/benchmarks.md records.
+fn print_tables(
+    shown: &Shown,
+    updates: &[Value],
+    endpoints: &[(String, Value)],
+    rounds_done: usize,
+) {
     println!();
     println!(
         "| view | first render (ms, `__trainyard.render`) | shown (ms, driver) | updates | update ms: median / max | longest frame during an update (ms): median / max |"
     );
     println!("|---|---:|---:|---:|---|---|");
-    for (view, ms) in &wall {
+    for (view, ms) in &shown.wall {
         let ups: Vec<&Value> = updates
             .iter()
             .filter(|u| u["view"] == view.as_str())
@@ -319,17 +370,20 @@ async fn main() {
         };
         println!(
             "| {view} | {} | {ms:.0} | {} | {} | {} |",
-            render[view.as_str()],
+            shown.render[view.as_str()],
             ups.len(),
             upd.0,
             upd.1
         );
     }
-    println!("| gpus, a pending job picked | – | {gpus_job_ms:.0} | | | |");
+    println!(
+        "| gpus, a pending job picked | – | {:.0} | | | |",
+        shown.gpus_job_ms
+    );
     println!();
     println!("| endpoint | JSON bytes | fetch (ms, in the page) | JSON.parse (ms) |");
     println!("|---|---:|---:|---:|");
-    for (ep, r) in &endpoints {
+    for (ep, r) in endpoints {
         println!(
             "| `/ui/api/{}` | {} | {:.0} | {:.0} |",
             ep.split('?').next().unwrap_or_default(),
@@ -343,7 +397,8 @@ async fn main() {
         "{rounds_done} rounds of 8 pods ending and 8 binding; {} updates timed in all",
         updates.len()
     );
-    let slow: Vec<String> = render
+    let slow: Vec<String> = shown
+        .render
         .as_object()
         .into_iter()
         .flatten()
@@ -358,6 +413,4 @@ async fn main() {
             format!("MISSED by {}", slow.join(", "))
         }
     );
-    browser.quit().await;
-    running.stop().await;
 }

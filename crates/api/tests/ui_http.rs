@@ -15,6 +15,8 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use trainyard_api::pb;
 use trainyard_api::pb::scheduler_client::SchedulerClient;
 
+type Rpc = SchedulerClient<tonic::transport::Channel>;
+
 /// An HTTP/1.1 answer: status, headers (lower-case names), body.
 struct Answer {
     status: u16,
@@ -111,6 +113,59 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
     let mut rpc = SchedulerClient::new(unix_channel(running.socket.clone()).await);
     quiet_after_run(&running.view).await;
 
+    page_and_queues(port, &mut rpc).await;
+    jobs_and_a_job(port, &mut rpc).await;
+    the_map_and_errors(port).await;
+    who_is_trusted(port).await;
+
+    // The stream: a cycle event with the latest cycle, as a browser reads it.
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    s.write_all(
+        b"GET /ui/api/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
+    )
+    .await
+    .expect("write");
+    let mut lines = BufReader::new(s).lines();
+    let mut event = None;
+    let read = async {
+        while let Some(l) = lines.next_line().await.expect("read") {
+            if let Some(data) = l.strip_prefix("data: ") {
+                event = Some(serde_json::from_str::<Value>(data).expect("JSON data"));
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), read)
+        .await
+        .expect("an event within 30 s");
+    let event = event.expect("a cycle event");
+    assert!(event["cycle"]["number"].as_u64().is_some_and(|n| n > 0));
+    assert_eq!(event["pending"], 1);
+
+    // The stream ends when the server stops (below).
+    let reading = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+
+    // The gRPC API still answers on the same port (HTTP/2).
+    let tcp = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    SchedulerClient::new(tcp)
+        .list_queues(pb::ListQueuesRequest {})
+        .await
+        .expect("gRPC on the dashboard's port");
+    running.stop().await;
+    tokio::time::timeout(Duration::from_secs(10), reading)
+        .await
+        .expect("the event stream ends when the server stops")
+        .expect("read");
+}
+
+/// The page and its files (no token on loopback); the queues against ListQueues.
+async fn page_and_queues(port: u16, rpc: &mut Rpc) {
     // The page and its files, without a token on loopback.
     let page = get(port, "/ui").await;
     assert_eq!(page.status, 200);
@@ -164,7 +219,10 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
         Some(Value::from(4000))
     );
     assert_eq!(ui["usage"], Value::Null, "no store, no usage history");
+}
 
+/// Jobs against ListJobs, a job against ExplainJob, a what-if against WhatIf.
+async fn jobs_and_a_job(port: u16, rpc: &mut Rpc) {
     // Jobs: ListJobs' jobs, and where the running one is.
     let api = rpc
         .list_jobs(pb::ListJobsRequest::default())
@@ -246,7 +304,10 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
     assert_eq!(ui["fits"], api.fits);
     assert!(api.fits, "4 GPUs fit beside run's 4");
     assert_eq!(ui["binds"][0]["node"], "n1");
+}
 
+/// The GPU map; errors named, as JSON, with the HTTP status of the gRPC code.
+async fn the_map_and_errors(port: u16) {
     // The GPU map: run's four devices, the rest free; wait fits nowhere.
     let ui = get(port, "/ui/api/gpus?job=ml/wait").await.json();
     assert_eq!(ui["nodes"][0]["name"], "n1");
@@ -281,7 +342,10 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
     let ui = get(port, "/ui/api/gpus?job=ml/run").await;
     assert_eq!(ui.status, 200);
     assert_eq!(ui.json()["fit"], Value::Null);
+}
 
+/// What a trusted listener answers, and that gRPC stays HTTP/2.
+async fn who_is_trusted(port: u16) {
     // The trusted loopback listener answers loopback names only, and no
     // page of another site (DNS rebinding, cross-site reads).
     let rebound = send(
@@ -317,51 +381,6 @@ async fn the_dashboard_answers_as_the_rpcs_do() {
     )
     .await;
     assert_eq!(rpc_over_http1.header("grpc-status"), "12", "UNIMPLEMENTED");
-
-    // The stream: a cycle event with the latest cycle, as a browser reads it.
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
-    s.write_all(
-        b"GET /ui/api/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n",
-    )
-    .await
-    .expect("write");
-    let mut lines = BufReader::new(s).lines();
-    let mut event = None;
-    let read = async {
-        while let Some(l) = lines.next_line().await.expect("read") {
-            if let Some(data) = l.strip_prefix("data: ") {
-                event = Some(serde_json::from_str::<Value>(data).expect("JSON data"));
-                break;
-            }
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), read)
-        .await
-        .expect("an event within 30 s");
-    let event = event.expect("a cycle event");
-    assert!(event["cycle"]["number"].as_u64().is_some_and(|n| n > 0));
-    assert_eq!(event["pending"], 1);
-
-    // The stream ends when the server stops (below).
-    let reading = tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-
-    // The gRPC API still answers on the same port (HTTP/2).
-    let tcp = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
-        .expect("endpoint")
-        .connect()
-        .await
-        .expect("connect");
-    SchedulerClient::new(tcp)
-        .list_queues(pb::ListQueuesRequest {})
-        .await
-        .expect("gRPC on the dashboard's port");
-    running.stop().await;
-    tokio::time::timeout(Duration::from_secs(10), reading)
-        .await
-        .expect("the event stream ends when the server stops")
-        .expect("read");
 }
 
 /// With a store, the queues' usage per hour comes from its accounting

@@ -206,6 +206,27 @@ fn s(v: &Value) -> String {
 
 // ------------------------------------------------------------------ the test
 
+/// The kinds of a job page's events, as the driver read them.
+fn event_kinds(d: &Value) -> Vec<String> {
+    d["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| s(&e["kind"]))
+        .collect()
+}
+
+/// The marker set in `window` before is still there: no reload.
+async fn assert_not_reloaded(browser: &mut Browser) {
+    assert_eq!(
+        browser
+            .cmd(json!({"eval": "() => window.__notReloaded === true"}))
+            .await,
+        true,
+        "the page was not reloaded"
+    );
+}
+
 /// Nodes n1, n2 (8 GPUs, leaf tor-1) and n3 (8 GPUs, leaf tor-2), all in
 /// spine block b0; queues team-a and team-b (8 GPUs of quota each),
 /// capped (no quota, at most 2 GPUs) and orphan (its parent does not
@@ -378,23 +399,12 @@ async fn check_updates(
         before,
         shown["page"]["live"]
     );
-    let kinds: Vec<String> = d["events"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .map(|e| s(&e["kind"]))
-        .collect();
+    let kinds = event_kinds(d);
     assert!(
         kinds.iter().any(|k| k == "Bound"),
         "the Bound event shows: {kinds:?}"
     );
-    assert_eq!(
-        browser
-            .cmd(json!({"eval": "() => window.__notReloaded === true"}))
-            .await,
-        true,
-        "the page was not reloaded"
-    );
+    assert_not_reloaded(browser).await;
     let placed = placements(client).await;
     assert_eq!(placed["ml/wait"].0, "n4");
 
@@ -436,13 +446,7 @@ async fn check_updates(
         .await;
     let placed = placements(client).await;
     compare_jobs(browser, "after capped's bind", &jobs, &placed).await;
-    assert_eq!(
-        browser
-            .cmd(json!({"eval": "() => window.__notReloaded === true"}))
-            .await,
-        true,
-        "the page was not reloaded"
-    );
+    assert_not_reloaded(browser).await;
 }
 
 // ------------------------------------------------------------------ secured

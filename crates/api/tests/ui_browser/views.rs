@@ -356,12 +356,7 @@ pub(super) async fn check_job(
         );
     }
     // Events: it is pending, and says so.
-    let kinds: Vec<String> = d["events"]
-        .as_array()
-        .expect("events")
-        .iter()
-        .map(|e| s(&e["kind"]))
-        .collect();
+    let kinds = event_kinds(d);
     assert!(kinds.iter().any(|k| k == "Pending"), "{kinds:?}");
     // The form starts from the job's own sizes.
     assert_eq!(s(&d["whatif"]["pods"]), job.pods.to_string());

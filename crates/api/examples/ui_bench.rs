@@ -215,7 +215,12 @@ async fn main() {
     let shown = first_renders(&mut browser, first.number, &pending_job).await;
     let endpoints = endpoint_times(&mut browser, &pending_job).await;
     let (rounds_done, updates) = update_rounds(&mut browser, &running, &server, a.rounds).await;
+    let reclaims = evictions_view(&mut browser, &running, &client).await;
     print_tables(&shown, &updates, &endpoints, rounds_done);
+    println!(
+        "evictions view after team-0's quota was taken away: {} rows shown in {:.0} ms (driver's wall clock)",
+        reclaims.1, reclaims.0
+    );
     browser.quit().await;
     running.stop().await;
 }
@@ -337,6 +342,48 @@ async fn update_rounds(
     let updates = timing["updates"].as_array().cloned().unwrap_or_default();
 
     (rounds_done, updates)
+}
+
+/// team-0's quota taken away, so the other teams' pending jobs reclaim
+/// its pods; once a cycle has decided evictions, the evictions view is
+/// opened: its time (driver's wall clock, ms) and the rows it shows.
+async fn evictions_view(
+    browser: &mut Browser,
+    running: &support::Running,
+    client: &kube::Client,
+) -> (f64, u64) {
+    use kube::api::{Api, DynamicObject, Patch, PatchParams};
+    use kube::core::{ApiResource, GroupVersionKind};
+    let queues: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("trainyard.io", "v1alpha1", "Queue"),
+            "queues",
+        ),
+    );
+    queues
+        .patch(
+            "team-0",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"quota": {GPU: 0}}})),
+        )
+        .await
+        .expect("team-0's quota taken away");
+    let c = support::cycle_until(&running.view, "a cycle that reclaims", |c| {
+        !c.decisions.evictions.is_empty()
+    })
+    .await;
+    browser.goto("#/queues", 0).await;
+    let t = Instant::now();
+    let shown = browser
+        .cmd(json!({"goto": "#/evictions", "min_cycle": c.number, "timeout": 170_000}))
+        .await;
+    assert!(shown["error"].is_null(), "{shown}");
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let rows = browser
+        .cmd(json!({"eval": "() => document.querySelectorAll('table#evictions tr[data-eviction]').length"}))
+        .await;
+    (ms, rows.as_u64().unwrap_or(0))
 }
 
 /// The tables docs/benchmarks.md records.

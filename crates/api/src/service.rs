@@ -50,7 +50,7 @@ impl Api {
     }
 
     /// The latest cycle, or UNAVAILABLE before the first.
-    fn latest(&self) -> Result<Arc<CycleView>, ApiError> {
+    pub(crate) fn latest(&self) -> Result<Arc<CycleView>, ApiError> {
         self.view.latest().borrow().clone().ok_or_else(|| {
             let r = *self.view.readiness().borrow();
             ApiError::Unavailable(if !r.synced {

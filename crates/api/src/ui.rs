@@ -185,6 +185,11 @@ pub fn error(s: Status) -> Response {
     r
 }
 
+/// A cycle as the dashboard's JSON names it.
+pub fn cycle_json(c: &crate::pb::Cycle) -> serde_json::Value {
+    serde_json::json!({"number": c.number, "timeMs": c.time_ms})
+}
+
 /// `v` as a JSON response.
 pub fn json(v: &serde_json::Value) -> Response {
     json_text(v.to_string())

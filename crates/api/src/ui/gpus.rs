@@ -113,7 +113,7 @@ pub fn map(
         })
     });
     json!({
-        "cycle": convert_cycle(c),
+        "cycle": super::cycle_json(&convert::cycle(c)),
         "levels": levels,
         "domains": domains,
         "nodes": nodes,
@@ -160,11 +160,6 @@ fn plans(
         })
         .collect();
     (reservations, nominations)
-}
-
-fn convert_cycle(c: &CycleView) -> Value {
-    let cy = convert::cycle(c);
-    json!({"number": cy.number, "timeMs": cy.time_ms})
 }
 
 /// Device indices on `node` as positions in its device list.

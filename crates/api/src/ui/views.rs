@@ -71,14 +71,8 @@ async fn visible_of<'a>(
     caller: &Caller,
     ids: impl Iterator<Item = &'a str>,
 ) -> Result<Visible, Status> {
-    match caller {
-        Caller::Trusted => Ok(Visible::All),
-        _ => {
-            let names: std::collections::BTreeSet<&str> =
-                ids.map(crate::auth::namespace_of).collect();
-            caller.visible(names).await
-        }
-    }
+    let names: std::collections::BTreeSet<&str> = ids.map(crate::auth::namespace_of).collect();
+    caller.visible(names).await
 }
 
 impl Ui {
@@ -208,9 +202,7 @@ pub async fn gpus(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response
         async {
             let p = params(&q, "/ui/api/gpus", &["job"])?;
             let caller = ui.caller(&headers).await?;
-            let c = ui.latest().ok_or_else(|| {
-                Status::unavailable("the scheduler has not run its first cycle yet")
-            })?;
+            let c = ui.api.latest()?;
             let job = p("job").to_string();
             if !job.is_empty() {
                 let ns = crate::auth::namespace_of(&job);
@@ -220,31 +212,11 @@ pub async fn gpus(ui: UiState, headers: HeaderMap, Query(q): Params) -> Response
                     .await?;
             }
             let holdings = ui.holdings(&c).await?;
-            let v = match &caller {
-                Caller::Trusted => Visible::All,
-                _ => {
-                    let held = super::gpus::holders(&holdings);
-                    let mut names: Vec<&str> = held
-                        .iter()
-                        .map(|id| crate::auth::namespace_of(id))
-                        .collect();
-                    names.extend(
-                        c.decisions
-                            .reservations
-                            .iter()
-                            .map(|r| crate::auth::namespace_of(r.job.as_str())),
-                    );
-                    names.extend(
-                        c.decisions
-                            .nominations
-                            .iter()
-                            .map(|n| crate::auth::namespace_of(n.job.as_str())),
-                    );
-                    names.sort_unstable();
-                    names.dedup();
-                    caller.visible(names).await?
-                }
-            };
+            let held = super::gpus::holders(&holdings);
+            let planned = c.decisions.reservations.iter().map(|r| r.job.as_str());
+            let nominated = c.decisions.nominations.iter().map(|n| n.job.as_str());
+            let named = held.iter().copied().chain(planned).chain(nominated);
+            let v = visible_of(&caller, named).await?;
             let fit = if job.is_empty() {
                 None
             } else {
@@ -334,11 +306,9 @@ pub async fn evictions(ui: UiState, headers: HeaderMap, Query(q): Params) -> Res
                 .take(limit)
                 .map(|e| serde_json::to_value(e.shown(&v)).unwrap_or(Value::Null))
                 .collect();
-            let cycle = ui.latest().map(|c| crate::convert::cycle(&c));
-            let cycle = cycle.map_or(
-                Value::Null,
-                |c| json!({"number": c.number, "timeMs": c.time_ms}),
-            );
+            let cycle = ui.latest().map_or(Value::Null, |c| {
+                super::cycle_json(&crate::convert::cycle(&c))
+            });
             Ok(json!({"cycle": cycle, "evictions": shown}))
         }
         .await,
@@ -389,7 +359,7 @@ fn cycles(
                 jobs.dedup();
                 let cycle = m.cycle.unwrap_or_default();
                 let data = json!({
-                    "cycle": {"number": cycle.number, "timeMs": cycle.time_ms},
+                    "cycle": super::cycle_json(&cycle),
                     "binds": m.binds.len(),
                     "evictions": m.evictions.len(),
                     "pending": m.pending,

@@ -20,6 +20,21 @@ fn state(name: &str) -> Result<i32, Status> {
     })
 }
 
+/// Where task `t` is: its node and known devices, bound before this
+/// cycle or by one of its `binds`; `None` while it waits.
+fn placed<'a>(
+    t: &'a trainyard_model::Task,
+    binds: &[&'a trainyard_sched::Bind],
+) -> Option<(&'a str, &'a [u32])> {
+    match &t.state {
+        TaskState::Bound { node, gpus } => Some((node.as_str(), gpus.as_deref().unwrap_or(&[]))),
+        TaskState::Pending => binds
+            .iter()
+            .find(|b| b.task == t.key)
+            .map(|b| (b.node.as_str(), b.gpus.as_slice())),
+    }
+}
+
 /// What the job list shows beside ListJobs' fields: where its pods are
 /// (bound before or by this cycle), when the first started, its walltime.
 fn extras(job: &Job, binds: &[&trainyard_sched::Bind]) -> Value {
@@ -27,14 +42,7 @@ fn extras(job: &Job, binds: &[&trainyard_sched::Bind]) -> Value {
     let mut gpus = 0u64;
     let mut start = i64::MAX;
     for t in &job.tasks {
-        let node = match &t.state {
-            TaskState::Bound { node, .. } => Some(node.as_str()),
-            TaskState::Pending => binds
-                .iter()
-                .find(|b| b.task == t.key)
-                .map(|b| b.node.as_str()),
-        };
-        if let Some(n) = node {
+        if let Some((n, _)) = placed(t, binds) {
             if !nodes.contains(&n) {
                 nodes.push(n);
             }
@@ -149,15 +157,7 @@ pub async fn forecasts(ui: UiState, headers: HeaderMap) -> Response {
         async {
             let caller = ui.caller(&headers).await?;
             let all = ui.all_forecasts().await?;
-            let names = all
-                .jobs
-                .keys()
-                .map(|id| crate::auth::namespace_of(id))
-                .collect::<std::collections::BTreeSet<_>>();
-            let v: Visible = match &caller {
-                Caller::Trusted => Visible::All,
-                _ => caller.visible(names.iter().copied()).await?,
-            };
+            let v = visible_of(&caller, all.jobs.keys().map(String::as_str)).await?;
             let jobs: serde_json::Map<String, Value> = all
                 .jobs
                 .iter()
@@ -165,7 +165,7 @@ pub async fn forecasts(ui: UiState, headers: HeaderMap) -> Response {
                 .map(|(id, f)| (id.clone(), f.clone()))
                 .collect();
             Ok(json!({
-                "cycle": {"number": all.cycle.number, "timeMs": all.cycle.time_ms},
+                "cycle": super::super::cycle_json(&all.cycle),
                 "horizonMs": all.until,
                 "jobs": jobs,
             }))
@@ -179,9 +179,7 @@ impl Ui {
     /// older than [`FORECAST_EVERY_MS`] of cycle time.
     async fn all_forecasts(&self) -> Result<Arc<AllForecasts>, Status> {
         let mut kept = self.forecasts.lock().await;
-        let c = self
-            .latest()
-            .ok_or_else(|| Status::unavailable("the scheduler has not run its first cycle yet"))?;
+        let c = self.api.latest()?;
         if let Some((at, f)) = &*kept
             && c.now.0 - at < FORECAST_EVERY_MS
             && c.now.0 >= *at
@@ -293,20 +291,12 @@ fn pods_of(j: &Job, binds: &[&trainyard_sched::Bind]) -> Vec<Value> {
     j.tasks
         .iter()
         .map(|t| {
-            let (node, gpus, state) = match &t.state {
-                TaskState::Bound { node, gpus } => (
-                    node.clone(),
-                    gpus.clone().unwrap_or_default(),
-                    if t.terminating {
-                        "Terminating"
-                    } else {
-                        "Bound"
-                    },
-                ),
-                TaskState::Pending => match binds.iter().find(|b| b.task == t.key) {
-                    Some(b) => (b.node.to_string(), b.gpus.clone(), "Bound"),
-                    None => (String::new(), Vec::new(), "Pending"),
-                },
+            let at = placed(t, binds);
+            let (node, gpus) = at.unwrap_or(("", &[]));
+            let state = match (at, t.terminating) {
+                (None, _) => "Pending",
+                (Some(_), true) => "Terminating",
+                (Some(_), false) => "Bound",
             };
             let name = t.name.split_once('/').map_or(t.name.as_str(), |(_, n)| n);
             json!({
